@@ -1,0 +1,218 @@
+/**
+ * The one place that reads the environment. `loadConfig` parses and checks every variable
+ * once and returns a frozen, typed Config; a bad value throws a ConfigError whose message is
+ * one line naming the variable. Nothing else in the code base reads `process.env`.
+ */
+import { resolve } from 'node:path';
+
+export type NodeEnv = 'development' | 'production' | 'test';
+
+export interface Config {
+  readonly nodeEnv: NodeEnv;
+  readonly host: string;
+  readonly port: number;
+  readonly logLevel: string;
+  readonly dataDir: string;
+  /** PostgreSQL URL, or null for the embedded SQLite store in dataDir. */
+  readonly databaseUrl: string | null;
+  readonly dbPoolSize: number;
+  /** Base64 APP_KEY as given, or null (development then generates a key file). */
+  readonly appKey: string | null;
+  /** Older keys (base64, comma-separated) still accepted for decryption after a rotation. */
+  readonly appPreviousKeys: readonly string[];
+  readonly devnet: {
+    /** Start a local anvil child process (when no DEVNET_RPC_URL is given and DEVNET is not off). */
+    readonly spawn: boolean;
+    /** Register the `Local devnet` network at start. */
+    readonly register: boolean;
+    readonly port: number;
+    readonly rpcUrl: string;
+  };
+  readonly networksFile: string | null;
+  readonly tokenTtlS: number;
+  readonly rateLimitPerMinute: number;
+  readonly loginAttemptsPerMinute: number;
+  readonly balanceMaxAgeS: number;
+  readonly webhook: {
+    readonly retryDelaysS: readonly number[];
+    readonly allowPrivate: boolean;
+    readonly concurrency: number;
+    readonly pollIntervalMs: number;
+    readonly connectTimeoutMs: number;
+    readonly readTimeoutMs: number;
+    readonly totalTimeoutMs: number;
+  };
+  readonly watcher: {
+    readonly pollIntervalMs: number;
+    readonly maxBlocksPerTick: number;
+    readonly leaseTtlMs: number;
+  };
+  readonly workers: boolean;
+  readonly bootstrap: { readonly email: string; readonly password: string } | null;
+  readonly shutdownTimeoutMs: number;
+  readonly trustProxy: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(variable: string, problem: string) {
+    super(`Invalid configuration: ${variable} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function str(env: Env, name: string, fallback: string): string {
+  const v = env[name];
+  return v === undefined || v === '' ? fallback : v;
+}
+
+function optional(env: Env, name: string): string | null {
+  const v = env[name];
+  return v === undefined || v === '' ? null : v;
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const v = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off'].includes(v)) return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string, protocols: string[]): string | null {
+  const raw = optional(env, name);
+  if (raw === null) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'must be a valid URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}`);
+  }
+  return raw;
+}
+
+function delays(env: Env, name: string, fallback: number[]): number[] {
+  const raw = optional(env, name);
+  if (raw === null) return fallback;
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.length < 1 || parts.length > 20 || parts.some((p) => !/^\d+$/.test(p) || Number(p) > 604800)) {
+    throw new ConfigError(name, `must be a comma-separated list of seconds (e.g. 60,300,900), got "${raw}"`);
+  }
+  return parts.map(Number);
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const nodeEnvRaw = str(env, 'NODE_ENV', 'development');
+  if (!['development', 'production', 'test'].includes(nodeEnvRaw)) {
+    throw new ConfigError('NODE_ENV', `must be development, production or test, got "${nodeEnvRaw}"`);
+  }
+  const nodeEnv = nodeEnvRaw as NodeEnv;
+  const production = nodeEnv === 'production';
+
+  const appKey = optional(env, 'APP_KEY');
+  if (production && appKey === null) {
+    throw new ConfigError('APP_KEY', 'is required when NODE_ENV=production (32 bytes, base64)');
+  }
+  if (appKey !== null) checkKey('APP_KEY', appKey);
+  const appPreviousKeys = (optional(env, 'APP_PREVIOUS_KEYS') ?? '')
+    .split(',')
+    .map((k) => k.trim())
+    .filter((k) => k !== '');
+  for (const k of appPreviousKeys) checkKey('APP_PREVIOUS_KEYS', k);
+
+  const logLevel = str(env, 'LOG_LEVEL', 'info');
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of fatal, error, warn, info, debug, trace, silent`);
+  }
+
+  const devnetPort = int(env, 'DEVNET_PORT', 8545, 1, 65535);
+  const devnetRpcUrl = url(env, 'DEVNET_RPC_URL', ['http:', 'https:']);
+  const devnetOn = bool(env, 'DEVNET', !production);
+
+  const bootstrapEmail = optional(env, 'BOOTSTRAP_EMAIL');
+  const bootstrapPassword = optional(env, 'BOOTSTRAP_PASSWORD');
+  if ((bootstrapEmail === null) !== (bootstrapPassword === null)) {
+    throw new ConfigError(bootstrapEmail === null ? 'BOOTSTRAP_EMAIL' : 'BOOTSTRAP_PASSWORD', 'must be set together with its pair');
+  }
+  if (bootstrapPassword !== null && bootstrapPassword.length < 8) {
+    throw new ConfigError('BOOTSTRAP_PASSWORD', 'must be at least 8 characters');
+  }
+
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+
+  const config: Config = {
+    nodeEnv,
+    host: str(env, 'HOST', '127.0.0.1'),
+    port: int(env, 'PORT', 8080, 0, 65535),
+    logLevel,
+    dataDir: resolve(str(env, 'DATA_DIR', './data')),
+    databaseUrl,
+    dbPoolSize: int(env, 'DB_POOL_SIZE', 10, 1, 200),
+    appKey,
+    appPreviousKeys,
+    devnet: {
+      spawn: devnetOn && devnetRpcUrl === null,
+      register: devnetOn || devnetRpcUrl !== null,
+      port: devnetPort,
+      rpcUrl: devnetRpcUrl ?? `http://127.0.0.1:${devnetPort}`,
+    },
+    networksFile: optional(env, 'NETWORKS_FILE'),
+    tokenTtlS: int(env, 'TOKEN_TTL', 86400, 60, 31_536_000),
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
+    loginAttemptsPerMinute: int(env, 'LOGIN_ATTEMPTS_PER_MINUTE', 5, 1, 10_000),
+    balanceMaxAgeS: int(env, 'BALANCE_MAX_AGE_S', 5, 0, 86400),
+    webhook: {
+      retryDelaysS: delays(env, 'WEBHOOK_RETRY_DELAYS', [60, 300, 900]),
+      allowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', !production),
+      concurrency: int(env, 'WEBHOOK_CONCURRENCY', 16, 1, 256),
+      pollIntervalMs: int(env, 'WEBHOOK_POLL_MS', 500, 10, 60_000),
+      connectTimeoutMs: int(env, 'WEBHOOK_CONNECT_TIMEOUT_MS', 10_000, 100, 60_000),
+      readTimeoutMs: int(env, 'WEBHOOK_READ_TIMEOUT_MS', 20_000, 100, 120_000),
+      totalTimeoutMs: int(env, 'WEBHOOK_TOTAL_TIMEOUT_MS', 30_000, 100, 180_000),
+    },
+    watcher: {
+      pollIntervalMs: int(env, 'WATCHER_POLL_MS', 1000, 10, 600_000),
+      maxBlocksPerTick: int(env, 'WATCHER_MAX_BLOCKS', 100, 1, 10_000),
+      leaseTtlMs: int(env, 'WATCHER_LEASE_MS', 10_000, 1000, 600_000),
+    },
+    workers: bool(env, 'WORKERS', true),
+    bootstrap: bootstrapEmail !== null && bootstrapPassword !== null ? { email: bootstrapEmail, password: bootstrapPassword } : null,
+    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+  };
+  return deepFreeze(config);
+}
+
+function checkKey(name: string, value: string): void {
+  const b64 = value.startsWith('base64:') ? value.slice(7) : value;
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(b64) || Buffer.from(b64, 'base64').length !== 32) {
+    throw new ConfigError(name, 'must be 32 bytes encoded as base64 (e.g. `openssl rand -base64 32`)');
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** A config for tests and tools: defaults overlaid with the given variables, never process.env. */
+export function configFrom(vars: Record<string, string>): Config {
+  return loadConfig(vars);
+}

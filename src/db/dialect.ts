@@ -1,0 +1,71 @@
+/**
+ * Everything that differs between SQLite and PostgreSQL lives here, so business code never
+ * asks which database it is on.
+ *
+ * Locking. PostgreSQL runs many connections (and possibly many service processes) at once, so
+ * a service that must serialise work on one row takes `SELECT ... FOR UPDATE` inside its
+ * transaction, and a queue claims rows with `FOR UPDATE SKIP LOCKED`. SQLite has one writer:
+ * Kysely's driver holds the single connection for the whole transaction (a mutex inside one
+ * process) and we open every transaction with `BEGIN IMMEDIATE`, which takes the database's
+ * write lock at the start, so two processes can never interleave a read-then-write. On
+ * SQLite the row-lock helpers are therefore no-ops: the transaction itself is the lock.
+ */
+import { CompiledQuery, SqliteDialect, SqliteDriver, type SqliteDialectConfig, type Driver, type DatabaseConnection, type SelectQueryBuilder, type Kysely } from 'kysely';
+import type { Database } from './types.js';
+
+export type DriverName = 'sqlite' | 'postgres';
+
+export interface SqlDialect {
+  readonly driver: DriverName;
+  /** Row lock for a read-modify-write inside a transaction. */
+  forUpdate<DB, TB extends keyof DB, O>(qb: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
+  /** Queue claim: lock rows no other worker holds, skipping those that are held. */
+  forUpdateSkipLocked<DB, TB extends keyof DB, O>(qb: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
+  /** Column type of an exact base-unit amount. */
+  readonly amountType: 'numeric(78, 0)' | 'text';
+  /** Column type of an auto-incremented primary key. */
+  readonly idType: 'bigserial' | 'integer';
+  /** Integer type wide enough for millisecond timestamps and block numbers. */
+  readonly bigintType: 'bigint' | 'integer';
+}
+
+export function sqlDialect(driver: DriverName): SqlDialect {
+  if (driver === 'postgres') {
+    return {
+      driver,
+      forUpdate: (qb) => qb.forUpdate(),
+      forUpdateSkipLocked: (qb) => qb.forUpdate().skipLocked(),
+      amountType: 'numeric(78, 0)',
+      idType: 'bigserial',
+      bigintType: 'bigint',
+    };
+  }
+  return {
+    driver,
+    forUpdate: (qb) => qb,
+    forUpdateSkipLocked: (qb) => qb,
+    amountType: 'text',
+    idType: 'integer',
+    bigintType: 'integer',
+  };
+}
+
+/** SQLite driver whose transactions start with BEGIN IMMEDIATE (take the write lock up front). */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+export class ImmediateSqliteDialect extends SqliteDialect {
+  readonly #config: SqliteDialectConfig;
+  constructor(config: SqliteDialectConfig) {
+    super(config);
+    this.#config = config;
+  }
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.#config);
+  }
+}
+
+export type Db = Kysely<Database>;

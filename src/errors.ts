@@ -1,0 +1,74 @@
+/**
+ * The one catalogue of application errors. Every error the API can answer with is
+ * built here, with its HTTP status, a stable code and the message the contract names.
+ * 5xx causes are kept (for the log) but never serialised.
+ */
+export type FieldErrors = Record<string, string[]>;
+
+export class AppError extends Error {
+  readonly statusCode: number;
+  readonly code: string;
+  readonly data: FieldErrors | null;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    statusCode: number,
+    code: string,
+    message: string,
+    options: { data?: FieldErrors | null; cause?: unknown; headers?: Record<string, string> } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'AppError';
+    this.statusCode = statusCode;
+    this.code = code;
+    this.data = options.data ?? null;
+    this.headers = options.headers ?? {};
+  }
+}
+
+/** 422 with field → messages; the envelope message is the first message without its final period. */
+export function validationError(fields: FieldErrors): AppError {
+  const first = Object.values(fields).find((m) => m.length > 0)?.[0] ?? 'The given data was invalid.';
+  return new AppError(422, 'VALIDATION_FAILED', first.replace(/\.$/, ''), { data: fields });
+}
+
+/** Shorthand for a single-field validation error. */
+export function fieldError(field: string, message: string): AppError {
+  return validationError({ [field]: [message] });
+}
+
+export const Errors = {
+  unauthenticated: () => new AppError(401, 'UNAUTHENTICATED', 'Unauthenticated'),
+  invalidToken: () => new AppError(401, 'INVALID_TOKEN', 'Invalid token'),
+  invalidCredentials: () => new AppError(401, 'INVALID_CREDENTIALS', 'Invalid credentials'),
+  walletNotFound: () => new AppError(404, 'WALLET_NOT_FOUND', 'Wallet not found'),
+  transactionNotFound: () => new AppError(404, 'TRANSACTION_NOT_FOUND', 'Transaction not found'),
+  webhookNotFound: () => new AppError(404, 'WEBHOOK_NOT_FOUND', 'Webhook not found'),
+  deliveryNotFound: () => new AppError(404, 'DELIVERY_NOT_FOUND', 'Delivery not found'),
+  tokenNotFound: () => new AppError(404, 'TOKEN_NOT_FOUND', 'Token not found'),
+  chargeNotFound: () => new AppError(404, 'CHARGE_NOT_FOUND', 'Charge not found'),
+  eventNotFound: () => new AppError(404, 'EVENT_NOT_FOUND', 'Event not found'),
+  networkNotFound: () => new AppError(404, 'NETWORK_NOT_FOUND', 'Network not found'),
+  routeNotFound: () => new AppError(404, 'ROUTE_NOT_FOUND', 'Route not found'),
+  methodNotAllowed: (allow: string[]) =>
+    new AppError(405, 'METHOD_NOT_ALLOWED', 'Method not allowed', { headers: { allow: allow.join(', ') } }),
+  malformedJson: () => new AppError(400, 'MALFORMED_JSON', 'Malformed JSON body'),
+  badRequest: (message: string) => new AppError(400, 'BAD_REQUEST', message),
+  payloadTooLarge: () => new AppError(413, 'PAYLOAD_TOO_LARGE', 'Payload too large'),
+  unsupportedMediaType: () => new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported media type'),
+  tooManyRequests: (retryAfterS: number) =>
+    new AppError(429, 'TOO_MANY_REQUESTS', 'Too Many Requests', { headers: { 'retry-after': String(retryAfterS) } }),
+  insufficientBalance: () => new AppError(400, 'INSUFFICIENT_BALANCE', 'Insufficient balance for transaction'),
+  idempotencyMismatch: () =>
+    validationError({ 'Idempotency-Key': ['Idempotency-Key already used with a different request.'] }),
+  idempotencyInProgress: () =>
+    new AppError(409, 'IDEMPOTENCY_IN_PROGRESS', 'A request with this Idempotency-Key is still in progress'),
+  chainUnavailable: (cause?: unknown) =>
+    new AppError(503, 'CHAIN_UNAVAILABLE', 'The blockchain node is unavailable', { cause }),
+  chainRejected: (message: string, cause?: unknown) => new AppError(400, 'CHAIN_REJECTED', message, { cause }),
+  internal: (cause?: unknown) => new AppError(500, 'INTERNAL', 'Internal server error', { cause }),
+} as const;
+
+export function isAppError(err: unknown): err is AppError {
+  return err instanceof AppError;
+}

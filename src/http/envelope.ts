@@ -1,0 +1,38 @@
+/** The response envelope `{status, message, data}` and its TypeBox schemas. */
+import { Type, type TSchema } from '@sinclair/typebox';
+
+export const FieldErrorsSchema = Type.Record(Type.String(), Type.Array(Type.String()));
+
+export const ErrorEnvelope = Type.Object({
+  status: Type.Literal('error'),
+  message: Type.String(),
+  data: Type.Union([Type.Null(), FieldErrorsSchema]),
+});
+
+export function Envelope<T extends TSchema>(data: T) {
+  return Type.Object({
+    status: Type.Literal('success'),
+    message: Type.String(),
+    data,
+  });
+}
+
+export interface SuccessBody<T> {
+  status: 'success';
+  message: string;
+  data: T;
+}
+
+export function ok<T>(data: T, message = 'OK'): SuccessBody<T> {
+  return { status: 'success', message, data };
+}
+
+/** Error statuses every authenticated route can answer with. */
+const COMMON_ERRORS = [400, 401, 404, 413, 415, 422, 429, 500, 503] as const;
+
+/** Response schemas: the success envelope for 200, the error envelope for every error status. */
+export function responses<T extends TSchema>(data: T, extraErrors: number[] = []) {
+  const out: Record<number, TSchema> = { 200: Envelope(data) };
+  for (const code of [...COMMON_ERRORS, ...extraErrors]) out[code] = ErrorEnvelope;
+  return out;
+}

@@ -1,0 +1,193 @@
+import { describe, expect, it } from 'vitest';
+import { AmountError, formatUnits18, parseAmount, toNumber18 } from './money.js';
+
+const MAX_UINT256 = (1n << 256n) - 1n;
+
+function reasonOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof AmountError) return err.reason;
+    throw err;
+  }
+  return undefined;
+}
+
+describe('formatUnits18', () => {
+  it.each([
+    [1500000n, 6, '1.500000000000000000'],
+    [1n, 18, '0.000000000000000001'],
+    [0n, 18, '0.000000000000000000'],
+    [0n, 0, '0.000000000000000000'],
+    [0n, 6, '0.000000000000000000'],
+    [-500000n, 6, '-0.500000000000000000'],
+    [-1n, 18, '-0.000000000000000001'],
+    [-1234567n, 6, '-1.234567000000000000'],
+    [1n, 0, '1.000000000000000000'],
+    [42n, 0, '42.000000000000000000'],
+    [1n, 6, '0.000001000000000000'],
+    [10n ** 18n, 18, '1.000000000000000000'],
+    [123456789012345678901234567890n, 18, '123456789012.345678901234567890'],
+    [1n, 1, '0.100000000000000000'],
+    [
+      MAX_UINT256,
+      18,
+      '115792089237316195423570985008687907853269984665640564039457.584007913129639935',
+    ],
+  ])('(%s, %i) -> %s', (value, decimals, expected) => {
+    expect(formatUnits18(value, decimals)).toBe(expected);
+  });
+
+  it('refuses decimals above 18 instead of truncating', () => {
+    expect(() => formatUnits18(1n, 19)).toThrow(RangeError);
+    expect(() => formatUnits18(1n, 36)).toThrow(RangeError);
+  });
+
+  it('refuses invalid decimals', () => {
+    expect(() => formatUnits18(1n, -1)).toThrow(RangeError);
+    expect(() => formatUnits18(1n, 1.5)).toThrow(RangeError);
+    expect(() => formatUnits18(1n, Number.NaN)).toThrow(RangeError);
+  });
+});
+
+describe('toNumber18', () => {
+  it('converts to a JSON number', () => {
+    expect(toNumber18(1500000n, 6)).toBe(1.5);
+    expect(toNumber18(0n, 18)).toBe(0);
+    expect(toNumber18(-250n, 3)).toBe(-0.25);
+    expect(toNumber18(1n, 18)).toBe(1e-18);
+    expect(toNumber18(10n ** 20n, 18)).toBe(100);
+  });
+
+  it('refuses decimals above 18', () => {
+    expect(() => toNumber18(1n, 24)).toThrow(RangeError);
+  });
+});
+
+describe('parseAmount', () => {
+  it.each<[unknown, number, bigint]>([
+    ['1.5', 6, 1500000n],
+    ['0.000001', 6, 1n],
+    ['10', 6, 10000000n],
+    ['10', 0, 10n],
+    ['0', 18, 0n],
+    ['0.0', 18, 0n],
+    ['-0', 6, 0n],
+    ['-1.5', 6, -1500000n],
+    ['1.50', 1, 15n],
+    ['1.500000000', 6, 1500000n],
+    ['2.000', 0, 2n],
+    ['007', 2, 700n],
+    ['0.000000000000000001', 18, 1n],
+    ['123456789.123456789012345678', 18, 123456789123456789012345678n],
+    ['1', 36, 10n ** 36n],
+    [1.5, 6, 1500000n],
+    [2, 18, 2n * 10n ** 18n],
+    [0, 6, 0n],
+    [-0, 6, 0n],
+    [-2.25, 2, -225n],
+    [0.1, 18, 10n ** 17n],
+    [1e-7, 7, 1n],
+    [1e-7, 18, 10n ** 11n],
+    [1.5e-7, 8, 15n],
+    [1e21, 0, 10n ** 21n],
+    [1e21, 6, 10n ** 27n],
+    [1.5e21, 0, 15n * 10n ** 20n],
+    [123456789012345680000, 0, 123456789012345680000n],
+    [Number.MAX_SAFE_INTEGER, 0, 9007199254740991n],
+  ])('parseAmount(%j, %i) -> %s', (input, decimals, expected) => {
+    expect(parseAmount(input, decimals)).toBe(expected);
+  });
+
+  it('accepts exactly 2^256 - 1 base units', () => {
+    expect(parseAmount(MAX_UINT256.toString(), 0)).toBe(MAX_UINT256);
+    expect(parseAmount((-MAX_UINT256).toString(), 0)).toBe(-MAX_UINT256);
+  });
+
+  it.each<[unknown, number]>([
+    [undefined, 6],
+    [null, 6],
+    [true, 6],
+    [{}, 6],
+    [[], 6],
+    [['1'], 6],
+    [1n, 6],
+    ['', 6],
+    [Number.NaN, 6],
+    [Number.POSITIVE_INFINITY, 6],
+    [Number.NEGATIVE_INFINITY, 6],
+    ['NaN', 6],
+    ['Infinity', 6],
+    ['1.2.3', 6],
+    ['abc', 6],
+    [' 1', 6],
+    ['1 ', 6],
+    ['+1', 6],
+    ['0x10', 6],
+    ['1e5', 6],
+    ['1E5', 6],
+    ['.5', 6],
+    ['5.', 6],
+    ['-', 6],
+    ['--1', 6],
+    ['1,5', 6],
+    ['1_000', 6],
+    ['١', 6], // non-ASCII digit
+    ['1'.repeat(201), 0],
+  ])('rejects %o with reason "format"', (input, decimals) => {
+    expect(reasonOf(() => parseAmount(input, decimals))).toBe('format');
+  });
+
+  it.each<[unknown, number]>([
+    ['1.5', 0],
+    ['0.0000001', 6],
+    ['1.55', 1],
+    ['0.0000000000000000001', 18],
+    ['-0.5', 0],
+    [1.5, 0],
+    [0.1 + 0.2, 6], // 0.30000000000000004
+    [1e-7, 6],
+    [5e-324, 18],
+  ])('rejects %j with %i decimals with reason "precision"', (input, decimals) => {
+    expect(reasonOf(() => parseAmount(input, decimals))).toBe('precision');
+  });
+
+  it('rejects values >= 2^256 base units with reason "format"', () => {
+    expect(reasonOf(() => parseAmount((MAX_UINT256 + 1n).toString(), 0))).toBe('format');
+    expect(reasonOf(() => parseAmount((-(MAX_UINT256 + 1n)).toString(), 0))).toBe('format');
+    // 2^256 ~ 1.16e77: 1e60 tokens of 18 decimals is 1e78 base units.
+    expect(reasonOf(() => parseAmount('1' + '0'.repeat(60), 18))).toBe('format');
+    expect(reasonOf(() => parseAmount(1e60, 18))).toBe('format');
+    expect(reasonOf(() => parseAmount(Number.MAX_VALUE, 0))).toBe('format');
+  });
+
+  it('throws AmountError instances with a message', () => {
+    try {
+      parseAmount('1.2.3', 6);
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(AmountError);
+      expect(err).toBeInstanceOf(Error);
+      expect((err as AmountError).name).toBe('AmountError');
+      expect((err as AmountError).message).not.toBe('');
+    }
+  });
+
+  it('refuses invalid decimals with RangeError', () => {
+    expect(() => parseAmount('1', -1)).toThrow(RangeError);
+    expect(() => parseAmount('1', 2.5)).toThrow(RangeError);
+    expect(() => parseAmount('1', 256)).toThrow(RangeError);
+  });
+
+  it('round-trips with formatUnits18', () => {
+    for (const [text, decimals] of [
+      ['1.5', 6],
+      ['0.000001', 6],
+      ['-3.141592653589793238', 18],
+      ['98765', 0],
+    ] as const) {
+      const base = parseAmount(text, decimals);
+      expect(parseAmount(formatUnits18(base, decimals), decimals)).toBe(base);
+    }
+  });
+});

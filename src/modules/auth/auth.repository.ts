@@ -1,0 +1,59 @@
+import type { Executor } from '../../db/index.js';
+
+export interface AuthUser {
+  id: number;
+  name: string;
+  email: string;
+  created_at: number;
+}
+
+export function findUserByEmail(db: Executor, email: string) {
+  return db
+    .selectFrom('users')
+    .select(['id', 'name', 'email', 'password_hash', 'created_at'])
+    .where('email', '=', email)
+    .executeTakeFirst();
+}
+
+export async function insertUser(
+  db: Executor,
+  u: { name: string; email: string; password_hash: string; nowMs: number },
+): Promise<AuthUser> {
+  return db
+    .insertInto('users')
+    .values({ name: u.name, email: u.email, password_hash: u.password_hash, created_at: u.nowMs, updated_at: u.nowMs })
+    .returning(['id', 'name', 'email', 'created_at'])
+    .executeTakeFirstOrThrow();
+}
+
+export async function insertAccessToken(
+  db: Executor,
+  t: { user_id: number; token_hash: string; expires_at: number; nowMs: number },
+): Promise<void> {
+  await db
+    .insertInto('access_tokens')
+    .values({ user_id: t.user_id, token_hash: t.token_hash, expires_at: t.expires_at, revoked_at: null, created_at: t.nowMs })
+    .execute();
+}
+
+/** The user behind a live token (not revoked, not expired), or undefined. */
+export function findUserByTokenHash(db: Executor, tokenHash: string, nowMs: number) {
+  return db
+    .selectFrom('access_tokens as t')
+    .innerJoin('users as u', 'u.id', 't.user_id')
+    .select(['t.id as token_id', 'u.id', 'u.name', 'u.email', 'u.created_at'])
+    .where('t.token_hash', '=', tokenHash)
+    .where('t.revoked_at', 'is', null)
+    .where('t.expires_at', '>', nowMs)
+    .executeTakeFirst();
+}
+
+export async function revokeToken(db: Executor, tokenId: number, nowMs: number): Promise<void> {
+  await db.updateTable('access_tokens').set({ revoked_at: nowMs }).where('id', '=', tokenId).execute();
+}
+
+/** Housekeeping: tokens that expired more than a day ago are of no use to anyone. */
+export async function deleteExpiredTokens(db: Executor, beforeMs: number): Promise<number> {
+  const r = await db.deleteFrom('access_tokens').where('expires_at', '<', beforeMs).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}

@@ -1,0 +1,92 @@
+/** Networks: registered by the CLI, from NETWORKS_FILE, and the local devnet at start. */
+import { readFileSync } from 'node:fs';
+import { fieldError, validationError, type FieldErrors } from '../../errors.js';
+import type { NetworkRow } from '../../db/types.js';
+import type { Executor } from '../../db/index.js';
+import * as repo from './networks.repository.js';
+
+export const DEVNET_NAME = 'Local devnet';
+export const DEVNET_CHAIN_ID = 31337;
+
+export function networkView(n: NetworkRow) {
+  return {
+    id: n.id,
+    name: n.name,
+    rpc_url: n.rpc_url,
+    chain_id: n.chain_id,
+    currency_symbol: n.currency_symbol,
+    block_explorer: n.block_explorer,
+  };
+}
+
+/** Checks a network definition (from the CLI or a file); throws a 422-style error naming the fields. */
+export function checkNetworkInput(raw: Record<string, unknown>): repo.NetworkInput {
+  const errors: FieldErrors = {};
+  const add = (f: string, m: string) => (errors[f] ??= []).push(m);
+  const name = raw.name;
+  if (typeof name !== 'string' || name.trim() === '') add('name', 'The name field is required.');
+  else if (name.length > 100) add('name', 'The name field must not be greater than 100 characters.');
+  const rpc = raw.rpc_url;
+  if (typeof rpc !== 'string' || !isHttpUrl(rpc)) add('rpc_url', 'The rpc_url field must be a valid URL.');
+  const chainId = Number(raw.chain_id);
+  if (!Number.isSafeInteger(chainId) || chainId < 1) add('chain_id', 'The chain_id field must be a positive integer.');
+  const symbol = raw.currency_symbol;
+  if (typeof symbol !== 'string' || !/^[A-Za-z0-9.]{1,20}$/.test(symbol)) add('currency_symbol', 'The currency_symbol field is invalid.');
+  const explorer = raw.block_explorer ?? '';
+  if (typeof explorer !== 'string' || (explorer !== '' && !isHttpUrl(explorer))) add('block_explorer', 'The block_explorer field must be a valid URL.');
+  const confirmations = raw.confirmations === undefined ? 1 : Number(raw.confirmations);
+  if (!Number.isSafeInteger(confirmations) || confirmations < 1 || confirmations > 1000) add('confirmations', 'The confirmations field must be between 1 and 1000.');
+  if (Object.keys(errors).length > 0) throw validationError(errors);
+  return {
+    name: (name as string).trim(),
+    rpc_url: rpc as string,
+    chain_id: chainId,
+    currency_symbol: symbol as string,
+    block_explorer: explorer as string,
+    is_mainnet: raw.is_mainnet === true,
+    confirmations,
+  };
+}
+
+function isHttpUrl(v: string): boolean {
+  try {
+    const u = new URL(v);
+    return u.protocol === 'http:' || u.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+export async function registerNetwork(db: Executor, input: Record<string, unknown>, nowMs: number): Promise<NetworkRow> {
+  return repo.upsertNetwork(db, checkNetworkInput(input), nowMs);
+}
+
+export async function registerDevnet(db: Executor, rpcUrl: string, nowMs: number): Promise<NetworkRow> {
+  return repo.upsertNetwork(
+    db,
+    {
+      name: DEVNET_NAME,
+      rpc_url: rpcUrl,
+      chain_id: DEVNET_CHAIN_ID,
+      currency_symbol: 'ETH',
+      block_explorer: '',
+      is_mainnet: false,
+      confirmations: 1,
+    },
+    nowMs,
+  );
+}
+
+/** NETWORKS_FILE: a JSON array of network definitions. */
+export async function registerNetworksFile(db: Executor, path: string, nowMs: number): Promise<NetworkRow[]> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new Error(`NETWORKS_FILE ${path} is not readable JSON: ${(e as Error).message}`);
+  }
+  if (!Array.isArray(parsed)) throw fieldError('networks', 'NETWORKS_FILE must hold a JSON array of networks.');
+  const out: NetworkRow[] = [];
+  for (const item of parsed) out.push(await registerNetwork(db, item as Record<string, unknown>, nowMs));
+  return out;
+}

@@ -1,0 +1,44 @@
+/**
+ * Building the runtime pieces shared by the server, the CLI and the tests: the secret box
+ * from APP_KEY (or the development key file), the store (migrated), the context.
+ */
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { createStore, type Store } from './db/index.js';
+import { migrateToLatest } from './db/migrate.js';
+import { keyIdOf, loadOrCreateKeyFile, parseAppKey, SecretBox } from './lib/crypto.js';
+import { systemClock, type Clock } from './lib/time.js';
+import { ChainClients } from './chain/clients.js';
+import type { AppContext } from './context.js';
+
+export function appKeyFile(config: Config): string {
+  return join(config.dataDir, 'app.key');
+}
+
+/** The secret box: APP_KEY (and older keys for decryption), or the development key file. */
+export function createSecretBox(config: Config): SecretBox {
+  const active = config.appKey !== null ? parseAppKey(config.appKey) : loadOrCreateKeyFile(appKeyFile(config));
+  const byId = new Map<string, Buffer>();
+  for (const key of [active, ...config.appPreviousKeys.map(parseAppKey)]) byId.set(keyIdOf(key), key);
+  return new SecretBox([...byId].map(([id, key]) => ({ id, key })), keyIdOf(active));
+}
+
+export async function openStore(config: Config, log: Logger): Promise<Store> {
+  const store = createStore(config);
+  const result = await migrateToLatest(store);
+  const applied = (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  log.info({ driver: store.driver, applied }, applied.length > 0 ? 'migrations applied' : 'schema up to date');
+  return store;
+}
+
+export function createContext(config: Config, store: Store, log: Logger, clock: Clock = systemClock): AppContext {
+  return {
+    config,
+    store,
+    log,
+    secrets: createSecretBox(config),
+    clock,
+    chains: new ChainClients(),
+  };
+}

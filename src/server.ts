@@ -1,0 +1,87 @@
+/**
+ * `npm start`: config, migrations, devnet, networks, bootstrap user, listen, workers, and a
+ * SIGTERM drain (stop accepting, finish in-flight requests, stop workers after their current
+ * item, stop the devnet, close the store, exit 0).
+ */
+import { join } from 'node:path';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { createLogger } from './logger.js';
+import { createContext, openStore } from './runtime.js';
+import { buildApp } from './app.js';
+import { startDevnet, type Devnet } from './chain/devnet.js';
+import { registerDevnet, registerNetworksFile } from './modules/networks/networks.service.js';
+import { AuthService } from './modules/auth/auth.service.js';
+import { startWorkers, type Workers } from './workers/index.js';
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`${e.message}\n`);
+      process.exit(1);
+    }
+    throw e;
+  }
+  const log = createLogger(config.logLevel);
+  const store = await openStore(config, log);
+
+  let devnet: Devnet | null = null;
+  if (config.devnet.spawn) {
+    log.info({ port: config.devnet.port }, 'starting local devnet (anvil)');
+    devnet = await startDevnet({
+      port: config.devnet.port,
+      statePath: join(config.dataDir, 'devnet-state.json'),
+      logger: log.child({ component: 'devnet' }),
+    });
+  }
+  const ctx = createContext(config, store, log);
+  const now = ctx.clock.nowMs();
+  if (config.devnet.register) {
+    const n = await registerDevnet(store.db, devnet?.rpcUrl ?? config.devnet.rpcUrl, now);
+    log.info({ network_id: n.id, rpc_url: n.rpc_url }, 'network registered: Local devnet');
+  }
+  if (config.networksFile !== null) {
+    const list = await registerNetworksFile(store.db, config.networksFile, now);
+    log.info({ count: list.length }, 'networks registered from NETWORKS_FILE');
+  }
+  if (config.bootstrap !== null) {
+    const created = await new AuthService(ctx).ensureUser(config.bootstrap.email, config.bootstrap.password);
+    if (created) log.info({ email: config.bootstrap.email }, 'bootstrap user created');
+  }
+
+  const { app, services } = await buildApp(ctx);
+  await app.listen({ host: config.host, port: config.port });
+  const workers: Workers | null = config.workers ? startWorkers(ctx, services) : null;
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: draining requests and workers');
+    const timer = setTimeout(() => {
+      log.error('shutdown timed out; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    timer.unref();
+    try {
+      await app.close();
+      await workers?.stop();
+      await devnet?.stop();
+      await store.destroy();
+      log.info('shutdown complete');
+      process.exit(0);
+    } catch (e) {
+      log.error({ err: e }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((e) => {
+  process.stderr.write(`fatal: ${(e as Error).stack ?? String(e)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,29 @@
+/**
+ * The background workers of one process. Each has start/stop; stop resolves after the
+ * worker's current item is finished.
+ */
+import type { AppContext } from '../context.js';
+import type { Services } from '../modules/index.js';
+
+export interface Worker {
+  readonly name: string;
+  stop(): Promise<void>;
+  status(): 'running' | 'stopped';
+}
+
+export interface Workers {
+  list: Worker[];
+  stop(): Promise<void>;
+}
+
+export function startWorkers(ctx: AppContext, services: Services): Workers {
+  void services;
+  const list: Worker[] = [];
+  ctx.log.info({ workers: list.map((w) => w.name) }, 'workers started');
+  return {
+    list,
+    stop: async () => {
+      await Promise.all(list.map((w) => w.stop()));
+    },
+  };
+}
