@@ -5,13 +5,21 @@
 import type { AppContext } from '../context.js';
 import type { App } from '../http/types.js';
 import type { AuthService } from './auth/auth.service.js';
+import { networkRoutes } from './networks/networks.routes.js';
+import { BalanceService } from './wallets/balances.service.js';
+import { walletRoutes } from './wallets/wallets.routes.js';
+import { WalletService } from './wallets/wallets.service.js';
 
 export interface Services {
   auth: AuthService;
+  wallets: WalletService;
+  balances: BalanceService;
 }
 
 export async function registerModules(app: App, ctx: AppContext, auth: AuthService): Promise<Services> {
-  void app;
-  void ctx;
-  return { auth };
+  const wallets = new WalletService(ctx);
+  const balances = new BalanceService(ctx);
+  await networkRoutes(app, ctx);
+  await walletRoutes(app, wallets);
+  return { auth, wallets, balances };
 }

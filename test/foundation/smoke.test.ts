@@ -1,30 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { startTestChain, type TestChain } from '../helpers/chain.js';
 
 describe('smoke', () => {
   let t: TestApp;
-  beforeAll(async () => { t = await startTestApp(); });
-  afterAll(async () => { await t?.close(); });
-  it('logs in and reads me', async () => {
-    const u = await t.createUser({ email: 'a@example.com', password: 'password123' });
-    const me = await t.request('GET', '/api/auth/me', { token: u.token });
-    console.log(me.status, me.text, [...me.headers]);
-    const nf = await t.request('GET', '/api/nope');
-    console.log(nf.status, nf.text);
-    const m = await t.request('DELETE', '/api/auth/me', { token: u.token });
-    console.log(m.status, m.text, m.headers.get('allow'));
-    const bad = await t.request('POST', '/api/auth/login', { rawBody: '{bad', contentType: 'application/json' });
-    console.log(bad.status, bad.text);
-    const v = await t.request('POST', '/api/auth/login', { body: { email: 5 } });
-    console.log(v.status, v.text);
-    const tp = await t.request('POST', '/api/auth/login', { rawBody: 'x', contentType: 'text/plain' });
-    console.log(tp.status, tp.text);
-    const big = await t.request('POST', '/api/auth/login', { rawBody: JSON.stringify({ email: 'x'.repeat(2_000_000) }), contentType: 'application/json' });
-    console.log(big.status, big.text);
-    const noauth = await t.request('GET', '/api/auth/me');
-    console.log(noauth.status, noauth.text);
-    const badt = await t.request('GET', '/api/auth/me', { token: 'x'.repeat(40) });
-    console.log(badt.status, badt.text);
-    expect(me.status).toBe(200);
+  let chain: TestChain;
+  beforeAll(async () => { t = await startTestApp(); chain = await startTestChain(); });
+  afterAll(async () => { await t?.close(); await chain?.stop(); });
+  it('creates a wallet', async () => {
+    const nid = await chain.register(t);
+    const u = await t.createUser();
+    const w = await t.request('POST', '/api/wallet/create', { token: u.token, body: { name: 'Main', network_id: nid } });
+    console.log(w.status, JSON.stringify(w.body, null, 1));
+    await chain.setBalance(w.body.data.address, 1500000000000000000n);
+    const fresh = await t.services.balances.refresh({ id: w.body.data.id, user_id: u.id, network_id: nid, address: w.body.data.address });
+    console.log(fresh);
+    const ev = await t.store.db.selectFrom('events').selectAll().execute();
+    console.log(ev);
+    expect(w.status).toBe(200);
   });
 });

@@ -11,23 +11,38 @@ export interface WalletView {
   name: string;
   description: string;
   address: string;
+  /** From the wallet's network. */
+  is_mainnet: number;
   created_at: number;
   updated_at: number;
 }
 
-const WALLET_COLUMNS = ['id', 'user_id', 'network_id', 'name', 'description', 'address', 'created_at', 'updated_at'] as const;
+const VIEW_COLUMNS = [
+  'w.id',
+  'w.user_id',
+  'w.network_id',
+  'w.name',
+  'w.description',
+  'w.address',
+  'n.is_mainnet',
+  'w.created_at',
+  'w.updated_at',
+] as const;
+
+function views(db: Executor) {
+  return db.selectFrom('wallets as w').innerJoin('networks as n', 'n.id', 'w.network_id').select(VIEW_COLUMNS);
+}
 
 export function findWalletForUser(db: Executor, userId: number, walletId: number): Promise<WalletView | undefined> {
-  return db
-    .selectFrom('wallets')
-    .select(WALLET_COLUMNS)
-    .where('id', '=', walletId)
-    .where('user_id', '=', userId)
-    .executeTakeFirst();
+  return views(db).where('w.id', '=', walletId).where('w.user_id', '=', userId).executeTakeFirst();
+}
+
+export function findWalletView(db: Executor, walletId: number): Promise<WalletView | undefined> {
+  return views(db).where('w.id', '=', walletId).executeTakeFirst();
 }
 
 export function listWalletsForUser(db: Executor, userId: number): Promise<WalletView[]> {
-  return db.selectFrom('wallets').select(WALLET_COLUMNS).where('user_id', '=', userId).orderBy('id', 'asc').execute();
+  return views(db).where('w.user_id', '=', userId).orderBy('w.id', 'asc').execute();
 }
 
 export function findWalletSecrets(db: Executor, walletId: number) {
@@ -36,4 +51,31 @@ export function findWalletSecrets(db: Executor, walletId: number) {
     .select(['id', 'address', 'private_key_enc', 'mnemonic_enc'])
     .where('id', '=', walletId)
     .executeTakeFirstOrThrow();
+}
+
+export async function insertWallet(
+  db: Executor,
+  w: { user_id: number; network_id: number; name: string; description: string; address: string; private_key_enc: string; mnemonic_enc: string },
+  nowMs: number,
+): Promise<number> {
+  const row = await db
+    .insertInto('wallets')
+    .values({ ...w, next_sub_index: 1, next_nonce: null, created_at: nowMs, updated_at: nowMs })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export async function updateWallet(
+  db: Executor,
+  walletId: number,
+  patch: { name?: string; description?: string },
+  nowMs: number,
+): Promise<void> {
+  await db.updateTable('wallets').set({ ...patch, updated_at: nowMs }).where('id', '=', walletId).execute();
+}
+
+/** Every wallet on a network (the chain watcher matches addresses against these). */
+export function listWalletsOnNetwork(db: Executor, networkId: number) {
+  return db.selectFrom('wallets').select(['id', 'user_id', 'address']).where('network_id', '=', networkId).execute();
 }

@@ -1,0 +1,35 @@
+/**
+ * The outbox. Every event is written by the service that causes it, inside the same database
+ * transaction as the change itself (pass the transaction as `db`), so a change is never
+ * committed without its event and an event never exists without its change. The delivery
+ * worker fans undelivered events out to webhooks later; nothing here touches the network.
+ */
+import type { Executor } from '../../db/index.js';
+import { EVENT_NAMES, typeOfEvent, type EventName } from './catalogue.js';
+
+export interface NewEvent {
+  userId: number;
+  walletId: number;
+  name: EventName;
+  /** The `data` object of the delivery body, already in its wire shape (strings for amounts). */
+  payload: Record<string, unknown>;
+  nowMs: number;
+}
+
+export async function recordEvent(db: Executor, e: NewEvent): Promise<number> {
+  if (!EVENT_NAMES.includes(e.name)) throw new Error(`unknown event ${e.name}`);
+  const row = await db
+    .insertInto('events')
+    .values({
+      user_id: e.userId,
+      wallet_id: e.walletId,
+      type: typeOfEvent(e.name),
+      name: e.name,
+      payload: JSON.stringify(e.payload),
+      dispatched_at: null,
+      created_at: e.nowMs,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}

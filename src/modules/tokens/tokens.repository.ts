@@ -1,0 +1,76 @@
+/** wallet_tokens rows. */
+import type { Executor } from '../../db/index.js';
+import type { WalletTokenRow } from '../../db/types.js';
+
+export const TOKEN_COLUMNS = [
+  'id',
+  'wallet_id',
+  'name',
+  'symbol',
+  'decimals',
+  'contract',
+  'is_native',
+  'is_active',
+  'is_testnet',
+  'created_at',
+  'updated_at',
+] as const;
+
+export function listTokens(db: Executor, walletId: number, opts: { activeOnly?: boolean } = {}): Promise<WalletTokenRow[]> {
+  let q = db.selectFrom('wallet_tokens').select(TOKEN_COLUMNS).where('wallet_id', '=', walletId);
+  if (opts.activeOnly) q = q.where('is_active', '=', 1);
+  return q.orderBy('id', 'asc').execute();
+}
+
+export function findToken(db: Executor, walletId: number, tokenId: number): Promise<WalletTokenRow | undefined> {
+  return db.selectFrom('wallet_tokens').select(TOKEN_COLUMNS).where('wallet_id', '=', walletId).where('id', '=', tokenId).executeTakeFirst();
+}
+
+/** The active token of a wallet with this symbol (case-insensitive), if any. */
+export async function findActiveTokenBySymbol(db: Executor, walletId: number, symbol: string): Promise<WalletTokenRow | undefined> {
+  const rows = await listTokens(db, walletId, { activeOnly: true });
+  const s = symbol.toUpperCase();
+  return rows.find((r) => r.symbol.toUpperCase() === s);
+}
+
+export function findTokenByContract(db: Executor, walletId: number, contract: string): Promise<WalletTokenRow | undefined> {
+  return db
+    .selectFrom('wallet_tokens')
+    .select(TOKEN_COLUMNS)
+    .where('wallet_id', '=', walletId)
+    .where('contract', '=', contract)
+    .executeTakeFirst();
+}
+
+export interface NewToken {
+  wallet_id: number;
+  name: string;
+  symbol: string;
+  decimals: number;
+  contract: string;
+  is_native: boolean;
+  is_testnet: boolean;
+}
+
+export async function insertToken(db: Executor, t: NewToken, nowMs: number): Promise<WalletTokenRow> {
+  return db
+    .insertInto('wallet_tokens')
+    .values({
+      wallet_id: t.wallet_id,
+      name: t.name,
+      symbol: t.symbol,
+      decimals: t.decimals,
+      contract: t.contract,
+      is_native: t.is_native ? 1 : 0,
+      is_active: 1,
+      is_testnet: t.is_testnet ? 1 : 0,
+      created_at: nowMs,
+      updated_at: nowMs,
+    })
+    .returning(TOKEN_COLUMNS)
+    .executeTakeFirstOrThrow();
+}
+
+export async function setTokenActive(db: Executor, tokenId: number, active: boolean, nowMs: number): Promise<void> {
+  await db.updateTable('wallet_tokens').set({ is_active: active ? 1 : 0, updated_at: nowMs }).where('id', '=', tokenId).execute();
+}

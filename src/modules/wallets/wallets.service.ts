@@ -1,0 +1,126 @@
+/**
+ * Wallets: creation (fresh mnemonic, keys encrypted at rest, native token, wallet.created in
+ * the same transaction), reads, update (wallet.updated), and the signer for a wallet, which is
+ * the one place a private key is decrypted.
+ */
+import type { Hex } from 'viem';
+import type { PrivateKeyAccount } from 'viem/accounts';
+import type { AppContext } from '../../context.js';
+import type { NetworkRow } from '../../db/types.js';
+import { fieldError } from '../../errors.js';
+import { accountFromKey, newWalletKeys } from '../../chain/keys.js';
+import { NATIVE_CONTRACT } from '../../chain/erc20.js';
+import { formatDateTime } from '../../lib/time.js';
+import { recordEvent } from '../events/outbox.js';
+import { findNetwork } from '../networks/networks.repository.js';
+import { networkView } from '../networks/networks.service.js';
+import { insertToken, listTokens } from '../tokens/tokens.repository.js';
+import { tokenView } from '../tokens/tokens.views.js';
+import * as repo from './wallets.repository.js';
+import type { WalletView } from './wallets.repository.js';
+
+export function walletView(w: WalletView) {
+  return {
+    id: w.id,
+    name: w.name,
+    address: w.address,
+    description: w.description,
+    is_mainnet: w.is_mainnet === 1,
+    created_at: formatDateTime(w.created_at),
+    updated_at: formatDateTime(w.updated_at),
+  };
+}
+
+function walletEventPayload(w: WalletView, network: NetworkRow, at: 'created_at' | 'updated_at') {
+  return {
+    wallet_id: w.id,
+    name: w.name,
+    address: w.address,
+    description: w.description,
+    is_mainnet: network.is_mainnet === 1,
+    network: network.chain_id,
+    [at]: formatDateTime(at === 'created_at' ? w.created_at : w.updated_at),
+  };
+}
+
+export class WalletService {
+  constructor(private readonly ctx: AppContext) {}
+
+  async create(userId: number, input: { name: string; network_id: number; description?: string }) {
+    const db = this.ctx.store.db;
+    const network = await findNetwork(db, input.network_id);
+    if (!network) throw fieldError('network_id', 'The selected network_id is invalid.');
+    const keys = newWalletKeys();
+    const now = this.ctx.clock.nowMs();
+    const walletId = await db.transaction().execute(async (trx) => {
+      const id = await repo.insertWallet(
+        trx,
+        {
+          user_id: userId,
+          network_id: network.id,
+          name: input.name.trim(),
+          description: input.description ?? '',
+          address: keys.address,
+          private_key_enc: this.ctx.secrets.encrypt(keys.privateKey),
+          mnemonic_enc: this.ctx.secrets.encrypt(keys.mnemonic),
+        },
+        now,
+      );
+      await insertToken(
+        trx,
+        {
+          wallet_id: id,
+          name: network.currency_symbol,
+          symbol: network.currency_symbol,
+          decimals: 18,
+          contract: NATIVE_CONTRACT,
+          is_native: true,
+          is_testnet: network.is_mainnet !== 1,
+        },
+        now,
+      );
+      const view = (await repo.findWalletView(trx, id))!;
+      await recordEvent(trx, { userId, walletId: id, name: 'wallet.created', payload: walletEventPayload(view, network, 'created_at'), nowMs: now });
+      return id;
+    });
+    this.ctx.log.info({ wallet_id: walletId, network_id: network.id, address: keys.address }, 'wallet created');
+    return this.detail((await repo.findWalletView(db, walletId))!);
+  }
+
+  async update(wallet: WalletView, patch: { name?: string; description?: string }) {
+    const db = this.ctx.store.db;
+    const now = this.ctx.clock.nowMs();
+    const clean: { name?: string; description?: string } = {};
+    if (patch.name !== undefined) clean.name = patch.name.trim();
+    if (patch.description !== undefined) clean.description = patch.description;
+    await db.transaction().execute(async (trx) => {
+      await repo.updateWallet(trx, wallet.id, clean, now);
+      const view = (await repo.findWalletView(trx, wallet.id))!;
+      const network = (await findNetwork(trx, wallet.network_id))!;
+      await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'wallet.updated', payload: walletEventPayload(view, network, 'updated_at'), nowMs: now });
+    });
+    return this.detail((await repo.findWalletView(db, wallet.id))!);
+  }
+
+  list(userId: number) {
+    return repo.listWalletsForUser(this.ctx.store.db, userId);
+  }
+
+  async detail(w: WalletView) {
+    const db = this.ctx.store.db;
+    const [tokens, network] = await Promise.all([listTokens(db, w.id), findNetwork(db, w.network_id)]);
+    return { ...walletView(w), wallet_tokens: tokens.map(tokenView), network: networkView(network!) };
+  }
+
+  /** The signing account of a wallet's main address. Decrypts the key; never log the result. */
+  async signer(walletId: number): Promise<PrivateKeyAccount> {
+    const secrets = await repo.findWalletSecrets(this.ctx.store.db, walletId);
+    return accountFromKey(this.ctx.secrets.decrypt(secrets.private_key_enc) as Hex);
+  }
+
+  /** The wallet's mnemonic, for deriving sub-wallet addresses. Never log the result. */
+  async mnemonic(walletId: number): Promise<string> {
+    const secrets = await repo.findWalletSecrets(this.ctx.store.db, walletId);
+    return this.ctx.secrets.decrypt(secrets.mnemonic_enc);
+  }
+}
