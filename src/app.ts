@@ -2,7 +2,7 @@
  * buildApp(ctx): registers plugins and modules in order and returns the Fastify instance.
  * It never listens (server.ts does).
  */
-import Fastify from 'fastify';
+import Fastify, { LogController } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import secureJson from 'secure-json-parse';
@@ -30,9 +30,11 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
     loggerInstance: ctx.log,
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: ctx.config.trustProxy,
-    disableRequestLogging: true,
+    // One summary line per request is logged in onResponse below instead of Fastify's pair.
+    logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
-    forceCloseConnections: false,
+    // On close: idle keep-alive connections are closed at once, in-flight requests finish.
+    forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
@@ -55,6 +57,16 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
   });
 
   installErrorHandling(app);
+
+  // Draining: a response finished after close() began tells the client to drop the
+  // connection, so a keep-alive socket cannot hold the shutdown open.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_req, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
 
   app.addHook('onResponse', async (req, reply) => {
     req.log.info(

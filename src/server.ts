@@ -67,7 +67,9 @@ async function main(): Promise<void> {
     timer.unref();
     try {
       await app.close();
+      log.info('http server closed');
       await workers?.stop();
+      log.info('workers stopped');
       await devnet?.stop();
       await store.destroy();
       log.info('shutdown complete');

@@ -12,7 +12,8 @@ import { findWalletForUser } from '../modules/wallets/wallets.repository.js';
 import { FixedWindowCounter } from './rate-limit.js';
 import type { App } from './types.js';
 
-const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
+/** The Bearer scheme with some credentials; what they are is checked by the auth service. */
+const BEARER = /^Bearer[ ]+(.*\S)\s*$/i;
 
 /** A path id: a positive integer of sane length, or null (which the caller answers with 404). */
 export function parseId(raw: unknown): number | null {

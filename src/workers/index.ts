@@ -17,9 +17,9 @@ export interface Workers {
 }
 
 export function startWorkers(ctx: AppContext, services: Services): Workers {
-  void services;
   const list: Worker[] = [];
   ctx.log.info({ workers: list.map((w) => w.name) }, 'workers started');
+  services.supervisor.attachWorkers({ status: (name) => list.find((w) => w.name === name)?.status() ?? 'disabled' });
   return {
     list,
     stop: async () => {

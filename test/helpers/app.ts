@@ -11,6 +11,7 @@ import type { AppContext } from '../../src/context.js';
 import type { Store } from '../../src/db/index.js';
 import { createLogger } from '../../src/logger.js';
 import { createContext, openStore } from '../../src/runtime.js';
+import type { Clock } from '../../src/lib/time.js';
 import type { App } from '../../src/http/types.js';
 import type { Services } from '../../src/modules/index.js';
 import { startWorkers, type Workers } from '../../src/workers/index.js';
@@ -62,6 +63,19 @@ export interface StartOptions {
   /** Keep the database when closing (a later startTestApp reuses it). */
   keepDatabase?: boolean;
   workers?: boolean;
+  /** A clock to control time (token expiry, rate-limit windows); the system clock by default. */
+  clock?: Clock;
+}
+
+/** A clock the test moves by hand. */
+export class ManualClock implements Clock {
+  constructor(private ms = Date.now()) {}
+  nowMs(): number {
+    return this.ms;
+  }
+  advance(ms: number): void {
+    this.ms += ms;
+  }
 }
 
 export const TEST_APP_KEY = randomBytes(32).toString('base64');
@@ -92,7 +106,7 @@ export async function startTestApp(opts: StartOptions = {}): Promise<TestApp> {
   });
   const log: Logger = createLogger(config.logLevel, sink as never);
   const store = await openStore(config, log);
-  const ctx = createContext(config, store, log);
+  const ctx = createContext(config, store, log, opts.clock);
   const { app, services } = await buildApp(ctx);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.js';
+
+const KEY = Buffer.alloc(32, 7).toString('base64');
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c.host).toBe('127.0.0.1');
+    expect(c.port).toBe(8080);
+    expect(c.databaseUrl).toBeNull();
+    expect(c.devnet).toEqual({ spawn: true, register: true, port: 8545, rpcUrl: 'http://127.0.0.1:8545' });
+    expect(c.tokenTtlS).toBe(86400);
+    expect(c.rateLimitPerMinute).toBe(60);
+    expect(c.loginAttemptsPerMinute).toBe(5);
+    expect(c.balanceMaxAgeS).toBe(5);
+    expect(c.webhook.retryDelaysS).toEqual([60, 300, 900]);
+    expect(c.webhook.allowPrivate).toBe(true);
+    expect(c.webhook.connectTimeoutMs).toBe(10_000);
+    expect(c.webhook.readTimeoutMs).toBe(20_000);
+    expect(c.webhook.totalTimeoutMs).toBe(30_000);
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.webhook)).toBe(true);
+  });
+
+  it('uses an existing node instead of spawning one when DEVNET_RPC_URL is set', () => {
+    const c = loadConfig({ DEVNET_RPC_URL: 'http://10.0.0.5:8545' });
+    expect(c.devnet).toMatchObject({ spawn: false, register: true, rpcUrl: 'http://10.0.0.5:8545' });
+  });
+
+  it('production: requires APP_KEY, and private webhook targets are off by default', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow('Invalid configuration: APP_KEY is required');
+    const c = loadConfig({ NODE_ENV: 'production', APP_KEY: KEY });
+    expect(c.webhook.allowPrivate).toBe(false);
+    expect(c.devnet.spawn).toBe(false);
+  });
+
+  it.each([
+    [{ PORT: 'abc' }, 'Invalid configuration: PORT must be a whole number, got "abc"'],
+    [{ PORT: '70000' }, 'Invalid configuration: PORT must be between 0 and 65535, got 70000'],
+    [{ APP_KEY: 'short' }, 'Invalid configuration: APP_KEY must be 32 bytes encoded as base64 (e.g. `openssl rand -base64 32`)'],
+    [{ DATABASE_URL: 'mysql://x' }, 'Invalid configuration: DATABASE_URL must use postgres: or postgresql:'],
+    [{ WEBHOOK_RETRY_DELAYS: '1,x' }, 'Invalid configuration: WEBHOOK_RETRY_DELAYS must be a comma-separated list of seconds (e.g. 60,300,900), got "1,x"'],
+    [{ WEBHOOK_ALLOW_PRIVATE: 'maybe' }, 'Invalid configuration: WEBHOOK_ALLOW_PRIVATE must be true or false, got "maybe"'],
+    [{ NODE_ENV: 'staging' }, 'Invalid configuration: NODE_ENV must be development, production or test, got "staging"'],
+    [{ BOOTSTRAP_EMAIL: 'a@b.c' }, 'Invalid configuration: BOOTSTRAP_PASSWORD must be set together with its pair'],
+  ])('names the variable of a bad value: %j', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});

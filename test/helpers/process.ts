@@ -1,0 +1,57 @@
+/** Running the real entry points (server, CLI) as child processes. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface Proc {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+/** Runs a TypeScript entry point with tsx, with only the given environment (plus PATH/HOME). */
+export function runTs(entry: string, args: string[], env: Record<string, string>): Proc {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d.toString()));
+  child.stderr!.on('data', (d) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => out, exited };
+}
+
+export async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; json: any }> {
+  const p = runTs('src/cli.ts', args, env);
+  const code = await p.exited;
+  const lines = p.output().trim().split('\n');
+  let json: any = null;
+  for (const l of lines.reverse()) {
+    try {
+      json = JSON.parse(l);
+      break;
+    } catch {
+      /* not the JSON line */
+    }
+  }
+  return { code, stdout: p.output(), json };
+}
+
+/** Polls `fn` until it returns a truthy value or the deadline passes. */
+export async function until<T>(fn: () => Promise<T | null | undefined | false>, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+}
