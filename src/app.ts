@@ -10,6 +10,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from './context.js';
 import { Errors } from './errors.js';
 import { installAuth } from './http/auth.js';
+import { installIdempotency } from './http/idempotency.js';
 import { ok, responses } from './http/envelope.js';
 import { installErrorHandling } from './http/errors.js';
 import type { App } from './http/types.js';
@@ -93,6 +94,7 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
       await typed.register(async (priv) => {
         const scoped = priv as unknown as App;
         installAuth(scoped, ctx, auth);
+        installIdempotency(scoped, ctx);
         await authRoutes(scoped, auth);
         services = await registerModules(scoped, ctx, auth);
         scoped.get(

@@ -46,7 +46,11 @@ export interface Config {
     readonly pollIntervalMs: number;
     readonly maxBlocksPerTick: number;
     readonly leaseTtlMs: number;
+    /** How long a pending transfer not seen in a block goes before the node is asked about it again (and it is re-sent if unknown). */
+    readonly recheckMs: number;
   };
+  /** Interval of the charge worker (settlement and sweeping). */
+  readonly chargesPollMs: number;
   readonly workers: boolean;
   readonly bootstrap: { readonly email: string; readonly password: string } | null;
   readonly shutdownTimeoutMs: number;
@@ -188,7 +192,9 @@ export function loadConfig(env: Env = process.env): Config {
       pollIntervalMs: int(env, 'WATCHER_POLL_MS', 1000, 10, 600_000),
       maxBlocksPerTick: int(env, 'WATCHER_MAX_BLOCKS', 100, 1, 10_000),
       leaseTtlMs: int(env, 'WATCHER_LEASE_MS', 10_000, 1000, 600_000),
+      recheckMs: int(env, 'WATCHER_RECHECK_MS', 30_000, 100, 3_600_000),
     },
+    chargesPollMs: int(env, 'CHARGES_POLL_MS', 1000, 10, 600_000),
     workers: bool(env, 'WORKERS', true),
     bootstrap: bootstrapEmail !== null && bootstrapPassword !== null ? { email: bootstrapEmail, password: bootstrapPassword } : null,
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),

@@ -66,6 +66,8 @@ export const Errors = {
   chainUnavailable: (cause?: unknown) =>
     new AppError(503, 'CHAIN_UNAVAILABLE', 'The blockchain node is unavailable', { cause }),
   chainRejected: (message: string, cause?: unknown) => new AppError(400, 'CHAIN_REJECTED', message, { cause }),
+  /** A read the node answered with an error that is not the caller's fault (e.g. a balance read). */
+  chainError: (cause?: unknown) => new AppError(502, 'CHAIN_ERROR', 'The blockchain node returned an error', { cause }),
   internal: (cause?: unknown) => new AppError(500, 'INTERNAL', 'Internal server error', { cause }),
 } as const;
 

@@ -1,5 +1,6 @@
 /** ERC-20 reads and the transfer call data, through viem. */
 import { encodeFunctionData, getAddress, parseAbi, type Address, type PublicClient } from 'viem';
+import { isContractCallFailure } from './errors.js';
 
 export const ERC20_ABI = parseAbi([
   'function name() view returns (string)',
@@ -28,10 +29,37 @@ export async function readTokenMetadata(client: PublicClient, contract: Address)
   return { name, symbol, decimals };
 }
 
-/** Balance in base units of `owner` for a token (the native currency when contract is the zero address). */
-export async function readBalance(client: PublicClient, contract: string, owner: Address): Promise<bigint> {
-  if (contract.toLowerCase() === NATIVE_CONTRACT) return client.getBalance({ address: owner });
-  return client.readContract({ address: getAddress(contract), abi: ERC20_ABI, functionName: 'balanceOf', args: [owner] });
+/** What an address turned out to be when asked for ERC-20 metadata and a balance. */
+export type Erc20Probe =
+  | { kind: 'no-code' }
+  | { kind: 'not-erc20'; reason: string }
+  | { kind: 'token'; metadata: TokenMetadata; balance: bigint };
+
+/**
+ * Checks that `contract` is a deployed ERC-20: it has code, and name(), symbol(), decimals()
+ * and balanceOf(owner) all answer and decode. Contract failures are returned as a kind; a node
+ * error (unreachable, rejected) is thrown for the caller to map.
+ */
+export async function probeErc20(client: PublicClient, contract: Address, owner: Address): Promise<Erc20Probe> {
+  const address = getAddress(contract);
+  const code = await client.getCode({ address });
+  if (code === undefined || code === '0x') return { kind: 'no-code' };
+  try {
+    const [metadata, balance] = await Promise.all([readTokenMetadata(client, address), readBalance(client, address, owner)]);
+    return { kind: 'token', metadata, balance };
+  } catch (e) {
+    if (isContractCallFailure(e)) return { kind: 'not-erc20', reason: e.shortMessage };
+    throw e;
+  }
+}
+
+/**
+ * Balance in base units of `owner` for a token (the native currency when contract is the zero
+ * address), at the latest block or at `blockNumber`.
+ */
+export async function readBalance(client: PublicClient, contract: string, owner: Address, blockNumber?: bigint): Promise<bigint> {
+  if (contract.toLowerCase() === NATIVE_CONTRACT) return client.getBalance({ address: owner, blockNumber });
+  return client.readContract({ address: getAddress(contract), abi: ERC20_ABI, functionName: 'balanceOf', args: [owner], blockNumber });
 }
 
 export function erc20TransferData(to: Address, amount: bigint): `0x${string}` {

@@ -10,7 +10,7 @@
  * write lock at the start, so two processes can never interleave a read-then-write. On
  * SQLite the row-lock helpers are therefore no-ops: the transaction itself is the lock.
  */
-import { CompiledQuery, SqliteDialect, SqliteDriver, type SqliteDialectConfig, type Driver, type DatabaseConnection, type SelectQueryBuilder, type Kysely } from 'kysely';
+import { CompiledQuery, PostgresAdapter, sql, SqliteDialect, SqliteDriver, type SqliteDialectConfig, type Driver, type DatabaseConnection, type SelectQueryBuilder, type Kysely } from 'kysely';
 import type { Database } from './types.js';
 
 export type DriverName = 'sqlite' | 'postgres';
@@ -69,3 +69,17 @@ export class ImmediateSqliteDialect extends SqliteDialect {
 }
 
 export type Db = Kysely<Database>;
+
+/** The channel on which committed outbox events are announced to every process (PostgreSQL). */
+export const OUTBOX_CHANNEL = 'wallet_outbox';
+
+/**
+ * Announces new outbox work from inside a transaction. On PostgreSQL a NOTIFY issued in a
+ * transaction is delivered when (and only if) it commits, to every listening process. SQLite has
+ * one process; its in-process signal is enough (see modules/events/outbox.ts).
+ */
+export async function notifyOutbox(db: Kysely<any>): Promise<void> {
+  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    await sql`select pg_notify(${OUTBOX_CHANNEL}, '')`.execute(db);
+  }
+}

@@ -2,11 +2,13 @@
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely';
 import type { Store } from './index.js';
 import * as m001 from './migrations/001_initial.js';
+import * as m002 from './migrations/002_transactions.js';
 
 export async function migrateToLatest(store: Store): Promise<MigrationResultSet> {
   const d = store.dialect;
   const migrations: Record<string, Migration> = {
     '001_initial': { up: (db) => m001.up(db, d) },
+    '002_transactions': { up: (db) => m002.up(db, d) },
   };
   const migrator = new Migrator({
     db: store.db,

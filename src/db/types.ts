@@ -125,6 +125,12 @@ export interface TransactionsTable {
   failed_at: number | null;
   created_at: number;
   updated_at: number;
+  /** Dense per-wallet sequence (1, 2, ...) for O(1) pagination (migration 002). */
+  seq: Generated<number>;
+  /** Upper-cased token symbol, the list's `token` filter (migration 002). */
+  symbol_key: Generated<string>;
+  /** Dense per-wallet-and-symbol sequence (migration 002). */
+  symbol_seq: Generated<number>;
 }
 
 export interface ChargesTable {

@@ -5,18 +5,30 @@
 import type { AppContext } from '../context.js';
 import type { App } from '../http/types.js';
 import type { AuthService } from './auth/auth.service.js';
+import { chargeRoutes } from './charges/charges.routes.js';
+import { ChargeService } from './charges/charges.service.js';
 import { networkRoutes } from './networks/networks.routes.js';
 import { supervisorRoutes } from './supervisor/supervisor.routes.js';
 import { SupervisorService } from './supervisor/supervisor.service.js';
+import { tokenRoutes } from './tokens/tokens.routes.js';
+import { transactionRoutes } from './transactions/transactions.routes.js';
+import { TransactionService } from './transactions/transactions.service.js';
+import { TokenService } from './tokens/tokens.service.js';
+import { balanceRoutes } from './wallets/balances.routes.js';
 import { BalanceService } from './wallets/balances.service.js';
 import { walletRoutes } from './wallets/wallets.routes.js';
 import { WalletService } from './wallets/wallets.service.js';
+import { webhookRoutes } from './webhooks/webhooks.routes.js';
+import { WebhooksService } from './webhooks/webhooks.service.js';
 
 export interface Services {
   auth: AuthService;
   wallets: WalletService;
   balances: BalanceService;
   supervisor: SupervisorService;
+  webhooks: WebhooksService;
+  transactions: TransactionService;
+  charges: ChargeService;
 }
 
 export async function registerModules(app: App, ctx: AppContext, auth: AuthService): Promise<Services> {
@@ -26,5 +38,13 @@ export async function registerModules(app: App, ctx: AppContext, auth: AuthServi
   await supervisorRoutes(app, supervisor);
   await networkRoutes(app, ctx);
   await walletRoutes(app, wallets);
-  return { auth, wallets, balances, supervisor };
+  await balanceRoutes(app, balances);
+  await tokenRoutes(app, new TokenService(ctx, balances));
+  const webhooks = new WebhooksService(ctx);
+  await webhookRoutes(app, webhooks);
+  const transactions = new TransactionService(ctx, wallets);
+  await transactionRoutes(app, transactions);
+  const charges = new ChargeService(ctx, wallets, transactions);
+  await chargeRoutes(app, charges);
+  return { auth, wallets, balances, supervisor, webhooks, transactions, charges };
 }

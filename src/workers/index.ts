@@ -4,6 +4,9 @@
  */
 import type { AppContext } from '../context.js';
 import type { Services } from '../modules/index.js';
+import { startChargeWorker } from './charges.js';
+import { startDeliveryWorker } from './deliveries.js';
+import { startWatcherWorker } from './watcher.js';
 
 export interface Worker {
   readonly name: string;
@@ -18,6 +21,9 @@ export interface Workers {
 
 export function startWorkers(ctx: AppContext, services: Services): Workers {
   const list: Worker[] = [];
+  list.push(startDeliveryWorker(ctx, { webhooks: services.webhooks }));
+  list.push(startWatcherWorker(ctx, { balances: services.balances }));
+  list.push(startChargeWorker(ctx, services.charges));
   ctx.log.info({ workers: list.map((w) => w.name) }, 'workers started');
   services.supervisor.attachWorkers({ status: (name) => list.find((w) => w.name === name)?.status() ?? 'disabled' });
   return {

@@ -3,8 +3,23 @@
  * transaction as the change itself (pass the transaction as `db`), so a change is never
  * committed without its event and an event never exists without its change. The delivery
  * worker fans undelivered events out to webhooks later; nothing here touches the network.
+ *
+ * So that delivery does not wait for the worker's next poll, a new event is announced: in this
+ * process at once (on SQLite the worker's read then queues behind the writing transaction on
+ * the single connection, so it sees the event once committed), and on PostgreSQL by a NOTIFY
+ * that the server delivers to every process when the transaction commits.
  */
+const signal = new EventEmitter();
+signal.setMaxListeners(0);
+
+/** Calls `fn` whenever an event is recorded in this process. Returns the unsubscribe. */
+export function onOutboxEvent(fn: () => void): () => void {
+  signal.on('event', fn);
+  return () => signal.off('event', fn);
+}
+import { EventEmitter } from 'node:events';
 import type { Executor } from '../../db/index.js';
+import { notifyOutbox } from '../../db/dialect.js';
 import { EVENT_NAMES, typeOfEvent, type EventName } from './catalogue.js';
 
 export interface NewEvent {
@@ -31,5 +46,7 @@ export async function recordEvent(db: Executor, e: NewEvent): Promise<number> {
     })
     .returning('id')
     .executeTakeFirstOrThrow();
+  await notifyOutbox(db);
+  signal.emit('event');
   return row.id;
 }

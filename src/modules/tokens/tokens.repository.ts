@@ -1,5 +1,7 @@
 /** wallet_tokens rows. */
+import { sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
+import type { SqlDialect } from '../../db/dialect.js';
 import type { WalletTokenRow } from '../../db/types.js';
 
 export const TOKEN_COLUMNS = [
@@ -73,4 +75,38 @@ export async function insertToken(db: Executor, t: NewToken, nowMs: number): Pro
 
 export async function setTokenActive(db: Executor, tokenId: number, active: boolean, nowMs: number): Promise<void> {
   await db.updateTable('wallet_tokens').set({ is_active: active ? 1 : 0, updated_at: nowMs }).where('id', '=', tokenId).execute();
+}
+
+/** The token of a wallet with this contract, whatever the case of its hex letters. */
+export function findTokenByContractAnyCase(db: Executor, walletId: number, contract: string): Promise<WalletTokenRow | undefined> {
+  return db
+    .selectFrom('wallet_tokens')
+    .select(TOKEN_COLUMNS)
+    .where('wallet_id', '=', walletId)
+    .where(sql<string>`lower(contract)`, '=', contract.toLowerCase())
+    .executeTakeFirst();
+}
+
+/** Marks a removed token active again with its metadata as the chain reports it now. */
+export async function reactivateToken(
+  db: Executor,
+  tokenId: number,
+  meta: { name: string; symbol: string; decimals: number },
+  nowMs: number,
+): Promise<WalletTokenRow> {
+  return db
+    .updateTable('wallet_tokens')
+    .set({ name: meta.name, symbol: meta.symbol, decimals: meta.decimals, is_active: 1, updated_at: nowMs })
+    .where('id', '=', tokenId)
+    .returning(TOKEN_COLUMNS)
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * Serialises changes to one wallet's token list inside a transaction (the active-symbol and
+ * contract checks are read-then-write): a row lock on the wallet on PostgreSQL; on SQLite the
+ * transaction already holds the database's write lock.
+ */
+export async function lockWalletTokens(db: Executor, dialect: SqlDialect, walletId: number): Promise<void> {
+  await dialect.forUpdate(db.selectFrom('wallets').select('id').where('id', '=', walletId)).executeTakeFirst();
 }

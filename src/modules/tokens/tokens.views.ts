@@ -30,3 +30,6 @@ export function tokenView(t: WalletTokenRow) {
     updated_at: formatDateTime(t.updated_at),
   };
 }
+
+/** A WalletToken with its balance (an exact 18-place decimal string). */
+export const TokenWithBalanceSchema = Type.Composite([WalletTokenSchema, Type.Object({ balance: Type.String() })]);

@@ -3,17 +3,25 @@
  * chain first (no transaction open), then writes every changed balance and its
  * `balance.updated` event in one transaction. The first observation of a balance counts as a
  * change from zero (so a non-zero first reading emits an event, a zero one does not).
+ *
+ * Reads for the API (`getBalances`) serve the cache while it is younger than BALANCE_MAX_AGE_S,
+ * else re-read the chain (one shared read per wallet and token set at a time, so a burst of
+ * requests on a stale cache costs one round of RPC calls, not one per request). When the node
+ * fails, the last cached values are served and flagged as such; with nothing cached the
+ * request fails with 503 (node unreachable) or 502 (node answered with an error).
  */
 import type { Address } from 'viem';
 import type { AppContext } from '../../context.js';
 import type { WalletTokenRow } from '../../db/types.js';
 import { readBalance } from '../../chain/erc20.js';
 import { mapChainError } from '../../chain/errors.js';
+import { AppError, Errors, isAppError } from '../../errors.js';
 import { formatUnits18 } from '../../lib/money.js';
 import { formatDateTime } from '../../lib/time.js';
 import { recordEvent } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
 import { listTokens } from '../tokens/tokens.repository.js';
+import { tokenView } from '../tokens/tokens.views.js';
 import * as repo from './balances.repository.js';
 
 export interface BalanceOwner {
@@ -23,7 +31,34 @@ export interface BalanceOwner {
   address: string;
 }
 
+/**
+ * Where a reading came from: `chain` read just now; `cache` a cached value younger than
+ * BALANCE_MAX_AGE_S; `fallback` an older cached value served because the chain read failed.
+ */
+export type BalanceSource = 'chain' | 'cache' | 'fallback';
+
+export interface BalanceReading {
+  /** Base units by token id, one for every token asked for. */
+  values: Map<number, bigint>;
+  source: BalanceSource;
+  /** With source `fallback`: the node was unreachable, or it answered with an error. */
+  failure?: 'unavailable' | 'error';
+}
+
+/** The API message of a reading: the given one, or a note that the values come from the cache. */
+export function readingMessage(reading: BalanceReading, okMessage: string): string {
+  if (reading.source !== 'fallback') return okMessage;
+  return reading.failure === 'unavailable'
+    ? 'Balance from cache: the blockchain node is unavailable'
+    : 'Balance from cache: the blockchain node returned an error';
+}
+
+type RefreshOutcome = { ok: true; fresh: Map<number, bigint> } | { ok: false; error: AppError };
+
 export class BalanceService {
+  /** Chain reads in progress, by wallet and token set; requests that find one join it. */
+  private readonly inflight = new Map<string, Promise<RefreshOutcome>>();
+
   constructor(private readonly ctx: AppContext) {}
 
   /** Reads the chain balance of each token (default: every active token). Throws mapped chain errors. */
@@ -55,18 +90,17 @@ export class BalanceService {
       for (const token of tokens) {
         const amount = fresh.get(token.id);
         if (amount === undefined) continue;
-        const cached = await repo.findCachedBalanceForUpdate(trx, dialect, wallet.id, token.id);
-        const old = cached?.amount ?? 0n;
-        if (cached) {
-          if (cached.amount === amount) {
-            await repo.touchBalance(trx, cached.id, now);
-            continue;
-          }
-          await repo.updateBalance(trx, cached.id, amount, cached.amount, now);
-        } else {
-          await repo.insertBalance(trx, wallet.id, token.id, amount, now);
-          if (amount === 0n) continue;
+        // The row exists before it is locked (a first reading starts from zero), so two
+        // processes storing the first reading at once serialise on the row lock and only
+        // the first of them sees a change and writes the event.
+        await repo.insertBalance(trx, wallet.id, token.id, 0n, now);
+        const cached = (await repo.findCachedBalanceForUpdate(trx, dialect, wallet.id, token.id))!;
+        const old = cached.amount;
+        if (old === amount) {
+          await repo.touchBalance(trx, cached.id, now);
+          continue;
         }
+        await repo.updateBalance(trx, cached.id, amount, old, now);
         await recordEvent(trx, {
           userId: wallet.user_id,
           walletId: wallet.id,
@@ -87,5 +121,68 @@ export class BalanceService {
 
   cached(walletId: number) {
     return repo.listCachedBalances(this.ctx.store.db, walletId);
+  }
+
+  /**
+   * Balances of `tokens` (default: every active token) for the API, by the freshness rule in
+   * the header. Never fails with a 500 because of the node: 503 when unreachable and nothing is
+   * cached, 502 when it answered with an error and nothing is cached.
+   */
+  async getBalances(wallet: BalanceOwner, tokens?: WalletTokenRow[]): Promise<BalanceReading> {
+    const list = tokens ?? (await listTokens(this.ctx.store.db, wallet.id, { activeOnly: true }));
+    return this.resolve(wallet, list, await this.cached(wallet.id));
+  }
+
+  private async resolve(wallet: BalanceOwner, list: WalletTokenRow[], cached: Map<number, repo.CachedBalance>): Promise<BalanceReading> {
+    const maxAgeMs = this.ctx.config.balanceMaxAgeS * 1000;
+    const now = this.ctx.clock.nowMs();
+    const allCached = list.every((t) => cached.has(t.id));
+    const fromCache = () => new Map(list.map((t) => [t.id, cached.get(t.id)!.amount]));
+    if (allCached && list.every((t) => now - cached.get(t.id)!.refreshed_at < maxAgeMs)) {
+      return { values: fromCache(), source: 'cache' };
+    }
+    const outcome = await this.refreshShared(wallet, list);
+    if (outcome.ok) return { values: outcome.fresh, source: 'chain' };
+    const unavailable = outcome.error.code === 'CHAIN_UNAVAILABLE';
+    if (allCached) {
+      this.ctx.log.warn({ wallet_id: wallet.id, code: outcome.error.code, err: outcome.error.cause ?? outcome.error }, 'balance read failed; serving cached values');
+      return { values: fromCache(), source: 'fallback', failure: unavailable ? 'unavailable' : 'error' };
+    }
+    if (unavailable) throw outcome.error;
+    throw Errors.chainError(outcome.error.cause ?? outcome.error);
+  }
+
+  /** The balance route's data: the native balance and every active token with its balance. */
+  async walletBalances(wallet: BalanceOwner) {
+    const { tokens, cached } = await repo.listActiveTokensWithCache(this.ctx.store.db, wallet.id);
+    const reading = await this.resolve(wallet, tokens, cached);
+    const native = tokens.find((t) => t.is_native === 1);
+    const data = {
+      balance: formatUnits18(native ? reading.values.get(native.id)! : 0n, native?.decimals ?? 18),
+      tokens: tokens.map((t) => ({ ...tokenView(t), balance: formatUnits18(reading.values.get(t.id)!, t.decimals) })),
+    };
+    return { data, reading };
+  }
+
+  private refreshShared(wallet: BalanceOwner, tokens: WalletTokenRow[]): Promise<RefreshOutcome> {
+    const key = `${wallet.id}:${tokens.map((t) => t.id).join(',')}`;
+    const running = this.inflight.get(key);
+    if (running) return running;
+    const p = this.refreshOutcome(wallet, tokens).finally(() => this.inflight.delete(key));
+    this.inflight.set(key, p);
+    return p;
+  }
+
+  /** A chain failure is an outcome (the caller may fall back to the cache); a database failure throws. */
+  private async refreshOutcome(wallet: BalanceOwner, tokens: WalletTokenRow[]): Promise<RefreshOutcome> {
+    let fresh: Map<number, bigint>;
+    try {
+      fresh = await this.readChain(wallet, tokens);
+    } catch (e) {
+      if (isAppError(e)) return { ok: false, error: e };
+      throw e;
+    }
+    await this.store(wallet, tokens, fresh);
+    return { ok: true, fresh };
   }
 }

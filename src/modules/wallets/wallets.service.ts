@@ -48,6 +48,8 @@ export class WalletService {
 
   async create(userId: number, input: { name: string; network_id: number; description?: string }) {
     const db = this.ctx.store.db;
+    const name = input.name.trim();
+    if (name === '') throw fieldError('name', 'The name field is required.');
     const network = await findNetwork(db, input.network_id);
     if (!network) throw fieldError('network_id', 'The selected network_id is invalid.');
     const keys = newWalletKeys();
@@ -58,7 +60,7 @@ export class WalletService {
         {
           user_id: userId,
           network_id: network.id,
-          name: input.name.trim(),
+          name,
           description: input.description ?? '',
           address: keys.address,
           private_key_enc: this.ctx.secrets.encrypt(keys.privateKey),
@@ -91,8 +93,15 @@ export class WalletService {
     const db = this.ctx.store.db;
     const now = this.ctx.clock.nowMs();
     const clean: { name?: string; description?: string } = {};
-    if (patch.name !== undefined) clean.name = patch.name.trim();
+    if (patch.name !== undefined) {
+      clean.name = patch.name.trim();
+      if (clean.name === '') throw fieldError('name', 'The name field is required.');
+    }
     if (patch.description !== undefined) clean.description = patch.description;
+    // Nothing that differs: nothing written, no event.
+    if ((clean.name ?? wallet.name) === wallet.name && (clean.description ?? wallet.description) === wallet.description) {
+      return this.detail(wallet);
+    }
     await db.transaction().execute(async (trx) => {
       await repo.updateWallet(trx, wallet.id, clean, now);
       const view = (await repo.findWalletView(trx, wallet.id))!;

@@ -1,0 +1,304 @@
+/**
+ * Benchmark: GET /api/wallet/{wallet}/balance against a bare Fastify route that returns a
+ * constant JSON object, in the same run, on SQLite and on PostgreSQL.
+ *
+ *   npm run bench:balance [-- --duration 10 --connections 10 --max-age 5 --db sqlite,postgres]
+ *
+ * It starts anvil, deploys an ERC-20 (solc), and for each database starts the real service
+ * (fresh SQLite folder; fresh PostgreSQL database on DATABASE_URL, default
+ * postgres://postgres@127.0.0.1:5432/test, dropped afterwards), creates a user and a wallet
+ * holding native currency and a token, then runs autocannon (a separate process, so the load
+ * generator does not share the server's event loop) against the bare route and the balance
+ * route with the same duration and connections. The balance route goes through everything a
+ * real request does: bearer-token lookup, rate limit, wallet guard, tokens, the balance cache,
+ * and a chain re-read whenever the cache is older than BALANCE_MAX_AGE_S (default 5 s, so
+ * most requests are answered from the cache; with --max-age 0 every request waits for a chain
+ * read, concurrent requests sharing one).
+ *
+ * Prints a markdown table and writes it to bench/results/balance.md. Never run by `npm test`.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { parseArgs } from 'node:util';
+import Fastify from 'fastify';
+import pg from 'pg';
+import type { Address, Hex } from 'viem';
+import { buildApp } from '../src/app.js';
+import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
+import { loadConfig } from '../src/config.js';
+import { createLogger } from '../src/logger.js';
+import { upsertNetwork } from '../src/modules/networks/networks.repository.js';
+import { createContext, openStore } from '../src/runtime.js';
+import { deployErc20, mintErc20 } from '../test/helpers/erc20.js';
+
+const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
+const HERE = dirname(fileURLToPath(import.meta.url));
+const RESULTS_FILE = join(HERE, 'results', 'balance.md');
+
+const { values: flags } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '10' },
+    'max-age': { type: 'string', default: '5' },
+    db: { type: 'string', default: 'sqlite,postgres' },
+    warmup: { type: 'string', default: '2' },
+  },
+});
+const durationS = positiveInt('duration', flags.duration);
+const connections = positiveInt('connections', flags.connections);
+const warmupS = nonNegativeInt('warmup', flags.warmup);
+const maxAgeS = nonNegativeInt('max-age', flags['max-age']);
+const databases = flags.db.split(',').map((d) => d.trim());
+for (const d of databases) if (d !== 'sqlite' && d !== 'postgres') throw new Error(`--db: unknown database "${d}" (sqlite, postgres)`);
+
+function positiveInt(name: string, raw: string): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got "${raw}"`);
+  return n;
+}
+function nonNegativeInt(name: string, raw: string): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be an integer >= 0, got "${raw}"`);
+  return n;
+}
+
+interface LoadResult {
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+}
+
+const autocannonBin = join(dirname(createRequire(import.meta.url).resolve('autocannon/package.json')), 'autocannon.js');
+
+/** Runs autocannon in its own process and returns its JSON summary. */
+function autocannon(url: string, seconds: number, headers: Record<string, string>): Promise<LoadResult> {
+  const args = [autocannonBin, '-c', String(connections), '-d', String(seconds), '-j', '-n'];
+  for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}=${v}`);
+  args.push(url);
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 }, (err, stdout) => {
+      if (err) return reject(err);
+      const r = JSON.parse(stdout) as {
+        requests: { average: number; total: number };
+        latency: { p50: number; p99: number };
+        non2xx: number;
+        errors: number;
+      };
+      resolve({ rps: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, requests: r.requests.total, non2xx: r.non2xx, errors: r.errors });
+    });
+  });
+}
+
+async function measure(url: string, headers: Record<string, string> = {}): Promise<LoadResult> {
+  if (warmupS > 0) await autocannon(url, warmupS, headers);
+  const r = await autocannon(url, durationS, headers);
+  if (r.non2xx > 0 || r.errors > 0) throw new Error(`${url}: ${r.non2xx} non-2xx answers and ${r.errors} errors`);
+  return r;
+}
+
+/** A bare Fastify app with one constant JSON route: the ceiling for this machine. */
+async function startBare() {
+  const app = Fastify({ logger: false });
+  const body = { status: 'success', message: 'OK', data: { balance: '1.500000000000000000' } };
+  app.get('/const', async () => body);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('no address');
+  return { url: `http://127.0.0.1:${address.port}/const`, close: () => app.close() };
+}
+
+async function freshPostgres(base: string) {
+  const name = `bench_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: base });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+async function call(url: string, method: string, path: string, token: string | null, body?: unknown) {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = (await res.json()) as { status: string; message: string; data: any };
+  if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** Starts the service on one database with a funded wallet; returns the balance URL and token. */
+async function startService(driver: 'sqlite' | 'postgres', devnet: Devnet, token20: Address) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-balance-'));
+  const pgDb = driver === 'postgres' ? await freshPostgres(process.env.DATABASE_URL ?? DEFAULT_PG_URL) : null;
+  const config = loadConfig({
+    NODE_ENV: 'production',
+    APP_KEY: randomBytes(32).toString('base64'),
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    DEVNET: 'off',
+    WORKERS: 'false',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    BALANCE_MAX_AGE_S: String(maxAgeS),
+    ...(pgDb ? { DATABASE_URL: pgDb.url } : {}),
+  });
+  const log = createLogger(config.logLevel);
+  const store = await openStore(config, log);
+  const ctx = createContext(config, store, log);
+  const { app, services } = await buildApp(ctx);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('no address');
+  const base = `http://127.0.0.1:${address.port}`;
+
+  const network = await upsertNetwork(
+    store.db,
+    { name: 'Local devnet', rpc_url: devnet.rpcUrl, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
+    Date.now(),
+  );
+  const email = `bench-${randomBytes(4).toString('hex')}@example.com`;
+  const password = randomBytes(12).toString('hex');
+  await services.auth.createUser({ email, password, name: 'Bench' });
+  const login = await call(base, 'POST', '/api/auth/login', null, { email, password });
+  const token = login.data.token as string;
+  const wallet = (await call(base, 'POST', '/api/wallet/create', token, { name: 'Bench', network_id: network.id })).data as { id: number; address: Address };
+  await rpc(devnet.rpcUrl, 'anvil_setBalance', [wallet.address, `0x${(1_500_000_000_000_000_000n).toString(16)}` as Hex]);
+  await call(base, 'POST', `/api/wallet/${wallet.id}/token/add`, token, { contract: token20 });
+  await mintErc20(devnet.rpcUrl, token20, wallet.address, 2_500_000n);
+  const check = await call(base, 'GET', `/api/wallet/${wallet.id}/balance`, token);
+  if (check.data.balance !== '1.500000000000000000' || check.data.tokens[1]?.balance !== '2.500000000000000000') {
+    throw new Error(`unexpected balance before the run: ${JSON.stringify(check.data)}`);
+  }
+  return {
+    url: `${base}/api/wallet/${wallet.id}/balance`,
+    token,
+    close: async () => {
+      await app.close();
+      await store.destroy();
+      await pgDb?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const json = (await res.json()) as { result?: unknown; error?: { message: string } };
+  if (json.error) throw new Error(`${method}: ${json.error.message}`);
+  return json.result;
+}
+
+interface Row {
+  driver: string;
+  bare: LoadResult;
+  balance: LoadResult;
+}
+
+function table(rows: Row[]): string {
+  const f = (n: number, d = 0) => n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
+  // autocannon's latency histogram has 1 ms resolution: 0 means under 1 ms.
+  const ms = (n: number) => (n === 0 ? '< 1' : f(n));
+  const p99Ratio = (balance: number, bare: number) => (bare === 0 ? `> ${f(balance)}×` : `${f(balance / bare, 1)}×`);
+  const lines = [
+    '| Database | Route | Requests/s (mean) | p50 (ms) | p99 (ms) | Requests | Balance / bare (req/s) | Balance / bare (p99) |',
+    '|---|---|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const r of rows) {
+    lines.push(`| ${r.driver} | bare Fastify, constant JSON | ${f(r.bare.rps)} | ${ms(r.bare.p50Ms)} | ${ms(r.bare.p99Ms)} | ${f(r.bare.requests)} | | |`);
+    lines.push(
+      `| ${r.driver} | GET /api/wallet/{wallet}/balance | ${f(r.balance.rps)} | ${ms(r.balance.p50Ms)} | ${ms(r.balance.p99Ms)} | ${f(r.balance.requests)} | ` +
+        `${f(r.balance.rps / r.bare.rps, 3)}× | ${p99Ratio(r.balance.p99Ms, r.bare.p99Ms)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const devnet = await startDevnet({ port: await findFreePort() });
+  const bare = await startBare();
+  const rows: Row[] = [];
+  try {
+    const token20 = await deployErc20(devnet.rpcUrl, { name: 'Bench USD', symbol: 'BUSD', decimals: 6 });
+    for (const driver of databases as Array<'sqlite' | 'postgres'>) {
+      const service = await startService(driver, devnet, token20);
+      try {
+        process.stderr.write(`${driver}: bare route ${durationS}s ... `);
+        const bareResult = await measure(bare.url);
+        process.stderr.write(`balance route ${durationS}s ... `);
+        const balanceResult = await measure(service.url, { authorization: `Bearer ${service.token}` });
+        process.stderr.write('done\n');
+        rows.push({ driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL', bare: bareResult, balance: balanceResult });
+      } finally {
+        await service.close();
+      }
+    }
+  } finally {
+    await bare.close();
+    await devnet.stop();
+  }
+
+  const extra: string[] = [];
+  if (flags.duration !== '10') extra.push(`--duration ${durationS}`);
+  if (flags.connections !== '10') extra.push(`--connections ${connections}`);
+  if (flags['max-age'] !== '5') extra.push(`--max-age ${maxAgeS}`);
+  if (flags.db !== 'sqlite,postgres') extra.push(`--db ${flags.db}`);
+  if (flags.warmup !== '2') extra.push(`--warmup ${warmupS}`);
+  const command = `npm run bench:balance${extra.length ? ` -- ${extra.join(' ')}` : ''}`;
+  const cpu = cpus();
+  const report = [
+    '## GET /api/wallet/{wallet}/balance vs a bare Fastify route',
+    '',
+    table(rows),
+    '',
+    `Command: \`${command}\` (autocannon, ${connections} connections, ${durationS} s per route after a ${warmupS} s warm-up, ` +
+      `the two routes measured one after the other in the same run). ` +
+      `${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}; ` +
+      `anvil, PostgreSQL and the load generator on the same machine. Latencies have autocannon's 1 ms resolution.`,
+    '',
+    `BALANCE_MAX_AGE_S=${maxAgeS}: ` +
+      (maxAgeS > 0
+        ? `the balance is re-read from the chain at most once every ${maxAgeS} s per wallet (a shared read), so almost every request ` +
+          'is answered from the WalletBalance cache. Such a request costs three database queries (bearer token and user, the wallet ' +
+          "guard, the active tokens joined with their cached balances) plus the rate limit and the response schema. The bare route " +
+          'is the ceiling of this machine for Fastify itself.'
+        : 'every request waits for a chain read of the native and the token balance (two JSON-RPC calls to anvil, shared by the ' +
+          'requests that arrive while it runs) and its cache write.'),
+    '',
+  ].join('\n');
+  mkdirSync(dirname(RESULTS_FILE), { recursive: true });
+  writeFileSync(RESULTS_FILE, report);
+  process.stdout.write(`${report}\n(written to ${RESULTS_FILE}; ${Math.round((Date.now() - started) / 1000)} s)\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);

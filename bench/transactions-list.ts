@@ -1,0 +1,235 @@
+/**
+ * Transaction list on 1,000,000 rows: does the cost of a page depend on the page number?
+ *
+ *   npm run bench:list                                                   # SQLite (temp dir)
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:list   # PostgreSQL
+ *
+ * Builds the real service (migrations, routes, auth) on a fresh database, seeds one wallet with
+ * 1,000,000 transactions in one SQL statement (a recursive CTE on SQLite, generate_series on
+ * PostgreSQL; every 4th row a TUSD transfer, the rest ETH), then times GET
+ * /api/wallet/{id}/transaction through the whole HTTP stack (fastify inject: routing, auth,
+ * validation, serialisation) for the first, middle and last page, with and without the token
+ * filter. For contrast it also times the query a naive LIMIT/OFFSET list would run for the
+ * same pages. Prints a markdown table and writes it to bench/results/transactions-list.md
+ * (one section per database, the other kept).
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { createLogger } from '../src/logger.js';
+import { createContext, openStore } from '../src/runtime.js';
+
+const ROWS = 1_000_000;
+const RUNS = 40;
+const WARMUP = 5;
+
+interface Case {
+  label: string;
+  page: number;
+  limit: number;
+  token?: string;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function time(fn: () => Promise<void>): Promise<{ median: number; p95: number }> {
+  for (let i = 0; i < WARMUP; i++) await fn();
+  const samples: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const t0 = process.hrtime.bigint();
+    await fn();
+    samples.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  samples.sort((a, b) => a - b);
+  return { median: percentile(samples, 50), p95: percentile(samples, 95) };
+}
+
+async function main(): Promise<void> {
+  const baseUrl = process.env.DATABASE_URL ?? null;
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-list-'));
+  let dbName: string | null = null;
+  let databaseUrl: string | null = null;
+  if (baseUrl) {
+    dbName = `bench_list_${randomBytes(4).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: baseUrl });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    await admin.end();
+    const u = new URL(baseUrl);
+    u.pathname = `/${dbName}`;
+    databaseUrl = u.toString();
+  }
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    DATA_DIR: dataDir,
+    APP_KEY: randomBytes(32).toString('base64'),
+    LOG_LEVEL: 'silent',
+    DEVNET: 'off',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+  });
+  const log = createLogger('silent');
+  const store = await openStore(config, log);
+  const ctx = createContext(config, store, log);
+  const { app, services } = await buildApp(ctx);
+  const driver = store.driver;
+  try {
+    // One user, one network, one wallet with an ETH and a TUSD token.
+    const now = Date.now();
+    const db = store.db;
+    const user = await services.auth.createUser({ email: 'bench@example.com', password: 'bench-password', name: 'Bench' });
+    const network = await db
+      .insertInto('networks')
+      .values({ name: 'Bench', rpc_url: 'http://127.0.0.1:1', chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: 0, confirmations: 1, created_at: now, updated_at: now })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const wallet = await db
+      .insertInto('wallets')
+      .values({
+        user_id: user.id,
+        network_id: network.id,
+        name: 'Bench',
+        description: '',
+        address: '0x000000000000000000000000000000000000bEEF',
+        private_key_enc: ctx.secrets.encrypt('0x00'),
+        mnemonic_enc: ctx.secrets.encrypt('bench'),
+        next_sub_index: 1,
+        next_nonce: 0,
+        created_at: now,
+        updated_at: now,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const token = (symbol: string, contract: string, decimals: number, native: number) =>
+      db
+        .insertInto('wallet_tokens')
+        .values({ wallet_id: wallet.id, name: symbol, symbol, decimals, contract, is_native: native, is_active: 1, is_testnet: 1, created_at: now, updated_at: now })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+    const eth = await token('ETH', '0x0000000000000000000000000000000000000000', 18, 1);
+    const tusd = await token('TUSD', '0x5FbDB2315678afecb367f032d93F642f64180aa3', 6, 0);
+
+    const seedStart = Date.now();
+    // Row x: seq x; every 4th row TUSD (symbol_seq x/4), the others ETH (symbol_seq x - x/4).
+    const columns = sql`(wallet_id, token_id, type, status, amount, fee_reserved, from_address, to_address, tx_hash, log_index,
+      block_number, block_hash, block_timestamp, nonce, gas, gas_price, gas_used, cumulative_gas_used, receipt_status,
+      raw_tx, input, info, error, broadcast_at, confirmed_at, failed_at, created_at, updated_at, seq, symbol_key, symbol_seq)`;
+    // Literals, not parameters: PostgreSQL types a parameter in a SELECT list as text.
+    const [wid, tid, eid, at] = [sql.lit(wallet.id), sql.lit(tusd.id), sql.lit(eth.id), sql.lit(now)];
+    const select = (x: string, hash: string, div: string) => sql`SELECT ${wid}, CASE WHEN ${sql.raw(x)} % 4 = 0 THEN ${tid} ELSE ${eid} END,
+      'transfer', 'confirmed', '1000000000000000000', '21000000000000', '0x000000000000000000000000000000000000bEEF',
+      '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720', ${sql.raw(hash)}, -1, ${sql.raw(x)}, ${sql.raw(hash)}, ${at}, ${sql.raw(x)},
+      '21000', '1000000000', '21000', '21000', 1, NULL, NULL, NULL, NULL, ${at}, ${at}, NULL, ${at}, ${at}, ${sql.raw(x)},
+      CASE WHEN ${sql.raw(x)} % 4 = 0 THEN 'TUSD' ELSE 'ETH' END,
+      CASE WHEN ${sql.raw(x)} % 4 = 0 THEN ${sql.raw(div)} ELSE ${sql.raw(x)} - ${sql.raw(div)} END`;
+    if (driver === 'postgres') {
+      await sql`INSERT INTO transactions ${columns}
+        ${select('x', `'0x' || lpad(to_hex(x), 64, '0')`, 'x / 4')}
+        FROM generate_series(1, ${sql.lit(ROWS)}) AS g(x)`.execute(db);
+      await sql`ANALYZE transactions`.execute(db);
+    } else {
+      await sql`INSERT INTO transactions ${columns}
+        WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ${sql.lit(ROWS)})
+        ${select('x', `printf('0x%064x', x)`, 'x / 4')}
+        FROM c`.execute(db);
+      await sql`ANALYZE`.execute(db);
+    }
+    const seedS = (Date.now() - seedStart) / 1000;
+
+    const login = await app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'bench@example.com', password: 'bench-password' } });
+    const bearer = `Bearer ${(login.json() as { data: { token: string } }).data.token}`;
+    const tusdRows = ROWS / 4;
+    const cases: Case[] = [
+      { label: 'first page', page: 1, limit: 10 },
+      { label: 'middle page', page: ROWS / 20, limit: 10 },
+      { label: 'last page', page: ROWS / 10, limit: 10 },
+      { label: 'first page', page: 1, limit: 1000 },
+      { label: 'last page', page: ROWS / 1000, limit: 1000 },
+      { label: 'token=TUSD first page', page: 1, limit: 10, token: 'TUSD' },
+      { label: 'token=TUSD last page', page: tusdRows / 10, limit: 10, token: 'TUSD' },
+    ];
+
+    const rows: string[] = [];
+    for (const c of cases) {
+      const url = `/api/wallet/${wallet.id}/transaction?page=${c.page}&limit=${c.limit}${c.token ? `&token=${c.token}` : ''}`;
+      const check = await app.inject({ method: 'GET', url, headers: { authorization: bearer } });
+      const body = check.json() as { data: unknown[] };
+      if (check.statusCode !== 200 || body.data.length !== c.limit) throw new Error(`unexpected answer for ${url}: ${check.statusCode} ${body.data?.length}`);
+      const r = await time(async () => {
+        const res = await app.inject({ method: 'GET', url, headers: { authorization: bearer } });
+        if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+      });
+      rows.push(`| service route | ${c.label} | ${c.page} | ${c.limit} | ${r.median.toFixed(2)} | ${r.p95.toFixed(2)} |`);
+    }
+    // Contrast: the query a LIMIT/OFFSET list would run (database only, no HTTP).
+    for (const c of [cases[0]!, cases[2]!]) {
+      const r = await time(async () => {
+        await db
+          .selectFrom('transactions')
+          .select(['id', 'amount', 'tx_hash', 'status'])
+          .where('wallet_id', '=', wallet.id)
+          .orderBy('id', 'desc')
+          .limit(c.limit)
+          .offset((c.page - 1) * c.limit)
+          .execute();
+      });
+      rows.push(`| naive OFFSET query (for contrast) | ${c.label} | ${c.page} | ${c.limit} | ${r.median.toFixed(2)} | ${r.p95.toFixed(2)} |`);
+    }
+
+    const command = driver === 'postgres' ? 'DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:list' : 'npm run bench:list';
+    const section = [
+      `## ${driver === 'postgres' ? 'PostgreSQL' : 'SQLite'}`,
+      '',
+      `Command: \`${command}\` (${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${ROWS.toLocaleString('en')} rows in one wallet seeded in ${seedS.toFixed(1)} s; ${RUNS} timed requests per case after ${WARMUP} warm-up).`,
+      '',
+      '| what | case | page | limit | median ms | p95 ms |',
+      '|---|---|---:|---:|---:|---:|',
+      ...rows,
+      '',
+    ].join('\n');
+    process.stdout.write(`\n${section}\n`);
+
+    const dir = new URL('./results/', import.meta.url);
+    mkdirSync(dir, { recursive: true });
+    const file = new URL('transactions-list.md', dir);
+    let previous = '';
+    try {
+      previous = readFileSync(file, 'utf8');
+    } catch {
+      // first run
+    }
+    const header =
+      '# Transaction list: first page vs last page on 1,000,000 rows\n\n' +
+      'Page N is the index range `seq in (total - N*limit, total - (N-1)*limit]` on `(wallet_id, seq)` ' +
+      '(or `(wallet_id, symbol_key, symbol_seq)` with `token`), and the total is the largest `seq`, so every page costs ' +
+      'the same. Generated by `bench/transactions-list.ts`; timings are through the whole service route (fastify inject).\n\n';
+    const other = previous
+      .split(/^(?=## )/m)
+      .filter((s) => s.startsWith('## ') && !s.startsWith(`## ${driver === 'postgres' ? 'PostgreSQL' : 'SQLite'}`));
+    const ordered = driver === 'postgres' ? [...other, section] : [section, ...other];
+    writeFileSync(file, header + ordered.map((s) => s.trimEnd() + '\n').join('\n'));
+    process.stdout.write(`written to bench/results/transactions-list.md\n`);
+  } finally {
+    await app.close();
+    await store.destroy();
+    rmSync(dataDir, { recursive: true, force: true });
+    if (dbName && baseUrl) {
+      const admin = new pg.Client({ connectionString: baseUrl });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+      await admin.end();
+    }
+  }
+}
+
+main().catch((e) => {
+  process.stderr.write(`${(e as Error).stack ?? String(e)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,189 @@
+/** charges and sub_wallets rows. */
+import type { Executor } from '../../db/index.js';
+import type { SqlDialect } from '../../db/dialect.js';
+
+export interface ChargeRow {
+  id: number;
+  uuid: string;
+  wallet_id: number;
+  sub_wallet_id: number;
+  token_id: number;
+  amount: bigint;
+  paid_amount: bigint;
+  status: string;
+  mode: string;
+  expires: number;
+  expires_at: number;
+  paid_at: number | null;
+  content: string | null;
+  info: string | null;
+  swept_tx_hash: string | null;
+  created_at: number;
+  updated_at: number;
+  /** Joined: the deposit address and the token. */
+  address: string;
+  symbol: string;
+  decimals: number;
+  contract: string;
+}
+
+function charges(db: Executor) {
+  return db
+    .selectFrom('charges as c')
+    .innerJoin('sub_wallets as s', 's.id', 'c.sub_wallet_id')
+    .innerJoin('wallet_tokens as t', 't.id', 'c.token_id')
+    .select([
+      'c.id',
+      'c.uuid',
+      'c.wallet_id',
+      'c.sub_wallet_id',
+      'c.token_id',
+      'c.amount',
+      'c.paid_amount',
+      'c.status',
+      'c.mode',
+      'c.expires',
+      'c.expires_at',
+      'c.paid_at',
+      'c.content',
+      'c.info',
+      'c.swept_tx_hash',
+      'c.created_at',
+      'c.updated_at',
+      's.address',
+      't.symbol',
+      't.decimals',
+      't.contract',
+    ]);
+}
+
+type RawCharge = Omit<ChargeRow, 'amount' | 'paid_amount'> & { amount: string; paid_amount: string };
+
+function toRow(r: RawCharge): ChargeRow {
+  return { ...r, amount: BigInt(r.amount), paid_amount: BigInt(r.paid_amount) };
+}
+
+export async function findCharge(db: Executor, walletId: number, ref: { id: number } | { uuid: string }): Promise<ChargeRow | undefined> {
+  let q = charges(db).where('c.wallet_id', '=', walletId);
+  q = 'id' in ref ? q.where('c.id', '=', ref.id) : q.where('c.uuid', '=', ref.uuid);
+  const r = await q.executeTakeFirst();
+  return r ? toRow(r) : undefined;
+}
+
+export async function findChargeById(db: Executor, id: number): Promise<ChargeRow | undefined> {
+  const r = await charges(db).where('c.id', '=', id).executeTakeFirst();
+  return r ? toRow(r) : undefined;
+}
+
+export async function listCharges(db: Executor, walletId: number, page: { offset: number; limit: number }): Promise<ChargeRow[]> {
+  const rows = await charges(db).where('c.wallet_id', '=', walletId).orderBy('c.id', 'desc').limit(page.limit).offset(page.offset).execute();
+  return rows.map(toRow);
+}
+
+export async function countCharges(db: Executor, walletId: number): Promise<number> {
+  const r = await db.selectFrom('charges').select(db.fn.countAll<number>().as('n')).where('wallet_id', '=', walletId).executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+/** Pending charges, oldest first, for the charge worker (bounded). */
+export async function listPendingCharges(db: Executor, limit: number): Promise<ChargeRow[]> {
+  const rows = await charges(db).where('c.status', '=', 'pending').orderBy('c.id', 'asc').limit(limit).execute();
+  return rows.map(toRow);
+}
+
+/** Paid charges whose funds have not been swept yet (bounded). */
+export async function listUnsweptCharges(db: Executor, limit: number): Promise<ChargeRow[]> {
+  const rows = await charges(db)
+    .where('c.status', '=', 'paid')
+    .where('c.swept_tx_hash', 'is', null)
+    .orderBy('c.id', 'asc')
+    .limit(limit)
+    .execute();
+  return rows.map(toRow);
+}
+
+/** Takes the next sub-wallet index of a wallet, under the wallet's row lock. */
+export async function takeSubIndex(db: Executor, dialect: SqlDialect, walletId: number): Promise<number> {
+  const row = await dialect
+    .forUpdate(db.selectFrom('wallets').select(['next_sub_index']).where('id', '=', walletId))
+    .executeTakeFirstOrThrow();
+  await db.updateTable('wallets').set({ next_sub_index: row.next_sub_index + 1 }).where('id', '=', walletId).execute();
+  return row.next_sub_index;
+}
+
+export async function insertSubWallet(db: Executor, s: { wallet_id: number; derivation_index: number; address: string; private_key_enc: string }, nowMs: number) {
+  const r = await db
+    .insertInto('sub_wallets')
+    .values({ ...s, created_at: nowMs })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return r.id;
+}
+
+export async function subWalletKey(db: Executor, subWalletId: number): Promise<string> {
+  const r = await db.selectFrom('sub_wallets').select('private_key_enc').where('id', '=', subWalletId).executeTakeFirstOrThrow();
+  return r.private_key_enc;
+}
+
+export async function insertCharge(
+  db: Executor,
+  c: {
+    uuid: string;
+    wallet_id: number;
+    sub_wallet_id: number;
+    token_id: number;
+    amount: bigint;
+    mode: string;
+    expires: number;
+    expires_at: number;
+    content: string | null;
+    info: string | null;
+  },
+  nowMs: number,
+): Promise<number> {
+  const r = await db
+    .insertInto('charges')
+    .values({
+      ...c,
+      amount: c.amount.toString(),
+      paid_amount: '0',
+      status: 'pending',
+      paid_at: null,
+      swept_tx_hash: null,
+      created_at: nowMs,
+      updated_at: nowMs,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return r.id;
+}
+
+/** Records a partial payment seen before expiry (no status change). */
+export async function setPaidAmount(db: Executor, id: number, paid: bigint, nowMs: number): Promise<void> {
+  await db.updateTable('charges').set({ paid_amount: paid.toString(), updated_at: nowMs }).where('id', '=', id).where('status', '=', 'pending').execute();
+}
+
+/**
+ * Moves a pending charge to its final status. Only one caller can win (the WHERE on the
+ * current status), so the event that goes with it is written exactly once.
+ */
+export async function finishCharge(
+  db: Executor,
+  id: number,
+  status: 'paid' | 'expired' | 'failed',
+  paid: bigint,
+  paidAt: number | null,
+  nowMs: number,
+): Promise<boolean> {
+  const r = await db
+    .updateTable('charges')
+    .set({ status, paid_amount: paid.toString(), paid_at: paidAt, updated_at: nowMs })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+export async function setSwept(db: Executor, id: number, txHash: string, nowMs: number): Promise<void> {
+  await db.updateTable('charges').set({ swept_tx_hash: txHash, updated_at: nowMs }).where('id', '=', id).execute();
+}

@@ -1,0 +1,154 @@
+/**
+ * Wallet tokens: list, show (with balance), add an ERC-20 by contract address, remove.
+ *
+ * Adding reads the contract on chain first, with no transaction open (code, name, symbol,
+ * decimals and the wallet's balance, which also proves balanceOf works), then checks and
+ * writes in one transaction that holds the wallet's token lock: the contract is not already
+ * active, no active token has the same symbol (symbols identify tokens in transaction create),
+ * insert or reactivate, and the `token.added` event. The balance just read is then stored like
+ * any other reading (`balance.updated` if it differs from the cache).
+ */
+import { getAddress, type Address } from 'viem';
+import type { AppContext } from '../../context.js';
+import type { WalletTokenRow } from '../../db/types.js';
+import { probeErc20, type TokenMetadata } from '../../chain/erc20.js';
+import { mapChainError } from '../../chain/errors.js';
+import { fieldError } from '../../errors.js';
+import { formatUnits18 } from '../../lib/money.js';
+import { formatDateTime } from '../../lib/time.js';
+import { recordEvent } from '../events/outbox.js';
+import { findNetwork } from '../networks/networks.repository.js';
+import type { BalanceService } from '../wallets/balances.service.js';
+import type { WalletView } from '../wallets/wallets.repository.js';
+import * as repo from './tokens.repository.js';
+import { tokenView } from './tokens.views.js';
+
+/** ERC-20 amounts are shown with 18 decimal places, so a token with more cannot be shown exactly. */
+export const MAX_TOKEN_DECIMALS = 18;
+export const MAX_SYMBOL_LENGTH = 64;
+export const MAX_NAME_LENGTH = 255;
+
+const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
+
+/** 0x and 40 hex digits; all lower or all upper case, or mixed case with a valid EIP-55 checksum. */
+export function isValidAddress(value: string): value is Address {
+  if (!/^0x[0-9a-fA-F]{40}$/.test(value)) return false;
+  const hex = value.slice(2);
+  if (hex === hex.toLowerCase() || hex === hex.toUpperCase()) return true;
+  return getAddress(value) === value;
+}
+
+function tokenEventPayload(t: WalletTokenRow, at: 'added_at' | 'removed_at', nowMs: number) {
+  return {
+    wallet_id: t.wallet_id,
+    token_id: t.id,
+    name: t.name,
+    symbol: t.symbol,
+    contract: t.contract,
+    decimals: t.decimals,
+    is_native: t.is_native === 1,
+    [at]: formatDateTime(nowMs),
+  };
+}
+
+/** The metadata as stored, or a 422 on the `contract` field saying why the token cannot be used. */
+function checkMetadata(meta: TokenMetadata): TokenMetadata {
+  if (!Number.isInteger(meta.decimals) || meta.decimals < 0 || meta.decimals > MAX_TOKEN_DECIMALS) {
+    throw fieldError('contract', `The token must not have more than ${MAX_TOKEN_DECIMALS} decimals.`);
+  }
+  const symbol = meta.symbol.trim();
+  if (symbol === '' || symbol.length > MAX_SYMBOL_LENGTH || CONTROL_CHARS.test(symbol)) {
+    throw fieldError('contract', `The token symbol must be 1 to ${MAX_SYMBOL_LENGTH} printable characters.`);
+  }
+  const name = meta.name.trim() === '' ? symbol : meta.name.trim();
+  if (name.length > MAX_NAME_LENGTH || CONTROL_CHARS.test(name)) {
+    throw fieldError('contract', `The token name must be at most ${MAX_NAME_LENGTH} printable characters.`);
+  }
+  return { name, symbol, decimals: meta.decimals };
+}
+
+export class TokenService {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly balances: BalanceService,
+  ) {}
+
+  /** Every token of the wallet, active and removed, oldest first. */
+  async list(wallet: WalletView) {
+    return (await repo.listTokens(this.ctx.store.db, wallet.id)).map(tokenView);
+  }
+
+  /** The token of this wallet with this id (undefined for another wallet's token). */
+  find(wallet: WalletView, tokenId: number): Promise<WalletTokenRow | undefined> {
+    return repo.findToken(this.ctx.store.db, wallet.id, tokenId);
+  }
+
+  /** One token with its balance, by the same freshness rule as the balance route. */
+  async show(wallet: WalletView, token: WalletTokenRow) {
+    const reading = await this.balances.getBalances(wallet, [token]);
+    return { data: { ...tokenView(token), balance: formatUnits18(reading.values.get(token.id)!, token.decimals) }, reading };
+  }
+
+  async add(wallet: WalletView, rawContract: string) {
+    const db = this.ctx.store.db;
+    if (!isValidAddress(rawContract)) throw fieldError('contract', 'The contract field must be a valid address.');
+    const contract = getAddress(rawContract);
+    const existing = await repo.findTokenByContractAnyCase(db, wallet.id, contract);
+    if (existing?.is_active === 1) throw fieldError('contract', 'The contract has already been added.');
+
+    const network = await findNetwork(db, wallet.network_id);
+    if (!network) throw new Error(`network ${wallet.network_id} missing`);
+    let probe;
+    try {
+      probe = await probeErc20(this.ctx.chains.get(network), contract, wallet.address as Address);
+    } catch (e) {
+      throw mapChainError(e);
+    }
+    if (probe.kind === 'no-code') throw fieldError('contract', 'The contract field must be the address of a deployed contract.');
+    if (probe.kind === 'not-erc20') throw fieldError('contract', 'The contract field must be the address of an ERC-20 token contract.');
+    const meta = checkMetadata(probe.metadata);
+
+    const now = this.ctx.clock.nowMs();
+    const token = await db.transaction().execute(async (trx) => {
+      await repo.lockWalletTokens(trx, this.ctx.store.dialect, wallet.id);
+      const current = await repo.findTokenByContractAnyCase(trx, wallet.id, contract);
+      if (current?.is_active === 1) throw fieldError('contract', 'The contract has already been added.');
+      const clash = await repo.findActiveTokenBySymbol(trx, wallet.id, meta.symbol);
+      if (clash) throw fieldError('contract', `The symbol ${meta.symbol} is already used by an active token of this wallet.`);
+      const row = current
+        ? await repo.reactivateToken(trx, current.id, meta, now)
+        : await repo.insertToken(
+            trx,
+            { wallet_id: wallet.id, ...meta, contract, is_native: false, is_testnet: network.is_mainnet !== 1 },
+            now,
+          );
+      await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'token.added', payload: tokenEventPayload(row, 'added_at', now), nowMs: now });
+      return row;
+    });
+    this.ctx.log.info({ wallet_id: wallet.id, token_id: token.id, contract, symbol: token.symbol, reactivated: Boolean(existing) }, 'token added');
+
+    try {
+      await this.balances.store(wallet, [token], new Map([[token.id, probe.balance]]));
+    } catch (e) {
+      // The token is added; its balance is read again on the next balance request.
+      this.ctx.log.warn({ wallet_id: wallet.id, token_id: token.id, err: e }, 'storing the first token balance failed');
+    }
+    return tokenView(token);
+  }
+
+  /** Marks the token inactive (`token.removed`). Removing a removed token changes nothing and emits nothing. */
+  async remove(wallet: WalletView, token: WalletTokenRow) {
+    if (token.is_native === 1) throw fieldError('token', 'The native token cannot be removed.');
+    const now = this.ctx.clock.nowMs();
+    const row = await this.ctx.store.db.transaction().execute(async (trx) => {
+      await repo.lockWalletTokens(trx, this.ctx.store.dialect, wallet.id);
+      const current = await repo.findToken(trx, wallet.id, token.id);
+      if (!current || current.is_active !== 1) return current ?? token;
+      await repo.setTokenActive(trx, current.id, false, now);
+      const removed = (await repo.findToken(trx, wallet.id, token.id))!;
+      await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'token.removed', payload: tokenEventPayload(removed, 'removed_at', now), nowMs: now });
+      return removed;
+    });
+    return tokenView(row);
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * The state changes of a transaction, one function each, every one with its event written in
+ * the same database transaction (the outbox). The callers (the create route's broadcast, the
+ * chain watcher) run them inside `db.transaction()`; none of them touches the network.
+ *
+ *   (new) ──create──▶ pending ──mined + confirmations──▶ confirmed
+ *                        │  └──mined, reverted + confirmations──▶ failed
+ *                        └──node rejected / dropped──▶ failed (reservation released, nonce healed)
+ *   confirmed/failed(mined) ──block orphaned by a reorg──▶ pending (block fields cleared)
+ *   receipt ──block orphaned by a reorg──▶ orphaned (hidden; the same id again if it reappears)
+ */
+import type { Executor } from '../../db/index.js';
+import type { SqlDialect } from '../../db/dialect.js';
+import { healNextNonce } from '../../chain/nonce.js';
+import { recordEvent } from '../events/outbox.js';
+import * as repo from './transactions.repository.js';
+import type { TxRecord } from './transactions.repository.js';
+import { transactionEventPayload } from './transactions.views.js';
+
+/**
+ * A transfer that was never mined and never will be as signed (the node rejected it, or it was
+ * dropped): failed, which releases its reservation. Unless its nonce was taken by another
+ * transaction, the nonce is free again and next_nonce comes back down to it (see chain/nonce.ts).
+ */
+export async function failUnmined(
+  trx: Executor,
+  dialect: SqlDialect,
+  txId: number,
+  opts: { reason: string; nonceUsed: boolean; nowMs: number },
+): Promise<TxRecord | null> {
+  const before = await repo.findRecord(trx, txId);
+  if (!before) return null;
+  const wallet = await repo.lockWallet(trx, dialect, before.wallet_id);
+  if (!(await repo.markFailed(trx, txId, opts.reason, opts.nowMs))) return null;
+  if (!opts.nonceUsed && before.nonce !== null) {
+    const healed = healNextNonce(wallet.next_nonce, before.nonce);
+    if (healed !== wallet.next_nonce) await repo.setNextNonce(trx, wallet.id, healed, opts.nowMs);
+  }
+  const after = (await repo.findRecord(trx, txId))!;
+  await recordEvent(trx, {
+    userId: after.user_id,
+    walletId: after.wallet_id,
+    name: 'transaction.failed',
+    payload: transactionEventPayload(after, 'transaction.failed', opts.nowMs),
+    nowMs: opts.nowMs,
+  });
+  return after;
+}
+
+/** A mined pending row whose confirmations are reached: confirmed, or failed if it reverted. */
+export async function settleMined(trx: Executor, rec: TxRecord, nowMs: number): Promise<TxRecord | null> {
+  const outcome = rec.receipt_status === 0 ? 'failed' : 'confirmed';
+  if (!(await repo.settle(trx, rec.id, outcome, nowMs))) return null;
+  const after = (await repo.findRecord(trx, rec.id))!;
+  const name = outcome === 'confirmed' ? 'transaction.confirmed' : 'transaction.failed';
+  await recordEvent(trx, {
+    userId: after.user_id,
+    walletId: after.wallet_id,
+    name,
+    payload: transactionEventPayload(after, name, nowMs),
+    nowMs,
+  });
+  return after;
+}
+
+/**
+ * An incoming transfer seen in a processed block, recorded once (the unique key makes a second
+ * sighting a no-op; an orphaned one comes back). Caller holds the wallet's lock. `transaction.confirmed` is emitted when it
+ * is recorded confirmed; a receipt recorded pending (more confirmations needed) emits it when
+ * `settleMined` confirms it.
+ */
+export async function recordReceipt(trx: Executor, row: repo.NewTx, nowMs: number): Promise<TxRecord | null> {
+  const id = await repo.insertTransaction(trx, row, nowMs);
+  if (id === null) return null;
+  const rec = (await repo.findRecord(trx, id))!;
+  if (rec.status === 'confirmed') {
+    await recordEvent(trx, {
+      userId: rec.user_id,
+      walletId: rec.wallet_id,
+      name: 'transaction.confirmed',
+      payload: transactionEventPayload(rec, 'transaction.confirmed', nowMs),
+      nowMs,
+    });
+  }
+  return rec;
+}
+
+/**
+ * Rolls back everything recorded from blocks above `ancestor` on one network: receipts are
+ * removed from the history (orphaned, and the list renumbered), outgoing transfers go back to pending with their block
+ * fields cleared (their reservation counts again; the watcher sees them mined again, or
+ * re-sends them). Returns the wallets touched.
+ */
+export async function rollBackAbove(trx: Executor, dialect: SqlDialect, networkId: number, ancestor: number, nowMs: number): Promise<Set<number>> {
+  const wallets = new Set((await repo.listAboveBlock(trx, networkId, ancestor)).map((r) => r.wallet_id));
+  await repo.lockWallets(trx, dialect, wallets);
+  // Read again under the locks (on PostgreSQL a create may have committed in between).
+  const rows = await repo.listAboveBlock(trx, networkId, ancestor);
+  for (const r of rows) wallets.add(r.wallet_id);
+  for (const r of rows) {
+    if (r.type === 'receipt') await repo.orphanTransaction(trx, r.id, nowMs);
+    else await repo.unmine(trx, r.id, nowMs);
+  }
+  return wallets;
+}

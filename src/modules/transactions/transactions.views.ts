@@ -1,0 +1,78 @@
+/** Transactions as the API shows them, and the data of the transaction.* events. */
+import type { WalletTokenRow } from '../../db/types.js';
+import { formatUnits18, toNumber18 } from '../../lib/money.js';
+import { formatDateTime, formatDateTimeOrNull, unixSeconds } from '../../lib/time.js';
+import { tokenView } from '../tokens/tokens.views.js';
+import type { TxRecord } from './transactions.repository.js';
+
+const dec = (v: bigint | null, decimals: number): string | null => (v === null ? null : formatUnits18(v, decimals));
+const num = (v: bigint | null, decimals: number): number | null => (v === null ? null : toNumber18(v, decimals));
+const receiptStatus = (v: number | null): boolean | null => (v === null ? null : v === 1);
+
+/** List item (and the base of the detail): decimals as 18-place strings. */
+export function transactionView(t: TxRecord) {
+  return {
+    id: t.id,
+    amount: formatUnits18(t.amount, t.decimals),
+    type: t.type,
+    status: t.status,
+    tx_hash: t.tx_hash,
+    block_number: t.block_number,
+    block_timestamp: formatDateTimeOrNull(t.block_timestamp),
+    block_hash: t.block_hash,
+    nonce: t.nonce,
+    gas: dec(t.gas, 0),
+    gas_price: dec(t.gas_price, 18),
+    gas_used: dec(t.gas_used, 0),
+    cumulative_gas_used: dec(t.cumulative_gas_used, 0),
+    receipt_status: receiptStatus(t.receipt_status),
+    symbol: t.symbol,
+    created_at: formatDateTime(t.created_at),
+    updated_at: formatDateTime(t.updated_at),
+  };
+}
+
+export function transactionDetailView(t: TxRecord, token: WalletTokenRow) {
+  return { ...transactionView(t), wallet_token: tokenView(token) };
+}
+
+/** The creation response: gas fields as JSON numbers, block_timestamp the Unix submission time. */
+export function createdView(t: TxRecord) {
+  return {
+    id: t.id,
+    amount: formatUnits18(t.amount, t.decimals),
+    type: t.type,
+    status: t.status,
+    tx_hash: t.tx_hash,
+    block_number: t.block_number,
+    block_timestamp: unixSeconds(t.block_timestamp ?? t.created_at),
+    block_hash: t.block_hash,
+    nonce: t.nonce,
+    gas: num(t.gas, 0) ?? 0,
+    gas_price: num(t.gas_price, 18) ?? 0,
+    gas_used: num(t.gas_used, 0),
+    cumulative_gas_used: num(t.cumulative_gas_used, 0),
+    receipt_status: receiptStatus(t.receipt_status),
+    symbol: t.symbol,
+    created_at: formatDateTime(t.created_at),
+    updated_at: formatDateTime(t.updated_at),
+  };
+}
+
+export type TxEventName = 'transaction.created' | 'transaction.confirmed' | 'transaction.failed';
+
+/** `data` of a transaction.* event (SPEC "Delivery body", CONTRACT "Event data"). */
+export function transactionEventPayload(t: TxRecord, name: TxEventName, atMs: number) {
+  const at = name === 'transaction.created' ? 'created_at' : name === 'transaction.confirmed' ? 'confirmed_at' : 'failed_at';
+  return {
+    transaction_id: t.id,
+    wallet_id: t.wallet_id,
+    amount: formatUnits18(t.amount, t.decimals),
+    token: t.symbol,
+    tx_hash: t.tx_hash,
+    block_number: t.block_number,
+    status: t.status,
+    type: t.type,
+    [at]: formatDateTime(atMs),
+  };
+}

@@ -1,0 +1,24 @@
+import { ok, responses } from '../../http/envelope.js';
+import { requireWallet } from '../../http/auth.js';
+import type { App } from '../../http/types.js';
+import { WalletBalanceSchema } from './balances.schemas.js';
+import { readingMessage, type BalanceService } from './balances.service.js';
+import { WalletParams } from './wallets.schemas.js';
+
+export async function balanceRoutes(app: App, balances: BalanceService): Promise<void> {
+  app.get(
+    '/wallet/:wallet/balance',
+    {
+      schema: {
+        tags: ['wallets'],
+        summary: 'Native and token balances, read from the chain (cached up to BALANCE_MAX_AGE_S)',
+        params: WalletParams,
+        response: responses(WalletBalanceSchema, [502]),
+      },
+    },
+    async (req) => {
+      const { data, reading } = await balances.walletBalances(requireWallet(req));
+      return ok(data, readingMessage(reading, 'Balance retrieved'));
+    },
+  );
+}

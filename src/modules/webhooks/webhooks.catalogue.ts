@@ -1,0 +1,166 @@
+/**
+ * The event catalogue shown by `GET /wallet/{wallet}/webhook/event/{event}`: for every event of
+ * every webhook type, a description and a realistic sample of the `data` object a receiver
+ * gets. The samples follow SPEC.md "Delivery body" and CONTRACT.md "Event data" field for field
+ * (amounts as 18-place strings, datetimes `YYYY-MM-DD HH:MM:SS` UTC, `token` the symbol).
+ *
+ * Also here: turning the event names a caller writes on create/update (`created`,
+ * `charge.created`, `*`, and `confirmed` as an alias of `paid` for charges) into the stored
+ * dotted names.
+ */
+import { EVENTS_BY_TYPE, type EventName, type WebhookType } from '../events/catalogue.js';
+
+export interface EventInfo {
+  event_name: EventName;
+  description: string;
+  payload: Record<string, unknown>;
+}
+
+const WALLET_ID = 12;
+const CHARGE = {
+  charge_id: 381,
+  wallet_id: WALLET_ID,
+  amount: '25.000000000000000000',
+  token: 'USDC',
+  uuid: '9b2f4c1e-7d3a-4e8b-a5c6-1f0e2d3c4b5a',
+  expires: 300,
+  created_at: '2025-03-14 09:26:53',
+};
+const DEPOSIT_ADDRESS = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
+const TX = {
+  transaction_id: 5412,
+  wallet_id: WALLET_ID,
+  amount: '0.150000000000000000',
+  token: 'ETH',
+  tx_hash: '0x8d3f0b6a4e2c1d9f7b5a3c8e6d4f2a0b9c7e5d3f1a8b6c4e2d0f9a7b5c3e1d2f',
+};
+const TOKEN = {
+  wallet_id: WALLET_ID,
+  token_id: 47,
+  name: 'USD Coin',
+  symbol: 'USDC',
+  contract: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48',
+  decimals: 6,
+  is_native: false,
+};
+const WALLET = {
+  wallet_id: WALLET_ID,
+  name: 'Shop checkout',
+  address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+  description: 'Receives payments for the online shop',
+  is_mainnet: false,
+  network: 31337,
+};
+
+const CATALOGUE: Record<EventName, Omit<EventInfo, 'event_name'>> = {
+  'charge.created': {
+    description: 'A payment charge was created and is waiting for payment to its deposit address.',
+    payload: { ...CHARGE, status: 'pending' },
+  },
+  'charge.paid': {
+    description:
+      'Confirmed payments to the charge’s deposit address reached the charge amount before it expired. Sent once per charge. Subscribing to `confirmed` is the same as `paid`.',
+    payload: {
+      ...CHARGE,
+      status: 'paid',
+      address: DEPOSIT_ADDRESS,
+      paid_amount: '25.000000000000000000',
+      paid_at: '2025-03-14 09:28:11',
+    },
+  },
+  'charge.expired': {
+    description: 'The charge reached its expiry time with nothing received. Sent once per charge.',
+    payload: {
+      ...CHARGE,
+      status: 'expired',
+      address: DEPOSIT_ADDRESS,
+      paid_amount: '0.000000000000000000',
+      expired_at: '2025-03-14 09:31:53',
+    },
+  },
+  'charge.failed': {
+    description: 'The charge reached its expiry time partly paid (less than the amount was received). Sent once per charge.',
+    payload: {
+      ...CHARGE,
+      status: 'failed',
+      address: DEPOSIT_ADDRESS,
+      paid_amount: '10.000000000000000000',
+      failed_at: '2025-03-14 09:31:53',
+    },
+  },
+  'transaction.created': {
+    description: 'An outgoing transaction was signed, recorded and broadcast; it is pending until confirmed on chain.',
+    payload: { ...TX, block_number: null, status: 'pending', type: 'transfer', created_at: '2025-03-14 10:02:45' },
+  },
+  'transaction.confirmed': {
+    description: 'A transaction reached the network’s number of confirmations.',
+    payload: { ...TX, block_number: 19436602, status: 'confirmed', type: 'transfer', confirmed_at: '2025-03-14 10:03:09' },
+  },
+  'transaction.failed': {
+    description: 'A transaction reverted on chain or was dropped by the network.',
+    payload: { ...TX, block_number: 19436602, status: 'failed', type: 'transfer', failed_at: '2025-03-14 10:03:09' },
+  },
+  'balance.updated': {
+    description: 'The wallet’s balance of a token changed (after a confirmed transaction or a detected transfer).',
+    payload: {
+      wallet_id: WALLET_ID,
+      token: 'ETH',
+      old_balance: '1.250000000000000000',
+      new_balance: '1.099979000000000000',
+      change: '-0.150021000000000000',
+      updated_at: '2025-03-14 10:03:09',
+    },
+  },
+  'token.added': {
+    description: 'An ERC-20 token was added to the wallet.',
+    payload: { ...TOKEN, added_at: '2025-03-13 16:40:02' },
+  },
+  'token.removed': {
+    description: 'A token was removed from the wallet (marked inactive).',
+    payload: { ...TOKEN, removed_at: '2025-03-20 08:15:37' },
+  },
+  'wallet.created': {
+    description: 'A wallet was created.',
+    payload: { ...WALLET, created_at: '2025-03-13 16:38:20' },
+  },
+  'wallet.updated': {
+    description: 'A wallet’s name or description changed.',
+    payload: { ...WALLET, updated_at: '2025-03-15 11:04:58' },
+  },
+};
+
+export function eventInfo(name: string): EventInfo | null {
+  if (!Object.hasOwn(CATALOGUE, name)) return null;
+  const entry = CATALOGUE[name as EventName];
+  return { event_name: name as EventName, description: entry.description, payload: structuredClone(entry.payload) };
+}
+
+/** The wildcard: every event of the webhook's type. */
+export const ALL_EVENTS = '*';
+
+/** Short names accepted as aliases, per type (CONTRACT: `confirmed` means `paid` for charges). */
+const ALIASES: Partial<Record<WebhookType, Record<string, string>>> = {
+  charge: { confirmed: 'paid' },
+};
+
+/**
+ * The stored (dotted) name of an event as a caller wrote it for a webhook of `type`, `*` for
+ * all, or null when it is not an event of that type.
+ */
+export function normaliseEventName(type: WebhookType, raw: string): string | null {
+  if (raw === ALL_EVENTS) return ALL_EVENTS;
+  let short = raw;
+  const dot = raw.indexOf('.');
+  if (dot !== -1) {
+    if (raw.slice(0, dot) !== type) return null;
+    short = raw.slice(dot + 1);
+  }
+  short = ALIASES[type]?.[short] ?? short;
+  const full = `${type}.${short}`;
+  return (EVENTS_BY_TYPE[type] as readonly string[]).includes(full) ? full : null;
+}
+
+/** Whether a webhook subscribed to `events` (stored names) wants `eventName`. */
+export function subscribes(events: readonly string[], eventName: string): boolean {
+  return events.includes(ALL_EVENTS) || events.includes(eventName);
+}

@@ -1,0 +1,118 @@
+/**
+ * TypeBox schemas of the webhook routes: they validate requests, serialise responses (so a field
+ * that is not listed here, such as the encrypted secret or wallet_id, can never leave), and feed
+ * the OpenAPI document.
+ *
+ * What a schema cannot express (event names that depend on `type`, reserved header names, the
+ * URL's scheme and destination) is checked by the service with the same wording.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { WEBHOOK_TYPES, type WebhookType } from '../events/catalogue.js';
+
+export const LIMITS = {
+  urlLength: 2048,
+  events: 20,
+  eventNameLength: 64,
+  headers: 20,
+  headerNameLength: 256,
+  headerValueLength: 1024,
+  signatureLength: 1024,
+  webhooksPerWallet: 100,
+  pageSizeMax: 1000,
+  pageMax: 1_000_000,
+} as const;
+
+const WebhookTypeSchema = Type.Unsafe<WebhookType>({ type: 'string', enum: [...WEBHOOK_TYPES] });
+const StatusSchema = Type.Unsafe<'active' | 'inactive'>({ type: 'string', enum: ['active', 'inactive'] });
+const Url = Type.String({ format: 'uri', maxLength: LIMITS.urlLength, description: 'http(s) URL that receives the deliveries' });
+const Events = Type.Array(Type.String({ maxLength: LIMITS.eventNameLength }), {
+  minItems: 1,
+  maxItems: LIMITS.events,
+  description: 'short (`created`) or dotted (`charge.created`) names of the type, or `*`',
+});
+// `type: [x, 'null']` rather than a union, so a wrong value gets one plain message.
+const Signature = Type.Unsafe<string | null>({
+  type: ['string', 'null'],
+  maxLength: LIMITS.signatureLength,
+  description: 'secret that signs every delivery; empty or null for none',
+});
+const WithHeaders = Type.Unsafe<Record<string, string> | null>({
+  type: ['object', 'null'],
+  additionalProperties: { type: 'string', maxLength: LIMITS.headerValueLength },
+  maxProperties: LIMITS.headers,
+  description: 'extra headers sent with every delivery',
+});
+
+export const CreateWebhookBody = Type.Object({
+  url: Url,
+  type: WebhookTypeSchema,
+  events: Events,
+  signature: Type.Optional(Signature),
+  with_headers: Type.Optional(WithHeaders),
+});
+export type CreateWebhookInput = Static<typeof CreateWebhookBody>;
+
+export const UpdateWebhookBody = Type.Object({
+  url: Type.Optional(Url),
+  events: Type.Optional(Events),
+  status: Type.Optional(StatusSchema),
+  signature: Type.Optional(Signature),
+  with_headers: Type.Optional(WithHeaders),
+});
+export type UpdateWebhookInput = Static<typeof UpdateWebhookBody>;
+
+export const WalletParams = Type.Object({ wallet: Type.String() });
+export const EventParams = Type.Object({ wallet: Type.String(), event: Type.String() });
+export const WebhookParams = Type.Object({ wallet: Type.String(), webhook: Type.String() });
+export const DeliveryParams = Type.Object({ wallet: Type.String(), webhook: Type.String(), delivery: Type.String() });
+
+export const PageQuery = Type.Object({
+  page: Type.Integer({ minimum: 1, maximum: LIMITS.pageMax, default: 1 }),
+  limit: Type.Integer({ minimum: 1, maximum: LIMITS.pageSizeMax, default: 10 }),
+});
+
+const DateTime = Type.String({ description: 'UTC datetime YYYY-MM-DD HH:MM:SS' });
+
+export const WebhookData = Type.Object({
+  id: Type.Integer(),
+  url: Type.String(),
+  type: Type.String(),
+  status: Type.String(),
+  events: Type.Array(Type.String()),
+  headers: Type.Record(Type.String(), Type.String()),
+  created_at: DateTime,
+  updated_at: DateTime,
+});
+export type WebhookView = Static<typeof WebhookData>;
+
+export const DeletedWebhookData = Type.Object({
+  id: Type.Integer(),
+  url: Type.String(),
+  type: Type.String(),
+  events: Type.Array(Type.String()),
+  signature: Type.Union([Type.String(), Type.Null()]),
+  status: Type.String(),
+  deleted_at: DateTime,
+});
+export type DeletedWebhookView = Static<typeof DeletedWebhookData>;
+
+export const EventInfoData = Type.Object({
+  event_name: Type.String(),
+  description: Type.String(),
+  payload: Type.Object({}, { additionalProperties: true }),
+});
+
+export const DeliveryData = Type.Object({
+  id: Type.Integer(),
+  uuid: Type.String({ description: 'the X-Webhook-Delivery / webhook-id header value' }),
+  event: Type.String(),
+  status: Type.String({ description: 'pending, retrying, delivered or failed' }),
+  attempts: Type.Integer({ description: 'HTTP attempts made so far, the first included' }),
+  response_status: Type.Union([Type.Integer(), Type.Null()]),
+  last_error: Type.Union([Type.String(), Type.Null()]),
+  next_attempt_at: Type.Union([DateTime, Type.Null()]),
+  delivered_at: Type.Union([DateTime, Type.Null()]),
+  created_at: DateTime,
+  updated_at: DateTime,
+});
+export type DeliveryView = Static<typeof DeliveryData>;

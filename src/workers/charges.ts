@@ -1,0 +1,14 @@
+/**
+ * The charge worker: every CHARGES_POLL_MS, settles pending charges (paid / expired / failed)
+ * and sweeps paid ones. Safe with several processes: each final move is a conditional update.
+ */
+import type { AppContext } from '../context.js';
+import type { ChargeService } from '../modules/charges/charges.service.js';
+import type { Worker } from './index.js';
+import { startLoop } from './loop.js';
+
+export function startChargeWorker(ctx: AppContext, charges: ChargeService): Worker {
+  const log = ctx.log.child({ component: 'charges' });
+  log.info({ interval_ms: ctx.config.chargesPollMs }, 'charge worker started');
+  return startLoop({ name: 'charges', intervalMs: ctx.config.chargesPollMs, log, tick: () => charges.tick() });
+}

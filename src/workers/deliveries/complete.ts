@@ -1,0 +1,56 @@
+/**
+ * Queue state change 3 of 4: attempts that got a 2xx answer. Each delivery becomes `delivered`
+ * and its attempt is recorded, only while this worker still holds its lease (a worker whose
+ * lease expired and was taken over records nothing: the new holder owns the row).
+ *
+ * Takes a batch and runs inside the caller's transaction: the worker records every outcome
+ * that finished during the previous commit in one transaction, so a busy worker pays one
+ * commit (one WAL flush on PostgreSQL) per batch instead of one per delivery.
+ */
+import type { Db } from '../../db/dialect.js';
+import type { AttemptOutcome } from '../../modules/webhooks/sender.js';
+
+export interface SentDelivery {
+  id: number;
+  outcome: AttemptOutcome;
+}
+
+/** Delivery id → its attempt count now, for the rows this worker still held. */
+export async function completeDeliveries(trx: Db, workerId: string, items: readonly SentDelivery[], nowMs: number): Promise<Map<number, number>> {
+  const done = new Map<number, number>();
+  if (items.length === 0) return done;
+  const byStatus = new Map<number | null, number[]>();
+  for (const it of items) byStatus.set(it.outcome.statusCode, [...(byStatus.get(it.outcome.statusCode) ?? []), it.id]);
+  for (const [statusCode, ids] of byStatus) {
+    const rows = await trx
+      .updateTable('webhook_deliveries')
+      .set((eb) => ({
+        status: 'delivered',
+        attempts: eb('attempts', '+', 1),
+        response_status: statusCode,
+        last_error: null,
+        delivered_at: nowMs,
+        locked_by: null,
+        locked_until: null,
+        updated_at: nowMs,
+      }))
+      .where('id', 'in', ids)
+      .where('locked_by', '=', workerId)
+      .returning(['id', 'attempts'])
+      .execute();
+    for (const r of rows) done.set(r.id, r.attempts);
+  }
+  const attempts = items
+    .filter((it) => done.has(it.id))
+    .map((it) => ({
+      delivery_id: it.id,
+      attempt: done.get(it.id)!,
+      response_status: it.outcome.statusCode,
+      duration_ms: it.outcome.durationMs,
+      response_body: it.outcome.responseBody,
+      error: null,
+      created_at: nowMs,
+    }));
+  if (attempts.length > 0) await trx.insertInto('webhook_attempts').values(attempts).execute();
+  return done;
+}

@@ -1,0 +1,54 @@
+/**
+ * A worker that runs `tick` every `intervalMs` until stopped. A tick that throws is logged and
+ * the loop goes on; `stop()` wakes the sleeping loop and resolves after the tick in progress
+ * (and `onStop`) has finished.
+ */
+import type { Logger } from 'pino';
+import type { Worker } from './index.js';
+
+export interface LoopOptions {
+  name: string;
+  intervalMs: number;
+  log: Logger;
+  tick: (stopping: () => boolean) => Promise<void>;
+  onStop?: () => Promise<void>;
+}
+
+export function startLoop(o: LoopOptions): Worker {
+  let stopping = false;
+  let state: 'running' | 'stopped' = 'running';
+  let wake: (() => void) | null = null;
+  const isStopping = () => stopping;
+
+  const run = async () => {
+    while (!stopping) {
+      try {
+        await o.tick(isStopping);
+      } catch (e) {
+        o.log.warn({ err: e }, `${o.name} tick failed; retrying`);
+      }
+      if (stopping) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, o.intervalMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = null;
+    }
+    await o.onStop?.();
+  };
+  const running = run();
+
+  return {
+    name: o.name,
+    status: () => state,
+    stop: async () => {
+      stopping = true;
+      wake?.();
+      await running;
+      state = 'stopped';
+    },
+  };
+}

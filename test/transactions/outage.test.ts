@@ -1,0 +1,100 @@
+/**
+ * The node goes away for real (a proxy in front of anvil closes its port) and comes back:
+ * create answers 503 meanwhile, the watcher retries without moving its cursor, and after
+ * recovery it records every block mined during the outage (no gap in its stored hashes) and
+ * every transfer to the wallet exactly once. A broadcast cut mid-request leaves the
+ * transaction pending; the watcher's periodic check sends it again without a restart.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
+import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { waitFor } from '../helpers/wait.js';
+import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
+import { ETH, fundedWallet, publicClient, RECIPIENT, RpcProxy, sendFromOutsider, txRows, waitForCursor, waitForStatus, type FundedWallet } from './support.js';
+
+let t: TestApp;
+let chain: TestChain;
+let proxy: RpcProxy;
+let networkId: number;
+let user: TestUser;
+let w: FundedWallet;
+
+beforeAll(async () => {
+  t = await startTestApp({ workers: true, env: { WATCHER_RECHECK_MS: '300' } });
+  chain = await startTestChain();
+  proxy = await RpcProxy.start(chain.rpcUrl);
+  const n = await upsertNetwork(
+    t.store.db,
+    { name: 'Proxied devnet', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
+    Date.now(),
+  );
+  networkId = n.id;
+  await waitForCursor(t, networkId);
+  user = await t.createUser();
+  w = await fundedWallet(t, chain, user, networkId, 10n * ETH);
+});
+
+afterAll(async () => {
+  await t?.close();
+  await proxy?.down();
+  await chain?.stop();
+});
+
+const create = (body: unknown) => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body });
+
+describe('RPC outage', () => {
+  it('answers 503 while the node is down, then catches up on every block without a gap', async () => {
+    const before = await waitForCursor(t, networkId, await chain.blockNumber());
+    await proxy.down();
+    const res = await create({ amount: '1', token: 'ETH', address: RECIPIENT });
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ status: 'error', message: 'The blockchain node is unavailable', data: null });
+    await waitFor(() => t.logs.some((l) => l.includes('watcher tick failed')), { message: 'the watcher notices the outage' });
+
+    // The chain moves on without us: three transfers to the wallet and some empty blocks.
+    const hashes: string[] = [];
+    for (const i of [1n, 2n, 3n]) hashes.push(await sendFromOutsider(chain.rpcUrl, w.address, i * (ETH / 10n)));
+    await chain.mine(5);
+    const head = await chain.blockNumber();
+    expect(await waitForCursor(t, networkId)).toBe(before); // no progress while down
+
+    await proxy.up();
+    await waitForCursor(t, networkId, head);
+    const rows = await waitFor(async () => {
+      const r = await txRows(t, w.id);
+      return hashes.every((h) => r.some((x) => x.tx_hash === h)) ? r : null;
+    });
+    for (const h of hashes) expect(rows.filter((r) => r.tx_hash === h)).toHaveLength(1);
+    expect(rows.map((r) => r.amount).sort()).toEqual(['100000000000000000', '200000000000000000', '300000000000000000']);
+
+    // Every block from before the outage to the head was processed, with the chain's own hash.
+    const stored = await t.store.db
+      .selectFrom('chain_blocks')
+      .select(['block_number', 'block_hash'])
+      .where('network_id', '=', networkId)
+      .where('block_number', '>', before)
+      .where('block_number', '<=', head)
+      .orderBy('block_number', 'asc')
+      .execute();
+    expect(stored.map((b) => Number(b.block_number))).toEqual(Array.from({ length: head - before }, (_, i) => before + 1 + i));
+    const client = publicClient(chain.rpcUrl);
+    for (const b of stored) expect(b.block_hash).toBe((await client.getBlock({ blockNumber: BigInt(b.block_number) })).hash);
+    expect(t.logs.some((l) => l.includes('watcher recovered'))).toBe(true);
+
+    const ok = await create({ amount: '1', token: 'ETH', address: RECIPIENT });
+    expect(ok.status).toBe(200);
+    await waitForStatus(t, user, w.id, ok.body.data.id, 'confirmed');
+  });
+
+  it('a broadcast cut mid-request leaves the transaction pending; the watcher sends it again', async () => {
+    proxy.drop('eth_sendRawTransaction');
+    const res = await create({ amount: '0.5', token: 'ETH', address: RECIPIENT });
+    expect(res.status).toBe(200);
+    expect(res.body.data.status).toBe('pending');
+    expect(await chain.rpc('eth_getTransactionByHash', [res.body.data.tx_hash])).toBeNull();
+    proxy.allow('eth_sendRawTransaction');
+    const done = await waitForStatus(t, user, w.id, res.body.data.id, 'confirmed');
+    expect(done.tx_hash).toBe(res.body.data.tx_hash);
+    expect(await publicClient(chain.rpcUrl).getTransactionCount({ address: w.address })).toBe(2);
+  });
+});

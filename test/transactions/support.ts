@@ -1,0 +1,177 @@
+/**
+ * Shared pieces of the transaction tests: a JSON-RPC proxy in front of anvil (to take the node
+ * away for real, or to swallow one method), funded wallets made through the API, and readers
+ * for the database rows the assertions look at.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createPublicClient, createWalletClient, http, type Address, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { foundry } from 'viem/chains';
+import type { TestApp, TestUser } from '../helpers/app.js';
+import type { TestChain } from '../helpers/chain.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** anvil's dev account #1 (a sender outside the service). */
+export const OUTSIDER_KEY: Hex = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d';
+export const OUTSIDER = privateKeyToAccount(OUTSIDER_KEY);
+/** A recipient outside the service (anvil dev account #9). */
+export const RECIPIENT: Address = '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720';
+
+export const ETH = 10n ** 18n;
+
+/**
+ * A real HTTP proxy for JSON-RPC. `down()` closes the port (connection refused, as a dead
+ * node); `drop(method)` cuts the connection of any request calling that method (the caller
+ * sees a network error, as if the node vanished mid-request).
+ */
+export class RpcProxy {
+  private server: Server | null = null;
+  private readonly dropped = new Set<string>();
+  calls: string[] = [];
+
+  private constructor(
+    readonly target: string,
+    public port: number,
+  ) {}
+
+  static async start(target: string): Promise<RpcProxy> {
+    const p = new RpcProxy(target, 0);
+    await p.up();
+    return p;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  drop(method: string): void {
+    this.dropped.add(method);
+  }
+
+  allow(method: string): void {
+    this.dropped.delete(method);
+  }
+
+  async up(): Promise<void> {
+    if (this.server) return;
+    const server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.port, '127.0.0.1', () => resolve());
+    });
+    this.port = (server.address() as AddressInfo).port;
+    this.server = server;
+  }
+
+  async down(): Promise<void> {
+    const s = this.server;
+    if (!s) return;
+    this.server = null;
+    s.closeAllConnections();
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    let methods: string[] = [];
+    try {
+      const parsed = JSON.parse(body) as { method?: string } | Array<{ method?: string }>;
+      methods = (Array.isArray(parsed) ? parsed : [parsed]).map((m) => String(m.method));
+    } catch {
+      // forwarded as is
+    }
+    this.calls.push(...methods);
+    if (methods.some((m) => this.dropped.has(m))) {
+      req.socket.destroy();
+      return;
+    }
+    try {
+      const upstream = await fetch(this.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const text = await upstream.text();
+      res.writeHead(upstream.status, { 'content-type': 'application/json' });
+      res.end(text);
+    } catch {
+      req.socket.destroy();
+    }
+  }
+}
+
+export function publicClient(rpcUrl: string) {
+  return createPublicClient({ chain: foundry, transport: http(rpcUrl), cacheTime: 0, pollingInterval: 50 });
+}
+
+/** Sends `wei` from the outsider account to `to` (its own block on an automining anvil); returns the hash. */
+export async function sendFromOutsider(rpcUrl: string, to: Address, wei: bigint): Promise<Hex> {
+  const wallet = createWalletClient({ account: OUTSIDER, chain: foundry, transport: http(rpcUrl) });
+  const hash = await wallet.sendTransaction({ to, value: wei });
+  await publicClient(rpcUrl).waitForTransactionReceipt({ hash, timeout: 20_000 });
+  return hash;
+}
+
+/** A signed transfer from the outsider, not sent (for anvil_reorg to include). */
+export async function signFromOutsider(rpcUrl: string, to: Address, wei: bigint, nonce: number): Promise<Hex> {
+  const client = publicClient(rpcUrl);
+  const gasPrice = await client.getGasPrice();
+  return OUTSIDER.signTransaction({ chainId: 31337, type: 'legacy', nonce, gas: 21000n, gasPrice: gasPrice * 2n, to, value: wei });
+}
+
+export interface FundedWallet {
+  id: number;
+  address: Address;
+}
+
+/** A wallet made through the API on `networkId`, holding `wei` of ETH. */
+export async function fundedWallet(t: TestApp, chain: TestChain, user: TestUser, networkId: number, wei: bigint): Promise<FundedWallet> {
+  const res = await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: `w-${Date.now()}`, network_id: networkId } });
+  if (res.status !== 200) throw new Error(`wallet create failed: ${res.status} ${res.text}`);
+  await chain.setBalance(res.body.data.address, wei);
+  return { id: res.body.data.id, address: res.body.data.address };
+}
+
+export async function waitForCursor(t: TestApp, networkId: number, atLeast = 0): Promise<number> {
+  const row = await waitFor(
+    async () => {
+      const c = await t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst();
+      return c && Number(c.block_number) >= atLeast ? c : null;
+    },
+    { timeoutMs: 20_000, message: `cursor of network ${networkId} at ${atLeast}` },
+  );
+  return Number(row.block_number);
+}
+
+/** Polls the show route until the transaction has `status`. */
+export async function waitForStatus(t: TestApp, user: TestUser, walletId: number, txId: number, status: string, timeoutMs = 20_000) {
+  return waitFor(
+    async () => {
+      const r = await t.request('GET', `/api/wallet/${walletId}/transaction/show/${txId}`, { token: user.token });
+      return r.status === 200 && r.body.data.status === status ? r.body.data : null;
+    },
+    { timeoutMs, message: `transaction ${txId} ${status}` },
+  );
+}
+
+export async function eventsOf(t: TestApp, walletId: number, name?: string) {
+  let q = t.store.db.selectFrom('events').select(['id', 'name', 'payload']).where('wallet_id', '=', walletId).orderBy('id', 'asc');
+  if (name) q = q.where('name', '=', name);
+  const rows = await q.execute();
+  return rows.map((r) => ({ id: r.id, name: r.name, payload: JSON.parse(r.payload) as Record<string, any> }));
+}
+
+export async function txRows(t: TestApp, walletId: number) {
+  return t.store.db
+    .selectFrom('transactions')
+    .select(['id', 'type', 'status', 'amount', 'tx_hash', 'nonce', 'block_number', 'block_hash', 'log_index', 'seq', 'gas_used', 'gas_price', 'error'])
+    .where('wallet_id', '=', walletId)
+    .orderBy('id', 'asc')
+    .execute();
+}
+
+/** Exact 18-place string of a wei amount (the API's decimal shape). */
+export function dec18(wei: bigint): string {
+  const neg = wei < 0n;
+  const m = neg ? -wei : wei;
+  return `${neg ? '-' : ''}${m / ETH}.${(m % ETH).toString().padStart(18, '0')}`;
+}
