@@ -1,8 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
+// `*.pg.test.ts` are PostgreSQL-only (several service processes on one database); they are
+// collected only when DATABASE_URL is set, so the SQLite run neither runs nor skips them.
+const exclude = process.env.DATABASE_URL ? [] : ['**/*.pg.test.ts'];
+
 export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    exclude: ['**/node_modules/**', ...exclude],
     pool: 'forks',
     // Each file starts its own service, database and (where needed) anvil chain; two cores.
     poolOptions: { forks: { maxForks: 3, minForks: 1 } },

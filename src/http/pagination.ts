@@ -8,11 +8,17 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 export const MAX_PAGE_LIMIT = 1000;
+export const DEFAULT_PAGE_LIMIT = 10;
 
 export const PageQuerySchema = {
   page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000_000, default: 1 })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: 10 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT })),
 };
+
+/** The validated query's page and limit, defaults applied. */
+export function pageOf(q: { page?: number; limit?: number }): { page: number; limit: number } {
+  return { page: q.page ?? 1, limit: q.limit ?? DEFAULT_PAGE_LIMIT };
+}
 
 export interface PageInfo {
   page: number;

@@ -10,5 +10,5 @@ import { startLoop } from './loop.js';
 export function startChargeWorker(ctx: AppContext, charges: ChargeService): Worker {
   const log = ctx.log.child({ component: 'charges' });
   log.info({ interval_ms: ctx.config.chargesPollMs }, 'charge worker started');
-  return startLoop({ name: 'charges', intervalMs: ctx.config.chargesPollMs, log, tick: () => charges.tick() });
+  return startLoop({ name: 'charges', intervalMs: ctx.config.chargesPollMs, log, tick: (stopping) => charges.tick(stopping) });
 }

@@ -11,6 +11,9 @@ export interface LoopOptions {
   intervalMs: number;
   log: Logger;
   tick: (stopping: () => boolean) => Promise<void>;
+  /** Called at once when stop is asked for (e.g. to abandon calls in flight). */
+  onStopRequested?: () => void;
+  /** Called after the last tick, before stop resolves. */
   onStop?: () => Promise<void>;
 }
 
@@ -46,6 +49,7 @@ export function startLoop(o: LoopOptions): Worker {
     status: () => state,
     stop: async () => {
       stopping = true;
+      o.onStopRequested?.();
       wake?.();
       await running;
       state = 'stopped';

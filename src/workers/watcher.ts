@@ -15,14 +15,12 @@ import type { BalanceService } from '../modules/wallets/balances.service.js';
 import { listNetworks } from '../modules/networks/networks.repository.js';
 import { NetworkWatcher, Stopping } from '../chain/watcher.js';
 import type { Worker } from './index.js';
+import { startLoop } from './loop.js';
 
 export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceService }): Worker {
   const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const log = ctx.log.child({ component: 'watcher' });
   const watchers = new Map<number, NetworkWatcher>();
-  let stopping = false;
-  let state: 'running' | 'stopped' = 'running';
-  let wake: (() => void) | null = null;
   // Rejected on stop: node calls in flight are abandoned (a node that hangs cannot hold a
   // shutdown open); database transactions in progress still finish.
   let abort!: () => void;
@@ -31,47 +29,27 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
   });
   stopped.catch(() => undefined);
 
-  const loop = async () => {
-    while (!stopping) {
-      try {
-        const networks = await listNetworks(ctx.store.db);
-        await Promise.all(
-          networks.map((n) => {
-            let w = watchers.get(n.id);
-            if (!w) {
-              w = new NetworkWatcher({ ctx, balances: deps.balances, holder, stopped }, n.id);
-              watchers.set(n.id, w);
-            }
-            return w.tick(n, () => stopping);
-          }),
-        );
-      } catch (e) {
-        log.warn({ err: e }, 'watcher loop failed; retrying');
-      }
-      if (stopping) break;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, ctx.config.watcher.pollIntervalMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wake = null;
-    }
-    await Promise.all([...watchers.values()].map((w) => w.release()));
-  };
-  const running = loop();
   log.info({ holder }, 'chain watcher started');
-
-  return {
+  return startLoop({
     name: 'watcher',
-    status: () => state,
-    stop: async () => {
-      stopping = true;
-      abort();
-      wake?.();
-      await running;
-      state = 'stopped';
+    intervalMs: ctx.config.watcher.pollIntervalMs,
+    log,
+    tick: async (stopping) => {
+      const networks = await listNetworks(ctx.store.db);
+      await Promise.all(
+        networks.map((n) => {
+          let w = watchers.get(n.id);
+          if (!w) {
+            w = new NetworkWatcher({ ctx, balances: deps.balances, holder, stopped }, n.id);
+            watchers.set(n.id, w);
+          }
+          return w.tick(n, stopping);
+        }),
+      );
     },
-  };
+    onStopRequested: () => abort(),
+    onStop: async () => {
+      await Promise.all([...watchers.values()].map((w) => w.release()));
+    },
+  });
 }

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { Errors } from '../../errors.js';
 import { ok, responses } from '../../http/envelope.js';
 import { requireWallet } from '../../http/auth.js';
-import { PageQuerySchema, setPaginationHeaders } from '../../http/pagination.js';
+import { pageOf, PageQuerySchema, setPaginationHeaders } from '../../http/pagination.js';
 import type { App } from '../../http/types.js';
 import type { ChargeRow } from './charges.repository.js';
 import { CHARGE_EXPIRES_MAX_S, CHARGE_EXPIRES_MIN_S, type ChargeService } from './charges.service.js';
@@ -66,9 +66,9 @@ export async function chargeRoutes(app: App, charges: ChargeService): Promise<vo
       },
     },
     async (req, reply) => {
-      const q = req.query as { page: number; limit: number };
-      const { items, total } = await charges.list(requireWallet(req).id, q.page, q.limit);
-      setPaginationHeaders(req, reply, { page: q.page, limit: q.limit, total });
+      const { page, limit } = pageOf(req.query as { page?: number; limit?: number });
+      const { items, total } = await charges.list(requireWallet(req).id, page, limit);
+      setPaginationHeaders(req, reply, { page, limit, total });
       return ok(items.map(chargeView), 'Charges retrieved');
     },
   );

@@ -126,17 +126,18 @@ export class ChargeService {
   }
 
   /** One pass of the charge worker: settle pending charges, then sweep paid ones. */
-  async tick(): Promise<void> {
-    await this.settle();
-    await this.sweep();
+  async tick(stopping: () => boolean = () => false): Promise<void> {
+    await this.settle(stopping);
+    if (!stopping()) await this.sweep(stopping);
   }
 
-  async settle(): Promise<void> {
+  async settle(stopping: () => boolean = () => false): Promise<void> {
     const db = this.ctx.store.db;
     const pending = await repo.listPendingCharges(db, SETTLE_BATCH);
     if (pending.length === 0) return;
     const heads = new Map<number, { client: PublicClient; network: NetworkRow; confirmed: bigint } | null>();
     for (const charge of pending) {
+      if (stopping()) return;
       const wallet = await findWalletView(db, charge.wallet_id);
       if (!wallet) continue;
       let head = heads.get(wallet.network_id);
@@ -201,9 +202,10 @@ export class ChargeService {
    * other) and the token transfer follows on a later tick. Nothing here runs inside a database
    * transaction.
    */
-  async sweep(): Promise<void> {
+  async sweep(stopping: () => boolean = () => false): Promise<void> {
     const db = this.ctx.store.db;
     for (const charge of await repo.listUnsweptCharges(db, SETTLE_BATCH)) {
+      if (stopping()) return;
       const wallet = await findWalletView(db, charge.wallet_id);
       const network = wallet ? await findNetwork(db, wallet.network_id) : undefined;
       if (!wallet || !network) continue;

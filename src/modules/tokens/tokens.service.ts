@@ -10,6 +10,7 @@
  */
 import { getAddress, type Address } from 'viem';
 import type { AppContext } from '../../context.js';
+import { isValidAddress } from '../../chain/address.js';
 import type { WalletTokenRow } from '../../db/types.js';
 import { probeErc20, type TokenMetadata } from '../../chain/erc20.js';
 import { mapChainError } from '../../chain/errors.js';
@@ -29,14 +30,6 @@ export const MAX_SYMBOL_LENGTH = 64;
 export const MAX_NAME_LENGTH = 255;
 
 const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
-
-/** 0x and 40 hex digits; all lower or all upper case, or mixed case with a valid EIP-55 checksum. */
-export function isValidAddress(value: string): value is Address {
-  if (!/^0x[0-9a-fA-F]{40}$/.test(value)) return false;
-  const hex = value.slice(2);
-  if (hex === hex.toLowerCase() || hex === hex.toUpperCase()) return true;
-  return getAddress(value) === value;
-}
 
 function tokenEventPayload(t: WalletTokenRow, at: 'added_at' | 'removed_at', nowMs: number) {
   return {

@@ -7,7 +7,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { Errors } from '../../errors.js';
 import { ok, responses } from '../../http/envelope.js';
-import { setPaginationHeaders } from '../../http/pagination.js';
+import { pageOf, setPaginationHeaders } from '../../http/pagination.js';
 import { parseId, requireWallet } from '../../http/auth.js';
 import type { App } from '../../http/types.js';
 import { WalletParams } from '../wallets/wallets.schemas.js';
@@ -31,7 +31,7 @@ export async function transactionRoutes(app: App, txs: TransactionService): Prom
       },
     },
     async (req, reply) => {
-      const q = { page: req.query.page ?? 1, limit: req.query.limit ?? 10, token: req.query.token };
+      const q = { ...pageOf(req.query), token: req.query.token };
       const page = await txs.list(requireWallet(req), q);
       setPaginationHeaders(req, reply, page, { token: q.token });
       return ok(page.items.map(transactionView), 'Transactions retrieved');

@@ -21,8 +21,9 @@
  *    node leaves it pending and the watcher sends it later. A crash between 3 and 4 loses
  *    nothing: the watcher re-sends recorded transactions the node does not know.
  */
-import { getAddress, isAddress, keccak256, type Address, type Hex, type PublicClient } from 'viem';
+import { getAddress, keccak256, type Address, type Hex, type PublicClient } from 'viem';
 import type { AppContext } from '../../context.js';
+import { isValidAddress } from '../../chain/address.js';
 import type { Executor } from '../../db/index.js';
 import type { WalletTokenRow } from '../../db/types.js';
 import { AppError, Errors, validationError, type FieldErrors } from '../../errors.js';
@@ -31,10 +32,10 @@ import { ERC20_ABI, erc20TransferData } from '../../chain/erc20.js';
 import { isUnreachable, mapChainError } from '../../chain/errors.js';
 import { currentGasPrice, estimateTransferGas, maxFee } from '../../chain/gas.js';
 import { allocateNonce, chainPendingNonce } from '../../chain/nonce.js';
-import { AmountError, parseAmount } from '../../lib/money.js';
 import { recordEvent } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
 import { findToken, listTokens } from '../tokens/tokens.repository.js';
+import { checkAmountAndToken, orderErrors } from '../tokens/amount-field.js';
 import type { WalletView } from '../wallets/wallets.repository.js';
 import type { WalletService } from '../wallets/wallets.service.js';
 import * as repo from './transactions.repository.js';
@@ -67,60 +68,10 @@ export interface ListPage {
   pages: number;
 }
 
-/** A valid EVM address: 0x and 40 hex digits; mixed case must be the EIP-55 checksum. */
-export function isValidAddress(value: string): boolean {
-  if (!/^0x[0-9a-fA-F]{40}$/.test(value)) return false;
-  const hex = value.slice(2);
-  if (hex === hex.toLowerCase() || hex === hex.toUpperCase()) return true;
-  return isAddress(value, { strict: true }) && getAddress(value) === value;
-}
-
-const PLAIN_DECIMAL = /^-?\d+(?:\.\d+)?$/;
-
-/** The amount's problem before the token is known: missing, not a number, or not positive. */
-function amountShapeError(raw: unknown): string | null {
-  if (raw === undefined || raw === null || (typeof raw === 'string' && raw.trim() === '')) return 'The amount field is required.';
-  if (typeof raw === 'number') {
-    if (!Number.isFinite(raw)) return 'The amount field must be a number.';
-    return raw > 0 ? null : 'The amount field must be greater than 0.';
-  }
-  if (typeof raw !== 'string' || raw.length > 200 || !PLAIN_DECIMAL.test(raw)) return 'The amount field must be a number.';
-  return raw.startsWith('-') || !/[1-9]/.test(raw) ? 'The amount field must be greater than 0.' : null;
-}
-
 /** Checks the create body against the wallet's active tokens; throws 422 with every failing field. */
 export function validateCreate(body: Record<string, unknown>, activeTokens: WalletTokenRow[]): CreateInput {
   const errors: FieldErrors = {};
-  const amountError = amountShapeError(body.amount);
-  if (amountError) errors.amount = [amountError];
-
-  let token: WalletTokenRow | undefined;
-  const symbol = body.token;
-  if (symbol === undefined || symbol === null || (typeof symbol === 'string' && symbol.trim() === '')) {
-    errors.token = ['The token field is required.'];
-  } else if (typeof symbol !== 'string') {
-    errors.token = ['The token field must be a string.'];
-  } else {
-    const wanted = symbol.trim().toUpperCase();
-    token = activeTokens.find((t) => t.symbol.toUpperCase() === wanted);
-    if (!token) errors.token = ['The selected token is invalid.'];
-  }
-
-  let amount = 0n;
-  if (!amountError && token) {
-    try {
-      amount = parseAmount(body.amount, token.decimals);
-    } catch (e) {
-      if (!(e instanceof AmountError)) throw e;
-      errors.amount = [
-        e.reason === 'precision'
-          ? `The amount field must not have more than ${token.decimals} decimal places.`
-          : /too large/.test(e.message)
-            ? 'The amount field is too large.'
-            : 'The amount field must be a number.',
-      ];
-    }
-  }
+  const { amount, token } = checkAmountAndToken(body, activeTokens, errors);
 
   const address = body.address;
   if (address === undefined || address === null || (typeof address === 'string' && address.trim() === '')) {
@@ -129,12 +80,8 @@ export function validateCreate(body: Record<string, unknown>, activeTokens: Wall
     errors.address = ['The address field must be a valid address.'];
   }
 
-  if (Object.keys(errors).length > 0) {
-    // Field order of the request (amount, token, address), as the envelope message uses the first.
-    const ordered: FieldErrors = {};
-    for (const f of ['amount', 'token', 'address']) if (errors[f]) ordered[f] = errors[f]!;
-    throw validationError(ordered);
-  }
+  // Field order of the request (amount, token, address), as the envelope message uses the first.
+  if (Object.keys(errors).length > 0) throw validationError(orderErrors(errors, ['amount', 'token', 'address']));
   return { amount, token: token!, to: getAddress(address as string) };
 }
 

@@ -7,11 +7,12 @@
  * `/webhook/types`, `/webhook/create`, `/webhook/event/:event` and `/webhook/delete/:webhook`
  * are never taken for `/webhook/:webhook/...` (test/webhooks/routes.test.ts checks it).
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { Errors } from '../../errors.js';
 import { parseId, requireWallet } from '../../http/auth.js';
 import { ok, responses } from '../../http/envelope.js';
+import { pageOf, setPaginationHeaders } from '../../http/pagination.js';
 import type { App } from '../../http/types.js';
 import type { DeliveryRecord, WebhookRecord } from './webhooks.repository.js';
 import {
@@ -142,9 +143,9 @@ export async function webhookRoutes(app: App, webhooks: WebhooksService): Promis
       },
     },
     async (req, reply) => {
-      const { page, limit } = req.query;
+      const { page, limit } = pageOf(req.query);
       const { items, total } = await webhooks.deliveries(webhook(req), page, limit);
-      setPagination(req, reply, page, limit, total);
+      setPaginationHeaders(req, reply, { page, limit, total });
       return ok(items, 'Deliveries');
     },
   );
@@ -162,22 +163,4 @@ export async function webhookRoutes(app: App, webhooks: WebhooksService): Promis
     },
     async (req) => ok(await webhooks.retry(webhook(req), deliveryOf.get(req)!), 'Delivery queued for retry'),
   );
-}
-
-/** X-Pagination-* headers and an RFC 8288 Link header (first, prev, next, last). */
-function setPagination(req: FastifyRequest, reply: FastifyReply, page: number, limit: number, total: number): void {
-  const pages = Math.max(1, Math.ceil(total / limit));
-  const path = req.url.split('?')[0] ?? '';
-  const link = (p: number, rel: string) => `<${path}?page=${p}&limit=${limit}>; rel="${rel}"`;
-  const links = [link(1, 'first')];
-  if (page > 1) links.push(link(Math.min(page - 1, pages), 'prev'));
-  if (page < pages) links.push(link(page + 1, 'next'));
-  links.push(link(pages, 'last'));
-  reply.headers({
-    'x-pagination-page': String(page),
-    'x-pagination-limit': String(limit),
-    'x-pagination-total': String(total),
-    'x-pagination-pages': String(pages),
-    link: links.join(', '),
-  });
 }

@@ -6,6 +6,7 @@
  * What a schema cannot express (event names that depend on `type`, reserved header names, the
  * URL's scheme and destination) is checked by the service with the same wording.
  */
+import { PageQuerySchema } from '../../http/pagination.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { WEBHOOK_TYPES, type WebhookType } from '../events/catalogue.js';
 
@@ -18,8 +19,6 @@ export const LIMITS = {
   headerValueLength: 1024,
   signatureLength: 1024,
   webhooksPerWallet: 100,
-  pageSizeMax: 1000,
-  pageMax: 1_000_000,
 } as const;
 
 const WebhookTypeSchema = Type.Unsafe<WebhookType>({ type: 'string', enum: [...WEBHOOK_TYPES] });
@@ -66,10 +65,7 @@ export const EventParams = Type.Object({ wallet: Type.String(), event: Type.Stri
 export const WebhookParams = Type.Object({ wallet: Type.String(), webhook: Type.String() });
 export const DeliveryParams = Type.Object({ wallet: Type.String(), webhook: Type.String(), delivery: Type.String() });
 
-export const PageQuery = Type.Object({
-  page: Type.Integer({ minimum: 1, maximum: LIMITS.pageMax, default: 1 }),
-  limit: Type.Integer({ minimum: 1, maximum: LIMITS.pageSizeMax, default: 10 }),
-});
+export const PageQuery = Type.Object(PageQuerySchema);
 
 const DateTime = Type.String({ description: 'UTC datetime YYYY-MM-DD HH:MM:SS' });
 

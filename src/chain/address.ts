@@ -1,0 +1,10 @@
+/** EVM address checks shared by every input that names an address. */
+import { getAddress, type Address } from 'viem';
+
+/** 0x and 40 hex digits; all lower or all upper case, or mixed case with a valid EIP-55 checksum. */
+export function isValidAddress(value: string): value is Address {
+  if (!/^0x[0-9a-fA-F]{40}$/.test(value)) return false;
+  const hex = value.slice(2);
+  if (hex === hex.toLowerCase() || hex === hex.toUpperCase()) return true;
+  return getAddress(value) === value;
+}
