@@ -29,6 +29,7 @@ import type { AppContext } from '../context.js';
 import type { Executor } from '../db/index.js';
 import { Errors, fieldError } from '../errors.js';
 import { requireUser } from './auth.js';
+import { ok } from './envelope.js';
 import type { App } from './types.js';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -48,6 +49,18 @@ declare module 'fastify' {
     /** The claimed Idempotency-Key of a create request, or null. */
     idempotency: IdempotencyClaim | null;
   }
+}
+
+/** A hook a service runs inside the transaction that makes its effect, with the result. */
+export type InTransaction<T> = (trx: Executor, result: T) => Promise<void>;
+
+/**
+ * For a create route: stores the response (`ok(view(result), message)`) in the effect's own
+ * transaction when the request carries an Idempotency-Key; undefined otherwise.
+ */
+export function commitResponse<T>(req: FastifyRequest, message: string, view: (result: T) => unknown): InTransaction<T> | undefined {
+  const claim = req.idempotency;
+  return claim ? (trx, result) => claim.commit(trx, 200, ok(view(result), message)) : undefined;
 }
 
 /** JSON with object keys sorted at every level: the same value always gives the same text. */

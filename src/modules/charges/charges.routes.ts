@@ -5,6 +5,7 @@ import { ok, responses } from '../../http/envelope.js';
 import { requireWallet } from '../../http/auth.js';
 import { pageOf, PageQuerySchema, setPaginationHeaders } from '../../http/pagination.js';
 import type { App } from '../../http/types.js';
+import { commitResponse } from '../../http/idempotency.js';
 import type { ChargeRow } from './charges.repository.js';
 import { CHARGE_EXPIRES_MAX_S, CHARGE_EXPIRES_MIN_S, type ChargeService } from './charges.service.js';
 import { ChargeSchema, chargeView } from './charges.views.js';
@@ -37,7 +38,8 @@ export async function chargeRoutes(app: App, charges: ChargeService): Promise<vo
         response: responses(ChargeSchema),
       },
     },
-    async (req) => ok(chargeView(await charges.create(requireWallet(req), req.body as never)), 'Charge created'),
+    async (req) =>
+      ok(chargeView(await charges.create(requireWallet(req), req.body as never, { inTransaction: commitResponse(req, 'Charge created', chargeView) })), 'Charge created'),
   );
 
   app.get(

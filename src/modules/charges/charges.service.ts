@@ -14,6 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { createWalletClient, http, type Address, type Hex, type PublicClient } from 'viem';
 import type { AppContext } from '../../context.js';
+import type { InTransaction } from '../../http/idempotency.js';
 import type { NetworkRow } from '../../db/types.js';
 import { validationError, type FieldErrors } from '../../errors.js';
 import { chainOf } from '../../chain/clients.js';
@@ -65,7 +66,7 @@ export class ChargeService {
     private readonly transactions: TransactionService,
   ) {}
 
-  async create(wallet: WalletView, input: ChargeInput) {
+  async create(wallet: WalletView, input: ChargeInput, opts: { inTransaction?: InTransaction<ChargeRow> } = {}) {
     const db = this.ctx.store.db;
     const errors: FieldErrors = {};
     const { amount, token } = checkAmountAndToken(input as Record<string, unknown>, await listTokens(db, wallet.id, { activeOnly: true }), errors);
@@ -103,6 +104,7 @@ export class ChargeService {
       );
       const charge = (await repo.findChargeById(trx, chargeId))!;
       await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'charge.created', payload: chargeCreatedPayload(charge), nowMs: now });
+      await opts.inTransaction?.(trx, charge);
       return chargeId;
     });
     this.ctx.log.info({ wallet_id: wallet.id, charge_id: id }, 'charge created');

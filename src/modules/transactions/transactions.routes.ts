@@ -8,6 +8,7 @@ import type { FastifyRequest } from 'fastify';
 import { Errors } from '../../errors.js';
 import { ok, responses } from '../../http/envelope.js';
 import { pageOf, setPaginationHeaders } from '../../http/pagination.js';
+import { commitResponse } from '../../http/idempotency.js';
 import { parseId, requireWallet } from '../../http/auth.js';
 import type { App } from '../../http/types.js';
 import { WalletParams } from '../wallets/wallets.schemas.js';
@@ -50,9 +51,8 @@ export async function transactionRoutes(app: App, txs: TransactionService): Prom
       },
     },
     async (req) => {
-      const claim = req.idempotency;
       const rec = await txs.create(requireWallet(req), req.body as Record<string, unknown>, {
-        inTransaction: claim ? (trx, created) => claim.commit(trx, 200, ok(createdView(created), 'Transaction created')) : undefined,
+        inTransaction: commitResponse(req, 'Transaction created', createdView),
       });
       return ok(createdView(rec), 'Transaction created');
     },

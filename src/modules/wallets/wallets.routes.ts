@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { ok, responses } from '../../http/envelope.js';
 import { requireUser, requireWallet } from '../../http/auth.js';
 import type { App } from '../../http/types.js';
+import { commitResponse } from '../../http/idempotency.js';
 import { CreateWalletBody, UpdateWalletBody, WalletDetailSchema, WalletParams, WalletSchema } from './wallets.schemas.js';
 import { walletView, type WalletService } from './wallets.service.js';
 
@@ -15,7 +16,8 @@ export async function walletRoutes(app: App, wallets: WalletService): Promise<vo
   app.post(
     '/wallet/create',
     { schema: { tags: ['wallets'], summary: 'Create a wallet with a fresh mnemonic', body: CreateWalletBody, response: responses(WalletDetailSchema) } },
-    async (req) => ok(await wallets.create(requireUser(req).id, req.body), 'Wallet created'),
+    async (req) =>
+      ok(await wallets.create(requireUser(req).id, req.body, { inTransaction: commitResponse(req, 'Wallet created', (d) => d) }), 'Wallet created'),
   );
 
   app.get(

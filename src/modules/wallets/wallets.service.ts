@@ -6,6 +6,8 @@
 import type { Hex } from 'viem';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import type { AppContext } from '../../context.js';
+import type { Executor } from '../../db/index.js';
+import type { InTransaction } from '../../http/idempotency.js';
 import type { NetworkRow } from '../../db/types.js';
 import { fieldError } from '../../errors.js';
 import { accountFromKey, newWalletKeys } from '../../chain/keys.js';
@@ -46,7 +48,7 @@ function walletEventPayload(w: WalletView, network: NetworkRow, at: 'created_at'
 export class WalletService {
   constructor(private readonly ctx: AppContext) {}
 
-  async create(userId: number, input: { name: string; network_id: number; description?: string }) {
+  async create(userId: number, input: { name: string; network_id: number; description?: string }, opts: { inTransaction?: InTransaction<WalletDetail> } = {}) {
     const db = this.ctx.store.db;
     const name = input.name.trim();
     if (name === '') throw fieldError('name', 'The name field is required.');
@@ -83,6 +85,7 @@ export class WalletService {
       );
       const view = (await repo.findWalletView(trx, id))!;
       await recordEvent(trx, { userId, walletId: id, name: 'wallet.created', payload: walletEventPayload(view, network, 'created_at'), nowMs: now });
+      await opts.inTransaction?.(trx, await this.detail(view, trx));
       return id;
     });
     this.ctx.log.info({ wallet_id: walletId, network_id: network.id, address: keys.address }, 'wallet created');
@@ -115,8 +118,7 @@ export class WalletService {
     return repo.listWalletsForUser(this.ctx.store.db, userId);
   }
 
-  async detail(w: WalletView) {
-    const db = this.ctx.store.db;
+  async detail(w: WalletView, db: Executor = this.ctx.store.db) {
     const [tokens, network] = await Promise.all([listTokens(db, w.id), findNetwork(db, w.network_id)]);
     return { ...walletView(w), wallet_tokens: tokens.map(tokenView), network: networkView(network!) };
   }
@@ -133,3 +135,5 @@ export class WalletService {
     return this.ctx.secrets.decrypt(secrets.mnemonic_enc);
   }
 }
+
+export type WalletDetail = Awaited<ReturnType<WalletService['detail']>>;

@@ -14,6 +14,7 @@ import { parseId, requireWallet } from '../../http/auth.js';
 import { ok, responses } from '../../http/envelope.js';
 import { pageOf, setPaginationHeaders } from '../../http/pagination.js';
 import type { App } from '../../http/types.js';
+import { commitResponse } from '../../http/idempotency.js';
 import type { DeliveryRecord, WebhookRecord } from './webhooks.repository.js';
 import {
   CreateWebhookBody,
@@ -98,7 +99,11 @@ export async function webhookRoutes(app: App, webhooks: WebhooksService): Promis
         response: responses(WebhookData),
       },
     },
-    async (req) => ok(await webhooks.create(requireWallet(req).id, req.body as CreateWebhookInput), 'Webhook created'),
+    async (req) =>
+      ok(
+        await webhooks.create(requireWallet(req).id, req.body as CreateWebhookInput, { inTransaction: commitResponse(req, 'Webhook created', (v) => v) }),
+        'Webhook created',
+      ),
   );
 
   app.get(

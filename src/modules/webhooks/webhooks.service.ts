@@ -6,6 +6,7 @@
  * Secrets and extra headers are encrypted at rest with the SecretBox and never logged.
  */
 import type { AppContext } from '../../context.js';
+import type { InTransaction } from '../../http/idempotency.js';
 import { Errors, validationError, type FieldErrors } from '../../errors.js';
 import { formatDateTime } from '../../lib/time.js';
 import { WEBHOOK_TYPES, type WebhookType } from '../events/catalogue.js';
@@ -88,31 +89,34 @@ export class WebhooksService {
     return row;
   }
 
-  async create(walletId: number, input: CreateWebhookInput): Promise<WebhookView> {
+  async create(walletId: number, input: CreateWebhookInput, opts: { inTransaction?: InTransaction<WebhookView> } = {}): Promise<WebhookView> {
     const errors: FieldErrors = {};
     const url = await this.#checkUrl(input.url, errors);
     const events = normaliseEvents(input.type, input.events, errors);
     const headers = checkHeaders(input.with_headers ?? null, errors);
     if (Object.keys(errors).length > 0) throw validationError(errors);
 
-    const db = this.#ctx.store.db;
-    if ((await repo.countWebhooks(db, walletId)) >= LIMITS.webhooksPerWallet) {
-      throw Errors.badRequest(`A wallet can have at most ${LIMITS.webhooksPerWallet} webhooks`);
-    }
-    const row = await repo.insertWebhook(
-      db,
-      {
-        wallet_id: walletId,
-        url: url!,
-        type: input.type,
-        events: JSON.stringify(events),
-        signature_enc: this.#encryptSecret(input.signature),
-        headers_enc: this.#encryptHeaders(headers),
-      },
-      this.#ctx.clock.nowMs(),
-    );
-    // SPEC: the creation response's `headers` is an empty object.
-    return { ...this.#view(row), headers: {} };
+    const values = {
+      wallet_id: walletId,
+      url: url!,
+      type: input.type,
+      events: JSON.stringify(events),
+      signature_enc: this.#encryptSecret(input.signature),
+      headers_enc: this.#encryptHeaders(headers),
+    };
+    const { db, dialect } = this.#ctx.store;
+    return db.transaction().execute(async (trx) => {
+      // The wallet row lock makes the count and the insert one step (the cap holds under concurrency).
+      await dialect.forUpdate(trx.selectFrom('wallets').select('id').where('id', '=', walletId)).execute();
+      if ((await repo.countWebhooks(trx, walletId)) >= LIMITS.webhooksPerWallet) {
+        throw Errors.badRequest(`A wallet can have at most ${LIMITS.webhooksPerWallet} webhooks`);
+      }
+      const row = await repo.insertWebhook(trx, values, this.#ctx.clock.nowMs());
+      // SPEC: the creation response's `headers` is an empty object.
+      const view = { ...this.#view(row), headers: {} };
+      await opts.inTransaction?.(trx, view);
+      return view;
+    });
   }
 
   async update(webhook: WebhookRecord, input: UpdateWebhookInput): Promise<WebhookView> {
