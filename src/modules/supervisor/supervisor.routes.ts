@@ -28,7 +28,7 @@ export const SupervisorSchema = Type.Object({
     failed: Type.Integer(),
     delivered_last_hour: Type.Integer(),
   }),
-  workers: Type.Object({ watcher: WorkerState, deliveries: WorkerState }),
+  workers: Type.Object({ watcher: WorkerState, deliveries: WorkerState, charges: WorkerState }),
 });
 
 export async function supervisorRoutes(app: App, supervisor: SupervisorService): Promise<void> {

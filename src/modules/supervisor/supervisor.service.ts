@@ -78,7 +78,7 @@ export class SupervisorService {
       database: { ok: dbOk, driver, latency_ms },
       networks,
       webhooks,
-      workers: { watcher: state('watcher'), deliveries: state('deliveries') },
+      workers: { watcher: state('watcher'), deliveries: state('deliveries'), charges: state('charges') },
     };
   }
 
