@@ -6,6 +6,8 @@ import { privateKeyToAddress } from 'viem/accounts';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { ensureNetwork } from '../helpers/factories.js';
 import { databaseText } from '../helpers/secrets.js';
+import { startReceiver } from '../helpers/receiver.js';
+import { waitFor } from '../helpers/wait.js';
 import { deriveKey } from '../../src/chain/keys.js';
 
 describe('secrets at rest and in logs', () => {
@@ -45,6 +47,43 @@ describe('secrets at rest and in logs', () => {
     expect(text.includes('a-very-secret-password')).toBe(false);
     expect(logs.includes('a-very-secret-password')).toBe(false);
     expect(logs.includes(u.token)).toBe(false);
+  });
+
+  it('stores webhook secrets, webhook headers and deposit-address keys only encrypted, and logs none of them', async () => {
+    const rx = await startReceiver();
+    try {
+      const u = await t.createUser();
+      const networkId = (await ensureNetwork(t)).id;
+      const wallet = (await t.request('POST', '/api/wallet/create', { token: u.token, body: { name: 'Hooks', network_id: networkId } })).body.data;
+      const secret = 'whsec_do-not-leak-4242';
+      const headerValue = 'Bearer partner-token-9191';
+      const hook = await t.request('POST', `/api/wallet/${wallet.id}/webhook/create`, {
+        token: u.token,
+        body: { url: `${rx.url}/hook`, type: 'wallet', events: ['updated'], signature: secret, with_headers: { Authorization: headerValue } },
+      });
+      expect(hook.status).toBe(200);
+      expect(hook.text).not.toContain(secret);
+      const charge = await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, { token: u.token, body: { amount: '1', token: 'ETH' } });
+      expect(charge.status).toBe(200);
+
+      // A real delivery carries the header and a signature made with the secret.
+      t.startWorkers();
+      await t.request('POST', `/api/wallet/${wallet.id}/update`, { token: u.token, body: { name: 'Renamed' } });
+      await waitFor(() => rx.to('/hook').length === 1, { message: 'delivery' });
+      await t.workers!.stop();
+      expect(rx.to('/hook')[0]!.headers.authorization).toBe(headerValue);
+
+      const sub = await t.store.db.selectFrom('sub_wallets').select(['private_key_enc']).where('wallet_id', '=', wallet.id).executeTakeFirstOrThrow();
+      const subKey = t.ctx.secrets.decrypt(sub.private_key_enc);
+      const text = await databaseText(t);
+      const logs = t.logs.join('\n');
+      for (const plain of [secret, headerValue, 'partner-token-9191', subKey, subKey.slice(2)]) {
+        expect(text.includes(plain), plain.slice(0, 12)).toBe(false);
+        expect(logs.includes(plain), plain.slice(0, 12)).toBe(false);
+      }
+    } finally {
+      await rx.close();
+    }
   });
 
   it('redacts secrets that reach a log call by mistake', () => {
