@@ -105,4 +105,37 @@ describe('HTTP envelope and errors', () => {
       await broken.database.drop();
     }
   });
+
+  it('publishes an OpenAPI document, generated from the route schemas, with every SPEC path', async () => {
+    const res = await t.request('GET', '/api/openapi.json', { token: u.token });
+    expect(res.status).toBe(200);
+    const doc = res.body.data;
+    expect(doc.openapi).toMatch(/^3\./);
+    const paths = Object.keys(doc.paths);
+    for (const p of [
+      '/api/auth/login',
+      '/api/wallet/{wallet}',
+      '/api/wallet/{wallet}/balance',
+      '/api/wallet/{wallet}/tokens',
+      '/api/wallet/{wallet}/token/{token}',
+      '/api/wallet/{wallet}/charge/create',
+      '/api/wallet/{wallet}/charge/show/{charge}',
+      '/api/wallet/{wallet}/transaction',
+      '/api/wallet/{wallet}/transaction/create',
+      '/api/wallet/{wallet}/transaction/show/{transaction}',
+      '/api/wallet/{wallet}/webhook',
+      '/api/wallet/{wallet}/webhook/types',
+      '/api/wallet/{wallet}/webhook/event/{event}',
+      '/api/wallet/{wallet}/webhook/create',
+      '/api/wallet/{wallet}/webhook/delete/{webhook}',
+      '/api/supervisor',
+    ]) {
+      expect(paths, p).toContain(p);
+    }
+    // Responses are documented with the envelope, errors included.
+    const balance = doc.paths['/api/wallet/{wallet}/balance'].get.responses;
+    expect(Object.keys(balance)).toEqual(expect.arrayContaining(['200', '401', '404', '422', '429', '500', '503']));
+    const unauth = await t.request('GET', '/api/openapi.json');
+    expect(unauth.status).toBe(401);
+  });
 });
