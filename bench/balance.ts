@@ -19,14 +19,14 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { freshDatabase, nonNegativeInt, parseDatabases, positiveInt, postgresBase } from './common.js';
+import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
-import pg from 'pg';
 import type { Address, Hex } from 'viem';
 import { buildApp } from '../src/app.js';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
@@ -36,7 +36,6 @@ import { upsertNetwork } from '../src/modules/networks/networks.repository.js';
 import { createContext, openStore } from '../src/runtime.js';
 import { deployErc20, mintErc20 } from '../test/helpers/erc20.js';
 
-const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'balance.md');
 
@@ -53,19 +52,8 @@ const durationS = positiveInt('duration', flags.duration);
 const connections = positiveInt('connections', flags.connections);
 const warmupS = nonNegativeInt('warmup', flags.warmup);
 const maxAgeS = nonNegativeInt('max-age', flags['max-age']);
-const databases = flags.db.split(',').map((d) => d.trim());
-for (const d of databases) if (d !== 'sqlite' && d !== 'postgres') throw new Error(`--db: unknown database "${d}" (sqlite, postgres)`);
+const databases = parseDatabases(flags.db);
 
-function positiveInt(name: string, raw: string): number {
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got "${raw}"`);
-  return n;
-}
-function nonNegativeInt(name: string, raw: string): number {
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be an integer >= 0, got "${raw}"`);
-  return n;
-}
 
 interface LoadResult {
   rps: number;
@@ -115,31 +103,6 @@ async function startBare() {
   return { url: `http://127.0.0.1:${address.port}/const`, close: () => app.close() };
 }
 
-async function freshPostgres(base: string) {
-  const name = `bench_${randomBytes(5).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: base });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await c.end();
-      }
-    },
-  };
-}
-
 async function call(url: string, method: string, path: string, token: string | null, body?: unknown) {
   const res = await fetch(`${url}${path}`, {
     method,
@@ -153,18 +116,17 @@ async function call(url: string, method: string, path: string, token: string | n
 
 /** Starts the service on one database with a funded wallet; returns the balance URL and token. */
 async function startService(driver: 'sqlite' | 'postgres', devnet: Devnet, token20: Address) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'bench-balance-'));
-  const pgDb = driver === 'postgres' ? await freshPostgres(process.env.DATABASE_URL ?? DEFAULT_PG_URL) : null;
+  const database = await freshDatabase(driver === 'postgres' ? postgresBase() : null, 'bench');
   const config = loadConfig({
     NODE_ENV: 'production',
     APP_KEY: randomBytes(32).toString('base64'),
-    DATA_DIR: dataDir,
+    DATA_DIR: database.dataDir,
     LOG_LEVEL: 'warn',
     DEVNET: 'off',
     WORKERS: 'false',
     RATE_LIMIT_PER_MINUTE: '1000000',
     BALANCE_MAX_AGE_S: String(maxAgeS),
-    ...(pgDb ? { DATABASE_URL: pgDb.url } : {}),
+    ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
   });
   const log = createLogger(config.logLevel);
   const store = await openStore(config, log);
@@ -199,8 +161,7 @@ async function startService(driver: 'sqlite' | 'postgres', devnet: Devnet, token
     close: async () => {
       await app.close();
       await store.destroy();
-      await pgDb?.drop();
-      rmSync(dataDir, { recursive: true, force: true });
+      await database.drop();
     },
   };
 }

@@ -13,18 +13,18 @@
  * same pages. Prints a markdown table and writes it to bench/results/transactions-list.md
  * (one section per database, the other kept).
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { freshDatabase, percentile } from './common.js';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { createContext, openStore } from '../src/runtime.js';
 
-const ROWS = 1_000_000;
+/** Rows seeded (BENCH_ROWS overrides, for a quick check of the script itself). */
+const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const RUNS = 40;
 const WARMUP = 5;
 
@@ -35,9 +35,6 @@ interface Case {
   token?: string;
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 
 async function time(fn: () => Promise<void>): Promise<{ median: number; p95: number }> {
   for (let i = 0; i < WARMUP; i++) await fn();
@@ -52,20 +49,9 @@ async function time(fn: () => Promise<void>): Promise<{ median: number; p95: num
 }
 
 async function main(): Promise<void> {
-  const baseUrl = process.env.DATABASE_URL ?? null;
-  const dataDir = mkdtempSync(join(tmpdir(), 'bench-list-'));
-  let dbName: string | null = null;
-  let databaseUrl: string | null = null;
-  if (baseUrl) {
-    dbName = `bench_list_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: baseUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${dbName}`);
-    await admin.end();
-    const u = new URL(baseUrl);
-    u.pathname = `/${dbName}`;
-    databaseUrl = u.toString();
-  }
+  const database = await freshDatabase(process.env.DATABASE_URL ?? null, 'bench');
+  const dataDir = database.dataDir;
+  const databaseUrl = database.databaseUrl;
   const config = loadConfig({
     NODE_ENV: 'test',
     DATA_DIR: dataDir,
@@ -219,13 +205,7 @@ async function main(): Promise<void> {
   } finally {
     await app.close();
     await store.destroy();
-    rmSync(dataDir, { recursive: true, force: true });
-    if (dbName && baseUrl) {
-      const admin = new pg.Client({ connectionString: baseUrl });
-      await admin.connect();
-      await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-      await admin.end();
-    }
+    await database.drop();
   }
 }
 

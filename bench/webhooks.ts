@@ -25,13 +25,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { freshDatabase, parseDatabases, percentile, positiveInt, postgresBase } from './common.js';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import { Agent, request } from 'undici';
 import { loadConfig } from '../src/config.js';
 import type { AppContext } from '../src/context.js';
@@ -44,7 +44,6 @@ import { deliveryBody } from '../src/modules/webhooks/signing.js';
 import { createContext, openStore } from '../src/runtime.js';
 import { startDeliveryWorker } from '../src/workers/deliveries.js';
 
-const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'webhooks.md');
 const LATENCY_SPACING_MS = 20;
@@ -64,14 +63,8 @@ const webhookCount = positiveInt('webhooks', flags.webhooks);
 const concurrency = positiveInt('concurrency', flags.concurrency);
 const latencyEvents = positiveInt('latency-events', flags['latency-events']);
 const polls = flags.poll.split(',').map((p) => positiveInt('poll', p.trim()));
-const databases = flags.db.split(',').map((d) => d.trim());
-for (const d of databases) if (d !== 'sqlite' && d !== 'postgres') throw new Error(`--db: unknown database "${d}" (sqlite, postgres)`);
+const databases = parseDatabases(flags.db);
 
-function positiveInt(name: string, raw: string): number {
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got "${raw}"`);
-  return n;
-}
 
 const RECEIVER_SOURCE = `
 const http = require('node:http');
@@ -118,29 +111,11 @@ interface Env {
 }
 
 async function openEnv(db: 'sqlite' | 'postgres', pollMs: number): Promise<Env> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'bench-webhooks-'));
-  let dbUrl: string | null = null;
-  let dropPg: (() => Promise<void>) | null = null;
-  if (db === 'postgres') {
-    const base = process.env.DATABASE_URL ?? DEFAULT_PG_URL;
-    const name = `bench_${randomBytes(5).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: base });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    const u = new URL(base);
-    u.pathname = `/${name}`;
-    dbUrl = u.toString();
-    dropPg = async () => {
-      const c = new pg.Client({ connectionString: base });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    };
-  }
+  const database = await freshDatabase(db === 'postgres' ? postgresBase() : null, 'bench');
+  const dbUrl = database.databaseUrl;
   const config = loadConfig({
     NODE_ENV: 'test',
-    DATA_DIR: dataDir,
+    DATA_DIR: database.dataDir,
     APP_KEY: randomBytes(32).toString('base64'),
     LOG_LEVEL: 'warn',
     DEVNET: 'off',
@@ -186,8 +161,7 @@ async function openEnv(db: 'sqlite' | 'postgres', pollMs: number): Promise<Env> 
     walletId: wallet.id,
     async close() {
       await store.destroy();
-      await dropPg?.();
-      rmSync(dataDir, { recursive: true, force: true });
+      await database.drop();
     },
   };
 }
@@ -248,9 +222,6 @@ async function throughput(db: 'sqlite' | 'postgres', url: string): Promise<{ sec
   }
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 
 async function latency(db: 'sqlite' | 'postgres', url: string, pollMs: number): Promise<{ p50: number; p99: number; max: number }> {
   const env = await openEnv(db, pollMs);

@@ -17,13 +17,16 @@ export interface TestDatabase {
 export const onPostgres = Boolean(process.env.DATABASE_URL);
 export const driverName = onPostgres ? 'postgres' : 'sqlite';
 
-export async function createTestDatabase(): Promise<TestDatabase> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'wallet-test-'));
-  const base = process.env.DATABASE_URL;
+/**
+ * `base`: the PostgreSQL server to make the database on (default DATABASE_URL), or null for
+ * SQLite. Also used by the benchmarks.
+ */
+export async function createTestDatabase(base: string | null = process.env.DATABASE_URL ?? null, prefix = 'wt'): Promise<TestDatabase> {
+  const dataDir = mkdtempSync(join(tmpdir(), `wallet-${prefix}-`));
   if (!base) {
     return { dataDir, databaseUrl: null, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
   }
-  const name = `wt_${randomBytes(6).toString('hex')}`;
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
   try {
