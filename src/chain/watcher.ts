@@ -115,6 +115,8 @@ export interface NetworkWatcherDeps {
   holder: string;
   /** Rejects with `Stopping` when the worker stops: node calls in flight are abandoned. */
   stopped: Promise<never>;
+  /** Fills a freed nonce that later pending transfers of the wallet wait behind (TransactionService.fillNonceGap). */
+  fillNonceGap?: (walletId: number) => Promise<void>;
 }
 
 export interface TickResult {
@@ -471,6 +473,8 @@ export class NetworkWatcher {
     const recheck = ctx.config.watcher.recheckMs;
     const all = !this.recoverySweepDone;
     const rows = await txRepo.listDueUnmined(db, this.networkId, { graceBefore: now - recheck, checkedBefore: now - recheck, all, limit: RECHECK_LIMIT });
+    // Wallets with a transfer still unmined after this pass: one of them may wait behind a gap.
+    const waiting = new Set<number>();
     for (const row of rows) {
       const hash = row.tx_hash as Hex;
       const receipt = await this.net(receiptOrNull(client, hash));
@@ -502,11 +506,13 @@ export class NetworkWatcher {
       if (known === null) continue;
       if (known) {
         await txRepo.markBroadcast(db, row.id, ctx.clock.nowMs());
+        waiting.add(row.wallet_id);
         continue;
       }
       const outcome = await this.net(broadcastRaw(client, row.raw_tx as Hex, hash));
       if (outcome.kind === 'sent' || outcome.kind === 'known') {
         await txRepo.markBroadcast(db, row.id, ctx.clock.nowMs());
+        waiting.add(row.wallet_id);
         this.log.info({ transaction_id: row.id, tx_hash: hash, nonce: row.nonce }, 'transaction re-broadcast (the node did not know it)');
       } else if (outcome.kind === 'rejected') {
         const failed = await this.fenced((trx) =>
@@ -520,6 +526,15 @@ export class NetworkWatcher {
         this.log.debug({ transaction_id: row.id, outcome: outcome.kind, reason: outcome.reason }, 're-broadcast not confirmed; retrying later');
       }
     }
+    for (const walletId of waiting) {
+      try {
+        await this.net(this.deps.fillNonceGap?.(walletId) ?? Promise.resolve());
+      } catch (e) {
+        if (e instanceof Stopping) throw e;
+        this.log.warn({ wallet_id: walletId, err: e }, 'could not fill a nonce gap; trying again at the next check');
+      }
+    }
+
     if (all && rows.length < RECHECK_LIMIT) this.recoverySweepDone = true;
   }
 

@@ -22,7 +22,7 @@ export interface Workers {
 export function startWorkers(ctx: AppContext, services: Services): Workers {
   const list: Worker[] = [];
   list.push(startDeliveryWorker(ctx, { webhooks: services.webhooks }));
-  list.push(startWatcherWorker(ctx, { balances: services.balances }));
+  list.push(startWatcherWorker(ctx, { balances: services.balances, transactions: services.transactions }));
   list.push(startChargeWorker(ctx, services.charges));
   ctx.log.info({ workers: list.map((w) => w.name) }, 'workers started');
   services.supervisor.attachWorkers({ status: (name) => list.find((w) => w.name === name)?.status() ?? 'disabled' });

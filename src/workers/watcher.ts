@@ -12,12 +12,14 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { BalanceService } from '../modules/wallets/balances.service.js';
+import type { TransactionService } from '../modules/transactions/transactions.service.js';
+import { findWalletView } from '../modules/wallets/wallets.repository.js';
 import { listNetworks } from '../modules/networks/networks.repository.js';
 import { NetworkWatcher, Stopping } from '../chain/watcher.js';
 import type { Worker } from './index.js';
 import { startLoop } from './loop.js';
 
-export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceService }): Worker {
+export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceService; transactions?: TransactionService }): Worker {
   const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const log = ctx.log.child({ component: 'watcher' });
   const watchers = new Map<number, NetworkWatcher>();
@@ -28,6 +30,13 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
     abort = () => reject(new Stopping());
   });
   stopped.catch(() => undefined);
+
+  const fillNonceGap = deps.transactions
+    ? async (walletId: number) => {
+        const wallet = await findWalletView(ctx.store.db, walletId);
+        if (wallet) await deps.transactions!.fillNonceGap(wallet);
+      }
+    : undefined;
 
   log.info({ holder }, 'chain watcher started');
   return startLoop({
@@ -40,7 +49,7 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
         networks.map((n) => {
           let w = watchers.get(n.id);
           if (!w) {
-            w = new NetworkWatcher({ ctx, balances: deps.balances, holder, stopped }, n.id);
+            w = new NetworkWatcher({ ctx, balances: deps.balances, holder, stopped, fillNonceGap }, n.id);
             watchers.set(n.id, w);
           }
           return w.tick(n, stopping);

@@ -152,4 +152,50 @@ describe('restart', () => {
       [again.body.data.id, 'confirmed'],
     ]);
   });
+
+  it('a transfer stuck behind a rejected nonce is freed by a 1 wei self-transfer at that nonce', async () => {
+    let t = app!;
+    const w = await fundedWallet(t, chain, user, networkId, 3n * ETH);
+    proxy.drop('eth_sendRawTransaction');
+    const create = (amount: string) =>
+      t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount, token: 'ETH', address: RECIPIENT } });
+    const first = await create('1');
+    const second = await create('0.5');
+    expect([first.body.data.nonce, second.body.data.nonce]).toEqual([0, 1]);
+    await stop();
+
+    // Before the service is back, the balance drops: nonce 0 (1 ETH) is now refused, nonce 1
+    // (0.5 ETH) is accepted by the node but waits in its queue behind the missing nonce 0.
+    await chain.setBalance(w.address, (7n * ETH) / 10n);
+    proxy.allow('eth_sendRawTransaction');
+    const before = await publicClient(chain.rpcUrl).getBalance({ address: RECIPIENT });
+    t = await boot();
+    await waitForStatus(t, user, w.id, first.body.data.id, 'failed');
+    await waitForStatus(t, user, w.id, second.body.data.id, 'confirmed');
+
+    const rows = await txRows(t, w.id);
+    const toSelf = await t.store.db
+      .selectFrom('transactions')
+      .select(['id', 'type', 'nonce', 'status', 'amount'])
+      .where('wallet_id', '=', w.id)
+      .where('to_address', '=', w.address)
+      .orderBy('id', 'asc')
+      .execute();
+    // The filler, and (the wallet being its own recipient) the receipt the watcher records for it.
+    expect(toSelf.map((r) => ({ type: r.type, nonce: r.nonce, status: r.status, amount: String(r.amount) }))).toEqual([
+      { type: 'transfer', nonce: 0, status: 'confirmed', amount: '1' },
+      { type: 'receipt', nonce: 0, status: 'confirmed', amount: '1' },
+    ]);
+    expect(rows.filter((r) => r.type === 'transfer').map((r) => [r.nonce, r.status])).toEqual([
+      [0, 'failed'],
+      [1, 'confirmed'],
+      [0, 'confirmed'],
+    ]);
+    const client = publicClient(chain.rpcUrl);
+    expect(await client.getTransactionCount({ address: w.address })).toBe(2);
+    expect(await client.getBalance({ address: RECIPIENT })).toBe(before + ETH / 2n);
+    const fees = rows.filter((r) => r.type === 'transfer' && r.status === 'confirmed').reduce((s, r) => s + BigInt(r.gas_used!) * BigInt(r.gas_price!), 0n);
+    expect(await client.getBalance({ address: w.address })).toBe((7n * ETH) / 10n - ETH / 2n - fees);
+    expect(t.logs.some((l) => l.includes('nonce gap: sending a 1 wei self-transfer'))).toBe(true);
+  });
 });

@@ -52,7 +52,12 @@ export interface CreateInput {
 export interface CreateOptions {
   /** Runs inside the database transaction that records the new transaction (e.g. to store the idempotent response atomically). */
   inTransaction?: (trx: Executor, rec: TxRecord) => Promise<void>;
+  /** Sign only with exactly this nonce; any other allocation rolls back with nothing recorded. */
+  requireNonce?: number;
 }
+
+/** The smallest amount (1 wei) a gap filler sends to the wallet's own address. */
+const GAP_FILLER_WEI = '0.000000000000000001';
 
 export interface ListQuery {
   page: number;
@@ -156,6 +161,9 @@ export class TransactionService {
       if (!enough(await repo.reservations(trx, wallet.id, snap.minedNonce), fee)) throw Errors.insufficientBalance();
       const floor = Math.max(locked.next_nonce ?? 0, snap.pendingNonce);
       const nonce = allocateNonce(locked.next_nonce, snap.pendingNonce, await repo.heldNonces(trx, wallet.id, floor));
+      if (opts.requireNonce !== undefined && nonce !== opts.requireNonce) {
+        throw new AppError(409, 'NONCE_MOVED', `Nonce ${opts.requireNonce} is no longer the next to fill (allocation gave ${nonce})`);
+      }
       raw = await signer.signTransaction({
         type: 'legacy',
         chainId: network.chain_id,
@@ -269,6 +277,28 @@ export class TransactionService {
       // fall through to the node's reason
     }
     return Errors.chainRejected(`The transaction would fail: ${nodeMessage(err)}`, err);
+  }
+
+  /**
+   * Unsticks transfers waiting behind a freed nonce. When the node rejected a transfer for good
+   * (its nonce given back) while later transfers were already signed, those wait in the node's
+   * queue until something uses the freed nonce. If the node's next nonce P is held by no pending
+   * transfer of ours while one of ours above P is pending, this sends 1 wei to the wallet's own
+   * address with exactly nonce P, through the normal create flow (reserved, recorded, reported
+   * as a `transfer`). Returns the filler, or null when there is no gap.
+   */
+  async fillNonceGap(wallet: WalletView): Promise<TxRecord | null> {
+    const { db } = this.ctx.store;
+    const held = await repo.heldNonces(db, wallet.id, 0);
+    if (held.size === 0) return null;
+    const network = await findNetwork(db, wallet.network_id);
+    if (!network) return null;
+    const next = await chainPendingNonce(this.ctx.chains.get(network), getAddress(wallet.address));
+    if (held.has(next) || ![...held].some((n) => n > next)) return null;
+    const native = (await listTokens(db, wallet.id)).find((t) => t.is_native === 1 && t.is_active === 1);
+    if (!native) return null;
+    this.ctx.log.warn({ wallet_id: wallet.id, nonce: next, waiting: [...held].filter((n) => n > next).sort((a, b) => a - b) }, 'nonce gap: sending a 1 wei self-transfer to fill it');
+    return this.create(wallet, { amount: GAP_FILLER_WEI, token: native.symbol, address: wallet.address }, { requireNonce: next });
   }
 
   async list(wallet: WalletView, q: ListQuery): Promise<ListPage> {
