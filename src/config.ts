@@ -218,7 +218,3 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** A config for tests and tools: defaults overlaid with the given variables, never process.env. */
-export function configFrom(vars: Record<string, string>): Config {
-  return loadConfig(vars);
-}

@@ -30,11 +30,6 @@ export function pageCount(p: PageInfo): number {
   return Math.ceil(p.total / p.limit);
 }
 
-/** Rows to skip for a page, for lists whose cost may grow with it (small per-parent lists). */
-export function pageOffset(p: { page: number; limit: number }): number {
-  return (p.page - 1) * p.limit;
-}
-
 export function setPaginationHeaders(req: FastifyRequest, reply: FastifyReply, p: PageInfo, keep: Record<string, string | undefined> = {}): void {
   const pages = pageCount(p);
   const path = req.url.split('?')[0] ?? '';

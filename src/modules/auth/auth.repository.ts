@@ -52,8 +52,14 @@ export async function revokeToken(db: Executor, tokenId: number, nowMs: number):
   await db.updateTable('access_tokens').set({ revoked_at: nowMs }).where('id', '=', tokenId).execute();
 }
 
-/** Housekeeping: tokens that expired more than a day ago are of no use to anyone. */
+/** Housekeeping: tokens that expired before `beforeMs` are of no use to anyone. */
 export async function deleteExpiredTokens(db: Executor, beforeMs: number): Promise<number> {
   const r = await db.deleteFrom('access_tokens').where('expires_at', '<', beforeMs).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** Housekeeping: Idempotency-Keys past their 24 hours. */
+export async function deleteExpiredIdempotencyKeys(db: Executor, beforeMs: number): Promise<number> {
+  const r = await db.deleteFrom('idempotency_keys').where('expires_at', '<', beforeMs).executeTakeFirst();
   return Number(r.numDeletedRows);
 }

@@ -35,15 +35,6 @@ export async function findActiveTokenBySymbol(db: Executor, walletId: number, sy
   return rows.find((r) => r.symbol.toUpperCase() === s);
 }
 
-export function findTokenByContract(db: Executor, walletId: number, contract: string): Promise<WalletTokenRow | undefined> {
-  return db
-    .selectFrom('wallet_tokens')
-    .select(TOKEN_COLUMNS)
-    .where('wallet_id', '=', walletId)
-    .where('contract', '=', contract)
-    .executeTakeFirst();
-}
-
 export interface NewToken {
   wallet_id: number;
   name: string;

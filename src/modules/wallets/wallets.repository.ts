@@ -75,7 +75,3 @@ export async function updateWallet(
   await db.updateTable('wallets').set({ ...patch, updated_at: nowMs }).where('id', '=', walletId).execute();
 }
 
-/** Every wallet on a network (the chain watcher matches addresses against these). */
-export function listWalletsOnNetwork(db: Executor, networkId: number) {
-  return db.selectFrom('wallets').select(['id', 'user_id', 'address']).where('network_id', '=', networkId).execute();
-}

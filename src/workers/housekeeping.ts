@@ -1,0 +1,32 @@
+/**
+ * Housekeeping, every 10 minutes: deletes access tokens that expired over a day ago and
+ * Idempotency-Keys past their 24 hours, so neither table grows without bound. Each is one
+ * indexed DELETE; several processes running it at once only repeat a no-op.
+ */
+import type { AppContext } from '../context.js';
+import { deleteExpiredIdempotencyKeys, deleteExpiredTokens } from '../modules/auth/auth.repository.js';
+import type { Worker } from './index.js';
+import { startLoop } from './loop.js';
+
+export const HOUSEKEEPING_INTERVAL_MS = 10 * 60 * 1000;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export async function housekeep(ctx: AppContext): Promise<{ tokens: number; idempotencyKeys: number }> {
+  const now = ctx.clock.nowMs();
+  const tokens = await deleteExpiredTokens(ctx.store.db, now - DAY_MS);
+  const idempotencyKeys = await deleteExpiredIdempotencyKeys(ctx.store.db, now);
+  return { tokens, idempotencyKeys };
+}
+
+export function startHousekeeping(ctx: AppContext): Worker {
+  const log = ctx.log.child({ component: 'housekeeping' });
+  return startLoop({
+    name: 'housekeeping',
+    intervalMs: HOUSEKEEPING_INTERVAL_MS,
+    log,
+    tick: async () => {
+      const removed = await housekeep(ctx);
+      if (removed.tokens + removed.idempotencyKeys > 0) log.info(removed, 'expired rows removed');
+    },
+  });
+}
