@@ -2,7 +2,7 @@
  * Benchmark: GET /api/wallet/{wallet}/balance against a bare Fastify route that returns a
  * constant JSON object, in the same run, on SQLite and on PostgreSQL.
  *
- *   npm run bench:balance [-- --duration 10 --connections 10 --max-age 5 --db sqlite,postgres]
+ *   npm run bench:balance [-- --duration 10 --connections 10 --max-age 5 --db sqlite,postgres --redis redis://127.0.0.1:6379]
  *
  * It starts anvil, deploys an ERC-20 (solc), and for each database starts the real service
  * (fresh SQLite folder; fresh PostgreSQL database on DATABASE_URL, default
@@ -14,6 +14,9 @@
  * and a chain re-read whenever the cache is older than BALANCE_MAX_AGE_S (default 5 s, so
  * most requests are answered from the cache; with --max-age 0 every request waits for a chain
  * read, concurrent requests sharing one).
+ *
+ * `--redis URL` sets REDIS_URL, so the per-user rate limit counts in Redis instead of in
+ * PostgreSQL (with PostgreSQL) or in memory (with SQLite).
  *
  * Prints a markdown table and writes it to bench/results/balance.md. Never run by `npm test`.
  */
@@ -46,6 +49,7 @@ const { values: flags } = parseArgs({
     'max-age': { type: 'string', default: '5' },
     db: { type: 'string', default: 'sqlite,postgres' },
     warmup: { type: 'string', default: '2' },
+    redis: { type: 'string' },
   },
 });
 const durationS = positiveInt('duration', flags.duration);
@@ -127,6 +131,7 @@ async function startService(driver: 'sqlite' | 'postgres', devnet: Devnet, token
     RATE_LIMIT_PER_MINUTE: '1000000',
     BALANCE_MAX_AGE_S: String(maxAgeS),
     ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+    ...(flags.redis ? { REDIS_URL: flags.redis } : {}),
   });
   const log = createLogger(config.logLevel);
   const store = await openStore(config, log);
@@ -229,6 +234,7 @@ async function main(): Promise<void> {
   if (flags['max-age'] !== '5') extra.push(`--max-age ${maxAgeS}`);
   if (flags.db !== 'sqlite,postgres') extra.push(`--db ${flags.db}`);
   if (flags.warmup !== '2') extra.push(`--warmup ${warmupS}`);
+  if (flags.redis) extra.push(`--redis ${flags.redis}`);
   const command = `npm run bench:balance${extra.length ? ` -- ${extra.join(' ')}` : ''}`;
   const cpu = cpus();
   const report = [

@@ -40,7 +40,7 @@ import { recordEvent } from '../src/modules/events/outbox.js';
 import { upsertNetwork } from '../src/modules/networks/networks.repository.js';
 import { WebhooksService } from '../src/modules/webhooks/webhooks.service.js';
 import { eventInfo } from '../src/modules/webhooks/webhooks.catalogue.js';
-import { deliveryBody } from '../src/modules/webhooks/signing.js';
+import { deliveryBody } from '../src/modules/webhooks/webhooks.signing.js';
 import { createContext, openStore } from '../src/runtime.js';
 import { startDeliveryWorker } from '../src/workers/deliveries.js';
 

@@ -5,9 +5,14 @@
 // optional dependency of a locked package that has no entry, an entry is written with its
 // version and the os/cpu/libc read from the package name, marked optional, so each platform
 // skips the others' binaries. Where the registry has the package, its integrity is recorded
-// too. Run after `npm install` changes the lock file: `node scripts/complete-lockfile.mjs`.
+// too. Run after `npm install` changes the lock file: `node scripts/complete-lockfile.mjs`
+// (or give another lock file's path as the argument). Entries are written in npm's own order
+// (keys compared with the 'en' collator, as @npmcli/arborist does), so a later `npm install`
+// leaves the file as it is.
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 const OS = ['android', 'darwin', 'freebsd', 'linux', 'openbsd', 'openharmony', 'win32', 'netbsd', 'sunos', 'aix'];
 const CPU = { amd64: 'x64', x64: 'x64', arm64: 'arm64', arm: 'arm', ia32: 'ia32', loong64: 'loong64', ppc64: 'ppc64', riscv64: 'riscv64', s390x: 's390x', mips64el: 'mips64el' };
@@ -30,7 +35,7 @@ function registryMeta(name, version) {
   }
 }
 
-const file = new URL('../package-lock.json', import.meta.url);
+const file = process.argv[2] ? pathToFileURL(resolve(process.argv[2])) : new URL('../package-lock.json', import.meta.url);
 const lock = JSON.parse(readFileSync(file, 'utf8'));
 const pkgs = lock.packages;
 let added = 0;
@@ -58,6 +63,9 @@ for (const [path, entry] of Object.entries(pkgs)) {
     added++;
   }
 }
-lock.packages = Object.fromEntries(Object.entries(pkgs).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a < b ? -1 : a > b ? 1 : 0)));
+// npm's order: the root entry ('') first, then every path by the 'en' collator (so
+// `node_modules/@scope/x` sorts by letters, not by code unit as `<` would).
+const npmOrder = new Intl.Collator('en').compare;
+lock.packages = Object.fromEntries(Object.entries(pkgs).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : npmOrder(a, b))));
 writeFileSync(file, `${JSON.stringify(lock, null, 2)}\n`);
 console.log(`complete-lockfile: added ${added} platform packages`);

@@ -2,63 +2,97 @@
  * buildApp(ctx): registers plugins and modules in order and returns the Fastify instance.
  * It never listens (server.ts does).
  */
-import Fastify, { LogController } from 'fastify';
+import Fastify, { LogController, type RouteOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import swagger from '@fastify/swagger';
-import secureJson from 'secure-json-parse';
-import { Type } from '@sinclair/typebox';
 import type { AppContext } from './context.js';
-import { Errors } from './errors.js';
 import { installAuth } from './http/auth.js';
 import { installIdempotency } from './http/idempotency.js';
-import { ok, responses } from './http/envelope.js';
-import { installErrorHandling } from './http/errors.js';
+import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.js';
+import { installDocs } from './http/docs.js';
+import { installRequestId, REQUEST_ID_LOG_LABEL, requestIdOptions } from './http/request-id.js';
+import { createLimits } from './lib/rate-limit.js';
+import { VERSION } from './lib/version.js';
+import { installMetrics } from './modules/metrics/metrics.routes.js';
+import type { MetricsService } from './modules/metrics/metrics.service.js';
 import type { App } from './http/types.js';
-import { validatorCompiler } from './http/validation.js';
+import { checkParsedBody, parseJsonBody, validatorCompiler } from './http/validation.js';
 import { authRoutes, publicAuthRoutes } from './modules/auth/auth.routes.js';
 import { AuthService } from './modules/auth/auth.service.js';
+import { checkoutRoutes } from './modules/checkout/checkout.routes.js';
+import { CheckoutService } from './modules/checkout/checkout.service.js';
 import { registerModules, type Services } from './modules/index.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
+/**
+ * Longest path parameter the router takes. Real ids are short (an integer id, a uuid, an event
+ * name), and any longer id up to this length goes through the contract's order of checks like
+ * any other bad id (401, then 404 `Wallet not found` / the object's 404). Longer: 414 in the
+ * envelope (frameworkErrorHandler). Node's own limit on the whole header block is 16 KiB.
+ */
+export const MAX_PATH_PARAM_CHARS = 1024;
+
 export interface BuiltApp {
   app: App;
   services: Services;
+  metrics: MetricsService;
 }
 
 export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
+  const app = createFastify(ctx);
+  installBodyParsing(app);
+  installErrorHandling(app);
+  installRequestId(app);
+  installLifecycleHooks(app);
+  await installDocs(app, VERSION);
+  const metrics = installMetrics(app, ctx);
+  const services = await registerApi(app, ctx);
+  await app.ready();
+  return { app, services, metrics };
+}
+
+function createFastify(ctx: AppContext): App {
   const app = Fastify({
     loggerInstance: ctx.log,
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: ctx.config.trustProxy,
     // One summary line per request is logged in onResponse below instead of Fastify's pair.
-    logController: new LogController({ disableRequestLogging: true }),
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: REQUEST_ID_LOG_LABEL }),
     return503OnClosing: true,
     // On close: idle keep-alive connections are closed at once, in-flight requests finish.
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_CHARS },
+    // The envelope also for what the router and Node's HTTP parser refuse before any route runs.
+    frameworkErrors: frameworkErrorHandler((req, res) => app.routing(req, res)),
+    clientErrorHandler: clientErrorHandler(ctx.log),
+    ...requestIdOptions,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
-
   app.setValidatorCompiler(validatorCompiler);
   app.decorateRequest('user', null);
   app.decorateRequest('tokenId', null);
+  app.decorateRequest('apiKey', null);
+  // Every route as registered (the API-key scope test enumerates them: each has a scope or is public).
+  const routeTable: RouteOptions[] = [];
+  app.addHook('onRoute', (route) => void routeTable.push(route));
+  app.decorate('routeTable', () => routeTable.map((r) => ({ method: r.method, url: r.url, scope: r.config?.scope ?? null })));
   app.decorateRequest('wallet', null);
+  return app;
+}
 
-  // JSON is the only body type. An empty body is `{}` so missing fields are reported by name;
-  // prototype-poisoning keys are dropped by secure-json-parse.
+/** JSON is the only body type (parseJsonBody: depth limit, prototype-poisoning keys dropped). */
+function installBodyParsing(app: App): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8');
-    if (text.trim() === '') return done(null, {});
-    try {
-      done(null, secureJson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' }));
-    } catch {
-      done(Errors.malformedJson(), undefined);
-    }
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody);
+  // A body the parser refused as too deep is answered last in preValidation: after the wallet
+  // guard and the path-object loaders (404), before schema validation (422).
+  app.addHook('onRoute', (route) => {
+    const pre = route.preValidation ? (Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation]) : [];
+    route.preValidation = [...pre, checkParsedBody];
   });
+}
 
-  installErrorHandling(app);
-
+/** Draining on close, and one summary log line per request. */
+function installLifecycleHooks(app: App): void {
   // Draining: a response finished after close() began tells the client to drop the
   // connection, so a keep-alive socket cannot hold the shutdown open.
   let closing = false;
@@ -68,45 +102,35 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
   app.addHook('onSend', async (_req, reply) => {
     if (closing) reply.header('connection', 'close');
   });
-
   app.addHook('onResponse', async (req, reply) => {
     req.log.info(
       { method: req.method, route: req.routeOptions.url ?? req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
       'request',
     );
   });
+}
 
-  await app.register(swagger, {
-    openapi: {
-      info: { title: 'Wallet and Payment Service API', version: '0.1.0' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-      security: [{ bearer: [] }],
-    },
-  });
-
-  const auth = new AuthService(ctx);
+/** Everything under /api: public auth routes, then the authenticated modules; then the public checkout. */
+async function registerApi(app: App, ctx: AppContext): Promise<Services> {
+  const limits = await createLimits(ctx.config, ctx.store, ctx.log);
+  app.addHook('onClose', async () => limits.close());
+  const auth = new AuthService(ctx, limits.logins);
   let services!: Services;
-
   await app.register(
     async (api) => {
       const typed = api as unknown as App;
       await typed.register(async (pub) => publicAuthRoutes(pub as unknown as App, auth));
       await typed.register(async (priv) => {
         const scoped = priv as unknown as App;
-        installAuth(scoped, ctx, auth);
+        installAuth(scoped, ctx, auth, limits.requests);
         installIdempotency(scoped, ctx);
         await authRoutes(scoped, auth);
         services = await registerModules(scoped, ctx, auth);
-        scoped.get(
-          '/openapi.json',
-          { schema: { hide: true, response: responses(Type.Any()) } },
-          async () => ok(app.swagger(), 'OpenAPI document'),
-        );
       });
     },
     { prefix: '/api' },
   );
-
-  await app.ready();
-  return { app, services };
+  // The payer's side of a charge (GET /api/pay/{uuid}, GET /pay/{uuid}): public, outside the authenticated scope.
+  await app.register(async (pub) => checkoutRoutes(pub as unknown as App, new CheckoutService(ctx)));
+  return services;
 }

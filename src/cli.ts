@@ -1,5 +1,5 @@
 /**
- * The command line: user:create, network:add, migrate. Each prints one JSON object for what it
+ * The command line: user:create, network:add, key:create, migrate, keys:rotate. Each prints one JSON object for what it
  * made; an error prints one JSON object with `error` (and `fields` for bad input), exit 1.
  */
 import { parseArgs } from 'node:util';
@@ -7,22 +7,41 @@ import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { createContext, openStore } from './runtime.js';
 import { AuthService } from './modules/auth/auth.service.js';
-import { registerNetwork, networkView } from './modules/networks/networks.service.js';
+import { registerNetwork } from './modules/networks/networks.service.js';
+import { networkView } from './modules/networks/networks.views.js';
 import { isAppError } from './errors.js';
 import { formatDateTime } from './lib/time.js';
+import { parseKeyInput } from './modules/keys/keys.schemas.js';
+import { KeyService } from './modules/keys/keys.service.js';
+import { createdKeyView } from './modules/keys/keys.views.js';
+import type { AppContext } from './context.js';
+import { rotateSecrets } from './modules/secrets/secrets.service.js';
 
 const USAGE = `usage:
   cli user:create <email> <password> [--name NAME]
   cli network:add --name N --rpc-url U --chain-id C --symbol S [--explorer URL] [--mainnet] [--confirmations K]
-  cli migrate`;
+  cli key:create <email> --name N --scopes read,charges:write [--expires-in SECONDS]
+  cli migrate
+  cli keys:rotate      re-encrypt every secret under the current APP_KEY`;
 
 function print(obj: unknown): void {
   process.stdout.write(`${JSON.stringify(obj)}\n`);
 }
 
+type Command = (ctx: AppContext, args: string[]) => Promise<unknown>;
+
+const COMMANDS: Record<string, Command> = {
+  'user:create': createUser,
+  'network:add': addNetwork,
+  'key:create': createKey,
+  migrate: async (ctx) => ({ migrated: true, driver: ctx.store.driver }),
+  'keys:rotate': (ctx) => rotateSecrets(ctx),
+};
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  if (!command || !['user:create', 'network:add', 'migrate'].includes(command)) {
+  const run = command === undefined ? undefined : COMMANDS[command];
+  if (!run) {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
@@ -31,51 +50,73 @@ async function main(argv: string[]): Promise<number> {
   const log = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr as never);
   const store = await openStore(config, log);
   try {
-    if (command === 'migrate') {
-      print({ migrated: true, driver: store.driver });
-      return 0;
-    }
-    const ctx = createContext(config, store, log);
-    if (command === 'user:create') {
-      const { values, positionals } = parseArgs({ args: rest, options: { name: { type: 'string' } }, allowPositionals: true });
-      const [email, password] = positionals;
-      if (!email || !password) throw new Error('user:create needs <email> <password>');
-      if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw new Error('email is not a valid email address');
-      if (password.length < 8) throw new Error('password must be at least 8 characters');
-      const u = await new AuthService(ctx).createUser({ email, password, name: values.name });
-      print({ id: u.id, name: u.name, email: u.email, created_at: formatDateTime(u.created_at) });
-      return 0;
-    }
-    const { values } = parseArgs({
-      args: rest,
-      options: {
-        name: { type: 'string' },
-        'rpc-url': { type: 'string' },
-        'chain-id': { type: 'string' },
-        symbol: { type: 'string' },
-        explorer: { type: 'string' },
-        mainnet: { type: 'boolean' },
-        confirmations: { type: 'string' },
-      },
-    });
-    const n = await registerNetwork(
-      store.db,
-      {
-        name: values.name,
-        rpc_url: values['rpc-url'],
-        chain_id: values['chain-id'],
-        currency_symbol: values.symbol,
-        block_explorer: values.explorer ?? '',
-        is_mainnet: values.mainnet === true,
-        confirmations: values.confirmations,
-      },
-      ctx.clock.nowMs(),
-    );
-    print({ ...networkView(n), is_mainnet: n.is_mainnet === 1, confirmations: n.confirmations });
+    print(await run(createContext(config, store, log), rest));
     return 0;
   } finally {
     await store.destroy();
   }
+}
+
+/** user:create <email> <password> [--name NAME] */
+async function createUser(ctx: AppContext, args: string[]) {
+  const { values, positionals } = parseArgs({ args, options: { name: { type: 'string' } }, allowPositionals: true });
+  const [email, password] = positionals;
+  if (!email || !password) throw new Error('user:create needs <email> <password>');
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw new Error('email is not a valid email address');
+  if (password.length < 8) throw new Error('password must be at least 8 characters');
+  const u = await new AuthService(ctx).createUser({ email, password, name: values.name });
+  return { id: u.id, name: u.name, email: u.email, created_at: formatDateTime(u.created_at) };
+}
+
+/** network:add --name N --rpc-url U --chain-id C --symbol S [--explorer URL] [--mainnet] [--confirmations K] */
+async function addNetwork(ctx: AppContext, args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: {
+      name: { type: 'string' },
+      'rpc-url': { type: 'string' },
+      'chain-id': { type: 'string' },
+      symbol: { type: 'string' },
+      explorer: { type: 'string' },
+      mainnet: { type: 'boolean' },
+      confirmations: { type: 'string' },
+    },
+  });
+  const n = await registerNetwork(
+    ctx.store.db,
+    {
+      name: values.name,
+      rpc_url: values['rpc-url'],
+      chain_id: values['chain-id'],
+      currency_symbol: values.symbol,
+      block_explorer: values.explorer ?? '',
+      is_mainnet: values.mainnet === true,
+      confirmations: values.confirmations,
+    },
+    ctx.clock.nowMs(),
+  );
+  return { ...networkView(n), is_mainnet: n.is_mainnet === 1, confirmations: n.confirmations };
+}
+
+/** key:create: an API key for an existing user, printed once (only its hash is stored). */
+async function createKey(ctx: AppContext, args: string[]) {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { name: { type: 'string' }, scopes: { type: 'string' }, 'expires-in': { type: 'string' } },
+    allowPositionals: true,
+  });
+  const [email] = positionals;
+  if (!email) throw new Error('key:create needs <email>');
+  const user = await new AuthService(ctx).findUserByEmail(email);
+  if (!user) throw new Error(`no user with the email ${email}`);
+  const expires = values['expires-in'];
+  const input = parseKeyInput({
+    name: values.name,
+    scopes: values.scopes === undefined ? undefined : values.scopes.split(',').map((x) => x.trim()).filter((x) => x !== ''),
+    ...(expires === undefined ? {} : { expires_in: /^\d+$/.test(expires) ? Number(expires) : expires }),
+  });
+  const { row, key } = await new KeyService(ctx).create(user.id, input);
+  return createdKeyView(row, key);
 }
 
 main(process.argv.slice(2))

@@ -11,6 +11,8 @@ export interface Config {
   readonly nodeEnv: NodeEnv;
   readonly host: string;
   readonly port: number;
+  /** Where payers reach this service (hosted checkout links); PUBLIC_URL, default `http://HOST:PORT`. */
+  readonly publicUrl: string;
   readonly logLevel: string;
   readonly dataDir: string;
   /** PostgreSQL URL, or null for the embedded SQLite store in dataDir. */
@@ -30,7 +32,18 @@ export interface Config {
   };
   readonly networksFile: string | null;
   readonly tokenTtlS: number;
+  /** Requests a minute per user; 0 turns the per-user limit (and its headers) off. */
   readonly rateLimitPerMinute: number;
+  /** Redis for the shared rate-limit counters (else PostgreSQL when used, else memory). */
+  readonly redisUrl: string | null;
+  /** scrypt cost (N) for new password hashes; older hashes are rehashed at the next login. */
+  readonly passwordScryptN: number;
+  /** A pending transfer older than this is reported as stuck on /metrics. */
+  readonly txStuckAfterS: number;
+  /** Outgoing transactions of one wallet that may be unconfirmed at once (one more: 400). */
+  readonly maxPendingPerWallet: number;
+  /** Bearer token /metrics requires, or null (open). */
+  readonly metricsToken: string | null;
   readonly loginAttemptsPerMinute: number;
   readonly balanceMaxAgeS: number;
   readonly webhook: {
@@ -41,6 +54,10 @@ export interface Config {
     readonly connectTimeoutMs: number;
     readonly readTimeoutMs: number;
     readonly totalTimeoutMs: number;
+    /** How long a replaced secret still signs deliveries (besides the new one). */
+    readonly secretOverlapS: number;
+    /** A webhook failing every delivery this long becomes inactive; 0 never. */
+    readonly disableAfterS: number;
   };
   readonly watcher: {
     readonly pollIntervalMs: number;
@@ -49,8 +66,12 @@ export interface Config {
     /** How long a pending transfer not seen in a block goes before the node is asked about it again (and it is re-sent if unknown). */
     readonly recheckMs: number;
   };
+  /** Events, webhook deliveries and attempts are kept this many days, then pruned. */
+  readonly eventRetentionDays: number;
   /** Interval of the charge worker (settlement and sweeping). */
   readonly chargesPollMs: number;
+  /** How long after `expires_at` a charge's deposit address is still watched for late payments (seconds). */
+  readonly chargeWatchAfterS: number;
   readonly workers: boolean;
   readonly bootstrap: { readonly email: string; readonly password: string } | null;
   readonly shutdownTimeoutMs: number;
@@ -157,11 +178,14 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const host = str(env, 'HOST', '127.0.0.1');
+  const port = int(env, 'PORT', 8080, 0, 65535);
 
   const config: Config = {
     nodeEnv,
-    host: str(env, 'HOST', '127.0.0.1'),
-    port: int(env, 'PORT', 8080, 0, 65535),
+    host,
+    port,
+    publicUrl: (url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, ''),
     logLevel,
     dataDir: resolve(str(env, 'DATA_DIR', './data')),
     databaseUrl,
@@ -175,8 +199,13 @@ export function loadConfig(env: Env = process.env): Config {
       rpcUrl: devnetRpcUrl ?? `http://127.0.0.1:${devnetPort}`,
     },
     networksFile: optional(env, 'NETWORKS_FILE'),
-    tokenTtlS: int(env, 'TOKEN_TTL', 86400, 60, 31_536_000),
-    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
+    tokenTtlS: int(env, 'TOKEN_TTL', 86400, 1, 31_536_000),
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 0, 1_000_000),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    passwordScryptN: scryptCost(env),
+    txStuckAfterS: int(env, 'TX_STUCK_AFTER_S', 600, 1, 31_536_000),
+    maxPendingPerWallet: int(env, 'MAX_PENDING_PER_WALLET', 64, 1, 100_000),
+    metricsToken: optional(env, 'METRICS_TOKEN'),
     loginAttemptsPerMinute: int(env, 'LOGIN_ATTEMPTS_PER_MINUTE', 5, 1, 10_000),
     balanceMaxAgeS: int(env, 'BALANCE_MAX_AGE_S', 5, 0, 86400),
     webhook: {
@@ -187,6 +216,8 @@ export function loadConfig(env: Env = process.env): Config {
       connectTimeoutMs: int(env, 'WEBHOOK_CONNECT_TIMEOUT_MS', 10_000, 100, 60_000),
       readTimeoutMs: int(env, 'WEBHOOK_READ_TIMEOUT_MS', 20_000, 100, 120_000),
       totalTimeoutMs: int(env, 'WEBHOOK_TOTAL_TIMEOUT_MS', 30_000, 100, 180_000),
+      secretOverlapS: int(env, 'WEBHOOK_SECRET_OVERLAP_S', 86_400, 0, 2_592_000),
+      disableAfterS: int(env, 'WEBHOOK_DISABLE_AFTER_S', 432_000, 0, 31_536_000),
     },
     watcher: {
       pollIntervalMs: int(env, 'WATCHER_POLL_MS', 1000, 10, 600_000),
@@ -195,12 +226,21 @@ export function loadConfig(env: Env = process.env): Config {
       recheckMs: int(env, 'WATCHER_RECHECK_MS', 30_000, 100, 3_600_000),
     },
     chargesPollMs: int(env, 'CHARGES_POLL_MS', 1000, 10, 600_000),
+    chargeWatchAfterS: int(env, 'CHARGE_WATCH_AFTER_S', 86_400, 0, 31_536_000),
+    eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
     workers: bool(env, 'WORKERS', true),
     bootstrap: bootstrapEmail !== null && bootstrapPassword !== null ? { email: bootstrapEmail, password: bootstrapPassword } : null,
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     trustProxy: bool(env, 'TRUST_PROXY', false),
   };
   return deepFreeze(config);
+}
+
+/** PASSWORD_SCRYPT_N: a power of two from 2^10 to 2^20; default 2^17 (OWASP's scrypt guidance). */
+function scryptCost(env: Env): number {
+  const n = int(env, 'PASSWORD_SCRYPT_N', 131_072, 1024, 1_048_576);
+  if ((n & (n - 1)) !== 0) throw new ConfigError('PASSWORD_SCRYPT_N', `must be a power of two, got ${n}`);
+  return n;
 }
 
 function checkKey(name: string, value: string): void {

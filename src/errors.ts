@@ -4,18 +4,20 @@
  * 5xx causes are kept (for the log) but never serialised.
  */
 export type FieldErrors = Record<string, string[]>;
+/** `data` of an error that is not a validation error (e.g. a revert's reason). */
+export type ErrorDetail = { reason: string };
 
 export class AppError extends Error {
   readonly statusCode: number;
   readonly code: string;
-  readonly data: FieldErrors | null;
+  readonly data: FieldErrors | ErrorDetail | null;
   readonly headers: Record<string, string>;
 
   constructor(
     statusCode: number,
     code: string,
     message: string,
-    options: { data?: FieldErrors | null; cause?: unknown; headers?: Record<string, string> } = {},
+    options: { data?: FieldErrors | ErrorDetail | null; cause?: unknown; headers?: Record<string, string> } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'AppError';
@@ -40,6 +42,7 @@ export function fieldError(field: string, message: string): AppError {
 export const Errors = {
   unauthenticated: () => new AppError(401, 'UNAUTHENTICATED', 'Unauthenticated'),
   invalidToken: () => new AppError(401, 'INVALID_TOKEN', 'Invalid token'),
+  insufficientScope: () => new AppError(403, 'INSUFFICIENT_SCOPE', 'Insufficient scope'),
   invalidCredentials: () => new AppError(401, 'INVALID_CREDENTIALS', 'Invalid credentials'),
   walletNotFound: () => new AppError(404, 'WALLET_NOT_FOUND', 'Wallet not found'),
   transactionNotFound: () => new AppError(404, 'TRANSACTION_NOT_FOUND', 'Transaction not found'),
@@ -48,17 +51,26 @@ export const Errors = {
   tokenNotFound: () => new AppError(404, 'TOKEN_NOT_FOUND', 'Token not found'),
   chargeNotFound: () => new AppError(404, 'CHARGE_NOT_FOUND', 'Charge not found'),
   eventNotFound: () => new AppError(404, 'EVENT_NOT_FOUND', 'Event not found'),
+  keyNotFound: () => new AppError(404, 'KEY_NOT_FOUND', 'Key not found'),
   networkNotFound: () => new AppError(404, 'NETWORK_NOT_FOUND', 'Network not found'),
   routeNotFound: () => new AppError(404, 'ROUTE_NOT_FOUND', 'Route not found'),
   methodNotAllowed: (allow: string[]) =>
     new AppError(405, 'METHOD_NOT_ALLOWED', 'Method not allowed', { headers: { allow: allow.join(', ') } }),
   malformedJson: () => new AppError(400, 'MALFORMED_JSON', 'Malformed JSON body'),
+  malformedUrl: () => new AppError(400, 'MALFORMED_URL', 'Malformed URL'),
+  uriTooLong: () => new AppError(414, 'URI_TOO_LONG', 'URI too long'),
+  headersTooLarge: () => new AppError(431, 'HEADERS_TOO_LARGE', 'Request header fields too large'),
+  requestTimeout: () => new AppError(408, 'REQUEST_TIMEOUT', 'Request timeout'),
   badRequest: (message: string) => new AppError(400, 'BAD_REQUEST', message),
   payloadTooLarge: () => new AppError(413, 'PAYLOAD_TOO_LARGE', 'Payload too large'),
   unsupportedMediaType: () => new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported media type'),
   tooManyRequests: (retryAfterS: number) =>
     new AppError(429, 'TOO_MANY_REQUESTS', 'Too Many Requests', { headers: { 'retry-after': String(retryAfterS) } }),
   insufficientBalance: () => new AppError(400, 'INSUFFICIENT_BALANCE', 'Insufficient balance for transaction'),
+  /** More than MAX_PENDING_PER_WALLET outgoing transactions of the wallet would be unconfirmed. */
+  tooManyPending: () => new AppError(400, 'TOO_MANY_PENDING', 'Too many pending transactions'),
+  /** Speed-up or cancel of a transaction that is not pending, not outgoing, or already mined. */
+  cannotReplace: () => new AppError(400, 'CANNOT_REPLACE', 'Transaction cannot be replaced'),
   idempotencyMismatch: () =>
     validationError({ 'Idempotency-Key': ['Idempotency-Key already used with a different request.'] }),
   idempotencyInProgress: () =>
@@ -66,6 +78,9 @@ export const Errors = {
   chainUnavailable: (cause?: unknown) =>
     new AppError(503, 'CHAIN_UNAVAILABLE', 'The blockchain node is unavailable', { cause }),
   chainRejected: (message: string, cause?: unknown) => new AppError(400, 'CHAIN_REJECTED', message, { cause }),
+  /** eth_estimateGas of a contract call reverted; `reason` when the node gave one. */
+  wouldRevert: (reason: string | null, cause?: unknown) =>
+    new AppError(400, 'WOULD_REVERT', 'Transaction would revert', { data: reason === null ? null : { reason }, cause }),
   /** A read the node answered with an error that is not the caller's fault (e.g. a balance read). */
   chainError: (cause?: unknown) => new AppError(502, 'CHAIN_ERROR', 'The blockchain node returned an error', { cause }),
   internal: (cause?: unknown) => new AppError(500, 'INTERNAL', 'Internal server error', { cause }),

@@ -3,6 +3,7 @@
  * Code never logs a secret on purpose; this is the second line of defence.
  */
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { redactUrls } from './lib/redact.js';
 
 export const REDACT_PATHS = [
   'password',
@@ -48,8 +49,24 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       level,
       base: { service: 'wallet-service' },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      // Errors from viem and fetch name the RPC URL (path and query may hold an API key).
+      serializers: { err: serializeError },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
     destination,
   );
+}
+
+/** pino's error serializer, with every URL in the error reduced to its origin. */
+export function serializeError(err: unknown): unknown {
+  return redactDeep(pino.stdSerializers.err(err as Error), 0);
+}
+
+function redactDeep(value: unknown, depth: number): unknown {
+  if (typeof value === 'string') return redactUrls(value);
+  if (value === null || typeof value !== 'object' || depth > 8) return value;
+  if (Array.isArray(value)) return value.map((v) => redactDeep(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = redactDeep(v, depth + 1);
+  return out;
 }

@@ -4,6 +4,7 @@
  * item, stop the devnet, close the store, exit 0).
  */
 import { join } from 'node:path';
+import type { AppContext } from './context.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger } from './logger.js';
 import { createContext, openStore } from './runtime.js';
@@ -12,11 +13,37 @@ import { startDevnet, type Devnet } from './chain/devnet.js';
 import { registerDevnet, registerNetworksFile } from './modules/networks/networks.service.js';
 import { AuthService } from './modules/auth/auth.service.js';
 import { startWorkers, type Workers } from './workers/index.js';
+import { bannerLines, developmentWarnings } from './banner.js';
+import { redactUrl } from './lib/redact.js';
+import { listNetworks } from './modules/networks/networks.repository.js';
+import type { Store } from './db/index.js';
+import type { Logger } from 'pino';
 
 async function main(): Promise<void> {
-  let config: Config;
+  const config = readConfigOrExit();
+  const log = createLogger(config.logLevel);
+  const store = await openStore(config, log);
+  const devnet = await maybeStartDevnet(config, log);
+  const ctx = createContext(config, store, log);
+  await registerStartupData(ctx, devnet);
+
+  const { app, services } = await buildApp(ctx);
+  await app.listen({ host: config.host, port: config.port });
+  const workers: Workers | null = config.workers ? startWorkers(ctx, services) : null;
+  await printBanner(config, store, log, app.listeningOrigin);
+  installShutdown(ctx, async () => {
+    await app.close();
+    log.info('http server closed');
+    await workers?.stop();
+    log.info('workers stopped');
+    await devnet?.stop();
+    await store.destroy();
+  });
+}
+
+function readConfigOrExit(): Config {
   try {
-    config = loadConfig();
+    return loadConfig();
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`${e.message}\n`);
@@ -24,23 +51,25 @@ async function main(): Promise<void> {
     }
     throw e;
   }
-  const log = createLogger(config.logLevel);
-  const store = await openStore(config, log);
+}
 
-  let devnet: Devnet | null = null;
-  if (config.devnet.spawn) {
-    log.info({ port: config.devnet.port }, 'starting local devnet (anvil)');
-    devnet = await startDevnet({
-      port: config.devnet.port,
-      statePath: join(config.dataDir, 'devnet-state.json'),
-      logger: log.child({ component: 'devnet' }),
-    });
-  }
-  const ctx = createContext(config, store, log);
+async function maybeStartDevnet(config: Config, log: Logger): Promise<Devnet | null> {
+  if (!config.devnet.spawn) return null;
+  log.info({ port: config.devnet.port }, 'starting local devnet (anvil)');
+  return startDevnet({
+    port: config.devnet.port,
+    statePath: join(config.dataDir, 'devnet-state.json'),
+    logger: log.child({ component: 'devnet' }),
+  });
+}
+
+/** The devnet network, NETWORKS_FILE and the bootstrap user. */
+async function registerStartupData(ctx: AppContext, devnet: Devnet | null): Promise<void> {
+  const { config, store, log } = ctx;
   const now = ctx.clock.nowMs();
   if (config.devnet.register) {
     const n = await registerDevnet(store.db, devnet?.rpcUrl ?? config.devnet.rpcUrl, now);
-    log.info({ network_id: n.id, rpc_url: n.rpc_url }, 'network registered: Local devnet');
+    log.info({ network_id: n.id, rpc_url: redactUrl(n.rpc_url) }, 'network registered: Local devnet');
   }
   if (config.networksFile !== null) {
     const list = await registerNetworksFile(store.db, config.networksFile, now);
@@ -50,11 +79,11 @@ async function main(): Promise<void> {
     const created = await new AuthService(ctx).ensureUser(config.bootstrap.email, config.bootstrap.password);
     if (created) log.info({ email: config.bootstrap.email }, 'bootstrap user created');
   }
+}
 
-  const { app, services } = await buildApp(ctx);
-  await app.listen({ host: config.host, port: config.port });
-  const workers: Workers | null = config.workers ? startWorkers(ctx, services) : null;
-
+/** SIGTERM/SIGINT: run `drain` once, exit 0 when it finishes, 1 on failure or time-out. */
+function installShutdown(ctx: AppContext, drain: () => Promise<void>): void {
+  const { config, log } = ctx;
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -66,12 +95,7 @@ async function main(): Promise<void> {
     }, config.shutdownTimeoutMs);
     timer.unref();
     try {
-      await app.close();
-      log.info('http server closed');
-      await workers?.stop();
-      log.info('workers stopped');
-      await devnet?.stop();
-      await store.destroy();
+      await drain();
       log.info('shutdown complete');
       process.exit(0);
     } catch (e) {
@@ -81,6 +105,13 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** The start banner on stdout, and each development default as a warning in the log. */
+async function printBanner(config: Config, store: Store, log: Logger, url: string): Promise<void> {
+  const networks = await listNetworks(store.db);
+  process.stdout.write(`${bannerLines({ config, url, driver: store.driver, networks }).join('\n')}\n`);
+  for (const w of developmentWarnings(config)) log.warn(`development default in force: ${w}`);
 }
 
 main().catch((e) => {

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../test/helpers/wait.js';
 import { anvilBinaryPath, findFreePort, startDevnet, type Devnet } from './devnet.js';
 
 async function rpc(rpcUrl: string, method: string, params: unknown[] = []): Promise<unknown> {
@@ -58,9 +59,10 @@ describe('startDevnet', { timeout: 30_000 }, () => {
     expect(infos).toContain('anvil devnet started');
 
     expect(BigInt((await rpc(devnet.rpcUrl, 'eth_chainId')) as string)).toBe(31337n);
-    const blockNumber = Number(BigInt((await rpc(devnet.rpcUrl, 'eth_blockNumber')) as string));
-    expect(Number.isInteger(blockNumber)).toBe(true);
-    expect(blockNumber).toBeGreaterThanOrEqual(0);
+    // A fresh chain without a block time is at genesis and mines only on demand.
+    expect(BigInt((await rpc(devnet.rpcUrl, 'eth_blockNumber')) as string)).toBe(0n);
+    await rpc(devnet.rpcUrl, 'evm_mine');
+    expect(BigInt((await rpc(devnet.rpcUrl, 'eth_blockNumber')) as string)).toBe(1n);
 
     await devnet.stop();
     await devnet.stop(); // idempotent
@@ -91,9 +93,12 @@ describe('startDevnet', { timeout: 30_000 }, () => {
   it('mines on an interval with blockTimeS', async () => {
     const devnet = await start({ blockTimeS: 1 });
     const before = BigInt((await rpc(devnet.rpcUrl, 'eth_blockNumber')) as string);
-    await new Promise((resolve) => setTimeout(resolve, 2_500));
-    const after = BigInt((await rpc(devnet.rpcUrl, 'eth_blockNumber')) as string);
-    expect(after).toBeGreaterThan(before);
+    // Nothing is sent, so only interval mining can move the head: two blocks within 10 s.
+    await waitFor(async () => BigInt((await rpc(devnet.rpcUrl, 'eth_blockNumber')) as string) >= before + 2n, {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+      message: 'two blocks mined by the 1 s block time',
+    });
   });
 
   it('refuses a port that is already in use', async () => {

@@ -1,5 +1,5 @@
 /** ERC-20 reads and the transfer call data, through viem. */
-import { encodeFunctionData, getAddress, parseAbi, type Address, type PublicClient } from 'viem';
+import { encodeFunctionData, getAddress, parseAbi, parseAbiItem, type Address, type PublicClient } from 'viem';
 import { isContractCallFailure } from './errors.js';
 
 export const ERC20_ABI = parseAbi([
@@ -10,6 +10,9 @@ export const ERC20_ABI = parseAbi([
   'function transfer(address to, uint256 amount) returns (bool)',
   'event Transfer(address indexed from, address indexed to, uint256 value)',
 ]);
+
+/** The `Transfer` event, for reading a block's token transfers (chain/blocks.ts). */
+export const TRANSFER_EVENT = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
 
 export const NATIVE_CONTRACT: Address = '0x0000000000000000000000000000000000000000';
 

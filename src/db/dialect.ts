@@ -29,25 +29,40 @@ export interface SqlDialect {
   readonly bigintType: 'bigint' | 'integer';
 }
 
+const POSTGRES: SqlDialect = {
+  driver: 'postgres',
+  forUpdate: (qb) => qb.forUpdate(),
+  forUpdateSkipLocked: (qb) => qb.forUpdate().skipLocked(),
+  amountType: 'numeric(78, 0)',
+  idType: 'bigserial',
+  bigintType: 'bigint',
+};
+
+const SQLITE: SqlDialect = {
+  driver: 'sqlite',
+  forUpdate: (qb) => qb,
+  forUpdateSkipLocked: (qb) => qb,
+  amountType: 'text',
+  idType: 'integer',
+  bigintType: 'integer',
+};
+
 export function sqlDialect(driver: DriverName): SqlDialect {
-  if (driver === 'postgres') {
-    return {
-      driver,
-      forUpdate: (qb) => qb.forUpdate(),
-      forUpdateSkipLocked: (qb) => qb.forUpdate().skipLocked(),
-      amountType: 'numeric(78, 0)',
-      idType: 'bigserial',
-      bigintType: 'bigint',
-    };
-  }
-  return {
-    driver,
-    forUpdate: (qb) => qb,
-    forUpdateSkipLocked: (qb) => qb,
-    amountType: 'text',
-    idType: 'integer',
-    bigintType: 'integer',
-  };
+  return driver === 'postgres' ? POSTGRES : SQLITE;
+}
+
+/** The dialect of an executor (the database or an open transaction), read from its adapter. */
+/**
+ * A transaction-level advisory lock on (namespace, key), held until the transaction ends.
+ * PostgreSQL only; on SQLite the IMMEDIATE transaction already excludes every other writer.
+ */
+export async function advisoryXactLock(db: Kysely<any>, namespace: number, key: number): Promise<void> {
+  if (dialectOf(db).driver !== 'postgres') return;
+  await sql`select pg_advisory_xact_lock(${namespace}::int4, (${key}::bigint % 2147483647)::int4)`.execute(db);
+}
+
+export function dialectOf(db: Kysely<any>): SqlDialect {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? POSTGRES : SQLITE;
 }
 
 /** SQLite driver whose transactions start with BEGIN IMMEDIATE (take the write lock up front). */
@@ -79,7 +94,7 @@ export const OUTBOX_CHANNEL = 'wallet_outbox';
  * one process; its in-process signal is enough (see modules/events/outbox.ts).
  */
 export async function notifyOutbox(db: Kysely<any>): Promise<void> {
-  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+  if (dialectOf(db).driver === 'postgres') {
     await sql`select pg_notify(${OUTBOX_CHANNEL}, '')`.execute(db);
   }
 }

@@ -3,12 +3,22 @@ import { Migrator, type Migration, type MigrationResultSet } from 'kysely';
 import type { Store } from './index.js';
 import * as m001 from './migrations/001_initial.js';
 import * as m002 from './migrations/002_transactions.js';
+import * as m003 from './migrations/003_api_keys_events.js';
+import * as m004 from './migrations/004_webhook_operations.js';
+import * as m005 from './migrations/005_transaction_fees.js';
+import * as m006 from './migrations/006_transaction_finality.js';
+import * as m007 from './migrations/007_charge_payments.js';
 
 export async function migrateToLatest(store: Store): Promise<MigrationResultSet> {
   const d = store.dialect;
   const migrations: Record<string, Migration> = {
     '001_initial': { up: (db) => m001.up(db, d) },
     '002_transactions': { up: (db) => m002.up(db, d) },
+    '003_api_keys_events': { up: (db) => m003.up(db, d) },
+    '004_webhook_operations': { up: (db) => m004.up(db, d) },
+    '005_transaction_fees': { up: (db) => m005.up(db, d) },
+    '006_transaction_finality': { up: (db) => m006.up(db, d) },
+    '007_charge_payments': { up: (db) => m007.up(db, d) },
   };
   const migrator = new Migrator({
     db: store.db,

@@ -5,7 +5,7 @@
  *   read back as decimal strings and turned into bigint by the repositories;
  * - booleans are 0/1 integers; JSON values are TEXT.
  */
-import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { Generated, Insertable, Selectable } from 'kysely';
 
 /** A base-unit amount as the driver hands it over (decimal string); written as a string too. */
 export type Amount = string;
@@ -24,6 +24,23 @@ export interface AccessTokensTable {
   user_id: number;
   token_hash: string;
   expires_at: number;
+  revoked_at: number | null;
+  created_at: number;
+}
+
+/** Long-lived API keys (migration 003): only the SHA-256 of the key is stored. */
+export interface ApiKeysTable {
+  id: Generated<number>;
+  user_id: number;
+  name: string;
+  /** The key's first 12 characters (`wps_` + 8), to recognise it in a list. */
+  prefix: string;
+  key_hash: string;
+  /** JSON array of scopes. */
+  scopes: string;
+  expires_at: number | null;
+  /** Kept to the minute: written at most once a minute per key. */
+  last_used_at: number | null;
   revoked_at: number | null;
   created_at: number;
 }
@@ -131,6 +148,43 @@ export interface TransactionsTable {
   symbol_key: Generated<string>;
   /** Dense per-wallet-and-symbol sequence (migration 002). */
   symbol_seq: Generated<number>;
+  /** `legacy` (type 0) or `eip1559` (type 2) (migration 005). */
+  tx_kind: Generated<string>;
+  /** EIP-1559 fees, wei per gas unit (null for legacy rows) (migration 005). */
+  max_fee_per_gas: Amount | null;
+  max_priority_fee_per_gas: Amount | null;
+  /** Calldata of a `contract` transaction (0x hex), null otherwise (migration 005). */
+  data: string | null;
+  /** OP-stack L1 data fee (wei) included in `fee_reserved`, 0 elsewhere (migration 005). */
+  l1_fee: Generated<Amount>;
+  /** reverted | dropped | cancelled | rejected on a failed row, else null (migration 006). */
+  failure_reason: string | null;
+  /** Sends attempted: a refusal ends the row at once only on the first (migration 006). */
+  broadcast_attempts: Generated<number>;
+  /** When the watcher next checks the unmined row with the node; null: at once (migration 006). */
+  next_check_at: number | null;
+  check_count: Generated<number>;
+  /** When it was first seen pending longer than TX_STUCK_AFTER_S (migration 006). */
+  stuck_at: number | null;
+  /** original | speed-up | cancel: what the current tx_hash is (migration 006). */
+  broadcast_kind: Generated<string>;
+  /** Hashes of the earlier versions, comma-separated, oldest first (migration 006). */
+  replaced_hashes: string | null;
+}
+
+/** Every signed version (same nonce) of a replaced transaction (migration 006). */
+export interface TransactionBroadcastsTable {
+  id: Generated<number>;
+  transaction_id: number;
+  tx_hash: string;
+  raw_tx: string;
+  kind: string;
+  gas: Amount;
+  /** The max fee per gas (legacy: the gas price). */
+  gas_price: Amount;
+  tx_kind: string;
+  max_priority_fee_per_gas: Amount | null;
+  created_at: number;
 }
 
 export interface ChargesTable {
@@ -151,6 +205,50 @@ export interface ChargesTable {
   swept_tx_hash: string | null;
   created_at: number;
   updated_at: number;
+  watch_until: number;
+  settled_block: number | null;
+  announced: string | null;
+  sweep_due_at: number | null;
+}
+
+export interface ChargePaymentsTable {
+  id: Generated<number>;
+  charge_id: number;
+  network_id: number;
+  tx_hash: string;
+  log_index: number;
+  from_address: string;
+  amount: Amount;
+  block_number: number;
+  block_hash: string;
+  block_timestamp: number;
+  confirmed: number;
+  notified: number;
+  created_at: number;
+}
+
+export interface ChargeBlocksTable {
+  network_id: number;
+  block_number: number;
+  block_timestamp: number;
+}
+
+export interface ChargeSweepsTable {
+  id: Generated<number>;
+  charge_id: number;
+  kind: string;
+  token_id: number;
+  amount: Amount;
+  status: string;
+  live_key: string | null;
+  tx_hash: string | null;
+  raw_tx: string | null;
+  nonce: number | null;
+  transaction_id: number | null;
+  block_number: number | null;
+  error: string | null;
+  created_at: number;
+  updated_at: number;
 }
 
 export interface WebhooksTable {
@@ -163,6 +261,14 @@ export interface WebhooksTable {
   status: string;
   signature_enc: string | null;
   headers_enc: string | null;
+  /** The secret an update replaced, still signing deliveries until `previous_signature_until` (ms). */
+  previous_signature_enc: string | null;
+  previous_signature_until: number | null;
+  /** Why the service made the webhook inactive: `gone` (410) or `failing`; null otherwise. */
+  disabled_reason: string | null;
+  disabled_at: number | null;
+  /** First failed attempt since the last delivered one; null while the receiver answers. */
+  failing_since: number | null;
   deleted_at: number | null;
   created_at: number;
   updated_at: number;
@@ -249,13 +355,18 @@ export interface LeasesTable {
 export interface Database {
   users: UsersTable;
   access_tokens: AccessTokensTable;
+  api_keys: ApiKeysTable;
   networks: NetworksTable;
   wallets: WalletsTable;
   sub_wallets: SubWalletsTable;
   wallet_tokens: WalletTokensTable;
   wallet_balances: WalletBalancesTable;
   transactions: TransactionsTable;
+  transaction_broadcasts: TransactionBroadcastsTable;
   charges: ChargesTable;
+  charge_payments: ChargePaymentsTable;
+  charge_blocks: ChargeBlocksTable;
+  charge_sweeps: ChargeSweepsTable;
   webhooks: WebhooksTable;
   events: EventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
@@ -266,12 +377,6 @@ export interface Database {
   leases: LeasesTable;
 }
 
-export type UserRow = Selectable<UsersTable>;
 export type NetworkRow = Selectable<NetworksTable>;
-export type WalletRow = Selectable<WalletsTable>;
 export type WalletTokenRow = Selectable<WalletTokensTable>;
-export type TransactionRow = Selectable<TransactionsTable>;
-export type WebhookRow = Selectable<WebhooksTable>;
-export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type NewTransaction = Insertable<TransactionsTable>;
-export type TransactionUpdate = Updateable<TransactionsTable>;

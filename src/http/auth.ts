@@ -1,6 +1,7 @@
 /**
  * The hooks of the authenticated scope, in the contract's order of checks:
- * onRequest: bearer token (401) then the per-user rate limit (429, with X-RateLimit-* headers);
+ * onRequest: bearer token or API key (401), the per-user rate limit (429, with X-RateLimit-*
+ * headers), then an API key's scope (403, before anything of the route runs);
  * preValidation: the wallet guard for every route with a `{wallet}` segment (404), which runs
  * before the route's own path-object loaders (404) and before body validation (422).
  */
@@ -8,8 +9,10 @@ import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { Errors } from '../errors.js';
 import type { AppContext } from '../context.js';
 import type { AuthService } from '../modules/auth/auth.service.js';
-import { findWalletForUser } from '../modules/wallets/wallets.repository.js';
-import { FixedWindowCounter } from './rate-limit.js';
+import { WalletService } from '../modules/wallets/wallets.service.js';
+import { isApiKey, KeyService } from '../modules/keys/keys.service.js';
+import { allows, isRouteScope, scopeByRules } from '../modules/keys/keys.scopes.js';
+import { retryAfterS, type WindowCounters } from '../lib/rate-limit.js';
 import type { App } from './types.js';
 
 /** The Bearer scheme with some credentials; what they are is checked by the auth service. */
@@ -31,24 +34,43 @@ export function requireWallet(req: FastifyRequest) {
   return req.wallet;
 }
 
-export function installAuth(app: App, ctx: AppContext, auth: AuthService): void {
-  const perUser = new FixedWindowCounter(60_000);
+export function installAuth(app: App, ctx: AppContext, auth: AuthService, perUser: WindowCounters): void {
   const limit = ctx.config.rateLimitPerMinute;
+  const wallets = new WalletService(ctx);
+  const keys = new KeyService(ctx);
 
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     const header = req.headers.authorization;
     if (header === undefined || header === '') throw Errors.unauthenticated();
     const m = BEARER.exec(header);
     if (!m?.[1]) throw Errors.unauthenticated();
-    const { user, tokenId } = await auth.authenticate(m[1]);
-    req.user = user;
-    req.tokenId = tokenId;
+    if (isApiKey(m[1])) {
+      const key = await keys.authenticate(m[1]);
+      req.user = key.user;
+      req.apiKey = { id: key.keyId, scopes: key.scopes };
+    } else {
+      const { user, tokenId } = await auth.authenticate(m[1]);
+      req.user = user;
+      req.tokenId = tokenId;
+    }
 
-    const now = ctx.clock.nowMs();
-    const w = perUser.hit(`u:${user.id}`, now);
-    reply.header('x-ratelimit-limit', String(limit));
-    reply.header('x-ratelimit-remaining', String(Math.max(0, limit - w.count)));
-    if (w.count > limit) throw Errors.tooManyRequests(Math.max(1, Math.ceil((w.resetAtMs - now) / 1000)));
+    if (limit !== 0) {
+      // RATE_LIMIT_PER_MINUTE=0: no per-user limit, no headers.
+      const now = ctx.clock.nowMs();
+      const w = await perUser.hit(`u:${req.user.id}`, now);
+      reply.header('x-ratelimit-limit', String(limit));
+      reply.header('x-ratelimit-remaining', String(Math.max(0, limit - w.count)));
+      if (w.count > limit) throw Errors.tooManyRequests(retryAfterS(w, now));
+    }
+    if (req.apiKey && !allows(req.apiKey.scopes, req.routeOptions.config.scope!)) throw Errors.insufficientScope();
+  });
+
+  // Every route declares what an API key needs (config.scope, else keys.scopes.ts's rules).
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const method = Array.isArray(route.method) ? route.method.join(',') : route.method;
+    const scope = route.config?.scope ?? scopeByRules(method, route.url);
+    if (!isRouteScope(scope)) throw new Error(`route ${method} ${route.url} declares no API-key scope`);
+    route.config = { ...route.config, scope };
   });
 
   // Every `{wallet}` route gets the wallet guard first in its preValidation chain.
@@ -62,7 +84,7 @@ export function installAuth(app: App, ctx: AppContext, auth: AuthService): void 
     const user = requireUser(req);
     const id = parseId((req.params as Record<string, unknown>).wallet);
     if (id === null) throw Errors.walletNotFound();
-    const wallet = await findWalletForUser(ctx.store.db, user.id, id);
+    const wallet = await wallets.findForUser(user.id, id);
     if (!wallet) throw Errors.walletNotFound();
     req.wallet = wallet;
   }

@@ -6,7 +6,7 @@ export const FieldErrorsSchema = Type.Record(Type.String(), Type.Array(Type.Stri
 export const ErrorEnvelope = Type.Object({
   status: Type.Literal('error'),
   message: Type.String(),
-  data: Type.Union([Type.Null(), FieldErrorsSchema]),
+  data: Type.Union([Type.Null(), FieldErrorsSchema, Type.Object({ reason: Type.String() })]),
 });
 
 export function Envelope<T extends TSchema>(data: T) {
@@ -28,7 +28,7 @@ export function ok<T>(data: T, message = 'OK'): SuccessBody<T> {
 }
 
 /** Error statuses every authenticated route can answer with. */
-const COMMON_ERRORS = [400, 401, 404, 413, 415, 422, 429, 500, 503] as const;
+const COMMON_ERRORS = [400, 401, 403, 404, 413, 415, 422, 429, 500, 503] as const;
 
 /** Response schemas: the success envelope for 200, the error envelope for every error status. */
 export function responses<T extends TSchema>(data: T, extraErrors: number[] = []) {

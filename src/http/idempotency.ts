@@ -26,14 +26,14 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, RouteOptions, onSendHookHandler, preHandlerHookHandler } from 'fastify';
 import type { AppContext } from '../context.js';
-import type { Executor } from '../db/index.js';
+import type { Executor, InTransaction } from '../db/index.js';
 import { Errors, fieldError } from '../errors.js';
+import { IdempotencyService, type ClaimHandle } from '../modules/idempotency/idempotency.service.js';
 import { requireUser } from './auth.js';
 import { ok } from './envelope.js';
 import type { App } from './types.js';
+import { numberText } from '../lib/exact-json.js';
 
-export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-export const CLAIM_TIMEOUT_MS = 60_000;
 /** Largest response body stored for replay (create responses are a few hundred bytes). */
 const MAX_STORED_BODY = 256 * 1024;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -51,9 +51,6 @@ declare module 'fastify' {
   }
 }
 
-/** A hook a service runs inside the transaction that makes its effect, with the result. */
-export type InTransaction<T> = (trx: Executor, result: T) => Promise<void>;
-
 /**
  * For a create route: stores the response (`ok(view(result), message)`) in the effect's own
  * transaction when the request carries an Idempotency-Key; undefined otherwise.
@@ -70,7 +67,8 @@ export function canonicalJson(value: unknown): string {
   const entries = Object.keys(value as Record<string, unknown>)
     .sort()
     .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    // A number as the client wrote it (exact-json): 1.1234567890123456789 and …678 differ.
+    .map((k) => `${JSON.stringify(k)}:${numberText(value, k) ?? canonicalJson((value as Record<string, unknown>)[k])}`);
   return `{${entries.join(',')}}`;
 }
 
@@ -78,87 +76,67 @@ export function requestHash(method: string, path: string, body: unknown): string
   return createHash('sha256').update(`${method} ${path}\n${canonicalJson(body ?? {})}`).digest('hex');
 }
 
-interface ClaimState {
-  id: number;
-  /** The claim's token: created_at of the row as this request set it. */
-  token: number;
+/** A claim held by a request in flight; `committed` once its handler stored the response. */
+interface ClaimState extends ClaimHandle {
   committed: boolean;
 }
 
-type ClaimOutcome =
-  | { kind: 'claimed'; id: number; token: number }
-  | { kind: 'replay'; status: number; body: string }
-  | { kind: 'mismatch' }
-  | { kind: 'in_progress' };
+/** The Idempotency-Key header, checked; undefined when absent. */
+function keyHeader(req: FastifyRequest): string | undefined {
+  const header = req.headers['idempotency-key'];
+  if (header === undefined) return undefined;
+  if (typeof header !== 'string' || !KEY_PATTERN.test(header)) {
+    throw fieldError('Idempotency-Key', 'The Idempotency-Key header must be 1 to 255 visible ASCII characters.');
+  }
+  return header;
+}
+
+function replay(reply: FastifyReply, status: number, body: string): FastifyReply {
+  reply.code(status).header('content-type', 'application/json; charset=utf-8').header('idempotent-replayed', 'true');
+  return reply.send(body);
+}
+
+/** What the handler may call to store its response inside its own transaction. */
+function claimFor(service: IdempotencyService, key: string, state: ClaimState): IdempotencyClaim {
+  return {
+    key,
+    commit: async (trx, status, body) => {
+      if (!(await service.commit(trx, state, status, body))) throw Errors.idempotencyInProgress();
+      state.committed = true;
+    },
+  };
+}
+
+/** Every response below 500 except 409 and 429 (those are about this moment, not the request). */
+function worthStoring(status: number, payload: unknown): payload is string {
+  return status < 500 && status !== 409 && status !== 429 && typeof payload === 'string' && payload.length <= MAX_STORED_BODY;
+}
+
+function asList<T>(hook: T | T[] | undefined): T[] {
+  if (!hook) return [];
+  return Array.isArray(hook) ? hook : [hook];
+}
 
 export function installIdempotency(app: App, ctx: AppContext): void {
-  const { db, dialect } = ctx.store;
+  const service = new IdempotencyService(ctx);
   const states = new WeakMap<FastifyRequest, ClaimState>();
   app.decorateRequest('idempotency', null);
 
-  async function claimKey(userId: number, key: string, hash: string): Promise<ClaimOutcome> {
-    const now = ctx.clock.nowMs();
-    return db.transaction().execute(async (trx) => {
-      await trx.deleteFrom('idempotency_keys').where('user_id', '=', userId).where('key', '=', key).where('expires_at', '<=', now).execute();
-      const inserted = await trx
-        .insertInto('idempotency_keys')
-        .values({ user_id: userId, key, request_hash: hash, response_status: null, response_body: null, created_at: now, expires_at: now + IDEMPOTENCY_TTL_MS })
-        .onConflict((oc) => oc.columns(['user_id', 'key']).doNothing())
-        .returning('id')
-        .executeTakeFirst();
-      if (inserted) return { kind: 'claimed', id: inserted.id, token: now };
-      const row = await dialect
-        .forUpdate(
-          trx
-            .selectFrom('idempotency_keys')
-            .select(['id', 'request_hash', 'response_status', 'response_body', 'created_at'])
-            .where('user_id', '=', userId)
-            .where('key', '=', key),
-        )
-        .executeTakeFirstOrThrow();
-      if (row.request_hash !== hash) return { kind: 'mismatch' };
-      if (row.response_status !== null) return { kind: 'replay', status: row.response_status, body: row.response_body ?? '' };
-      if (row.created_at >= now - CLAIM_TIMEOUT_MS) return { kind: 'in_progress' };
-      // The request holding it died without an answer: take it over with a new token.
-      await trx.updateTable('idempotency_keys').set({ created_at: now }).where('id', '=', row.id).execute();
-      ctx.log.warn({ user_id: userId }, 'idempotency claim taken over after its request timed out');
-      return { kind: 'claimed', id: row.id, token: now };
-    });
-  }
-
   const claim: preHandlerHookHandler = async function (req: FastifyRequest, reply: FastifyReply) {
-    const header = req.headers['idempotency-key'];
-    if (header === undefined) return;
-    if (typeof header !== 'string' || !KEY_PATTERN.test(header)) {
-      throw fieldError('Idempotency-Key', 'The Idempotency-Key header must be 1 to 255 visible ASCII characters.');
-    }
-    const user = requireUser(req);
-    const outcome = await claimKey(user.id, header, requestHash(req.method, req.url, req.body));
+    const key = keyHeader(req);
+    if (key === undefined) return;
+    const outcome = await service.claim(requireUser(req).id, key, requestHash(req.method, req.url, req.body));
     switch (outcome.kind) {
       case 'mismatch':
         throw Errors.idempotencyMismatch();
       case 'in_progress':
         throw Errors.idempotencyInProgress();
       case 'replay':
-        reply.code(outcome.status).header('content-type', 'application/json; charset=utf-8').header('idempotent-replayed', 'true');
-        return reply.send(outcome.body);
+        return replay(reply, outcome.status, outcome.body);
       case 'claimed': {
         const state: ClaimState = { id: outcome.id, token: outcome.token, committed: false };
         states.set(req, state);
-        req.idempotency = {
-          key: header,
-          commit: async (trx, status, body) => {
-            const r = await trx
-              .updateTable('idempotency_keys')
-              .set({ response_status: status, response_body: JSON.stringify(body) })
-              .where('id', '=', state.id)
-              .where('created_at', '=', state.token)
-              .where('response_status', 'is', null)
-              .executeTakeFirst();
-            if (Number(r.numUpdatedRows) !== 1) throw Errors.idempotencyInProgress();
-            state.committed = true;
-          },
-        };
+        req.idempotency = claimFor(service, key, state);
       }
     }
   };
@@ -167,20 +145,10 @@ export function installIdempotency(app: App, ctx: AppContext): void {
     const state = states.get(req);
     if (!state) return payload;
     states.delete(req);
-    const status = reply.statusCode;
-    const keep = status < 500 && status !== 409 && status !== 429 && typeof payload === 'string' && payload.length <= MAX_STORED_BODY;
     try {
-      if (keep) {
-        await db
-          .updateTable('idempotency_keys')
-          .set({ response_status: status, response_body: payload as string })
-          .where('id', '=', state.id)
-          .where('created_at', '=', state.token)
-          .execute();
-      } else if (!state.committed) {
-        // Nothing was committed for this key: release it so the client can retry.
-        await db.deleteFrom('idempotency_keys').where('id', '=', state.id).where('created_at', '=', state.token).where('response_status', 'is', null).execute();
-      }
+      if (worthStoring(reply.statusCode, payload)) await service.store(state, reply.statusCode, payload);
+      // Nothing was committed for this key: release it so the client can retry.
+      else if (!state.committed) await service.release(state);
     } catch (e) {
       req.log.error({ err: e }, 'could not store the idempotent response');
     }
@@ -190,9 +158,8 @@ export function installIdempotency(app: App, ctx: AppContext): void {
   app.addHook('onRoute', (route: RouteOptions) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     if (!methods.some((m) => m.toUpperCase() === 'POST') || !/\/create\/?$/.test(route.url)) return;
-    const pre = route.preHandler ? (Array.isArray(route.preHandler) ? route.preHandler : [route.preHandler]) : [];
-    route.preHandler = [...pre, claim];
-    const send = route.onSend ? (Array.isArray(route.onSend) ? route.onSend : [route.onSend]) : [];
-    route.onSend = [...send, store];
+    if (route.config?.idempotency === false) return;
+    route.preHandler = [...asList(route.preHandler), claim];
+    route.onSend = [...asList(route.onSend), store];
   });
 }

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, Raw
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AuthUser } from '../modules/auth/auth.repository.js';
 import type { WalletView } from '../modules/wallets/wallets.repository.js';
+import type { KeyScope, RouteScope } from '../modules/keys/keys.scopes.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -9,6 +10,18 @@ declare module 'fastify' {
     tokenId: number | null;
     /** The wallet of a `{wallet}` route, resolved by the wallet guard before validation. */
     wallet: WalletView | null;
+    /** The API key the request came with (null with a login token). */
+    apiKey: { id: number; scopes: KeyScope[] } | null;
+  }
+  interface FastifyInstance {
+    /** Every registered route with the API-key scope it resolved to (null: outside the authenticated scope). */
+    routeTable(): { method: string | string[]; url: string; scope: RouteScope | null }[];
+  }
+  interface FastifyContextConfig {
+    /** What an API key needs to call this route (src/modules/keys/keys.scopes.ts). */
+    scope?: RouteScope;
+    /** false: the route takes no Idempotency-Key (its response must not be stored). */
+    idempotency?: boolean;
   }
 }
 

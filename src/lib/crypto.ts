@@ -121,7 +121,8 @@ export function keyIdOf(key: Buffer): string {
 // Password hashing (scrypt).
 // ---------------------------------------------------------------------------
 
-const SCRYPT_N = 16384;
+/** OWASP's scrypt guidance: N=2^17, r=8, p=1 (about 128 MiB and a few hundred ms per hash). */
+export const SCRYPT_N = 131_072;
 const SCRYPT_R = 8;
 const SCRYPT_P = 1;
 const SCRYPT_SALT_BYTES = 16;
@@ -144,11 +145,26 @@ function scryptOptions(n: number, r: number, p: number): ScryptOptions {
   return { N: n, r, p, maxmem: 256 * n * r + 1024 * 1024 };
 }
 
-/** Hash a password as `scrypt$N$r$p$<salt b64>$<hash b64>` (runs on the libuv pool). */
-export async function hashPassword(password: string): Promise<string> {
+/**
+ * Hash a password as `scrypt$N$r$p$<salt b64>$<hash b64>` (runs on the libuv pool). The
+ * parameters travel with the hash, so a later cost increase still verifies old hashes.
+ */
+export async function hashPassword(password: string, n: number = SCRYPT_N): Promise<string> {
   const salt = randomBytes(SCRYPT_SALT_BYTES);
-  const hash = await scryptAsync(password, salt, SCRYPT_KEY_BYTES, scryptOptions(SCRYPT_N, SCRYPT_R, SCRYPT_P));
-  return ['scrypt', SCRYPT_N, SCRYPT_R, SCRYPT_P, salt.toString('base64'), hash.toString('base64')].join('$');
+  const hash = await scryptAsync(password, salt, SCRYPT_KEY_BYTES, scryptOptions(n, SCRYPT_R, SCRYPT_P));
+  return ['scrypt', n, SCRYPT_R, SCRYPT_P, salt.toString('base64'), hash.toString('base64')].join('$');
+}
+
+/** True when a stored hash was made with other parameters than the current ones (rehash it at login). */
+export function needsRehash(encoded: string, n: number = SCRYPT_N): boolean {
+  const parsed = parseScryptHash(encoded);
+  return !parsed || parsed.n !== n || parsed.r !== SCRYPT_R || parsed.p !== SCRYPT_P || parsed.hash.length !== SCRYPT_KEY_BYTES;
+}
+
+/** The parameters of a stored hash (for tests and diagnostics), or null when malformed. */
+export function scryptParamsOf(encoded: string): { n: number; r: number; p: number } | null {
+  const parsed = parseScryptHash(encoded);
+  return parsed ? { n: parsed.n, r: parsed.r, p: parsed.p } : null;
 }
 
 interface ParsedScryptHash {
@@ -196,15 +212,19 @@ export async function verifyPassword(password: string, encoded: string): Promise
   }
 }
 
-let dummyHash: Promise<string> | undefined;
+const dummyHashes = new Map<number, Promise<string>>();
 
 /**
- * A real hash of a random password, computed once on first use. Verify against
+ * A real hash of a random password at cost `n`, computed once on first use. Verify against
  * it when the account is unknown so the response takes as long as for a known one.
  */
-export function dummyPasswordHash(): Promise<string> {
-  dummyHash ??= hashPassword(randomTokenString(32));
-  return dummyHash;
+export function dummyPasswordHash(n: number = SCRYPT_N): Promise<string> {
+  let hash = dummyHashes.get(n);
+  if (!hash) {
+    hash = hashPassword(randomTokenString(32), n);
+    dummyHashes.set(n, hash);
+  }
+  return hash;
 }
 
 // ---------------------------------------------------------------------------

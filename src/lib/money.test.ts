@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AmountError, formatUnits18, parseAmount, toNumber18 } from './money.js';
+import { recordNumberSources, numberText } from './exact-json.js';
+import { AmountError, formatUnits18, parseAmount, parseNumberText, toNumber18 } from './money.js';
 
 const MAX_UINT256 = (1n << 256n) - 1n;
 
@@ -72,11 +73,11 @@ describe('parseAmount', () => {
     ['10', 0, 10n],
     ['0', 18, 0n],
     ['0.0', 18, 0n],
+    ['1.000000', 6, 1000000n],
+    ['1.50', 2, 150n],
+    ['0.000000000000000000', 18, 0n],
     ['-0', 6, 0n],
     ['-1.5', 6, -1500000n],
-    ['1.50', 1, 15n],
-    ['1.500000000', 6, 1500000n],
-    ['2.000', 0, 2n],
     ['007', 2, 700n],
     ['0.000000000000000001', 18, 1n],
     ['123456789.123456789012345678', 18, 123456789123456789012345678n],
@@ -152,6 +153,20 @@ describe('parseAmount', () => {
     expect(reasonOf(() => parseAmount(input, decimals))).toBe('precision');
   });
 
+  // CONTRACT.md: no more decimal places than the token has, trailing zeros included.
+  it.each<[string, number]>([
+    ['1.0000000', 6],
+    ['1.500000000', 6],
+    ['1.000000000000000000', 6],
+    ['1.50', 1],
+    ['2.000', 0],
+    ['0.0', 0],
+    ['-0.00', 1],
+    ['0.0000000000000000000', 18],
+  ])('rejects %j with %i decimals (trailing zeros count) with reason "precision"', (input, decimals) => {
+    expect(reasonOf(() => parseAmount(input, decimals))).toBe('precision');
+  });
+
   it('rejects values >= 2^256 base units with reason "format"', () => {
     expect(reasonOf(() => parseAmount((MAX_UINT256 + 1n).toString(), 0))).toBe('format');
     expect(reasonOf(() => parseAmount((-(MAX_UINT256 + 1n)).toString(), 0))).toBe('format');
@@ -187,7 +202,52 @@ describe('parseAmount', () => {
       ['98765', 0],
     ] as const) {
       const base = parseAmount(text, decimals);
-      expect(parseAmount(formatUnits18(base, decimals), decimals)).toBe(base);
+      // formatUnits18 always writes 18 places, so it reads back at 18 decimals.
+      expect(parseAmount(formatUnits18(base, decimals), 18)).toBe(base * 10n ** BigInt(18 - decimals));
     }
+  });
+});
+
+describe('parseNumberText (a JSON number exactly as written)', () => {
+  it.each([
+    ['1.123456789012345678', 18, 1_123456789012345678n],
+    ['99999999999999999999999', 18, 99999999999999999999999n * 10n ** 18n],
+    ['1.5E-17', 18, 15n],
+    ['2e3', 0, 2000n],
+    ['1.10', 2, 110n],
+    ['-0.5', 1, -5n],
+  ] as const)('parseNumberText(%s, %i) -> %s', (text, decimals, expected) => {
+    expect(parseNumberText(text, decimals)).toBe(expected);
+  });
+
+  it('refuses too many places and absurd exponents without big work', () => {
+    expect(reasonOf(() => parseNumberText('1.0000000000000000001', 18))).toBe('precision');
+    expect(reasonOf(() => parseNumberText('1e-999999999', 18))).toBe('precision');
+    expect(reasonOf(() => parseNumberText('1e999999999', 18))).toBe('format');
+    expect(reasonOf(() => parseNumberText('1e70', 18))).toBe('format');
+    expect(reasonOf(() => parseNumberText('0x10', 18))).toBe('format');
+  });
+});
+
+describe('recordNumberSources / numberText', () => {
+  const parse = (text: string) => {
+    const v = JSON.parse(text) as Record<string, any>;
+    recordNumberSources(text, v);
+    return v;
+  };
+
+  it('gives the written text of numbers a double cannot hold, at any depth', () => {
+    const v = parse('{"a": 1.123456789012345678, "b": [1, 0.1000000000000000001], "c": {"d": 99999999999999999999999}, "e": 2}');
+    expect(numberText(v, 'a')).toBe('1.123456789012345678');
+    expect(numberText(v.b, '1')).toBe('0.1000000000000000001');
+    expect(numberText(v.c, 'd')).toBe('99999999999999999999999');
+    expect(numberText(v, 'e')).toBe('2');
+    expect(numberText(v.b, '0')).toBe('1');
+  });
+
+  it('keeps the last of duplicate keys, as JSON.parse does, and skips strings that look like numbers', () => {
+    const v = parse('{"a": 1.0000000000000000001, "s": "1.00000000000000000001,{[", "a": 3.0000000000000000003}');
+    expect(numberText(v, 'a')).toBe('3.0000000000000000003');
+    expect(numberText(v, 's')).toBeUndefined();
   });
 });

@@ -69,14 +69,24 @@ interface DecimalParts {
 // No '+', no whitespace, no exponent, no hex, no bare '.5' or '5.'.
 const STRING_AMOUNT = /^(-?)(\d+)(?:\.(\d+))?$/;
 
-// What String(n) produces for a finite JS number, e.g. "1.5", "1e-7", "1.5e+21".
-const NUMBER_AMOUNT = /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/;
+// What String(n) produces for a finite JS number, e.g. "1.5", "1e-7", "1.5e+21", and a JSON
+// number as written (RFC 8259: "1E5", "2e3" are numbers too).
+const NUMBER_AMOUNT = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
+
+/**
+ * Largest exponent a number text may carry. Beyond it the value is either too large (≥ 2^256
+ * base units whatever the decimals) or has too many places; the bound keeps `10n ** exp`
+ * from being asked for a billion digits by `1e999999999`.
+ */
+const MAX_EXPONENT = 400;
 
 function splitDecimal(text: string, pattern: RegExp): DecimalParts {
   const match = pattern.exec(text);
   if (!match) throw new AmountError('format', 'amount is not a valid decimal number');
   const [, sign, intPart = '', fracPart = '', exponent] = match;
   const exp = exponent === undefined ? 0 : Number(exponent);
+  if (exp > MAX_EXPONENT) throw new AmountError('format', 'amount is too large');
+  if (exp < -MAX_EXPONENT) throw new AmountError('precision', 'amount has too many fractional digits');
   return { negative: sign === '-', digits: intPart + fracPart, scale: fracPart.length - exp };
 }
 
@@ -96,25 +106,39 @@ function toDecimalParts(input: unknown): DecimalParts {
 }
 
 /**
+ * Parse a JSON number exactly as the client wrote it (its source text, see lib/exact-json.ts)
+ * into base units: `1.123456789012345678` stays that, never the nearest double. Same rules as
+ * `parseAmount`; exponents are allowed, as in any JSON number.
+ */
+export function parseNumberText(text: string, decimals: number): bigint {
+  assertDecimals(decimals, MAX_INPUT_DECIMALS);
+  if (text.length === 0 || text.length > MAX_INPUT_LENGTH) throw new AmountError('format', 'amount is not a valid number');
+  return toBaseUnits(splitDecimal(text, NUMBER_AMOUNT), decimals);
+}
+
+/**
  * Parse a user-supplied amount ("1.5", "10", 1.5, 1e-7, ...) into base units of
  * a token with `decimals` decimals. Zero and negative values are returned as-is;
  * the caller enforces sign rules.
+ *
+ * No more decimal places than the token has, trailing zeros included: "1.0000000" on a
+ * 6-decimal token is a precision error, as CONTRACT.md words it ("no more decimal places
+ * than the token has"). A JSON number is read as String(n) gives it (1.50 arrives as 1.5).
  */
 export function parseAmount(input: unknown, decimals: number): bigint {
   assertDecimals(decimals, MAX_INPUT_DECIMALS);
-  const { negative, digits, scale } = toDecimalParts(input);
-  const mantissa = BigInt(digits);
-  let magnitude: bigint;
-  if (scale <= decimals) {
-    magnitude = mantissa * 10n ** BigInt(decimals - scale);
-  } else {
-    // More fractional digits than the token has: fine only if the extra ones are zeros.
-    const divisor = 10n ** BigInt(scale - decimals);
-    if (mantissa % divisor !== 0n) {
-      throw new AmountError('precision', `amount has more than ${decimals} fractional digits`);
-    }
-    magnitude = mantissa / divisor;
+  return toBaseUnits(toDecimalParts(input), decimals);
+}
+
+function toBaseUnits({ negative, digits: rawDigits, scale }: DecimalParts, decimals: number): bigint {
+  // Leading zeros are dropped so the digit count bounds the work below (2^256 has 78 digits).
+  const digits = rawDigits.replace(/^0+(?=\d)/, '');
+  if (scale > decimals) {
+    throw new AmountError('precision', `amount has more than ${decimals} fractional digits`);
   }
+  // scale may be negative (1e21): the exponent only adds zeros, which is exact.
+  if (digits !== '0' && digits.length + (decimals - scale) > 80) throw new AmountError('format', 'amount is too large');
+  const magnitude = BigInt(digits) * 10n ** BigInt(decimals - scale);
   if (magnitude >= MAX_BASE_UNITS_EXCLUSIVE) throw new AmountError('format', 'amount is too large');
   return negative ? -magnitude : magnitude;
 }

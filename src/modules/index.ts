@@ -6,8 +6,13 @@ import type { AppContext } from '../context.js';
 import type { App } from '../http/types.js';
 import type { AuthService } from './auth/auth.service.js';
 import { chargeRoutes } from './charges/charges.routes.js';
+import { eventRoutes } from './events/events.routes.js';
+import { EventsService } from './events/events.service.js';
+import { keyRoutes } from './keys/keys.routes.js';
+import { KeyService } from './keys/keys.service.js';
 import { ChargeService } from './charges/charges.service.js';
 import { networkRoutes } from './networks/networks.routes.js';
+import { NetworkService } from './networks/networks.service.js';
 import { supervisorRoutes } from './supervisor/supervisor.routes.js';
 import { SupervisorService } from './supervisor/supervisor.service.js';
 import { tokenRoutes } from './tokens/tokens.routes.js';
@@ -29,6 +34,8 @@ export interface Services {
   webhooks: WebhooksService;
   transactions: TransactionService;
   charges: ChargeService;
+  keys: KeyService;
+  events: EventsService;
 }
 
 export async function registerModules(app: App, ctx: AppContext, auth: AuthService): Promise<Services> {
@@ -36,7 +43,7 @@ export async function registerModules(app: App, ctx: AppContext, auth: AuthServi
   const balances = new BalanceService(ctx);
   const supervisor = new SupervisorService(ctx);
   await supervisorRoutes(app, supervisor);
-  await networkRoutes(app, ctx);
+  await networkRoutes(app, new NetworkService(ctx));
   await walletRoutes(app, wallets);
   await balanceRoutes(app, balances);
   await tokenRoutes(app, new TokenService(ctx, balances));
@@ -45,6 +52,10 @@ export async function registerModules(app: App, ctx: AppContext, auth: AuthServi
   const transactions = new TransactionService(ctx, wallets);
   await transactionRoutes(app, transactions);
   const charges = new ChargeService(ctx, wallets, transactions);
-  await chargeRoutes(app, charges);
-  return { auth, wallets, balances, supervisor, webhooks, transactions, charges };
+  await chargeRoutes(app, charges, ctx.config.publicUrl);
+  const keys = new KeyService(ctx);
+  await keyRoutes(app, keys);
+  const events = new EventsService(ctx);
+  await eventRoutes(app, events);
+  return { auth, wallets, balances, supervisor, webhooks, transactions, charges, keys, events };
 }

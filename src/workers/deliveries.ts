@@ -4,7 +4,8 @@
  *   2. claim: lease as many due deliveries as there are free slots (deliveries/claim.ts);
  *   3. send each claimed delivery in the background, outside any transaction, then record the
  *      outcome with complete or fail (deliveries/complete.ts, deliveries/fail.ts); outcomes
- *      that finish together are recorded in one transaction.
+ *      that finish together are recorded in one transaction. Every query of these steps is in
+ *      deliveries/deliveries.repository.ts (events: modules/events/events.repository.ts).
  *
  * Bounds: at most `WEBHOOK_CONCURRENCY` (16) sends in flight per process, and at most half of
  * them (8) to one webhook, so one slow or hanging receiver (up to 30 s an attempt) holds some
@@ -19,15 +20,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { Logger } from 'pino';
 import type { AppContext } from '../context.js';
-import { deliveryHeaders } from '../modules/webhooks/signing.js';
-import { DeliverySender, type AttemptOutcome } from '../modules/webhooks/sender.js';
+import { deliveryHeaders } from '../modules/webhooks/webhooks.signing.js';
+import { DeliverySender, type AttemptOutcome } from '../modules/webhooks/webhooks.sender.js';
 import type { WebhooksService } from '../modules/webhooks/webhooks.service.js';
 import { claimDeliveries, type ClaimedDelivery } from './deliveries/claim.js';
 import { completeDeliveries } from './deliveries/complete.js';
 import { dispatchEvents } from './deliveries/dispatch.js';
 import { failAttempt, type FailResult } from './deliveries/fail.js';
-import type { Worker } from './index.js';
+import type { Worker } from './worker.js';
 import { onOutboxEvent } from '../modules/events/outbox.js';
 
 /** Outbox events fanned out per transaction. */
@@ -71,133 +73,226 @@ export interface DeliveryWorker extends Worker {
 }
 
 export function startDeliveryWorker(ctx: AppContext, opts: { webhooks?: WebhooksService; id?: string } = {}): DeliveryWorker {
-  const cfg = ctx.config.webhook;
-  const { db, dialect } = ctx.store;
   const id = (opts.id ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`).slice(0, 64);
-  const log = ctx.log.child({ component: 'deliveries', worker: id });
-  const perWebhookLimit = Math.max(1, Math.ceil(cfg.concurrency / 2));
-  const leaseMs = cfg.totalTimeoutMs + LEASE_MARGIN_MS;
-  const sender = new DeliverySender({
-    connectTimeoutMs: cfg.connectTimeoutMs,
-    readTimeoutMs: cfg.readTimeoutMs,
-    totalTimeoutMs: cfg.totalTimeoutMs,
-    allowPrivate: cfg.allowPrivate,
-    connectionsPerOrigin: cfg.concurrency,
-  });
+  const run = new DeliveryRun(ctx, id);
+  run.subscribe(opts.webhooks);
+  run.start();
+  return {
+    name: 'deliveries',
+    id,
+    wake: () => run.wake(),
+    stats: () => run.stats(),
+    status: () => run.status(),
+    stop: () => run.stop(),
+  };
+}
 
-  const inFlight = new Map<number, Promise<void>>();
-  const inFlightByWebhook = new Map<number, number>();
-  const stats = { delivered: 0, failedAttempts: 0 };
-  let stopping = false;
-  let stopped = false;
-  let stopPromise: Promise<void> | null = null;
-  let wakeRequested = false;
-  let wakeSleeper: (() => void) | null = null;
-  let refillTimer: NodeJS.Timeout | null = null;
-  const toRecord: PendingRecord[] = [];
-  let recording: Promise<void> | null = null;
+/** The outcome of an attempt that could not be made: the webhook's secrets are unreadable. */
+function unreadableOutcome(): AttemptOutcome {
+  return { delivered: false, statusCode: null, durationMs: 0, responseBody: null, error: "the webhook's secret or headers cannot be decrypted with the configured keys" };
+}
 
-  function wake(): void {
-    wakeRequested = true;
-    wakeSleeper?.();
-  }
+/** One running delivery worker: its slots, its wake-ups and its batches of outcomes. */
+class DeliveryRun {
+  readonly #ctx: AppContext;
+  readonly #id: string;
+  readonly #cfg: AppContext['config']['webhook'];
+  readonly #log: Logger;
+  readonly #perWebhookLimit: number;
+  readonly #leaseMs: number;
+  readonly #sender: DeliverySender;
+  readonly #inFlight = new Map<number, Promise<void>>();
+  readonly #inFlightByWebhook = new Map<number, number>();
+  readonly #counts = { delivered: 0, failedAttempts: 0 };
+  readonly #toRecord: PendingRecord[] = [];
+  readonly #unsubscribe: Array<() => unknown> = [];
+  #unlisten: (() => Promise<void>) | null = null;
+  #recording: Promise<void> | null = null;
+  #loop: Promise<void> | null = null;
+  #stopping = false;
+  #stopped = false;
+  #stopPromise: Promise<void> | null = null;
+  #wakeRequested = false;
+  #wakeSleeper: (() => void) | null = null;
+  #refillTimer: NodeJS.Timeout | null = null;
 
-  function sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wakeSleeper = null;
-        resolve();
-      }
-      wakeSleeper = done;
+  constructor(ctx: AppContext, id: string) {
+    this.#ctx = ctx;
+    this.#id = id;
+    this.#cfg = ctx.config.webhook;
+    this.#log = ctx.log.child({ component: 'deliveries', worker: id });
+    this.#perWebhookLimit = Math.max(1, Math.ceil(this.#cfg.concurrency / 2));
+    this.#leaseMs = this.#cfg.totalTimeoutMs + LEASE_MARGIN_MS;
+    this.#sender = new DeliverySender({
+      connectTimeoutMs: this.#cfg.connectTimeoutMs,
+      readTimeoutMs: this.#cfg.readTimeoutMs,
+      totalTimeoutMs: this.#cfg.totalTimeoutMs,
+      allowPrivate: this.#cfg.allowPrivate,
+      connectionsPerOrigin: this.#cfg.concurrency,
     });
   }
 
-  const unsubscribe = opts.webhooks?.onWork(wake);
-  // New outbox events wake the worker at once instead of at the next poll.
-  const offOutbox = onOutboxEvent(wake);
-  const unlisten = ctx.store.listenOutbox(wake, (err) => log.warn({ err }, 'outbox LISTEN connection failed; reconnecting'));
+  /** Manual retries in this process, new outbox events here and (PostgreSQL) elsewhere wake the worker. */
+  subscribe(webhooks: WebhooksService | undefined): void {
+    const wake = () => this.wake();
+    if (webhooks) this.#unsubscribe.push(webhooks.onWork(wake));
+    this.#unsubscribe.push(onOutboxEvent(wake));
+    this.#unlisten = this.#ctx.store.listenOutbox(wake, (err) => this.#log.warn({ err }, 'outbox LISTEN connection failed; reconnecting'));
+  }
+
+  start(): void {
+    this.#loop = this.#run();
+  }
+
+  wake(): void {
+    this.#wakeRequested = true;
+    this.#wakeSleeper?.();
+  }
+
+  stats(): DeliveryWorkerStats {
+    return { ...this.#counts, inFlight: this.#inFlight.size };
+  }
+
+  status(): 'running' | 'stopped' {
+    return this.#stopped ? 'stopped' : 'running';
+  }
+
+  /** Stops claiming; resolves once the sends in flight are recorded. */
+  stop(): Promise<void> {
+    this.#stopPromise ??= (async () => {
+      this.#stopping = true;
+      for (const off of this.#unsubscribe) off();
+      await this.#unlisten?.();
+      this.#wakeSleeper?.();
+      await this.#loop;
+      await Promise.allSettled([...this.#inFlight.values()]);
+      if (this.#refillTimer) clearTimeout(this.#refillTimer);
+      await this.#sender.close();
+      this.#stopped = true;
+      this.#log.info(this.#counts, 'delivery worker stopped');
+    })();
+    return this.#stopPromise;
+  }
+
+  async #run(): Promise<void> {
+    const cfg = this.#cfg;
+    this.#log.info({ concurrency: cfg.concurrency, per_webhook: this.#perWebhookLimit, retry_delays_s: cfg.retryDelaysS }, 'delivery worker started');
+    while (!this.#stopping) {
+      let more = false;
+      try {
+        more = await this.#tick();
+      } catch (err) {
+        if (!this.#stopping) this.#log.error({ err }, 'delivery tick failed');
+      }
+      if (this.#stopping) break;
+      if (!more && !this.#wakeRequested) await this.#sleep(cfg.pollIntervalMs);
+      this.#wakeRequested = false;
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#wakeSleeper = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#wakeSleeper = done;
+    });
+  }
 
   /** One tick; true when more work is known to be waiting. */
-  async function tick(): Promise<boolean> {
-    const dispatched = await dispatchEvents(db, dialect, ctx.clock.nowMs(), DISPATCH_BATCH);
+  async #tick(): Promise<boolean> {
+    const { db, dialect } = this.#ctx.store;
+    const dispatched = await dispatchEvents(db, dialect, this.#ctx.clock.nowMs(), DISPATCH_BATCH);
     let more = dispatched.events === DISPATCH_BATCH;
-    const free = cfg.concurrency - inFlight.size;
-    if (free > 0 && !stopping) {
+    const free = this.#cfg.concurrency - this.#inFlight.size;
+    if (free > 0 && !this.#stopping) {
       const { claimed, deferred, cancelled } = await claimDeliveries(db, dialect, {
-        workerId: id,
+        workerId: this.#id,
         limit: free,
-        leaseMs,
-        nowMs: ctx.clock.nowMs(),
-        inFlightByWebhook,
-        perWebhookLimit,
+        leaseMs: this.#leaseMs,
+        nowMs: this.#ctx.clock.nowMs(),
+        inFlightByWebhook: this.#inFlightByWebhook,
+        perWebhookLimit: this.#perWebhookLimit,
       });
-      if (cancelled > 0) log.info({ cancelled }, 'deliveries of deleted or inactive webhooks cancelled');
-      for (const c of claimed) launch(c);
+      if (cancelled > 0) this.#log.info({ cancelled }, 'deliveries of deleted or inactive webhooks cancelled');
+      for (const c of claimed) this.#launch(c);
       // Rows passed over for a busy webhook may leave slots other webhooks can use now.
-      if (deferred > 0 && inFlight.size < cfg.concurrency) more = true;
+      if (deferred > 0 && this.#inFlight.size < this.#cfg.concurrency) more = true;
     }
     return more;
   }
 
-  function launch(c: ClaimedDelivery): void {
-    inFlightByWebhook.set(c.webhook_id, (inFlightByWebhook.get(c.webhook_id) ?? 0) + 1);
-    const p = deliver(c)
-      .catch((err: unknown) => log.error({ err, delivery: c.uuid, webhook_id: c.webhook_id }, 'delivery bookkeeping failed; the lease will expire and it will be retried'))
-      .finally(() => {
-        inFlight.delete(c.id);
-        const n = (inFlightByWebhook.get(c.webhook_id) ?? 1) - 1;
-        if (n <= 0) inFlightByWebhook.delete(c.webhook_id);
-        else inFlightByWebhook.set(c.webhook_id, n);
-        if (stopping) return;
-        if (inFlight.size === 0) wake();
-        else refillTimer ??= setTimeout(() => {
-          refillTimer = null;
-          wake();
-        }, REFILL_COALESCE_MS);
-      });
-    inFlight.set(c.id, p);
+  #launch(c: ClaimedDelivery): void {
+    this.#inFlightByWebhook.set(c.webhook_id, (this.#inFlightByWebhook.get(c.webhook_id) ?? 0) + 1);
+    const p = this.#deliver(c)
+      .catch((err: unknown) =>
+        this.#log.error({ err, delivery: c.uuid, webhook_id: c.webhook_id }, 'delivery bookkeeping failed; the lease will expire and it will be retried'),
+      )
+      .finally(() => this.#release(c));
+    this.#inFlight.set(c.id, p);
   }
 
-  async function deliver(c: ClaimedDelivery): Promise<void> {
-    let outcome: AttemptOutcome;
-    let secret: string | null = null;
-    let extra: Record<string, string> = {};
-    let readable = true;
-    try {
-      secret = c.signature_enc === null ? null : ctx.secrets.decrypt(c.signature_enc);
-      extra = c.headers_enc === null ? {} : (JSON.parse(ctx.secrets.decrypt(c.headers_enc)) as Record<string, string>);
-    } catch {
-      readable = false;
-    }
-    if (readable) {
-      const headers = deliveryHeaders({
-        deliveryId: c.uuid,
-        eventName: c.event_name,
-        body: c.body,
-        secret,
-        extra,
-        timestampS: Math.floor(ctx.clock.nowMs() / 1000),
-      });
-      outcome = await sender.send(c.url, headers, c.body);
-    } else {
-      outcome = { delivered: false, statusCode: null, durationMs: 0, responseBody: null, error: "the webhook's secret or headers cannot be decrypted with the configured keys" };
-    }
+  /** Frees the slot of a finished send and schedules the refill (see REFILL_COALESCE_MS). */
+  #release(c: ClaimedDelivery): void {
+    this.#inFlight.delete(c.id);
+    const n = (this.#inFlightByWebhook.get(c.webhook_id) ?? 1) - 1;
+    if (n <= 0) this.#inFlightByWebhook.delete(c.webhook_id);
+    else this.#inFlightByWebhook.set(c.webhook_id, n);
+    if (this.#stopping) return;
+    if (this.#inFlight.size === 0) this.wake();
+    else
+      this.#refillTimer ??= setTimeout(() => {
+        this.#refillTimer = null;
+        this.wake();
+      }, REFILL_COALESCE_MS);
+  }
 
+  async #deliver(c: ClaimedDelivery): Promise<void> {
+    const outcome = await this.#attempt(c);
+    this.#logOutcome(c, outcome, await this.#record(c, outcome));
+  }
+
+  /** One HTTP attempt, outside any transaction. */
+  async #attempt(c: ClaimedDelivery): Promise<AttemptOutcome> {
+    let secret: string | null;
+    let previousSecret: string | null;
+    let extra: Record<string, string>;
+    try {
+      secret = c.signature_enc === null ? null : this.#ctx.secrets.decrypt(c.signature_enc);
+      previousSecret = c.previous_signature_enc === null ? null : this.#ctx.secrets.decrypt(c.previous_signature_enc);
+      extra = c.headers_enc === null ? {} : (JSON.parse(this.#ctx.secrets.decrypt(c.headers_enc)) as Record<string, string>);
+    } catch {
+      return unreadableOutcome();
+    }
+    const headers = deliveryHeaders({
+      deliveryId: c.uuid,
+      eventName: c.event_name,
+      body: c.body,
+      secret,
+      previousSecret,
+      extra,
+      timestampS: Math.floor(this.#ctx.clock.nowMs() / 1000),
+    });
+    return this.#sender.send(c.url, headers, c.body);
+  }
+
+  #logOutcome(c: ClaimedDelivery, outcome: AttemptOutcome, rec: Recorded): void {
     const base = { delivery: c.uuid, webhook_id: c.webhook_id, event: c.event_name, status_code: outcome.statusCode, duration_ms: outcome.durationMs };
-    const rec = await record(c, outcome);
     if (rec === null) {
-      log.warn(base, 'delivery lease lost before its outcome was recorded');
+      this.#log.warn(base, 'delivery lease lost before its outcome was recorded');
     } else if (rec.delivered) {
-      stats.delivered += 1;
-      log.info({ ...base, attempt: rec.attempts }, 'webhook delivered');
+      this.#counts.delivered += 1;
+      this.#log.info({ ...base, attempt: rec.attempts }, 'webhook delivered');
     } else {
-      stats.failedAttempts += 1;
-      log.warn(
+      this.#counts.failedAttempts += 1;
+      this.#log.warn(
         { ...base, attempt: rec.result.attempts, error: outcome.error, next: rec.result.status },
         rec.result.status === 'failed' ? 'webhook delivery failed; no retries left' : 'webhook delivery attempt failed; will retry',
       );
+      if (rec.result.disabled !== null) this.#log.warn({ webhook_id: c.webhook_id, reason: rec.result.disabled }, 'webhook deactivated');
     }
   }
 
@@ -208,77 +303,46 @@ export function startDeliveryWorker(ctx: AppContext, opts: { webhooks?: Webhooks
    * about 800 single-row commits a second on the benchmark machine: that, not HTTP, was the
    * ceiling). The slot stays taken until its outcome is recorded.
    */
-  function record(c: ClaimedDelivery, outcome: AttemptOutcome): Promise<Recorded> {
+  #record(c: ClaimedDelivery, outcome: AttemptOutcome): Promise<Recorded> {
     return new Promise((resolve, reject) => {
-      toRecord.push({ c, outcome, resolve, reject });
+      this.#toRecord.push({ c, outcome, resolve, reject });
       // setImmediate: outcomes that arrive in the same turn of the event loop join the batch.
-      recording ??= new Promise<void>((r) => setImmediate(r)).then(drainRecords);
+      this.#recording ??= new Promise<void>((r) => setImmediate(r)).then(() => this.#drainRecords());
     });
   }
 
-  async function drainRecords(): Promise<void> {
-    while (toRecord.length > 0) {
-      const batch = toRecord.splice(0, RECORD_BATCH);
+  async #drainRecords(): Promise<void> {
+    while (this.#toRecord.length > 0) {
+      const batch = this.#toRecord.splice(0, RECORD_BATCH);
       try {
-        const out = await db.transaction().execute(async (trx) => {
-          const now = ctx.clock.nowMs();
-          const results = new Map<number, Recorded>();
-          const ok = batch.filter((b) => b.outcome.delivered);
-          const done = await completeDeliveries(trx, id, ok.map((b) => ({ id: b.c.id, outcome: b.outcome })), now);
-          for (const b of ok) {
-            const attempts = done.get(b.c.id);
-            results.set(b.c.id, attempts === undefined ? null : { delivered: true, attempts });
-          }
-          for (const b of batch.filter((x) => !x.outcome.delivered)) {
-            const result = await failAttempt(trx, dialect, b.c.id, id, b.outcome, cfg.retryDelaysS, now);
-            results.set(b.c.id, result === null ? null : { delivered: false, result });
-          }
-          return results;
-        });
+        const out = await this.#recordBatch(batch);
         for (const b of batch) b.resolve(out.get(b.c.id) ?? null);
       } catch (err) {
         for (const b of batch) b.reject(err);
       }
     }
-    recording = null;
+    this.#recording = null;
   }
 
-  const loop = (async () => {
-    log.info({ concurrency: cfg.concurrency, per_webhook: perWebhookLimit, retry_delays_s: cfg.retryDelaysS }, 'delivery worker started');
-    while (!stopping) {
-      let more = false;
-      try {
-        more = await tick();
-      } catch (err) {
-        if (!stopping) log.error({ err }, 'delivery tick failed');
+  /** complete and fail for one batch, in one transaction. */
+  #recordBatch(batch: readonly PendingRecord[]): Promise<Map<number, Recorded>> {
+    return this.#ctx.store.db.transaction().execute(async (trx) => {
+      const now = this.#ctx.clock.nowMs();
+      const results = new Map<number, Recorded>();
+      const ok = batch.filter((b) => b.outcome.delivered);
+      const done = await completeDeliveries(trx, this.#id, ok.map((b) => ({ id: b.c.id, webhookId: b.c.webhook_id, outcome: b.outcome })), now);
+      for (const b of ok) {
+        const attempts = done.get(b.c.id);
+        results.set(b.c.id, attempts === undefined ? null : { delivered: true, attempts });
       }
-      if (stopping) break;
-      if (!more && !wakeRequested) await sleep(cfg.pollIntervalMs);
-      wakeRequested = false;
-    }
-  })();
-
-  return {
-    name: 'deliveries',
-    id,
-    wake,
-    stats: () => ({ ...stats, inFlight: inFlight.size }),
-    status: () => (stopped ? 'stopped' : 'running'),
-    stop() {
-      stopPromise ??= (async () => {
-        stopping = true;
-        unsubscribe?.();
-        offOutbox();
-        await unlisten();
-        wakeSleeper?.();
-        await loop;
-        await Promise.allSettled([...inFlight.values()]);
-        if (refillTimer) clearTimeout(refillTimer);
-        await sender.close();
-        stopped = true;
-        log.info(stats, 'delivery worker stopped');
-      })();
-      return stopPromise;
-    },
-  };
+      // By webhook id: two workers recording at once touch the webhooks' rows in the same order.
+      const failed = batch.filter((x) => !x.outcome.delivered).sort((a, b) => a.c.webhook_id - b.c.webhook_id);
+      for (const b of failed) {
+        const send = { id: b.c.id, webhookId: b.c.webhook_id, workerId: this.#id, outcome: b.outcome, nowMs: now };
+        const result = await failAttempt(trx, this.#ctx.store.dialect, send, this.#cfg);
+        results.set(b.c.id, result === null ? null : { delivered: false, result });
+      }
+      return results;
+    });
+  }
 }

@@ -1,12 +1,15 @@
 /**
  * Housekeeping, every 10 minutes: deletes access tokens that expired over a day ago and
  * Idempotency-Keys past their 24 hours, so neither table grows without bound. Each is one
- * indexed DELETE; several processes running it at once only repeat a no-op.
+ * indexed DELETE; several processes running it at once only repeat a no-op. Then the event
+ * log's retention (retention.ts).
  */
 import type { AppContext } from '../context.js';
-import { deleteExpiredIdempotencyKeys, deleteExpiredTokens } from '../modules/auth/auth.repository.js';
-import type { Worker } from './index.js';
+import { deleteExpiredTokens } from '../modules/auth/auth.repository.js';
+import { deleteExpiredIdempotencyKeys } from '../modules/idempotency/idempotency.repository.js';
+import type { Worker } from './worker.js';
 import { startLoop } from './loop.js';
+import { pruneEventLog } from './retention.js';
 
 export const HOUSEKEEPING_INTERVAL_MS = 10 * 60 * 1000;
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -27,6 +30,8 @@ export function startHousekeeping(ctx: AppContext): Worker {
     tick: async () => {
       const removed = await housekeep(ctx);
       if (removed.tokens + removed.idempotencyKeys > 0) log.info(removed, 'expired rows removed');
+      const pruned = await pruneEventLog(ctx);
+      if (pruned.deliveries + pruned.events > 0) log.info(pruned, 'event log pruned');
     },
   });
 }

@@ -3,17 +3,12 @@
  * worker's current item is finished.
  */
 import type { AppContext } from '../context.js';
+import type { Worker } from './worker.js';
 import type { Services } from '../modules/index.js';
 import { startChargeWorker } from './charges.js';
 import { startHousekeeping } from './housekeeping.js';
 import { startDeliveryWorker } from './deliveries.js';
 import { startWatcherWorker } from './watcher.js';
-
-export interface Worker {
-  readonly name: string;
-  stop(): Promise<void>;
-  status(): 'running' | 'stopped';
-}
 
 export interface Workers {
   list: Worker[];

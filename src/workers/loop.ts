@@ -4,7 +4,7 @@
  * (and `onStop`) has finished.
  */
 import type { Logger } from 'pino';
-import type { Worker } from './index.js';
+import type { Worker } from './worker.js';
 
 export interface LoopOptions {
   name: string;

@@ -1,23 +1,98 @@
 /**
- * The chain watcher worker: every WATCHER_POLL_MS, one tick per registered network (networks
- * added later are picked up), all networks in parallel. Each network is watched by exactly one
- * process at a time, the holder of its lease (chain/watcher.repository.ts); the others try to
- * take the lease every tick, so after a crash another process takes over once the lease
- * expires (WATCHER_LEASE_MS, default 10 s), and at once after a clean stop, which releases it.
+ * The chain follower: every WATCHER_POLL_MS, one tick per registered network (networks added
+ * later are picked up), all networks in parallel. It fetches blocks (src/chain/blocks.ts) and
+ * hands them to the transactions module (transactions.chain-sync.ts), which decides what they
+ * mean; here live the lease, the cursor and the order of the steps.
+ *
+ * Lease. Each network is watched by exactly one process at a time, the holder of its lease
+ * `watcher:<network id>` (src/db/leases.repository.ts); the others try to take the lease every
+ * tick, so after a crash another process takes over once the lease expires (WATCHER_LEASE_MS,
+ * default 10 s), and at once after a clean stop, which releases it. Every database transaction
+ * of a tick is fenced by the lease: a process that lost it rolls its work back.
+ *
+ * One tick, while this process holds the network's lease:
+ *
+ * 1. Head and cursor. No cursor yet: start at the current head (blocks before the first start
+ *    are not scanned; outgoing transactions are still found through their receipts). The
+ *    cursor block's hash no longer on the chain: a reorg. A head below the cursor is a node
+ *    that lags (e.g. another node behind a load balancer): the tick waits, it never rolls back
+ *    because a number is lower (that would un-confirm transfers and announce them twice).
+ * 2. Blocks cursor+1 .. min(head, cursor + WATCHER_MAX_BLOCKS), one at a time. A block whose
+ *    parent hash is not the cursor's hash: a reorg. Otherwise its transfers for the wallets are
+ *    read from the node, then recorded, the block's hash stored and the cursor moved, all in one
+ *    database transaction. An RPC error stops the tick where it is: the cursor only ever moves
+ *    past a block whose records are committed, so an outage misses nothing.
+ * 3. Reorg: walk the stored hashes back to the newest block still on the chain (the common
+ *    ancestor), then in one database transaction roll back what was recorded from the blocks
+ *    above it (`rollBackAbove`) and move the cursor back. The next blocks are the new chain's,
+ *    processed as in 2.
+ * 4. Settle the pending rows mined deep enough (`settleConfirmed`).
+ * 5. Pending transfers never seen in a block are checked with the node (`recheckUnmined`): all
+ *    of them on the first tick after start (the crash-recovery pass), later those due (each
+ *    with its own backoff from WATCHER_RECHECK_MS, round robin over wallets). Wallets with a
+ *    transfer still waiting get a nonce gap filled. Transfers pending longer than
+ *    TX_STUCK_AFTER_S are marked stuck (one warning each).
+ * 6. Balances of every wallet touched are refreshed from the chain (balance.updated events).
+ *
  * `stop()` resolves after the ticks in progress have finished their current database
  * transaction; a node call being awaited is abandoned (nothing is lost: the cursor only moves
  * with a committed block).
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
 import type { AppContext } from '../context.js';
-import type { BalanceService } from '../modules/wallets/balances.service.js';
+import type { Executor } from '../db/index.js';
+import type { NetworkRow } from '../db/types.js';
+import { acquireLease, fence, releaseLease } from '../db/leases.repository.js';
+import { blockAt, ChainMoved, fullBlockAt, headNumber, type FullBlock } from '../chain/blocks.js';
+import {
+  deleteBlocksAbove,
+  findCursor,
+  initCursor,
+  listBlocks,
+  listNetworks,
+  moveCursor,
+  pruneBlocks,
+  saveBlock,
+  type ChainCursor,
+} from '../modules/networks/networks.repository.js';
+import { listTokens } from '../modules/tokens/tokens.repository.js';
+import {
+  loadWatched,
+  readBlockTransfers,
+  markStuckTransfers,
+  recheckUnmined,
+  recordBlockTransfers,
+  settleConfirmed,
+  type SyncScope,
+  type Watched,
+} from '../modules/transactions/transactions.chain-sync.js';
+import { rollBackAbove } from '../modules/transactions/transactions.state.js';
+import { readChargePayments, rollBackChargePayments } from '../modules/charges/charges.chain-sync.js';
 import type { TransactionService } from '../modules/transactions/transactions.service.js';
+import type { BalanceService } from '../modules/wallets/balances.service.js';
 import { findWalletView } from '../modules/wallets/wallets.repository.js';
-import { listNetworks } from '../modules/networks/networks.repository.js';
-import { NetworkWatcher, Stopping } from '../chain/watcher.js';
-import type { Worker } from './index.js';
+import type { Worker } from './worker.js';
 import { startLoop } from './loop.js';
+
+/** Block hashes kept per network for reorg detection: the deepest reorg rolled back exactly. */
+const KEEP_BLOCKS = 128;
+
+const leaseName = (networkId: number) => `watcher:${networkId}`;
+
+class LostLease extends Error {
+  constructor() {
+    super('watcher lease lost');
+  }
+}
+
+/** The worker is stopping: the node call being awaited is abandoned (never inside a database transaction). */
+class Stopping extends Error {
+  constructor() {
+    super('watcher stopping');
+  }
+}
 
 export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceService; transactions?: TransactionService }): Worker {
   const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
@@ -61,4 +136,273 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
       await Promise.all([...watchers.values()].map((w) => w.release()));
     },
   });
+}
+
+interface NetworkWatcherDeps {
+  ctx: AppContext;
+  balances: BalanceService;
+  /** This process's lease holder id. */
+  holder: string;
+  /** Rejects with `Stopping` when the worker stops: node calls in flight are abandoned. */
+  stopped: Promise<never>;
+  /** Fills a freed nonce that later pending transfers of the wallet wait behind (TransactionService.fillNonceGap). */
+  fillNonceGap?: (walletId: number) => Promise<void>;
+}
+
+/** The follower of one network. */
+class NetworkWatcher {
+  private readonly log: Logger;
+  private readonly lease: string;
+  private hasLease = false;
+  private recoverySweepDone = false;
+  private failing = false;
+
+  constructor(
+    private readonly deps: NetworkWatcherDeps,
+    readonly networkId: number,
+  ) {
+    this.log = deps.ctx.log.child({ component: 'watcher', network_id: networkId });
+    this.lease = leaseName(networkId);
+  }
+
+  /** One tick (bounded work). Never throws: errors are logged and the next tick retries. */
+  async tick(network: NetworkRow, shouldStop: () => boolean): Promise<void> {
+    if (!(await this.holdLease())) return;
+    const affected = new Set<number>();
+    const s = this.scope(network, affected);
+    try {
+      await this.advance(s, network, shouldStop);
+      await this.settle(s, network);
+      await this.checkUnmined(s, network);
+      await this.settle(s, network);
+      await markStuckTransfers(s);
+      if (this.failing) this.log.info('watcher recovered');
+      this.failing = false;
+    } catch (e) {
+      this.tickFailed(e);
+    } finally {
+      await this.refreshBalances(affected, shouldStop);
+    }
+  }
+
+  /** Gives the lease up (on a clean stop), so another process takes over at once. */
+  async release(): Promise<void> {
+    if (!this.hasLease) return;
+    this.hasLease = false;
+    try {
+      await releaseLease(this.deps.ctx.store.db, this.lease, this.deps.holder);
+    } catch (e) {
+      this.log.warn({ err: e }, 'could not release the lease; it expires by itself');
+    }
+  }
+
+  /** Takes or renews the network's lease; false when another process holds it (or the check failed). */
+  private async holdLease(): Promise<boolean> {
+    const { ctx, holder } = this.deps;
+    let acquired: boolean;
+    try {
+      acquired = await acquireLease(ctx.store.db, this.lease, holder, ctx.clock.nowMs(), ctx.config.watcher.leaseTtlMs);
+    } catch (e) {
+      this.log.warn({ err: e }, 'lease check failed');
+      return false;
+    }
+    if (!acquired) {
+      if (this.hasLease) this.log.info('lease lost to another process');
+      this.hasLease = false;
+      this.recoverySweepDone = false;
+      return false;
+    }
+    if (!this.hasLease) this.log.info({ holder }, 'lease acquired; watching');
+    this.hasLease = true;
+    return true;
+  }
+
+  private tickFailed(e: unknown): void {
+    if (e instanceof Stopping) {
+      this.log.debug('tick abandoned: stopping');
+    } else if (e instanceof LostLease) {
+      this.log.info('lease lost during a tick; its work was rolled back');
+      this.hasLease = false;
+      this.recoverySweepDone = false;
+    } else if (e instanceof ChainMoved) {
+      this.log.debug('chain moved during the tick; retrying next tick');
+    } else if (!this.failing) {
+      this.failing = true;
+      this.log.warn({ err: e }, 'watcher tick failed; retrying every tick until it succeeds');
+    } else {
+      this.log.debug({ err: e }, 'watcher tick failed again');
+    }
+  }
+
+  private scope(network: NetworkRow, affected: Set<number>): SyncScope {
+    const { ctx } = this.deps;
+    return {
+      ctx,
+      networkId: this.networkId,
+      client: ctx.chains.get(network),
+      log: this.log,
+      net: (p) => this.net(p),
+      fenced: (fn) => this.fenced(fn),
+      affected,
+    };
+  }
+
+  /**
+   * Awaits a node call unless the worker stops first. Only node calls are abandoned this way:
+   * no database transaction of the watcher ever waits on the network, so a stop never cuts one.
+   */
+  private net<T>(p: Promise<T>): Promise<T> {
+    return Promise.race([p, this.deps.stopped]);
+  }
+
+  /** A database transaction that only commits while this process still holds the lease. */
+  private fenced<T>(fn: (trx: Executor) => Promise<T>): Promise<T> {
+    const { ctx } = this.deps;
+    return ctx.store.db.transaction().execute(async (trx) => {
+      if (!(await fence(trx, this.lease, this.deps.holder, ctx.clock.nowMs(), ctx.config.watcher.leaseTtlMs))) throw new LostLease();
+      return fn(trx);
+    });
+  }
+
+  /** Steps 1 to 3: from the cursor towards the head, a bounded number of blocks. */
+  private async advance(s: SyncScope, network: NetworkRow, shouldStop: () => boolean): Promise<void> {
+    const { ctx } = this.deps;
+    const head = await this.net(headNumber(s.client));
+    let cursor = await findCursor(ctx.store.db, this.networkId);
+    if (!cursor) return this.startAtHead(s, head);
+
+    // A head below the cursor is a node that lags (another node behind a load balancer, or one
+    // catching up), not a reorg: wait for it. Only a stored block hash that differs from the
+    // chain's at that height rolls anything back (a node without that block throws: retried).
+    if (head < cursor.block_number) {
+      this.log.debug({ head, cursor: cursor.block_number }, 'node head below the cursor; waiting');
+      return;
+    }
+    if ((await this.net(blockAt(s.client, cursor.block_number))).hash !== cursor.block_hash) {
+      cursor = await this.rollBack(s, cursor, head);
+    }
+
+    const to = Math.min(head, cursor.block_number + ctx.config.watcher.maxBlocksPerTick);
+    if (to <= cursor.block_number) return;
+    // Read after the head: a wallet (or token) created after this read can only receive in
+    // blocks mined after it, which are above `head`, so this tick cannot miss a transfer to it.
+    const watched = await loadWatched(ctx.store.db, this.networkId);
+    for (let n = cursor.block_number + 1; n <= to && !shouldStop(); n++) {
+      const block = await this.net(fullBlockAt(s.client, n));
+      if (block.parentHash !== cursor.block_hash) {
+        cursor = await this.rollBack(s, cursor, head);
+        return; // the new chain is processed from the ancestor on the next tick
+      }
+      cursor = await this.processBlock(s, network, block, cursor, watched);
+    }
+    this.log.debug({ head, cursor: cursor.block_number }, 'tick');
+  }
+
+  private async startAtHead(s: SyncScope, head: number): Promise<void> {
+    const b = await this.net(blockAt(s.client, head));
+    const start: ChainCursor = { block_number: head, block_hash: b.hash };
+    await this.fenced(async (trx) => {
+      const now = this.deps.ctx.clock.nowMs();
+      await initCursor(trx, this.networkId, start, now);
+      await saveBlock(trx, this.networkId, { number: head, hash: b.hash, parentHash: b.parentHash }, now);
+    });
+    this.log.info({ block: head }, 'no cursor yet: watching from the current head');
+  }
+
+  /** Reads the block's transfers from the node, then records them and moves the cursor in one transaction. */
+  private async processBlock(s: SyncScope, network: NetworkRow, block: FullBlock, cursor: ChainCursor, watched: Watched): Promise<ChainCursor> {
+    // Everything from the node first; the database transaction below does no network I/O.
+    const found = await readBlockTransfers(s, block, watched);
+    const charges = await readChargePayments(s, block); // charge payments of the block, recorded with it below
+    const next: ChainCursor = { block_number: found.number, block_hash: found.hash };
+    await this.fenced(async (trx) => {
+      const now = this.deps.ctx.clock.nowMs();
+      if (!(await moveCursor(trx, this.networkId, cursor, next, now))) throw new LostLease();
+      await saveBlock(trx, this.networkId, { number: found.number, hash: found.hash, parentHash: block.parentHash }, now);
+      await pruneBlocks(trx, this.networkId, found.number, KEEP_BLOCKS);
+      await recordBlockTransfers(trx, found, { settledNow: network.confirmations <= 1, nowMs: now, log: this.log });
+      await charges.record(trx, now);
+    });
+    const receipts = found.incoming.length + found.tokenLogs.length;
+    if (receipts + found.ours.length > 0) {
+      this.log.debug({ block: found.number, receipts, mined: found.ours.length }, 'block recorded');
+    }
+    return next;
+  }
+
+  /** Finds the common ancestor and rolls back everything recorded above it (one transaction). */
+  private async rollBack(s: SyncScope, cursor: ChainCursor, head: number): Promise<ChainCursor> {
+    const target = await this.findAncestor(s, cursor, head);
+    const wallets = await this.fenced(async (trx) => {
+      const now = this.deps.ctx.clock.nowMs();
+      if (!(await moveCursor(trx, this.networkId, cursor, target, now))) throw new LostLease();
+      const touched = await rollBackAbove(trx, this.networkId, target.block_number, now);
+      await rollBackChargePayments(trx, this.networkId, target.block_number, now, this.log);
+      await deleteBlocksAbove(trx, this.networkId, target.block_number);
+      return touched;
+    });
+    for (const w of wallets) s.affected.add(w);
+    this.log.info(
+      { from: cursor.block_number, ancestor: target.block_number, depth: cursor.block_number - target.block_number, wallets: wallets.size },
+      'reorg: rolled back to the common ancestor',
+    );
+    return target;
+  }
+
+  /** The newest stored block still on the chain; below all of them when none is (logged). */
+  private async findAncestor(s: SyncScope, cursor: ChainCursor, head: number): Promise<ChainCursor> {
+    const stored = await listBlocks(this.deps.ctx.store.db, this.networkId, Math.min(cursor.block_number, head));
+    for (const b of stored) {
+      if ((await this.net(blockAt(s.client, b.block_number))).hash === b.block_hash) return { block_number: b.block_number, block_hash: b.block_hash };
+    }
+    const n = Math.max(0, (stored.at(-1)?.block_number ?? Math.min(cursor.block_number, head)) - 1);
+    const b = await this.net(blockAt(s.client, n));
+    this.log.error({ from: cursor.block_number, to: n, kept: KEEP_BLOCKS }, 'reorg deeper than the kept block hashes: rolling back all of them');
+    return { block_number: n, block_hash: b.hash };
+  }
+
+  /** Step 4, relative to the cursor. */
+  private async settle(s: SyncScope, network: NetworkRow): Promise<void> {
+    const cursor = await findCursor(this.deps.ctx.store.db, this.networkId);
+    if (!cursor) return;
+    await settleConfirmed(s, cursor.block_number, network.confirmations);
+  }
+
+  /** Step 5: the unmined transfers, then the nonce gaps of the wallets still waiting on one. */
+  private async checkUnmined(s: SyncScope, network: NetworkRow): Promise<void> {
+    const cursor = await findCursor(this.deps.ctx.store.db, this.networkId);
+    if (!cursor) return;
+    const all = !this.recoverySweepDone;
+    const { waiting, allChecked } = await recheckUnmined(s, cursor, all, network.confirmations);
+    for (const walletId of waiting) {
+      try {
+        await this.net(this.deps.fillNonceGap?.(walletId) ?? Promise.resolve());
+      } catch (e) {
+        if (e instanceof Stopping) throw e;
+        this.log.warn({ wallet_id: walletId, err: e }, 'could not fill a nonce gap; trying again at the next check');
+      }
+    }
+    if (all && allChecked) this.recoverySweepDone = true;
+  }
+
+  /** Step 6: reads (node) then stores (database, with balance.updated events) each touched wallet's balances. */
+  private async refreshBalances(walletIds: Set<number>, shouldStop: () => boolean): Promise<void> {
+    if (walletIds.size === 0) return;
+    const { ctx, balances } = this.deps;
+    const wallets = await loadWatched(ctx.store.db, this.networkId).then(
+      (w) => w.wallets,
+      () => [],
+    );
+    for (const w of wallets) {
+      if (!walletIds.has(w.id) || shouldStop()) continue;
+      try {
+        const list = await listTokens(ctx.store.db, w.id, { activeOnly: true });
+        const fresh = await this.net(balances.readChain(w, list));
+        await balances.store(w, list, fresh);
+      } catch (e) {
+        if (e instanceof Stopping) return;
+        this.log.debug({ wallet_id: w.id, err: e }, 'balance refresh failed; the balance route re-reads the chain');
+      }
+    }
+  }
 }

@@ -4,29 +4,14 @@
  * event exactly once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWalletClient, http, parseEther, type Address, type Hex } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
-import { foundry } from 'viem/chains';
+import { parseEther, type Address } from 'viem';
 import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
+import { expectValidationError, type FieldErrors } from '../helpers/expect.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, mintErc20, erc20BalanceOf } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { deriveKey } from '../../src/chain/keys.js';
-
-/** anvil's dev account #2: the payer, outside the service. */
-const PAYER = privateKeyToAccount('0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a' as Hex);
-
-async function pay(rpcUrl: string, to: string, wei: bigint) {
-  const client = createWalletClient({ account: PAYER, chain: foundry, transport: http(rpcUrl) });
-  await client.sendTransaction({ to: to as Address, value: wei });
-}
-
-async function events(t: TestApp, name: string) {
-  const rows = await t.store.db.selectFrom('events').select(['payload']).where('name', '=', name).orderBy('id', 'asc').execute();
-  return rows.map((r) => JSON.parse(r.payload));
-}
-
-const DATETIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/;
+import { DATETIME, events, mineAt, pay, PAYER } from './support.js';
 
 describe('charges', () => {
   let chain: TestChain;
@@ -59,7 +44,7 @@ describe('charges', () => {
     expect(res.status).toBe(200);
     const c = res.body.data;
     expect(Object.keys(c).sort()).toEqual(
-      ['address', 'amount', 'content', 'created_at', 'expires', 'expires_at', 'id', 'info', 'mode', 'paid_amount', 'paid_at', 'status', 'sub_wallet_id', 'token', 'token_id', 'updated_at', 'uuid', 'wallet_id'].sort(),
+      ['address', 'amount', 'content', 'created_at', 'expires', 'expires_at', 'hosted_url', 'id', 'info', 'mode', 'paid_amount', 'paid_at', 'payment_uri', 'payments', 'status', 'sub_wallet_id', 'sweeps', 'token', 'token_id', 'updated_at', 'uuid', 'wallet_id'].sort(),
     );
     expect(c).toMatchObject({
       wallet_id: wallet.id,
@@ -70,6 +55,8 @@ describe('charges', () => {
       mode: 'test',
       expires: 300,
       paid_at: null,
+      payments: [],
+      sweeps: [],
       content: { title: 'Order 42' },
       info: { order_id: 42 },
     });
@@ -100,11 +87,10 @@ describe('charges', () => {
   });
 
   it('validates the body with the contract wording', async () => {
-    const bad = async (body: unknown, data: unknown) => {
+    const bad = async (body: unknown, data: FieldErrors) => {
       const before = await t.store.db.selectFrom('charges').select(t.store.db.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
       const res = await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, { token: alice.token, body });
-      expect(res.status).toBe(422);
-      expect(res.body.data).toEqual(data);
+      expectValidationError(res, data, JSON.stringify(body).slice(0, 100));
       const after = await t.store.db.selectFrom('charges').select(t.store.db.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
       expect(Number(after.n)).toBe(Number(before.n));
     };
@@ -163,9 +149,11 @@ describe('charges', () => {
     const unpaid = await create('3');
     // Earlier tests' charges are settled too; only these three are asserted.
     t.startWorkers();
+    // Payments are read from the blocks the chain follower records: it starts at the head.
+    await waitFor(() => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(), { message: 'watcher cursor' });
 
     const mainBefore = BigInt(await chain.rpc<string>('eth_getBalance', [wallet.address, 'latest']));
-    await pay(chain.rpcUrl, paid.address, parseEther('0.5'));
+    const paidTx = await pay(chain.rpcUrl, paid.address, parseEther('0.5'));
     await pay(chain.rpcUrl, partial.address, parseEther('1'));
 
     const show = (id: number) => t.request('GET', `/api/wallet/${wallet.id}/charge/show/${id}`, { token: alice.token }).then((r) => r.body.data);
@@ -175,6 +163,9 @@ describe('charges', () => {
     }, { message: 'charge paid' });
     expect(done.paid_amount).toBe('0.500000000000000000');
     expect(done.paid_at).toMatch(DATETIME);
+    expect(done.payments).toEqual([
+      { tx_hash: paidTx, from: PAYER.address, amount: '0.500000000000000000', block_number: expect.any(Number), block_timestamp: expect.stringMatching(DATETIME), late: false },
+    ]);
     await waitFor(async () => (await show(partial.id)).paid_amount === '1.000000000000000000', { message: 'partial payment seen' });
     expect((await show(partial.id)).status).toBe('pending');
 
@@ -184,8 +175,9 @@ describe('charges', () => {
     expect(mainAfter - mainBefore).toBeGreaterThan(parseEther('0.49'));
     expect(mainAfter - mainBefore).toBeLessThan(parseEther('0.5'));
 
-    // Time passes beyond expiry (the service's clock; the chain's blocks stay stamped before it).
+    // Time passes beyond expiry: the service's clock, and a block stamped after it is confirmed.
     clock.advance(61_000);
+    await mineAt(chain, Math.floor(clock.nowMs() / 1000));
     await waitFor(async () => (await show(partial.id)).status === 'failed' && (await show(unpaid.id)).status === 'expired', { message: 'expiry' });
 
     const paidEvents = (await events(t, 'charge.paid')).filter((e) => e.charge_id === paid.id);
@@ -197,9 +189,17 @@ describe('charges', () => {
     expect(failedEvents).toEqual([expect.objectContaining({ status: 'failed', paid_amount: '1.000000000000000000', failed_at: expect.stringMatching(DATETIME) })]);
     expect(expiredEvents).toEqual([expect.objectContaining({ status: 'expired', paid_amount: '0.000000000000000000', expired_at: expect.stringMatching(DATETIME) })]);
 
-    // A payment after expiry changes nothing.
+    // The sweep is listed and followed to confirmation; the address ends at exactly 0.
+    const sweptCharge = await waitFor(async () => {
+      const c = await show(paid.id);
+      return c.sweeps.length === 1 && c.sweeps[0].status === 'confirmed' ? c : null;
+    }, { message: 'sweep confirmed' });
+    expect(sweptCharge.sweeps[0]).toEqual({ tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/), token: 'ETH', amount: expect.any(String), status: 'confirmed', created_at: expect.stringMatching(DATETIME) });
+    expect(parseEther(sweptCharge.sweeps[0].amount)).toBe(mainAfter - mainBefore);
+
+    // A payment after expiry does not pay the charge (it is late: settlement.test.ts).
     await pay(chain.rpcUrl, unpaid.address, parseEther('3'));
-    clock.advance(1000);
+    await waitFor(async () => (await events(t, 'charge.delayed')).some((e) => e.charge_id === unpaid.id), { message: 'late payment announced' });
     await t.workers!.stop();
     expect((await show(unpaid.id)).status).toBe('expired');
     expect((await events(t, 'charge.paid')).filter((e) => e.charge_id === unpaid.id)).toEqual([]);
@@ -227,8 +227,12 @@ describe('charges', () => {
       expect(await erc20BalanceOf(chain.rpcUrl, usdc, c.address)).toBe(0n);
       const topUps = await t.store.db.selectFrom('transactions').select(['type', 'to_address']).where('wallet_id', '=', wallet.id).where('to_address', '=', c.address).execute();
       expect(topUps).toEqual([{ type: 'transfer', to_address: c.address }]);
-      const row = await t.store.db.selectFrom('charges').select('swept_tx_hash').where('id', '=', c.id).executeTakeFirstOrThrow();
-      expect(row.swept_tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
+      // The token sweep is listed and confirmed (the gas top-up is a wallet transaction, not a sweep).
+      const swept = await waitFor(async () => {
+        const r = await t.request('GET', `/api/wallet/${wallet.id}/charge/show/${c.id}`, { token: alice.token });
+        return r.body.data.sweeps.find((s: { token: string; status: string }) => s.token === 'USDC' && s.status === 'confirmed');
+      }, { message: 'sweep recorded', timeoutMs: 20_000 });
+      expect(swept).toEqual({ tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/), token: 'USDC', amount: '12.345678000000000000', status: 'confirmed', created_at: expect.stringMatching(DATETIME) });
     } finally {
       await t.workers!.stop();
     }

@@ -7,6 +7,7 @@
 import { getAddress, type Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
+import { expectValidationError } from '../helpers/expect.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
@@ -21,13 +22,17 @@ const LIST_KEYS = [
   'block_timestamp',
   'created_at',
   'cumulative_gas_used',
+  'data',
+  'failure_reason',
   'gas',
   'gas_price',
   'gas_used',
   'id',
   'nonce',
   'receipt_status',
+  'replaced_hashes',
   'status',
+  'stuck',
   'symbol',
   'tx_hash',
   'type',
@@ -200,8 +205,7 @@ describe('ERC-20 transfer', () => {
 
   it('checks decimals against the token, and token and native funds separately', async () => {
     const precise = await create(alice, w.id, { amount: '1.1234567', token: 'TUSD', address: RECIPIENT });
-    expect(precise.status).toBe(422);
-    expect(precise.body.data).toEqual({ amount: ['The amount field must not have more than 6 decimal places.'] });
+    expectValidationError(precise, { amount: ['The amount field must not have more than 6 decimal places.'] });
 
     const tooMuch = await create(alice, w.id, { amount: '5000', token: 'TUSD', address: RECIPIENT });
     expect(tooMuch.status).toBe(400);
@@ -224,15 +228,10 @@ describe('validation and order of checks', () => {
 
   it('names every missing field with the contract wording', async () => {
     const res = await create(alice, w.id, {});
-    expect(res.status).toBe(422);
-    expect(res.body).toEqual({
-      status: 'error',
-      message: 'The amount field is required',
-      data: {
-        amount: ['The amount field is required.'],
-        token: ['The token field is required.'],
-        address: ['The address field is required.'],
-      },
+    expectValidationError(res, {
+      amount: ['The amount field is required.'],
+      token: ['The token field is required.'],
+      address: ['The address field is required.'],
     });
   });
 
@@ -250,9 +249,7 @@ describe('validation and order of checks', () => {
     [{ address: 12 }, 'address', 'The address field must be a valid address.'],
   ])('%j → %s: %s', async (patch, field, message) => {
     const res = await create(alice, w.id, { amount: '0.1', token: 'ETH', address: RECIPIENT, ...patch });
-    expect(res.status).toBe(422);
-    expect(res.body.data).toEqual({ [field]: [message] });
-    expect(res.body.message).toBe(message.replace(/\.$/, ''));
+    expectValidationError(res, { [field]: [message] });
   });
 
   it('accepts a checksummed, an all-lowercase and an all-uppercase address', async () => {
@@ -300,8 +297,7 @@ describe('Idempotency-Key', () => {
 
   it('refuses the same key with another body (422), and keeps keys per user', async () => {
     const res = await create(alice, w.id, { amount: '0.3', token: 'ETH', address: RECIPIENT }, { 'idempotency-key': 'pay-1' });
-    expect(res.status).toBe(422);
-    expect(res.body.message).toBe('Idempotency-Key already used with a different request');
+    expectValidationError(res, { 'Idempotency-Key': ['Idempotency-Key already used with a different request.'] });
     const bobWallet = await fundedWallet(t, chain, bob, networkId, ETH);
     const bobs = await create(bob, bobWallet.id, { amount: '0.01', token: 'ETH', address: RECIPIENT }, { 'idempotency-key': 'pay-1' });
     expect(bobs.status).toBe(200);
@@ -316,8 +312,7 @@ describe('Idempotency-Key', () => {
     expect(again.status).toBe(400);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     const bad = await create(alice, w.id, body, { 'idempotency-key': 'x'.repeat(300) });
-    expect(bad.status).toBe(422);
-    expect(Object.keys(bad.body.data)).toEqual(['Idempotency-Key']);
+    expectValidationError(bad, { 'Idempotency-Key': ['The Idempotency-Key header must be 1 to 255 visible ASCII characters.'] });
   });
 
   it('replays what a create committed even if its process died before answering, and lets a dead claim be retried', async () => {
@@ -435,8 +430,7 @@ describe('list and show', () => {
     ['limit=0', 'limit', 'The limit field must be at least 1.'],
   ])('?%s → 422 %s', async (qs, field, message) => {
     const res = await t.request('GET', `/api/wallet/${w.id}/transaction?${qs}`, { token: alice.token });
-    expect(res.status).toBe(422);
-    expect(res.body.data).toEqual({ [field]: [message] });
+    expectValidationError(res, { [field]: [message] });
   });
 
   it('shows one transaction with its wallet_token, 404 otherwise', async () => {

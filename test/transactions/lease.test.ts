@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acquireLease, fence } from '../../src/chain/watcher.repository.js';
+import { acquireLease, fence } from '../../src/db/leases.repository.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 let t: TestApp;

@@ -2,8 +2,10 @@
  * Restarts. A transaction recorded but never broadcast (the send is cut, then the service
  * stops, as a crash between commit and broadcast would leave it) is sent by the next process
  * on start and confirmed once; transfers to the wallet while the service was down are
- * recorded once; restarting again doubles nothing. A recorded transaction the node rejects
- * when it is sent again becomes failed, releases its reservation and gives its nonce back.
+ * recorded once; restarting again doubles nothing. A transaction the node refuses when it is
+ * sent again (after a first send that may have reached a node) stays pending and reserved until
+ * it can be sent; a refusal of the very first send fails it at once (`rejected`), gives its
+ * nonce back, and a transfer queued behind that nonce is freed by a 1 wei self-transfer.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
@@ -89,7 +91,8 @@ describe('restart', () => {
     ]);
     const client = publicClient(chain.rpcUrl);
     expect(await client.getTransactionCount({ address: w.address })).toBe(1);
-    const fee = BigInt(rows[0]!.gas_used!) * BigInt(rows[0]!.gas_price!);
+    const paid = await client.getTransactionReceipt({ hash: hash as `0x${string}` });
+    const fee = paid.gasUsed * paid.effectiveGasPrice; // gas_price is the max fee per gas (EIP-1559)
     expect(await client.getBalance({ address: w.address })).toBe(start - ETH - fee + 5n * ETH);
 
     const counts = async () => {
@@ -110,70 +113,72 @@ describe('restart', () => {
     expect(await counts()).toEqual({ created: 1, confirmed: 3, rows: 3 });
   });
 
-  it('a recorded transaction the node rejects fails, releases its reservation and gives its nonce back', async () => {
+  it('a transaction the node refuses when it is sent again stays pending with its reservation (it was sent before), then confirms once', async () => {
     let t = app!;
     const w = await fundedWallet(t, chain, user, networkId, 2n * ETH);
     proxy.drop('eth_sendRawTransaction');
-    const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '1.5', token: 'ETH', address: RECIPIENT } });
+    const create = (amount: string) => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount, token: 'ETH', address: RECIPIENT } });
+    const res = await create('1.5');
     expect(res.status).toBe(200);
     expect(res.body.data.nonce).toBe(0);
     // The reservation holds: another 1.5 does not fit next to it.
-    const second = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '1.5', token: 'ETH', address: RECIPIENT } });
-    expect(second.status).toBe(400);
+    expect((await create('1.5')).status).toBe(400);
     await stop();
 
-    // The funds leave by another way before the service comes back: the send must be refused.
-    await chain.setBalance(w.address, 0n);
+    // Before the service comes back the balance drops: sent again, the node refuses it. The
+    // first send was cut after it left (it may sit in another node's pool): not final.
+    await chain.setBalance(w.address, ETH);
     proxy.allow('eth_sendRawTransaction');
     t = await boot();
-    const failed = await waitForStatus(t, user, w.id, res.body.data.id, 'failed');
-    expect(failed.block_number).toBeNull();
-    const [row] = await txRows(t, w.id);
-    expect(row!.error).toMatch(/insufficient funds/i);
-    const events = await eventsOf(t, w.id, 'transaction.failed');
-    expect(events.map((e) => e.payload)).toEqual([expect.objectContaining({ transaction_id: res.body.data.id, status: 'failed', block_number: null })]);
-    const wallet = await t.store.db.selectFrom('wallets').select('next_nonce').where('id', '=', w.id).executeTakeFirstOrThrow();
-    expect(wallet.next_nonce).toBe(0);
+    await waitFor(() => t.logs.some((l) => l.includes('re-broadcast refused')), { message: 'the re-send is refused' });
+    const shown = await t.request('GET', `/api/wallet/${w.id}/transaction/show/${res.body.data.id}`, { token: user.token });
+    expect(shown.body.data).toMatchObject({ status: 'pending', failure_reason: null, block_number: null });
+    expect(await eventsOf(t, w.id, 'transaction.failed')).toEqual([]);
+    // Its money stays reserved: 0.5 of the 1 ETH left does not fit next to its 1.5.
+    const later = await create('0.5');
+    expect(later.status).toBe(400);
+    expect(later.body.message).toBe('Insufficient balance for transaction');
 
-    // Funded again: the whole balance is available (nothing reserved) and nonce 0 is reused.
+    // Funded again: the next start sends it and it confirms, once, with its own hash and nonce.
+    await stop();
     await chain.setBalance(w.address, 2n * ETH);
-    const again = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '1.5', token: 'ETH', address: RECIPIENT } });
-    expect(again.status).toBe(200);
-    expect(again.body.data.nonce).toBe(0);
-    // The same request for the same nonce signs to the same bytes: a second row with that hash.
-    expect(again.body.data.tx_hash).toBe(res.body.data.tx_hash);
-    expect(again.body.data.id).not.toBe(res.body.data.id);
-    await waitForStatus(t, user, w.id, again.body.data.id, 'confirmed');
-    expect(await publicClient(chain.rpcUrl).getTransactionCount({ address: w.address })).toBe(1);
-    // The mined bytes belong to the new row only: the failed one stays failed, counted once.
-    const rows = await txRows(t, w.id);
-    expect(rows.map((r) => [r.id, r.status])).toEqual([
-      [res.body.data.id, 'failed'],
-      [again.body.data.id, 'confirmed'],
-    ]);
+    t = await boot();
+    const done = await waitForStatus(t, user, w.id, res.body.data.id, 'confirmed');
+    expect(done.tx_hash).toBe(res.body.data.tx_hash);
+    const client = publicClient(chain.rpcUrl);
+    expect(await client.getTransactionCount({ address: w.address })).toBe(1);
+    const receipt = await client.getTransactionReceipt({ hash: res.body.data.tx_hash });
+    expect(await client.getBalance({ address: w.address })).toBe(2n * ETH - (3n * ETH) / 2n - receipt.gasUsed * receipt.effectiveGasPrice);
+    expect((await eventsOf(t, w.id, 'transaction.confirmed')).map((e) => e.payload.transaction_id)).toEqual([res.body.data.id]);
   });
 
-  it('a transfer stuck behind a rejected nonce is freed by a 1 wei self-transfer at that nonce', async () => {
+  it('a first send the node refuses fails it at once (rejected), and a transfer queued behind its nonce is freed by a 1 wei self-transfer', async () => {
     let t = app!;
     const w = await fundedWallet(t, chain, user, networkId, 3n * ETH);
-    proxy.drop('eth_sendRawTransaction');
     const create = (amount: string) =>
       t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount, token: 'ETH', address: RECIPIENT } });
-    const first = await create('1');
+    // The node is slow to refuse the first send of nonce 0; meanwhile nonce 1 is signed and
+    // accepted, and waits in the node's queue behind the missing nonce 0.
+    proxy.rule('eth_sendRawTransaction', { action: 'error', message: 'insufficient funds for gas * price + value', times: 1, delayMs: 1500 });
+    const firstP = create('1');
+    await waitFor(async () => (await txRows(t, w.id)).length === 1, { message: 'nonce 0 recorded' });
     const second = await create('0.5');
-    expect([first.body.data.nonce, second.body.data.nonce]).toEqual([0, 1]);
-    await stop();
+    const first = await firstP;
+    expect(first.status).toBe(400);
+    expect(first.body.message).toBe('The blockchain node rejected the transaction: insufficient funds for gas * price + value');
+    expect(second.status).toBe(200);
+    expect(second.body.data.nonce).toBe(1);
+    const [failed] = await txRows(t, w.id);
+    const shown = await t.request('GET', `/api/wallet/${w.id}/transaction/show/${failed!.id}`, { token: user.token });
+    expect(shown.body.data).toMatchObject({ status: 'failed', failure_reason: 'rejected', nonce: 0, block_number: null });
+    const events = await eventsOf(t, w.id, 'transaction.failed');
+    expect(events.map((e) => e.payload)).toEqual([expect.objectContaining({ transaction_id: failed!.id, status: 'failed', failure_reason: 'rejected', block_number: null })]);
 
-    // Before the service is back, the balance drops: nonce 0 (1 ETH) is now refused, nonce 1
-    // (0.5 ETH) is accepted by the node but waits in its queue behind the missing nonce 0.
-    await chain.setBalance(w.address, (7n * ETH) / 10n);
-    proxy.allow('eth_sendRawTransaction');
+    // The start-up pass finds nonce 1 waiting in the node behind a nonce nobody holds, and fills it.
+    await stop();
     const before = await publicClient(chain.rpcUrl).getBalance({ address: RECIPIENT });
     t = await boot();
-    await waitForStatus(t, user, w.id, first.body.data.id, 'failed');
     await waitForStatus(t, user, w.id, second.body.data.id, 'confirmed');
-
-    const rows = await txRows(t, w.id);
     const toSelf = await t.store.db
       .selectFrom('transactions')
       .select(['id', 'type', 'nonce', 'status', 'amount'])
@@ -186,6 +191,7 @@ describe('restart', () => {
       { type: 'transfer', nonce: 0, status: 'confirmed', amount: '1' },
       { type: 'receipt', nonce: 0, status: 'confirmed', amount: '1' },
     ]);
+    const rows = await txRows(t, w.id);
     expect(rows.filter((r) => r.type === 'transfer').map((r) => [r.nonce, r.status])).toEqual([
       [0, 'failed'],
       [1, 'confirmed'],
@@ -194,8 +200,12 @@ describe('restart', () => {
     const client = publicClient(chain.rpcUrl);
     expect(await client.getTransactionCount({ address: w.address })).toBe(2);
     expect(await client.getBalance({ address: RECIPIENT })).toBe(before + ETH / 2n);
-    const fees = rows.filter((r) => r.type === 'transfer' && r.status === 'confirmed').reduce((s, r) => s + BigInt(r.gas_used!) * BigInt(r.gas_price!), 0n);
-    expect(await client.getBalance({ address: w.address })).toBe((7n * ETH) / 10n - ETH / 2n - fees);
+    let fees = 0n;
+    for (const r of rows.filter((x) => x.type === 'transfer' && x.status === 'confirmed')) {
+      const receipt = await client.getTransactionReceipt({ hash: r.tx_hash as `0x${string}` });
+      fees += receipt.gasUsed * receipt.effectiveGasPrice;
+    }
+    expect(await client.getBalance({ address: w.address })).toBe(3n * ETH - ETH / 2n - fees);
     expect(t.logs.some((l) => l.includes('nonce gap: sending a 1 wei self-transfer'))).toBe(true);
   });
 });

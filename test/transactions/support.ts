@@ -21,13 +21,42 @@ export const RECIPIENT: Address = '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720';
 export const ETH = 10n ** 18n;
 
 /**
+ * What the proxy does with a call to one method, instead of just forwarding it (as another node
+ * behind a load balancer, or a flaky one, would answer):
+ * - `error`: answers a JSON-RPC error without forwarding; `forward-error`: forwards (the node
+ *   acts on it) then answers the error; `forward-timeout`: forwards, then never answers (the
+ *   connection is cut after `ms`);
+ * - `null`: answers `result: null` without forwarding (e.g. eth_getTransactionByHash of a node
+ *   that never saw the transaction);
+ * - `lower`: forwards eth_blockNumber and answers `by` blocks less (a lagging node).
+ * `times` limits the rule to that many calls (then it is removed); `match` to calls whose
+ * params it accepts; `delayMs` holds the call that long first (a slow node).
+ */
+export type RpcRule = { times?: number; match?: (params: unknown[]) => boolean; delayMs?: number } & (
+  | { action: 'error'; message: string; code?: number }
+  | { action: 'forward-error'; message: string; code?: number; status?: number }
+  | { action: 'forward-timeout'; ms: number }
+  | { action: 'null' }
+  | { action: 'lower'; by: number }
+);
+
+interface RpcCall {
+  jsonrpc?: string;
+  id?: unknown;
+  method?: string;
+  params?: unknown[];
+}
+
+/**
  * A real HTTP proxy for JSON-RPC. `down()` closes the port (connection refused, as a dead
  * node); `drop(method)` cuts the connection of any request calling that method (the caller
- * sees a network error, as if the node vanished mid-request).
+ * sees a network error, as if the node vanished mid-request); `rule(method, rule)` answers
+ * that method otherwise (RpcRule).
  */
 export class RpcProxy {
   private server: Server | null = null;
   private readonly dropped = new Set<string>();
+  private readonly rules = new Map<string, RpcRule>();
   calls: string[] = [];
 
   private constructor(
@@ -51,6 +80,59 @@ export class RpcProxy {
 
   allow(method: string): void {
     this.dropped.delete(method);
+    this.rules.delete(method);
+  }
+
+  rule(method: string, rule: RpcRule): void {
+    this.rules.set(method, rule);
+  }
+
+  /** The rule for a single call, used up when its `times` run out. */
+  private take(call: RpcCall): RpcRule | undefined {
+    const r = this.rules.get(String(call.method));
+    if (!r || (r.match && !r.match(call.params ?? []))) return undefined;
+    if (r.times !== undefined) {
+      r.times -= 1;
+      if (r.times <= 0) this.rules.delete(String(call.method));
+    }
+    return r;
+  }
+
+  private async forward(body: string): Promise<{ status: number; text: string }> {
+    const upstream = await fetch(this.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    return { status: upstream.status, text: await upstream.text() };
+  }
+
+  /** Answers one (non-batch) call under a rule; true when handled. */
+  private async applyRule(call: RpcCall, body: string, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const rule = this.take(call);
+    if (!rule) return false;
+    if (rule.delayMs) await new Promise((r) => setTimeout(r, rule.delayMs));
+    const answer = (status: number, payload: object) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id ?? null, ...payload }));
+    };
+    switch (rule.action) {
+      case 'error':
+        answer(200, { error: { code: rule.code ?? -32000, message: rule.message } });
+        return true;
+      case 'forward-error':
+        await this.forward(body);
+        answer(rule.status ?? 200, { error: { code: rule.code ?? -32603, message: rule.message } });
+        return true;
+      case 'forward-timeout':
+        await this.forward(body);
+        setTimeout(() => req.socket.destroy(), rule.ms);
+        return true;
+      case 'null':
+        answer(200, { result: null });
+        return true;
+      case 'lower': {
+        const up = JSON.parse((await this.forward(body)).text) as { result: string };
+        answer(200, { result: `0x${Math.max(0, Number(BigInt(up.result)) - rule.by).toString(16)}` });
+        return true;
+      }
+    }
   }
 
   async up(): Promise<void> {
@@ -77,9 +159,11 @@ export class RpcProxy {
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');
     let methods: string[] = [];
+    let single: RpcCall | null = null;
     try {
-      const parsed = JSON.parse(body) as { method?: string } | Array<{ method?: string }>;
+      const parsed = JSON.parse(body) as RpcCall | RpcCall[];
       methods = (Array.isArray(parsed) ? parsed : [parsed]).map((m) => String(m.method));
+      if (!Array.isArray(parsed)) single = parsed;
     } catch {
       // forwarded as is
     }
@@ -89,10 +173,10 @@ export class RpcProxy {
       return;
     }
     try {
-      const upstream = await fetch(this.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-      const text = await upstream.text();
+      if (single && (await this.applyRule(single, body, req, res))) return;
+      const upstream = await this.forward(body);
       res.writeHead(upstream.status, { 'content-type': 'application/json' });
-      res.end(text);
+      res.end(upstream.text);
     } catch {
       req.socket.destroy();
     }

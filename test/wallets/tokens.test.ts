@@ -7,6 +7,7 @@ import { getAddress, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
+import { expectValidationError } from '../helpers/expect.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, deployNotAToken, mintErc20 } from '../helpers/erc20.js';
 import { countEvents, createWallet, DATETIME, eventsOf, expectNoHiddenFields, keysOf, TOKEN_BALANCE_KEYS, TOKEN_KEYS, ZERO_ADDRESS } from './support.js';
@@ -124,17 +125,11 @@ describe('POST /api/wallet/{wallet}/token/add', () => {
     const events = await countEvents(t);
     for (const contract of [usd, usd.toLowerCase(), getAddress(usd), `0x${usd.slice(2).toUpperCase()}`]) {
       const res = await addToken(alice, w.id, contract);
-      expect(res.status).toBe(422);
-      expect(res.body).toEqual({
-        status: 'error',
-        message: 'The contract has already been added',
-        data: { contract: ['The contract has already been added.'] },
-      });
+      expectValidationError(res, { contract: ['The contract has already been added.'] });
     }
     // The native token's "contract" is the zero address: it is already there.
     const native = await addToken(alice, w.id, ZERO_ADDRESS);
-    expect(native.status).toBe(422);
-    expect(native.body.data).toEqual({ contract: ['The contract has already been added.'] });
+    expectValidationError(native, { contract: ['The contract has already been added.'] });
     expect(await countEvents(t)).toBe(events);
   });
 
@@ -161,8 +156,7 @@ describe('POST /api/wallet/{wallet}/token/add', () => {
     const events = await countEvents(t);
     for (const [contract, message] of cases) {
       const res = await t.request('POST', `/api/wallet/${w.id}/token/add`, { token: alice.token, body: contract === undefined ? {} : { contract } });
-      expect(res.status, String(contract)).toBe(422);
-      expect(res.body).toEqual({ status: 'error', message: message.replace(/\.$/, ''), data: { contract: [message] } });
+      expectValidationError(res, { contract: [message] }, String(contract));
     }
     expect(await countEvents(t)).toBe(events);
     const tokens = await t.request('GET', `/api/wallet/${w.id}/tokens`, { token: alice.token });
@@ -173,44 +167,24 @@ describe('POST /api/wallet/{wallet}/token/add', () => {
     const w = await createWallet(t, alice, networkId);
     const eoa = privateKeyToAddress(generatePrivateKey());
     const noCode = await addToken(alice, w.id, eoa);
-    expect(noCode.status).toBe(422);
-    expect(noCode.body).toEqual({
-      status: 'error',
-      message: 'The contract field must be the address of a deployed contract',
-      data: { contract: ['The contract field must be the address of a deployed contract.'] },
-    });
+    expectValidationError(noCode, { contract: ['The contract field must be the address of a deployed contract.'] });
     // The wallet's own address holds no code either.
-    expect((await addToken(alice, w.id, w.address)).status).toBe(422);
+    expectValidationError(await addToken(alice, w.id, w.address), { contract: ['The contract field must be the address of a deployed contract.'] });
 
     const notErc20 = await addToken(alice, w.id, notAToken);
-    expect(notErc20.status).toBe(422);
-    expect(notErc20.body).toEqual({
-      status: 'error',
-      message: 'The contract field must be the address of an ERC-20 token contract',
-      data: { contract: ['The contract field must be the address of an ERC-20 token contract.'] },
-    });
+    expectValidationError(notErc20, { contract: ['The contract field must be the address of an ERC-20 token contract.'] });
   });
 
   it('refuses a token with more than 18 decimals', async () => {
     const w = await createWallet(t, alice, networkId);
     const res = await addToken(alice, w.id, big);
-    expect(res.status).toBe(422);
-    expect(res.body).toEqual({
-      status: 'error',
-      message: 'The token must not have more than 18 decimals',
-      data: { contract: ['The token must not have more than 18 decimals.'] },
-    });
+    expectValidationError(res, { contract: ['The token must not have more than 18 decimals.'] });
   });
 
   it('refuses a token whose symbol an active token of the wallet already has (case-insensitive)', async () => {
     const w = await createWallet(t, alice, networkId);
     const res = await addToken(alice, w.id, fakeEth);
-    expect(res.status).toBe(422);
-    expect(res.body).toEqual({
-      status: 'error',
-      message: 'The symbol eth is already used by an active token of this wallet',
-      data: { contract: ['The symbol eth is already used by an active token of this wallet.'] },
-    });
+    expectValidationError(res, { contract: ['The symbol eth is already used by an active token of this wallet.'] });
     expect(await eventsOf(t, w.id, 'token.added')).toEqual([]);
   });
 });
@@ -344,12 +318,7 @@ describe('GET /api/wallet/{wallet}/token/remove/{token}', () => {
   it('refuses to remove the native token with 422', async () => {
     const w = await createWallet(t, alice, networkId);
     const res = await t.request('GET', `/api/wallet/${w.id}/token/remove/${w.wallet_tokens[0]!.id}`, { token: alice.token });
-    expect(res.status).toBe(422);
-    expect(res.body).toEqual({
-      status: 'error',
-      message: 'The native token cannot be removed',
-      data: { token: ['The native token cannot be removed.'] },
-    });
+    expectValidationError(res, { token: ['The native token cannot be removed.'] });
     const shown = await t.request('GET', `/api/wallet/${w.id}`, { token: alice.token });
     expect(shown.body.data.wallet_tokens[0].is_active).toBe(true);
     expect(await eventsOf(t, w.id, 'token.removed')).toEqual([]);
@@ -379,7 +348,6 @@ describe('GET /api/wallet/{wallet}/token/remove/{token}', () => {
     expect(second.status, second.text).toBe(200);
     expect(second.body.data.symbol).toBe('TUSD');
     const back = await addToken(alice, w.id, usd);
-    expect(back.status).toBe(422);
-    expect(back.body.data).toEqual({ contract: ['The symbol TUSD is already used by an active token of this wallet.'] });
+    expectValidationError(back, { contract: ['The symbol TUSD is already used by an active token of this wallet.'] });
   });
 });

@@ -8,6 +8,7 @@ import { english, mnemonicToAccount, privateKeyToAddress } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
+import { expectValidationError } from '../helpers/expect.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { databaseText } from '../helpers/secrets.js';
 import {
@@ -228,8 +229,7 @@ describe('POST /api/wallet/create', () => {
       it(`answers ${what} with 422`, async () => {
         const events = await countEvents(t);
         const res = await t.request('POST', '/api/wallet/create', { token: alice.token, body });
-        expect(res.status).toBe(422);
-        expect(res.body).toEqual({ status: 'error', message: Object.values(data)[0]![0]!.replace(/\.$/, ''), data });
+        expectValidationError(res, data);
         expect(await countEvents(t)).toBe(events);
       });
     }
@@ -238,12 +238,7 @@ describe('POST /api/wallet/create', () => {
       const wallets = (await t.request('GET', '/api/wallets', { token: alice.token })).body.data.length;
       const events = await countEvents(t);
       const res = await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'W', network_id: 987654 } });
-      expect(res.status).toBe(422);
-      expect(res.body).toEqual({
-        status: 'error',
-        message: 'The selected network_id is invalid',
-        data: { network_id: ['The selected network_id is invalid.'] },
-      });
+      expectValidationError(res, { network_id: ['The selected network_id is invalid.'] });
       expect((await t.request('GET', '/api/wallets', { token: alice.token })).body.data).toHaveLength(wallets);
       expect(await countEvents(t)).toBe(events);
     });
@@ -253,8 +248,7 @@ describe('POST /api/wallet/create', () => {
       expect(bad.status).toBe(400);
       expect(bad.body).toEqual({ status: 'error', message: 'Malformed JSON body', data: null });
       const empty = await t.request('POST', '/api/wallet/create', { token: alice.token, rawBody: '', contentType: 'application/json' });
-      expect(empty.status).toBe(422);
-      expect(empty.body.message).toBe('The name field is required');
+      expectValidationError(empty, { name: ['The name field is required.'], network_id: ['The network_id field is required.'] });
     });
 
     it('requires authentication before anything else', async () => {
@@ -390,8 +384,7 @@ describe('POST /api/wallet/{wallet}/update', () => {
     ];
     for (const [body, data] of cases) {
       const res = await t.request('POST', `/api/wallet/${w.id}/update`, { token: alice.token, body });
-      expect(res.status, JSON.stringify(body)).toBe(422);
-      expect(res.body).toEqual({ status: 'error', message: Object.values(data)[0]![0]!.replace(/\.$/, ''), data });
+      expectValidationError(res, data, JSON.stringify(body));
     }
     expect((await t.request('GET', `/api/wallet/${w.id}`, { token: alice.token })).body.data).toEqual(w);
     expect(await eventsOf(t, w.id, 'wallet.updated')).toEqual([]);

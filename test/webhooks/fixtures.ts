@@ -3,7 +3,7 @@ import { expect } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.js';
 import { createWalletRow } from '../helpers/factories.js';
 import { recordEvent } from '../../src/modules/events/outbox.js';
-import type { EventName } from '../../src/modules/events/catalogue.js';
+import type { EventName } from '../../src/modules/events/events.catalogue.js';
 import { eventInfo } from '../../src/modules/webhooks/webhooks.catalogue.js';
 import { startDeliveryWorker, type DeliveryWorker } from '../../src/workers/deliveries.js';
 

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { expectValidationError } from '../helpers/expect.js';
 import { createWalletRow } from '../helpers/factories.js';
-import { EVENTS_BY_TYPE, EVENT_NAMES } from '../../src/modules/events/catalogue.js';
+import { EVENTS_BY_TYPE, EVENT_NAMES } from '../../src/modules/events/events.catalogue.js';
 import { dispatchEvents } from '../../src/workers/deliveries/dispatch.js';
 import { createWebhook, emit, owner, type Owner } from './fixtures.js';
 
@@ -10,7 +11,7 @@ const AMOUNT = /^-?\d+\.\d{18}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
-type Kind = 'int' | 'amount' | 'string' | 'datetime' | 'uuid' | 'address' | 'hash' | 'bool' | 'int|null';
+type Kind = 'int' | 'amount' | 'string' | 'datetime' | 'uuid' | 'address' | 'hash' | 'bool' | 'int|null' | 'payment';
 const CHARGE: Record<string, Kind> = {
   charge_id: 'int',
   wallet_id: 'int',
@@ -58,6 +59,7 @@ const SHAPES: Record<string, Record<string, Kind>> = {
   'charge.paid': { ...CHARGE_SETTLED, paid_at: 'datetime' },
   'charge.expired': { ...CHARGE_SETTLED, expired_at: 'datetime' },
   'charge.failed': { ...CHARGE_SETTLED, failed_at: 'datetime' },
+  'charge.delayed': { ...CHARGE_SETTLED, payment: 'payment' },
   'transaction.created': { ...TX_BASE, block_number: 'int|null', type: 'string', created_at: 'datetime' },
   'transaction.confirmed': TX_CONFIRMED,
   'transaction.failed': { ...TX_BASE, block_number: 'int|null', type: 'string', failed_at: 'datetime' },
@@ -93,12 +95,17 @@ function checkKind(v: unknown, k: Kind): boolean {
       return typeof v === 'string' && /^0x[0-9a-f]{64}$/.test(v);
     case 'bool':
       return typeof v === 'boolean';
+    case 'payment': {
+      const p = v as Record<string, unknown>;
+      const fields: Record<string, Kind> = { tx_hash: 'hash', from: 'address', amount: 'amount', block_number: 'int', block_timestamp: 'datetime', late: 'bool' };
+      return Object.keys(p).sort().join() === Object.keys(fields).sort().join() && Object.entries(fields).every(([f, k]) => checkKind(p[f], k));
+    }
     case 'string':
       return typeof v === 'string' && v !== '';
   }
 }
 
-const WEBHOOK_KEYS = ['created_at', 'events', 'headers', 'id', 'status', 'type', 'updated_at', 'url'];
+const WEBHOOK_KEYS = ['created_at', 'disabled_at', 'disabled_reason', 'events', 'headers', 'id', 'status', 'type', 'updated_at', 'url'];
 
 describe('webhook routes', () => {
   let t: TestApp;
@@ -124,7 +131,7 @@ describe('webhook routes', () => {
   it('documents every webhook route in the OpenAPI document', async () => {
     const res = await t.request('GET', '/api/openapi.json', { token: a.user.token });
     expect(res.status).toBe(200);
-    const paths = Object.keys(res.body.data.paths);
+    const paths = Object.keys((res.body as any).paths);
     for (const p of [
       '/api/wallet/{wallet}/webhook',
       '/api/wallet/{wallet}/webhook/types',
@@ -164,7 +171,8 @@ describe('webhook routes', () => {
         }
         if (type === 'charge') {
           expect(data.payload.expires).toBe(300);
-          expect(data.payload.status).toBe(name === 'charge.created' ? 'pending' : name.split('.')[1]);
+          const settled = name === 'charge.delayed' ? 'expired' : name.split('.')[1]; // delayed: a late payment to a settled charge
+          expect(data.payload.status).toBe(name === 'charge.created' ? 'pending' : settled);
         }
       }
     }
@@ -233,46 +241,40 @@ describe('webhook routes', () => {
 
     it('requires url, type and events', async () => {
       const res = await create({});
-      expect(res.status).toBe(422);
-      expect(res.body.status).toBe('error');
-      expect(res.body.data).toEqual({
+      expectValidationError(res, {
         url: ['The url field is required.'],
         type: ['The type field is required.'],
         events: ['The events field is required.'],
       });
-      expect(res.body.message).toBe('The url field is required');
     });
 
     it('refuses an invalid url, an unknown type and an empty events list with the contract messages', async () => {
       const url = await create({ url: 'not a url', type: 'charge', events: ['created'] });
-      expect(url.status).toBe(422);
-      expect(url.body).toEqual({ status: 'error', message: 'The url field must be a valid URL', data: { url: ['The url field must be a valid URL.'] } });
+      expectValidationError(url, { url: ['The url field must be a valid URL.'] });
       for (const bad of ['ftp://example.com/x', 'mailto:a@example.com', 'http://user:pw@example.com/x', 'javascript:alert(1)']) {
         const r = await create({ url: bad, type: 'charge', events: ['created'] });
-        expect(r.status, bad).toBe(422);
-        expect(r.body.data, bad).toEqual({ url: ['The url field must be a valid URL.'] });
+        expectValidationError(r, { url: ['The url field must be a valid URL.'] }, bad);
       }
       const type = await create({ url: 'https://example.com', type: 'payments', events: ['created'] });
-      expect(type.body).toEqual({ status: 'error', message: 'The selected type is invalid', data: { type: ['The selected type is invalid.'] } });
+      expectValidationError(type, { type: ['The selected type is invalid.'] });
       const events = await create({ url: 'https://example.com', type: 'charge', events: [] });
-      expect(events.body).toEqual({ status: 'error', message: 'The events field is required', data: { events: ['The events field is required.'] } });
+      expectValidationError(events, { events: ['The events field is required.'] });
       const long = await create({ url: `https://example.com/${'a'.repeat(2048)}`, type: 'charge', events: ['created'] });
-      expect(long.body.data).toEqual({ url: ['The url field must not be greater than 2048 characters.'] });
+      expectValidationError(long, { url: ['The url field must not be greater than 2048 characters.'] });
     });
 
     it('names each event that is not of the type as events.N', async () => {
       const res = await create({ url: 'https://example.com', type: 'charge', events: ['created', 'bogus', 'transaction.created', 'paid'] });
-      expect(res.status).toBe(422);
-      expect(res.body.data).toEqual({
+      expectValidationError(res, {
         'events.1': ['The selected events.1 is invalid.'],
         'events.2': ['The selected events.2 is invalid.'],
       });
       const typed = await create({ url: 'https://example.com', type: 'charge', events: ['created', 5] });
-      expect(typed.body.data).toEqual({ 'events.1': ['The events.1 field must be a string.'] });
+      expectValidationError(typed, { 'events.1': ['The events.1 field must be a string.'] });
       const alias = await create({ url: 'https://example.com', type: 'transaction', events: ['confirmed', 'paid'] });
-      expect(alias.body.data).toEqual({ 'events.1': ['The selected events.1 is invalid.'] });
+      expectValidationError(alias, { 'events.1': ['The selected events.1 is invalid.'] });
       const notArray = await create({ url: 'https://example.com', type: 'charge', events: 'created' });
-      expect(notArray.body.data).toEqual({ events: ['The events field must be an array.'] });
+      expectValidationError(notArray, { events: ['The events field must be an array.'] });
     });
 
     it('refuses reserved, malformed and non-string with_headers as with_headers.<name>', async () => {
@@ -292,8 +294,7 @@ describe('webhook routes', () => {
           'X-Fine': 'ok',
         },
       });
-      expect(res.status).toBe(422);
-      expect(res.body.data).toEqual({
+      expectValidationError(res, {
         'with_headers.Content-Type': ['The with_headers.Content-Type header cannot be set.'],
         'with_headers.content-length': ['The with_headers.content-length header cannot be set.'],
         'with_headers.Host': ['The with_headers.Host header cannot be set.'],
@@ -304,11 +305,11 @@ describe('webhook routes', () => {
         'with_headers.X-Newline': ['The with_headers.X-Newline field must be a valid header value.'],
       });
       const typed = await create({ url: 'https://example.com', type: 'charge', events: ['*'], with_headers: { 'X-A': 5 } });
-      expect(typed.body.data).toEqual({ 'with_headers.X-A': ['The with_headers.X-A field must be a string.'] });
+      expectValidationError(typed, { 'with_headers.X-A': ['The with_headers.X-A field must be a string.'] });
       const notObject = await create({ url: 'https://example.com', type: 'charge', events: ['*'], with_headers: ['x'] });
-      expect(notObject.body.data).toEqual({ with_headers: ['The with_headers field must be an object.'] });
+      expectValidationError(notObject, { with_headers: ['The with_headers field must be an object.'] });
       const sig = await create({ url: 'https://example.com', type: 'charge', events: ['*'], signature: 42 });
-      expect(sig.body.data).toEqual({ signature: ['The signature field must be a string.'] });
+      expectValidationError(sig, { signature: ['The signature field must be a string.'] });
     });
 
     it('checks the wallet (404) before the body (422)', async () => {
@@ -370,10 +371,9 @@ describe('webhook routes', () => {
       token: a.user.token,
       body: { events: ['transaction.created'], url: 'gopher://x' },
     });
-    expect(bad.status).toBe(422);
-    expect(bad.body.data).toEqual({ url: ['The url field must be a valid URL.'], 'events.0': ['The selected events.0 is invalid.'] });
+    expectValidationError(bad, { url: ['The url field must be a valid URL.'], 'events.0': ['The selected events.0 is invalid.'] });
     const status = await t.request('POST', `${base()}/${w.id}/update`, { token: a.user.token, body: { status: 'paused' } });
-    expect(status.body.data).toEqual({ status: ['The selected status is invalid.'] });
+    expectValidationError(status, { status: ['The selected status is invalid.'] });
 
     const back = await t.request('POST', `${base()}/${w.id}/update`, { token: a.user.token, body: { status: 'active', with_headers: null, signature: null } });
     expect(back.body.data).toMatchObject({ status: 'active', headers: {} });
@@ -463,12 +463,11 @@ describe('webhook routes', () => {
     it('validates page and limit', async () => {
       const path = `/api/wallet/${o.walletId}/webhook/${hookId}/deliveries`;
       const big = await t.request('GET', `${path}?limit=1001`, { token: o.user.token });
-      expect(big.status).toBe(422);
-      expect(big.body.data).toEqual({ limit: ['The limit field must not be greater than 1000.'] });
+      expectValidationError(big, { limit: ['The limit field must not be greater than 1000.'] });
       const zero = await t.request('GET', `${path}?page=0`, { token: o.user.token });
-      expect(zero.body.data).toEqual({ page: ['The page field must be at least 1.'] });
+      expectValidationError(zero, { page: ['The page field must be at least 1.'] });
       const word = await t.request('GET', `${path}?page=abc`, { token: o.user.token });
-      expect(word.body.data).toEqual({ page: ['The page field must be an integer.'] });
+      expectValidationError(word, { page: ['The page field must be an integer.'] });
     });
 
     it('queues a delivery again on retry, keeping its attempt count', async () => {

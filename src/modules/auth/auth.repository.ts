@@ -1,4 +1,5 @@
 import type { Executor } from '../../db/index.js';
+import { prepare } from '../../db/prepared.js';
 
 export interface AuthUser {
   id: number;
@@ -26,6 +27,16 @@ export async function insertUser(
     .executeTakeFirstOrThrow();
 }
 
+/** Replaces a password hash, only if it is still the one that was verified (a concurrent change wins). */
+export async function updatePasswordHash(db: Executor, userId: number, oldHash: string, newHash: string, nowMs: number): Promise<void> {
+  await db
+    .updateTable('users')
+    .set({ password_hash: newHash, updated_at: nowMs })
+    .where('id', '=', userId)
+    .where('password_hash', '=', oldHash)
+    .execute();
+}
+
 export async function insertAccessToken(
   db: Executor,
   t: { user_id: number; token_hash: string; expires_at: number; nowMs: number },
@@ -36,16 +47,20 @@ export async function insertAccessToken(
     .execute();
 }
 
-/** The user behind a live token (not revoked, not expired), or undefined. */
-export function findUserByTokenHash(db: Executor, tokenHash: string, nowMs: number) {
-  return db
+/** Every authenticated request runs it: compiled once (src/db/prepared.ts). */
+const userByTokenHash = prepare((db: Executor, tokenHash: string, nowMs: number) =>
+  db
     .selectFrom('access_tokens as t')
     .innerJoin('users as u', 'u.id', 't.user_id')
     .select(['t.id as token_id', 'u.id', 'u.name', 'u.email', 'u.created_at'])
     .where('t.token_hash', '=', tokenHash)
     .where('t.revoked_at', 'is', null)
-    .where('t.expires_at', '>', nowMs)
-    .executeTakeFirst();
+    .where('t.expires_at', '>', nowMs),
+);
+
+/** The user behind a live token (not revoked, not expired), or undefined. */
+export function findUserByTokenHash(db: Executor, tokenHash: string, nowMs: number) {
+  return userByTokenHash.executeTakeFirst(db, tokenHash, nowMs);
 }
 
 export async function revokeToken(db: Executor, tokenId: number, nowMs: number): Promise<void> {
@@ -55,11 +70,5 @@ export async function revokeToken(db: Executor, tokenId: number, nowMs: number):
 /** Housekeeping: tokens that expired before `beforeMs` are of no use to anyone. */
 export async function deleteExpiredTokens(db: Executor, beforeMs: number): Promise<number> {
   const r = await db.deleteFrom('access_tokens').where('expires_at', '<', beforeMs).executeTakeFirst();
-  return Number(r.numDeletedRows);
-}
-
-/** Housekeeping: Idempotency-Keys past their 24 hours. */
-export async function deleteExpiredIdempotencyKeys(db: Executor, beforeMs: number): Promise<number> {
-  const r = await db.deleteFrom('idempotency_keys').where('expires_at', '<', beforeMs).executeTakeFirst();
   return Number(r.numDeletedRows);
 }

@@ -1,19 +1,25 @@
 import { Type } from '@sinclair/typebox';
-import { ok, responses } from '../../http/envelope.js';
+import { ErrorEnvelope, ok, responses } from '../../http/envelope.js';
 import { requireUser } from '../../http/auth.js';
 import type { App } from '../../http/types.js';
-import { formatDateTime } from '../../lib/time.js';
 import type { AuthService } from './auth.service.js';
 import { LoginBody, LoginData, UserData } from './auth.schemas.js';
+import { loginView, userView } from './auth.views.js';
+
+const INVALID_CREDENTIALS = {
+  ...ErrorEnvelope,
+  description: 'Wrong email or password',
+  examples: [{ status: 'error', message: 'Invalid credentials', data: null }],
+};
 
 /** Login is public (and not counted in the per-user rate limit). */
 export async function publicAuthRoutes(app: App, auth: AuthService): Promise<void> {
   app.post(
     '/auth/login',
-    { schema: { tags: ['auth'], summary: 'Log in and get a bearer token', body: LoginBody, response: responses(LoginData) } },
+    { schema: { tags: ['auth'], summary: 'Log in and get a bearer token', description: 'Exchanges email and password for an opaque bearer token valid for TOKEN_TTL seconds. Failed attempts are limited per email and per IP (429 with Retry-After); this route is public and not counted in the per-user rate limit.', body: LoginBody, security: [], response: { ...responses(LoginData), 401: INVALID_CREDENTIALS } as ReturnType<typeof responses> } },
     async (req) => {
       const { token, expiresAtMs } = await auth.login(req.body.email, req.body.password, req.ip);
-      return ok({ token, token_type: 'Bearer' as const, expires_at: formatDateTime(expiresAtMs) }, 'Logged in');
+      return ok(loginView(token, expiresAtMs), 'Logged in');
     },
   );
 }
@@ -21,7 +27,7 @@ export async function publicAuthRoutes(app: App, auth: AuthService): Promise<voi
 export async function authRoutes(app: App, auth: AuthService): Promise<void> {
   app.post(
     '/auth/logout',
-    { schema: { tags: ['auth'], summary: 'Revoke the token used', response: responses(Type.Null()) } },
+    { schema: { tags: ['auth'], summary: 'Revoke the token used', description: 'Revokes the bearer token of this request; later requests with it answer 401 Invalid token.', response: responses(Type.Null()) } },
     async (req) => {
       await auth.logout(req.tokenId!);
       return ok(null, 'Logged out');
@@ -30,10 +36,7 @@ export async function authRoutes(app: App, auth: AuthService): Promise<void> {
 
   app.get(
     '/auth/me',
-    { schema: { tags: ['auth'], summary: 'The authenticated user', response: responses(UserData) } },
-    async (req) => {
-      const u = requireUser(req);
-      return ok({ id: u.id, name: u.name, email: u.email, created_at: formatDateTime(u.created_at) });
-    },
+    { schema: { tags: ['auth'], summary: 'The authenticated user', description: 'The user the bearer token belongs to.', response: responses(UserData) } },
+    async (req) => ok(userView(requireUser(req))),
   );
 }

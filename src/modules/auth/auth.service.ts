@@ -4,8 +4,8 @@
  * scrypt verification against a dummy hash, so both paths take the same time.
  */
 import { AppError, Errors } from '../../errors.js';
-import { dummyPasswordHash, hashPassword, randomTokenString, sha256Hex, verifyPassword } from '../../lib/crypto.js';
-import { FixedWindowCounter } from '../../http/rate-limit.js';
+import { dummyPasswordHash, hashPassword, needsRehash, randomTokenString, sha256Hex, verifyPassword } from '../../lib/crypto.js';
+import { retryAfterS, type WindowCounters } from '../../lib/rate-limit.js';
 import type { AppContext } from '../../context.js';
 import * as repo from './auth.repository.js';
 
@@ -16,20 +16,29 @@ export function normaliseEmail(email: string): string {
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{20,200}$/;
 
 export class AuthService {
-  private readonly failures = new FixedWindowCounter(60_000);
-
-  constructor(private readonly ctx: AppContext) {}
+  /**
+   * `failures` counts failed logins (per email and per IP); the app passes the shared counters.
+   * Without them (the CLI and start-up, which never log anyone in) login is refused.
+   */
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly failures: WindowCounters | null = null,
+  ) {}
 
   async createUser(input: { email: string; password: string; name?: string }): Promise<repo.AuthUser> {
     const email = normaliseEmail(input.email);
     const existing = await repo.findUserByEmail(this.ctx.store.db, email);
     if (existing) throw new AppError(422, 'USER_EXISTS', 'The email has already been taken', { data: { email: ['The email has already been taken.'] } });
-    const password_hash = await hashPassword(input.password);
+    const password_hash = await hashPassword(input.password, this.ctx.config.passwordScryptN);
     const name = input.name?.trim() || email.split('@')[0] || email;
     return repo.insertUser(this.ctx.store.db, { name, email, password_hash, nowMs: this.ctx.clock.nowMs() });
   }
 
   /** Creates the bootstrap user when it does not exist yet; returns true when it was created. */
+  findUserByEmail(email: string): Promise<repo.AuthUser | undefined> {
+    return repo.findUserByEmail(this.ctx.store.db, normaliseEmail(email));
+  }
+
   async ensureUser(email: string, password: string): Promise<boolean> {
     const existing = await repo.findUserByEmail(this.ctx.store.db, normaliseEmail(email));
     if (existing) return false;
@@ -40,21 +49,24 @@ export class AuthService {
   async login(emailRaw: string, password: string, ip: string) {
     const email = normaliseEmail(emailRaw);
     const now = this.ctx.clock.nowMs();
-    const limit = this.ctx.config.loginAttemptsPerMinute;
-    const byEmail = this.failures.peek(`e:${email}`, now);
-    const byIp = this.failures.peek(`i:${ip}`, now);
-    if (byEmail.count >= limit || byIp.count >= limit) {
-      const resetAt = Math.max(byEmail.count >= limit ? byEmail.resetAtMs : 0, byIp.count >= limit ? byIp.resetAtMs : 0);
-      throw Errors.tooManyRequests(Math.max(1, Math.ceil((resetAt - now) / 1000)));
-    }
+    const failures = this.failures;
+    if (failures === null) throw new Error('AuthService.login needs the login counters');
+    await this.checkThrottle(failures, email, ip, now);
+    const cost = this.ctx.config.passwordScryptN;
     const user = await repo.findUserByEmail(this.ctx.store.db, email);
-    const valid = await verifyPassword(password, user?.password_hash ?? (await dummyPasswordHash()));
+    const valid = await verifyPassword(password, user?.password_hash ?? (await dummyPasswordHash(cost)));
     if (!user || !valid) {
-      this.failures.hit(`e:${email}`, now);
-      this.failures.hit(`i:${ip}`, now);
+      await Promise.all([failures.hit(`e:${email}`, now), failures.hit(`i:${ip}`, now)]);
       throw Errors.invalidCredentials();
     }
-    this.failures.reset(`e:${email}`);
+    await failures.reset(`e:${email}`, now);
+    if (needsRehash(user.password_hash, cost)) {
+      // The stored parameters are older than the current cost: store a new hash now that the
+      // password is known. The login does not depend on it.
+      const rehashed = await hashPassword(password, cost);
+      await repo.updatePasswordHash(this.ctx.store.db, user.id, user.password_hash, rehashed, now);
+      this.ctx.log.info({ user_id: user.id, scrypt_n: cost }, 'password rehashed at the current cost');
+    }
     const token = randomTokenString(32);
     const expiresAt = now + this.ctx.config.tokenTtlS * 1000;
     await repo.insertAccessToken(this.ctx.store.db, {
@@ -65,6 +77,14 @@ export class AuthService {
     });
     this.ctx.log.info({ user_id: user.id }, 'user logged in');
     return { token, expiresAtMs: expiresAt };
+  }
+
+  /** 429 once the email or the IP has used its failed attempts of this minute. */
+  private async checkThrottle(failures: WindowCounters, email: string, ip: string, now: number): Promise<void> {
+    const limit = this.ctx.config.loginAttemptsPerMinute;
+    const [byEmail, byIp] = await Promise.all([failures.peek(`e:${email}`, now), failures.peek(`i:${ip}`, now)]);
+    const over = [byEmail, byIp].filter((w) => w.count >= limit);
+    if (over.length > 0) throw Errors.tooManyRequests(Math.max(...over.map((w) => retryAfterS(w, now))));
   }
 
   /** The user and token id for a bearer token, or throws 401 Invalid token. */

@@ -1,6 +1,7 @@
 /** charges and sub_wallets rows. */
 import type { Executor } from '../../db/index.js';
-import type { SqlDialect } from '../../db/dialect.js';
+import type { PaymentRow } from './charges.payments.repository.js';
+import type { SweepRow } from './charges.sweeps.repository.js';
 
 export interface ChargeRow {
   id: number;
@@ -18,13 +19,20 @@ export interface ChargeRow {
   content: string | null;
   info: string | null;
   swept_tx_hash: string | null;
+  /** The block a settlement was decided on (null while pending): payments above it are late. */
+  settled_block: number | null;
   created_at: number;
   updated_at: number;
+  /** Attached by the service: the confirmed payments and the sweeps (charges.service.ts `withActivity`). */
+  payments?: PaymentRow[];
+  sweeps?: SweepRow[];
   /** Joined: the deposit address and the token. */
   address: string;
   symbol: string;
   decimals: number;
   contract: string;
+  /** Joined: the network's chain id (for the charge's payment_uri). */
+  chain_id: number;
 }
 
 function charges(db: Executor) {
@@ -32,6 +40,8 @@ function charges(db: Executor) {
     .selectFrom('charges as c')
     .innerJoin('sub_wallets as s', 's.id', 'c.sub_wallet_id')
     .innerJoin('wallet_tokens as t', 't.id', 'c.token_id')
+    .innerJoin('wallets as w', 'w.id', 'c.wallet_id')
+    .innerJoin('networks as n', 'n.id', 'w.network_id')
     .select([
       'c.id',
       'c.uuid',
@@ -48,12 +58,14 @@ function charges(db: Executor) {
       'c.content',
       'c.info',
       'c.swept_tx_hash',
+      'c.settled_block',
       'c.created_at',
       'c.updated_at',
       's.address',
       't.symbol',
       't.decimals',
       't.contract',
+      'n.chain_id',
     ]);
 }
 
@@ -85,28 +97,9 @@ export async function countCharges(db: Executor, walletId: number): Promise<numb
   return Number(r.n);
 }
 
-/** Pending charges, oldest first, for the charge worker (bounded). */
-export async function listPendingCharges(db: Executor, limit: number): Promise<ChargeRow[]> {
-  const rows = await charges(db).where('c.status', '=', 'pending').orderBy('c.id', 'asc').limit(limit).execute();
-  return rows.map(toRow);
-}
-
-/** Paid charges whose funds have not been swept yet (bounded). */
-export async function listUnsweptCharges(db: Executor, limit: number): Promise<ChargeRow[]> {
-  const rows = await charges(db)
-    .where('c.status', '=', 'paid')
-    .where('c.swept_tx_hash', 'is', null)
-    .orderBy('c.id', 'asc')
-    .limit(limit)
-    .execute();
-  return rows.map(toRow);
-}
-
-/** Takes the next sub-wallet index of a wallet, under the wallet's row lock. */
-export async function takeSubIndex(db: Executor, dialect: SqlDialect, walletId: number): Promise<number> {
-  const row = await dialect
-    .forUpdate(db.selectFrom('wallets').select(['next_sub_index']).where('id', '=', walletId))
-    .executeTakeFirstOrThrow();
+/** Takes the next sub-wallet index of a wallet (caller holds the wallet lock, `lockWallet`). */
+export async function takeSubIndex(db: Executor, walletId: number): Promise<number> {
+  const row = await db.selectFrom('wallets').select(['next_sub_index']).where('id', '=', walletId).executeTakeFirstOrThrow();
   await db.updateTable('wallets').set({ next_sub_index: row.next_sub_index + 1 }).where('id', '=', walletId).execute();
   return row.next_sub_index;
 }
@@ -138,6 +131,7 @@ export async function insertCharge(
     expires_at: number;
     content: string | null;
     info: string | null;
+    watch_until: number;
   },
   nowMs: number,
 ): Promise<number> {
@@ -156,34 +150,4 @@ export async function insertCharge(
     .returning('id')
     .executeTakeFirstOrThrow();
   return r.id;
-}
-
-/** Records a partial payment seen before expiry (no status change). */
-export async function setPaidAmount(db: Executor, id: number, paid: bigint, nowMs: number): Promise<void> {
-  await db.updateTable('charges').set({ paid_amount: paid.toString(), updated_at: nowMs }).where('id', '=', id).where('status', '=', 'pending').execute();
-}
-
-/**
- * Moves a pending charge to its final status. Only one caller can win (the WHERE on the
- * current status), so the event that goes with it is written exactly once.
- */
-export async function finishCharge(
-  db: Executor,
-  id: number,
-  status: 'paid' | 'expired' | 'failed',
-  paid: bigint,
-  paidAt: number | null,
-  nowMs: number,
-): Promise<boolean> {
-  const r = await db
-    .updateTable('charges')
-    .set({ status, paid_amount: paid.toString(), paid_at: paidAt, updated_at: nowMs })
-    .where('id', '=', id)
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows) === 1;
-}
-
-export async function setSwept(db: Executor, id: number, txHash: string, nowMs: number): Promise<void> {
-  await db.updateTable('charges').set({ swept_tx_hash: txHash, updated_at: nowMs }).where('id', '=', id).execute();
 }

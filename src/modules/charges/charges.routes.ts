@@ -1,3 +1,8 @@
+/**
+ * POST /wallet/{wallet}/charge/create          create (Idempotency-Key aware)
+ * GET  /wallet/{wallet}/charge/show/{charge}   one, by id or uuid
+ * GET  /wallet/{wallet}/charge                 list, newest first, paginated in headers
+ */
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { Errors } from '../../errors.js';
@@ -6,19 +11,11 @@ import { requireWallet } from '../../http/auth.js';
 import { pageOf, PageQuerySchema, setPaginationHeaders } from '../../http/pagination.js';
 import type { App } from '../../http/types.js';
 import { commitResponse } from '../../http/idempotency.js';
+import { WalletParams } from '../wallets/wallets.schemas.js';
 import type { ChargeRow } from './charges.repository.js';
-import { CHARGE_EXPIRES_MAX_S, CHARGE_EXPIRES_MIN_S, type ChargeService } from './charges.service.js';
-import { ChargeSchema, chargeView } from './charges.views.js';
-
-const JsonObject = Type.Object({}, { additionalProperties: true });
-
-export const CreateChargeBody = Type.Object({
-  amount: Type.Unknown({ description: 'Decimal string or number, > 0, at most the token’s decimals' }),
-  token: Type.Unknown({ description: 'Symbol of an active token of the wallet' }),
-  expires: Type.Optional(Type.Integer({ minimum: CHARGE_EXPIRES_MIN_S, maximum: CHARGE_EXPIRES_MAX_S, description: 'Seconds, default 300' })),
-  content: Type.Optional(Type.Union([JsonObject, Type.Null()], { description: 'What the payer sees; a JSON object up to 16 KiB' })),
-  info: Type.Optional(Type.Union([JsonObject, Type.Null()], { description: 'Merchant metadata; a JSON object up to 16 KiB' })),
-});
+import { ChargeParams, ChargeSchema, CreateChargeBody, parseChargeInput } from './charges.schemas.js';
+import type { ChargeService } from './charges.service.js';
+import { chargeView } from './charges.views.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -26,26 +23,31 @@ declare module 'fastify' {
   }
 }
 
-export async function chargeRoutes(app: App, charges: ChargeService): Promise<void> {
+export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: string): Promise<void> {
+  const view = (c: ChargeRow) => chargeView(c, publicUrl);
   app.post(
     '/wallet/:wallet/charge/create',
     {
       schema: {
         tags: ['charges'],
-        summary: 'Create a charge with its own deposit address',
-        params: Type.Object({ wallet: Type.String() }),
+        summary: 'Create a charge with its own deposit address', description: 'A payment request: a fresh deposit address derived from the wallet, an amount of one of its tokens and an expiry. The payer pays to `address` (or scans `payment_uri`); the charge turns paid, expired or failed and each change is an event.',
+        params: WalletParams,
         body: CreateChargeBody,
         response: responses(ChargeSchema),
       },
     },
-    async (req) =>
-      ok(chargeView(await charges.create(requireWallet(req), req.body as never, { inTransaction: commitResponse(req, 'Charge created', chargeView) })), 'Charge created'),
+    async (req) => {
+      const wallet = requireWallet(req);
+      const input = parseChargeInput(req.body, await charges.activeTokens(wallet));
+      const charge = await charges.create(wallet, input, { inTransaction: commitResponse(req, 'Charge created', view) });
+      return ok(view(charge), 'Charge created');
+    },
   );
 
   app.get(
     '/wallet/:wallet/charge/show/:charge',
     {
-      schema: { tags: ['charges'], summary: 'A charge by id or uuid', params: Type.Object({ wallet: Type.String(), charge: Type.String() }), response: responses(ChargeSchema) },
+      schema: { tags: ['charges'], summary: 'A charge by id or uuid', description: 'One charge by its numeric id or its uuid, with what has been paid so far.', params: ChargeParams, response: responses(ChargeSchema) },
       preValidation: async (req: FastifyRequest) => {
         const ref = (req.params as { charge: string }).charge;
         const charge = await charges.find(requireWallet(req).id, ref);
@@ -53,7 +55,7 @@ export async function chargeRoutes(app: App, charges: ChargeService): Promise<vo
         req.charge = charge;
       },
     },
-    async (req) => ok(chargeView(req.charge!), 'Charge retrieved'),
+    async (req) => ok(view(req.charge!), 'Charge retrieved'),
   );
 
   app.get(
@@ -61,8 +63,8 @@ export async function chargeRoutes(app: App, charges: ChargeService): Promise<vo
     {
       schema: {
         tags: ['charges'],
-        summary: 'Charges of the wallet, newest first (X-Pagination-* and Link headers)',
-        params: Type.Object({ wallet: Type.String() }),
+        summary: 'Charges of the wallet, newest first (X-Pagination-* and Link headers)', description: 'Newest first, paginated, filterable by status.',
+        params: WalletParams,
         querystring: Type.Object(PageQuerySchema),
         response: responses(Type.Array(ChargeSchema)),
       },
@@ -71,7 +73,7 @@ export async function chargeRoutes(app: App, charges: ChargeService): Promise<vo
       const { page, limit } = pageOf(req.query as { page?: number; limit?: number });
       const { items, total } = await charges.list(requireWallet(req).id, page, limit);
       setPaginationHeaders(req, reply, { page, limit, total });
-      return ok(items.map(chargeView), 'Charges retrieved');
+      return ok(items.map(view), 'Charges retrieved');
     },
   );
 }

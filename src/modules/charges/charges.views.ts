@@ -1,38 +1,18 @@
 /** The Charge as the API and the charge events show it. */
-import { Type } from '@sinclair/typebox';
 import { formatUnits18 } from '../../lib/money.js';
 import { formatDateTime, formatDateTimeOrNull } from '../../lib/time.js';
+import { hostedUrl, paymentUri } from '../checkout/checkout.links.js';
 import type { ChargeRow } from './charges.repository.js';
-
-const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
-const JsonObject = Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]);
-
-export const ChargeSchema = Type.Object({
-  id: Type.Integer(),
-  uuid: Type.String(),
-  wallet_id: Type.Integer(),
-  sub_wallet_id: Type.Integer(),
-  token_id: Type.Integer(),
-  token: Type.String(),
-  address: Type.String(),
-  amount: Type.String(),
-  paid_amount: Type.String(),
-  status: Type.String(),
-  mode: Type.String(),
-  expires: Type.Integer(),
-  expires_at: Type.String(),
-  paid_at: Nullable(Type.String()),
-  content: JsonObject,
-  info: JsonObject,
-  created_at: Type.String(),
-  updated_at: Type.String(),
-});
+import type { PaymentRow } from './charges.payments.repository.js';
+import type { SweepRow } from './charges.sweeps.repository.js';
+import { isLate } from './charges.decide.js';
 
 function parseObject(text: string | null): Record<string, unknown> | null {
   return text === null ? null : (JSON.parse(text) as Record<string, unknown>);
 }
 
-export function chargeView(c: ChargeRow) {
+/** `publicUrl`: where payers reach the service (config.publicUrl), for `hosted_url`. */
+export function chargeView(c: ChargeRow, publicUrl: string) {
   return {
     id: c.id,
     uuid: c.uuid,
@@ -52,6 +32,10 @@ export function chargeView(c: ChargeRow) {
     info: parseObject(c.info),
     created_at: formatDateTime(c.created_at),
     updated_at: formatDateTime(c.updated_at),
+    payments: (c.payments ?? []).map((p) => paymentView(c, p)),
+    sweeps: (c.sweeps ?? []).map(sweepView),
+    hosted_url: hostedUrl(publicUrl, c.uuid),
+    payment_uri: paymentUri(c),
   };
 }
 
@@ -77,5 +61,39 @@ export function chargeFinishedPayload(c: ChargeRow, status: 'paid' | 'expired' |
     address: c.address,
     paid_amount: formatUnits18(c.paid_amount, c.decimals),
     [`${status}_at`]: formatDateTime(atMs),
+  };
+}
+
+/** A payment to the charge's address, as `payments[]` and `charge.delayed` show it. */
+export function paymentView(c: ChargeRow, p: PaymentRow) {
+  return {
+    tx_hash: p.tx_hash,
+    from: p.from_address,
+    amount: formatUnits18(p.amount, c.decimals),
+    block_number: p.block_number,
+    block_timestamp: formatDateTime(p.block_timestamp),
+    late: isLate(p, c),
+  };
+}
+
+/** A transfer out of the charge's address to the main address. */
+export function sweepView(s: SweepRow) {
+  return {
+    tx_hash: s.tx_hash,
+    token: s.symbol,
+    amount: formatUnits18(s.amount, s.decimals),
+    status: s.status,
+    created_at: formatDateTime(s.created_at),
+  };
+}
+
+/** charge.delayed: the charge's fields (as in charge.paid) and the late `payment`. */
+export function chargeDelayedPayload(c: ChargeRow, p: PaymentRow) {
+  return {
+    ...chargeCreatedPayload(c),
+    status: c.status,
+    address: c.address,
+    paid_amount: formatUnits18(c.paid_amount, c.decimals),
+    payment: paymentView(c, p),
   };
 }

@@ -9,6 +9,12 @@
  * the single connection, so it sees the event once committed), and on PostgreSQL by a NOTIFY
  * that the server delivers to every process when the transaction commits.
  */
+import { EventEmitter } from 'node:events';
+import type { Executor } from '../../db/index.js';
+import { notifyOutbox } from '../../db/dialect.js';
+import { EVENT_NAMES, typeOfEvent, type EventName } from './events.catalogue.js';
+import { insertEvent, lockEventOrder } from './events.repository.js';
+
 const signal = new EventEmitter();
 signal.setMaxListeners(0);
 
@@ -17,10 +23,6 @@ export function onOutboxEvent(fn: () => void): () => void {
   signal.on('event', fn);
   return () => signal.off('event', fn);
 }
-import { EventEmitter } from 'node:events';
-import type { Executor } from '../../db/index.js';
-import { notifyOutbox } from '../../db/dialect.js';
-import { EVENT_NAMES, typeOfEvent, type EventName } from './catalogue.js';
 
 export interface NewEvent {
   userId: number;
@@ -33,20 +35,18 @@ export interface NewEvent {
 
 export async function recordEvent(db: Executor, e: NewEvent): Promise<number> {
   if (!EVENT_NAMES.includes(e.name)) throw new Error(`unknown event ${e.name}`);
-  const row = await db
-    .insertInto('events')
-    .values({
-      user_id: e.userId,
-      wallet_id: e.walletId,
-      type: typeOfEvent(e.name),
-      name: e.name,
-      payload: JSON.stringify(e.payload),
-      dispatched_at: null,
-      created_at: e.nowMs,
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow();
+  // The id is drawn under the user's event-order lock, held to commit (events.repository.ts).
+  if (!db.isTransaction) return db.transaction().execute((trx) => recordEvent(trx, e));
+  await lockEventOrder(db, e.userId);
+  const id = await insertEvent(db, {
+    user_id: e.userId,
+    wallet_id: e.walletId,
+    type: typeOfEvent(e.name),
+    name: e.name,
+    payload: JSON.stringify(e.payload),
+    created_at: e.nowMs,
+  });
   await notifyOutbox(db);
   signal.emit('event');
-  return row.id;
+  return id;
 }

@@ -54,3 +54,76 @@ export async function upsertNetwork(db: Executor, n: NetworkInput, nowMs: number
     .execute();
   return (await findNetworkByName(db, n.name))!;
 }
+
+// ---------------------------------------------------------------------------------------------
+// The chain watcher's position on each network: its block cursor and the recent block hashes
+// it has processed (to notice a reorg). Written only inside the watcher's fenced transactions.
+// ---------------------------------------------------------------------------------------------
+
+export interface ChainCursor {
+  block_number: number;
+  block_hash: string;
+}
+
+export function findCursor(db: Executor, networkId: number): Promise<ChainCursor | undefined> {
+  return db.selectFrom('chain_cursors').select(['block_number', 'block_hash']).where('network_id', '=', networkId).executeTakeFirst();
+}
+
+/** The first cursor of a network (no-op if one exists). */
+export async function initCursor(db: Executor, networkId: number, c: ChainCursor, nowMs: number): Promise<void> {
+  await db
+    .insertInto('chain_cursors')
+    .values({ network_id: networkId, block_number: c.block_number, block_hash: c.block_hash, updated_at: nowMs })
+    .onConflict((oc) => oc.column('network_id').doNothing())
+    .execute();
+}
+
+/** Moves the cursor from `from` to `to`; false if it was not at `from` any more (someone else moved it). */
+export async function moveCursor(db: Executor, networkId: number, from: ChainCursor, to: ChainCursor, nowMs: number): Promise<boolean> {
+  const r = await db
+    .updateTable('chain_cursors')
+    .set({ block_number: to.block_number, block_hash: to.block_hash, updated_at: nowMs })
+    .where('network_id', '=', networkId)
+    .where('block_number', '=', from.block_number)
+    .where('block_hash', '=', from.block_hash)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+export async function saveBlock(db: Executor, networkId: number, b: { number: number; hash: string; parentHash: string }, nowMs: number): Promise<void> {
+  await db
+    .insertInto('chain_blocks')
+    .values({ network_id: networkId, block_number: b.number, block_hash: b.hash, parent_hash: b.parentHash, created_at: nowMs })
+    .onConflict((oc) => oc.columns(['network_id', 'block_number']).doUpdateSet({ block_hash: b.hash, parent_hash: b.parentHash, created_at: nowMs }))
+    .execute();
+}
+
+/** Keeps the newest `keep` block hashes of a network. */
+export async function pruneBlocks(db: Executor, networkId: number, newest: number, keep: number): Promise<void> {
+  await db.deleteFrom('chain_blocks').where('network_id', '=', networkId).where('block_number', '<=', newest - keep).execute();
+}
+
+export async function deleteBlocksAbove(db: Executor, networkId: number, block: number): Promise<void> {
+  await db.deleteFrom('chain_blocks').where('network_id', '=', networkId).where('block_number', '>', block).execute();
+}
+
+/** Stored block hashes at or below `maxBlock`, newest first. */
+export function listBlocks(db: Executor, networkId: number, maxBlock: number): Promise<ChainCursor[]> {
+  return db
+    .selectFrom('chain_blocks')
+    .select(['block_number', 'block_hash'])
+    .where('network_id', '=', networkId)
+    .where('block_number', '<=', maxBlock)
+    .orderBy('block_number', 'desc')
+    .execute();
+}
+
+export async function findBlockHash(db: Executor, networkId: number, block: number): Promise<string | undefined> {
+  const r = await db
+    .selectFrom('chain_blocks')
+    .select('block_hash')
+    .where('network_id', '=', networkId)
+    .where('block_number', '=', block)
+    .executeTakeFirst();
+  return r?.block_hash;
+}

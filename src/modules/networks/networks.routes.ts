@@ -1,15 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import { ok, responses } from '../../http/envelope.js';
 import type { App } from '../../http/types.js';
-import type { AppContext } from '../../context.js';
-import { NetworkSchema } from '../wallets/wallets.schemas.js';
-import { listNetworks } from './networks.repository.js';
-import { networkView } from './networks.service.js';
+import { NetworkSchema } from './networks.schemas.js';
+import type { NetworkService } from './networks.service.js';
 
-export async function networkRoutes(app: App, ctx: AppContext): Promise<void> {
+export async function networkRoutes(app: App, networks: NetworkService): Promise<void> {
   app.get(
     '/networks',
-    { schema: { tags: ['networks'], summary: 'Registered networks', response: responses(Type.Array(NetworkSchema)) } },
-    async () => ok((await listNetworks(ctx.store.db)).map(networkView), 'Networks retrieved'),
+    { schema: { tags: ['networks'], summary: 'Registered networks', description: 'The networks wallets can be created on. RPC URLs are shown as their origin only (scheme, host and port).', response: responses(Type.Array(NetworkSchema)) } },
+    async () => ok(await networks.list(), 'Networks retrieved'),
   );
 }

@@ -2,21 +2,21 @@
 import { readFileSync } from 'node:fs';
 import { fieldError, validationError, type FieldErrors } from '../../errors.js';
 import type { NetworkRow } from '../../db/types.js';
+import type { AppContext } from '../../context.js';
 import type { Executor } from '../../db/index.js';
 import * as repo from './networks.repository.js';
+import { networkView } from './networks.views.js';
 
 export const DEVNET_NAME = 'Local devnet';
 export const DEVNET_CHAIN_ID = 31337;
 
-export function networkView(n: NetworkRow) {
-  return {
-    id: n.id,
-    name: n.name,
-    rpc_url: n.rpc_url,
-    chain_id: n.chain_id,
-    currency_symbol: n.currency_symbol,
-    block_explorer: n.block_explorer,
-  };
+/** The networks the API lists. */
+export class NetworkService {
+  constructor(private readonly ctx: AppContext) {}
+
+  async list() {
+    return (await repo.listNetworks(this.ctx.store.db)).map(networkView);
+  }
 }
 
 /** Checks a network definition (from the CLI or a file); throws a 422-style error naming the fields. */

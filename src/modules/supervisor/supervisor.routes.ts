@@ -1,40 +1,12 @@
-import { Type } from '@sinclair/typebox';
 import { ok, responses } from '../../http/envelope.js';
 import type { App } from '../../http/types.js';
+import { SupervisorSchema } from './supervisor.schemas.js';
 import type { SupervisorService } from './supervisor.service.js';
-
-const Nullable = <T extends ReturnType<typeof Type.Integer>>(t: T) => Type.Union([t, Type.Null()]);
-const WorkerState = Type.Union([Type.Literal('running'), Type.Literal('stopped'), Type.Literal('disabled')]);
-
-export const SupervisorSchema = Type.Object({
-  status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
-  version: Type.String(),
-  uptime_s: Type.Integer(),
-  database: Type.Object({ ok: Type.Boolean(), driver: Type.String(), latency_ms: Type.Number() }),
-  networks: Type.Array(
-    Type.Object({
-      id: Type.Integer(),
-      name: Type.String(),
-      chain_id: Type.Integer(),
-      rpc_ok: Type.Boolean(),
-      head_block: Nullable(Type.Integer()),
-      synced_block: Nullable(Type.Integer()),
-      lag_blocks: Nullable(Type.Integer()),
-    }),
-  ),
-  webhooks: Type.Object({
-    pending: Type.Integer(),
-    retrying: Type.Integer(),
-    failed: Type.Integer(),
-    delivered_last_hour: Type.Integer(),
-  }),
-  workers: Type.Object({ watcher: WorkerState, deliveries: WorkerState, charges: WorkerState }),
-});
 
 export async function supervisorRoutes(app: App, supervisor: SupervisorService): Promise<void> {
   app.get(
     '/supervisor',
-    { schema: { tags: ['system'], summary: 'Health of the service and its dependencies', response: responses(SupervisorSchema) } },
+    { schema: { tags: ['system'], summary: 'Health of the service and its dependencies', description: 'Status of the database, of each network\'s node (head and synced block, lag) and of the webhook queue and workers. `degraded` (still HTTP 200) while a dependency is down.', response: responses(SupervisorSchema) } },
     async () => {
       const report = await supervisor.report();
       return ok(report, report.status === 'ok' ? 'All systems operational' : 'Degraded: a dependency is unavailable');

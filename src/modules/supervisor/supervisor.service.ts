@@ -4,9 +4,11 @@
  * route answers quickly when a node hangs.
  */
 import { readFileSync } from 'node:fs';
-import { sql } from 'kysely';
 import type { AppContext } from '../../context.js';
+import type { NetworkRow } from '../../db/types.js';
 import { listNetworks } from '../networks/networks.repository.js';
+import * as repo from './supervisor.repository.js';
+import { networkHealthView } from './supervisor.views.js';
 
 const VERSION: string = (() => {
   try {
@@ -17,6 +19,8 @@ const VERSION: string = (() => {
 })();
 
 const PROBE_TIMEOUT_MS = 2_000;
+const HOUR_MS = 3_600_000;
+const NO_DELIVERIES: repo.DeliveryCounts = { pending: 0, retrying: 0, failed: 0, delivered_last_hour: 0 };
 
 export type WorkerState = 'running' | 'stopped' | 'disabled';
 
@@ -54,78 +58,50 @@ export class SupervisorService {
   }
 
   async report() {
-    const { db, driver } = this.ctx.store;
     const now = this.ctx.clock.nowMs();
-
-    const t0 = performance.now();
-    let dbOk = true;
-    try {
-      await withTimeout(sql`select 1`.execute(db), PROBE_TIMEOUT_MS);
-    } catch (e) {
-      dbOk = false;
-      this.ctx.log.warn({ err: e }, 'supervisor: database probe failed');
-    }
-    const latency_ms = Math.round((performance.now() - t0) * 100) / 100;
-
-    const networks = dbOk ? await this.networks() : [];
-    const webhooks = dbOk ? await this.webhookCounts(now) : { pending: 0, retrying: 0, failed: 0, delivered_last_hour: 0 };
+    const database = await this.probeDatabase();
+    const networks = database.ok ? await this.networks() : [];
+    const webhooks = database.ok ? await repo.countDeliveries(this.ctx.store.db, now - HOUR_MS) : NO_DELIVERIES;
+    const transactions = database.ok ? await repo.countPendingOutgoing(this.ctx.store.db) : { pending: 0, stuck: 0 };
     const state = (name: string): WorkerState => this.workers?.status(name) ?? 'disabled';
-    const degraded = !dbOk || networks.some((n) => !n.rpc_ok);
+    const degraded = !database.ok || networks.some((n) => !n.rpc_ok);
     return {
       status: degraded ? ('degraded' as const) : ('ok' as const),
       version: VERSION,
       uptime_s: Math.floor((now - this.startedAtMs) / 1000),
-      database: { ok: dbOk, driver, latency_ms },
+      database,
       networks,
       webhooks,
+      transactions,
       workers: { watcher: state('watcher'), deliveries: state('deliveries'), charges: state('charges') },
     };
   }
 
-  private async networks() {
-    const { db } = this.ctx.store;
-    const [rows, cursors] = await Promise.all([
-      listNetworks(db),
-      db.selectFrom('chain_cursors').select(['network_id', 'block_number']).execute(),
-    ]);
-    const synced = new Map(cursors.map((c) => [c.network_id, c.block_number]));
-    return Promise.all(
-      rows.map(async (n) => {
-        let head: number | null = null;
-        try {
-          head = Number(await withTimeout(this.ctx.chains.get(n).getBlockNumber({ cacheTime: 0 }), PROBE_TIMEOUT_MS));
-        } catch {
-          head = null;
-        }
-        const syncedBlock = synced.get(n.id) ?? null;
-        return {
-          id: n.id,
-          name: n.name,
-          chain_id: n.chain_id,
-          rpc_ok: head !== null,
-          head_block: head,
-          synced_block: syncedBlock,
-          lag_blocks: head !== null && syncedBlock !== null ? Math.max(0, head - syncedBlock) : null,
-        };
-      }),
-    );
+  private async probeDatabase() {
+    const { db, driver } = this.ctx.store;
+    const t0 = performance.now();
+    let ok = true;
+    try {
+      await withTimeout(repo.ping(db), PROBE_TIMEOUT_MS);
+    } catch (e) {
+      ok = false;
+      this.ctx.log.warn({ err: e }, 'supervisor: database probe failed');
+    }
+    return { ok, driver, latency_ms: Math.round((performance.now() - t0) * 100) / 100 };
   }
 
-  private async webhookCounts(now: number) {
+  private async networks() {
     const { db } = this.ctx.store;
-    const byStatus = await db
-      .selectFrom('webhook_deliveries')
-      .select(['status', db.fn.countAll<number>().as('n')])
-      .where('status', 'in', ['pending', 'retrying', 'failed'])
-      .groupBy('status')
-      .execute();
-    const delivered = await db
-      .selectFrom('webhook_deliveries')
-      .select(db.fn.countAll<number>().as('n'))
-      .where('status', '=', 'delivered')
-      .where('delivered_at', '>=', now - 3_600_000)
-      .executeTakeFirst();
-    const count = (s: string) => Number(byStatus.find((r) => r.status === s)?.n ?? 0);
-    return { pending: count('pending'), retrying: count('retrying'), failed: count('failed'), delivered_last_hour: Number(delivered?.n ?? 0) };
+    const [rows, synced] = await Promise.all([listNetworks(db), repo.listSyncedBlocks(db)]);
+    return Promise.all(rows.map(async (n) => networkHealthView(n, await this.headBlock(n), synced.get(n.id) ?? null)));
+  }
+
+  /** The node's head block, or null when it does not answer in time. */
+  private async headBlock(n: NetworkRow): Promise<number | null> {
+    try {
+      return Number(await withTimeout(this.ctx.chains.get(n).getBlockNumber({ cacheTime: 0 }), PROBE_TIMEOUT_MS));
+    } catch {
+      return null;
+    }
   }
 }

@@ -1,7 +1,6 @@
 /** wallet_tokens rows. */
 import { sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
-import type { SqlDialect } from '../../db/dialect.js';
 import type { WalletTokenRow } from '../../db/types.js';
 
 export const TOKEN_COLUMNS = [
@@ -91,13 +90,4 @@ export async function reactivateToken(
     .where('id', '=', tokenId)
     .returning(TOKEN_COLUMNS)
     .executeTakeFirstOrThrow();
-}
-
-/**
- * Serialises changes to one wallet's token list inside a transaction (the active-symbol and
- * contract checks are read-then-write): a row lock on the wallet on PostgreSQL; on SQLite the
- * transaction already holds the database's write lock.
- */
-export async function lockWalletTokens(db: Executor, dialect: SqlDialect, walletId: number): Promise<void> {
-  await dialect.forUpdate(db.selectFrom('wallets').select('id').where('id', '=', walletId)).executeTakeFirst();
 }

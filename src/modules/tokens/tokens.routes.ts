@@ -7,54 +7,47 @@ import { parseId, requireWallet } from '../../http/auth.js';
 import type { App } from '../../http/types.js';
 import { readingMessage } from '../wallets/balances.service.js';
 import { WalletParams } from '../wallets/wallets.schemas.js';
-import { AddTokenBody, TokenParams } from './tokens.schemas.js';
+import { AddTokenBody, parseContract, TokenParams, TokenWithBalanceSchema, WalletTokenSchema } from './tokens.schemas.js';
 import type { TokenService } from './tokens.service.js';
-import { TokenWithBalanceSchema, WalletTokenSchema } from './tokens.views.js';
+
+const TAGS = ['tokens'];
+
+/** The `{token}` of a request, loaded after the wallet guard and before validation (404 before 422). */
+function tokenLoader(tokens: TokenService) {
+  const loaded = new WeakMap<FastifyRequest, WalletTokenRow>();
+  return {
+    async load(req: FastifyRequest): Promise<void> {
+      const wallet = requireWallet(req);
+      const id = parseId((req.params as Record<string, unknown>).token);
+      const token = id === null ? undefined : await tokens.find(wallet, id);
+      if (!token) throw Errors.tokenNotFound();
+      loaded.set(req, token);
+    },
+    get(req: FastifyRequest): WalletTokenRow {
+      const token = loaded.get(req);
+      if (!token) throw Errors.tokenNotFound();
+      return token;
+    },
+  };
+}
 
 export async function tokenRoutes(app: App, tokens: TokenService): Promise<void> {
-  // The `{token}` of a request, loaded after the wallet guard and before validation (404 before 422).
-  const loaded = new WeakMap<FastifyRequest, WalletTokenRow>();
-
-  async function loadToken(req: FastifyRequest): Promise<void> {
-    const wallet = requireWallet(req);
-    const id = parseId((req.params as Record<string, unknown>).token);
-    const token = id === null ? undefined : await tokens.find(wallet, id);
-    if (!token) throw Errors.tokenNotFound();
-    loaded.set(req, token);
-  }
-
-  function requireToken(req: FastifyRequest): WalletTokenRow {
-    const token = loaded.get(req);
-    if (!token) throw Errors.tokenNotFound();
-    return token;
-  }
+  const token = tokenLoader(tokens);
 
   app.get(
     '/wallet/:wallet/tokens',
-    {
-      schema: {
-        tags: ['tokens'],
-        summary: "The wallet's tokens, active and removed",
-        params: WalletParams,
-        response: responses(Type.Array(WalletTokenSchema)),
-      },
-    },
+    { schema: { tags: TAGS, summary: "The wallet's tokens, active and removed", description: 'The native coin and the ERC-20 tokens of the wallet.', params: WalletParams, response: responses(Type.Array(WalletTokenSchema)) } },
     async (req) => ok(await tokens.list(requireWallet(req)), 'Tokens retrieved'),
   );
 
   app.get(
     '/wallet/:wallet/token/:token',
     {
-      preValidation: loadToken,
-      schema: {
-        tags: ['tokens'],
-        summary: 'One token with its balance',
-        params: TokenParams,
-        response: responses(TokenWithBalanceSchema, [502]),
-      },
+      preValidation: token.load,
+      schema: { tags: TAGS, summary: 'One token with its balance', description: 'One token of the wallet with its balance read from the chain.', params: TokenParams, response: responses(TokenWithBalanceSchema, [502]) },
     },
     async (req) => {
-      const { data, reading } = await tokens.show(requireWallet(req), requireToken(req));
+      const { data, reading } = await tokens.show(requireWallet(req), token.get(req));
       return ok(data, readingMessage(reading, 'Token retrieved'));
     },
   );
@@ -63,27 +56,27 @@ export async function tokenRoutes(app: App, tokens: TokenService): Promise<void>
     '/wallet/:wallet/token/add',
     {
       schema: {
-        tags: ['tokens'],
-        summary: 'Add an ERC-20 token by contract address (metadata read from the chain)',
+        tags: TAGS,
+        summary: 'Add an ERC-20 token by contract address (metadata read from the chain)', description: 'Adds an ERC-20 token to the wallet; its name, symbol and decimals are read from the contract, so the node must be reachable.',
         params: WalletParams,
         body: AddTokenBody,
         response: responses(WalletTokenSchema),
       },
     },
-    async (req) => ok(await tokens.add(requireWallet(req), req.body.contract), 'Token added'),
+    async (req) => ok(await tokens.add(requireWallet(req), parseContract(req.body.contract)), 'Token added'),
   );
 
   app.get(
     '/wallet/:wallet/token/remove/:token',
     {
-      preValidation: loadToken,
+      preValidation: token.load,
       schema: {
-        tags: ['tokens'],
-        summary: 'Remove a token (marks it inactive; the native token cannot be removed)',
+        tags: TAGS,
+        summary: 'Remove a token (marks it inactive; the native token cannot be removed)', description: 'Marks the token inactive for the wallet: it leaves the balance and the lists; its history stays.',
         params: TokenParams,
         response: responses(WalletTokenSchema),
       },
     },
-    async (req) => ok(await tokens.remove(requireWallet(req), requireToken(req)), 'Token removed'),
+    async (req) => ok(await tokens.remove(requireWallet(req), token.get(req)), 'Token removed'),
   );
 }

@@ -1,8 +1,34 @@
 import { Type } from '@sinclair/typebox';
+import { getAddress, type Address } from 'viem';
+import { isValidAddress } from '../../chain/address.js';
+import { fieldError } from '../../errors.js';
 
 export const TokenParams = Type.Object({ wallet: Type.String(), token: Type.String() });
 
-/** The address format (and EIP-55 checksum of mixed case) is checked by the service, with its own message. */
+/** The address format (and EIP-55 checksum of mixed case) is checked by `parseContract`, with its own message. */
 export const AddTokenBody = Type.Object({
   contract: Type.String({ minLength: 1, maxLength: 100 }),
 });
+
+/** The `contract` of an add request as a checksummed address, or a 422 on the field. */
+export function parseContract(raw: string): Address {
+  if (!isValidAddress(raw)) throw fieldError('contract', 'The contract field must be a valid address.');
+  return getAddress(raw);
+}
+
+/** WalletToken as the API shows it (wallet_id omitted). */
+export const WalletTokenSchema = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  symbol: Type.String(),
+  decimals: Type.Integer(),
+  is_native: Type.Boolean(),
+  is_active: Type.Boolean(),
+  is_testnet: Type.Boolean(),
+  contract: Type.String(),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+});
+
+/** A WalletToken with its balance (an exact 18-place decimal string). */
+export const TokenWithBalanceSchema = Type.Composite([WalletTokenSchema, Type.Object({ balance: Type.String() })]);

@@ -8,21 +8,20 @@
  * insert or reactivate, and the `token.added` event. The balance just read is then stored like
  * any other reading (`balance.updated` if it differs from the cache).
  */
-import { getAddress, type Address } from 'viem';
+import type { Address } from 'viem';
 import type { AppContext } from '../../context.js';
-import { isValidAddress } from '../../chain/address.js';
-import type { WalletTokenRow } from '../../db/types.js';
-import { probeErc20, type TokenMetadata } from '../../chain/erc20.js';
+import type { Executor } from '../../db/index.js';
+import type { NetworkRow, WalletTokenRow } from '../../db/types.js';
+import { probeErc20, type Erc20Probe, type TokenMetadata } from '../../chain/erc20.js';
 import { mapChainError } from '../../chain/errors.js';
 import { fieldError } from '../../errors.js';
-import { formatUnits18 } from '../../lib/money.js';
-import { formatDateTime } from '../../lib/time.js';
 import { recordEvent } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
 import type { BalanceService } from '../wallets/balances.service.js';
-import type { WalletView } from '../wallets/wallets.repository.js';
+import { tokenBalanceView } from '../wallets/balances.views.js';
+import { lockWallet, type WalletView } from '../wallets/wallets.repository.js';
 import * as repo from './tokens.repository.js';
-import { tokenView } from './tokens.views.js';
+import { tokenEventPayload, tokenView } from './tokens.views.js';
 
 /** ERC-20 amounts are shown with 18 decimal places, so a token with more cannot be shown exactly. */
 export const MAX_TOKEN_DECIMALS = 18;
@@ -30,19 +29,6 @@ export const MAX_SYMBOL_LENGTH = 64;
 export const MAX_NAME_LENGTH = 255;
 
 const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
-
-function tokenEventPayload(t: WalletTokenRow, at: 'added_at' | 'removed_at', nowMs: number) {
-  return {
-    wallet_id: t.wallet_id,
-    token_id: t.id,
-    name: t.name,
-    symbol: t.symbol,
-    contract: t.contract,
-    decimals: t.decimals,
-    is_native: t.is_native === 1,
-    [at]: formatDateTime(nowMs),
-  };
-}
 
 /** The metadata as stored, or a 422 on the `contract` field saying why the token cannot be used. */
 function checkMetadata(meta: TokenMetadata): TokenMetadata {
@@ -79,42 +65,23 @@ export class TokenService {
   /** One token with its balance, by the same freshness rule as the balance route. */
   async show(wallet: WalletView, token: WalletTokenRow) {
     const reading = await this.balances.getBalances(wallet, [token]);
-    return { data: { ...tokenView(token), balance: formatUnits18(reading.values.get(token.id)!, token.decimals) }, reading };
+    return { data: tokenBalanceView(token, reading.values.get(token.id)!), reading };
   }
 
-  async add(wallet: WalletView, rawContract: string) {
+  /** Adds the ERC-20 at `contract` (a checked address), or reactivates it if it was removed. */
+  async add(wallet: WalletView, contract: Address) {
     const db = this.ctx.store.db;
-    if (!isValidAddress(rawContract)) throw fieldError('contract', 'The contract field must be a valid address.');
-    const contract = getAddress(rawContract);
     const existing = await repo.findTokenByContractAnyCase(db, wallet.id, contract);
     if (existing?.is_active === 1) throw fieldError('contract', 'The contract has already been added.');
-
     const network = await findNetwork(db, wallet.network_id);
     if (!network) throw new Error(`network ${wallet.network_id} missing`);
-    let probe;
-    try {
-      probe = await probeErc20(this.ctx.chains.get(network), contract, wallet.address as Address);
-    } catch (e) {
-      throw mapChainError(e);
-    }
-    if (probe.kind === 'no-code') throw fieldError('contract', 'The contract field must be the address of a deployed contract.');
-    if (probe.kind === 'not-erc20') throw fieldError('contract', 'The contract field must be the address of an ERC-20 token contract.');
+    const probe = await this.probe(wallet, network, contract);
     const meta = checkMetadata(probe.metadata);
 
     const now = this.ctx.clock.nowMs();
     const token = await db.transaction().execute(async (trx) => {
-      await repo.lockWalletTokens(trx, this.ctx.store.dialect, wallet.id);
-      const current = await repo.findTokenByContractAnyCase(trx, wallet.id, contract);
-      if (current?.is_active === 1) throw fieldError('contract', 'The contract has already been added.');
-      const clash = await repo.findActiveTokenBySymbol(trx, wallet.id, meta.symbol);
-      if (clash) throw fieldError('contract', `The symbol ${meta.symbol} is already used by an active token of this wallet.`);
-      const row = current
-        ? await repo.reactivateToken(trx, current.id, meta, now)
-        : await repo.insertToken(
-            trx,
-            { wallet_id: wallet.id, ...meta, contract, is_native: false, is_testnet: network.is_mainnet !== 1 },
-            now,
-          );
+      await lockWallet(trx, wallet.id);
+      const row = await this.insertOrReactivate(trx, wallet, network, contract, meta, now);
       await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'token.added', payload: tokenEventPayload(row, 'added_at', now), nowMs: now });
       return row;
     });
@@ -129,12 +96,35 @@ export class TokenService {
     return tokenView(token);
   }
 
+  /** Reads the contract on chain (no transaction open); a 422 on `contract` when it is no ERC-20. */
+  private async probe(wallet: WalletView, network: NetworkRow, contract: Address): Promise<Extract<Erc20Probe, { kind: 'token' }>> {
+    let probe: Erc20Probe;
+    try {
+      probe = await probeErc20(this.ctx.chains.get(network), contract, wallet.address as Address);
+    } catch (e) {
+      throw mapChainError(e);
+    }
+    if (probe.kind === 'no-code') throw fieldError('contract', 'The contract field must be the address of a deployed contract.');
+    if (probe.kind === 'not-erc20') throw fieldError('contract', 'The contract field must be the address of an ERC-20 token contract.');
+    return probe;
+  }
+
+  /** Under the wallet lock: the contract is not active, its symbol is free; insert or reactivate. */
+  private async insertOrReactivate(trx: Executor, wallet: WalletView, network: NetworkRow, contract: Address, meta: TokenMetadata, now: number) {
+    const current = await repo.findTokenByContractAnyCase(trx, wallet.id, contract);
+    if (current?.is_active === 1) throw fieldError('contract', 'The contract has already been added.');
+    const clash = await repo.findActiveTokenBySymbol(trx, wallet.id, meta.symbol);
+    if (clash) throw fieldError('contract', `The symbol ${meta.symbol} is already used by an active token of this wallet.`);
+    if (current) return repo.reactivateToken(trx, current.id, meta, now);
+    return repo.insertToken(trx, { wallet_id: wallet.id, ...meta, contract, is_native: false, is_testnet: network.is_mainnet !== 1 }, now);
+  }
+
   /** Marks the token inactive (`token.removed`). Removing a removed token changes nothing and emits nothing. */
   async remove(wallet: WalletView, token: WalletTokenRow) {
     if (token.is_native === 1) throw fieldError('token', 'The native token cannot be removed.');
     const now = this.ctx.clock.nowMs();
     const row = await this.ctx.store.db.transaction().execute(async (trx) => {
-      await repo.lockWalletTokens(trx, this.ctx.store.dialect, wallet.id);
+      await lockWallet(trx, wallet.id);
       const current = await repo.findToken(trx, wallet.id, token.id);
       if (!current || current.is_active !== 1) return current ?? token;
       await repo.setTokenActive(trx, current.id, false, now);

@@ -1,20 +1,6 @@
-/** WalletToken as the API shows it (wallet_id omitted). */
-import { Type } from '@sinclair/typebox';
+/** WalletToken as the API shows it (wallet_id omitted); the schema is tokens.schemas.ts. */
 import type { WalletTokenRow } from '../../db/types.js';
 import { formatDateTime } from '../../lib/time.js';
-
-export const WalletTokenSchema = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  symbol: Type.String(),
-  decimals: Type.Integer(),
-  is_native: Type.Boolean(),
-  is_active: Type.Boolean(),
-  is_testnet: Type.Boolean(),
-  contract: Type.String(),
-  created_at: Type.String(),
-  updated_at: Type.String(),
-});
 
 export function tokenView(t: WalletTokenRow) {
   return {
@@ -31,5 +17,16 @@ export function tokenView(t: WalletTokenRow) {
   };
 }
 
-/** A WalletToken with its balance (an exact 18-place decimal string). */
-export const TokenWithBalanceSchema = Type.Composite([WalletTokenSchema, Type.Object({ balance: Type.String() })]);
+/** The data of a `token.added` or `token.removed` event. */
+export function tokenEventPayload(t: WalletTokenRow, at: 'added_at' | 'removed_at', nowMs: number) {
+  return {
+    wallet_id: t.wallet_id,
+    token_id: t.id,
+    name: t.name,
+    symbol: t.symbol,
+    contract: t.contract,
+    decimals: t.decimals,
+    is_native: t.is_native === 1,
+    [at]: formatDateTime(nowMs),
+  };
+}

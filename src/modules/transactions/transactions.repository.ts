@@ -4,16 +4,21 @@
  * rebroadcast query, never by a read the API serves.
  *
  * Every insert of a row goes through `insertTransaction`, which must run inside a transaction
- * that holds the wallet's row lock (`lockWallet`): it numbers the row (`seq`, `symbol_seq`)
+ * that holds the wallet's row lock (`lockWallet`, wallets.repository.ts): it numbers the row (`seq`, `symbol_seq`)
  * from the current maximum, and the lock is what keeps those numbers dense and unique.
  */
 import { sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
-import type { SqlDialect } from '../../db/dialect.js';
-import type { TransactionRow } from '../../db/types.js';
+import type { NewTransaction } from '../../db/types.js';
 
 export type TxType = 'transfer' | 'receipt' | 'contract';
+/** Types the wallet sends (signed by the service, with a nonce, reserved until final). */
+export const OUTGOING_TYPES: TxType[] = ['transfer', 'contract'];
 export type TxStatus = 'pending' | 'confirmed' | 'failed';
+/** Why a failed transaction failed (migration 006). */
+export type FailureReason = 'reverted' | 'dropped' | 'cancelled' | 'rejected';
+/** What a signed version of an outgoing transaction is: the first one, or a replacement at its nonce. */
+export type BroadcastKind = 'original' | 'speed-up' | 'cancel';
 /**
  * A receipt whose block was orphaned by a reorg: hidden from every read (sequence 0, not
  * shown, not counted). The row is kept so its id is never reused and, if the same transfer
@@ -54,6 +59,18 @@ export interface TxRecord {
   decimals: number;
   /** The wallet's owner (for events). */
   user_id: number;
+  /** Migration 005: how it was signed, its EIP-1559 fees, its calldata (contract calls), its L1 fee. */
+  tx_kind: 'legacy' | 'eip1559';
+  max_fee_per_gas: bigint | null;
+  max_priority_fee_per_gas: bigint | null;
+  data: string | null;
+  l1_fee: bigint;
+  /** Migration 006: why it failed, what its current hash is, its earlier hashes, since when it is stuck. */
+  failure_reason: FailureReason | null;
+  broadcast_kind: BroadcastKind;
+  broadcast_attempts: number;
+  replaced_hashes: string[];
+  stuck_at: number | null;
 }
 
 const RECORD_COLUMNS = [
@@ -87,11 +104,32 @@ const RECORD_COLUMNS = [
   'wt.symbol',
   'wt.decimals',
   'w.user_id',
+  'tx.tx_kind',
+  'tx.max_fee_per_gas',
+  'tx.max_priority_fee_per_gas',
+  'tx.data',
+  'tx.l1_fee',
+  'tx.failure_reason',
+  'tx.broadcast_kind',
+  'tx.broadcast_attempts',
+  'tx.replaced_hashes',
+  'tx.stuck_at',
 ] as const;
 
 const big = (v: string | null): bigint | null => (v === null ? null : BigInt(v));
 
-type RawRecord = Omit<TxRecord, 'amount' | 'fee_reserved' | 'gas' | 'gas_price' | 'gas_used' | 'cumulative_gas_used' | 'type' | 'status'> & {
+type RawRecord = Omit<
+  TxRecord,
+  'amount' | 'fee_reserved' | 'gas' | 'gas_price' | 'gas_used' | 'cumulative_gas_used' | 'type' | 'status' | 'tx_kind' | 'max_fee_per_gas' | 'max_priority_fee_per_gas' | 'l1_fee'
+  | 'failure_reason' | 'broadcast_kind' | 'replaced_hashes'
+> & {
+  failure_reason: string | null;
+  broadcast_kind: string;
+  replaced_hashes: string | null;
+  tx_kind: string;
+  max_fee_per_gas: string | null;
+  max_priority_fee_per_gas: string | null;
+  l1_fee: string;
   type: string;
   status: string;
   amount: string;
@@ -113,6 +151,14 @@ function toRecord(r: RawRecord): TxRecord {
     gas_price: big(r.gas_price),
     gas_used: big(r.gas_used),
     cumulative_gas_used: big(r.cumulative_gas_used),
+    tx_kind: r.tx_kind === 'eip1559' ? 'eip1559' : 'legacy',
+    max_fee_per_gas: big(r.max_fee_per_gas),
+    max_priority_fee_per_gas: big(r.max_priority_fee_per_gas),
+    l1_fee: BigInt(r.l1_fee),
+    failure_reason: r.failure_reason as FailureReason | null,
+    broadcast_kind: r.broadcast_kind as BroadcastKind,
+    broadcast_attempts: Number(r.broadcast_attempts),
+    replaced_hashes: r.replaced_hashes ? r.replaced_hashes.split(',') : [],
   };
 }
 
@@ -135,7 +181,7 @@ export async function findRecordForWallet(db: Executor, walletId: number, id: nu
 }
 
 // ---------------------------------------------------------------------------------------------
-// The list: newest first, page N found by its sequence range (see migration 003).
+// The list: newest first, page N found by its sequence range (`seq`, `symbol_seq`: dense per wallet).
 // ---------------------------------------------------------------------------------------------
 
 /** Rows in the list (all, or one symbol): the highest sequence number, since it is dense. */
@@ -171,22 +217,10 @@ export async function listSeqRange(db: Executor, walletId: number, symbolKey: st
 // Writes under the wallet lock.
 // ---------------------------------------------------------------------------------------------
 
-export interface LockedWallet {
-  id: number;
-  user_id: number;
-  address: string;
-  next_nonce: number | null;
-}
-
-/** Row lock on the wallet for the rest of the transaction (SQLite: the transaction is the lock). */
-export async function lockWallet(db: Executor, dialect: SqlDialect, walletId: number): Promise<LockedWallet> {
-  const q = db.selectFrom('wallets').select(['id', 'user_id', 'address', 'next_nonce']).where('id', '=', walletId);
-  return dialect.forUpdate(q).executeTakeFirstOrThrow();
-}
-
-/** Locks several wallets in ascending id order (one global order: no deadlock between lockers). */
-export async function lockWallets(db: Executor, dialect: SqlDialect, walletIds: Iterable<number>): Promise<void> {
-  for (const id of [...new Set(walletIds)].sort((a, b) => a - b)) await lockWallet(db, dialect, id);
+/** The wallet's next nonce to hand out (null: none handed out yet); read under the wallet lock. */
+export async function findNextNonce(db: Executor, walletId: number): Promise<number | null> {
+  const row = await db.selectFrom('wallets').select('next_nonce').where('id', '=', walletId).executeTakeFirstOrThrow();
+  return row.next_nonce;
 }
 
 export async function setNextNonce(db: Executor, walletId: number, nextNonce: number | null, nowMs: number): Promise<void> {
@@ -212,7 +246,7 @@ export async function reservations(db: Executor, walletId: number, minedNonce: n
     .selectFrom('transactions')
     .select(['token_id', 'amount', 'fee_reserved'])
     .where('wallet_id', '=', walletId)
-    .where('type', '=', 'transfer')
+    .where('type', 'in', OUTGOING_TYPES)
     .where('nonce', '>=', minedNonce)
     .where((eb) => eb.not(eb.and([eb('status', '=', 'failed'), eb('block_number', 'is', null)])))
     .execute();
@@ -225,7 +259,7 @@ export async function heldNonces(db: Executor, walletId: number, from: number): 
     .selectFrom('transactions')
     .select('nonce')
     .where('wallet_id', '=', walletId)
-    .where('type', '=', 'transfer')
+    .where('type', 'in', OUTGOING_TYPES)
     .where('status', '=', 'pending')
     .where('nonce', '>=', from)
     .execute();
@@ -255,9 +289,57 @@ export interface NewTx {
   receipt_status: number | null;
   raw_tx: string | null;
   confirmed_at: number | null;
+  /** Migration 005 (outgoing rows); absent: legacy, no calldata, no L1 fee. */
+  tx_kind?: 'legacy' | 'eip1559';
+  max_fee_per_gas?: bigint | null;
+  max_priority_fee_per_gas?: bigint | null;
+  data?: string | null;
+  l1_fee?: bigint;
 }
 
 const str = (v: bigint | null): string | null => (v === null ? null : v.toString());
+
+/** The column values of a new row, with its numbers in the wallet's list. */
+function insertValues(t: NewTx, n: { seq: number; symbolKey: string; symbolSeq: number }, nowMs: number): NewTransaction {
+  return {
+    wallet_id: t.wallet_id,
+    token_id: t.token_id,
+    type: t.type,
+    status: t.status,
+    amount: t.amount.toString(),
+    fee_reserved: t.fee_reserved.toString(),
+    from_address: t.from_address,
+    to_address: t.to_address,
+    tx_hash: t.tx_hash,
+    log_index: t.log_index,
+    block_number: t.block_number,
+    block_hash: t.block_hash,
+    block_timestamp: t.block_timestamp,
+    nonce: t.nonce,
+    gas: str(t.gas),
+    gas_price: str(t.gas_price),
+    gas_used: str(t.gas_used),
+    cumulative_gas_used: str(t.cumulative_gas_used),
+    receipt_status: t.receipt_status,
+    raw_tx: t.raw_tx,
+    input: null,
+    info: null,
+    error: null,
+    broadcast_at: null,
+    confirmed_at: t.confirmed_at,
+    failed_at: null,
+    created_at: nowMs,
+    updated_at: nowMs,
+    seq: n.seq,
+    symbol_key: n.symbolKey,
+    symbol_seq: n.symbolSeq,
+    tx_kind: t.tx_kind ?? 'legacy',
+    max_fee_per_gas: str(t.max_fee_per_gas ?? null),
+    max_priority_fee_per_gas: str(t.max_priority_fee_per_gas ?? null),
+    data: t.data ?? null,
+    l1_fee: (t.l1_fee ?? 0n).toString(),
+  };
+}
 
 /**
  * Inserts a row numbered after the wallet's newest (caller holds the wallet lock) and returns
@@ -269,41 +351,7 @@ export async function insertTransaction(db: Executor, t: NewTx, nowMs: number): 
   const symbolKey = t.symbol.toUpperCase();
   const seq = (await countForList(db, t.wallet_id, null)) + 1;
   const symbolSeq = (await countForList(db, t.wallet_id, symbolKey)) + 1;
-  const insert = db
-    .insertInto('transactions')
-    .values({
-      wallet_id: t.wallet_id,
-      token_id: t.token_id,
-      type: t.type,
-      status: t.status,
-      amount: t.amount.toString(),
-      fee_reserved: t.fee_reserved.toString(),
-      from_address: t.from_address,
-      to_address: t.to_address,
-      tx_hash: t.tx_hash,
-      log_index: t.log_index,
-      block_number: t.block_number,
-      block_hash: t.block_hash,
-      block_timestamp: t.block_timestamp,
-      nonce: t.nonce,
-      gas: str(t.gas),
-      gas_price: str(t.gas_price),
-      gas_used: str(t.gas_used),
-      cumulative_gas_used: str(t.cumulative_gas_used),
-      receipt_status: t.receipt_status,
-      raw_tx: t.raw_tx,
-      input: null,
-      info: null,
-      error: null,
-      broadcast_at: null,
-      confirmed_at: t.confirmed_at,
-      failed_at: null,
-      created_at: nowMs,
-      updated_at: nowMs,
-      seq,
-      symbol_key: symbolKey,
-      symbol_seq: symbolSeq,
-    });
+  const insert = db.insertInto('transactions').values(insertValues(t, { seq, symbolKey, symbolSeq }, nowMs));
   if (t.type !== 'receipt') return (await insert.returning('id').executeTakeFirstOrThrow()).id;
   const row = await insert
     .onConflict((oc) =>
@@ -382,10 +430,10 @@ export async function markBroadcast(db: Executor, id: number, nowMs: number): Pr
   await db.updateTable('transactions').set({ broadcast_at: nowMs, updated_at: nowMs }).where('id', '=', id).where('status', '=', 'pending').execute();
 }
 
-export async function markFailed(db: Executor, id: number, error: string, nowMs: number): Promise<boolean> {
+export async function markFailed(db: Executor, id: number, error: string, reason: FailureReason, nowMs: number): Promise<boolean> {
   const r = await db
     .updateTable('transactions')
-    .set({ status: 'failed', error: error.slice(0, 1000), failed_at: nowMs, updated_at: nowMs })
+    .set({ status: 'failed', error: error.slice(0, 1000), failure_reason: reason, failed_at: nowMs, updated_at: nowMs })
     .where('id', '=', id)
     .where('status', '=', 'pending')
     .executeTakeFirst();
@@ -396,7 +444,7 @@ export async function markFailed(db: Executor, id: number, error: string, nowMs:
 export async function revive(db: Executor, id: number, nowMs: number): Promise<boolean> {
   const r = await db
     .updateTable('transactions')
-    .set({ status: 'pending', failed_at: null, error: null, updated_at: nowMs })
+    .set({ status: 'pending', failed_at: null, error: null, failure_reason: null, updated_at: nowMs })
     .where('id', '=', id)
     .where('status', '=', 'failed')
     .where('block_number', 'is', null)
@@ -411,6 +459,8 @@ export interface MinedFields {
   gas_used: bigint;
   cumulative_gas_used: bigint;
   receipt_status: number;
+  /** The price per gas actually paid (the receipt's effective gas price): once mined, `gas_price` is that. */
+  gas_price?: bigint;
 }
 
 /** A pending transfer seen in a processed block: block fields and receipt, still pending. */
@@ -424,6 +474,7 @@ export async function attachMined(db: Executor, id: number, m: MinedFields, nowM
       gas_used: m.gas_used.toString(),
       cumulative_gas_used: m.cumulative_gas_used.toString(),
       receipt_status: m.receipt_status,
+      ...(m.gas_price === undefined ? {} : { gas_price: m.gas_price.toString() }),
       updated_at: nowMs,
     })
     .where('id', '=', id)
@@ -433,14 +484,17 @@ export async function attachMined(db: Executor, id: number, m: MinedFields, nowM
   return Number(r.numUpdatedRows) === 1;
 }
 
-/** Moves a mined pending row to its final state: confirmed, or failed when it reverted. */
-export async function settle(db: Executor, id: number, outcome: 'confirmed' | 'failed', nowMs: number): Promise<boolean> {
+/** Moves a mined pending row to its final state: confirmed, or failed (it reverted, or its mined version was a cancel). */
+export async function settle(db: Executor, id: number, outcome: 'confirmed' | 'reverted' | 'cancelled', nowMs: number): Promise<boolean> {
+  const failedWith = (error: string, reason: FailureReason) => ({ status: 'failed', failed_at: nowMs, error, failure_reason: reason, updated_at: nowMs });
   const r = await db
     .updateTable('transactions')
     .set(
       outcome === 'confirmed'
         ? { status: 'confirmed', confirmed_at: nowMs, updated_at: nowMs }
-        : { status: 'failed', failed_at: nowMs, error: 'execution reverted', updated_at: nowMs },
+        : outcome === 'reverted'
+          ? failedWith('execution reverted', 'reverted')
+          : failedWith('cancelled: the zero-value replacement was mined', 'cancelled'),
     )
     .where('id', '=', id)
     .where('status', '=', 'pending')
@@ -464,7 +518,10 @@ export async function unmine(db: Executor, id: number, nowMs: number): Promise<v
       confirmed_at: null,
       failed_at: null,
       error: null,
+      failure_reason: null,
       broadcast_at: null,
+      next_check_at: null,
+      check_count: 0,
       updated_at: nowMs,
     })
     .where('id', '=', id)
@@ -493,62 +550,6 @@ export async function listSettleable(db: Executor, networkId: number, maxBlock: 
   return rows.map((r) => toRecord(r as RawRecord));
 }
 
-/**
- * Outgoing transfers with these hashes not yet seen in a block: pending ones, and failed ones
- * that were never mined (a node refused them, yet here they are in a block).
- */
-export async function findUnminedByHashes(db: Executor, networkId: number, hashes: string[]): Promise<TxRecord[]> {
-  if (hashes.length === 0) return [];
-  const rows = await records(db)
-    .where('tx.wallet_id', 'in', onNetwork(db, networkId))
-    .where('tx.type', '=', 'transfer')
-    .where('tx.status', 'in', ['pending', 'failed'])
-    .where('tx.block_number', 'is', null)
-    .where('tx.tx_hash', 'in', hashes)
-    .execute();
-  return rows.map((r) => toRecord(r as RawRecord));
-}
-
-export interface UnminedTransfer {
-  id: number;
-  wallet_id: number;
-  tx_hash: string;
-  nonce: number;
-  raw_tx: string;
-  broadcast_at: number | null;
-  created_at: number;
-}
-
-/**
- * Pending outgoing transfers not seen in a block that are due a check with the node: never
- * confirmed as broadcast and older than `graceBefore` (the create route is still sending the
- * young ones), or last checked before `checkedBefore`. `all` ignores both (the start-up pass).
- */
-export async function listDueUnmined(
-  db: Executor,
-  networkId: number,
-  opts: { graceBefore: number; checkedBefore: number; all: boolean; limit: number },
-): Promise<UnminedTransfer[]> {
-  let q = db
-    .selectFrom('transactions')
-    .select(['id', 'wallet_id', 'tx_hash', 'nonce', 'raw_tx', 'broadcast_at', 'created_at'])
-    .where('wallet_id', 'in', onNetwork(db, networkId))
-    .where('type', '=', 'transfer')
-    .where('status', '=', 'pending')
-    .where('block_number', 'is', null)
-    .where('raw_tx', 'is not', null);
-  if (!opts.all) {
-    q = q.where((eb) =>
-      eb.or([
-        eb.and([eb('broadcast_at', 'is', null), eb('created_at', '<', opts.graceBefore)]),
-        eb('broadcast_at', '<', opts.checkedBefore),
-      ]),
-    );
-  }
-  const rows = await q.orderBy('nonce', 'asc').orderBy('id', 'asc').limit(opts.limit).execute();
-  return rows.map((r) => ({ ...r, tx_hash: r.tx_hash!, nonce: Number(r.nonce), raw_tx: r.raw_tx! }));
-}
-
 /** Rows of the network's wallets recorded from blocks above `block` (a reorg removed them). */
 export async function listAboveBlock(db: Executor, networkId: number, block: number): Promise<Array<{ id: number; wallet_id: number; type: string }>> {
   return db
@@ -560,4 +561,273 @@ export async function listAboveBlock(db: Executor, networkId: number, block: num
     .execute();
 }
 
-export type { TransactionRow };
+export interface WatchedWallet {
+  id: number;
+  user_id: number;
+  network_id: number;
+  address: string;
+}
+
+export interface WatchedToken {
+  id: number;
+  wallet_id: number;
+  symbol: string;
+  decimals: number;
+  contract: string;
+  is_native: number;
+}
+
+/** The wallets of a network and their active tokens (the watcher matches blocks against them). */
+export async function listWatched(db: Executor, networkId: number): Promise<{ wallets: WatchedWallet[]; tokens: WatchedToken[] }> {
+  const wallets = await db.selectFrom('wallets').select(['id', 'user_id', 'network_id', 'address']).where('network_id', '=', networkId).execute();
+  const tokens = await db
+    .selectFrom('wallet_tokens as wt')
+    .innerJoin('wallets as w', 'w.id', 'wt.wallet_id')
+    .select(['wt.id', 'wt.wallet_id', 'wt.symbol', 'wt.decimals', 'wt.contract', 'wt.is_native'])
+    .where('w.network_id', '=', networkId)
+    .where('wt.is_active', '=', 1)
+    .execute();
+  return { wallets, tokens };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finality (migration 006): send attempts, the fair re-send queue, replacements, stuck rows.
+// ---------------------------------------------------------------------------------------------
+
+/** Counts a send attempt before it is made; true when it is the first (nothing was ever sent anywhere). */
+export async function claimAttempt(db: Executor, id: number, nowMs: number): Promise<boolean> {
+  const r = await db
+    .updateTable('transactions')
+    .set({ broadcast_attempts: sql`broadcast_attempts + 1`, updated_at: nowMs })
+    .where('id', '=', id)
+    .returning('broadcast_attempts')
+    .executeTakeFirst();
+  return r !== undefined && Number(r.broadcast_attempts) === 1;
+}
+
+export interface QueuedTransfer {
+  id: number;
+  wallet_id: number;
+  from_address: string;
+  tx_hash: string;
+  nonce: number;
+  raw_tx: string;
+  check_count: number;
+}
+
+/**
+ * The re-send queue: pending outgoing rows not seen in a block that are due a check (`all`:
+ * every one, the start-up pass). Round robin over wallets: each wallet's rows are ranked by
+ * nonce, at most `perWallet` of them, and the first of every wallet comes before the second of
+ * any, so one wallet with a thousand stuck rows takes `perWallet` slots of a pass, not all.
+ * A row never checked is due once older than `graceBeforeMs` (its create is still sending).
+ */
+export async function listResendQueue(
+  db: Executor,
+  networkId: number,
+  o: { nowMs: number; graceBeforeMs: number; all: boolean; perWallet: number; limit: number },
+): Promise<QueuedTransfer[]> {
+  let due = db
+    .selectFrom('transactions')
+    .select(['id', 'wallet_id', 'from_address', 'tx_hash', 'nonce', 'raw_tx', 'check_count'])
+    .select(sql<number>`row_number() over (partition by wallet_id order by nonce, id)`.as('rank'))
+    .where('wallet_id', 'in', onNetwork(db, networkId))
+    .where('type', 'in', OUTGOING_TYPES)
+    .where('status', '=', 'pending')
+    .where('block_number', 'is', null)
+    .where('raw_tx', 'is not', null);
+  if (!o.all) {
+    due = due.where((eb) =>
+      eb.or([eb.and([eb('next_check_at', 'is', null), eb('created_at', '<', o.graceBeforeMs)]), eb('next_check_at', '<=', o.nowMs)]),
+    );
+  }
+  const rows = await db
+    .selectFrom(due.as('q'))
+    .selectAll()
+    .where('rank', '<=', o.perWallet)
+    .orderBy('rank', 'asc')
+    .orderBy('wallet_id', 'asc')
+    .limit(o.limit)
+    .execute();
+  return rows.map((r) => ({ ...r, tx_hash: r.tx_hash!, nonce: Number(r.nonce), raw_tx: r.raw_tx!, check_count: Number(r.check_count) }));
+}
+
+/** The next check of a queued row, after this one (backoff chosen by the caller). */
+export async function scheduleCheck(db: Executor, id: number, nextAtMs: number, nowMs: number): Promise<void> {
+  await db
+    .updateTable('transactions')
+    .set({ next_check_at: nextAtMs, check_count: sql`check_count + 1`, updated_at: nowMs })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .execute();
+}
+
+/**
+ * Outgoing rows not seen in a block with any of these hashes, current or replaced, each with
+ * the hash found: pending ones, and failed ones never mined (a node refused them, yet here
+ * they are in a block).
+ */
+export async function findUnminedByAnyHash(db: Executor, networkId: number, hashes: string[]): Promise<Array<{ rec: TxRecord; hash: string }>> {
+  if (hashes.length === 0) return [];
+  const earlier = await db.selectFrom('transaction_broadcasts').select(['transaction_id', 'tx_hash']).where('tx_hash', 'in', hashes).execute();
+  const rows = await records(db)
+    .where('tx.wallet_id', 'in', onNetwork(db, networkId))
+    .where('tx.type', 'in', OUTGOING_TYPES)
+    .where('tx.status', 'in', ['pending', 'failed'])
+    .where('tx.block_number', 'is', null)
+    .where((eb) => {
+      const ids = earlier.map((e) => Number(e.transaction_id));
+      return ids.length > 0 ? eb.or([eb('tx.tx_hash', 'in', hashes), eb('tx.id', 'in', ids)]) : eb('tx.tx_hash', 'in', hashes);
+    })
+    .execute();
+  const wanted = new Set(hashes);
+  return rows.flatMap((r) => {
+    const rec = toRecord(r as RawRecord);
+    const found = wanted.has(rec.tx_hash!) ? [rec.tx_hash!] : earlier.filter((e) => Number(e.transaction_id) === rec.id).map((e) => e.tx_hash);
+    return found.map((hash) => ({ rec, hash }));
+  });
+}
+
+export interface SignedVersion {
+  tx_hash: string;
+  raw_tx: string;
+  kind: BroadcastKind;
+  gas: bigint;
+  /** The max fee per gas (legacy: the gas price). */
+  gas_price: bigint;
+  tx_kind: 'legacy' | 'eip1559';
+  max_priority_fee_per_gas: bigint | null;
+}
+
+/** Every signed version of a row, oldest first (a row never replaced: just its current one). */
+export async function listVersions(db: Executor, id: number): Promise<SignedVersion[]> {
+  const rows = await db
+    .selectFrom('transaction_broadcasts')
+    .select(['tx_hash', 'raw_tx', 'kind', 'gas', 'gas_price', 'tx_kind', 'max_priority_fee_per_gas'])
+    .where('transaction_id', '=', id)
+    .orderBy('id', 'asc')
+    .execute();
+  const kindOf = (k: string) => (k === 'eip1559' ? 'eip1559' : 'legacy');
+  if (rows.length > 0) {
+    return rows.map((r) => ({ ...r, kind: r.kind as BroadcastKind, gas: BigInt(r.gas), gas_price: BigInt(r.gas_price), tx_kind: kindOf(r.tx_kind), max_priority_fee_per_gas: big(r.max_priority_fee_per_gas) }));
+  }
+  const cur = await db
+    .selectFrom('transactions')
+    .select(['tx_hash', 'raw_tx', 'broadcast_kind', 'gas', 'gas_price', 'tx_kind', 'max_priority_fee_per_gas'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!cur?.tx_hash || !cur.raw_tx) return [];
+  return [
+    {
+      tx_hash: cur.tx_hash,
+      raw_tx: cur.raw_tx,
+      kind: cur.broadcast_kind as BroadcastKind,
+      gas: BigInt(cur.gas ?? 0),
+      gas_price: BigInt(cur.gas_price ?? 0),
+      tx_kind: kindOf(cur.tx_kind),
+      max_priority_fee_per_gas: big(cur.max_priority_fee_per_gas),
+    },
+  ];
+}
+
+/** Makes `v` the row's current version: its hash, bytes, kind, gas and price; the others become its replaced hashes. */
+async function setCurrent(db: Executor, id: number, v: SignedVersion, others: string[], extra: { fee_reserved?: bigint }, nowMs: number): Promise<void> {
+  await db
+    .updateTable('transactions')
+    .set({
+      tx_hash: v.tx_hash,
+      raw_tx: v.raw_tx,
+      broadcast_kind: v.kind,
+      gas: v.gas.toString(),
+      gas_price: v.gas_price.toString(),
+      tx_kind: v.tx_kind,
+      max_fee_per_gas: v.tx_kind === 'eip1559' ? v.gas_price.toString() : null,
+      max_priority_fee_per_gas: str(v.max_priority_fee_per_gas),
+      replaced_hashes: others.length > 0 ? others.join(',') : null,
+      ...(extra.fee_reserved !== undefined ? { fee_reserved: extra.fee_reserved.toString() } : {}),
+      updated_at: nowMs,
+    })
+    .where('id', '=', id)
+    .execute();
+}
+
+/**
+ * Records a replacement (caller holds the wallet lock): the new version is stored next to the
+ * earlier ones and becomes current; the reservation becomes `feeReserved` (the highest maximum
+ * fee of all versions: any of them may be the one that mines). Its check schedule restarts.
+ */
+export async function recordReplacement(db: Executor, id: number, next: SignedVersion, feeReserved: bigint, nowMs: number): Promise<void> {
+  const versions = await listVersions(db, id);
+  const hasRows = await db.selectFrom('transaction_broadcasts').select('id').where('transaction_id', '=', id).limit(1).executeTakeFirst();
+  const toStore = hasRows ? [next] : [...versions, next];
+  for (const v of toStore) {
+    await db
+      .insertInto('transaction_broadcasts')
+      .values({
+        transaction_id: id,
+        tx_hash: v.tx_hash,
+        raw_tx: v.raw_tx,
+        kind: v.kind,
+        gas: v.gas.toString(),
+        gas_price: v.gas_price.toString(),
+        tx_kind: v.tx_kind,
+        max_priority_fee_per_gas: str(v.max_priority_fee_per_gas),
+        created_at: nowMs,
+      })
+      .execute();
+  }
+  const others = [...versions.map((v) => v.tx_hash)].filter((h) => h !== next.tx_hash);
+  await setCurrent(db, id, next, others, { fee_reserved: feeReserved }, nowMs);
+  await db.updateTable('transactions').set({ next_check_at: null, check_count: 0, broadcast_at: null }).where('id', '=', id).execute();
+}
+
+/**
+ * Makes the version with `hash` current again (it mined, or a newer one was refused and
+ * dropped from the versions). `forget`: the current version is removed (it was never accepted).
+ */
+export async function adoptVersion(db: Executor, id: number, hash: string, nowMs: number, opts: { forget?: string } = {}): Promise<boolean> {
+  if (opts.forget) await db.deleteFrom('transaction_broadcasts').where('transaction_id', '=', id).where('tx_hash', '=', opts.forget).execute();
+  const versions = await listVersions(db, id);
+  const v = versions.find((x) => x.tx_hash === hash);
+  if (!v) return false;
+  await setCurrent(db, id, v, versions.map((x) => x.tx_hash).filter((h) => h !== hash), {}, nowMs);
+  return true;
+}
+
+/**
+ * A replacement the node refused (it was never accepted): the version `forget` is removed, the
+ * one with hash `restore` is current again, the reservation back to `feeReserved` (caller holds
+ * the wallet lock). Nothing happens if the row moved on meanwhile (no longer pending or unmined).
+ */
+export async function undoReplacement(db: Executor, id: number, o: { restore: string; forget: string; feeReserved: bigint }, nowMs: number): Promise<void> {
+  const row = await db.selectFrom('transactions').select(['status', 'block_number', 'tx_hash']).where('id', '=', id).executeTakeFirst();
+  if (!row || row.status !== 'pending' || row.block_number !== null || row.tx_hash !== o.forget) return;
+  if (!(await adoptVersion(db, id, o.restore, nowMs, { forget: o.forget }))) return;
+  await db.updateTable('transactions').set({ fee_reserved: o.feeReserved.toString() }).where('id', '=', id).execute();
+}
+
+/** Outgoing rows of the wallet not final yet (the MAX_PENDING_PER_WALLET cap; caller holds the wallet lock). */
+export async function countPendingOutgoing(db: Executor, walletId: number): Promise<number> {
+  const r = await db
+    .selectFrom('transactions')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('wallet_id', '=', walletId)
+    .where('type', 'in', OUTGOING_TYPES)
+    .where('status', '=', 'pending')
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+/** Marks the network's outgoing rows pending since before `beforeMs` as stuck; returns those newly marked (logged once). */
+export async function markStuck(db: Executor, networkId: number, beforeMs: number, nowMs: number): Promise<Array<{ id: number; wallet_id: number; tx_hash: string | null; nonce: number | null }>> {
+  return db
+    .updateTable('transactions')
+    .set({ stuck_at: nowMs })
+    .where('wallet_id', 'in', onNetwork(db, networkId))
+    .where('type', 'in', OUTGOING_TYPES)
+    .where('status', '=', 'pending')
+    .where('stuck_at', 'is', null)
+    .where('created_at', '<', beforeMs)
+    .returning(['id', 'wallet_id', 'tx_hash', 'nonce'])
+    .execute();
+}

@@ -2,10 +2,12 @@
  * GET  /wallet/{wallet}/transaction                      list, newest first, paginated in headers
  * POST /wallet/{wallet}/transaction/create               create (Idempotency-Key aware)
  * GET  /wallet/{wallet}/transaction/show/{transaction}   one, with its wallet_token
+ * POST /wallet/{wallet}/transaction/{transaction}/speed-up, /cancel   replace at its nonce
+ * GET  /wallet/{wallet}/transaction/fees                 fee preview at each level (sends nothing)
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import { Errors } from '../../errors.js';
+import { Errors, validationError, type FieldErrors } from '../../errors.js';
 import { ok, responses } from '../../http/envelope.js';
 import { pageOf, setPaginationHeaders } from '../../http/pagination.js';
 import { commitResponse } from '../../http/idempotency.js';
@@ -13,19 +15,38 @@ import { parseId, requireWallet } from '../../http/auth.js';
 import type { App } from '../../http/types.js';
 import { WalletParams } from '../wallets/wallets.schemas.js';
 import type { TxRecord } from './transactions.repository.js';
-import { CreateBody, CreatedTransactionSchema, ListQuery, TransactionDetailSchema, TransactionParams, TransactionSchema } from './transactions.schemas.js';
+import {
+  CreateBody,
+  CreatedTransactionSchema,
+  FeePreviewQuery,
+  FeePreviewSchema,
+  ListQuery,
+  parseCreateInput,
+  parseFeeChoice,
+  ReplaceBody,
+  TransactionDetailSchema,
+  TransactionParams,
+  TransactionSchema,
+} from './transactions.schemas.js';
 import type { TransactionService } from './transactions.service.js';
-import { createdView, transactionDetailView, transactionView } from './transactions.views.js';
+import { createdView, feePreviewView, transactionDetailView, transactionView } from './transactions.views.js';
 
 export async function transactionRoutes(app: App, txs: TransactionService): Promise<void> {
-  const loaded = new WeakMap<FastifyRequest, TxRecord>();
+  listRoute(app, txs);
+  createRoute(app, txs);
+  feesRoute(app, txs);
+  showRoute(app, txs);
+  replaceRoute(app, txs, 'speed-up');
+  replaceRoute(app, txs, 'cancel');
+}
 
+function listRoute(app: App, txs: TransactionService): void {
   app.get(
     '/wallet/:wallet/transaction',
     {
       schema: {
         tags: ['transactions'],
-        summary: 'Transactions of the wallet, newest first (X-Pagination-* and Link headers)',
+        summary: 'Transactions of the wallet, newest first (X-Pagination-* and Link headers)', description: 'Newest first, paginated (`page`, `limit` up to 1000), filterable by token symbol; sends, receipts and sweeps with their status.',
         params: WalletParams,
         querystring: ListQuery,
         response: responses(Type.Array(TransactionSchema)),
@@ -38,45 +59,114 @@ export async function transactionRoutes(app: App, txs: TransactionService): Prom
       return ok(page.items.map(transactionView), 'Transactions retrieved');
     },
   );
+}
 
+function createRoute(app: App, txs: TransactionService): void {
   app.post(
     '/wallet/:wallet/transaction/create',
     {
       schema: {
         tags: ['transactions'],
-        summary: 'Sign, record and broadcast a native or ERC-20 transfer',
+        summary: 'Sign, record and broadcast a native or ERC-20 transfer', description: 'Signs and broadcasts a native or ERC-20 transfer from the wallet. Send an `Idempotency-Key` header to make retries safe. 400 when the balance (amount plus the maximum fee) does not cover it.',
         params: WalletParams,
         body: CreateBody,
         response: responses(CreatedTransactionSchema, [409]),
       },
     },
     async (req) => {
-      const rec = await txs.create(requireWallet(req), req.body as Record<string, unknown>, {
-        inTransaction: commitResponse(req, 'Transaction created', createdView),
-      });
+      const wallet = requireWallet(req);
+      const input = parseCreateInput(req.body as Record<string, unknown>, await txs.activeTokens(wallet));
+      const rec = await txs.create(wallet, input, { inTransaction: commitResponse(req, 'Transaction created', createdView) });
       return ok(createdView(rec), 'Transaction created');
     },
   );
+}
 
+function feesRoute(app: App, txs: TransactionService): void {
+  app.get(
+    '/wallet/:wallet/transaction/fees',
+    {
+      schema: {
+        tags: ['transactions'],
+        summary: 'Fee preview of a transfer at the low, medium and high levels',
+        description:
+          'Estimates the gas of the transfer `amount` of `token` to `address` and returns the base fee and, per level, the max fee and tip per gas unit and the most the transfer could cost in fees (gas × max fee + any L1 data fee). Nothing is signed or sent.',
+        params: WalletParams,
+        querystring: FeePreviewQuery,
+        response: responses(FeePreviewSchema),
+      },
+    },
+    async (req) => {
+      const wallet = requireWallet(req);
+      const input = parseCreateInput({ ...(req.query as Record<string, unknown>) }, await txs.activeTokens(wallet));
+      return ok(feePreviewView(await txs.previewFees(wallet, input)), 'Fees estimated');
+    },
+  );
+}
+
+/** The `{transaction}` of the path, the wallet's own (404 `Transaction not found` otherwise), kept for the handler. */
+function transactionLoader(txs: TransactionService, loaded: WeakMap<FastifyRequest, TxRecord>) {
+  return async (req: FastifyRequest): Promise<void> => {
+    const id = parseId((req.params as Record<string, unknown>).transaction);
+    const rec = id === null ? undefined : await txs.find(requireWallet(req), id);
+    if (!rec) throw Errors.transactionNotFound();
+    loaded.set(req, rec);
+  };
+}
+
+function showRoute(app: App, txs: TransactionService): void {
+  const loaded = new WeakMap<FastifyRequest, TxRecord>();
   app.get(
     '/wallet/:wallet/transaction/show/:transaction',
     {
       schema: {
         tags: ['transactions'],
-        summary: 'One transaction with its wallet token',
+        summary: 'One transaction with its wallet token', description: 'A transaction by id, with its status, block, gas figures and the wallet token it moved.',
         params: TransactionParams,
         response: responses(TransactionDetailSchema),
       },
-      preValidation: async (req) => {
-        const id = parseId((req.params as Record<string, unknown>).transaction);
-        const rec = id === null ? undefined : await txs.find(requireWallet(req), id);
-        if (!rec) throw Errors.transactionNotFound();
-        loaded.set(req, rec);
-      },
+      preValidation: transactionLoader(txs, loaded),
     },
     async (req) => {
       const rec = loaded.get(req)!;
       return ok(transactionDetailView(rec, await txs.tokenOf(rec)), 'Transaction retrieved');
+    },
+  );
+}
+
+const REPLACE_DOCS = {
+  'speed-up': {
+    summary: 'Speed up a pending transaction (same nonce, higher fees)',
+    description:
+      'Re-signs the same call at the same nonce with fees at least 10% higher on both fee fields (or the `fee_level` quote, or explicit `max_fee_per_gas` / `max_priority_fee_per_gas`, if higher) and broadcasts it. The transaction keeps its id; `tx_hash` becomes the new hash and the earlier ones are listed in `replaced_hashes`; whichever mines wins. Only a pending outgoing transaction not yet mined: else 400 `Transaction cannot be replaced`.',
+  },
+  cancel: {
+    summary: 'Cancel a pending transaction (zero-value self-transfer at its nonce)',
+    description:
+      'Signs a zero-value transfer to the wallet\'s own address at the transaction\'s nonce, with fees at least 10% higher, and broadcasts it. If the cancel mines, the transaction becomes `failed` with `failure_reason` `cancelled` and its reservation is released; if the original mines first, it is confirmed as usual. Only a pending outgoing transaction not yet mined: else 400 `Transaction cannot be replaced`.',
+  },
+} as const;
+
+function replaceRoute(app: App, txs: TransactionService, kind: 'speed-up' | 'cancel'): void {
+  const loaded = new WeakMap<FastifyRequest, TxRecord>();
+  app.post(
+    `/wallet/:wallet/transaction/:transaction/${kind}`,
+    {
+      schema: {
+        tags: ['transactions'],
+        ...REPLACE_DOCS[kind],
+        params: TransactionParams,
+        body: Type.Optional(ReplaceBody),
+        response: responses(TransactionSchema),
+      },
+      preValidation: transactionLoader(txs, loaded),
+    },
+    async (req) => {
+      const errors: FieldErrors = {};
+      const fees = parseFeeChoice((req.body ?? {}) as Record<string, unknown>, errors);
+      if (Object.keys(errors).length > 0) throw validationError(errors);
+      const rec = await txs.replace(requireWallet(req), loaded.get(req)!, { kind, fees });
+      return ok(transactionView(rec), kind === 'cancel' ? 'Transaction cancel sent' : 'Transaction sped up');
     },
   );
 }

@@ -7,8 +7,15 @@
  * per gas unit; there `block_timestamp` is the integer Unix time of submission.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
+import { getAddress, zeroAddress, type Address, type Hex } from 'viem';
+import { isValidAddress } from '../../chain/address.js';
+import { calldataProblem, encodeCall, parseFunction } from '../../chain/contract.js';
+import { FEE_LEVELS, type FeeLevel } from '../../chain/fees.js';
+import type { WalletTokenRow } from '../../db/types.js';
+import { validationError, type FieldErrors } from '../../errors.js';
 import { PageQuerySchema } from '../../http/pagination.js';
-import { WalletTokenSchema } from '../tokens/tokens.views.js';
+import { checkAmountAndToken, checkDecimalField, orderErrors } from '../tokens/amount-field.js';
+import { WalletTokenSchema } from '../tokens/tokens.schemas.js';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
@@ -21,8 +28,17 @@ const HEAD = {
   block_number: Nullable(Type.Integer()),
 };
 
+/** Finality fields, in every Transaction object (list, show, create and the replacement routes). */
+const FINALITY = {
+  failure_reason: Nullable(Type.String({ enum: ['reverted', 'dropped', 'cancelled', 'rejected'], description: 'Why a failed transaction failed; null otherwise' })),
+  replaced_hashes: Type.Array(Type.String(), { description: 'Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined' }),
+  stuck: Type.Boolean({ description: 'Pending longer than TX_STUCK_AFTER_S' }),
+};
+
 export const TransactionSchema = Type.Object({
   ...HEAD,
+  ...FINALITY,
+  data: Nullable(Type.String({ description: 'Calldata of a contract call (type `contract`); null otherwise' })),
   block_timestamp: Nullable(Type.String({ description: 'YYYY-MM-DD HH:MM:SS (UTC)' })),
   block_hash: Nullable(Type.String()),
   nonce: Nullable(Type.Integer()),
@@ -40,6 +56,8 @@ export const TransactionDetailSchema = Type.Composite([TransactionSchema, Type.O
 
 export const CreatedTransactionSchema = Type.Object({
   ...HEAD,
+  ...FINALITY,
+  data: Nullable(Type.String({ description: 'Calldata of a contract call (type `contract`); null otherwise' })),
   block_timestamp: Type.Integer({ description: 'Unix time of submission (seconds)' }),
   block_hash: Nullable(Type.String()),
   nonce: Nullable(Type.Integer()),
@@ -61,11 +79,136 @@ export const ListQuery = Type.Object({
 });
 
 /**
- * The create body. Fields are checked by the service (so each gets the contract's wording,
- * and the amount's decimal places depend on the token); the schema documents them.
+ * The create body. Fields are checked by `parseCreateInput` (so each gets the contract's
+ * wording, and the amount's decimal places depend on the token); the schema documents them.
  */
 export const CreateBody = Type.Object({
   amount: Type.Optional(Type.Unknown({ description: 'Amount (JSON number or decimal string), > 0, at most the token\'s decimals' })),
   token: Type.Optional(Type.Unknown({ description: 'Symbol of an active token of the wallet' })),
-  address: Type.Optional(Type.Unknown({ description: 'Destination EVM address (EIP-55 checksum if mixed case)' })),
+  address: Type.Optional(Type.Unknown({ description: 'Destination EVM address (EIP-55 checksum if mixed case), not the zero address; for a contract call the contract' })),
+  fee_level: Type.Optional(Type.Unknown({ description: '`low`, `medium` (default) or `high`' })),
+  max_fee_per_gas: Type.Optional(Type.Unknown({ description: 'Explicit max fee, native currency per gas unit (decimal string); with max_priority_fee_per_gas' })),
+  max_priority_fee_per_gas: Type.Optional(Type.Unknown({ description: 'Explicit tip, native currency per gas unit (decimal string), at most max_fee_per_gas' })),
+  data: Type.Optional(Type.Unknown({ description: 'Contract call: 0x-prefixed hex calldata, at most 64 KiB (token must be the native token; amount is the value, may be 0)' })),
+  function: Type.Optional(Type.Unknown({ description: 'Contract call: a Solidity signature such as `approve(address,uint256)`, with `args`' })),
+  args: Type.Optional(Type.Unknown({ description: 'Arguments of `function` (numbers as decimal strings)' })),
 });
+
+export const FeePreviewQuery = Type.Object({
+  token: Type.Optional(Type.String({ maxLength: 64, description: 'Symbol of an active token of the wallet' })),
+  address: Type.Optional(Type.String({ maxLength: 64, description: 'Destination EVM address' })),
+  amount: Type.Optional(Type.String({ maxLength: 200, description: 'Amount (decimal), > 0' })),
+});
+
+const FeeLevelSchema = Type.Object({
+  max_fee_per_gas: Type.String({ description: 'Native currency per gas unit, 18 places' }),
+  max_priority_fee_per_gas: Type.String({ description: 'Native currency per gas unit, 18 places' }),
+  max_fee: Type.String({ description: 'Most the transfer can cost in fees: gas × max_fee_per_gas + l1_fee, 18 places' }),
+});
+
+export const FeePreviewSchema = Type.Object({
+  base_fee: Nullable(Type.String({ description: "Next block's base fee per gas unit, 18 places; null on a network without one (legacy transactions)" })),
+  gas: Type.String({ description: 'Gas limit estimate in gas units, 18 places' }),
+  l1_fee: Type.String({ description: 'OP-stack L1 data fee included in each max_fee (0 elsewhere), 18 places' }),
+  type: Type.String({ enum: ['legacy', 'eip1559'], description: 'Transaction type the service would send' }),
+  levels: Type.Object({ low: FeeLevelSchema, medium: FeeLevelSchema, high: FeeLevelSchema }),
+});
+
+/** The speed-up and cancel body: optional fees, as for create (`fee_level`, or both explicit fields). */
+export const ReplaceBody = Type.Object({
+  fee_level: Type.Optional(Type.Unknown({ description: '`low`, `medium` (default) or `high`: the quote the new fees are raised to when higher than the minimum +10%' })),
+  max_fee_per_gas: Type.Optional(Type.Unknown({ description: 'Explicit max fee, native currency per gas unit (decimal string); at least 10% above the current one' })),
+  max_priority_fee_per_gas: Type.Optional(Type.Unknown({ description: 'Explicit tip, native currency per gas unit (decimal string); at least 10% above the current one' })),
+});
+
+/** The fees a create (or a replacement) asks for: a level, or explicit fees in wei per gas unit. */
+export type FeeChoice = { level: FeeLevel } | { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
+
+/** A transfer to make: the amount in the token's base units, an active token, a checked address. */
+export interface TransferInput {
+  amount: bigint;
+  token: WalletTokenRow;
+  to: Address;
+  /** Fee level or explicit fees; absent: the `medium` level. */
+  fees?: FeeChoice;
+  /** Calldata of a contract call (type `contract`); absent for a transfer. */
+  data?: Hex;
+}
+
+/** Checks the create body against the wallet's active tokens; throws 422 with every failing field. */
+export function parseCreateInput(body: Record<string, unknown>, activeTokens: WalletTokenRow[]): TransferInput {
+  const errors: FieldErrors = {};
+  const isCall = body.data !== undefined || body.function !== undefined || body.args !== undefined;
+  const { amount, token } = checkAmountAndToken(body, activeTokens, errors, { allowZero: isCall });
+  if (isCall && token && token.is_native !== 1) errors.token = ['The token field must be the native token for a contract call.'];
+  const fees = parseFeeChoice(body, errors);
+  const data = isCall ? parseCallData(body, errors) : undefined;
+
+  const address = body.address;
+  if (address === undefined || address === null || (typeof address === 'string' && address.trim() === '')) {
+    errors.address = ['The address field is required.'];
+  } else if (typeof address !== 'string' || !isValidAddress(address) || address.toLowerCase() === zeroAddress) {
+    errors.address = ['The address field must be a valid address.'];
+  }
+
+  // Field order of the request (amount, token, address, ...), as the envelope message uses the first.
+  if (Object.keys(errors).length > 0) throw validationError(orderErrors(errors, CREATE_FIELDS));
+  const input: TransferInput = { amount, token: token!, to: getAddress(address as string) };
+  if (fees) input.fees = fees;
+  if (data) input.data = data;
+  return input;
+}
+
+const CREATE_FIELDS = ['amount', 'token', 'address', 'fee_level', 'max_fee_per_gas', 'max_priority_fee_per_gas', 'data', 'function', 'args'];
+
+/**
+ * `fee_level`, or `max_fee_per_gas` with `max_priority_fee_per_gas` (decimal strings or exact
+ * JSON numbers, native currency per gas unit, 18 places); undefined when none is given.
+ * Errors go to `errors`. Shared by create and the replacement routes.
+ */
+export function parseFeeChoice(body: Record<string, unknown>, errors: FieldErrors): FeeChoice | undefined {
+  const explicit = body.max_fee_per_gas !== undefined || body.max_priority_fee_per_gas !== undefined;
+  if (body.fee_level !== undefined && body.fee_level !== null) {
+    if (typeof body.fee_level !== 'string' || !FEE_LEVELS.includes(body.fee_level as FeeLevel)) errors.fee_level = ['The selected fee_level is invalid.'];
+    else if (explicit) errors.fee_level = ['The fee_level field is prohibited when max_fee_per_gas is present.'];
+    else return { level: body.fee_level as FeeLevel };
+    return undefined;
+  }
+  if (!explicit) return undefined;
+  const maxFee = checkDecimalField(body, 'max_fee_per_gas', 18, errors, { required: true });
+  const tip = checkDecimalField(body, 'max_priority_fee_per_gas', 18, errors, { required: true, allowZero: true });
+  if (maxFee === null || tip === null) return undefined;
+  if (tip > maxFee) {
+    errors.max_priority_fee_per_gas = ['The max_priority_fee_per_gas field must be less than or equal to max_fee_per_gas.'];
+    return undefined;
+  }
+  return { maxFeePerGas: maxFee, maxPriorityFeePerGas: tip };
+}
+
+/** The calldata of a contract call: `data` as given, or `function` encoded with `args`. */
+function parseCallData(body: Record<string, unknown>, errors: FieldErrors): Hex | undefined {
+  const { data, function: signature, args } = body;
+  if (data !== undefined && data !== null) {
+    if (signature !== undefined) errors.data = ['The data field is prohibited when function is present.'];
+    else if (typeof data !== 'string' || calldataProblem(data) === 'format') errors.data = ['The data field must be a 0x-prefixed hex string.'];
+    else if (calldataProblem(data) === 'size') errors.data = ['The data field must not be greater than 64 kilobytes.'];
+    else return data.toLowerCase() as Hex;
+    return undefined;
+  }
+  if (signature === undefined || signature === null || signature === '') {
+    errors.function = ['The function field is required when args is present.'];
+    return undefined;
+  }
+  const fn = typeof signature === 'string' ? parseFunction(signature) : null;
+  if (!fn) {
+    errors.function = ['The function field must be a valid function signature.'];
+    return undefined;
+  }
+  if (args !== undefined && args !== null && !Array.isArray(args)) {
+    errors.args = ['The args field must be an array.'];
+    return undefined;
+  }
+  const encoded = encodeCall(fn, (args as unknown[] | undefined | null) ?? []);
+  if (encoded === null) errors.args = ["The args field must match the function's parameters."];
+  return encoded ?? undefined;
+}

@@ -3,7 +3,8 @@
  *
  * The create flow, and why it cannot overspend (docs/transactions.md has the long form):
  *
- * 1. Validate the body (422 with the contract's wording).
+ * 1. Validate the body (422 with the contract's wording): at the edge, `parseCreateInput` in
+ *    transactions.schemas.ts, which gives this service a typed `TransferInput`.
  * 2. Outside any database transaction, ask the node: the head block B, the balances and the
  *    address's transaction count at B (native, and the token's for an ERC-20), the address's
  *    pending nonce, the gas price and the gas estimate. No network call ever happens inside a
@@ -21,33 +22,28 @@
  *    node leaves it pending and the watcher sends it later. A crash between 3 and 4 loses
  *    nothing: the watcher re-sends recorded transactions the node does not know.
  */
-import { getAddress, keccak256, type Address, type Hex, type PublicClient } from 'viem';
+import { BaseError, decodeErrorResult, ExecutionRevertedError, getAddress, keccak256, RpcRequestError, type Address, type Hex, type PrivateKeyAccount, type PublicClient } from 'viem';
+import type { Logger } from 'pino';
 import type { AppContext } from '../../context.js';
-import { isValidAddress } from '../../chain/address.js';
 import type { Executor } from '../../db/index.js';
 import type { WalletTokenRow } from '../../db/types.js';
-import { AppError, Errors, validationError, type FieldErrors } from '../../errors.js';
+import { AppError, Errors, fieldError } from '../../errors.js';
 import { broadcastRaw, nodeMessage } from '../../chain/broadcast.js';
 import { ERC20_ABI, erc20TransferData } from '../../chain/erc20.js';
 import { isUnreachable, mapChainError } from '../../chain/errors.js';
-import { currentGasPrice, estimateTransferGas, maxFee } from '../../chain/gas.js';
+import { estimateGas, explicitFees, feeFields, feeMarket, l1Fee, maxFee, quoteFees, type Fees } from '../../chain/fees.js';
 import { allocateNonce, chainPendingNonce } from '../../chain/nonce.js';
 import { recordEvent } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
 import { findToken, listTokens } from '../tokens/tokens.repository.js';
-import { checkAmountAndToken, orderErrors } from '../tokens/amount-field.js';
-import type { WalletView } from '../wallets/wallets.repository.js';
+import { lockWallet, type WalletView } from '../wallets/wallets.repository.js';
 import type { WalletService } from '../wallets/wallets.service.js';
 import * as repo from './transactions.repository.js';
 import type { TxRecord } from './transactions.repository.js';
+import type { FeeChoice, TransferInput } from './transactions.schemas.js';
 import { failUnmined } from './transactions.state.js';
-import { transactionEventPayload } from './transactions.views.js';
-
-export interface CreateInput {
-  amount: bigint;
-  token: WalletTokenRow;
-  to: Address;
-}
+import { ReplaceService, type Replacement } from './transactions.replace.js';
+import { transactionEventPayload, type FeePreview } from './transactions.views.js';
 
 export interface CreateOptions {
   /** Runs inside the database transaction that records the new transaction (e.g. to store the idempotent response atomically). */
@@ -57,7 +53,7 @@ export interface CreateOptions {
 }
 
 /** The smallest amount (1 wei) a gap filler sends to the wallet's own address. */
-const GAP_FILLER_WEI = '0.000000000000000001';
+const GAP_FILLER_WEI = 1n;
 
 export interface ListQuery {
   page: number;
@@ -73,27 +69,19 @@ export interface ListPage {
   pages: number;
 }
 
-/** Checks the create body against the wallet's active tokens; throws 422 with every failing field. */
-export function validateCreate(body: Record<string, unknown>, activeTokens: WalletTokenRow[]): CreateInput {
-  const errors: FieldErrors = {};
-  const { amount, token } = checkAmountAndToken(body, activeTokens, errors);
-
-  const address = body.address;
-  if (address === undefined || address === null || (typeof address === 'string' && address.trim() === '')) {
-    errors.address = ['The address field is required.'];
-  } else if (typeof address !== 'string' || !isValidAddress(address)) {
-    errors.address = ['The address field must be a valid address.'];
-  }
-
-  // Field order of the request (amount, token, address), as the envelope message uses the first.
-  if (Object.keys(errors).length > 0) throw validationError(orderErrors(errors, ['amount', 'token', 'address']));
-  return { amount, token: token!, to: getAddress(address as string) };
+/** The node's view at the head block B, read before any database transaction. */
+interface Snapshot {
+  /** The address's transaction count at B: its transfers below it are in the balances. */
+  minedNonce: number;
+  native: bigint;
+  token: bigint;
+  pendingNonce: number;
 }
 
-/** What the wallet can still spend: balances at block B minus its transfers not yet in them. */
-function available(rows: repo.Reservation[], nativeTokenIds: Set<number>, tokenId: number, nativeAtB: bigint, tokenAtB: bigint) {
-  let native = nativeAtB;
-  let token = tokenAtB;
+/** What the wallet can still spend: balances at the snapshot's block minus its transfers not yet in them. */
+function available(rows: repo.Reservation[], nativeTokenIds: Set<number>, tokenId: number, snap: Snapshot) {
+  let native = snap.native;
+  let token = snap.token;
   for (const r of rows) {
     native -= r.fee_reserved;
     if (nativeTokenIds.has(r.token_id)) native -= r.amount;
@@ -102,14 +90,31 @@ function available(rows: repo.Reservation[], nativeTokenIds: Set<number>, tokenI
   return { native, token };
 }
 
-interface Snapshot {
-  block: number;
-  /** The address's transaction count at `block`: its transfers below it are in the balances. */
-  minedNonce: number;
-  native: bigint;
-  token: bigint;
-  pendingNonce: number;
-  gasPrice: bigint;
+/** A transfer ready to record: the node's view, the call, its gas and fee, and the signer. */
+interface Prepared {
+  input: TransferInput;
+  chainId: number;
+  client: PublicClient;
+  from: Address;
+  call: { to: Address; value: bigint; data: Hex | undefined };
+  snap: Snapshot;
+  gas: bigint;
+  fees: Fees;
+  /** The OP-stack L1 data fee reserved (0 elsewhere). */
+  l1Fee: bigint;
+  /** The most it can cost in fees: gas × max fee per gas + the L1 fee. */
+  fee: bigint;
+  /** Can the wallet pay the amount and `fee` with these reservations held against the snapshot? */
+  enough: (rows: repo.Reservation[], fee: bigint) => boolean;
+  signer: PrivateKeyAccount;
+}
+
+/** The call a transaction makes: a contract call, a value transfer, or the token contract's `transfer`. */
+function transferCall(input: TransferInput): Prepared['call'] {
+  if (input.data !== undefined) return { to: input.to, value: input.amount, data: input.data };
+  return input.token.is_native === 1
+    ? { to: input.to, value: input.amount, data: undefined }
+    : { to: getAddress(input.token.contract), value: 0n, data: erc20TransferData(input.to, input.amount) };
 }
 
 export class TransactionService {
@@ -118,92 +123,79 @@ export class TransactionService {
     private readonly wallets: WalletService,
   ) {}
 
-  async create(wallet: WalletView, body: Record<string, unknown>, opts: CreateOptions = {}): Promise<TxRecord> {
-    const { db, dialect } = this.ctx.store;
-    const log = this.ctx.log.child({ component: 'transactions', wallet_id: wallet.id });
-    const allTokens = await listTokens(db, wallet.id);
-    const input = validateCreate(body, allTokens.filter((t) => t.is_active === 1));
-    const token = input.token;
-    const isNative = token.is_native === 1;
-    const nativeTokenIds = new Set(allTokens.filter((t) => t.is_native === 1).map((t) => t.id));
+  /** Speed-up or cancel at the transaction's nonce (transactions.replace.ts). */
+  replace(wallet: WalletView, rec: TxRecord, r: Replacement): Promise<TxRecord> {
+    return new ReplaceService(this.ctx, this.wallets).replace(wallet, rec, r);
+  }
 
+  /** The tokens a create body may name: the wallet's active ones. */
+  activeTokens(wallet: WalletView): Promise<WalletTokenRow[]> {
+    return listTokens(this.ctx.store.db, wallet.id, { activeOnly: true });
+  }
+
+  /** Steps 2 to 4 of the create flow (above): quote, then reserve, sign and record, then broadcast. */
+  async create(wallet: WalletView, input: TransferInput, opts: CreateOptions = {}): Promise<TxRecord> {
+    const log = this.ctx.log.child({ component: 'transactions', wallet_id: wallet.id });
+    const prepared = await this.prepare(wallet, input);
+    const { rec, raw } = await this.record(wallet, prepared, opts);
+    log.info({ transaction_id: rec.id, tx_hash: rec.tx_hash, nonce: rec.nonce, token: input.token.symbol }, 'transaction recorded');
+    await this.broadcast(prepared.client, rec, raw, log);
+    return (await repo.findRecord(this.ctx.store.db, rec.id))!;
+  }
+
+  /** Step 2: the node, before any database transaction (with an early balance check, without the lock). */
+  private async prepare(wallet: WalletView, input: TransferInput): Promise<Prepared> {
+    const { db } = this.ctx.store;
+    const { token, amount } = input;
+    const isNative = token.is_native === 1;
+    const nativeTokenIds = new Set((await listTokens(db, wallet.id)).filter((t) => t.is_native === 1).map((t) => t.id));
     const network = await findNetwork(db, wallet.network_id);
     if (!network) throw Errors.internal(new Error(`network ${wallet.network_id} missing`));
     const client = this.ctx.chains.get(network);
     const from = getAddress(wallet.address);
-    const call = isNative
-      ? { from, to: input.to, value: input.amount, data: undefined }
-      : { from, to: getAddress(token.contract), value: 0n, data: erc20TransferData(input.to, input.amount) };
+    const call = transferCall(input);
+    if (input.data !== undefined) await requireContract(client, input.to);
 
-    // 1. The node, before any database transaction.
     const snap = await this.snapshot(client, from, isNative ? null : getAddress(token.contract));
     const enough = (rows: repo.Reservation[], fee: bigint) => {
-      const a = available(rows, nativeTokenIds, token.id, snap.native, snap.token);
-      return isNative ? a.native >= input.amount + fee : a.token >= input.amount && a.native >= fee;
+      const a = available(rows, nativeTokenIds, token.id, snap);
+      return isNative ? a.native >= amount + fee : a.token >= amount && a.native >= fee;
     };
     // Early answer without the lock (the decisive check is repeated under it).
     if (!enough(await repo.reservations(db, wallet.id, snap.minedNonce), 0n)) throw Errors.insufficientBalance();
 
     let gas: bigint;
     try {
-      gas = await estimateTransferGas(client, call);
+      gas = await estimateGas(client, { from, ...call });
     } catch (e) {
-      throw await this.estimationFailure(e, client, from, wallet.id, token, nativeTokenIds, input.amount, isNative);
+      throw await this.estimationFailure(e, client, from, wallet.id, input, nativeTokenIds);
     }
-    const fee = maxFee({ gas, gasPrice: snap.gasPrice });
+    const { fees, l1 } = await feesFor(client, input.fees, { chainId: network.chain_id, nonce: snap.pendingNonce, gas, ...call });
+    const fee = maxFee(gas, fees, l1);
     const signer = await this.wallets.signer(wallet.id);
+    return { input, chainId: network.chain_id, client, from, call, snap, gas, fees, l1Fee: l1, fee, enough, signer };
+  }
 
-    // 2. Reserve, sign and record, under the wallet's lock.
+  /** Step 3: reserve, take the nonce, sign and record, under the wallet's lock. */
+  private async record(wallet: WalletView, p: Prepared, opts: CreateOptions): Promise<{ rec: TxRecord; raw: Hex }> {
     const now = this.ctx.clock.nowMs();
     let raw: Hex | undefined;
-    const rec = await db.transaction().execute(async (trx) => {
-      const locked = await repo.lockWallet(trx, dialect, wallet.id);
-      if (!enough(await repo.reservations(trx, wallet.id, snap.minedNonce), fee)) throw Errors.insufficientBalance();
-      const floor = Math.max(locked.next_nonce ?? 0, snap.pendingNonce);
-      const nonce = allocateNonce(locked.next_nonce, snap.pendingNonce, await repo.heldNonces(trx, wallet.id, floor));
-      if (opts.requireNonce !== undefined && nonce !== opts.requireNonce) {
-        throw new AppError(409, 'NONCE_MOVED', `Nonce ${opts.requireNonce} is no longer the next to fill (allocation gave ${nonce})`);
-      }
-      raw = await signer.signTransaction({
-        type: 'legacy',
-        chainId: network.chain_id,
+    const rec = await this.ctx.store.db.transaction().execute(async (trx) => {
+      await lockWallet(trx, wallet.id);
+      if (!p.enough(await repo.reservations(trx, wallet.id, p.snap.minedNonce), p.fee)) throw Errors.insufficientBalance();
+      // Under the lock, so concurrent creates cannot exceed it. The gap filler is exempt: it unsticks the others.
+      if (opts.requireNonce === undefined && (await repo.countPendingOutgoing(trx, wallet.id)) >= this.ctx.config.maxPendingPerWallet) throw Errors.tooManyPending();
+      const nonce = await takeNonce(trx, wallet.id, p.snap.pendingNonce, opts.requireNonce);
+      raw = await p.signer.signTransaction({
+        chainId: p.chainId,
         nonce,
-        gas,
-        gasPrice: snap.gasPrice,
-        to: call.to,
-        value: call.value,
-        data: call.data,
+        gas: p.gas,
+        ...feeFields(p.fees),
+        to: p.call.to,
+        value: p.call.value,
+        data: p.call.data,
       });
-      const id = await repo.insertTransaction(
-        trx,
-        {
-          wallet_id: wallet.id,
-          token_id: token.id,
-          symbol: token.symbol,
-          type: 'transfer',
-          status: 'pending',
-          amount: input.amount,
-          fee_reserved: fee,
-          from_address: from,
-          to_address: input.to,
-          tx_hash: keccak256(raw),
-          log_index: -1,
-          block_number: null,
-          block_hash: null,
-          block_timestamp: null,
-          nonce,
-          gas,
-          gas_price: snap.gasPrice,
-          gas_used: null,
-          cumulative_gas_used: null,
-          receipt_status: null,
-          raw_tx: raw,
-          confirmed_at: null,
-        },
-        now,
-      );
-      await repo.setNextNonce(trx, wallet.id, nonce + 1, now);
-      const created = (await repo.findRecord(trx, id!))!;
+      const created = await insertTransfer(trx, wallet, p, nonce, raw, now);
       await recordEvent(trx, {
         userId: wallet.user_id,
         walletId: wallet.id,
@@ -214,10 +206,15 @@ export class TransactionService {
       await opts.inTransaction?.(trx, created);
       return created;
     });
-    log.info({ transaction_id: rec.id, tx_hash: rec.tx_hash, nonce: rec.nonce, token: token.symbol }, 'transaction recorded');
+    return { rec, raw: raw! };
+  }
 
-    // 3. Broadcast, after the commit.
-    const outcome = await broadcastRaw(client, raw!, rec.tx_hash as Hex);
+  /** Step 4, after the commit: a definitive rejection fails the row and answers 400. */
+  private async broadcast(client: PublicClient, rec: TxRecord, raw: Hex, log: Logger): Promise<void> {
+    const { db } = this.ctx.store;
+    // Counted before sending: only a refusal of the very first send (never accepted anywhere) is final.
+    const first = await repo.claimAttempt(db, rec.id, this.ctx.clock.nowMs());
+    const outcome = await broadcastRaw(client, raw, rec.tx_hash as Hex);
     const sentAt = this.ctx.clock.nowMs();
     switch (outcome.kind) {
       case 'sent':
@@ -225,29 +222,31 @@ export class TransactionService {
         await repo.markBroadcast(db, rec.id, sentAt);
         break;
       case 'rejected': {
-        await db.transaction().execute((trx) => failUnmined(trx, dialect, rec.id, { reason: outcome.reason, nonceUsed: outcome.nonceUsed, nowMs: sentAt }));
+        if (!first) {
+          log.warn({ transaction_id: rec.id, tx_hash: rec.tx_hash, reason: outcome.reason }, 'broadcast refused after an earlier send; the transaction stays pending until its nonce is used');
+          break;
+        }
+        await db.transaction().execute((trx) => failUnmined(trx, rec.id, { reason: outcome.reason, failure: 'rejected', nonceUsed: outcome.nonceUsed, nowMs: sentAt }));
         log.warn({ transaction_id: rec.id, tx_hash: rec.tx_hash, reason: outcome.reason }, 'broadcast rejected; transaction failed');
         throw Errors.chainRejected(`The blockchain node rejected the transaction: ${outcome.reason}`);
       }
       default:
         log.warn({ transaction_id: rec.id, tx_hash: rec.tx_hash, outcome: outcome.kind, reason: outcome.reason }, 'broadcast not confirmed; the watcher will send it again');
     }
-    return (await repo.findRecord(db, rec.id))!;
   }
 
   private async snapshot(client: PublicClient, from: Address, contract: Address | null): Promise<Snapshot> {
     try {
       const head = await client.getBlockNumber({ cacheTime: 0 });
-      const [minedNonce, native, token, pendingNonce, gasPrice] = await Promise.all([
+      const [minedNonce, native, token, pendingNonce] = await Promise.all([
         client.getTransactionCount({ address: from, blockNumber: head }),
         client.getBalance({ address: from, blockNumber: head }),
         contract === null
           ? Promise.resolve(0n)
           : client.readContract({ address: contract, abi: ERC20_ABI, functionName: 'balanceOf', args: [from], blockNumber: head }),
         chainPendingNonce(client, from),
-        currentGasPrice(client),
       ]);
-      return { block: Number(head), minedNonce, native, token, pendingNonce, gasPrice };
+      return { minedNonce, native, token, pendingNonce };
     } catch (e) {
       throw mapChainError(e);
     }
@@ -263,16 +262,18 @@ export class TransactionService {
     client: PublicClient,
     from: Address,
     walletId: number,
-    token: WalletTokenRow,
+    input: TransferInput,
     nativeTokenIds: Set<number>,
-    amount: bigint,
-    isNative: boolean,
   ): Promise<AppError> {
     if (isUnreachable(err)) return Errors.chainUnavailable(err);
+    if (input.data !== undefined && err instanceof BaseError && err.walk((e) => e instanceof ExecutionRevertedError)) {
+      return Errors.wouldRevert(revertReason(err), err);
+    }
+    const isNative = input.token.is_native === 1;
     try {
-      const snap = await this.snapshot(client, from, isNative ? null : getAddress(token.contract));
-      const a = available(await repo.reservations(this.ctx.store.db, walletId, snap.minedNonce), nativeTokenIds, token.id, snap.native, snap.token);
-      if ((isNative ? a.native : a.token) < amount) return Errors.insufficientBalance();
+      const snap = await this.snapshot(client, from, isNative ? null : getAddress(input.token.contract));
+      const a = available(await repo.reservations(this.ctx.store.db, walletId, snap.minedNonce), nativeTokenIds, input.token.id, snap);
+      if ((isNative ? a.native : a.token) < input.amount) return Errors.insufficientBalance();
     } catch {
       // fall through to the node's reason
     }
@@ -298,7 +299,32 @@ export class TransactionService {
     const native = (await listTokens(db, wallet.id)).find((t) => t.is_native === 1 && t.is_active === 1);
     if (!native) return null;
     this.ctx.log.warn({ wallet_id: wallet.id, nonce: next, waiting: [...held].filter((n) => n > next).sort((a, b) => a - b) }, 'nonce gap: sending a 1 wei self-transfer to fill it');
-    return this.create(wallet, { amount: GAP_FILLER_WEI, token: native.symbol, address: wallet.address }, { requireNonce: next });
+    return this.create(wallet, { amount: GAP_FILLER_WEI, token: native, to: getAddress(wallet.address) }, { requireNonce: next });
+  }
+
+  /** The fee preview: the call's gas and the most it would cost at each level; nothing is sent. */
+  async previewFees(wallet: WalletView, input: TransferInput): Promise<FeePreview> {
+    const { db } = this.ctx.store;
+    const network = await findNetwork(db, wallet.network_id);
+    if (!network) throw Errors.internal(new Error(`network ${wallet.network_id} missing`));
+    const client = this.ctx.chains.get(network);
+    const from = getAddress(wallet.address);
+    const call = transferCall(input);
+    let gas: bigint;
+    try {
+      gas = await estimateGas(client, { from, ...call });
+    } catch (e) {
+      const nativeTokenIds = new Set((await listTokens(db, wallet.id)).filter((t) => t.is_native === 1).map((t) => t.id));
+      throw await this.estimationFailure(e, client, from, wallet.id, input, nativeTokenIds);
+    }
+    try {
+      const [market, nonce] = await Promise.all([feeMarket(client), chainPendingNonce(client, from)]);
+      const l1 = await l1Fee(client, { chainId: network.chain_id, nonce, gas, ...call }, market.levels.medium);
+      const level = (fees: Fees) => ({ fees, maxFee: maxFee(gas, fees, l1) });
+      return { baseFee: market.baseFee, gas, l1Fee: l1, levels: { low: level(market.levels.low), medium: level(market.levels.medium), high: level(market.levels.high) } };
+    } catch (e) {
+      throw mapChainError(e);
+    }
   }
 
   async list(wallet: WalletView, q: ListQuery): Promise<ListPage> {
@@ -318,5 +344,99 @@ export class TransactionService {
 
   async tokenOf(rec: TxRecord): Promise<WalletTokenRow> {
     return (await findToken(this.ctx.store.db, rec.wallet_id, rec.token_id))!;
+  }
+}
+
+/** The nonce for a new transfer (caller holds the wallet lock); 409 when `required` is not the one allocated. */
+async function takeNonce(trx: Executor, walletId: number, pendingNonce: number, required: number | undefined): Promise<number> {
+  const next = await repo.findNextNonce(trx, walletId);
+  const floor = Math.max(next ?? 0, pendingNonce);
+  const nonce = allocateNonce(next, pendingNonce, await repo.heldNonces(trx, walletId, floor));
+  if (required !== undefined && nonce !== required) {
+    throw new AppError(409, 'NONCE_MOVED', `Nonce ${required} is no longer the next to fill (allocation gave ${nonce})`);
+  }
+  return nonce;
+}
+
+/** Inserts the signed transfer as pending, moves next_nonce past it, and returns the row. */
+async function insertTransfer(trx: Executor, wallet: WalletView, p: Prepared, nonce: number, raw: Hex, nowMs: number): Promise<TxRecord> {
+  const { token, amount, to } = p.input;
+  const id = await repo.insertTransaction(
+    trx,
+    {
+      wallet_id: wallet.id,
+      token_id: token.id,
+      symbol: token.symbol,
+      type: p.input.data === undefined ? 'transfer' : 'contract',
+      status: 'pending',
+      amount,
+      fee_reserved: p.fee,
+      from_address: p.from,
+      to_address: to,
+      tx_hash: keccak256(raw),
+      log_index: -1,
+      block_number: null,
+      block_hash: null,
+      block_timestamp: null,
+      nonce,
+      gas: p.gas,
+      gas_price: p.fees.maxFeePerGas,
+      tx_kind: p.fees.kind,
+      max_fee_per_gas: p.fees.kind === 'eip1559' ? p.fees.maxFeePerGas : null,
+      max_priority_fee_per_gas: p.fees.kind === 'eip1559' ? p.fees.maxPriorityFeePerGas : null,
+      data: p.input.data ?? null,
+      l1_fee: p.l1Fee,
+      gas_used: null,
+      cumulative_gas_used: null,
+      receipt_status: null,
+      raw_tx: raw,
+      confirmed_at: null,
+    },
+    nowMs,
+  );
+  await repo.setNextNonce(trx, wallet.id, nonce + 1, nowMs);
+  return (await repo.findRecord(trx, id!))!;
+}
+
+/** 422 on `address` when it holds no code (a contract call needs a contract). */
+async function requireContract(client: PublicClient, address: Address): Promise<void> {
+  let code: Hex | undefined;
+  try {
+    code = await client.getCode({ address });
+  } catch (e) {
+    throw mapChainError(e);
+  }
+  if (code === undefined || code === '0x') throw fieldError('address', 'The address field must be a contract.');
+}
+
+/** The fees to sign with (the level's, or the caller's) and the L1 fee to reserve with them. */
+async function feesFor(client: PublicClient, choice: FeeChoice | undefined, call: Parameters<typeof l1Fee>[1]): Promise<{ fees: Fees; l1: bigint }> {
+  try {
+    let fees: Fees;
+    if (choice !== undefined && 'maxFeePerGas' in choice) {
+      const { kind } = await quoteFees(client);
+      fees = explicitFees(kind, choice.maxFeePerGas, choice.maxPriorityFeePerGas);
+    } else {
+      fees = await quoteFees(client, choice?.level);
+    }
+    return { fees, l1: await l1Fee(client, call, fees) };
+  } catch (e) {
+    throw mapChainError(e);
+  }
+}
+
+/** The revert reason the node gave (its message, else the decoded `Error(string)` / `Panic`), or null. */
+function revertReason(err: BaseError): string | null {
+  const reverted = err.walk((e) => e instanceof ExecutionRevertedError) as ExecutionRevertedError | null;
+  const said = reverted?.shortMessage.match(/with reason: (.*)\.$/)?.[1]?.trim();
+  if (said) return said;
+  const rpc = err.walk((e) => e instanceof RpcRequestError) as RpcRequestError | null;
+  const data = (rpc as { data?: unknown } | null)?.data;
+  if (typeof data !== 'string' || !data.startsWith('0x') || data.length < 10) return null;
+  try {
+    const decoded = decodeErrorResult({ abi: [], data: data as Hex });
+    return decoded.args?.length ? String(decoded.args[0]) : decoded.errorName;
+  } catch {
+    return null;
   }
 }

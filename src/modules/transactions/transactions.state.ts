@@ -4,37 +4,46 @@
  * chain watcher) run them inside `db.transaction()`; none of them touches the network.
  *
  *   (new) ──create──▶ pending ──mined + confirmations──▶ confirmed
- *                        │  └──mined, reverted + confirmations──▶ failed
- *                        └──node rejected / dropped──▶ failed (reservation released, nonce healed)
+ *                        │  ├──mined, reverted + confirmations──▶ failed (reverted)
+ *                        │  └──its cancel mined + confirmations──▶ failed (cancelled)
+ *                        ├──first send refused by the node──▶ failed (rejected; reservation released, nonce healed)
+ *                        └──nonce used at confirmed depth by another transaction──▶ failed (dropped)
  *   confirmed/failed(mined) ──block orphaned by a reorg──▶ pending (block fields cleared)
  *   receipt ──block orphaned by a reorg──▶ orphaned (hidden; the same id again if it reappears)
  */
 import type { Executor } from '../../db/index.js';
-import type { SqlDialect } from '../../db/dialect.js';
 import { healNextNonce } from '../../chain/nonce.js';
 import { recordEvent } from '../events/outbox.js';
+import { lockWallet } from '../wallets/wallets.repository.js';
 import * as repo from './transactions.repository.js';
-import type { TxRecord } from './transactions.repository.js';
+import type { FailureReason, TxRecord } from './transactions.repository.js';
 import { transactionEventPayload } from './transactions.views.js';
 
+/** Locks several wallets in ascending id order (one global order: no deadlock between lockers). */
+export async function lockWallets(trx: Executor, walletIds: Iterable<number>): Promise<void> {
+  for (const id of [...new Set(walletIds)].sort((a, b) => a - b)) await lockWallet(trx, id);
+}
+
 /**
- * A transfer that was never mined and never will be as signed (the node rejected it, or it was
- * dropped): failed, which releases its reservation. Unless its nonce was taken by another
- * transaction, the nonce is free again and next_nonce comes back down to it (see chain/nonce.ts).
+ * A transfer that was never mined and never will be: its first send was refused (`rejected`:
+ * it was never accepted anywhere), or its nonce was used at confirmed depth by another
+ * transaction (`dropped`). Failed, which releases its reservation. Unless its nonce was taken
+ * by another transaction, the nonce is free again and next_nonce comes back down to it (see
+ * chain/nonce.ts).
  */
 export async function failUnmined(
   trx: Executor,
-  dialect: SqlDialect,
   txId: number,
-  opts: { reason: string; nonceUsed: boolean; nowMs: number },
+  opts: { reason: string; failure: Extract<FailureReason, 'rejected' | 'dropped'>; nonceUsed: boolean; nowMs: number },
 ): Promise<TxRecord | null> {
   const before = await repo.findRecord(trx, txId);
   if (!before) return null;
-  const wallet = await repo.lockWallet(trx, dialect, before.wallet_id);
-  if (!(await repo.markFailed(trx, txId, opts.reason, opts.nowMs))) return null;
+  await lockWallet(trx, before.wallet_id);
+  const nextNonce = await repo.findNextNonce(trx, before.wallet_id);
+  if (!(await repo.markFailed(trx, txId, opts.reason, opts.failure, opts.nowMs))) return null;
   if (!opts.nonceUsed && before.nonce !== null) {
-    const healed = healNextNonce(wallet.next_nonce, before.nonce);
-    if (healed !== wallet.next_nonce) await repo.setNextNonce(trx, wallet.id, healed, opts.nowMs);
+    const healed = healNextNonce(nextNonce, before.nonce);
+    if (healed !== nextNonce) await repo.setNextNonce(trx, before.wallet_id, healed, opts.nowMs);
   }
   const after = (await repo.findRecord(trx, txId))!;
   await recordEvent(trx, {
@@ -47,9 +56,9 @@ export async function failUnmined(
   return after;
 }
 
-/** A mined pending row whose confirmations are reached: confirmed, or failed if it reverted. */
+/** A mined pending row whose confirmations are reached: confirmed, or failed if it reverted or its mined version is a cancel. */
 export async function settleMined(trx: Executor, rec: TxRecord, nowMs: number): Promise<TxRecord | null> {
-  const outcome = rec.receipt_status === 0 ? 'failed' : 'confirmed';
+  const outcome = rec.receipt_status === 0 ? 'reverted' : rec.broadcast_kind === 'cancel' ? 'cancelled' : 'confirmed';
   if (!(await repo.settle(trx, rec.id, outcome, nowMs))) return null;
   const after = (await repo.findRecord(trx, rec.id))!;
   const name = outcome === 'confirmed' ? 'transaction.confirmed' : 'transaction.failed';
@@ -91,9 +100,9 @@ export async function recordReceipt(trx: Executor, row: repo.NewTx, nowMs: numbe
  * fields cleared (their reservation counts again; the watcher sees them mined again, or
  * re-sends them). Returns the wallets touched.
  */
-export async function rollBackAbove(trx: Executor, dialect: SqlDialect, networkId: number, ancestor: number, nowMs: number): Promise<Set<number>> {
+export async function rollBackAbove(trx: Executor, networkId: number, ancestor: number, nowMs: number): Promise<Set<number>> {
   const wallets = new Set((await repo.listAboveBlock(trx, networkId, ancestor)).map((r) => r.wallet_id));
-  await repo.lockWallets(trx, dialect, wallets);
+  await lockWallets(trx, wallets);
   // Read again under the locks (on PostgreSQL a create may have committed in between).
   const rows = await repo.listAboveBlock(trx, networkId, ancestor);
   for (const r of rows) wallets.add(r.wallet_id);

@@ -1,5 +1,6 @@
 /** wallet_balances: the cache of on-chain balances, in base units. */
 import type { Executor } from '../../db/index.js';
+import { prepare } from '../../db/prepared.js';
 import type { SqlDialect } from '../../db/dialect.js';
 import type { WalletTokenRow } from '../../db/types.js';
 
@@ -59,13 +60,10 @@ export async function touchBalance(db: Executor, id: number, nowMs: number): Pro
 
 /**
  * The wallet's active tokens with their cached balances, in one query (the balance route's hot
- * path: one round trip instead of two).
+ * path: one round trip instead of two), compiled once (src/db/prepared.ts).
  */
-export async function listActiveTokensWithCache(
-  db: Executor,
-  walletId: number,
-): Promise<{ tokens: WalletTokenRow[]; cached: Map<number, CachedBalance> }> {
-  const rows = await db
+const activeTokensWithCache = prepare((db: Executor, walletId: number) =>
+  db
     .selectFrom('wallet_tokens as t')
     .leftJoin('wallet_balances as b', (j) => j.onRef('b.token_id', '=', 't.id').onRef('b.wallet_id', '=', 't.wallet_id'))
     .select([
@@ -86,8 +84,14 @@ export async function listActiveTokensWithCache(
     ])
     .where('t.wallet_id', '=', walletId)
     .where('t.is_active', '=', 1)
-    .orderBy('t.id', 'asc')
-    .execute();
+    .orderBy('t.id', 'asc'),
+);
+
+export async function listActiveTokensWithCache(
+  db: Executor,
+  walletId: number,
+): Promise<{ tokens: WalletTokenRow[]; cached: Map<number, CachedBalance> }> {
+  const rows = await activeTokensWithCache.execute(db, walletId);
   const tokens: WalletTokenRow[] = [];
   const cached = new Map<number, CachedBalance>();
   for (const { amount, last_balance, refreshed_at, ...token } of rows) {

@@ -16,13 +16,11 @@ import type { WalletTokenRow } from '../../db/types.js';
 import { readBalance } from '../../chain/erc20.js';
 import { mapChainError } from '../../chain/errors.js';
 import { AppError, Errors, isAppError } from '../../errors.js';
-import { formatUnits18 } from '../../lib/money.js';
-import { formatDateTime } from '../../lib/time.js';
 import { recordEvent } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
 import { listTokens } from '../tokens/tokens.repository.js';
-import { tokenView } from '../tokens/tokens.views.js';
 import * as repo from './balances.repository.js';
+import { balanceEventPayload, walletBalanceView } from './balances.views.js';
 
 export interface BalanceOwner {
   id: number;
@@ -74,14 +72,6 @@ export class BalanceService {
     }
   }
 
-  /** Reads the chain and stores the balances; returns the fresh values by token id. */
-  async refresh(wallet: BalanceOwner, tokens?: WalletTokenRow[]): Promise<Map<number, bigint>> {
-    const list = tokens ?? (await listTokens(this.ctx.store.db, wallet.id, { activeOnly: true }));
-    const fresh = await this.readChain(wallet, list);
-    await this.store(wallet, list, fresh);
-    return fresh;
-  }
-
   /** Writes readings into the cache and emits balance.updated for each change, in one transaction. */
   async store(wallet: BalanceOwner, tokens: WalletTokenRow[], fresh: Map<number, bigint>): Promise<void> {
     const now = this.ctx.clock.nowMs();
@@ -105,14 +95,7 @@ export class BalanceService {
           userId: wallet.user_id,
           walletId: wallet.id,
           name: 'balance.updated',
-          payload: {
-            wallet_id: wallet.id,
-            token: token.symbol,
-            old_balance: formatUnits18(old, token.decimals),
-            new_balance: formatUnits18(amount, token.decimals),
-            change: formatUnits18(amount - old, token.decimals),
-            updated_at: formatDateTime(now),
-          },
+          payload: balanceEventPayload(wallet.id, token, old, amount, now),
           nowMs: now,
         });
       }
@@ -156,12 +139,7 @@ export class BalanceService {
   async walletBalances(wallet: BalanceOwner) {
     const { tokens, cached } = await repo.listActiveTokensWithCache(this.ctx.store.db, wallet.id);
     const reading = await this.resolve(wallet, tokens, cached);
-    const native = tokens.find((t) => t.is_native === 1);
-    const data = {
-      balance: formatUnits18(native ? reading.values.get(native.id)! : 0n, native?.decimals ?? 18),
-      tokens: tokens.map((t) => ({ ...tokenView(t), balance: formatUnits18(reading.values.get(t.id)!, t.decimals) })),
-    };
-    return { data, reading };
+    return { data: walletBalanceView(tokens, reading.values), reading };
   }
 
   private refreshShared(wallet: BalanceOwner, tokens: WalletTokenRow[]): Promise<RefreshOutcome> {

@@ -2,7 +2,9 @@
  * Wallet rows. Read paths select explicit columns: the encrypted private key and mnemonic are
  * selected only by `findWalletSecrets`, which the signing code alone calls.
  */
+import { dialectOf } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
+import { prepare } from '../../db/prepared.js';
 
 export interface WalletView {
   id: number;
@@ -33,8 +35,13 @@ function views(db: Executor) {
   return db.selectFrom('wallets as w').innerJoin('networks as n', 'n.id', 'w.network_id').select(VIEW_COLUMNS);
 }
 
+/** The wallet guard of every `{wallet}` route runs it: compiled once (src/db/prepared.ts). */
+const walletForUser = prepare((db: Executor, userId: number, walletId: number) =>
+  views(db).where('w.id', '=', walletId).where('w.user_id', '=', userId),
+);
+
 export function findWalletForUser(db: Executor, userId: number, walletId: number): Promise<WalletView | undefined> {
-  return views(db).where('w.id', '=', walletId).where('w.user_id', '=', userId).executeTakeFirst();
+  return walletForUser.executeTakeFirst(db, userId, walletId);
 }
 
 export function findWalletView(db: Executor, walletId: number): Promise<WalletView | undefined> {
@@ -75,3 +82,13 @@ export async function updateWallet(
   await db.updateTable('wallets').set({ ...patch, updated_at: nowMs }).where('id', '=', walletId).execute();
 }
 
+/**
+ * The wallet lock: serialises read-modify-writes on one wallet (its nonce, its token list, its
+ * webhook count, its sub-wallet index) inside `trx`. A row lock on PostgreSQL; on SQLite the
+ * IMMEDIATE transaction already holds the database's write lock, so this is a no-op read.
+ * Returns false when the wallet does not exist.
+ */
+export async function lockWallet(trx: Executor, walletId: number): Promise<boolean> {
+  const row = await dialectOf(trx).forUpdate(trx.selectFrom('wallets').select('id').where('id', '=', walletId)).executeTakeFirst();
+  return row !== undefined;
+}

@@ -1,14 +1,6 @@
-import { Type } from '@sinclair/typebox';
-import { WalletTokenSchema } from '../tokens/tokens.views.js';
-
-export const NetworkSchema = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  rpc_url: Type.String(),
-  chain_id: Type.Integer(),
-  currency_symbol: Type.String(),
-  block_explorer: Type.String(),
-});
+import { Type, type Static } from '@sinclair/typebox';
+import { NetworkSchema } from '../networks/networks.schemas.js';
+import { WalletTokenSchema } from '../tokens/tokens.schemas.js';
 
 export const WalletSchema = Type.Object({
   id: Type.Integer(),
@@ -32,8 +24,10 @@ export const CreateWalletBody = Type.Object({
   network_id: Type.Integer({ minimum: 1 }),
   description: Type.Optional(Type.String({ maxLength: 1000 })),
 });
+export type CreateWalletInput = Static<typeof CreateWalletBody>;
 
 export const UpdateWalletBody = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
   description: Type.Optional(Type.String({ maxLength: 1000 })),
 });
+export type UpdateWalletInput = Static<typeof UpdateWalletBody>;

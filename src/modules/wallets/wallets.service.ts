@@ -7,48 +7,24 @@ import type { Hex } from 'viem';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import type { AppContext } from '../../context.js';
 import type { Executor } from '../../db/index.js';
-import type { InTransaction } from '../../http/idempotency.js';
-import type { NetworkRow } from '../../db/types.js';
+import type { InTransaction } from '../../db/index.js';
 import { fieldError } from '../../errors.js';
 import { accountFromKey, newWalletKeys } from '../../chain/keys.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
-import { formatDateTime } from '../../lib/time.js';
 import { recordEvent } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
-import { networkView } from '../networks/networks.service.js';
+import { networkView } from '../networks/networks.views.js';
 import { insertToken, listTokens } from '../tokens/tokens.repository.js';
 import { tokenView } from '../tokens/tokens.views.js';
 import * as repo from './wallets.repository.js';
 import type { WalletView } from './wallets.repository.js';
-
-export function walletView(w: WalletView) {
-  return {
-    id: w.id,
-    name: w.name,
-    address: w.address,
-    description: w.description,
-    is_mainnet: w.is_mainnet === 1,
-    created_at: formatDateTime(w.created_at),
-    updated_at: formatDateTime(w.updated_at),
-  };
-}
-
-function walletEventPayload(w: WalletView, network: NetworkRow, at: 'created_at' | 'updated_at') {
-  return {
-    wallet_id: w.id,
-    name: w.name,
-    address: w.address,
-    description: w.description,
-    is_mainnet: network.is_mainnet === 1,
-    network: network.chain_id,
-    [at]: formatDateTime(at === 'created_at' ? w.created_at : w.updated_at),
-  };
-}
+import type { CreateWalletInput, UpdateWalletInput } from './wallets.schemas.js';
+import { walletEventPayload, walletView } from './wallets.views.js';
 
 export class WalletService {
   constructor(private readonly ctx: AppContext) {}
 
-  async create(userId: number, input: { name: string; network_id: number; description?: string }, opts: { inTransaction?: InTransaction<WalletDetail> } = {}) {
+  async create(userId: number, input: CreateWalletInput, opts: { inTransaction?: InTransaction<WalletDetail> } = {}) {
     const db = this.ctx.store.db;
     const name = input.name.trim();
     if (name === '') throw fieldError('name', 'The name field is required.');
@@ -92,7 +68,7 @@ export class WalletService {
     return this.detail((await repo.findWalletView(db, walletId))!);
   }
 
-  async update(wallet: WalletView, patch: { name?: string; description?: string }) {
+  async update(wallet: WalletView, patch: UpdateWalletInput) {
     const db = this.ctx.store.db;
     const now = this.ctx.clock.nowMs();
     const clean: { name?: string; description?: string } = {};
@@ -112,6 +88,11 @@ export class WalletService {
       await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'wallet.updated', payload: walletEventPayload(view, network, 'updated_at'), nowMs: now });
     });
     return this.detail((await repo.findWalletView(db, wallet.id))!);
+  }
+
+  /** The user's wallet with this id; undefined for another user's wallet or none. */
+  findForUser(userId: number, walletId: number): Promise<WalletView | undefined> {
+    return repo.findWalletForUser(this.ctx.store.db, userId, walletId);
   }
 
   list(userId: number) {

@@ -8,7 +8,7 @@
  * `charge.created`, `*`, and `confirmed` as an alias of `paid` for charges) into the stored
  * dotted names.
  */
-import { EVENTS_BY_TYPE, type EventName, type WebhookType } from '../events/catalogue.js';
+import { EVENTS_BY_TYPE, type EventName, type WebhookType } from '../events/events.catalogue.js';
 
 export interface EventInfo {
   event_name: EventName;
@@ -86,6 +86,24 @@ const CATALOGUE: Record<EventName, Omit<EventInfo, 'event_name'>> = {
       address: DEPOSIT_ADDRESS,
       paid_amount: '10.000000000000000000',
       failed_at: '2025-03-14 09:31:53',
+    },
+  },
+  'charge.delayed': {
+    description:
+      'A payment reached the charge’s deposit address after the charge was settled (paid, expired or failed): it is late, does not change the charge, and is swept to the main address like the rest. Sent once per late payment.',
+    payload: {
+      ...CHARGE,
+      status: 'expired',
+      address: DEPOSIT_ADDRESS,
+      paid_amount: '0.000000000000000000',
+      payment: {
+        tx_hash: '0x3c1e5a7b9d2f4e6a8c0b1d3f5e7a9c2b4d6f8e0a1c3b5d7f9e2a4c6b8d0f1e3a',
+        from: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+        amount: '25.000000000000000000',
+        block_number: 19436655,
+        block_timestamp: '2025-03-14 09:33:02',
+        late: true,
+      },
     },
   },
   'transaction.created': {

@@ -2,9 +2,12 @@
  * Webhook and delivery rows for the routes. Read paths select explicit columns: the encrypted
  * secret (`signature_enc`) is selected only by `findWebhookSecret`, which the delete route
  * alone calls (the worker has its own query). The delivery queue's state changes live in
- * `src/workers/deliveries/`.
+ * `src/workers/deliveries/deliveries.repository.ts`.
  */
+import { notifyOutbox } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
+import type { Selectable } from 'kysely';
+import type { WebhookAttemptsTable } from '../../db/types.js';
 
 export interface WebhookRecord {
   id: number;
@@ -15,11 +18,14 @@ export interface WebhookRecord {
   events: string;
   status: string;
   headers_enc: string | null;
+  /** `gone`, `failing` or null (see migration 004). */
+  disabled_reason: string | null;
+  disabled_at: number | null;
   created_at: number;
   updated_at: number;
 }
 
-const WEBHOOK_COLUMNS = ['id', 'wallet_id', 'url', 'type', 'events', 'status', 'headers_enc', 'created_at', 'updated_at'] as const;
+const WEBHOOK_COLUMNS = ['id', 'wallet_id', 'url', 'type', 'events', 'status', 'headers_enc', 'disabled_reason', 'disabled_at', 'created_at', 'updated_at'] as const;
 
 /** The wallet's live webhooks, newest first. */
 export function listWebhooks(db: Executor, walletId: number): Promise<WebhookRecord[]> {
@@ -75,6 +81,11 @@ export interface WebhookPatch {
   status?: string;
   signature_enc?: string | null;
   headers_enc?: string | null;
+  previous_signature_enc?: string | null;
+  previous_signature_until?: number | null;
+  disabled_reason?: string | null;
+  disabled_at?: number | null;
+  failing_since?: number | null;
 }
 
 export async function updateWebhook(db: Executor, id: number, patch: WebhookPatch, nowMs: number): Promise<void> {
@@ -86,7 +97,7 @@ export async function updateWebhook(db: Executor, id: number, patch: WebhookPatc
     .execute();
 }
 
-/** The encrypted secret: read only to answer the delete route. */
+/** The encrypted secret: read only to answer the delete route and to compare a new one. */
 export async function findWebhookSecret(db: Executor, id: number): Promise<string | null> {
   const row = await db.selectFrom('webhooks').select('signature_enc').where('id', '=', id).executeTakeFirst();
   return row?.signature_enc ?? null;
@@ -195,4 +206,81 @@ export async function requeueDelivery(db: Executor, id: number, nowMs: number): 
     .set({ status: 'pending', next_attempt_at: nowMs, updated_at: nowMs })
     .where('id', '=', id)
     .execute();
+}
+
+/**
+ * Recover: every `failed` delivery of the webhook created at or after `sinceMs` is due again
+ * now, as one more attempt of the same delivery (same id, history kept). Returns how many.
+ */
+export async function requeueFailedSince(db: Executor, webhookId: number, sinceMs: number, nowMs: number): Promise<number> {
+  const r = await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'pending', next_attempt_at: nowMs, updated_at: nowMs })
+    .where('webhook_id', '=', webhookId)
+    .where('status', '=', 'failed')
+    .where('created_at', '>=', sinceMs)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}
+
+/** One HTTP attempt of a delivery, as stored. */
+export type AttemptRecord = Omit<Selectable<WebhookAttemptsTable>, 'id' | 'delivery_id'>;
+
+/** Attempts a delivery keeps at most; its attempt count is bounded by the schedule and the manual retries. */
+const ATTEMPTS_SHOWN = 1000;
+
+export function listAttempts(db: Executor, deliveryId: number): Promise<AttemptRecord[]> {
+  return db
+    .selectFrom('webhook_attempts')
+    .select(['attempt', 'response_status', 'duration_ms', 'response_body', 'error', 'created_at'])
+    .where('delivery_id', '=', deliveryId)
+    .orderBy('attempt', 'asc')
+    .orderBy('id', 'asc')
+    .limit(ATTEMPTS_SHOWN)
+    .execute();
+}
+
+/**
+ * No user owns a test event: the events API reads by user and never lists it, and the fan-out
+ * never sees it (it is written already dispatched). It exists because a delivery refers to an
+ * event (`webhook_deliveries.event_id`); retention prunes both like any other.
+ */
+const NO_USER = 0;
+
+export interface TestDelivery {
+  walletId: number;
+  webhookId: number;
+  uuid: string;
+  eventName: string;
+  payload: string;
+  body: string;
+  nowMs: number;
+}
+
+/** A test delivery and its event, due now (call inside a transaction). Returns the delivery's id. */
+export async function insertTestDelivery(db: Executor, d: TestDelivery): Promise<number> {
+  const event = await db
+    .insertInto('events')
+    .values({ user_id: NO_USER, wallet_id: d.walletId, type: 'webhook', name: d.eventName, payload: d.payload, dispatched_at: d.nowMs, created_at: d.nowMs })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const row = await db
+    .insertInto('webhook_deliveries')
+    .values({
+      uuid: d.uuid,
+      webhook_id: d.webhookId,
+      event_id: event.id,
+      event_name: d.eventName,
+      body: d.body,
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: d.nowMs,
+      created_at: d.nowMs,
+      updated_at: d.nowMs,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  // Wakes the workers of other processes when this commits (PostgreSQL), as a new event does.
+  await notifyOutbox(db);
+  return row.id;
 }

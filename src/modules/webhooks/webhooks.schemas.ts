@@ -8,7 +8,7 @@
  */
 import { PageQuerySchema } from '../../http/pagination.js';
 import { Type, type Static } from '@sinclair/typebox';
-import { WEBHOOK_TYPES, type WebhookType } from '../events/catalogue.js';
+import { WEBHOOK_TYPES, type WebhookType } from '../events/events.catalogue.js';
 
 export const LIMITS = {
   urlLength: 2048,
@@ -76,6 +76,10 @@ export const WebhookData = Type.Object({
   status: Type.String(),
   events: Type.Array(Type.String()),
   headers: Type.Record(Type.String(), Type.String()),
+  disabled_reason: Type.Union([Type.Literal('gone'), Type.Literal('failing'), Type.Null()], {
+    description: 'why the service made it inactive: `gone` (the receiver answered 410), `failing` (every delivery failed for WEBHOOK_DISABLE_AFTER_S), or null',
+  }),
+  disabled_at: Type.Union([DateTime, Type.Null()], { description: 'when it became inactive; null while active' }),
   created_at: DateTime,
   updated_at: DateTime,
 });
@@ -112,3 +116,31 @@ export const DeliveryData = Type.Object({
   updated_at: DateTime,
 });
 export type DeliveryView = Static<typeof DeliveryData>;
+
+export const AttemptData = Type.Object({
+  attempt: Type.Integer({ description: 'its number, the first attempt being 1' }),
+  at: DateTime,
+  response_status: Type.Union([Type.Integer(), Type.Null()], { description: 'the HTTP status answered; null when none came' }),
+  duration_ms: Type.Integer(),
+  error: Type.Union([Type.String(), Type.Null()], { description: 'why it failed (network error or status), or null' }),
+  response_body: Type.Union([Type.String(), Type.Null()], { description: 'the first 1 KiB of the answer' }),
+});
+export type AttemptView = Static<typeof AttemptData>;
+
+const { attempts: _count, ...deliveryFields } = DeliveryData.properties;
+export const DeliveryDetailData = Type.Object({
+  ...deliveryFields,
+  attempts: Type.Array(AttemptData, { description: 'every HTTP attempt, oldest first' }),
+});
+export type DeliveryDetailView = Static<typeof DeliveryDetailData>;
+
+export const RecoverBody = Type.Object({
+  since: Type.String({
+    maxLength: 19,
+    description: 'UTC datetime YYYY-MM-DD HH:MM:SS, at most EVENT_RETENTION_DAYS ago: failed deliveries created since then are sent again',
+    examples: ['2025-03-14 00:00:00'],
+  }),
+});
+export type RecoverInput = Static<typeof RecoverBody>;
+
+export const RecoverData = Type.Object({ count: Type.Integer({ description: 'failed deliveries queued to be sent again' }) });

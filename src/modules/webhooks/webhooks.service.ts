@@ -1,15 +1,18 @@
 /**
- * Webhooks: registration, update, soft delete, the event catalogue, and the delivery log with
- * its manual retry. Sending is the delivery worker's job (src/workers/deliveries.ts); this
- * service only writes rows and, on a manual retry, nudges a worker in this process.
+ * Webhooks: registration, update (secret rotation with an overlap, reactivation), soft delete,
+ * the event catalogue, and the operations on deliveries: the log, one delivery with its
+ * attempts, the manual retry, a test send and the recovery of failed deliveries. Sending is the
+ * delivery worker's job (src/workers/deliveries.ts); this service only writes rows and, when it
+ * queued something to send now, nudges a worker in this process.
  *
  * Secrets and extra headers are encrypted at rest with the SecretBox and never logged.
  */
+import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.js';
-import type { InTransaction } from '../../http/idempotency.js';
+import type { InTransaction } from '../../db/index.js';
 import { Errors, validationError, type FieldErrors } from '../../errors.js';
-import { formatDateTime } from '../../lib/time.js';
-import { WEBHOOK_TYPES, type WebhookType } from '../events/catalogue.js';
+import { WEBHOOK_TYPES, type WebhookType } from '../events/events.catalogue.js';
+import { lockWallet } from '../wallets/wallets.repository.js';
 import { ALL_EVENTS, eventInfo, normaliseEventName, type EventInfo } from './webhooks.catalogue.js';
 import * as repo from './webhooks.repository.js';
 import type { DeliveryRecord, WebhookRecord } from './webhooks.repository.js';
@@ -17,11 +20,21 @@ import {
   LIMITS,
   type CreateWebhookInput,
   type DeletedWebhookView,
+  type DeliveryDetailView,
   type DeliveryView,
+  type RecoverInput,
   type UpdateWebhookInput,
   type WebhookView,
 } from './webhooks.schemas.js';
-import { checkDestination, type Resolver } from './ssrf.js';
+import { checkDestination, type Resolver } from './webhooks.ssrf.js';
+import { deliveryBody } from './webhooks.signing.js';
+import { deletedWebhookView, deliveryDetailView, deliveryView, webhookView } from './webhooks.views.js';
+import { formatDateTime } from '../../lib/time.js';
+
+/** The event of a test send (`POST …/webhook/{webhook}/test`); no webhook subscribes to it. */
+export const TEST_EVENT = 'webhook.test';
+const DAY_MS = 24 * 60 * 60 * 1000;
+const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 
 /**
  * Headers a caller may not set: those the service sets itself (CONTRACT), and the hop-by-hop
@@ -104,10 +117,9 @@ export class WebhooksService {
       signature_enc: this.#encryptSecret(input.signature),
       headers_enc: this.#encryptHeaders(headers),
     };
-    const { db, dialect } = this.#ctx.store;
-    return db.transaction().execute(async (trx) => {
-      // The wallet row lock makes the count and the insert one step (the cap holds under concurrency).
-      await dialect.forUpdate(trx.selectFrom('wallets').select('id').where('id', '=', walletId)).execute();
+    return this.#ctx.store.db.transaction().execute(async (trx) => {
+      // The wallet lock makes the count and the insert one step (the cap holds under concurrency).
+      await lockWallet(trx, walletId);
       if ((await repo.countWebhooks(trx, walletId)) >= LIMITS.webhooksPerWallet) {
         throw Errors.badRequest(`A wallet can have at most ${LIMITS.webhooksPerWallet} webhooks`);
       }
@@ -133,11 +145,11 @@ export class WebhooksService {
       patch.headers_enc = this.#encryptHeaders(checkHeaders(input.with_headers, errors));
     }
     if (Object.keys(errors).length > 0) throw validationError(errors);
-    if (input.status !== undefined) patch.status = input.status;
-    if (input.signature !== undefined) patch.signature_enc = this.#encryptSecret(input.signature);
+    const now = this.#ctx.clock.nowMs();
+    if (input.status !== undefined) Object.assign(patch, statusPatch(webhook, input.status, now));
+    if (input.signature !== undefined) Object.assign(patch, await this.#secretPatch(webhook, input.signature, now));
 
     if (Object.keys(patch).length > 0) {
-      const now = this.#ctx.clock.nowMs();
       await this.#ctx.store.db.transaction().execute(async (trx) => {
         await repo.updateWebhook(trx, webhook.id, patch, now);
         if (patch.status === 'inactive' && webhook.status !== 'inactive') {
@@ -156,16 +168,7 @@ export class WebhooksService {
       await repo.cancelOpenDeliveries(trx, webhook.id, 'Webhook deleted', now);
       return enc;
     });
-    return {
-      id: webhook.id,
-      url: webhook.url,
-      type: webhook.type,
-      events: JSON.parse(webhook.events) as string[],
-      // CONTRACT: the one place the secret is ever returned.
-      signature: secretEnc === null ? null : this.#ctx.secrets.decrypt(secretEnc),
-      status: webhook.status,
-      deleted_at: formatDateTime(now),
-    };
+    return deletedWebhookView(webhook, secretEnc === null ? null : this.#ctx.secrets.decrypt(secretEnc), now);
   }
 
   async deliveries(webhook: WebhookRecord, page: number, limit: number): Promise<DeliveryPage> {
@@ -191,8 +194,77 @@ export class WebhooksService {
     if (delivery.locked_until !== null && delivery.locked_until > now) throw Errors.badRequest('The delivery is being sent right now');
     const db = this.#ctx.store.db;
     await repo.requeueDelivery(db, delivery.id, now);
-    for (const listener of this.#workListeners) listener();
+    this.#wakeWorkers();
     return deliveryView((await repo.findDelivery(db, webhook.id, delivery.id))!);
+  }
+
+  /** One delivery with every attempt, oldest first. */
+  async deliveryDetail(webhook: WebhookRecord, delivery: DeliveryRecord): Promise<DeliveryDetailView> {
+    return deliveryDetailView(delivery, await repo.listAttempts(this.#ctx.store.db, delivery.id));
+  }
+
+  /** Queues a `webhook.test` delivery to this webhook now, whatever its event filter. */
+  async sendTest(webhook: WebhookRecord): Promise<DeliveryView> {
+    if (webhook.status !== 'active') throw Errors.badRequest('The webhook is inactive');
+    const now = this.#ctx.clock.nowMs();
+    const payload = JSON.stringify({ webhook_id: webhook.id, sent_at: formatDateTime(now) });
+    const db = this.#ctx.store.db;
+    const id = await db.transaction().execute((trx) =>
+      repo.insertTestDelivery(trx, {
+        walletId: webhook.wallet_id,
+        webhookId: webhook.id,
+        uuid: randomUUID(),
+        eventName: TEST_EVENT,
+        payload,
+        body: deliveryBody(TEST_EVENT, payload),
+        nowMs: now,
+      }),
+    );
+    this.#wakeWorkers();
+    return deliveryView((await repo.findDelivery(db, webhook.id, id))!);
+  }
+
+  /** Sends again every `failed` delivery of the webhook created since `since` (same ids). */
+  async recover(webhook: WebhookRecord, input: RecoverInput): Promise<{ count: number }> {
+    const now = this.#ctx.clock.nowMs();
+    const sinceMs = this.#parseSince(input.since, now);
+    if (webhook.status !== 'active') throw Errors.badRequest('The webhook is inactive');
+    const count = await repo.requeueFailedSince(this.#ctx.store.db, webhook.id, sinceMs, now);
+    if (count > 0) this.#wakeWorkers();
+    return { count };
+  }
+
+  /** `since` in ms, or a 422: a real UTC datetime, at most EVENT_RETENTION_DAYS back. */
+  #parseSince(since: string, nowMs: number): number {
+    const ms = DATETIME.test(since) ? Date.parse(`${since.replace(' ', 'T')}Z`) : Number.NaN;
+    if (Number.isNaN(ms) || formatDateTime(ms) !== since) {
+      throw validationError({ since: ['The since field must be a datetime in the format YYYY-MM-DD HH:MM:SS.'] });
+    }
+    const days = this.#ctx.config.eventRetentionDays;
+    if (ms < nowMs - days * DAY_MS) throw validationError({ since: [`The since field must not be more than ${days} days ago.`] });
+    return ms;
+  }
+
+  #wakeWorkers(): void {
+    for (const listener of this.#workListeners) listener();
+  }
+
+  /**
+   * A new secret: the one it replaces keeps signing (besides it) for WEBHOOK_SECRET_OVERLAP_S,
+   * stored encrypted as it was. The same secret again changes nothing; no secret ends both.
+   */
+  async #secretPatch(webhook: WebhookRecord, signature: string | null, nowMs: number): Promise<repo.WebhookPatch> {
+    const next = signature === null || signature === '' ? null : signature;
+    const currentEnc = await repo.findWebhookSecret(this.#ctx.store.db, webhook.id);
+    if (next === null) return { signature_enc: null, previous_signature_enc: null, previous_signature_until: null };
+    if (currentEnc !== null && this.#ctx.secrets.decrypt(currentEnc) === next) return {};
+    const overlapS = this.#ctx.config.webhook.secretOverlapS;
+    const keep = currentEnc !== null && overlapS > 0;
+    return {
+      signature_enc: this.#encryptSecret(next),
+      previous_signature_enc: keep ? currentEnc : null,
+      previous_signature_until: keep ? nowMs + overlapS * 1000 : null,
+    };
   }
 
   /** The URL as stored, or null with the reason added to `errors`. */
@@ -231,17 +303,17 @@ export class WebhooksService {
   }
 
   #view(r: WebhookRecord): WebhookView {
-    return {
-      id: r.id,
-      url: r.url,
-      type: r.type,
-      status: r.status,
-      events: JSON.parse(r.events) as string[],
-      headers: r.headers_enc === null ? {} : (JSON.parse(this.#ctx.secrets.decrypt(r.headers_enc)) as Record<string, string>),
-      created_at: formatDateTime(r.created_at),
-      updated_at: formatDateTime(r.updated_at),
-    };
+    return webhookView(r, r.headers_enc === null ? {} : (JSON.parse(this.#ctx.secrets.decrypt(r.headers_enc)) as Record<string, string>));
   }
+}
+
+/**
+ * `active` turns the webhook back on and forgets why it was off (and its failing period);
+ * `inactive` from active records when, with no reason (the user's choice).
+ */
+function statusPatch(webhook: WebhookRecord, status: 'active' | 'inactive', nowMs: number): repo.WebhookPatch {
+  if (status === 'active') return { status, disabled_reason: null, disabled_at: null, failing_since: null };
+  return webhook.status === 'inactive' ? { status } : { status, disabled_reason: null, disabled_at: nowMs };
 }
 
 /** Stored names (dotted, deduplicated; `["*"]` when the wildcard is among them). */
@@ -276,21 +348,4 @@ function checkHeaders(raw: Record<string, string> | null, errors: FieldErrors): 
     }
   }
   return out;
-}
-
-function deliveryView(d: DeliveryRecord): DeliveryView {
-  const open = d.status === 'pending' || d.status === 'retrying';
-  return {
-    id: d.id,
-    uuid: d.uuid,
-    event: d.event_name,
-    status: d.status,
-    attempts: d.attempts,
-    response_status: d.response_status,
-    last_error: d.last_error,
-    next_attempt_at: open ? formatDateTime(d.next_attempt_at) : null,
-    delivered_at: d.delivered_at === null ? null : formatDateTime(d.delivered_at),
-    created_at: formatDateTime(d.created_at),
-    updated_at: formatDateTime(d.updated_at),
-  };
 }

@@ -13,24 +13,23 @@
  * another worker sends it (at-least-once: the receiver may see that delivery id twice).
  *
  * A delivery whose webhook has since been deleted or made inactive is not sent: it ends
- * `failed` with the reason, no attempt recorded.
+ * `failed` with the reason, no attempt recorded. A replaced secret whose overlap is over is
+ * erased from the webhooks seen here (it signs nothing any more and is not kept).
  *
  * Fairness: the caller passes the webhooks that already have their share of in-flight sends;
  * their rows are not even candidates, and at most `perWebhookLimit` rows of one webhook are
  * taken per claim. So one slow receiver can hold some slots, never all of them.
  */
 import type { Db, SqlDialect } from '../../db/dialect.js';
+import * as queue from './deliveries.repository.js';
+import type { DueDelivery, TargetWebhook } from './deliveries.repository.js';
 
-export interface ClaimedDelivery {
-  id: number;
-  uuid: string;
-  webhook_id: number;
-  event_name: string;
-  body: string;
-  attempts: number;
+export interface ClaimedDelivery extends DueDelivery {
   url: string;
   signature_enc: string | null;
   headers_enc: string | null;
+  /** The secret a rotation replaced, while its overlap lasts (else null). */
+  previous_signature_enc: string | null;
 }
 
 export interface ClaimRequest {
@@ -53,68 +52,64 @@ export interface ClaimResult {
 /** Candidates looked at per free slot: enough to fill slots past a few saturated webhooks. */
 const CANDIDATES_PER_SLOT = 4;
 
+interface Selection {
+  claimed: ClaimedDelivery[];
+  /** Row ids to end `failed`, by reason. */
+  cancel: Map<string, number[]>;
+  deferred: number;
+}
+
 export async function claimDeliveries(db: Db, dialect: SqlDialect, r: ClaimRequest): Promise<ClaimResult> {
   const saturated = [...r.inFlightByWebhook].filter(([, n]) => n >= r.perWebhookLimit).map(([id]) => id);
   return db.transaction().execute(async (trx) => {
-    let q = trx
-      .selectFrom('webhook_deliveries')
-      .select(['id', 'uuid', 'webhook_id', 'event_name', 'body', 'attempts'])
-      .where('status', 'in', ['pending', 'retrying'])
-      .where('next_attempt_at', '<=', r.nowMs)
-      .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', r.nowMs)]));
-    if (saturated.length > 0) q = q.where('webhook_id', 'not in', saturated);
-    const candidates = await dialect
-      .forUpdateSkipLocked(q.orderBy('next_attempt_at', 'asc').orderBy('id', 'asc').limit(r.limit * CANDIDATES_PER_SLOT))
-      .execute();
+    const candidates = await queue.lockDueDeliveries(trx, dialect, {
+      nowMs: r.nowMs,
+      excludeWebhooks: saturated,
+      limit: r.limit * CANDIDATES_PER_SLOT,
+    });
     if (candidates.length === 0) return { claimed: [], deferred: 0, cancelled: 0 };
-
-    const hooks = await trx
-      .selectFrom('webhooks')
-      .select(['id', 'url', 'status', 'deleted_at', 'signature_enc', 'headers_enc'])
-      .where('id', 'in', [...new Set(candidates.map((c) => c.webhook_id))])
-      .execute();
-    const hookById = new Map(hooks.map((h) => [h.id, h]));
-
-    const claimed: ClaimedDelivery[] = [];
-    const cancel = new Map<string, number[]>();
-    const taken = new Map<number, number>();
-    let deferred = 0;
-    for (const c of candidates) {
-      const h = hookById.get(c.webhook_id);
-      if (!h || h.deleted_at !== null || h.status !== 'active') {
-        const reason = !h || h.deleted_at !== null ? 'Webhook deleted' : 'Webhook inactive';
-        cancel.set(reason, [...(cancel.get(reason) ?? []), c.id]);
-        continue;
-      }
-      const share = (r.inFlightByWebhook.get(c.webhook_id) ?? 0) + (taken.get(c.webhook_id) ?? 0);
-      if (claimed.length >= r.limit || share >= r.perWebhookLimit) {
-        deferred += 1;
-        continue;
-      }
-      taken.set(c.webhook_id, (taken.get(c.webhook_id) ?? 0) + 1);
-      claimed.push({ ...c, url: h.url, signature_enc: h.signature_enc, headers_enc: h.headers_enc });
-    }
-
+    const hooks = await queue.findTargetWebhooks(trx, [...new Set(candidates.map((c) => c.webhook_id))]);
+    const { claimed, cancel, deferred } = select(candidates, new Map(hooks.map((h) => [h.id, h])), r);
+    const expired = hooks.filter((h) => h.previous_signature_enc !== null && (h.previous_signature_until ?? 0) <= r.nowMs);
+    await queue.erasePreviousSecrets(
+      trx,
+      expired.map((h) => h.id),
+      r.nowMs,
+    );
     let cancelled = 0;
     for (const [reason, ids] of cancel) {
-      await trx
-        .updateTable('webhook_deliveries')
-        .set({ status: 'failed', last_error: reason, updated_at: r.nowMs })
-        .where('id', 'in', ids)
-        .execute();
+      await queue.cancelDeliveries(trx, ids, reason, r.nowMs);
       cancelled += ids.length;
     }
-    if (claimed.length > 0) {
-      await trx
-        .updateTable('webhook_deliveries')
-        .set({ locked_by: r.workerId, locked_until: r.nowMs + r.leaseMs })
-        .where(
-          'id',
-          'in',
-          claimed.map((c) => c.id),
-        )
-        .execute();
-    }
+    await queue.leaseDeliveries(
+      trx,
+      claimed.map((c) => c.id),
+      r.workerId,
+      r.nowMs + r.leaseMs,
+    );
     return { claimed, deferred, cancelled };
   });
+}
+
+/** Which candidates to send now, which to leave for later (fairness), which to cancel. */
+function select(candidates: readonly DueDelivery[], hookById: ReadonlyMap<number, TargetWebhook>, r: ClaimRequest): Selection {
+  const out: Selection = { claimed: [], cancel: new Map(), deferred: 0 };
+  const taken = new Map<number, number>();
+  for (const c of candidates) {
+    const h = hookById.get(c.webhook_id);
+    if (!h || h.deleted_at !== null || h.status !== 'active') {
+      const reason = !h || h.deleted_at !== null ? 'Webhook deleted' : 'Webhook inactive';
+      out.cancel.set(reason, [...(out.cancel.get(reason) ?? []), c.id]);
+      continue;
+    }
+    const share = (r.inFlightByWebhook.get(c.webhook_id) ?? 0) + (taken.get(c.webhook_id) ?? 0);
+    if (out.claimed.length >= r.limit || share >= r.perWebhookLimit) {
+      out.deferred += 1;
+      continue;
+    }
+    taken.set(c.webhook_id, (taken.get(c.webhook_id) ?? 0) + 1);
+    const overlap = h.previous_signature_until !== null && h.previous_signature_until > r.nowMs;
+    out.claimed.push({ ...c, url: h.url, signature_enc: h.signature_enc, headers_enc: h.headers_enc, previous_signature_enc: overlap ? h.previous_signature_enc : null });
+  }
+  return out;
 }

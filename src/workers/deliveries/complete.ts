@@ -8,10 +8,12 @@
  * commit (one WAL flush on PostgreSQL) per batch instead of one per delivery.
  */
 import type { Db } from '../../db/dialect.js';
-import type { AttemptOutcome } from '../../modules/webhooks/sender.js';
+import type { AttemptOutcome } from '../../modules/webhooks/webhooks.sender.js';
+import * as queue from './deliveries.repository.js';
 
 export interface SentDelivery {
   id: number;
+  webhookId: number;
   outcome: AttemptOutcome;
 }
 
@@ -22,23 +24,7 @@ export async function completeDeliveries(trx: Db, workerId: string, items: reado
   const byStatus = new Map<number | null, number[]>();
   for (const it of items) byStatus.set(it.outcome.statusCode, [...(byStatus.get(it.outcome.statusCode) ?? []), it.id]);
   for (const [statusCode, ids] of byStatus) {
-    const rows = await trx
-      .updateTable('webhook_deliveries')
-      .set((eb) => ({
-        status: 'delivered',
-        attempts: eb('attempts', '+', 1),
-        response_status: statusCode,
-        last_error: null,
-        delivered_at: nowMs,
-        locked_by: null,
-        locked_until: null,
-        updated_at: nowMs,
-      }))
-      .where('id', 'in', ids)
-      .where('locked_by', '=', workerId)
-      .returning(['id', 'attempts'])
-      .execute();
-    for (const r of rows) done.set(r.id, r.attempts);
+    for (const r of await queue.markDelivered(trx, ids, workerId, statusCode, nowMs)) done.set(r.id, r.attempts);
   }
   const attempts = items
     .filter((it) => done.has(it.id))
@@ -51,6 +37,8 @@ export async function completeDeliveries(trx: Db, workerId: string, items: reado
       error: null,
       created_at: nowMs,
     }));
-  if (attempts.length > 0) await trx.insertInto('webhook_attempts').values(attempts).execute();
+  await queue.insertAttempts(trx, attempts);
+  // The receivers answered: their webhooks' failing periods (automatic deactivation) end.
+  await queue.clearFailing(trx, [...new Set(items.filter((it) => done.has(it.id)).map((it) => it.webhookId))]);
   return done;
 }

@@ -1,0 +1,84 @@
+/**
+ * Queries built and compiled by Kysely once, then run with new parameters.
+ *
+ * Building a query with Kysely's builder and compiling it to SQL costs more CPU than SQLite
+ * takes to run a small indexed query: on the balance route the builder and compiler were about
+ * 30% of the busy time (BENCHMARKS.md, "Profile: GET balance"). For the queries every request
+ * runs (the bearer token, the wallet guard, the balance read), the builder runs once per
+ * dialect with placeholder values; the compiled SQL is kept and each call substitutes its own
+ * values for the placeholders. The query is still written with the typed builder, so its
+ * columns and result type are checked as any other.
+ *
+ * Only `where`-style values may be parameters: a placeholder that the compiler did not turn into
+ * a bound parameter (inlined, or dropped) is refused when the query is first compiled.
+ */
+import type { CompiledQuery, Kysely, QueryResult } from 'kysely';
+import { dialectOf, type DriverName } from './dialect.js';
+
+interface Compiles<R> {
+  compile(): CompiledQuery<R>;
+}
+
+/** Where each compiled parameter comes from: an argument's index, or a constant of the query. */
+type Slot = { arg: number } | { value: unknown };
+
+interface Template<R> {
+  compiled: CompiledQuery<R>;
+  slots: Slot[];
+}
+
+const MARK = '\u0000prepared-parameter:';
+
+export interface Prepared<A extends readonly unknown[], R> {
+  execute(db: Kysely<any>, ...args: A): Promise<R[]>;
+  executeTakeFirst(db: Kysely<any>, ...args: A): Promise<R | undefined>;
+}
+
+/**
+ * `build(db, ...placeholders)` writes the query with the builder; `placeholders[i]` stands for
+ * the i-th argument of every later call (typed as the argument, a marker string at runtime).
+ */
+export function prepare<A extends readonly unknown[], R>(build: (db: Kysely<any>, ...placeholders: A) => Compiles<R>): Prepared<A, R> {
+  // One placeholder per declared parameter after `db` (so no default or rest parameters).
+  const arity = build.length - 1;
+  const templates = new Map<DriverName, Template<R>>();
+
+  function template(db: Kysely<any>): Template<R> {
+    const driver = dialectOf(db).driver;
+    let t = templates.get(driver);
+    if (!t) {
+      t = compileTemplate(db, arity, build);
+      templates.set(driver, t);
+    }
+    return t;
+  }
+
+  async function execute(db: Kysely<any>, ...args: A): Promise<R[]> {
+    const { compiled, slots } = template(db);
+    const parameters = slots.map((s) => ('arg' in s ? args[s.arg] : s.value));
+    const result: QueryResult<R> = await db.executeQuery<R>({ ...compiled, parameters });
+    return result.rows;
+  }
+
+  return {
+    execute,
+    executeTakeFirst: async (db, ...args) => (await execute(db, ...args))[0],
+  };
+}
+
+function compileTemplate<A extends readonly unknown[], R>(db: Kysely<any>, arity: number, build: (db: Kysely<any>, ...placeholders: A) => Compiles<R>): Template<R> {
+  const marks = Array.from({ length: arity }, (_, i) => `${MARK}${i}`);
+  const compiled = build(db, ...(marks as unknown as A)).compile();
+  const used = new Set<number>();
+  const slots: Slot[] = compiled.parameters.map((p) => {
+    if (typeof p === 'string' && p.startsWith(MARK)) {
+      const arg = Number(p.slice(MARK.length));
+      used.add(arg);
+      return { arg };
+    }
+    return { value: p };
+  });
+  if (used.size !== arity) throw new Error(`prepared query: ${arity - used.size} placeholder(s) not bound as parameters in: ${compiled.sql}`);
+  if (compiled.sql.includes(MARK)) throw new Error(`prepared query: a placeholder was inlined into the SQL: ${compiled.sql}`);
+  return { compiled, slots };
+}

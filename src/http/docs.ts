@@ -1,0 +1,108 @@
+/**
+ * The API's own description: the OpenAPI 3.1 document generated from the route schemas
+ * (@fastify/swagger), served bare and public at GET /api/openapi.json, and an interactive
+ * reference at GET /api/docs.
+ *
+ * The reference is Swagger UI from @fastify/swagger-ui: the plugin ships swagger-ui-dist's
+ * script, styles and images inside the npm package and serves them from /api/docs/static, so
+ * the page loads nothing from another host and works on a machine without internet access.
+ * (Scalar's Fastify plugin also bundles its script, but its page fetches fonts from Scalar's
+ * CDN unless told otherwise, and its "try it" requests may go through Scalar's proxy.)
+ * The page's Content-Security-Policy allows only this origin, so a future asset from
+ * elsewhere would fail loudly in the browser test instead of quietly leaking requests.
+ */
+import type { RouteOptions } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TSchema } from '@sinclair/typebox';
+import { describeResponses, exampleOf } from './examples.js';
+import type { App } from './types.js';
+
+export const OPENAPI_PATH = '/api/openapi.json';
+export const DOCS_PATH = '/api/docs';
+
+const DOCS_CSP = {
+  'default-src': ["'self'"],
+  'base-uri': ["'self'"],
+  'connect-src': ["'self'"],
+  'font-src': ["'self'", 'data:'],
+  'frame-ancestors': ["'self'"],
+  'img-src': ["'self'", 'data:'],
+  'object-src': ["'none'"],
+  'script-src': ["'self'"],
+  // Swagger UI's React components set style attributes.
+  'style-src': ["'self'", "'unsafe-inline'"],
+};
+
+const DESCRIPTION = `A self-hostable wallet and payment service for EVM chains.
+
+Every response is the envelope \`{status, message, data}\`, errors included. Authenticate with
+\`POST /api/auth/login\`, then send \`Authorization: Bearer <token>\`. Amounts are strings with
+exactly 18 decimal places; datetimes are UTC \`YYYY-MM-DD HH:MM:SS\`. Each authenticated user has
+a request budget per minute (\`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\`, 429 with
+\`Retry-After\`). Every response carries \`X-Request-Id\`.`;
+
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+  /** Left out of the document on purpose (the document itself, the reference's assets, /metrics). */
+  hidden: boolean;
+}
+
+const registered = new WeakMap<object, RegisteredRoute[]>();
+
+/** Every route the app registered (HEAD routes Fastify adds for GET excluded), for the document's tests. */
+export function registeredRoutes(app: App): RegisteredRoute[] {
+  return registered.get(app) ?? [];
+}
+
+interface DocumentedSchema {
+  hide?: boolean;
+  body?: TSchema;
+  response?: Record<string, TSchema>;
+}
+
+/** Every response gets a description and an example, the body an example (see examples.ts). */
+function addExamples(schema: DocumentedSchema): void {
+  if (schema.response) schema.response = describeResponses(schema.response);
+  const body = schema.body as (TSchema & { examples?: unknown[] }) | undefined;
+  if (body && !Array.isArray(body.examples)) schema.body = { ...body, examples: [exampleOf(body)] } as TSchema;
+}
+
+/** Registers the generator (before any route, so it sees them all), the document and the reference. */
+export async function installDocs(app: App, version: string): Promise<void> {
+  // @fastify/swagger-ui redirects static/index.html to the page by rewriting a URL that must end
+  // in `index.html`: with a query string it redirects to itself forever. Send it to the page.
+  app.addHook('onRequest', async (req, reply) => {
+    if (req.url.startsWith(`${DOCS_PATH}/static/index.html?`)) return reply.redirect(`${DOCS_PATH}/`);
+  });
+  const routes: RegisteredRoute[] = [];
+  registered.set(app, routes);
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const schema = route.schema as DocumentedSchema | undefined;
+    const hidden = schema?.hide === true || route.url.startsWith(DOCS_PATH);
+    for (const m of Array.isArray(route.method) ? route.method : [route.method]) {
+      if (m !== 'HEAD') routes.push({ method: m, url: route.url, hidden });
+    }
+    if (schema && !hidden) addExamples(schema);
+  });
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Wallet and Payment Service API', version, description: DESCRIPTION },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+
+  app.get(OPENAPI_PATH, { schema: { hide: true } }, async (_req, reply) => {
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify(app.swagger()));
+  });
+
+  await app.register(swaggerUi, {
+    routePrefix: DOCS_PATH,
+    staticCSP: DOCS_CSP,
+    uiConfig: { docExpansion: 'list', deepLinking: true, displayRequestDuration: true, persistAuthorization: true },
+    theme: { title: 'Wallet and Payment Service API' },
+  });
+}

@@ -1,0 +1,130 @@
+/**
+ * What a block means for the charges: the chain follower (src/workers/watcher.ts) calls
+ * `readChargePayments` for every block it records, before the block's database transaction
+ * (node calls only), and the returned `record` inside that transaction, so a block's payments,
+ * its timestamp and the cursor move together: an outage or a crash misses no payment.
+ *
+ * - Payments: native transfers (value > 0, receipt successful) whose `to` is a watched deposit
+ *   address of a native-token charge, and ERC-20 `Transfer` logs to a deposit address from the
+ *   charge's token contract. Read with the same chain readers the wallets' transfers use
+ *   (src/chain/blocks.ts: `blockReceipts`, `transferLogs`). Another token of the wallet sent to
+ *   a settled charge's address is not a payment, but makes the address due a sweep.
+ * - Watched: every pending charge of the network, and settled ones until `watch_until`
+ *   (`expires_at` + CHARGE_WATCH_AFTER_S) compared with the block's own timestamp, so a
+ *   follower catching up after an outage decides exactly as it would have live.
+ * - The block's timestamp is stored (`charge_blocks`): settlement asks "has a block stamped
+ *   after `expires_at` got the network's confirmations?" from the database, in step with the
+ *   payments, never from a node that may be ahead of what was recorded.
+ * - A reorg (`rollBackChargePayments`, inside the follower's rollback transaction): the payments
+ *   and block times above the common ancestor are deleted; a settlement decided on a block above
+ *   it is undone (the charge is `pending` again and is decided anew on the new chain).
+ */
+import { getAddress, type Hex, type Transaction } from 'viem';
+import type { Logger } from 'pino';
+import type { Executor } from '../../db/index.js';
+import { blockReceipts, transferLogs, type FullBlock } from '../../chain/blocks.js';
+import { NATIVE_CONTRACT } from '../../chain/erc20.js';
+import type { SyncScope } from '../transactions/transactions.chain-sync.js';
+import * as pay from './charges.payments.repository.js';
+import type { NewPayment, WatchedDeposit } from './charges.payments.repository.js';
+import { decide } from './charges.decide.js';
+
+/** A block's charge payments, read from the node, and the step that records them. */
+export interface ChargeBlockPayments {
+  payments: NewPayment[];
+  /** Inside the follower's block transaction. */
+  record: (trx: Executor, nowMs: number) => Promise<void>;
+}
+
+/** What a block brought to deposit addresses: payments, and charges that received another token. */
+interface Found {
+  payments: NewPayment[];
+  other: number[];
+}
+
+/** Reads the block's payments to watched deposit addresses (node calls only, no transaction open). */
+export async function readChargePayments(s: SyncScope, block: FullBlock): Promise<ChargeBlockPayments> {
+  const timestampMs = Number(block.timestamp) * 1000;
+  const watched = await pay.listWatchedDeposits(s.ctx.store.db, s.networkId, timestampMs);
+  const found: Found = { payments: [], other: [] };
+  if (watched.length > 0) {
+    merge(found, await nativeTransfers(s, block, watched));
+    merge(found, await tokenTransfers(s, block, watched));
+  }
+  const b = { networkId: s.networkId, number: Number(block.number), hash: block.hash, timestampMs, payments: found.payments };
+  if (found.payments.length + found.other.length > 0) s.log.info({ block: b.number, payments: found.payments.length, other_tokens: found.other.length }, 'charge payments seen');
+  return {
+    payments: found.payments,
+    record: async (trx, nowMs) => {
+      await pay.recordBlockPayments(trx, b, nowMs);
+      await pay.makeSettledDue(trx, [...new Set(found.other)], nowMs);
+    },
+  };
+}
+
+function merge(into: Found, f: Found): void {
+  into.payments.push(...f.payments);
+  into.other.push(...f.other);
+}
+
+/**
+ * Native transfers to deposit addresses: payments of native charges, another token for the
+ * others; what the wallet's own main address sends (the gas of a token sweep) is neither.
+ */
+async function nativeTransfers(s: SyncScope, block: FullBlock, watched: WatchedDeposit[]): Promise<Found> {
+  const byAddress = new Map(watched.map((w) => [w.address.toLowerCase(), w]));
+  const txs = (block.transactions as Transaction[]).filter((tx) => tx.value > 0n && tx.to && byAddress.has(tx.to.toLowerCase()));
+  if (txs.length === 0) return { payments: [], other: [] };
+  const receipts = await s.net(blockReceipts(s.client, block.hash, txs.map((tx) => tx.hash)));
+  const found: Found = { payments: [], other: [] };
+  for (const tx of txs.filter((x) => receipts.get(x.hash)?.status === 'success')) {
+    const w = byAddress.get(tx.to!.toLowerCase())!;
+    if (tx.from.toLowerCase() === w.main_address.toLowerCase()) continue; // a gas top-up for a sweep
+    if (w.contract.toLowerCase() !== NATIVE_CONTRACT) found.other.push(w.charge_id);
+    else found.payments.push({ charge_id: w.charge_id, tx_hash: tx.hash, log_index: -1, from_address: getAddress(tx.from), amount: tx.value });
+  }
+  return found;
+}
+
+/**
+ * ERC-20 `Transfer` logs to deposit addresses from the charge's token (payments) or any other
+ * active token of the wallet (swept, not counted).
+ */
+async function tokenTransfers(s: SyncScope, block: FullBlock, watched: WatchedDeposit[]): Promise<Found> {
+  const own = watched.filter((w) => w.contract.toLowerCase() !== NATIVE_CONTRACT).map((w) => ({ wallet_id: w.wallet_id, contract: w.contract }));
+  const tokens = [...own, ...(await pay.listActiveContracts(s.ctx.store.db, [...new Set(watched.map((w) => w.wallet_id))]))];
+  const active = new Set(tokens.map((t) => `${t.wallet_id}:${t.contract.toLowerCase()}`));
+  const contracts = [...new Set(tokens.map((t) => t.contract.toLowerCase()))] as Hex[];
+  if (contracts.length === 0) return { payments: [], other: [] };
+  const byAddress = new Map(watched.map((w) => [w.address.toLowerCase(), w]));
+  const logs = await s.net(transferLogs(s.client, block.hash, contracts, watched.map((w) => w.address as Hex)));
+  const found: Found = { payments: [], other: [] };
+  for (const l of logs) {
+    const w = byAddress.get(l.to.toLowerCase());
+    const contract = l.contract.toLowerCase();
+    if (!w || l.removed || l.value === 0n || !active.has(`${w.wallet_id}:${contract}`)) continue;
+    if (contract !== w.contract.toLowerCase()) found.other.push(w.charge_id);
+    else found.payments.push({ charge_id: w.charge_id, tx_hash: l.txHash, log_index: l.logIndex, from_address: getAddress(l.from), amount: l.value });
+  }
+  return found;
+}
+
+/**
+ * Inside the follower's reorg transaction: forgets the charge payments and block times above
+ * `ancestor` and reopens the settlements decided on a block above it.
+ */
+export async function rollBackChargePayments(trx: Executor, networkId: number, ancestor: number, nowMs: number, log: Logger): Promise<void> {
+  const touched = await pay.deleteAbove(trx, networkId, ancestor);
+  const reopened = await pay.reopenSettledAbove(trx, networkId, ancestor, nowMs);
+  if (touched.length + reopened.length === 0) return;
+  for (const id of new Set([...touched, ...reopened])) {
+    const terms = await pay.findTerms(trx, id);
+    if (terms?.status !== 'pending') continue;
+    const payments = await pay.listPayments(trx, [id], { confirmedOnly: true });
+    await pay.setPaidAmount(trx, id, decide(terms, payments, ancestor, null).paid, nowMs);
+  }
+  for (const id of reopened) {
+    log.warn({ charge_id: id, ancestor }, 'reorg deeper than the network’s confirmations undid a charge settlement: pending again');
+  }
+  log.info({ ancestor, charges: touched }, 'reorg: charge payments above the common ancestor removed');
+}

@@ -1,0 +1,252 @@
+/** charge_payments, charge_blocks and the charge rows the chain follower and the charge worker move. */
+import { sql } from 'kysely';
+import type { Executor } from '../../db/index.js';
+
+/** Block timestamps kept per network (the confirmed height is never further back than this). */
+const KEEP_BLOCK_TIMES = 512;
+
+/** A deposit address the follower matches a block against. */
+export interface WatchedDeposit {
+  charge_id: number;
+  wallet_id: number;
+  /** The wallet's main address: what it sends here is gas for a sweep, never a payment. */
+  main_address: string;
+  address: string;
+  contract: string;
+}
+
+export interface NewPayment {
+  charge_id: number;
+  tx_hash: string;
+  log_index: number;
+  from_address: string;
+  amount: bigint;
+}
+
+export interface PaymentRow {
+  id: number;
+  charge_id: number;
+  tx_hash: string;
+  log_index: number;
+  from_address: string;
+  amount: bigint;
+  block_number: number;
+  block_timestamp: number;
+  confirmed: number;
+  notified: number;
+}
+
+/** The deposit addresses of a network to watch in a block stamped `blockMs`: pending charges, and settled ones until `watch_until`. */
+export async function listWatchedDeposits(db: Executor, networkId: number, blockMs: number): Promise<WatchedDeposit[]> {
+  return db
+    .selectFrom('charges as c')
+    .innerJoin('wallets as w', 'w.id', 'c.wallet_id')
+    .innerJoin('sub_wallets as s', 's.id', 'c.sub_wallet_id')
+    .innerJoin('wallet_tokens as t', 't.id', 'c.token_id')
+    .select(['c.id as charge_id', 'c.wallet_id', 'w.address as main_address', 's.address', 't.contract'])
+    .where('w.network_id', '=', networkId)
+    .where((eb) => eb.or([eb('c.status', '=', 'pending'), eb('c.watch_until', '>=', blockMs)]))
+    .execute();
+}
+
+/** The contracts of the active ERC-20 tokens of some wallets. */
+export async function listActiveContracts(db: Executor, walletIds: number[]): Promise<{ wallet_id: number; contract: string }[]> {
+  if (walletIds.length === 0) return [];
+  return db.selectFrom('wallet_tokens').select(['wallet_id', 'contract']).where('wallet_id', 'in', walletIds).where('is_active', '=', 1).where('is_native', '=', 0).execute();
+}
+
+/** Settled charges that received something other than a payment (another token): due a sweep now. */
+export async function makeSettledDue(trx: Executor, ids: number[], nowMs: number): Promise<void> {
+  if (ids.length === 0) return;
+  await trx.updateTable('charges').set({ sweep_due_at: nowMs }).where('id', 'in', ids).where('status', '<>', 'pending').execute();
+}
+
+/** Records a block's time and its payments (inside the follower's block transaction). */
+export async function recordBlockPayments(
+  trx: Executor,
+  b: { networkId: number; number: number; hash: string; timestampMs: number; payments: NewPayment[] },
+  nowMs: number,
+): Promise<void> {
+  await trx.deleteFrom('charge_blocks').where('network_id', '=', b.networkId).where('block_number', '=', b.number).execute();
+  await trx.insertInto('charge_blocks').values({ network_id: b.networkId, block_number: b.number, block_timestamp: b.timestampMs }).execute();
+  await trx.deleteFrom('charge_blocks').where('network_id', '=', b.networkId).where('block_number', '<', b.number - KEEP_BLOCK_TIMES).execute();
+  for (const p of b.payments) {
+    await trx
+      .insertInto('charge_payments')
+      .values({
+        ...p,
+        amount: p.amount.toString(),
+        network_id: b.networkId,
+        block_number: b.number,
+        block_hash: b.hash,
+        block_timestamp: b.timestampMs,
+        confirmed: 0,
+        notified: 0,
+        created_at: nowMs,
+      })
+      .onConflict((oc) => oc.columns(['charge_id', 'tx_hash', 'log_index']).doNothing())
+      .execute();
+  }
+}
+
+/** Deletes what was recorded from blocks above `ancestor`; returns the charges whose payments were removed. */
+export async function deleteAbove(trx: Executor, networkId: number, ancestor: number): Promise<number[]> {
+  const gone = await trx
+    .deleteFrom('charge_payments')
+    .where('network_id', '=', networkId)
+    .where('block_number', '>', ancestor)
+    .returning('charge_id')
+    .execute();
+  await trx.deleteFrom('charge_blocks').where('network_id', '=', networkId).where('block_number', '>', ancestor).execute();
+  return [...new Set(gone.map((g) => g.charge_id))];
+}
+
+/** Settled charges of the network decided on a block above `ancestor`: back to pending (the outcome is decided again). */
+export async function reopenSettledAbove(trx: Executor, networkId: number, ancestor: number, nowMs: number): Promise<number[]> {
+  const rows = await trx
+    .updateTable('charges')
+    .set({ status: 'pending', paid_at: null, settled_block: null, updated_at: nowMs })
+    .where('status', '<>', 'pending')
+    .where('settled_block', '>', ancestor)
+    .where('wallet_id', 'in', (eb) => eb.selectFrom('wallets').select('id').where('network_id', '=', networkId))
+    .returning('id')
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/** The timestamp (ms) of the newest recorded block at or below `height`, or null when none is. */
+export async function blockTimeAtOrBelow(db: Executor, networkId: number, height: number): Promise<number | null> {
+  const r = await db
+    .selectFrom('charge_blocks')
+    .select('block_timestamp')
+    .where('network_id', '=', networkId)
+    .where('block_number', '<=', height)
+    .orderBy('block_number', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return r ? Number(r.block_timestamp) : null;
+}
+
+const PAYMENT_COLUMNS = ['id', 'charge_id', 'tx_hash', 'log_index', 'from_address', 'amount', 'block_number', 'block_timestamp', 'confirmed', 'notified'] as const;
+
+type RawPayment = Omit<PaymentRow, 'amount'> & { amount: string };
+const toPayment = (r: RawPayment): PaymentRow => ({ ...r, amount: BigInt(r.amount), block_number: Number(r.block_number), block_timestamp: Number(r.block_timestamp) });
+
+/** A charge's payments, in chain order. */
+export async function listPayments(db: Executor, chargeIds: number[], opts: { confirmedOnly: boolean }): Promise<PaymentRow[]> {
+  if (chargeIds.length === 0) return [];
+  let q = db.selectFrom('charge_payments').select(PAYMENT_COLUMNS).where('charge_id', 'in', chargeIds);
+  if (opts.confirmedOnly) q = q.where('confirmed', '=', 1);
+  const rows = await q.orderBy('block_number', 'asc').orderBy('log_index', 'asc').orderBy('id', 'asc').execute();
+  return rows.map(toPayment);
+}
+
+/** Payments of the network newly at or below the confirmed height (bounded, oldest first). */
+export async function listNewlyConfirmed(db: Executor, networkId: number, height: number, limit: number): Promise<{ id: number; charge_id: number }[]> {
+  return db
+    .selectFrom('charge_payments')
+    .select(['id', 'charge_id'])
+    .where('network_id', '=', networkId)
+    .where('confirmed', '=', 0)
+    .where('block_number', '<=', height)
+    .orderBy('block_number', 'asc')
+    .orderBy('id', 'asc')
+    .limit(limit)
+    .execute();
+}
+
+export async function markConfirmed(trx: Executor, ids: number[]): Promise<void> {
+  if (ids.length > 0) await trx.updateTable('charge_payments').set({ confirmed: 1 }).where('id', 'in', ids).execute();
+}
+
+/**
+ * Late payments of settled charges not yet announced (bounded): confirmed, and stamped after
+ * `expires_at` or mined above the block the settlement was decided on.
+ */
+export async function listUnannouncedLate(db: Executor, networkId: number, limit: number): Promise<PaymentRow[]> {
+  const rows = await db
+    .selectFrom('charge_payments as p')
+    .innerJoin('charges as c', 'c.id', 'p.charge_id')
+    .select(PAYMENT_COLUMNS.map((c) => `p.${c}` as const))
+    .where('p.network_id', '=', networkId)
+    .where('p.confirmed', '=', 1)
+    .where('p.notified', '=', 0)
+    .where('c.status', '<>', 'pending')
+    .where((eb) => eb.or([eb('p.block_timestamp', '>', eb.ref('c.expires_at')), eb('p.block_number', '>', eb.ref('c.settled_block'))]))
+    .orderBy('p.id', 'asc')
+    .limit(limit)
+    .execute();
+  return rows.map(toPayment);
+}
+
+/** Marks a late payment announced; false when another worker did it first. */
+export async function markNotified(trx: Executor, id: number): Promise<boolean> {
+  const r = await trx.updateTable('charge_payments').set({ notified: 1 }).where('id', '=', id).where('notified', '=', 0).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Pending charges of the network whose expiry is behind the confirmed chain time (bounded, earliest due first). */
+export async function listExpirable(db: Executor, networkId: number, confirmedTimeMs: number, limit: number): Promise<number[]> {
+  const rows = await db
+    .selectFrom('charges as c')
+    .innerJoin('wallets as w', 'w.id', 'c.wallet_id')
+    .select('c.id')
+    .where('w.network_id', '=', networkId)
+    .where('c.status', '=', 'pending')
+    .where('c.expires_at', '<', confirmedTimeMs)
+    .orderBy('c.expires_at', 'asc')
+    .orderBy('c.id', 'asc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/** Records the confirmed amount of a still pending charge. */
+export async function setPaidAmount(db: Executor, id: number, paid: bigint, nowMs: number): Promise<void> {
+  await db
+    .updateTable('charges')
+    .set({ paid_amount: paid.toString(), updated_at: nowMs })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .where(sql<boolean>`paid_amount <> ${paid.toString()}`)
+    .execute();
+}
+
+/**
+ * Moves a pending charge to its final status. Only one caller can win (the WHERE on the current
+ * status); returns the status announced before (null: never), or undefined when it lost.
+ */
+export async function settleCharge(
+  trx: Executor,
+  id: number,
+  s: { status: 'paid' | 'expired' | 'failed'; paid: bigint; paidAt: number | null; block: number; nowMs: number },
+): Promise<{ announced: string | null } | undefined> {
+  const before = await trx.selectFrom('charges').select('announced').where('id', '=', id).where('status', '=', 'pending').executeTakeFirst();
+  if (!before) return undefined;
+  const r = await trx
+    .updateTable('charges')
+    .set({ status: s.status, paid_amount: s.paid.toString(), paid_at: s.paidAt, settled_block: s.block, announced: s.status, sweep_due_at: s.nowMs, updated_at: s.nowMs })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1 ? { announced: before.announced } : undefined;
+}
+
+/** What settlement needs of a charge. */
+export interface ChargeTerms {
+  id: number;
+  status: string;
+  amount: bigint;
+  expires_at: number;
+  settled_block: number | null;
+}
+
+export async function findTerms(db: Executor, id: number): Promise<ChargeTerms | undefined> {
+  const r = await db.selectFrom('charges').select(['id', 'status', 'amount', 'expires_at', 'settled_block']).where('id', '=', id).executeTakeFirst();
+  return r ? { ...r, amount: BigInt(r.amount), expires_at: Number(r.expires_at), settled_block: r.settled_block === null ? null : Number(r.settled_block) } : undefined;
+}
+
+/** The charge's address is due a sweep now (a late payment arrived). */
+export async function makeSweepDue(trx: Executor, id: number, nowMs: number): Promise<void> {
+  await trx.updateTable('charges').set({ sweep_due_at: nowMs, updated_at: nowMs }).where('id', '=', id).execute();
+}

@@ -1,0 +1,146 @@
+/**
+ * Settlement, from the payments the chain follower recorded (charges.chain-sync.ts) and its
+ * cursor, without asking the node (one best-effort balance read before an expiry feeds a
+ * warning, never the decision): the rule itself is `decide` (charges.decide.ts).
+ *
+ * Per network and tick, bounded work with nothing starved:
+ *
+ * 1. The confirmed height is the follower's cursor − confirmations + 1, and its time the
+ *    timestamp of that block (`charge_blocks`). Nothing recorded yet: nothing expires.
+ * 2. Payments newly at or below the confirmed height (oldest first, PAYMENT_BATCH): marked
+ *    confirmed and their charges decided again in the same transaction, so a charge whose
+ *    confirmed payments reach the amount is `paid` at once; each payment is taken once.
+ * 3. Pending charges whose `expires_at` is behind the confirmed time (earliest due first,
+ *    EXPIRY_BATCH): every one of them is decidable and leaves the pending set, so the next tick
+ *    takes the next ones, however many there are.
+ * 4. Late payments of settled charges not yet announced: `charge.delayed`, once each (a
+ *    conditional update of the payment's `notified` with the event in one transaction), and
+ *    the address is made due for a sweep.
+ *
+ * Each final move is one conditional UPDATE (WHERE status = 'pending') with its event in the
+ * same transaction: several processes may run this, each move happens once. A settlement a
+ * reorg undid (charges.chain-sync.ts) is decided again; its event is written again only when the
+ * outcome differs from the one announced (`announced`).
+ */
+import type { Address } from 'viem';
+import type { Logger } from 'pino';
+import type { AppContext } from '../../context.js';
+import type { Executor } from '../../db/index.js';
+import type { NetworkRow } from '../../db/types.js';
+import { readBalance } from '../../chain/erc20.js';
+import { recordEvent } from '../events/outbox.js';
+import { findCursor, listNetworks } from '../networks/networks.repository.js';
+import { findWalletView } from '../wallets/wallets.repository.js';
+import * as repo from './charges.repository.js';
+import * as pay from './charges.payments.repository.js';
+import { decide } from './charges.decide.js';
+import { chargeDelayedPayload, chargeFinishedPayload } from './charges.views.js';
+
+const PAYMENT_BATCH = 500;
+const EXPIRY_BATCH = 200;
+const LATE_BATCH = 200;
+
+/** The follower's confirmed height on a network and that block's timestamp (null: none recorded). */
+interface Confirmed {
+  height: number;
+  timeMs: number | null;
+}
+
+export class ChargeSettlement {
+  private readonly log: Logger;
+
+  constructor(private readonly ctx: AppContext) {
+    this.log = ctx.log.child({ component: 'charges' });
+  }
+
+  async tick(stopping: () => boolean = () => false): Promise<void> {
+    for (const network of await listNetworks(this.ctx.store.db)) {
+      if (stopping()) return;
+      const at = await this.confirmed(network);
+      if (!at) continue;
+      await this.confirmPayments(network.id, at);
+      await this.expireDue(network, at);
+      await this.announceLate(network.id);
+    }
+  }
+
+  private async confirmed(network: NetworkRow): Promise<Confirmed | null> {
+    const cursor = await findCursor(this.ctx.store.db, network.id);
+    if (!cursor) return null;
+    const height = cursor.block_number - Math.max(1, network.confirmations) + 1;
+    return { height, timeMs: await pay.blockTimeAtOrBelow(this.ctx.store.db, network.id, height) };
+  }
+
+  /** Step 2. */
+  private async confirmPayments(networkId: number, at: Confirmed): Promise<void> {
+    const rows = await pay.listNewlyConfirmed(this.ctx.store.db, networkId, at.height, PAYMENT_BATCH);
+    if (rows.length === 0) return;
+    await this.ctx.store.db.transaction().execute(async (trx) => {
+      await pay.markConfirmed(trx, rows.map((r) => r.id));
+      for (const chargeId of new Set(rows.map((r) => r.charge_id))) await this.decideOne(trx, chargeId, at);
+    });
+  }
+
+  /** Step 3. */
+  private async expireDue(network: NetworkRow, at: Confirmed): Promise<void> {
+    if (at.timeMs === null) return;
+    const ids = await pay.listExpirable(this.ctx.store.db, network.id, at.timeMs, EXPIRY_BATCH);
+    for (const id of ids) {
+      await this.warnUnseenFunds(network, id, at.height);
+      await this.ctx.store.db.transaction().execute((trx) => this.decideOne(trx, id, at));
+    }
+  }
+
+  /**
+   * Money that reached a pending charge's address without a transfer the follower can see (a
+   * contract's internal transaction, e.g. from a multisig or some exchange withdrawals) is not a
+   * payment; it is swept with the rest. Said in a warning so that an operator can tell why a
+   * charge expired or failed with more on its address. Best effort: no node, no check.
+   */
+  private async warnUnseenFunds(network: NetworkRow, chargeId: number, height: number): Promise<void> {
+    const db = this.ctx.store.db;
+    try {
+      const charge = await repo.findChargeById(db, chargeId);
+      if (!charge) return;
+      const seen = (await pay.listPayments(db, [chargeId], { confirmedOnly: false })).filter((p) => p.block_number <= height).reduce((a, p) => a + p.amount, 0n);
+      const balance = await readBalance(this.ctx.chains.get(network), charge.contract, charge.address as Address, BigInt(height));
+      if (balance <= seen) return;
+      const fields = { charge_id: chargeId, address: charge.address, balance: balance.toString(), payments: seen.toString(), block: height };
+      this.log.warn(fields, 'a charge deposit address holds more than the transfers seen (an internal transaction?): settled on the transfers seen; the balance is swept');
+    } catch (e) {
+      this.log.debug({ err: e, charge_id: chargeId }, 'could not compare a deposit address balance with its payments');
+    }
+  }
+
+  /** Decides one pending charge from its payments; a final outcome is written with its event. */
+  private async decideOne(trx: Executor, chargeId: number, at: Confirmed): Promise<void> {
+    const terms = await pay.findTerms(trx, chargeId);
+    if (!terms || terms.status !== 'pending') return;
+    const d = decide(terms, await pay.listPayments(trx, [chargeId], { confirmedOnly: false }), at.height, at.timeMs);
+    const now = this.ctx.clock.nowMs();
+    if (d.status === 'pending') return pay.setPaidAmount(trx, chargeId, d.paid, now);
+    const won = await pay.settleCharge(trx, chargeId, { status: d.status, paid: d.paid, paidAt: d.paidAtMs, block: at.height, nowMs: now });
+    if (!won) return;
+    const charge = (await repo.findChargeById(trx, chargeId))!;
+    this.log.info({ charge_id: chargeId, wallet_id: charge.wallet_id, status: d.status, paid_amount: d.paid.toString(), block: at.height }, 'charge settled');
+    if (won.announced === d.status) return; // a reorg undid it and it came out the same: announced already
+    const wallet = (await findWalletView(trx, charge.wallet_id))!;
+    const payload = chargeFinishedPayload(charge, d.status, d.paidAtMs ?? now);
+    await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: `charge.${d.status}`, payload, nowMs: now });
+  }
+
+  /** Step 4. */
+  private async announceLate(networkId: number): Promise<void> {
+    for (const p of await pay.listUnannouncedLate(this.ctx.store.db, networkId, LATE_BATCH)) {
+      await this.ctx.store.db.transaction().execute(async (trx) => {
+        if (!(await pay.markNotified(trx, p.id))) return;
+        const now = this.ctx.clock.nowMs();
+        const charge = (await repo.findChargeById(trx, p.charge_id))!;
+        const wallet = (await findWalletView(trx, charge.wallet_id))!;
+        await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'charge.delayed', payload: chargeDelayedPayload(charge, p), nowMs: now });
+        await pay.makeSweepDue(trx, charge.id, now);
+        this.log.info({ charge_id: charge.id, tx_hash: p.tx_hash, amount: p.amount.toString(), status: charge.status }, 'late payment to a settled charge');
+      });
+    }
+  }
+}

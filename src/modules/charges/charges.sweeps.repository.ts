@@ -1,0 +1,124 @@
+/** charge_sweeps and the sweep schedule on charges (`sweep_due_at`). */
+import type { Executor } from '../../db/index.js';
+
+export type SweepKind = 'sweep' | 'gas';
+
+export interface SweepRow {
+  id: number;
+  charge_id: number;
+  kind: SweepKind;
+  token_id: number;
+  amount: bigint;
+  status: string;
+  tx_hash: string | null;
+  raw_tx: string | null;
+  transaction_id: number | null;
+  created_at: number;
+  /** Joined: the token and the charge's wallet. */
+  symbol: string;
+  decimals: number;
+  wallet_id: number;
+}
+
+export interface NewSweep {
+  charge_id: number;
+  kind: SweepKind;
+  token_id: number;
+  amount: bigint;
+  tx_hash: string;
+  raw_tx: string | null;
+  nonce: number | null;
+  transaction_id: number | null;
+}
+
+/** One row of a kind in flight per charge: the key of the unique `live_key`. */
+export const liveKey = (chargeId: number, kind: SweepKind) => `${chargeId}:${kind}`;
+
+function sweeps(db: Executor) {
+  return db
+    .selectFrom('charge_sweeps as w')
+    .innerJoin('wallet_tokens as t', 't.id', 'w.token_id')
+    .select(['w.id', 'w.charge_id', 'w.kind', 'w.token_id', 'w.amount', 'w.status', 'w.tx_hash', 'w.raw_tx', 'w.transaction_id', 'w.created_at', 't.symbol', 't.decimals', 't.wallet_id']);
+}
+
+type RawSweep = Omit<SweepRow, 'amount' | 'kind'> & { amount: string; kind: string };
+const toSweep = (r: RawSweep): SweepRow => ({ ...r, kind: r.kind as SweepKind, amount: BigInt(r.amount), created_at: Number(r.created_at) });
+
+/** The sweeps (not the gas top-ups) of some charges, oldest first. */
+export async function listSweeps(db: Executor, chargeIds: number[]): Promise<SweepRow[]> {
+  if (chargeIds.length === 0) return [];
+  const rows = await sweeps(db).where('w.charge_id', 'in', chargeIds).where('w.kind', '=', 'sweep').orderBy('w.id', 'asc').execute();
+  return rows.map(toSweep);
+}
+
+/** Rows in flight (bounded, oldest first). */
+export async function listLive(db: Executor, limit: number): Promise<SweepRow[]> {
+  const rows = await sweeps(db).where('w.live_key', 'is not', null).orderBy('w.id', 'asc').limit(limit).execute();
+  return rows.map(toSweep);
+}
+
+export async function hasLive(db: Executor, chargeId: number): Promise<boolean> {
+  const r = await db.selectFrom('charge_sweeps').select('id').where('charge_id', '=', chargeId).where('live_key', 'is not', null).executeTakeFirst();
+  return r !== undefined;
+}
+
+/**
+ * Inserts a row in flight unless one of its kind already is for the charge (null then). The
+ * unique `live_key` backs the check: two processes never both hold one.
+ */
+export async function claimLive(trx: Executor, s: NewSweep, nowMs: number): Promise<number | null> {
+  const key = liveKey(s.charge_id, s.kind);
+  const taken = await trx.selectFrom('charge_sweeps').select('id').where('live_key', '=', key).executeTakeFirst();
+  if (taken) return null;
+  const r = await trx
+    .insertInto('charge_sweeps')
+    .values({ ...s, amount: s.amount.toString(), status: 'pending', live_key: key, block_number: null, error: null, created_at: nowMs, updated_at: nowMs })
+    .onConflict((oc) => oc.column('live_key').doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return r?.id ?? null;
+}
+
+/** A row in flight becomes final (`confirmed` or `failed`); false when it already was. */
+export async function finishLive(
+  db: Executor,
+  id: number,
+  f: { status: 'confirmed' | 'failed'; tx_hash?: string | null; block_number?: number | null; error?: string | null },
+  nowMs: number,
+): Promise<boolean> {
+  const r = await db
+    .updateTable('charge_sweeps')
+    .set({ status: f.status, live_key: null, raw_tx: null, tx_hash: f.tx_hash ?? undefined, block_number: f.block_number ?? null, error: f.error?.slice(0, 300) ?? null, updated_at: nowMs })
+    .where('id', '=', id)
+    .where('live_key', 'is not', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** A gas top-up's transaction: its current hash and status. */
+export async function topUpState(db: Executor, transactionId: number): Promise<{ status: string; tx_hash: string | null } | undefined> {
+  return db.selectFrom('transactions').select(['status', 'tx_hash']).where('id', '=', transactionId).executeTakeFirst();
+}
+
+/** Settled charges whose address is due a look (bounded, earliest due first). */
+export async function listDue(db: Executor, nowMs: number, limit: number): Promise<{ id: number; sweep_due_at: number }[]> {
+  const rows = await db
+    .selectFrom('charges')
+    .select(['id', 'sweep_due_at'])
+    .where('status', '<>', 'pending')
+    .where('sweep_due_at', '<=', nowMs)
+    .orderBy('sweep_due_at', 'asc')
+    .orderBy('id', 'asc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ id: r.id, sweep_due_at: Number(r.sweep_due_at) }));
+}
+
+export async function setDue(db: Executor, chargeId: number, atMs: number): Promise<void> {
+  await db.updateTable('charges').set({ sweep_due_at: atMs }).where('id', '=', chargeId).execute();
+}
+
+/** Nothing more to do for now, unless the schedule moved since it was read. */
+export async function clearDue(db: Executor, chargeId: number, seenDueMs: number): Promise<void> {
+  await db.updateTable('charges').set({ sweep_due_at: null }).where('id', '=', chargeId).where('sweep_due_at', '=', seenDueMs).execute();
+}

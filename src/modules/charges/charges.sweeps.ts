@@ -1,0 +1,267 @@
+/**
+ * Sweeping: every settled charge's deposit address is emptied to the wallet's main address, in
+ * every token of the wallet it holds (the charge's, a wrong token, late payments), each sweep
+ * recorded and followed to confirmation.
+ *
+ * - When: a charge is due (`sweep_due_at`) on settlement, on each late payment, when one of its
+ *   sweeps or gas top-ups is final, and after a failure (SWEEP_RETRY_MS later).
+ * - One transaction in flight per charge and kind (`live_key`, unique): the row is committed
+ *   BEFORE the network send, so two processes never send two sweeps of one address or two
+ *   top-ups; the second finds the row and does nothing.
+ * - ERC-20 first: the deposit address needs native currency for gas. The main wallet sends
+ *   twice the maximum fee (less what is there) through the transaction service (reserved,
+ *   nonce-ordered, recorded, confirmed like any transfer); the claim of the top-up's row is
+ *   made inside that service's recording transaction, under the wallet's lock, so a second
+ *   process's top-up rolls back before it is signed or sent.
+ * - Native last: the gas is estimated, the fee is the real fee model's maximum (EIP-1559
+ *   `maxFeePerGas` where blocks carry a base fee, else the gas price), the amount is
+ *   balance − gas × max fee, and the tip is the max fee too, so the fee paid is exactly that and
+ *   the address ends at 0. A balance that does not cover the fee is dust: logged, not sent.
+ * - Tracking: a sweep is `confirmed` when its receipt's block has the network's confirmations
+ *   (the follower's cursor), `failed` when it reverted or the node refused it (it is then sent
+ *   again as a new sweep); a sweep the node forgot is sent again as signed.
+ */
+import { getAddress, keccak256, type Address, type Hex, type PublicClient } from 'viem';
+import type { Logger } from 'pino';
+import type { AppContext } from '../../context.js';
+import type { NetworkRow, WalletTokenRow } from '../../db/types.js';
+import { receiptOrNull } from '../../chain/blocks.js';
+import { broadcastRaw, nodeKnows } from '../../chain/broadcast.js';
+import { ERC20_ABI, erc20TransferData, readBalance } from '../../chain/erc20.js';
+import { isUnreachable } from '../../chain/errors.js';
+import { accountFromKey } from '../../chain/keys.js';
+import { findCursor, findNetwork } from '../networks/networks.repository.js';
+import { findToken, listTokens } from '../tokens/tokens.repository.js';
+import { findWalletView, type WalletView } from '../wallets/wallets.repository.js';
+import type { TransactionService } from '../transactions/transactions.service.js';
+import * as repo from './charges.repository.js';
+import type { ChargeRow } from './charges.repository.js';
+import * as sw from './charges.sweeps.repository.js';
+import type { SweepRow } from './charges.sweeps.repository.js';
+
+/** Charges looked at, and rows in flight followed, per tick; the delay before a failed step is tried again. */
+const SWEEP_BATCH = 100;
+const TRACK_BATCH = 200;
+export const SWEEP_RETRY_MS = 5_000;
+
+/** What a transaction from a deposit address may pay per unit of gas. */
+type FeeModel = { type: 'eip1559'; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { type: 'legacy'; gasPrice: bigint };
+const perGas = (f: FeeModel) => (f.type === 'eip1559' ? f.maxFeePerGas : f.gasPrice);
+
+/** The network's fee model: EIP-1559 where the latest block carries a base fee, else legacy. */
+async function feeModel(client: PublicClient): Promise<FeeModel> {
+  const block = await client.getBlock({ blockTag: 'latest' });
+  if (block.baseFeePerGas === null || block.baseFeePerGas === undefined) return { type: 'legacy', gasPrice: await client.getGasPrice() };
+  const f = await client.estimateFeesPerGas({ type: 'eip1559', chain: undefined });
+  return { type: 'eip1559', maxFeePerGas: f.maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas };
+}
+
+class TopUpTaken extends Error {
+  constructor() {
+    super('a gas top-up of this deposit address is already in flight');
+  }
+}
+
+interface Target {
+  charge: ChargeRow;
+  wallet: WalletView;
+  network: NetworkRow;
+  client: PublicClient;
+  log: Logger;
+}
+
+export class ChargeSweeper {
+  private readonly log: Logger;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly transactions: TransactionService,
+  ) {
+    this.log = ctx.log.child({ component: 'charges' });
+  }
+
+  async tick(stopping: () => boolean = () => false): Promise<void> {
+    await this.track(stopping);
+    const db = this.ctx.store.db;
+    for (const due of await sw.listDue(db, this.ctx.clock.nowMs(), SWEEP_BATCH)) {
+      if (stopping()) return;
+      try {
+        await this.sweepOne(due.id, due.sweep_due_at);
+      } catch (e) {
+        await sw.setDue(db, due.id, this.ctx.clock.nowMs() + SWEEP_RETRY_MS);
+        if (!isUnreachable(e)) this.log.warn({ err: e, charge_id: due.id }, 'charge sweep failed; will retry');
+      }
+    }
+  }
+
+  /** Looks at one settled charge's address and sends what it holds, one transaction at a time. */
+  private async sweepOne(chargeId: number, seenDue: number): Promise<void> {
+    const db = this.ctx.store.db;
+    if (await sw.hasLive(db, chargeId)) return sw.clearDue(db, chargeId, seenDue); // made due again when it is final
+    const t = await this.target(chargeId);
+    if (!t) return sw.clearDue(db, chargeId, seenDue);
+    const owner = t.charge.address as Address;
+    const tokens = await this.tokensToSweep(t);
+    for (const token of tokens.filter((x) => x.is_native !== 1)) {
+      const balance = await readBalance(t.client, token.contract, owner);
+      if (balance > 0n && (await this.sweepToken(t, token, balance, tokens))) return;
+    }
+    const native = tokens.find((x) => x.is_native === 1);
+    if (native && (await this.sweepNative(t, native))) return;
+    await sw.clearDue(db, chargeId, seenDue);
+  }
+
+  /** The wallet's active tokens, and the charge's own even if it was deactivated since. */
+  private async tokensToSweep(t: Target): Promise<WalletTokenRow[]> {
+    const db = this.ctx.store.db;
+    const tokens = await listTokens(db, t.wallet.id, { activeOnly: true });
+    const own = tokens.some((x) => x.id === t.charge.token_id) ? undefined : await findToken(db, t.wallet.id, t.charge.token_id);
+    return own ? [...tokens, own] : tokens;
+  }
+
+  private async target(chargeId: number): Promise<Target | undefined> {
+    const db = this.ctx.store.db;
+    const charge = await repo.findChargeById(db, chargeId);
+    const wallet = charge ? await findWalletView(db, charge.wallet_id) : undefined;
+    const network = wallet ? await findNetwork(db, wallet.network_id) : undefined;
+    if (!charge || !wallet || !network) return undefined;
+    return { charge, wallet, network, client: this.ctx.chains.get(network), log: this.log.child({ charge_id: chargeId }) };
+  }
+
+  /** Sends the whole native balance less the maximum fee; false when it is dust (logged). */
+  private async sweepNative(t: Target, native: WalletTokenRow): Promise<boolean> {
+    const from = t.charge.address as Address;
+    const to = getAddress(t.wallet.address);
+    const [balance, fees] = await Promise.all([t.client.getBalance({ address: from }), feeModel(t.client)]);
+    if (balance === 0n) return false;
+    const gas = await t.client.estimateGas({ account: from, to, value: 1n });
+    const maxFee = gas * perGas(fees);
+    if (balance <= maxFee) {
+      t.log.info({ address: from, balance: balance.toString(), max_fee: maxFee.toString(), token: native.symbol }, 'dust left on a charge deposit address: the balance does not cover the fee of sweeping it');
+      return false;
+    }
+    // The whole max fee as the tip too: the fee paid is then exactly gas × max fee, and a plain
+    // transfer (gas used = the estimate) leaves the address at 0 instead of a remainder of dust.
+    const exact: FeeModel = fees.type === 'eip1559' ? { ...fees, maxPriorityFeePerGas: fees.maxFeePerGas } : fees;
+    await this.send(t, native, balance - maxFee, { to, value: balance - maxFee, gas, fees: exact });
+    return true;
+  }
+
+  /**
+   * Sends the token balance, or first the gas for it (once). False when the token cannot be
+   * moved (its transfer would revert, e.g. a paused or blocklisting token): logged, and the
+   * other tokens and the native balance are swept all the same.
+   */
+  private async sweepToken(t: Target, token: WalletTokenRow, amount: bigint, tokens: WalletTokenRow[]): Promise<boolean> {
+    const from = t.charge.address as Address;
+    const to = getAddress(t.wallet.address);
+    const contract = getAddress(token.contract);
+    let gas: bigint;
+    try {
+      gas = await t.client.estimateContractGas({ address: contract, abi: ERC20_ABI, functionName: 'transfer', args: [to, amount], account: from });
+    } catch (e) {
+      if (isUnreachable(e)) throw e;
+      t.log.warn({ err: e, token: token.symbol, amount: amount.toString() }, 'a token on a charge deposit address cannot be moved (its transfer would revert); left there');
+      return false;
+    }
+    const [fees, gasBalance] = await Promise.all([feeModel(t.client), t.client.getBalance({ address: from })]);
+    const maxFee = gas * perGas(fees);
+    if (gasBalance < maxFee) await this.topUp(t, tokens, maxFee * 2n - gasBalance);
+    else await this.send(t, token, amount, { to: contract, value: 0n, data: erc20TransferData(to, amount), gas, fees });
+    return true;
+  }
+
+  /** Signs with the deposit key, records the sweep (committed), then sends it. */
+  private async send(t: Target, token: WalletTokenRow, amount: bigint, call: { to: Address; value: bigint; data?: Hex; gas: bigint; fees: FeeModel }): Promise<void> {
+    const db = this.ctx.store.db;
+    const account = accountFromKey(this.ctx.secrets.decrypt(await repo.subWalletKey(db, t.charge.sub_wallet_id)) as Hex);
+    const nonce = await t.client.getTransactionCount({ address: account.address, blockTag: 'pending' });
+    const base = { chainId: t.network.chain_id, nonce, gas: call.gas, to: call.to, value: call.value, data: call.data };
+    const raw = await account.signTransaction(call.fees.type === 'eip1559' ? { ...base, ...call.fees } : { ...base, type: 'legacy', gasPrice: call.fees.gasPrice });
+    const hash = keccak256(raw);
+    const row = { charge_id: t.charge.id, kind: 'sweep' as const, token_id: token.id, amount, tx_hash: hash, raw_tx: raw, nonce, transaction_id: null };
+    const id = await sw.claimLive(db, row, this.ctx.clock.nowMs());
+    if (id === null) return; // another process is sweeping this address
+    t.log.info({ tx_hash: hash, token: token.symbol, amount: amount.toString() }, 'charge deposit address swept to the main address');
+    await this.broadcast(t.client, { id, charge_id: t.charge.id, raw_tx: raw, tx_hash: hash }, t.log);
+  }
+
+  /** Sends a recorded sweep; a definitive refusal fails it (a new one follows). */
+  private async broadcast(client: PublicClient, s: Pick<SweepRow, 'id' | 'charge_id' | 'raw_tx' | 'tx_hash'>, log: Logger): Promise<void> {
+    const outcome = await broadcastRaw(client, s.raw_tx as Hex, s.tx_hash as Hex);
+    if (outcome.kind !== 'rejected') return; // sent, known, or ambiguous: tracking asks the node again
+    const db = this.ctx.store.db;
+    if (await sw.finishLive(db, s.id, { status: 'failed', error: outcome.reason }, this.ctx.clock.nowMs())) {
+      await sw.setDue(db, s.charge_id, this.ctx.clock.nowMs() + SWEEP_RETRY_MS);
+      log.warn({ tx_hash: s.tx_hash, reason: outcome.reason }, 'charge sweep refused by the node; failed, will sweep again');
+    }
+  }
+
+  /** The main wallet sends gas to the deposit address, at most one top-up in flight per charge, across processes. */
+  private async topUp(t: Target, tokens: WalletTokenRow[], wei: bigint): Promise<void> {
+    const native = tokens.find((x) => x.is_native === 1);
+    if (!native) {
+      t.log.warn('the wallet has no active native token to pay a token sweep’s gas; trying again in a minute');
+      return sw.setDue(this.ctx.store.db, t.charge.id, this.ctx.clock.nowMs() + 12 * SWEEP_RETRY_MS);
+    }
+    const claim = { charge_id: t.charge.id, kind: 'gas' as const, token_id: native.id, amount: wei, raw_tx: null, nonce: null };
+    try {
+      const tx = await this.transactions.create(t.wallet, { amount: wei, token: native, to: getAddress(t.charge.address) }, {
+        inTransaction: async (trx, rec) => {
+          if ((await sw.claimLive(trx, { ...claim, tx_hash: rec.tx_hash ?? '', transaction_id: rec.id }, this.ctx.clock.nowMs())) === null) throw new TopUpTaken();
+        },
+      });
+      t.log.info({ transaction_id: tx.id, amount: wei.toString() }, 'gas sent to a charge deposit address for its token sweep');
+    } catch (e) {
+      if (e instanceof TopUpTaken) return;
+      throw e;
+    }
+  }
+
+  /** Follows the rows in flight to a final status. */
+  private async track(stopping: () => boolean): Promise<void> {
+    const db = this.ctx.store.db;
+    for (const row of await sw.listLive(db, TRACK_BATCH)) {
+      if (stopping()) return;
+      try {
+        if (row.kind === 'gas') await this.trackTopUp(row);
+        else await this.trackSweep(row);
+      } catch (e) {
+        if (!isUnreachable(e)) this.log.warn({ err: e, charge_id: row.charge_id, tx_hash: row.tx_hash }, 'could not follow a charge sweep; trying again');
+      }
+    }
+  }
+
+  private async trackTopUp(row: SweepRow): Promise<void> {
+    const state = await sw.topUpState(this.ctx.store.db, row.transaction_id!);
+    if (!state || state.status === 'pending') return;
+    const status = state.status === 'confirmed' ? 'confirmed' : 'failed';
+    await this.finish(row, { status, tx_hash: state.tx_hash }, status === 'confirmed' ? 0 : SWEEP_RETRY_MS);
+  }
+
+  private async trackSweep(row: SweepRow): Promise<void> {
+    const t = await this.target(row.charge_id);
+    if (!t) return;
+    const receipt = await receiptOrNull(t.client, row.tx_hash as Hex);
+    if (receipt) {
+      const cursor = await findCursor(this.ctx.store.db, t.network.id);
+      const height = cursor ? cursor.block_number - Math.max(1, t.network.confirmations) + 1 : -1;
+      if (Number(receipt.blockNumber) > height) return; // not deep enough yet
+      const ok = receipt.status === 'success';
+      await this.finish(row, { status: ok ? 'confirmed' : 'failed', block_number: Number(receipt.blockNumber), error: ok ? null : 'reverted' }, ok ? 0 : SWEEP_RETRY_MS);
+      return;
+    }
+    const known = await nodeKnows(t.client, row.tx_hash as Hex);
+    if (known === false) await this.broadcast(t.client, row, t.log);
+  }
+
+  private async finish(row: SweepRow, f: Parameters<typeof sw.finishLive>[2], retryMs: number): Promise<void> {
+    const db = this.ctx.store.db;
+    const now = this.ctx.clock.nowMs();
+    if (!(await sw.finishLive(db, row.id, f, now))) return;
+    await sw.setDue(db, row.charge_id, now + retryMs);
+    const level = f.status === 'confirmed' ? 'info' : 'warn';
+    this.log[level]({ charge_id: row.charge_id, kind: row.kind, tx_hash: f.tx_hash ?? row.tx_hash, status: f.status, error: f.error ?? undefined }, `charge ${row.kind === 'gas' ? 'gas top-up' : 'sweep'} ${f.status}`);
+  }
+}
+

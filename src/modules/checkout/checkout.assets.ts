@@ -1,0 +1,243 @@
+/**
+ * The checkout page's own stylesheet and script, inlined in the page and allowed by their
+ * SHA-256 in its Content-Security-Policy (no `'unsafe-inline'`, nothing from another host, no
+ * extra request). The script is plain ES2020 with no dependency: it counts down to
+ * `expires_at`, copies the address and amount, and polls `GET /api/pay/{uuid}` every few
+ * seconds until the charge is final, switching the page to paid, expired or underpaid without
+ * a reload. Its texts mirror the server's first render (checkout.page.ts `stateTexts`).
+ */
+import { createHash } from 'node:crypto';
+
+export const CHECKOUT_CSS = `
+*,*::before,*::after{box-sizing:border-box}
+:root{--bg:#f3f5f9;--card:#fff;--text:#0f172a;--muted:#475569;--line:#e2e8f0;--soft:#f8fafc;--accent:#4338ca;--accent-hover:#3730a3;
+font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:var(--text);background:var(--bg);line-height:1.5}
+body{margin:0;min-height:100vh;background:var(--bg);-webkit-font-smoothing:antialiased;text-rendering:optimizeLegibility}
+[hidden]{display:none!important}
+.checkout{max-width:980px;margin:0 auto;padding:20px 16px 32px;display:grid;gap:20px}
+.summary{padding:4px 4px 0}
+.merchant{display:flex;align-items:center;gap:10px;font-weight:600;color:var(--muted);font-size:.95rem}
+.mark{width:34px;height:34px;border-radius:10px;background:linear-gradient(135deg,#4f46e5,#7c3aed);display:grid;place-items:center;color:#fff;flex:none}
+.mark svg{width:18px;height:18px}
+.mode{margin-left:auto;font-size:.7rem;font-weight:700;letter-spacing:.08em;text-transform:uppercase;background:#fff7ed;color:#9a3412;border:1px solid #fed7aa;padding:2px 9px;border-radius:999px}
+h1{font-size:1.35rem;line-height:1.3;margin:18px 0 4px;letter-spacing:-.01em;overflow-wrap:anywhere}
+.description{color:var(--muted);margin:0;white-space:pre-line;overflow-wrap:anywhere}
+.due{margin:18px 0 14px}
+.label{display:block;font-size:.75rem;text-transform:uppercase;letter-spacing:.08em;color:var(--muted);font-weight:650;margin:0 0 4px}
+.amount{font-size:2.25rem;font-weight:750;letter-spacing:-.025em;line-height:1.1;margin:0;overflow-wrap:anywhere;font-variant-numeric:tabular-nums}
+.amount .token{font-size:1.15rem;font-weight:650;color:var(--muted);letter-spacing:0;margin-left:4px}
+.facts{margin:0;border-top:1px solid var(--line)}
+.facts>div{display:flex;justify-content:space-between;align-items:center;padding:11px 0;border-bottom:1px solid var(--line);gap:16px}
+.facts dt{color:var(--muted)}
+.facts dd{margin:0;font-weight:600;text-align:right}
+.badge{display:inline-flex;align-items:center;gap:7px;padding:3px 11px;border-radius:999px;font-size:.85rem;font-weight:650;white-space:nowrap}
+.badge::before{content:"";width:8px;height:8px;border-radius:50%;background:currentColor}
+.badge-pending{background:#fef3c7;color:#854d0e}
+.badge-partial{background:#ffedd5;color:#9a3412}
+.badge-paid{background:#dcfce7;color:#166534}
+.badge-expired{background:#e2e8f0;color:#334155}
+.badge-failed{background:#fee2e2;color:#991b1b}
+.badge-pending::before,.badge-partial::before{animation:pulse 1.6s ease-in-out infinite}
+@keyframes pulse{50%{opacity:.25}}
+.countdown{font-variant-numeric:tabular-nums}
+.countdown.soon{color:#b91c1c}
+.card{background:var(--card);border:1px solid var(--line);border-radius:18px;box-shadow:0 1px 2px rgba(15,23,42,.05),0 16px 40px -12px rgba(15,23,42,.14);padding:22px}
+.card h2{font-size:1.1rem;margin:0 0 2px;letter-spacing:-.01em}
+.hint{color:var(--muted);margin:0 0 16px;font-size:.95rem}
+.hint strong{color:var(--text)}
+.qr{display:flex;justify-content:center;padding:14px;border:1px solid var(--line);border-radius:14px;margin:0 auto 18px;background:#fff;width:max-content}
+.qr img{width:196px;height:196px;display:block}
+.copy-field{display:flex;align-items:stretch;border:1px solid var(--line);border-radius:11px;background:var(--soft);margin:0 0 14px;overflow:hidden}
+.copy-field .unit{align-self:center;padding:0 12px 0 0;color:var(--muted);font-weight:600;font-size:.88rem}
+.copy-field code{flex:1;min-width:0;padding:10px 12px;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace;font-size:.88rem;word-break:break-all;line-height:1.5;color:var(--text);align-self:center}
+.copy{flex:none;display:inline-flex;align-items:center;justify-content:center;gap:6px;min-width:96px;border:0;border-left:1px solid var(--line);background:#fff;color:var(--accent);font:inherit;font-weight:650;font-size:.875rem;padding:0 14px;cursor:pointer}
+.copy svg{width:16px;height:16px}
+.copy:hover{background:#eef2ff}
+.copy.copied{color:#166534;background:#f0fdf4}
+.copy:focus-visible,.btn:focus-visible,.link:focus-visible{outline:3px solid #a5b4fc;outline-offset:2px}
+.btn{display:flex;justify-content:center;align-items:center;gap:8px;width:100%;padding:13px 16px;border-radius:11px;font-weight:650;text-decoration:none;font-size:1rem;margin-top:4px}
+.btn-primary{background:var(--accent);color:#fff}
+.btn-primary:hover{background:var(--accent-hover)}
+.btn svg{width:18px;height:18px}
+.note{border-radius:11px;padding:10px 12px;font-size:.9rem;margin:0 0 16px}
+.note-warn{background:#fff7ed;color:#9a3412;border:1px solid #fed7aa}
+.result{text-align:center;padding:20px 4px 8px}
+.result h2{font-size:1.3rem;margin:0 0 6px}
+.result p{color:var(--muted);margin:0 0 6px}
+.result-icon{width:68px;height:68px;border-radius:50%;display:grid;place-items:center;margin:0 auto 16px}
+.result-icon svg{width:34px;height:34px}
+.result-paid .result-icon{background:#dcfce7;color:#15803d}
+.result-expired .result-icon{background:#e2e8f0;color:#334155}
+.result-failed .result-icon{background:#fee2e2;color:#b91c1c}
+.missing{display:inline-block;margin:10px 0 6px;font-weight:700;color:#991b1b;font-size:1.05rem}
+.links{display:flex;flex-direction:column;align-items:center;gap:6px;margin-top:12px}
+.link{display:inline-flex;flex-wrap:wrap;justify-content:center;align-items:center;gap:2px 6px;max-width:100%;font-size:.95rem;color:var(--accent);font-weight:650;text-decoration:none}
+.link:hover{text-decoration:underline}
+.link .hash{white-space:nowrap;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9em}
+.footer{color:var(--muted);font-size:.8rem;text-align:center;margin:0;overflow-wrap:anywhere}
+.footer code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.lost{max-width:472px;margin:14vh auto 0;padding:0 16px;text-align:center}
+.lost .card{padding:36px 28px}
+.lost h1{font-size:1.3rem;margin:0 0 6px}
+.sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+@media (min-width:860px){
+.checkout{grid-template-columns:minmax(0,1fr) 420px;column-gap:56px;row-gap:28px;align-items:start;padding:72px 32px 40px}
+.summary{padding-top:18px}
+h1{font-size:1.6rem;margin-top:28px}
+.due{margin:28px 0 22px}
+.amount{font-size:2.75rem}
+.card{padding:28px}
+.footer{grid-column:1/-1}
+}
+@media (prefers-reduced-motion:reduce){.badge::before{animation:none!important}}
+`;
+
+export const CHECKOUT_JS = `
+(function () {
+  'use strict';
+  var root = document.getElementById('checkout');
+  if (!root) return;
+  var d = root.dataset;
+  var POLL_MS = 3000;
+  var FINAL = ['paid', 'expired', 'failed'];
+  var started = Date.now();
+  var serverNow = Number(d.nowMs);
+  var expiresMs = Number(d.expiresMs);
+  var token = d.token;
+  var state = { status: d.status, amount: d.amount, paid: d.paid };
+  var $ = function (id) { return document.getElementById(id); };
+
+  function units(s) {
+    var parts = String(s).split('.');
+    return BigInt(parts[0] + (parts[1] || '').padEnd(18, '0').slice(0, 18));
+  }
+  function show(u) {
+    var s = u.toString().padStart(19, '0');
+    var frac = s.slice(-18).replace(/0+$/, '');
+    return s.slice(0, -18) + (frac ? '.' + frac : '');
+  }
+  function clock(ms) {
+    var s = Math.max(0, Math.ceil(ms / 1000));
+    var h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
+    var p = function (n) { return String(n).padStart(2, '0'); };
+    return h > 0 ? h + ':' + p(m) + ':' + p(sec) : p(m) + ':' + p(sec);
+  }
+  function isFinal() { return FINAL.indexOf(state.status) >= 0; }
+
+  var BADGES = { pending: 'Awaiting payment', partial: 'Partially paid', paid: 'Paid', expired: 'Expired', failed: 'Underpaid' };
+
+  function render() {
+    var amount = units(state.amount), paid = units(state.paid);
+    var view = state.status === 'pending' && paid > 0n ? 'partial' : state.status;
+    if (!BADGES[view]) view = 'pending';
+    root.setAttribute('data-status', state.status);
+    var badge = $('status-badge');
+    badge.className = 'badge badge-' + view;
+    badge.textContent = BADGES[view];
+    $('panel-pay').hidden = state.status !== 'pending';
+    $('panel-paid').hidden = state.status !== 'paid';
+    $('panel-expired').hidden = state.status !== 'expired';
+    $('panel-failed').hidden = state.status !== 'failed';
+    $('countdown-row').hidden = isFinal();
+    $('amount-label').textContent = isFinal() ? 'Amount' : 'Amount due';
+    var missing = amount > paid ? amount - paid : 0n;
+    $('partial-note').hidden = view !== 'partial';
+    $('partial-note').textContent = 'Received ' + show(paid) + ' ' + token + '. Send the remaining ' + show(missing) + ' ' + token + '.';
+    $('paid-text').textContent = show(paid) + ' ' + token + ' received' + (paid > amount ? ' (' + show(paid - amount) + ' ' + token + ' more than asked).' : '.');
+    $('failed-text').textContent = 'Received ' + show(paid) + ' of ' + show(amount) + ' ' + token + ' before the request expired.';
+    $('failed-missing').textContent = show(missing) + ' ' + token + ' missing';
+    document.title = (state.status === 'paid' ? 'Paid' : BADGES[view]) + ' \\u00b7 ' + d.pageTitle;
+  }
+
+  function tick() {
+    if (isFinal()) return;
+    var left = expiresMs - (serverNow + (Date.now() - started));
+    var el = $('countdown');
+    el.textContent = left > 0 ? clock(left) : 'Confirming\\u2026';
+    el.classList.toggle('soon', left > 0 && left < 60000);
+  }
+
+  /**
+   * When the charge changes while the page is open, the panel it now shows is taken from a fresh
+   * render of this page: the QR code for what is still due, the explorer links once paid.
+   */
+  function refreshPanel() {
+    fetch(location.pathname, { cache: 'no-store' })
+      .then(function (res) { return res.ok ? res.text() : null; })
+      .then(function (html) {
+        if (!html) return;
+        var id = state.status === 'pending' ? 'panel-pay' : 'panel-' + state.status;
+        var fresh = new DOMParser().parseFromString(html, 'text/html').getElementById(id);
+        var here = $(id);
+        if (fresh && here) here.innerHTML = fresh.innerHTML;
+      })
+      .catch(function () { /* the panel rendered here stays */ });
+  }
+
+  function poll() {
+    fetch('/api/pay/' + encodeURIComponent(d.uuid), { headers: { accept: 'application/json' }, cache: 'no-store' })
+      .then(function (res) { return res.ok ? res.json() : null; })
+      .then(function (body) {
+        if (body && body.data) {
+          var changed = body.data.status !== state.status || body.data.paid_amount !== state.paid;
+          state = { status: body.data.status, amount: body.data.amount, paid: body.data.paid_amount };
+          render();
+          if (changed) refreshPanel();
+        }
+      })
+      .catch(function () { /* offline for a moment: the next poll tries again */ })
+      .then(function () { if (!isFinal()) setTimeout(poll, POLL_MS); });
+  }
+
+  function copied(btn) {
+    var label = btn.querySelector('.copy-label');
+    btn.classList.add('copied');
+    label.textContent = 'Copied';
+    $('announce').textContent = 'Copied to the clipboard';
+    setTimeout(function () { btn.classList.remove('copied'); label.textContent = 'Copy'; }, 1800);
+  }
+  function fallbackCopy(text) {
+    var area = document.createElement('textarea');
+    area.value = text;
+    area.setAttribute('readonly', '');
+    area.className = 'sr';
+    document.body.appendChild(area);
+    area.select();
+    try { document.execCommand('copy'); } finally { document.body.removeChild(area); }
+  }
+  // One listener for every copy button, also those of a refreshed panel.
+  root.addEventListener('click', function (e) {
+    var btn = e.target instanceof Element ? e.target.closest('[data-copy]') : null;
+    if (!btn) return;
+    var text = btn.getAttribute('data-copy');
+    var done = function () { copied(btn); };
+    if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(done, function () { fallbackCopy(text); done(); });
+    else { fallbackCopy(text); done(); }
+  });
+
+  render();
+  tick();
+  setInterval(tick, 1000);
+  if (!isFinal()) setTimeout(poll, POLL_MS);
+})();
+`;
+
+function sha256(text: string): string {
+  return `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
+}
+
+/**
+ * The page's policy: only this origin, the two inline blocks by hash, the QR code as a
+ * data: image, polling to this origin only; no frames, forms, plugins or <base>.
+ */
+export const CHECKOUT_CSP = [
+  "default-src 'self'",
+  `script-src ${sha256(CHECKOUT_JS)}`,
+  `style-src ${sha256(CHECKOUT_CSS)}`,
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+  "object-src 'none'",
+].join('; ');

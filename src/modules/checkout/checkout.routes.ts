@@ -1,0 +1,53 @@
+/**
+ * Public, outside the authenticated scope (no token, no API-key scope): the link is the
+ * capability, as with a hosted invoice.
+ *
+ * GET /api/pay/{uuid}   the charge as the payer may see it (envelope)
+ * GET /pay/{uuid}       the checkout page (HTML; a plain 404 page for an unknown uuid)
+ */
+import { Errors } from '../../errors.js';
+import { ok, responses } from '../../http/envelope.js';
+import type { App } from '../../http/types.js';
+import { CHECKOUT_CSP } from './checkout.assets.js';
+import { notFoundPage } from './checkout.page.js';
+import { PayParams, PublicChargeSchema } from './checkout.schemas.js';
+import type { CheckoutService } from './checkout.service.js';
+import { checkoutPageView, publicChargeView } from './checkout.views.js';
+
+const PAGE_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'content-security-policy': CHECKOUT_CSP,
+  'cache-control': 'no-store',
+  'referrer-policy': 'no-referrer',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+};
+
+export async function checkoutRoutes(app: App, checkout: CheckoutService): Promise<void> {
+  app.get(
+    '/api/pay/:uuid',
+    {
+      schema: {
+        tags: ['checkout'],
+        summary: 'A charge as its payer sees it (public)',
+        description:
+          'What the hosted checkout page polls: status, amounts, token, deposit address, the EIP-681 `payment_uri`, the expiry and the merchant’s `content`. Public, no token: anyone holding the uuid may read it, so nothing of the user, the wallet or `info` is in it. An unknown or malformed uuid is 404 `Charge not found`.',
+        params: PayParams,
+        security: [],
+        response: responses(PublicChargeSchema),
+      },
+    },
+    async (req) => {
+      const charge = await checkout.find(req.params.uuid);
+      if (!charge) throw Errors.chargeNotFound();
+      return ok(publicChargeView(charge), 'Charge retrieved');
+    },
+  );
+
+  app.get('/pay/:uuid', { schema: { hide: true } }, async (req, reply) => {
+    const charge = await checkout.find((req.params as { uuid: string }).uuid);
+    reply.headers(PAGE_HEADERS);
+    if (!charge) return reply.code(404).send(notFoundPage());
+    return reply.send(await checkoutPageView(charge, { nowMs: checkout.nowMs(), txHashes: await checkout.paymentHashes(charge) }));
+  });
+}

@@ -1,0 +1,50 @@
+/** The supervisor's reads: a database round trip, the watcher's cursors, the delivery queue's counts. */
+import { sql } from 'kysely';
+import type { Executor } from '../../db/index.js';
+
+/** One round trip to the database. */
+export async function ping(db: Executor): Promise<void> {
+  await sql`select 1`.execute(db);
+}
+
+/** The last block the watcher processed, by network id. */
+export async function listSyncedBlocks(db: Executor): Promise<Map<number, number>> {
+  const rows = await db.selectFrom('chain_cursors').select(['network_id', 'block_number']).execute();
+  return new Map(rows.map((c) => [c.network_id, c.block_number]));
+}
+
+/** Outgoing transactions not final, and those of them the watcher marked stuck (pending longer than TX_STUCK_AFTER_S). */
+export async function countPendingOutgoing(db: Executor): Promise<{ pending: number; stuck: number }> {
+  const row = await db
+    .selectFrom('transactions')
+    .select((eb) => [eb.fn.countAll<number>().as('pending'), eb.fn.countAll<number>().filterWhere('stuck_at', 'is not', null).as('stuck')])
+    .where('status', '=', 'pending')
+    .where('type', 'in', ['transfer', 'contract'])
+    .executeTakeFirstOrThrow();
+  return { pending: Number(row.pending), stuck: Number(row.stuck) };
+}
+
+export interface DeliveryCounts {
+  pending: number;
+  retrying: number;
+  failed: number;
+  delivered_last_hour: number;
+}
+
+/** Deliveries by open or failed status, and those delivered since `sinceMs`. */
+export async function countDeliveries(db: Executor, sinceMs: number): Promise<DeliveryCounts> {
+  const byStatus = await db
+    .selectFrom('webhook_deliveries')
+    .select(['status', db.fn.countAll<number>().as('n')])
+    .where('status', 'in', ['pending', 'retrying', 'failed'])
+    .groupBy('status')
+    .execute();
+  const delivered = await db
+    .selectFrom('webhook_deliveries')
+    .select(db.fn.countAll<number>().as('n'))
+    .where('status', '=', 'delivered')
+    .where('delivered_at', '>=', sinceMs)
+    .executeTakeFirst();
+  const count = (s: string) => Number(byStatus.find((r) => r.status === s)?.n ?? 0);
+  return { pending: count('pending'), retrying: count('retrying'), failed: count('failed'), delivered_last_hour: Number(delivered?.n ?? 0) };
+}

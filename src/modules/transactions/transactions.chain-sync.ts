@@ -1,0 +1,441 @@
+/**
+ * What the chain means for the wallets' transactions. The chain follower (src/workers/watcher.ts)
+ * holds the network's lease and block cursor and fetches the blocks; every decision about a
+ * transfer is made here:
+ *
+ * - A block: native transfers to a wallet address and ERC-20 `Transfer` logs to one (for the
+ *   tokens it has active) become receipt rows; the wallets' own pending transfers in the block
+ *   get their block fields and receipt (`readBlockTransfers` reads everything from the node,
+ *   then `recordBlockTransfers` writes it inside the block's database transaction).
+ * - Settling: pending rows mined at least `confirmations` blocks deep (the receipt's own block
+ *   counts as one) become confirmed, or failed if they reverted, each with its event
+ *   (`settleConfirmed`).
+ * - Pending transfers never seen in a block are checked with the node (`recheckUnmined`), round
+ *   robin over wallets, each with its own backoff. One of its versions mined: attached (that
+ *   version's hash wins). Its nonce used at confirmed depth by another transaction: failed
+ *   `dropped`. Known to the node: left alone. Unknown: the latest signed version is sent again.
+ *   A refusal ends it only if nothing was ever sent before (`rejected`); otherwise another node
+ *   may hold it, and only its nonce being used at confirmed depth ends it. Reservation and nonce
+ *   are released only when it is final.
+ * - Pending longer than TX_STUCK_AFTER_S: marked stuck, one warning (`markStuckTransfers`).
+ * - A reorg: `rollBackAbove` (transactions.state.ts) inside the follower's rollback transaction.
+ */
+import type { Hex, PublicClient, Transaction, TransactionReceipt } from 'viem';
+import type { Logger } from 'pino';
+import type { AppContext } from '../../context.js';
+import type { Executor } from '../../db/index.js';
+import { blockAt, blockReceipts, ChainMoved, receiptOrNull, transferLogs, type FullBlock } from '../../chain/blocks.js';
+import { broadcastRaw, nodeKnows } from '../../chain/broadcast.js';
+import { NATIVE_CONTRACT } from '../../chain/erc20.js';
+import { findBlockHash, type ChainCursor } from '../networks/networks.repository.js';
+import * as repo from './transactions.repository.js';
+import type { QueuedTransfer, TxRecord, WatchedToken, WatchedWallet } from './transactions.repository.js';
+import { failUnmined, lockWallets, recordReceipt, settleMined } from './transactions.state.js';
+
+/** Rows settled, and unmined transfers checked, per tick (at most RECHECK_PER_WALLET of one wallet). */
+const SETTLE_LIMIT = 500;
+const RECHECK_LIMIT = 100;
+const RECHECK_PER_WALLET = 10;
+/** The longest wait between two checks of one unmined transfer (unless WATCHER_RECHECK_MS is longer). */
+const RECHECK_CAP_MS = 600_000;
+
+/** What the follower gives each step: the network, its node, and its way of running work. */
+export interface SyncScope {
+  ctx: AppContext;
+  networkId: number;
+  client: PublicClient;
+  log: Logger;
+  /** Awaits a node call unless the worker stops first. */
+  net: <T>(p: Promise<T>) => Promise<T>;
+  /** A database transaction that commits only while the follower holds the network's lease. */
+  fenced: <T>(fn: (trx: Executor) => Promise<T>) => Promise<T>;
+  /** Wallets whose balances may have changed (the follower refreshes them after the tick). */
+  affected: Set<number>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The wallets and tokens a block is matched against.
+// ---------------------------------------------------------------------------------------------
+
+export interface Watched {
+  wallets: WatchedWallet[];
+  byAddress: Map<string, WatchedWallet>;
+  nativeToken: Map<number, WatchedToken>;
+  tokenByContract: Map<string, WatchedToken>;
+  contracts: Hex[];
+}
+
+/** The wallets of the network and their active tokens, indexed for matching. */
+export async function loadWatched(db: Executor, networkId: number): Promise<Watched> {
+  const { wallets, tokens } = await repo.listWatched(db, networkId);
+  const byAddress = new Map(wallets.map((w) => [w.address.toLowerCase(), w]));
+  const nativeToken = new Map<number, WatchedToken>();
+  const tokenByContract = new Map<string, WatchedToken>();
+  const contracts = new Set<string>();
+  for (const t of tokens) {
+    if (t.is_native === 1 || t.contract.toLowerCase() === NATIVE_CONTRACT) {
+      nativeToken.set(t.wallet_id, t);
+    } else {
+      tokenByContract.set(`${t.wallet_id}:${t.contract.toLowerCase()}`, t);
+      contracts.add(t.contract.toLowerCase());
+    }
+  }
+  return { wallets, byAddress, nativeToken, tokenByContract, contracts: [...contracts] as Hex[] };
+}
+
+const walletOf = (watched: Watched, a: string | null | undefined) => (a ? watched.byAddress.get(a.toLowerCase()) : undefined);
+
+// ---------------------------------------------------------------------------------------------
+// A block.
+// ---------------------------------------------------------------------------------------------
+
+interface NativeTransfer {
+  tx: Transaction;
+  wallet: WatchedWallet;
+  token: WatchedToken;
+}
+
+interface TokenTransfer {
+  wallet: WatchedWallet;
+  token: WatchedToken;
+  from: string;
+  value: bigint;
+  logIndex: number;
+  txHash: Hex;
+}
+
+/** What a block holds for the watched wallets, all of it read from the node. */
+export interface BlockTransfers {
+  number: number;
+  hash: Hex;
+  timestampMs: number;
+  /** Native transfers (value > 0) to a wallet that has its native token active. */
+  incoming: NativeTransfer[];
+  /** ERC-20 transfers to a wallet, of a token it has active. */
+  tokenLogs: TokenTransfer[];
+  /** The wallets' own transfers not yet seen in a block that this block mined, with the hash (current or replaced) it mined. */
+  ours: Array<{ rec: TxRecord; hash: string }>;
+  receipts: Map<string, TransactionReceipt>;
+  txByHash: Map<string, Transaction>;
+}
+
+/**
+ * Reads what `block` means for the watched wallets: its transfers to and from them, their token
+ * transfers and the receipts of all of these. Node calls only, no database transaction open.
+ */
+export async function readBlockTransfers(s: SyncScope, block: FullBlock, watched: Watched): Promise<BlockTransfers> {
+  const txs = block.transactions as Transaction[];
+  const incoming = nativeTransfersTo(txs, watched);
+  for (const tx of txs) {
+    const to = walletOf(watched, tx.to);
+    const from = walletOf(watched, tx.from);
+    if (to) s.affected.add(to.id);
+    if (from) s.affected.add(from.id);
+  }
+  const ours = await findOurs(s, txs.filter((tx) => walletOf(watched, tx.from)).map((tx) => tx.hash));
+  const tokenLogs = await readTokenTransfers(s, block.hash, watched);
+  for (const l of tokenLogs) s.affected.add(l.wallet.id);
+  const hashes = [...new Set([...incoming.map((t) => t.tx.hash), ...ours.map((o) => o.hash as Hex), ...tokenLogs.map((l) => l.txHash)])];
+  return {
+    number: Number(block.number),
+    hash: block.hash,
+    timestampMs: Number(block.timestamp) * 1000,
+    incoming,
+    tokenLogs,
+    ours,
+    receipts: await s.net(blockReceipts(s.client, block.hash, hashes)),
+    txByHash: new Map(txs.map((t) => [t.hash, t])),
+  };
+}
+
+function nativeTransfersTo(txs: Transaction[], watched: Watched): NativeTransfer[] {
+  return txs.flatMap((tx) => {
+    const wallet = walletOf(watched, tx.to);
+    const token = wallet ? watched.nativeToken.get(wallet.id) : undefined;
+    return tx.value > 0n && wallet && token ? [{ tx, wallet, token }] : [];
+  });
+}
+
+/**
+ * The wallets' unmined transfers with these hashes (current or replaced versions), one row per
+ * hash. Two rows share a hash only when a transfer failed unmined and the same request was
+ * made again for its nonce: the live (pending) one is the one mined here.
+ */
+async function findOurs(s: SyncScope, hashes: Hex[]): Promise<Array<{ rec: TxRecord; hash: string }>> {
+  const byHash = new Map<string, TxRecord>();
+  for (const { rec, hash } of await repo.findUnminedByAnyHash(s.ctx.store.db, s.networkId, hashes)) {
+    const prev = byHash.get(hash);
+    const better = !prev || (prev.status !== 'pending' && (rec.status === 'pending' || rec.id > prev.id));
+    if (better) byHash.set(hash, rec);
+  }
+  return [...byHash.entries()].map(([hash, rec]) => ({ rec, hash }));
+}
+
+/** ERC-20 transfers in the block to a watched wallet, of a token that wallet has active. */
+async function readTokenTransfers(s: SyncScope, blockHash: Hex, watched: Watched): Promise<TokenTransfer[]> {
+  if (watched.contracts.length === 0 || watched.byAddress.size === 0) return [];
+  const recipients = [...watched.byAddress.values()].map((w) => w.address as Hex);
+  const logs = await s.net(transferLogs(s.client, blockHash, watched.contracts, recipients));
+  return logs.flatMap((l) => {
+    const wallet = walletOf(watched, l.to);
+    const token = wallet ? watched.tokenByContract.get(`${wallet.id}:${l.contract.toLowerCase()}`) : undefined;
+    if (!wallet || !token || l.removed || l.value === 0n) return [];
+    return [{ wallet, token, from: l.from, value: l.value, logIndex: l.logIndex, txHash: l.txHash }];
+  });
+}
+
+/**
+ * Inside the block's database transaction (caller's): records the receipts (under their wallets'
+ * locks) and attaches the block to the wallets' own transfers it mined.
+ */
+export async function recordBlockTransfers(trx: Executor, b: BlockTransfers, opts: { settledNow: boolean; nowMs: number; log: Logger }): Promise<void> {
+  const rows = receiptRows(b, opts.settledNow, opts.nowMs);
+  await lockWallets(trx, rows.map((r) => r.wallet_id));
+  for (const row of rows) await recordReceipt(trx, row, opts.nowMs);
+  await attachOurs(trx, b, opts.nowMs, opts.log);
+}
+
+function receiptRows(b: BlockTransfers, settledNow: boolean, nowMs: number): repo.NewTx[] {
+  const rows: repo.NewTx[] = [];
+  for (const { tx, wallet, token } of b.incoming) {
+    const r = b.receipts.get(tx.hash)!;
+    if (r.status !== 'success') continue;
+    rows.push({
+      ...receiptBase(b, tx, r, settledNow, nowMs),
+      wallet_id: wallet.id,
+      token_id: token.id,
+      symbol: token.symbol,
+      amount: tx.value,
+      from_address: tx.from,
+      to_address: wallet.address,
+      log_index: -1,
+    });
+  }
+  for (const l of b.tokenLogs) {
+    const tx = b.txByHash.get(l.txHash);
+    if (!tx) throw new ChainMoved();
+    rows.push({
+      ...receiptBase(b, tx, b.receipts.get(l.txHash)!, settledNow, nowMs),
+      wallet_id: l.wallet.id,
+      token_id: l.token.id,
+      symbol: l.token.symbol,
+      amount: l.value,
+      from_address: l.from,
+      to_address: l.wallet.address,
+      log_index: l.logIndex,
+    });
+  }
+  return rows;
+}
+
+/** The fields every receipt row of the block shares: its status, block and gas. */
+function receiptBase(b: BlockTransfers, tx: Transaction, r: TransactionReceipt, settledNow: boolean, nowMs: number) {
+  return {
+    type: 'receipt' as const,
+    status: settledNow ? ('confirmed' as const) : ('pending' as const),
+    fee_reserved: 0n,
+    tx_hash: tx.hash,
+    block_number: b.number,
+    block_hash: b.hash,
+    block_timestamp: b.timestampMs,
+    nonce: tx.nonce,
+    gas: tx.gas,
+    gas_price: r.effectiveGasPrice ?? tx.gasPrice ?? null,
+    gas_used: r.gasUsed,
+    cumulative_gas_used: r.cumulativeGasUsed,
+    receipt_status: 1,
+    raw_tx: null,
+    confirmed_at: settledNow ? nowMs : null,
+  };
+}
+
+async function attachOurs(trx: Executor, b: BlockTransfers, nowMs: number, log: Logger): Promise<void> {
+  for (const { rec, hash } of b.ours) {
+    if (rec.status === 'failed') {
+      // The chain is the truth: a transfer we took for rejected was mined after all.
+      if (!(await repo.revive(trx, rec.id, nowMs))) continue;
+      log.warn({ transaction_id: rec.id, tx_hash: hash, block: b.number }, 'a transfer marked failed was mined after all; back to pending');
+    }
+    // Whichever version mines wins: the transfer takes its hash.
+    if (hash !== rec.tx_hash) await repo.adoptVersion(trx, rec.id, hash, nowMs);
+    await repo.attachMined(trx, rec.id, minedFields(b, b.receipts.get(hash)!), nowMs);
+  }
+}
+
+function minedFields(block: { number: number; hash: string; timestampMs: number }, r: TransactionReceipt): repo.MinedFields {
+  return {
+    block_number: block.number,
+    block_hash: block.hash,
+    block_timestamp: block.timestampMs,
+    gas_used: r.gasUsed,
+    cumulative_gas_used: r.cumulativeGasUsed,
+    receipt_status: r.status === 'success' ? 1 : 0,
+    gas_price: r.effectiveGasPrice,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settling.
+// ---------------------------------------------------------------------------------------------
+
+/** Pending rows with enough confirmations (relative to the cursor's block) become confirmed or failed. */
+export async function settleConfirmed(s: SyncScope, cursorBlock: number, confirmations: number): Promise<void> {
+  const maxBlock = cursorBlock - Math.max(1, confirmations) + 1;
+  const ready = await repo.listSettleable(s.ctx.store.db, s.networkId, maxBlock, SETTLE_LIMIT);
+  if (ready.length === 0) return;
+  const settled = await s.fenced(async (trx) => {
+    const now = s.ctx.clock.nowMs();
+    const out = [];
+    for (const rec of ready) {
+      const after = await settleMined(trx, rec, now);
+      if (after) out.push(after);
+    }
+    return out;
+  });
+  for (const t of settled) {
+    s.affected.add(t.wallet_id);
+    s.log.info({ transaction_id: t.id, tx_hash: t.tx_hash, block: t.block_number, status: t.status, type: t.type }, `transaction ${t.status}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transfers never seen in a block: the re-send queue.
+// ---------------------------------------------------------------------------------------------
+
+export interface RecheckResult {
+  /** Wallets with a transfer still unmined after this pass: one of them may wait behind a nonce gap. */
+  waiting: Set<number>;
+  /** Every due transfer was checked (fewer than the per-pass limit were due). */
+  allChecked: boolean;
+}
+
+/** The time until a queued row's next check: the recheck interval doubling per check, capped. */
+export function recheckBackoffMs(recheckMs: number, checks: number): number {
+  return Math.min(recheckMs * 2 ** Math.min(checks, 10), Math.max(recheckMs, Math.min(RECHECK_CAP_MS, recheckMs * 8)));
+}
+
+/**
+ * The due rows of the re-send queue (`all`: every one, the start-up pass), round robin over
+ * wallets (repo.listResendQueue): each is attached if one of its versions mined, failed as
+ * `dropped` if its nonce was used at confirmed depth by another transaction, left alone if the
+ * node knows it, else sent again. Each check pushes the row's next one back (backoff).
+ */
+export async function recheckUnmined(s: SyncScope, cursor: ChainCursor, all: boolean, confirmations: number): Promise<RecheckResult> {
+  const now = s.ctx.clock.nowMs();
+  const recheck = s.ctx.config.watcher.recheckMs;
+  const rows = await repo.listResendQueue(s.ctx.store.db, s.networkId, { nowMs: now, graceBeforeMs: now - recheck, all, perWallet: RECHECK_PER_WALLET, limit: RECHECK_LIMIT });
+  const confirmedBlock = cursor.block_number - Math.max(1, confirmations) + 1;
+  const counts = new Map<string, Promise<number>>();
+  const waiting = new Set<number>();
+  for (const row of rows) {
+    await repo.scheduleCheck(s.ctx.store.db, row.id, now + recheckBackoffMs(recheck, row.check_count), now);
+    // The nonce is read at the confirmed block BEFORE the receipts: if it is used there and none
+    // of our versions has a receipt, another transaction used it (the block at or below the
+    // cursor that did was processed, and would have attached any version of ours).
+    const used = confirmedBlock >= 0 && (await s.net(confirmedCount(s, row.from_address, confirmedBlock, counts))) > row.nonce;
+    if (await attachIfMined(s, row, cursor)) continue;
+    if (used) {
+      await endDropped(s, row, confirmedBlock);
+      continue;
+    }
+    if (await resendIfUnknown(s, row)) waiting.add(row.wallet_id);
+  }
+  return { waiting, allChecked: rows.length < RECHECK_LIMIT };
+}
+
+/** The address's transaction count at the confirmed block, read once per pass. */
+function confirmedCount(s: SyncScope, address: string, block: number, counts: Map<string, Promise<number>>): Promise<number> {
+  const key = address.toLowerCase();
+  let c = counts.get(key);
+  if (!c) {
+    c = s.client.getTransactionCount({ address: address as Hex, blockNumber: BigInt(block) });
+    counts.set(key, c);
+  }
+  return c;
+}
+
+/**
+ * Has one of the transfer's signed versions a receipt? Then true, and it is attached (that
+ * version becoming the transfer's hash) when its block is at or below the cursor and not
+ * replaced by a reorg (the next blocks or the next tick handle the other cases).
+ */
+async function attachIfMined(s: SyncScope, row: QueuedTransfer, cursor: ChainCursor): Promise<boolean> {
+  for (const v of await repo.listVersions(s.ctx.store.db, row.id)) {
+    const receipt = await s.net(receiptOrNull(s.client, v.tx_hash as Hex));
+    if (!receipt) continue;
+    const n = Number(receipt.blockNumber);
+    if (n > cursor.block_number) return true; // the block is processed soon
+    const stored = await findBlockHash(s.ctx.store.db, s.networkId, n);
+    if (stored !== undefined && stored !== receipt.blockHash) return true; // a reorg the next tick handles
+    const block = await s.net(blockAt(s.client, receipt.blockNumber));
+    const mined = minedFields({ number: n, hash: receipt.blockHash, timestampMs: Number(block.timestamp) * 1000 }, receipt);
+    await s.fenced(async (trx) => {
+      const now = s.ctx.clock.nowMs();
+      if (v.tx_hash !== row.tx_hash) await repo.adoptVersion(trx, row.id, v.tx_hash, now);
+      await repo.attachMined(trx, row.id, mined, now);
+    });
+    s.affected.add(row.wallet_id);
+    return true;
+  }
+  return false;
+}
+
+/** Its nonce was used at confirmed depth and no version of it mined: failed as `dropped` (the nonce is gone, not healed). */
+async function endDropped(s: SyncScope, row: QueuedTransfer, confirmedBlock: number): Promise<void> {
+  const reason = `dropped: nonce ${row.nonce} was used by another transaction by block ${confirmedBlock}`;
+  const failed = await s.fenced((trx) => failUnmined(trx, row.id, { reason, failure: 'dropped', nonceUsed: true, nowMs: s.ctx.clock.nowMs() }));
+  if (failed) {
+    s.affected.add(row.wallet_id);
+    s.log.warn({ transaction_id: row.id, tx_hash: row.tx_hash, nonce: row.nonce, block: confirmedBlock }, 'transaction dropped: its nonce was used by another transaction; failed');
+  }
+}
+
+/**
+ * A transfer without a receipt: left alone if the node knows it, else sent again. A refusal
+ * ends it only when this was its first send ever (nothing was sent anywhere before: `rejected`,
+ * the reservation and the nonce released). After a first send, a refusal may come from a node
+ * that never saw it while another still holds it (a load-balanced RPC): it stays pending, and
+ * ends when its nonce is used at confirmed depth. True when it is (again) waiting in the node.
+ */
+async function resendIfUnknown(s: SyncScope, row: QueuedTransfer): Promise<boolean> {
+  const { db } = s.ctx.store;
+  const hash = row.tx_hash as Hex;
+  const known = await s.net(nodeKnows(s.client, hash));
+  if (known === null) return false;
+  if (known) {
+    await repo.markBroadcast(db, row.id, s.ctx.clock.nowMs());
+    return true;
+  }
+  const first = await repo.claimAttempt(db, row.id, s.ctx.clock.nowMs());
+  const outcome = await s.net(broadcastRaw(s.client, row.raw_tx as Hex, hash));
+  if (outcome.kind === 'sent' || outcome.kind === 'known') {
+    await repo.markBroadcast(db, row.id, s.ctx.clock.nowMs());
+    s.log.info({ transaction_id: row.id, tx_hash: hash, nonce: row.nonce }, 'transaction re-broadcast (the node did not know it)');
+    return true;
+  }
+  if (outcome.kind === 'rejected' && first) {
+    const failed = await s.fenced((trx) =>
+      failUnmined(trx, row.id, { reason: outcome.reason, failure: 'rejected', nonceUsed: outcome.nonceUsed, nowMs: s.ctx.clock.nowMs() }),
+    );
+    if (failed) {
+      s.affected.add(row.wallet_id);
+      s.log.warn({ transaction_id: row.id, tx_hash: hash, nonce: row.nonce, reason: outcome.reason }, 'transaction rejected: the node refused its first send; failed');
+    }
+    return false;
+  }
+  if (outcome.kind === 'rejected') {
+    s.log.warn({ transaction_id: row.id, tx_hash: hash, nonce: row.nonce, reason: outcome.reason }, 're-broadcast refused; the transaction stays pending until its nonce is used');
+    return false;
+  }
+  s.log.debug({ transaction_id: row.id, outcome: outcome.kind, reason: outcome.reason }, 're-broadcast not confirmed; retrying later');
+  return false;
+}
+
+/** Marks the network's transfers pending longer than TX_STUCK_AFTER_S as stuck, with one warning each. */
+export async function markStuckTransfers(s: SyncScope): Promise<void> {
+  const now = s.ctx.clock.nowMs();
+  const rows = await repo.markStuck(s.ctx.store.db, s.networkId, now - s.ctx.config.txStuckAfterS * 1000, now);
+  for (const r of rows) {
+    s.log.warn({ transaction_id: r.id, wallet_id: r.wallet_id, tx_hash: r.tx_hash, nonce: r.nonce, after_s: s.ctx.config.txStuckAfterS }, 'transaction stuck: pending longer than TX_STUCK_AFTER_S (speed it up or cancel it)');
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * The delivery queue's rows (`webhook_deliveries`, `webhook_attempts`) as the worker changes
+ * them. Every change to a claimed row checks `locked_by` = this worker: a worker whose lease
+ * expired and was taken over changes nothing (the new holder owns the row).
+ */
+import type { Insertable } from 'kysely';
+import type { Db, SqlDialect } from '../../db/dialect.js';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable } from '../../db/types.js';
+
+/** Rows per INSERT: 500 rows × 15 columns stays far below SQLite's 32,766 bound parameters. */
+const INSERT_CHUNK = 500;
+
+export type NewDelivery = Insertable<WebhookDeliveriesTable>;
+export type NewAttempt = Insertable<WebhookAttemptsTable>;
+
+export interface DueDelivery {
+  id: number;
+  uuid: string;
+  webhook_id: number;
+  event_name: string;
+  body: string;
+  attempts: number;
+}
+
+export interface DueQuery {
+  nowMs: number;
+  /** Webhooks whose rows are not candidates (they have their share of sends in flight). */
+  excludeWebhooks: readonly number[];
+  limit: number;
+}
+
+/**
+ * Due rows (`pending` or `retrying`, `next_attempt_at` reached, no live lease), oldest first,
+ * locked for this transaction and skipping rows another worker has locked.
+ */
+export function lockDueDeliveries(trx: Db, dialect: SqlDialect, q: DueQuery): Promise<DueDelivery[]> {
+  let sel = trx
+    .selectFrom('webhook_deliveries')
+    .select(['id', 'uuid', 'webhook_id', 'event_name', 'body', 'attempts'])
+    .where('status', 'in', ['pending', 'retrying'])
+    .where('next_attempt_at', '<=', q.nowMs)
+    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', q.nowMs)]));
+  if (q.excludeWebhooks.length > 0) sel = sel.where('webhook_id', 'not in', q.excludeWebhooks);
+  return dialect.forUpdateSkipLocked(sel.orderBy('next_attempt_at', 'asc').orderBy('id', 'asc').limit(q.limit)).execute();
+}
+
+export interface TargetWebhook {
+  id: number;
+  url: string;
+  status: string;
+  deleted_at: number | null;
+  signature_enc: string | null;
+  headers_enc: string | null;
+  previous_signature_enc: string | null;
+  previous_signature_until: number | null;
+}
+
+/** The webhooks the claimed rows go to, with the secrets and headers that sign and send them. */
+export function findTargetWebhooks(trx: Db, ids: readonly number[]): Promise<TargetWebhook[]> {
+  return trx
+    .selectFrom('webhooks')
+    .select(['id', 'url', 'status', 'deleted_at', 'signature_enc', 'headers_enc', 'previous_signature_enc', 'previous_signature_until'])
+    .where('id', 'in', ids)
+    .execute();
+}
+
+/** Ends rows that will not be sent (their webhook was deleted or made inactive). */
+export async function cancelDeliveries(trx: Db, ids: readonly number[], reason: string, nowMs: number): Promise<void> {
+  await trx.updateTable('webhook_deliveries').set({ status: 'failed', last_error: reason, updated_at: nowMs }).where('id', 'in', ids).execute();
+}
+
+/** Queue state change 2: the lease. Rows were selected and locked in the same transaction. */
+export async function leaseDeliveries(trx: Db, ids: readonly number[], workerId: string, untilMs: number): Promise<void> {
+  if (ids.length === 0) return;
+  await trx.updateTable('webhook_deliveries').set({ locked_by: workerId, locked_until: untilMs }).where('id', 'in', ids).execute();
+}
+
+/**
+ * Queue state change 3: `delivered`, for the rows this worker still holds. Returns each
+ * changed row's attempt count now.
+ */
+export function markDelivered(trx: Db, ids: readonly number[], workerId: string, statusCode: number | null, nowMs: number) {
+  return trx
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({
+      status: 'delivered',
+      attempts: eb('attempts', '+', 1),
+      response_status: statusCode,
+      last_error: null,
+      delivered_at: nowMs,
+      locked_by: null,
+      locked_until: null,
+      updated_at: nowMs,
+    }))
+    .where('id', 'in', ids)
+    .where('locked_by', '=', workerId)
+    .returning(['id', 'attempts'])
+    .execute();
+}
+
+/** The attempt count of a row this worker still holds, locked; undefined when it is not held. */
+export async function findHeldAttempts(trx: Db, dialect: SqlDialect, id: number, workerId: string): Promise<number | undefined> {
+  const q = trx.selectFrom('webhook_deliveries').select('attempts').where('id', '=', id).where('locked_by', '=', workerId);
+  return (await dialect.forUpdate(q).executeTakeFirst())?.attempts;
+}
+
+export interface FailedAttempt {
+  status: 'retrying' | 'failed';
+  attempts: number;
+  responseStatus: number | null;
+  error: string | null;
+  /** When the next attempt is due; null leaves it unchanged (a failed row has none). */
+  nextAttemptAt: number | null;
+}
+
+/** Queue state change 4: `retrying` (rescheduled) or `failed`, for a row this worker still holds. */
+export async function markFailed(trx: Db, id: number, workerId: string, f: FailedAttempt, nowMs: number): Promise<void> {
+  await trx
+    .updateTable('webhook_deliveries')
+    .set({
+      status: f.status,
+      attempts: f.attempts,
+      response_status: f.responseStatus,
+      last_error: f.error,
+      ...(f.nextAttemptAt === null ? {} : { next_attempt_at: f.nextAttemptAt }),
+      locked_by: null,
+      locked_until: null,
+      updated_at: nowMs,
+    })
+    .where('id', '=', id)
+    .where('locked_by', '=', workerId)
+    .execute();
+}
+
+export async function insertAttempts(trx: Db, attempts: readonly NewAttempt[]): Promise<void> {
+  if (attempts.length === 0) return;
+  await trx.insertInto('webhook_attempts').values(attempts).execute();
+}
+
+export interface SubscribedWebhook {
+  id: number;
+  wallet_id: number;
+  type: string;
+  /** JSON array of stored event names. */
+  events: string;
+  created_at: number;
+}
+
+/** The live, active webhooks of these wallets (the fan-out's candidates). */
+export function findActiveWebhooks(trx: Db, walletIds: readonly number[]): Promise<SubscribedWebhook[]> {
+  return trx
+    .selectFrom('webhooks')
+    .select(['id', 'wallet_id', 'type', 'events', 'created_at'])
+    .where('wallet_id', 'in', walletIds)
+    .where('status', '=', 'active')
+    .where('deleted_at', 'is', null)
+    .execute();
+}
+
+/** Queue state change 1: new `pending` rows; a repeated fan-out of an event inserts nothing. */
+export async function insertDeliveries(trx: Db, rows: readonly NewDelivery[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+    await trx
+      .insertInto('webhook_deliveries')
+      .values(rows.slice(i, i + INSERT_CHUNK))
+      .onConflict((oc) => oc.columns(['webhook_id', 'event_id']).doNothing())
+      .execute();
+  }
+}
+
+/** A replaced secret whose overlap is over is not kept: these webhooks' expired ones are erased. */
+export async function erasePreviousSecrets(trx: Db, ids: readonly number[], nowMs: number): Promise<void> {
+  if (ids.length === 0) return;
+  await trx
+    .updateTable('webhooks')
+    .set({ previous_signature_enc: null, previous_signature_until: null })
+    .where('id', 'in', ids)
+    .where('previous_signature_until', '<=', nowMs)
+    .execute();
+}
+
+/** A delivered attempt: these webhooks answer again, their failing period (if any) ends. */
+export async function clearFailing(trx: Db, webhookIds: readonly number[]): Promise<void> {
+  if (webhookIds.length === 0) return;
+  await trx.updateTable('webhooks').set({ failing_since: null }).where('id', 'in', webhookIds).where('failing_since', 'is not', null).execute();
+}
+
+/** A failed attempt: the webhook's failing period starts now unless it already runs. */
+export async function markFailing(trx: Db, webhookId: number, nowMs: number): Promise<void> {
+  await trx.updateTable('webhooks').set({ failing_since: nowMs }).where('id', '=', webhookId).where('failing_since', 'is', null).execute();
+}
+
+/**
+ * Makes an active webhook inactive with the reason (`gone`, or `failing` only when its failing
+ * period started at or before `failingSinceAtMost`). True when this call changed it.
+ */
+export async function disableWebhook(trx: Db, webhookId: number, reason: 'gone' | 'failing', nowMs: number, failingSinceAtMost?: number): Promise<boolean> {
+  let q = trx
+    .updateTable('webhooks')
+    .set({ status: 'inactive', disabled_reason: reason, disabled_at: nowMs, updated_at: nowMs })
+    .where('id', '=', webhookId)
+    .where('status', '=', 'active')
+    .where('deleted_at', 'is', null);
+  if (failingSinceAtMost !== undefined) q = q.where('failing_since', '<=', failingSinceAtMost);
+  const r = await q.executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}

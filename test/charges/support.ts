@@ -1,0 +1,67 @@
+/** Shared steps of the charge tests: paying from outside, moving the chain's clock, reading charges. */
+import { createWalletClient, http, type Address, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { foundry } from 'viem/chains';
+import type { ManualClock, TestApp } from '../helpers/app.js';
+import type { TestChain } from '../helpers/chain.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** anvil's dev account #2: the payer, outside the service. */
+export const PAYER = privateKeyToAccount('0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a' as Hex);
+
+export const DATETIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/;
+
+/** Sends `wei` from the payer; resolves with the hash (mined at once on an automining chain). */
+export async function pay(rpcUrl: string, to: string, wei: bigint): Promise<Hex> {
+  const client = createWalletClient({ account: PAYER, chain: foundry, transport: http(rpcUrl) });
+  return client.sendTransaction({ to: to as Address, value: wei });
+}
+
+export async function events(t: TestApp, name: string) {
+  const rows = await t.store.db.selectFrom('events').select(['payload']).where('name', '=', name).orderBy('id', 'asc').execute();
+  return rows.map((r) => JSON.parse(r.payload));
+}
+
+export async function latestTimestampS(chain: TestChain): Promise<number> {
+  const b = await chain.rpc<{ timestamp: string }>('eth_getBlockByNumber', ['latest', false]);
+  return Number(BigInt(b.timestamp));
+}
+
+/** The next block is stamped `s` (seconds); it must be later than the latest block. */
+export async function stampNextBlock(chain: TestChain, s: number): Promise<void> {
+  await chain.rpc('evm_setNextBlockTimestamp', [s]);
+}
+
+/** Mines one block stamped `s` seconds (or the next second when the chain is already past it). */
+export async function mineAt(chain: TestChain, s: number): Promise<void> {
+  const latest = await latestTimestampS(chain);
+  await stampNextBlock(chain, Math.max(latest + 1, s));
+  await chain.mine(1);
+}
+
+/** Moves the service's clock to just after the chain's latest block, so new charges expire after it. */
+export async function clockToChain(clock: ManualClock, chain: TestChain): Promise<void> {
+  const chainMs = (await latestTimestampS(chain)) * 1000 + 1000;
+  if (clock.nowMs() < chainMs) clock.advance(chainMs - clock.nowMs());
+}
+
+export function chargeApi(t: TestApp, walletId: number, token: string) {
+  return {
+    create: async (body: Record<string, unknown>) => {
+      const res = await t.request('POST', `/api/wallet/${walletId}/charge/create`, { token, body });
+      if (res.status !== 200) throw new Error(`charge create: ${res.status} ${res.text}`);
+      return res.body.data;
+    },
+    show: async (id: number | string) => (await t.request('GET', `/api/wallet/${walletId}/charge/show/${id}`, { token })).body.data,
+    /** Polls until `pred` holds for the charge; returns it. */
+    until: (id: number, pred: (c: any) => boolean, message: string, timeoutMs = 15_000) =>
+      waitFor(async () => {
+        const c = (await t.request('GET', `/api/wallet/${walletId}/charge/show/${id}`, { token })).body.data;
+        return pred(c) ? c : null;
+      }, { message, timeoutMs }),
+  };
+}
+
+export async function balanceOf(chain: TestChain, address: string): Promise<bigint> {
+  return BigInt(await chain.rpc<string>('eth_getBalance', [address, 'latest']));
+}

@@ -1,0 +1,197 @@
+/**
+ * Finality behind an RPC that is not one honest node (a real JSON-RPC proxy in front of anvil
+ * answers as another node of a load balancer, a flaky one or a lagging one would):
+ * - a broadcast the node took but answered with an error, or never answered: the transfer
+ *   ends confirmed with the hash that mined, and its money is spent once;
+ * - a head a few blocks low for a while: nothing confirmed goes back to pending, no event twice;
+ * - a re-broadcast refused by a node that never saw the transfer: it stays pending and
+ *   reserved until its nonce is used; used by another transaction, it fails as `dropped`.
+ */
+import type { Hex } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
+import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { waitFor } from '../helpers/wait.js';
+import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
+import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, waitForCursor, waitForStatus, type FundedWallet } from './support.js';
+
+let t: TestApp;
+let chain: TestChain;
+let proxy: RpcProxy;
+let networkId: number;
+let user: TestUser;
+
+beforeAll(async () => {
+  t = await startTestApp({ workers: true, env: { WATCHER_RECHECK_MS: '300' } });
+  chain = await startTestChain();
+  proxy = await RpcProxy.start(chain.rpcUrl);
+  const n = await upsertNetwork(
+    t.store.db,
+    { name: 'Proxied devnet', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
+    Date.now(),
+  );
+  networkId = n.id;
+  await waitForCursor(t, networkId);
+  user = await t.createUser();
+});
+
+afterAll(async () => {
+  await t?.close();
+  await proxy?.down();
+  await chain?.stop();
+});
+
+const create = (w: FundedWallet, amount: string) => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount, token: 'ETH', address: RECIPIENT } });
+const client = () => publicClient(chain.rpcUrl);
+
+async function paidFee(hash: string): Promise<bigint> {
+  const r = await client().getTransactionReceipt({ hash: hash as Hex });
+  return r.gasUsed * r.effectiveGasPrice;
+}
+
+/** Waits until the proxy has answered `n` more calls of `method` (it is what the rule acts on). */
+async function afterCalls(method: string, n: number): Promise<void> {
+  const start = proxy.calls.filter((m) => m === method).length;
+  await waitFor(() => proxy.calls.filter((m) => m === method).length >= start + n, { timeoutMs: 20_000, message: `${n} more ${method}` });
+}
+
+describe('a broadcast the node took, answered badly', () => {
+  for (const [name, rule] of [
+    ['an error', { action: 'forward-error', message: 'internal error', code: -32603, times: 1 }],
+    ['a time-out', { action: 'forward-timeout', ms: 5_500, times: 1 }],
+  ] as const) {
+    it(`answered with ${name}: ends confirmed with the hash that mined, spent once`, async () => {
+      const w = await fundedWallet(t, chain, user, networkId, 3n * ETH);
+      proxy.rule('eth_sendRawTransaction', { ...rule });
+      const res = await create(w, '2');
+      expect(res.status).toBe(200);
+      expect(res.body.data.failure_reason).toBeNull();
+      const done = await waitForStatus(t, user, w.id, res.body.data.id, 'confirmed');
+      expect(done.tx_hash).toBe(res.body.data.tx_hash);
+      expect(done.failure_reason).toBeNull();
+      expect(await client().getTransactionCount({ address: w.address })).toBe(1);
+      const left = 3n * ETH - 2n * ETH - (await paidFee(done.tx_hash));
+      expect(await client().getBalance({ address: w.address })).toBe(left);
+      // The same money cannot leave twice.
+      const again = await create(w, '2');
+      expect(again.status).toBe(400);
+      expect(again.body.message).toBe('Insufficient balance for transaction');
+      expect(await client().getBalance({ address: w.address })).toBe(left);
+      expect((await eventsOf(t, w.id, 'transaction.confirmed')).map((e) => e.payload.tx_hash)).toEqual([res.body.data.tx_hash]);
+    });
+  }
+});
+
+describe('a lagging head', () => {
+  it('a head 3 blocks low for a while un-confirms nothing and announces nothing twice', async () => {
+    const w = await fundedWallet(t, chain, user, networkId, 3n * ETH);
+    const a = await create(w, '0.5');
+    const b = await create(w, '0.5');
+    await waitForStatus(t, user, w.id, a.body.data.id, 'confirmed');
+    const bDone = await waitForStatus(t, user, w.id, b.body.data.id, 'confirmed');
+    // Mined in the last 3 blocks: a rollback to the lower "head" would take it back.
+    expect(bDone.block_number).toBeGreaterThan((await chain.blockNumber()) - 3);
+
+    proxy.rule('eth_blockNumber', { action: 'lower', by: 3 });
+    const seen = new Set<string>();
+    const watchStatuses = setInterval(() => {
+      void t.store.db
+        .selectFrom('transactions')
+        .select(['id', 'status'])
+        .where('wallet_id', '=', w.id)
+        .where('type', '=', 'transfer')
+        .execute()
+        .then((rows) => rows.forEach((r) => seen.add(`${r.id}:${r.status}`)));
+    }, 20);
+    try {
+      await afterCalls('eth_blockNumber', 30);
+    } finally {
+      clearInterval(watchStatuses);
+      proxy.allow('eth_blockNumber');
+    }
+    // A call answered low may still be in flight, and viem shares an in-flight eth_blockNumber
+    // with every caller of the same client: a transfer created now could read its balance at
+    // the low head (before this wallet was funded). Wait until the watcher has asked again.
+    await afterCalls('eth_blockNumber', 3);
+    expect([...seen].filter((s) => s.endsWith(':pending'))).toEqual([]);
+    expect(t.logs.some((l) => l.includes('reorg: rolled back'))).toBe(false);
+
+    // The watcher goes on normally: a third transfer confirms; every transfer is announced once.
+    const c = await create(w, '0.5');
+    expect(c.status, c.text).toBe(200);
+    await waitForStatus(t, user, w.id, c.body.data.id, 'confirmed');
+    const confirmed = (await eventsOf(t, w.id, 'transaction.confirmed')).map((e) => e.payload.transaction_id);
+    expect(confirmed).toEqual([a.body.data.id, b.body.data.id, c.body.data.id]);
+  });
+});
+
+describe('a re-broadcast refused by a node that never saw the transfer', () => {
+  it('stays pending and reserved until its nonce is used; then it confirms', async () => {
+    const w = await fundedWallet(t, chain, user, networkId, 3n * ETH);
+    await chain.rpc('evm_setAutomine', [false]);
+    try {
+      const res = await create(w, '2'); // forwarded: it waits in anvil's pool (no mining)
+      expect(res.status).toBe(200);
+      // From now on the service talks to "another node": it never saw the transfer and refuses it.
+      proxy.rule('eth_getTransactionByHash', { action: 'null' });
+      proxy.rule('eth_sendRawTransaction', { action: 'error', message: 'insufficient funds for gas * price + value' });
+      await afterCalls('eth_sendRawTransaction', 3);
+      const shown = await t.request('GET', `/api/wallet/${w.id}/transaction/show/${res.body.data.id}`, { token: user.token });
+      expect(shown.body.data).toMatchObject({ status: 'pending', failure_reason: null });
+      expect(await eventsOf(t, w.id, 'transaction.failed')).toEqual([]);
+      const later = await create(w, '2');
+      expect(later.status).toBe(400);
+      expect(later.body.message).toBe('Insufficient balance for transaction');
+      const row = await t.store.db.selectFrom('wallets').select('next_nonce').where('id', '=', w.id).executeTakeFirstOrThrow();
+      expect(row.next_nonce).toBe(1);
+
+      // The first node mines it after all.
+      proxy.allow('eth_getTransactionByHash');
+      proxy.allow('eth_sendRawTransaction');
+      await chain.mine(1);
+      const done = await waitForStatus(t, user, w.id, res.body.data.id, 'confirmed');
+      expect(done.tx_hash).toBe(res.body.data.tx_hash);
+      expect(await client().getBalance({ address: w.address })).toBe(3n * ETH - 2n * ETH - (await paidFee(done.tx_hash)));
+    } finally {
+      proxy.allow('eth_getTransactionByHash');
+      proxy.allow('eth_sendRawTransaction');
+      await chain.rpc('evm_setAutomine', [true]);
+    }
+  });
+
+  it('its nonce used by another transaction at confirmed depth: failed as dropped, reservation released', async () => {
+    const w = await fundedWallet(t, chain, user, networkId, 3n * ETH);
+    await chain.rpc('evm_setAutomine', [false]);
+    try {
+      const res = await create(w, '2');
+      expect(res.status).toBe(200);
+      proxy.rule('eth_getTransactionByHash', { action: 'null' });
+      proxy.rule('eth_sendRawTransaction', { action: 'error', message: 'insufficient funds for gas * price + value' });
+      // Another transaction takes nonce 0 (the wallet's key used elsewhere): ours leaves the pool.
+      await chain.rpc('anvil_dropTransaction', [res.body.data.tx_hash]);
+      await chain.rpc('anvil_impersonateAccount', [w.address]);
+      const other = await chain.rpc<string>('eth_sendTransaction', [{ from: w.address, to: w.address, value: '0x0', nonce: '0x0', gas: '0x5208' }]);
+      await chain.rpc('anvil_stopImpersonatingAccount', [w.address]);
+      await chain.mine(1);
+
+      const failed = await waitForStatus(t, user, w.id, res.body.data.id, 'failed');
+      expect(failed).toMatchObject({ failure_reason: 'dropped', block_number: null, tx_hash: res.body.data.tx_hash });
+      const events = await eventsOf(t, w.id, 'transaction.failed');
+      expect(events.map((e) => e.payload)).toEqual([expect.objectContaining({ transaction_id: res.body.data.id, failure_reason: 'dropped' })]);
+      // Its reservation is released: the 2 ETH can be sent now (nonce 1, the next free one).
+      proxy.allow('eth_getTransactionByHash');
+      proxy.allow('eth_sendRawTransaction');
+      await chain.rpc('evm_setAutomine', [true]);
+      const balance = await client().getBalance({ address: w.address });
+      expect(balance).toBe(3n * ETH - (await paidFee(other)));
+      const next = await create(w, '2');
+      expect(next.status).toBe(200);
+      expect(next.body.data.nonce).toBe(1);
+      await waitForStatus(t, user, w.id, next.body.data.id, 'confirmed');
+    } finally {
+      proxy.allow('eth_getTransactionByHash');
+      proxy.allow('eth_sendRawTransaction');
+      await chain.rpc('evm_setAutomine', [true]);
+    }
+  });
+});
