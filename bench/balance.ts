@@ -30,6 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
+import pg from 'pg';
 import type { Address, Hex } from 'viem';
 import { buildApp } from '../src/app.js';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
@@ -66,12 +67,14 @@ interface LoadResult {
   requests: number;
   non2xx: number;
   errors: number;
+  /** CPU time of this process (the server) per request, in µs: steadier than req/s on a busy machine. */
+  cpuUsPerRequest: number;
 }
 
 const autocannonBin = join(dirname(createRequire(import.meta.url).resolve('autocannon/package.json')), 'autocannon.js');
 
 /** Runs autocannon in its own process and returns its JSON summary. */
-function autocannon(url: string, seconds: number, headers: Record<string, string>): Promise<LoadResult> {
+function autocannon(url: string, seconds: number, headers: Record<string, string>): Promise<Omit<LoadResult, 'cpuUsPerRequest'>> {
   const args = [autocannonBin, '-c', String(connections), '-d', String(seconds), '-j', '-n'];
   for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}=${v}`);
   args.push(url);
@@ -91,9 +94,11 @@ function autocannon(url: string, seconds: number, headers: Record<string, string
 
 async function measure(url: string, headers: Record<string, string> = {}): Promise<LoadResult> {
   if (warmupS > 0) await autocannon(url, warmupS, headers);
+  const cpuBefore = process.cpuUsage();
   const r = await autocannon(url, durationS, headers);
+  const cpu = process.cpuUsage(cpuBefore);
   if (r.non2xx > 0 || r.errors > 0) throw new Error(`${url}: ${r.non2xx} non-2xx answers and ${r.errors} errors`);
-  return r;
+  return { ...r, cpuUsPerRequest: (cpu.user + cpu.system) / r.requests };
 }
 
 /** A bare Fastify app with one constant JSON route: the ceiling for this machine. */
@@ -163,6 +168,7 @@ async function startService(driver: 'sqlite' | 'postgres', devnet: Devnet, token
   return {
     url: `${base}/api/wallet/${wallet.id}/balance`,
     token,
+    databaseUrl: database.databaseUrl,
     close: async () => {
       await app.close();
       await store.destroy();
@@ -182,25 +188,50 @@ interface Row {
   driver: string;
   bare: LoadResult;
   balance: LoadResult;
+  /** PostgreSQL only: the bare route plus one primary-key SELECT per request. */
+  floor?: LoadResult;
 }
 
 function table(rows: Row[]): string {
   const f = (n: number, d = 0) => n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
   // autocannon's latency histogram has 1 ms resolution: 0 means under 1 ms.
   const ms = (n: number) => (n === 0 ? '< 1' : f(n));
-  const p99Ratio = (balance: number, bare: number) => (bare === 0 ? `> ${f(balance)}×` : `${f(balance / bare, 1)}×`);
   const lines = [
-    '| Database | Route | Requests/s (mean) | p50 (ms) | p99 (ms) | Requests | Balance / bare (req/s) | Balance / bare (p99) |',
-    '|---|---|---:|---:|---:|---:|---:|---:|',
+    '| Database | Route | Requests/s (mean) | p50 (ms) | p99 (ms) | Server CPU µs/request | Requests | **/ bare (req/s)** | / bare (CPU per request) |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
+  const line = (driver: string, name: string, r: LoadResult, bare: LoadResult | null) =>
+    `| ${driver} | ${name} | ${f(r.rps)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${f(r.cpuUsPerRequest)} | ${f(r.requests)} | ` +
+    (bare ? `**${f(r.rps / bare.rps, 3)}×** | ${f(bare.cpuUsPerRequest / r.cpuUsPerRequest, 3)}× |` : '1.000× | 1.000× |');
   for (const r of rows) {
-    lines.push(`| ${r.driver} | bare Fastify, constant JSON | ${f(r.bare.rps)} | ${ms(r.bare.p50Ms)} | ${ms(r.bare.p99Ms)} | ${f(r.bare.requests)} | | |`);
-    lines.push(
-      `| ${r.driver} | GET /api/wallet/{wallet}/balance | ${f(r.balance.rps)} | ${ms(r.balance.p50Ms)} | ${ms(r.balance.p99Ms)} | ${f(r.balance.requests)} | ` +
-        `${f(r.balance.rps / r.bare.rps, 3)}× | ${p99Ratio(r.balance.p99Ms, r.bare.p99Ms)} |`,
-    );
+    lines.push(line(r.driver, 'bare Fastify, constant JSON', r.bare, null));
+    if (r.floor) lines.push(line(r.driver, 'bare Fastify + one PostgreSQL SELECT by primary key', r.floor, r.bare));
+    lines.push(line(r.driver, 'GET /api/wallet/{wallet}/balance', r.balance, r.bare));
   }
   return lines.join('\n');
+}
+
+/**
+ * The bare route plus one indexed SELECT through a pg pool of the service's size: the least any
+ * route that must ask PostgreSQL once per request (a logout seen at once by every process) costs.
+ */
+async function startFloor(databaseUrl: string) {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+  const app = Fastify({ logger: false });
+  app.get('/one', async () => {
+    const r = await pool.query('SELECT id, email FROM users WHERE id = $1', [1]);
+    return { status: 'success', message: 'OK', data: { balance: '1.500000000000000000', n: r.rowCount } };
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('no address');
+  return {
+    url: `http://127.0.0.1:${address.port}/one`,
+    close: async () => {
+      await app.close();
+      await pool.end();
+    },
+  };
 }
 
 async function main(): Promise<void> {
@@ -215,10 +246,16 @@ async function main(): Promise<void> {
       try {
         process.stderr.write(`${driver}: bare route ${durationS}s ... `);
         const bareResult = await measure(bare.url);
+        let floorResult: LoadResult | undefined;
+        if (service.databaseUrl) {
+          process.stderr.write(`one-query route ${durationS}s ... `);
+          const floor = await startFloor(service.databaseUrl);
+          floorResult = await measure(floor.url).finally(() => floor.close());
+        }
         process.stderr.write(`balance route ${durationS}s ... `);
         const balanceResult = await measure(service.url, { authorization: `Bearer ${service.token}` });
         process.stderr.write('done\n');
-        rows.push({ driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL', bare: bareResult, balance: balanceResult });
+        rows.push({ driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL', bare: bareResult, balance: balanceResult, floor: floorResult });
       } finally {
         await service.close();
       }

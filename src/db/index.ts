@@ -8,6 +8,7 @@ import pg from 'pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Config } from '../config.js';
 import { ImmediateSqliteDialect, OUTBOX_CHANNEL, sqlDialect, type Db, type DriverName, type SqlDialect } from './dialect.js';
+import { registerTableVersions, TableVersions } from './read-cache.js';
 import type { Database } from './types.js';
 
 export interface Store {
@@ -38,10 +39,12 @@ export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
  * single connection is used by one query at a time, so the instance keeps the last `max`
  * distinct statements (least recently used dropped first).
  */
-function cacheStatements(sqlite: SQLite.Database, max: number): void {
+function cacheStatements(sqlite: SQLite.Database, max: number, versions: TableVersions): void {
   const prepare = sqlite.prepare.bind(sqlite);
   const cache = new Map<string, SQLite.Statement>();
   sqlite.prepare = ((source: string) => {
+    // Kysely's driver runs the statement right after preparing it (src/db/read-cache.ts).
+    versions.noteStatement(source);
     let stmt = cache.get(source);
     if (stmt) {
       cache.delete(source);
@@ -91,8 +94,11 @@ export function createStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'db
   sqlite.pragma('synchronous = FULL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 10000');
-  cacheStatements(sqlite, 512);
+  const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
+  const versions = new TableVersions(() => dataVersion.get() as number);
+  cacheStatements(sqlite, 512, versions);
   const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: sqlite }) });
+  registerTableVersions(db, versions);
   return { db, dialect: sqlDialect('sqlite'), driver: 'sqlite', listenOutbox: () => async () => undefined, destroy: () => db.destroy() };
 }
 

@@ -14,6 +14,8 @@
  */
 import type { CompiledQuery, Kysely, QueryResult } from 'kysely';
 import { dialectOf, type DriverName } from './dialect.js';
+import { ReadCache, tableVersionsOf } from './read-cache.js';
+import type { Database } from './types.js';
 
 interface Compiles<R> {
   compile(): CompiledQuery<R>;
@@ -34,11 +36,22 @@ export interface Prepared<A extends readonly unknown[], R> {
   executeTakeFirst(db: Kysely<any>, ...args: A): Promise<R | undefined>;
 }
 
+export interface PrepareOptions {
+  /**
+   * Keep the rows by argument list, on SQLite, until one of `tables` (every table the query
+   * reads) is written (src/db/read-cache.ts). Rows returned from the cache are frozen.
+   */
+  cache?: { tables: readonly (keyof Database & string)[]; max?: number };
+}
+
 /**
  * `build(db, ...placeholders)` writes the query with the builder; `placeholders[i]` stands for
  * the i-th argument of every later call (typed as the argument, a marker string at runtime).
  */
-export function prepare<A extends readonly unknown[], R>(build: (db: Kysely<any>, ...placeholders: A) => Compiles<R>): Prepared<A, R> {
+export function prepare<A extends readonly unknown[], R>(
+  build: (db: Kysely<any>, ...placeholders: A) => Compiles<R>,
+  options: PrepareOptions = {},
+): Prepared<A, R> {
   // One placeholder per declared parameter after `db` (so no default or rest parameters).
   const arity = build.length - 1;
   const templates = new Map<DriverName, Template<R>>();
@@ -53,11 +66,29 @@ export function prepare<A extends readonly unknown[], R>(build: (db: Kysely<any>
     return t;
   }
 
-  async function execute(db: Kysely<any>, ...args: A): Promise<R[]> {
+  const cacheOptions = options.cache;
+  // One cache per database handle: a process may hold several stores (tests, the CLI).
+  const caches = new WeakMap<Kysely<any>, ReadCache<R>>();
+  function cacheOf(db: Kysely<any>): ReadCache<R> {
+    let c = caches.get(db);
+    if (!c) {
+      c = new ReadCache<R>(cacheOptions!.tables, cacheOptions!.max ?? 10_000);
+      caches.set(db, c);
+    }
+    return c;
+  }
+
+  async function run(db: Kysely<any>, args: A): Promise<R[]> {
     const { compiled, slots } = template(db);
     const parameters = slots.map((s) => ('arg' in s ? args[s.arg] : s.value));
     const result: QueryResult<R> = await db.executeQuery<R>({ ...compiled, parameters });
     return result.rows;
+  }
+
+  async function execute(db: Kysely<any>, ...args: A): Promise<R[]> {
+    const versions = cacheOptions ? tableVersionsOf(db) : undefined;
+    if (!versions) return run(db, args);
+    return (await cacheOf(db).read(versions, args.join('\u0000'), () => run(db, args))) as R[];
   }
 
   return {

@@ -47,20 +47,27 @@ export async function insertAccessToken(
     .execute();
 }
 
-/** Every authenticated request runs it: compiled once (src/db/prepared.ts). */
-const userByTokenHash = prepare((db: Executor, tokenHash: string, nowMs: number) =>
-  db
-    .selectFrom('access_tokens as t')
-    .innerJoin('users as u', 'u.id', 't.user_id')
-    .select(['t.id as token_id', 'u.id', 'u.name', 'u.email', 'u.created_at'])
-    .where('t.token_hash', '=', tokenHash)
-    .where('t.revoked_at', 'is', null)
-    .where('t.expires_at', '>', nowMs),
+/**
+ * Every authenticated request runs it: compiled once (src/db/prepared.ts) and, on SQLite, kept
+ * until the tokens or users table is written (src/db/read-cache.ts). Expiry is decided by the
+ * caller against the clock, so the cached row does not depend on the time of the request.
+ */
+const userByTokenHash = prepare(
+  (db: Executor, tokenHash: string) =>
+    db
+      .selectFrom('access_tokens as t')
+      .innerJoin('users as u', 'u.id', 't.user_id')
+      .select(['t.id as token_id', 't.expires_at', 'u.id', 'u.name', 'u.email', 'u.created_at'])
+      .where('t.token_hash', '=', tokenHash)
+      .where('t.revoked_at', 'is', null),
+  { cache: { tables: ['access_tokens', 'users'] } },
 );
 
-/** The user behind a live token (not revoked, not expired), or undefined. */
-export function findUserByTokenHash(db: Executor, tokenHash: string, nowMs: number) {
-  return userByTokenHash.executeTakeFirst(db, tokenHash, nowMs);
+/** The user behind a live token (not revoked, not expired at `nowMs`), or undefined. */
+export async function findUserByTokenHash(db: Executor, tokenHash: string, nowMs: number) {
+  const row = await userByTokenHash.executeTakeFirst(db, tokenHash);
+  if (!row || row.expires_at <= nowMs) return undefined;
+  return { token_id: row.token_id, id: row.id, name: row.name, email: row.email, created_at: row.created_at };
 }
 
 export async function revokeToken(db: Executor, tokenId: number, nowMs: number): Promise<void> {

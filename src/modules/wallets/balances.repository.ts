@@ -85,13 +85,33 @@ const activeTokensWithCache = prepare((db: Executor, walletId: number) =>
     .where('t.wallet_id', '=', walletId)
     .where('t.is_active', '=', 1)
     .orderBy('t.id', 'asc'),
+  // Kept until a token or a cached balance is written (src/db/read-cache.ts); each request still
+  // decides by `refreshed_at` whether the cached balance is young enough to serve.
+  { cache: { tables: ['wallet_tokens', 'wallet_balances'] } },
 );
 
 export async function listActiveTokensWithCache(
   db: Executor,
   walletId: number,
-): Promise<{ tokens: WalletTokenRow[]; cached: Map<number, CachedBalance> }> {
+): Promise<TokensWithCache> {
   const rows = await activeTokensWithCache.execute(db, walletId);
+  // Rows served from the read cache are the same frozen array each time: so is their mapping.
+  const known = mapped.get(rows);
+  if (known) return known;
+  const result = mapTokensWithCache(rows);
+  if (Object.isFrozen(rows)) {
+    result.tokens.forEach((t) => Object.freeze(t));
+    Object.freeze(result.tokens);
+    mapped.set(rows, Object.freeze(result));
+  }
+  return result;
+}
+
+type TokenWithCacheRow = Awaited<ReturnType<typeof activeTokensWithCache.execute>>[number];
+export type TokensWithCache = { tokens: WalletTokenRow[]; cached: Map<number, CachedBalance> };
+const mapped = new WeakMap<readonly TokenWithCacheRow[], TokensWithCache>();
+
+function mapTokensWithCache(rows: readonly TokenWithCacheRow[]): TokensWithCache {
   const tokens: WalletTokenRow[] = [];
   const cached = new Map<number, CachedBalance>();
   for (const { amount, last_balance, refreshed_at, ...token } of rows) {

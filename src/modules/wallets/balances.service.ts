@@ -56,6 +56,8 @@ type RefreshOutcome = { ok: true; fresh: Map<number, bigint> } | { ok: false; er
 export class BalanceService {
   /** Chain reads in progress, by wallet and token set; requests that find one join it. */
   private readonly inflight = new Map<string, Promise<RefreshOutcome>>();
+  /** The balance route's view of cached rows, by the (frozen) rows it was made from. */
+  private readonly views = new WeakMap<repo.TokensWithCache, ReturnType<typeof walletBalanceView>>();
 
   constructor(private readonly ctx: AppContext) {}
 
@@ -137,9 +139,17 @@ export class BalanceService {
 
   /** The balance route's data: the native balance and every active token with its balance. */
   async walletBalances(wallet: BalanceOwner) {
-    const { tokens, cached } = await repo.listActiveTokensWithCache(this.ctx.store.db, wallet.id);
-    const reading = await this.resolve(wallet, tokens, cached);
-    return { data: walletBalanceView(tokens, reading.values), reading };
+    const read = await repo.listActiveTokensWithCache(this.ctx.store.db, wallet.id);
+    const reading = await this.resolve(wallet, read.tokens, read.cached);
+    if (reading.source !== 'cache' || !Object.isFrozen(read)) return { data: walletBalanceView(read.tokens, reading.values), reading };
+    // Served from cached rows the read cache kept (src/db/read-cache.ts): the view is a function
+    // of those rows alone, so it is formatted once per change of the rows, not per request.
+    let data = this.views.get(read);
+    if (!data) {
+      data = Object.freeze(walletBalanceView(read.tokens, reading.values));
+      this.views.set(read, data);
+    }
+    return { data, reading };
   }
 
   private refreshShared(wallet: BalanceOwner, tokens: WalletTokenRow[]): Promise<RefreshOutcome> {

@@ -35,10 +35,13 @@ function views(db: Executor) {
   return db.selectFrom('wallets as w').innerJoin('networks as n', 'n.id', 'w.network_id').select(VIEW_COLUMNS);
 }
 
-/** The wallet guard of every `{wallet}` route runs it: compiled once (src/db/prepared.ts). */
-const walletForUser = prepare((db: Executor, userId: number, walletId: number) =>
-  views(db).where('w.id', '=', walletId).where('w.user_id', '=', userId),
-);
+/**
+ * The wallet guard of every `{wallet}` route runs it: compiled once (src/db/prepared.ts) and, on
+ * SQLite, kept until the wallets or networks table is written (src/db/read-cache.ts).
+ */
+const walletForUser = prepare((db: Executor, userId: number, walletId: number) => views(db).where('w.id', '=', walletId).where('w.user_id', '=', userId), {
+  cache: { tables: ['wallets', 'networks'] },
+});
 
 export function findWalletForUser(db: Executor, userId: number, walletId: number): Promise<WalletView | undefined> {
   return walletForUser.executeTakeFirst(db, userId, walletId);
