@@ -87,6 +87,8 @@ export type Db = Kysely<Database>;
 
 /** The channel on which committed outbox events are announced to every process (PostgreSQL). */
 export const OUTBOX_CHANNEL = 'wallet_outbox';
+/** Writes to the tables the read cache keeps (migration 009's triggers; src/db/read-cache.ts). */
+export const CACHE_CHANNEL = 'wallet_cache';
 
 /**
  * Announces new outbox work from inside a transaction. On PostgreSQL a NOTIFY issued in a

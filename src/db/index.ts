@@ -7,8 +7,10 @@ import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Config } from '../config.js';
-import { ImmediateSqliteDialect, OUTBOX_CHANNEL, sqlDialect, type Db, type DriverName, type SqlDialect } from './dialect.js';
-import { registerTableVersions, TableVersions } from './read-cache.js';
+import { CACHE_CHANNEL, ImmediateSqliteDialect, OUTBOX_CHANNEL, sqlDialect, type Db, type DriverName, type SqlDialect } from './dialect.js';
+import { registerTableVersions, sqliteDataVersion, TableVersions } from './read-cache.js';
+import { listenerGate, trackPoolWrites } from './read-cache-postgres.js';
+import { useNamedStatements } from './named-statements.js';
 import type { Database } from './types.js';
 
 export interface Store {
@@ -75,12 +77,27 @@ export function createStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'db
     pool.on('error', () => undefined);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     const url = config.databaseUrl;
+    // The read cache: this process's writes stamped at commit, other processes' by NOTIFY.
+    const gate = listenerGate();
+    const versions = new TableVersions(gate.gate);
+    trackPoolWrites(pool, versions);
+    useNamedStatements(pool);
+    registerTableVersions(db, versions);
+    const unlistenCache = listenPostgres(url, CACHE_CHANNEL, {
+      notify: (table) => versions.stamp(table === '' ? 'all' : [table]),
+      onError: () => undefined,
+      up: () => gate.up(versions),
+      down: gate.down,
+    });
     return {
       db,
       dialect: sqlDialect('postgres'),
       driver: 'postgres',
-      listenOutbox: (fn, onError) => listenPostgres(url, OUTBOX_CHANNEL, fn, onError),
-      destroy: () => db.destroy(),
+      listenOutbox: (fn, onError) => listenPostgres(url, OUTBOX_CHANNEL, { notify: () => fn(), onError }),
+      destroy: async () => {
+        await unlistenCache();
+        await db.destroy();
+      },
     };
   }
   mkdirSync(config.dataDir, { recursive: true });
@@ -95,42 +112,58 @@ export function createStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'db
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 10000');
   const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
-  const versions = new TableVersions(() => dataVersion.get() as number);
+  const versions = new TableVersions(sqliteDataVersion(() => dataVersion.get() as number));
   cacheStatements(sqlite, 512, versions);
   const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: sqlite }) });
   registerTableVersions(db, versions);
   return { db, dialect: sqlDialect('sqlite'), driver: 'sqlite', listenOutbox: () => async () => undefined, destroy: () => db.destroy() };
 }
 
+interface ListenHandlers {
+  notify(payload: string): void;
+  onError(err: unknown): void;
+  /** The LISTEN is in place (after each (re)connection). */
+  up?(): void;
+  /** The connection is lost; notifications until the next `up` are missed. */
+  down?(): void;
+}
+
 /** LISTEN on a dedicated client; reconnects (after 1 s) when the connection drops. */
-function listenPostgres(url: string, channel: string, fn: () => void, onError: (err: unknown) => void): () => Promise<void> {
+function listenPostgres(url: string, channel: string, h: ListenHandlers): () => Promise<void> {
   let client: pg.Client | null = null;
   let closed = false;
   let retry: NodeJS.Timeout | null = null;
+  const lost = (c: pg.Client, err: unknown) => {
+    h.down?.();
+    h.onError(err);
+    c.end().catch(() => undefined);
+    if (client === c) client = null;
+    if (!closed) retry = setTimeout(() => void connect(), 1000);
+  };
   const connect = async () => {
     if (closed) return;
     const c = new pg.Client({ connectionString: url, application_name: 'wallet-service-listen' });
-    c.on('notification', () => fn());
-    c.on('error', (err) => {
-      onError(err);
-      c.end().catch(() => undefined);
-      if (client === c) client = null;
-      if (!closed) retry = setTimeout(() => void connect(), 1000);
+    c.on('notification', (n) => h.notify(n.payload ?? ''));
+    c.on('error', (err) => lost(c, err));
+    c.on('end', () => {
+      if (!closed && client === c) lost(c, new Error('LISTEN connection ended'));
     });
     try {
       await c.connect();
       await c.query(`LISTEN ${channel}`);
       if (closed) await c.end();
-      else client = c;
+      else {
+        client = c;
+        h.up?.();
+      }
     } catch (err) {
-      onError(err);
-      c.end().catch(() => undefined);
-      if (!closed) retry = setTimeout(() => void connect(), 1000);
+      lost(c, err);
     }
   };
   void connect();
   return async () => {
     closed = true;
+    h.down?.();
     if (retry) clearTimeout(retry);
     await client?.end().catch(() => undefined);
     client = null;

@@ -9,6 +9,7 @@ import * as m005 from './migrations/005_transaction_fees.js';
 import * as m006 from './migrations/006_transaction_finality.js';
 import * as m007 from './migrations/007_charge_payments.js';
 import * as m008 from './migrations/008_rate_limits_unlogged.js';
+import * as m009 from './migrations/009_read_cache_notify.js';
 
 export async function migrateToLatest(store: Store): Promise<MigrationResultSet> {
   const d = store.dialect;
@@ -21,6 +22,7 @@ export async function migrateToLatest(store: Store): Promise<MigrationResultSet>
     '006_transaction_finality': { up: (db) => m006.up(db, d) },
     '007_charge_payments': { up: (db) => m007.up(db, d) },
     '008_rate_limits_unlogged': { up: (db) => m008.up(db, d) },
+    '009_read_cache_notify': { up: (db) => m009.up(db, d) },
   };
   const migrator = new Migrator({
     db: store.db,

@@ -14,6 +14,7 @@
  */
 import type { CompiledQuery, Kysely, QueryResult } from 'kysely';
 import { dialectOf, type DriverName } from './dialect.js';
+import { preferNamed } from './named-statements.js';
 import { ReadCache, tableVersionsOf } from './read-cache.js';
 import type { Database } from './types.js';
 
@@ -36,12 +37,24 @@ export interface Prepared<A extends readonly unknown[], R> {
   executeTakeFirst(db: Kysely<any>, ...args: A): Promise<R | undefined>;
 }
 
+/** Every table a query cached on PostgreSQL reads (each must announce its writes: migration 009). */
+export const cachedTables = new Set<string>();
+
 export interface PrepareOptions {
   /**
    * Keep the rows by argument list, on SQLite, until one of `tables` (every table the query
    * reads) is written (src/db/read-cache.ts). Rows returned from the cache are frozen.
    */
-  cache?: { tables: readonly (keyof Database & string)[]; max?: number };
+  cache?: {
+    tables: readonly (keyof Database & string)[];
+    max?: number;
+    /**
+     * false: SQLite only. On PostgreSQL other processes learn of a write by NOTIFY, a moment
+     * after its commit; a query whose answer must change everywhere at once (the bearer token:
+     * a logout) is not cached there.
+     */
+    onPostgres?: boolean;
+  };
 }
 
 /**
@@ -62,11 +75,13 @@ export function prepare<A extends readonly unknown[], R>(
     if (!t) {
       t = compileTemplate(db, arity, build);
       templates.set(driver, t);
+      if (driver === 'postgres') preferNamed(t.compiled.sql);
     }
     return t;
   }
 
   const cacheOptions = options.cache;
+  if (cacheOptions?.onPostgres !== false) for (const t of cacheOptions?.tables ?? []) cachedTables.add(t);
   // One cache per database handle: a process may hold several stores (tests, the CLI).
   const caches = new WeakMap<Kysely<any>, ReadCache<R>>();
   function cacheOf(db: Kysely<any>): ReadCache<R> {
@@ -87,7 +102,7 @@ export function prepare<A extends readonly unknown[], R>(
 
   async function execute(db: Kysely<any>, ...args: A): Promise<R[]> {
     const versions = cacheOptions ? tableVersionsOf(db) : undefined;
-    if (!versions) return run(db, args);
+    if (!versions || (cacheOptions!.onPostgres === false && dialectOf(db).driver === 'postgres')) return run(db, args);
     return (await cacheOf(db).read(versions, args.join('\u0000'), () => run(db, args))) as R[];
   }
 

@@ -44,42 +44,48 @@ export function writtenTables(sql: string): readonly string[] | 'all' {
   return m ? [m[1]!.toLowerCase()] : 'all';
 }
 
+/**
+ * What the cache learns from outside this process before each read: `refresh(versions)` may
+ * stamp every table (`versions.stampAll()`) and answers whether cached rows may be served now.
+ */
+export type ExternalChanges = (versions: TableVersions) => boolean;
+
 export class TableVersions {
   private tick = 1;
   /** Tick of the last write that may have touched every table. */
   private allAt = 0;
   private readonly stamps = new Map<string, number>();
   private readonly effects = new Map<string, readonly string[] | 'all'>();
-  private seenDataVersion: number;
-  private checkedAt = performance.now();
 
-  /** `dataVersion`: reads PRAGMA data_version (changes when another connection commits). */
-  constructor(private readonly dataVersion: () => number) {
-    this.seenDataVersion = dataVersion();
-  }
+  constructor(private readonly refresh: ExternalChanges) {}
 
-  /** Called with each statement's SQL just before it runs. */
-  noteStatement(sql: string): void {
+  /** The tables a statement may change (remembered by SQL text). */
+  effectOf(sql: string): readonly string[] | 'all' {
     let effect = this.effects.get(sql);
     if (effect === undefined) {
       effect = writtenTables(sql);
       if (this.effects.size < 4096) this.effects.set(sql, effect);
     }
-    if (effect === 'all') this.allAt = ++this.tick;
+    return effect;
+  }
+
+  /** SQLite: called with each statement's SQL just before it runs (one connection, in order). */
+  noteStatement(sql: string): void {
+    this.stamp(this.effectOf(sql));
+  }
+
+  stamp(effect: Iterable<string> | 'all'): void {
+    if (effect === 'all') this.stampAll();
     else for (const table of effect) this.stamps.set(table, ++this.tick);
   }
 
-  /** The tick to remember for a read about to run (after taking in other processes' commits). */
-  now(): number {
-    const t = performance.now();
-    if (t - this.checkedAt < DATA_VERSION_CHECK_MS) return this.tick;
-    this.checkedAt = t;
-    const v = this.dataVersion();
-    if (v !== this.seenDataVersion) {
-      this.seenDataVersion = v;
-      this.allAt = ++this.tick;
-    }
-    return this.tick;
+  stampAll(): void {
+    this.allAt = ++this.tick;
+  }
+
+  /** The tick to remember for a read about to run, or null when the cache must not be used now. */
+  now(): number | null {
+    return this.refresh(this) ? this.tick : null;
   }
 
   /** Whether rows read at tick `at` from `tables` are still what the tables hold. */
@@ -88,6 +94,26 @@ export class TableVersions {
     for (const t of tables) if ((this.stamps.get(t) ?? 0) > at) return false;
     return true;
   }
+}
+
+/**
+ * SQLite: other connections' commits through PRAGMA data_version (`read`), read again only once
+ * DATA_VERSION_CHECK_MS has passed since the last reading.
+ */
+export function sqliteDataVersion(read: () => number): ExternalChanges {
+  let seen = read();
+  let checkedAt = performance.now();
+  return (versions) => {
+    const t = performance.now();
+    if (t - checkedAt < DATA_VERSION_CHECK_MS) return true;
+    checkedAt = t;
+    const v = read();
+    if (v !== seen) {
+      seen = v;
+      versions.stampAll();
+    }
+    return true;
+  };
 }
 
 const registry = new WeakMap<Kysely<any>, TableVersions>();
@@ -117,6 +143,7 @@ export class ReadCache<R> {
 
   async read(versions: TableVersions, key: string, run: () => Promise<R[]>): Promise<readonly R[]> {
     const at = versions.now();
+    if (at === null) return run();
     const hit = this.entries.get(key);
     if (hit && versions.unchangedSince(hit.at, this.tables)) return hit.rows;
     const rows = Object.freeze((await run()).map((r) => Object.freeze(r)));

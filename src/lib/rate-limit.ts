@@ -16,6 +16,7 @@ import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRedis, type RateLimi
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Store } from '../db/index.js';
+import { preferNamed } from '../db/named-statements.js';
 import { sha256Hex } from './crypto.js';
 
 export const WINDOW_MS = 60_000;
@@ -108,7 +109,9 @@ export async function createLimits(config: Pick<Config, 'redisUrl' | 'databaseUr
   if (store.driver === 'postgres') {
     // rate-limiter-flexible speaks to a pg-like client; this one runs its queries on the store's pool.
     const client = {
-      query: async (q: { text: string; values?: unknown[] }) => {
+      query: async (q: { text: string; values?: unknown[]; name?: string }) => {
+        // rate-limiter-flexible names its hot statements: prepared once per connection too.
+        if (q.name) preferNamed(q.text);
         try {
           const r = await store.db.executeQuery(CompiledQuery.raw(q.text, q.values ?? []));
           return { rows: r.rows, rowCount: r.numAffectedRows !== undefined ? Number(r.numAffectedRows) : r.rows.length };

@@ -5,7 +5,8 @@
  *   a logout, a token added or removed, a balance re-read and another connection's commit
  *   (as the CLI would make) are all seen by the very next request that may see them;
  * - cached rows are frozen (a caller cannot change what the next request gets);
- * - on PostgreSQL nothing is cached (every process must see a logout at once).
+ * - inside a transaction nothing is cached.
+ * Other processes on PostgreSQL: test/db/read-cache.pg.test.ts.
  */
 import Database from 'better-sqlite3';
 import type { Address } from 'viem';
@@ -61,21 +62,23 @@ describe(`read cache through HTTP (${driverName})`, () => {
 
   const balance = (token: string, walletId: number) => t.request('GET', `/api/wallet/${walletId}/balance`, { token });
 
-  it('is used on SQLite only, and its rows are frozen', async () => {
-    const cached = tableVersionsOf(t.store.db) !== undefined;
-    expect(cached).toBe(driverName === 'sqlite');
+  it('serves the same frozen rows again, and never inside a transaction', async () => {
+    expect(tableVersionsOf(t.store.db)).toBeDefined();
     const w = await createWallet(t, user, networkId);
     const first = await findWalletForUser(t.store.db, user.id, w.id);
     const second = await findWalletForUser(t.store.db, user.id, w.id);
-    expect(second).toEqual(first);
-    expect(Object.isFrozen(second)).toBe(cached);
-    if (cached) {
-      expect(second).toBe(first); // the same rows, not read again
-      expect(() => {
-        (second as { name: string }).name = 'changed';
-      }).toThrow(TypeError);
-    }
-    expect((await findWalletForUser(t.store.db, user.id, w.id))?.name).toBe(first?.name);
+    expect(second).toBe(first); // the same rows, not read again
+    expect(Object.isFrozen(second)).toBe(true);
+    expect(() => {
+      (second as { name: string }).name = 'changed';
+    }).toThrow(TypeError);
+    expect((await findWalletForUser(t.store.db, user.id, w.id))?.name).toBe('Main');
+    await t.store.db.transaction().execute(async (trx) => {
+      expect(tableVersionsOf(trx)).toBeUndefined();
+      const inside = await findWalletForUser(trx, user.id, w.id);
+      expect(inside).toEqual(first);
+      expect(inside).not.toBe(first);
+    });
   });
 
   it('a logout is seen by the next request, however often the token was used before', async () => {
@@ -128,7 +131,7 @@ describe(`read cache through HTTP (${driverName})`, () => {
     expect(without.body.data.tokens.map((x: { symbol: string }) => x.symbol)).toEqual(['ETH']);
   });
 
-  // SQLite only (a second connection to the same file); PostgreSQL caches nothing, as shown above.
+  // SQLite only (a second connection to the same file); PostgreSQL: read-cache.pg.test.ts.
   if (driverName !== 'sqlite') return;
   it("another connection's commit (the CLI) is seen within DATA_VERSION_CHECK_MS", async () => {
     const other = await t.createUser();

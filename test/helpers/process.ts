@@ -1,6 +1,8 @@
 /** Running the real entry points (server, CLI) as child processes. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { findFreePort } from '../../src/chain/devnet.js';
+import { TEST_APP_KEY } from './app.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -54,4 +56,38 @@ export async function until<T>(fn: () => Promise<T | null | undefined | false>, 
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+}
+
+export interface Service {
+  url: string;
+  proc: Proc;
+}
+
+/**
+ * A real service process (`src/server.ts`) on a test database, API only (no workers, no devnet),
+ * answering once its OpenAPI document does. `env` adds to or overrides the defaults.
+ */
+export async function startService(database: { dataDir: string; databaseUrl: string | null }, env: Record<string, string> = {}): Promise<Service> {
+  const port = await findFreePort();
+  const proc = runTs('src/server.ts', [], {
+    NODE_ENV: 'test',
+    PORT: String(port),
+    DATA_DIR: database.dataDir,
+    ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+    APP_KEY: TEST_APP_KEY,
+    DEVNET: 'off',
+    WORKERS: 'false',
+    LOG_LEVEL: 'warn',
+    PASSWORD_SCRYPT_N: '16384',
+    ...env,
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await until(async () => (await fetch(`${url}/api/openapi.json`).catch(() => null))?.ok, 30_000, `service on ${port}: ${proc.output()}`);
+  return { url, proc };
+}
+
+export async function stop(s: Service | undefined): Promise<void> {
+  if (!s) return;
+  s.proc.child.kill('SIGTERM');
+  await s.proc.exited;
 }

@@ -8,44 +8,11 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findFreePort } from '../../src/chain/devnet.js';
-import { startTestApp, TEST_APP_KEY, type TestApp } from '../helpers/app.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { runTs, until, type Proc } from '../helpers/process.js';
+import { startService, stop, type Service } from '../helpers/process.js';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
-
-interface Service {
-  url: string;
-  proc: Proc;
-}
-
-async function startService(database: TestDatabase, extra: Record<string, string>): Promise<Service> {
-  const port = await findFreePort();
-  const proc = runTs('src/server.ts', [], {
-    NODE_ENV: 'test',
-    PORT: String(port),
-    DATA_DIR: database.dataDir,
-    DATABASE_URL: database.databaseUrl!,
-    APP_KEY: TEST_APP_KEY,
-    DEVNET: 'off',
-    WORKERS: 'false',
-    LOG_LEVEL: 'warn',
-    PASSWORD_SCRYPT_N: '16384',
-    RATE_LIMIT_PER_MINUTE: '60',
-    LOGIN_ATTEMPTS_PER_MINUTE: '3',
-    ...extra,
-  });
-  const url = `http://127.0.0.1:${port}`;
-  await until(async () => (await fetch(`${url}/api/openapi.json`).catch(() => null))?.ok, 30_000, `service on ${port}: ${proc.output()}`);
-  return { url, proc };
-}
-
-async function stop(s: Service | undefined): Promise<void> {
-  if (!s) return;
-  s.proc.child.kill('SIGTERM');
-  await s.proc.exited;
-}
 
 /** Windows are whole minutes: start a burst early in one, so it cannot straddle two. */
 async function startOfAMinute(): Promise<void> {
@@ -62,7 +29,8 @@ function sharedLimitTests(name: string, extra: () => Record<string, string>, che
     beforeAll(async () => {
       database = await createTestDatabase();
       seed = await startTestApp({ database, keepDatabase: true });
-      [a, b] = await Promise.all([startService(database, extra()), startService(database, extra())]);
+      const env = { RATE_LIMIT_PER_MINUTE: '60', LOGIN_ATTEMPTS_PER_MINUTE: '3', ...extra() };
+      [a, b] = await Promise.all([startService(database, env), startService(database, env)]);
     }, 90_000);
     afterAll(async () => {
       await Promise.all([stop(a), stop(b)]);

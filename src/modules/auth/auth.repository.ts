@@ -48,9 +48,11 @@ export async function insertAccessToken(
 }
 
 /**
- * Every authenticated request runs it: compiled once (src/db/prepared.ts) and, on SQLite, kept
- * until the tokens or users table is written (src/db/read-cache.ts). Expiry is decided by the
- * caller against the clock, so the cached row does not depend on the time of the request.
+ * Every authenticated request runs it: compiled once (src/db/prepared.ts) and, on SQLite (one
+ * process), kept until the tokens or users table is written (src/db/read-cache.ts). Not cached
+ * on PostgreSQL: a logout must be refused by every process on its next request, and another
+ * process would only hear of it by NOTIFY a moment later. Expiry is decided against the clock
+ * here, so the cached row does not depend on the time of the request.
  */
 const userByTokenHash = prepare(
   (db: Executor, tokenHash: string) =>
@@ -60,7 +62,7 @@ const userByTokenHash = prepare(
       .select(['t.id as token_id', 't.expires_at', 'u.id', 'u.name', 'u.email', 'u.created_at'])
       .where('t.token_hash', '=', tokenHash)
       .where('t.revoked_at', 'is', null),
-  { cache: { tables: ['access_tokens', 'users'] } },
+  { cache: { tables: ['access_tokens', 'users'], onPostgres: false } },
 );
 
 /** The user behind a live token (not revoked, not expired at `nowMs`), or undefined. */
