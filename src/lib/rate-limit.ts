@@ -107,26 +107,7 @@ export async function createLimits(config: Pick<Config, 'redisUrl' | 'databaseUr
     };
   }
   if (store.driver === 'postgres') {
-    // rate-limiter-flexible speaks to a pg-like client; this one runs its queries on the store's pool.
-    const client = {
-      query: async (q: { text: string; values?: unknown[]; name?: string }) => {
-        // rate-limiter-flexible names its hot statements: prepared once per connection too.
-        if (q.name) preferNamed(q.text);
-        try {
-          const r = await store.db.executeQuery(CompiledQuery.raw(q.text, q.values ?? []));
-          return { rows: r.rows, rowCount: r.numAffectedRows !== undefined ? Number(r.numAffectedRows) : r.rows.length };
-        } catch (err) {
-          onStoreError(err);
-          throw err;
-        }
-      },
-    };
-    const limiter = await new Promise<RateLimiterPostgres>((resolve, reject) => {
-      const l: RateLimiterPostgres = new RateLimiterPostgres(
-        { ...common, storeClient: client, storeType: 'client', tableName: LIMITS_TABLE, keyPrefix: LIMITS_TABLE },
-        (err?: unknown) => (err ? reject(err) : resolve(l)),
-      );
-    });
+    const limiter = await postgresLimiter(store, common, onStoreError);
     return {
       backend: 'postgres',
       requests: new WindowCounters(limiter, 'req'),
@@ -141,4 +122,28 @@ export async function createLimits(config: Pick<Config, 'redisUrl' | 'databaseUr
     logins: new WindowCounters(memory, 'login'),
     close: async () => undefined,
   };
+}
+
+/** Counters in the UNLOGGED `rate_limits` table (migration 008), through the store's pool. */
+async function postgresLimiter(store: Store, common: { points: number; duration: number; insuranceLimiter: RateLimiterAbstract }, onStoreError: (err: unknown) => void): Promise<RateLimiterPostgres> {
+  // rate-limiter-flexible speaks to a pg-like client; this one runs its queries on the store's pool.
+  const client = {
+    query: async (q: { text: string; values?: unknown[]; name?: string }) => {
+      // rate-limiter-flexible names its hot statements: prepared once per connection too.
+      if (q.name) preferNamed(q.text);
+      try {
+        const r = await store.db.executeQuery(CompiledQuery.raw(q.text, q.values ?? []));
+        return { rows: r.rows, rowCount: r.numAffectedRows !== undefined ? Number(r.numAffectedRows) : r.rows.length };
+      } catch (err) {
+        onStoreError(err);
+        throw err;
+      }
+    },
+  };
+  return new Promise<RateLimiterPostgres>((resolve, reject) => {
+    const l: RateLimiterPostgres = new RateLimiterPostgres(
+      { ...common, storeClient: client, storeType: 'client', tableName: LIMITS_TABLE, keyPrefix: LIMITS_TABLE },
+      (err?: unknown) => (err ? reject(err) : resolve(l)),
+    );
+  });
 }
