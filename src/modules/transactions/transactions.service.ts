@@ -5,10 +5,10 @@
  *
  * 1. Validate the body (422 with the contract's wording): at the edge, `parseCreateInput` in
  *    transactions.schemas.ts, which gives this service a typed `TransferInput`.
- * 2. Outside any database transaction, ask the node: the head block B, the balances and the
- *    address's transaction count at B (native, and the token's for an ERC-20), the address's
- *    pending nonce, the gas price and the gas estimate. No network call ever happens inside a
- *    database transaction.
+ * 2. Outside any database transaction, ask the node (all at once): the head block B, the
+ *    balances and the address's transaction count at B (native, and the token's for an ERC-20),
+ *    the address's pending nonce, the fees (a fee market read shared for a second) and the gas
+ *    estimate. No network call ever happens inside a database transaction.
  * 3. In one database transaction holding the wallet's row lock (PostgreSQL `FOR UPDATE`;
  *    SQLite `BEGIN IMMEDIATE`, the single writer): subtract from the balances at B what the
  *    wallet's own transfers not yet in them still take (`repo.reservations`: those with a
@@ -17,7 +17,7 @@
  *    locally; insert the row (status pending, the signed raw transaction kept) and the
  *    `transaction.created` event; commit. Two creates for one wallet, in any number of
  *    processes, run this step one after the other, and the second sees the first's row.
- * 4. After the commit, broadcast. The node's definitive rejection makes the row failed (its
+ * 4. After the commit, broadcast (its first send was counted with the row). The node's definitive rejection makes the row failed (its
  *    reservation released, its nonce given back) and the request answers 400; an unreachable
  *    node leaves it pending and the watcher sends it later. A crash between 3 and 4 loses
  *    nothing: the watcher re-sends recorded transactions the node does not know.
