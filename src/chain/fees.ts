@@ -106,6 +106,39 @@ export async function quoteFees(client: PublicClient, level: FeeLevel = DEFAULT_
 }
 
 /**
+ * How long a fee market read may be reused for new transfers. The max fee is 2 × the next base
+ * fee + tip, and the base fee rises at most 12.5% a block: a quote a second old still covers six
+ * full blocks in a row on a 12 s chain and four 250 ms blocks (1.125^4 ≈ 1.6 < 2) on the fastest
+ * L2s. Nothing about money depends on the quote: a transfer reserves exactly the fees it is signed
+ * with, and one that turns out underpriced waits in the pool and can be sped up.
+ */
+export const FEE_QUOTE_MAX_AGE_MS = 1_000;
+
+/** The last fee market read per client (one client per network), shared by the reads in flight. */
+const recentMarkets = new WeakMap<PublicClient, { atMs: number; market: Promise<FeeMarket> }>();
+
+/**
+ * `feeMarket`, reused for FEE_QUOTE_MAX_AGE_MS: concurrent creates share one read (3 RPC calls)
+ * instead of each making its own. A failed read is not kept.
+ */
+export function recentFeeMarket(client: PublicClient, nowMs = Date.now()): Promise<FeeMarket> {
+  const cached = recentMarkets.get(client);
+  if (cached !== undefined && nowMs - cached.atMs < FEE_QUOTE_MAX_AGE_MS) return cached.market;
+  const entry = { atMs: nowMs, market: feeMarket(client) };
+  recentMarkets.set(client, entry);
+  entry.market.catch(() => {
+    if (recentMarkets.get(client) === entry) recentMarkets.delete(client);
+  });
+  return entry.market;
+}
+
+/** The fees of one level for a new transfer, from `recentFeeMarket`. */
+export async function recentQuote(client: PublicClient, level: FeeLevel = DEFAULT_FEE_LEVEL): Promise<FeeQuote> {
+  const market = await recentFeeMarket(client);
+  return { ...market.levels[level], baseFee: market.baseFee };
+}
+
+/**
  * Fees given by the caller (wei per gas unit), for a network of `kind`. On a legacy network the
  * max fee is the gas price.
  */

@@ -8,6 +8,7 @@
  * from the current maximum, and the lock is what keeps those numbers dense and unique.
  */
 import { sql } from 'kysely';
+import { dialectOf } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
 import type { NewTransaction } from '../../db/types.js';
 
@@ -227,6 +228,59 @@ export async function setNextNonce(db: Executor, walletId: number, nextNonce: nu
   await db.updateTable('wallets').set({ next_nonce: nextNonce, updated_at: nowMs }).where('id', '=', walletId).execute();
 }
 
+/**
+ * Transfer creation: takes the wallet's row lock (the same lock as `lockWallet`: PostgreSQL
+ * `FOR UPDATE`; SQLite's write lock is already held by BEGIN IMMEDIATE) and reads its next
+ * nonce in the same statement. Undefined when the wallet does not exist.
+ */
+export async function lockWalletForCreate(trx: Executor, walletId: number): Promise<{ nextNonce: number | null } | undefined> {
+  const row = await dialectOf(trx).forUpdate(trx.selectFrom('wallets').select('next_nonce').where('id', '=', walletId)).executeTakeFirst();
+  return row === undefined ? undefined : { nextNonce: row.next_nonce };
+}
+
+/** What transfer creation needs of the wallet's outgoing rows, read in one statement under the wallet lock. */
+export interface OutgoingState {
+  /** As `reservations(db, walletId, minedNonce)`. */
+  reservations: Reservation[];
+  /** As `countPendingOutgoing`. */
+  pendingCount: number;
+  /** Nonces of the pending rows (`heldNonces` is this, from a floor). */
+  pendingNonces: number[];
+}
+
+/**
+ * `reservations`, `countPendingOutgoing` and `heldNonces` in one query: the outgoing rows that
+ * are pending or that reserve against a balance read at `minedNonce` (at most the wallet's
+ * unconfirmed transfers, bounded by MAX_PENDING_PER_WALLET, and those the watcher has not
+ * settled yet), split here with the same conditions.
+ */
+export async function outgoingState(db: Executor, walletId: number, minedNonce: number): Promise<OutgoingState> {
+  const rows = await db
+    .selectFrom('transactions')
+    .select(['token_id', 'amount', 'fee_reserved', 'nonce', 'status', 'block_number'])
+    .where('wallet_id', '=', walletId)
+    .where('type', 'in', OUTGOING_TYPES)
+    .where((eb) =>
+      eb.or([
+        eb('status', '=', 'pending'),
+        eb.and([eb('nonce', '>=', minedNonce), eb.not(eb.and([eb('status', '=', 'failed'), eb('block_number', 'is', null)]))]),
+      ]),
+    )
+    .execute();
+  const state: OutgoingState = { reservations: [], pendingCount: 0, pendingNonces: [] };
+  for (const r of rows) {
+    const nonce = r.nonce === null ? null : Number(r.nonce);
+    if (r.status === 'pending') {
+      state.pendingCount += 1;
+      if (nonce !== null) state.pendingNonces.push(nonce);
+    }
+    if (nonce !== null && nonce >= minedNonce && !(r.status === 'failed' && r.block_number === null)) {
+      state.reservations.push({ token_id: r.token_id, amount: BigInt(r.amount), fee_reserved: BigInt(r.fee_reserved) });
+    }
+  }
+  return state;
+}
+
 export interface Reservation {
   token_id: number;
   amount: bigint;
@@ -295,6 +349,8 @@ export interface NewTx {
   max_priority_fee_per_gas?: bigint | null;
   data?: string | null;
   l1_fee?: bigint;
+  /** Sends already counted (`claimAttempt`); a new transfer about to be sent by its create counts its first here. */
+  broadcast_attempts?: number;
 }
 
 const str = (v: bigint | null): string | null => (v === null ? null : v.toString());
@@ -338,6 +394,7 @@ function insertValues(t: NewTx, n: { seq: number; symbolKey: string; symbolSeq: 
     max_priority_fee_per_gas: str(t.max_priority_fee_per_gas ?? null),
     data: t.data ?? null,
     l1_fee: (t.l1_fee ?? 0n).toString(),
+    ...(t.broadcast_attempts === undefined ? {} : { broadcast_attempts: t.broadcast_attempts }),
   };
 }
 
@@ -428,6 +485,12 @@ export async function orphanTransaction(db: Executor, id: number, nowMs: number)
 
 export async function markBroadcast(db: Executor, id: number, nowMs: number): Promise<void> {
   await db.updateTable('transactions').set({ broadcast_at: nowMs, updated_at: nowMs }).where('id', '=', id).where('status', '=', 'pending').execute();
+}
+
+/** `markBroadcast` of several rows in one statement (one commit). */
+export async function markBroadcastMany(db: Executor, ids: number[], nowMs: number): Promise<void> {
+  if (ids.length === 0) return;
+  await db.updateTable('transactions').set({ broadcast_at: nowMs, updated_at: nowMs }).where('id', 'in', ids).where('status', '=', 'pending').execute();
 }
 
 export async function markFailed(db: Executor, id: number, error: string, reason: FailureReason, nowMs: number): Promise<boolean> {

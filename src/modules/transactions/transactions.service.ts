@@ -5,10 +5,10 @@
  *
  * 1. Validate the body (422 with the contract's wording): at the edge, `parseCreateInput` in
  *    transactions.schemas.ts, which gives this service a typed `TransferInput`.
- * 2. Outside any database transaction, ask the node: the head block B, the balances and the
- *    address's transaction count at B (native, and the token's for an ERC-20), the address's
- *    pending nonce, the gas price and the gas estimate. No network call ever happens inside a
- *    database transaction.
+ * 2. Outside any database transaction, ask the node (all at once): the head block B, the
+ *    balances and the address's transaction count at B (native, and the token's for an ERC-20),
+ *    the address's pending nonce, the fees (a fee market read shared for a second) and the gas
+ *    estimate. No network call ever happens inside a database transaction.
  * 3. In one database transaction holding the wallet's row lock (PostgreSQL `FOR UPDATE`;
  *    SQLite `BEGIN IMMEDIATE`, the single writer): subtract from the balances at B what the
  *    wallet's own transfers not yet in them still take (`repo.reservations`: those with a
@@ -17,7 +17,7 @@
  *    locally; insert the row (status pending, the signed raw transaction kept) and the
  *    `transaction.created` event; commit. Two creates for one wallet, in any number of
  *    processes, run this step one after the other, and the second sees the first's row.
- * 4. After the commit, broadcast. The node's definitive rejection makes the row failed (its
+ * 4. After the commit, broadcast (its first send was counted with the row). The node's definitive rejection makes the row failed (its
  *    reservation released, its nonce given back) and the request answers 400; an unreachable
  *    node leaves it pending and the watcher sends it later. A crash between 3 and 4 loses
  *    nothing: the watcher re-sends recorded transactions the node does not know.
@@ -31,7 +31,7 @@ import { AppError, Errors, fieldError } from '../../errors.js';
 import { broadcastRaw, nodeMessage } from '../../chain/broadcast.js';
 import { ERC20_ABI, erc20TransferData } from '../../chain/erc20.js';
 import { isUnreachable, mapChainError } from '../../chain/errors.js';
-import { estimateGas, explicitFees, feeFields, feeMarket, l1Fee, maxFee, quoteFees, type Fees } from '../../chain/fees.js';
+import { estimateGas, explicitFees, feeFields, feeMarket, l1Fee, maxFee, recentFeeMarket, recentQuote, type Fees } from '../../chain/fees.js';
 import { allocateNonce, chainPendingNonce } from '../../chain/nonce.js';
 import { recordEvent } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
@@ -118,10 +118,14 @@ function transferCall(input: TransferInput): Prepared['call'] {
 }
 
 export class TransactionService {
+  private readonly marks: BroadcastMarks;
+
   constructor(
     private readonly ctx: AppContext,
     private readonly wallets: WalletService,
-  ) {}
+  ) {
+    this.marks = new BroadcastMarks(ctx);
+  }
 
   /** Speed-up or cancel at the transaction's nonce (transactions.replace.ts). */
   replace(wallet: WalletView, rec: TxRecord, r: Replacement): Promise<TxRecord> {
@@ -143,49 +147,68 @@ export class TransactionService {
     return (await repo.findRecord(this.ctx.store.db, rec.id))!;
   }
 
-  /** Step 2: the node, before any database transaction (with an early balance check, without the lock). */
+  /**
+   * Step 2: the node, before any database transaction (with an early balance check, without the
+   * lock). Every read that does not need another's answer runs at once: the snapshot (and the
+   * early reservations read after it), the gas estimate, the fees (shared for a second,
+   * `recentFeeMarket`), the wallet's tokens and its key. Errors are reported in the order the
+   * reads used to run one after the other: contract check, node, balance, estimate, fees.
+   */
   private async prepare(wallet: WalletView, input: TransferInput): Promise<Prepared> {
     const { db } = this.ctx.store;
     const { token, amount } = input;
     const isNative = token.is_native === 1;
-    const nativeTokenIds = new Set((await listTokens(db, wallet.id)).filter((t) => t.is_native === 1).map((t) => t.id));
+    // The wallet's tokens and key do not need the network: read them meanwhile.
+    const ownReads = [listTokens(db, wallet.id), this.wallets.signer(wallet.id)] as const;
+    for (const r of ownReads) r.catch(() => undefined); // reported below, or moot if the network is missing
     const network = await findNetwork(db, wallet.network_id);
     if (!network) throw Errors.internal(new Error(`network ${wallet.network_id} missing`));
     const client = this.ctx.chains.get(network);
     const from = getAddress(wallet.address);
     const call = transferCall(input);
-    if (input.data !== undefined) await requireContract(client, input.to);
-
-    const snap = await this.snapshot(client, from, isNative ? null : getAddress(token.contract));
+    const snapRead = this.snapshot(client, from, isNative ? null : getAddress(token.contract));
+    const [code, snapshot, early, estimate, quote, tokens, key] = await Promise.allSettled([
+      input.data !== undefined ? requireContract(client, input.to) : Promise.resolve(),
+      snapRead,
+      snapRead.then((s) => repo.reservations(db, wallet.id, s.minedNonce)),
+      estimateGas(client, { from, ...call }),
+      quoteFor(client, input.fees),
+      ...ownReads,
+    ]);
+    const nativeTokenIds = new Set(valueOf(tokens).filter((t) => t.is_native === 1).map((t) => t.id));
+    valueOf(code);
+    const snap = valueOf(snapshot);
     const enough = (rows: repo.Reservation[], fee: bigint) => {
       const a = available(rows, nativeTokenIds, token.id, snap);
       return isNative ? a.native >= amount + fee : a.token >= amount && a.native >= fee;
     };
     // Early answer without the lock (the decisive check is repeated under it).
-    if (!enough(await repo.reservations(db, wallet.id, snap.minedNonce), 0n)) throw Errors.insufficientBalance();
-
-    let gas: bigint;
-    try {
-      gas = await estimateGas(client, { from, ...call });
-    } catch (e) {
-      throw await this.estimationFailure(e, client, from, wallet.id, input, nativeTokenIds);
-    }
-    const { fees, l1 } = await feesFor(client, input.fees, { chainId: network.chain_id, nonce: snap.pendingNonce, gas, ...call });
+    if (!enough(valueOf(early), 0n)) throw Errors.insufficientBalance();
+    if (estimate.status === 'rejected') throw await this.estimationFailure(estimate.reason, client, from, wallet.id, input, nativeTokenIds);
+    const gas = estimate.value;
+    const fees = valueOf(quote);
+    const l1 = await l1FeeFor(client, { chainId: network.chain_id, nonce: snap.pendingNonce, gas, ...call }, fees);
     const fee = maxFee(gas, fees, l1);
-    const signer = await this.wallets.signer(wallet.id);
-    return { input, chainId: network.chain_id, client, from, call, snap, gas, fees, l1Fee: l1, fee, enough, signer };
+    return { input, chainId: network.chain_id, client, from, call, snap, gas, fees, l1Fee: l1, fee, enough, signer: valueOf(key) };
   }
 
-  /** Step 3: reserve, take the nonce, sign and record, under the wallet's lock. */
+  /**
+   * Step 3: reserve, take the nonce, sign and record, under the wallet's lock. The first send
+   * is counted here (`broadcast_attempts` 1, committed with the row), not in a commit of its own
+   * before sending: from its commit on, the row counts as possibly sent, so a crash before the
+   * send can only make a later refusal non-final (the safe side), never the reverse.
+   */
   private async record(wallet: WalletView, p: Prepared, opts: CreateOptions): Promise<{ rec: TxRecord; raw: Hex }> {
     const now = this.ctx.clock.nowMs();
     let raw: Hex | undefined;
     const rec = await this.ctx.store.db.transaction().execute(async (trx) => {
-      await lockWallet(trx, wallet.id);
-      if (!p.enough(await repo.reservations(trx, wallet.id, p.snap.minedNonce), p.fee)) throw Errors.insufficientBalance();
+      const locked = await repo.lockWalletForCreate(trx, wallet.id);
+      if (!locked) throw Errors.internal(new Error(`wallet ${wallet.id} missing`));
+      const state = await repo.outgoingState(trx, wallet.id, p.snap.minedNonce);
+      if (!p.enough(state.reservations, p.fee)) throw Errors.insufficientBalance();
       // Under the lock, so concurrent creates cannot exceed it. The gap filler is exempt: it unsticks the others.
-      if (opts.requireNonce === undefined && (await repo.countPendingOutgoing(trx, wallet.id)) >= this.ctx.config.maxPendingPerWallet) throw Errors.tooManyPending();
-      const nonce = await takeNonce(trx, wallet.id, p.snap.pendingNonce, opts.requireNonce);
+      if (opts.requireNonce === undefined && state.pendingCount >= this.ctx.config.maxPendingPerWallet) throw Errors.tooManyPending();
+      const nonce = takeNonce(locked.nextNonce, p.snap.pendingNonce, new Set(state.pendingNonces), opts.requireNonce);
       raw = await p.signer.signTransaction({
         chainId: p.chainId,
         nonce,
@@ -212,16 +235,17 @@ export class TransactionService {
   /** Step 4, after the commit: a definitive rejection fails the row and answers 400. */
   private async broadcast(client: PublicClient, rec: TxRecord, raw: Hex, log: Logger): Promise<void> {
     const { db } = this.ctx.store;
-    // Counted before sending: only a refusal of the very first send (never accepted anywhere) is final.
-    const first = await repo.claimAttempt(db, rec.id, this.ctx.clock.nowMs());
     const outcome = await broadcastRaw(client, raw, rec.tx_hash as Hex);
     const sentAt = this.ctx.clock.nowMs();
     switch (outcome.kind) {
       case 'sent':
       case 'known':
-        await repo.markBroadcast(db, rec.id, sentAt);
+        this.marks.mark(rec.id);
         break;
       case 'rejected': {
+        // Only a refusal of the very first send (never accepted anywhere) is final: this one
+        // was counted at insert, so it is the first unless the watcher has sent it meanwhile.
+        const first = (await repo.findRecord(db, rec.id))?.broadcast_attempts === 1;
         if (!first) {
           log.warn({ transaction_id: rec.id, tx_hash: rec.tx_hash, reason: outcome.reason }, 'broadcast refused after an earlier send; the transaction stays pending until its nonce is used');
           break;
@@ -348,14 +372,53 @@ export class TransactionService {
 }
 
 /** The nonce for a new transfer (caller holds the wallet lock); 409 when `required` is not the one allocated. */
-async function takeNonce(trx: Executor, walletId: number, pendingNonce: number, required: number | undefined): Promise<number> {
-  const next = await repo.findNextNonce(trx, walletId);
-  const floor = Math.max(next ?? 0, pendingNonce);
-  const nonce = allocateNonce(next, pendingNonce, await repo.heldNonces(trx, walletId, floor));
+function takeNonce(next: number | null, pendingNonce: number, held: ReadonlySet<number>, required: number | undefined): number {
+  const nonce = allocateNonce(next, pendingNonce, held);
   if (required !== undefined && nonce !== required) {
     throw new AppError(409, 'NONCE_MOVED', `Nonce ${required} is no longer the next to fill (allocation gave ${nonce})`);
   }
   return nonce;
+}
+
+/** The value of a settled read, or its error thrown. */
+function valueOf<T>(r: PromiseSettledResult<T>): T {
+  if (r.status === 'rejected') throw r.reason;
+  return r.value;
+}
+
+/** How long a `broadcast_at` mark may wait to be written with others. */
+const MARK_BATCH_MS = 25;
+
+/**
+ * Writes `broadcast_at` after a create's send, in batches: the marks of MARK_BATCH_MS go out in
+ * one statement (one commit, where each used to cost its own fsync on the request path). The
+ * create does not wait for it: `broadcast_at` is informational (neither the API nor the re-send
+ * queue reads it; the queue keys on `created_at` and `next_check_at`), so a mark lost to a
+ * crash changes nothing but that column. A failed write is logged and dropped.
+ */
+class BroadcastMarks {
+  private queue: number[] = [];
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly ctx: AppContext) {}
+
+  mark(id: number): void {
+    this.queue.push(id);
+    if (this.timer === null) {
+      this.timer = setTimeout(() => void this.flush(), MARK_BATCH_MS);
+      this.timer.unref();
+    }
+  }
+
+  private async flush(): Promise<void> {
+    this.timer = null;
+    const ids = this.queue.splice(0, this.queue.length);
+    try {
+      for (let i = 0; i < ids.length; i += 500) await repo.markBroadcastMany(this.ctx.store.db, ids.slice(i, i + 500), this.ctx.clock.nowMs());
+    } catch (err) {
+      this.ctx.log.debug({ component: 'transactions', err, count: ids.length }, 'broadcast_at not recorded');
+    }
+  }
 }
 
 /** Inserts the signed transfer as pending, moves next_nonce past it, and returns the row. */
@@ -391,6 +454,8 @@ async function insertTransfer(trx: Executor, wallet: WalletView, p: Prepared, no
       receipt_status: null,
       raw_tx: raw,
       confirmed_at: null,
+      // The create sends it right after the commit: its first send is counted with the row.
+      broadcast_attempts: 1,
     },
     nowMs,
   );
@@ -409,17 +474,23 @@ async function requireContract(client: PublicClient, address: Address): Promise<
   if (code === undefined || code === '0x') throw fieldError('address', 'The address field must be a contract.');
 }
 
-/** The fees to sign with (the level's, or the caller's) and the L1 fee to reserve with them. */
-async function feesFor(client: PublicClient, choice: FeeChoice | undefined, call: Parameters<typeof l1Fee>[1]): Promise<{ fees: Fees; l1: bigint }> {
+/** The fees to sign with: the level's, or the caller's (on the network's kind), from the recent fee market. */
+async function quoteFor(client: PublicClient, choice: FeeChoice | undefined): Promise<Fees> {
   try {
-    let fees: Fees;
     if (choice !== undefined && 'maxFeePerGas' in choice) {
-      const { kind } = await quoteFees(client);
-      fees = explicitFees(kind, choice.maxFeePerGas, choice.maxPriorityFeePerGas);
-    } else {
-      fees = await quoteFees(client, choice?.level);
+      const { kind } = await recentFeeMarket(client);
+      return explicitFees(kind, choice.maxFeePerGas, choice.maxPriorityFeePerGas);
     }
-    return { fees, l1: await l1Fee(client, call, fees) };
+    return await recentQuote(client, choice?.level);
+  } catch (e) {
+    throw mapChainError(e);
+  }
+}
+
+/** The L1 data fee to reserve with these fees (0 without a GasPriceOracle, known after the first call). */
+async function l1FeeFor(client: PublicClient, call: Parameters<typeof l1Fee>[1], fees: Fees): Promise<bigint> {
+  try {
+    return await l1Fee(client, call, fees);
   } catch (e) {
     throw mapChainError(e);
   }
