@@ -2,7 +2,7 @@
  * Transaction list on 1,000,000 rows: does the cost of a page depend on the page number?
  *
  *   npm run bench:list                                                   # SQLite (temp dir)
- *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:list   # PostgreSQL
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench:list   # PostgreSQL
  *
  * Builds the real service (migrations, routes, auth) on a fresh database, seeds one wallet with
  * 1,000,000 transactions in one SQL statement (a recursive CTE on SQLite, generate_series on
@@ -10,8 +10,16 @@
  * /api/wallet/{id}/transaction through the whole HTTP stack (fastify inject: routing, auth,
  * validation, serialisation) for the first, middle and last page, with and without the token
  * filter. For contrast it also times the query a naive LIMIT/OFFSET list would run for the
- * same pages. Prints a markdown table and writes it to bench/results/transactions-list.md
- * (one section per database, the other kept).
+ * same pages. Prints a markdown table, then the cost of a 1000-row page against a 10-row page
+ * of the same run (page 1 and the last page: the ratio the issue bounds at 8x on SQLite and
+ * 16x on PostgreSQL), and writes both to bench/results/transactions-list.md (one section per
+ * database, the other kept).
+ *
+ * Profiling the 1000-row page: `BENCH_PROFILE_S=10` repeats page 1 with limit=1000 for that many
+ * seconds after the timed cases, so the last seconds of a CPU profile are that request alone:
+ *
+ *   BENCH_PROFILE_S=10 node --import tsx --cpu-prof --cpu-prof-dir=/tmp/prof bench/transactions-list.ts
+ *   npx tsx bench/profile-summary.ts /tmp/prof/<file>.cpuprofile --last-s 9
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { freshDatabase, percentile } from './common.js';
@@ -25,8 +33,11 @@ import { createContext, openStore } from '../src/runtime.js';
 
 /** Rows seeded (BENCH_ROWS overrides, for a quick check of the script itself). */
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
-const RUNS = 40;
-const WARMUP = 5;
+/** Timed requests per case (BENCH_RUNS overrides). */
+const RUNS = Number(process.env.BENCH_RUNS ?? 100);
+const WARMUP = 10;
+/** Seconds of page 1, limit 1000, repeated after the timed cases (for a CPU profile); 0: none. */
+const PROFILE_S = Number(process.env.BENCH_PROFILE_S ?? 0);
 
 interface Case {
   label: string;
@@ -143,6 +154,7 @@ async function main(): Promise<void> {
     ];
 
     const rows: string[] = [];
+    const medians: number[] = [];
     for (const c of cases) {
       const url = `/api/wallet/${wallet.id}/transaction?page=${c.page}&limit=${c.limit}${c.token ? `&token=${c.token}` : ''}`;
       const check = await app.inject({ method: 'GET', url, headers: { authorization: bearer } });
@@ -153,7 +165,16 @@ async function main(): Promise<void> {
         if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
       });
       rows.push(`| service route | ${c.label} | ${c.page} | ${c.limit} | ${r.median.toFixed(2)} | ${r.p95.toFixed(2)} |`);
+      medians.push(r.median);
     }
+    // The issue's measure: a 1000-row page against a 10-row page of the same run (medians).
+    const ratio = (big: number, small: number) => `| ${cases[big]!.label} | ${medians[small]!.toFixed(2)} | ${medians[big]!.toFixed(2)} | **${(medians[big]! / medians[small]!).toFixed(1)}x** | ${((medians[big]! - medians[small]!) / 990 * 1000).toFixed(1)} |`;
+    const ratios = [
+      '| page | limit 10, median ms | limit 1000, median ms | **limit 1000 / limit 10** | µs per extra row |',
+      '|---|---:|---:|---:|---:|',
+      ratio(3, 0),
+      ratio(4, 2),
+    ];
     // Contrast: the query a LIMIT/OFFSET list would run (database only, no HTTP).
     for (const c of [cases[0]!, cases[2]!]) {
       const r = await time(async () => {
@@ -169,7 +190,7 @@ async function main(): Promise<void> {
       rows.push(`| naive OFFSET query (for contrast) | ${c.label} | ${c.page} | ${c.limit} | ${r.median.toFixed(2)} | ${r.p95.toFixed(2)} |`);
     }
 
-    const command = driver === 'postgres' ? 'DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:list' : 'npm run bench:list';
+    const command = driver === 'postgres' ? 'DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench:list' : 'npm run bench:list';
     const section = [
       `## ${driver === 'postgres' ? 'PostgreSQL' : 'SQLite'}`,
       '',
@@ -179,8 +200,22 @@ async function main(): Promise<void> {
       '|---|---|---:|---:|---:|---:|',
       ...rows,
       '',
+      ...ratios,
+      '',
     ].join('\n');
     process.stdout.write(`\n${section}\n`);
+    if (PROFILE_S > 0) {
+      const url = `/api/wallet/${wallet.id}/transaction?page=1&limit=1000`;
+      process.stdout.write(`profiling: ${url} for ${PROFILE_S} s\n`);
+      const until = Date.now() + PROFILE_S * 1000;
+      let n = 0;
+      while (Date.now() < until) {
+        await app.inject({ method: 'GET', url, headers: { authorization: bearer } });
+        n++;
+      }
+      process.stdout.write(`${n} requests (${((PROFILE_S * 1000) / n).toFixed(2)} ms each); results file not written on a profiling run\n`);
+      return;
+    }
 
     const dir = new URL('./results/', import.meta.url);
     mkdirSync(dir, { recursive: true });

@@ -9,6 +9,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import type { Config } from '../config.js';
 import { ImmediateSqliteDialect, OUTBOX_CHANNEL, sqlDialect, type Db, type DriverName, type SqlDialect } from './dialect.js';
 import type { Database } from './types.js';
+import { ARRAY_ROWS_MARK } from './prepared.js';
 
 export interface Store {
   readonly db: Db;
@@ -36,7 +37,8 @@ export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
  * Kysely's SQLite driver prepares every query again; preparing is a measurable share of a
  * request's CPU (about 12% on the balance route). Prepared statements are reusable, and the
  * single connection is used by one query at a time, so the instance keeps the last `max`
- * distinct statements (least recently used dropped first).
+ * distinct statements (least recently used dropped first). A query that begins with
+ * `ARRAY_ROWS_MARK` gets a statement in raw mode: its rows are arrays (prepared.ts, `executeArrays`).
  */
 function cacheStatements(sqlite: SQLite.Database, max: number): void {
   const prepare = sqlite.prepare.bind(sqlite);
@@ -47,6 +49,7 @@ function cacheStatements(sqlite: SQLite.Database, max: number): void {
       cache.delete(source);
     } else {
       stmt = prepare(source);
+      if (source.startsWith(ARRAY_ROWS_MARK)) stmt.raw(true);
       if (cache.size >= max) cache.delete(cache.keys().next().value!);
     }
     cache.set(source, stmt);
