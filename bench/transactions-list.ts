@@ -12,9 +12,8 @@
  * filter. For contrast it also times the query a naive LIMIT/OFFSET list would run for the
  * same pages. Prints a markdown table, then the cost of a 1000-row page against a 10-row page
  * of the same run, measured with the two requests alternating (page 1 and the last page: the
- * ratio the issue bounds at 8x on SQLite and
- * 16x on PostgreSQL), and writes both to bench/results/transactions-list.md (one section per
- * database, the other kept).
+ * ratio the issue bounds at 8x on SQLite and 16x on PostgreSQL), and writes both to
+ * bench/results/transactions-list.md (one section per database, the other kept).
  *
  * Profiling the 1000-row page: `BENCH_PROFILE_S=10` repeats page 1 with limit=1000 for that many
  * seconds after the timed cases, so the last seconds of a CPU profile are that request alone:
