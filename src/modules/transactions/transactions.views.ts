@@ -21,8 +21,9 @@ function finalityFields(t: TxRecord) {
 }
 
 /**
- * List item (and the base of the detail): decimals as 18-place strings. The list maps up to 1,000
- * of these per request: the fields are written out rather than spread from `finalityFields`
+ * A Transaction object from the full record (the detail, speed-up and cancel responses):
+ * decimals as 18-place strings. The list builds the same object from its own rows
+ * (`transactionListItem`). The fields are written out rather than spread from `finalityFields`
  * (an object spread followed by twenty properties took V8's slow path, ~28 µs a row against ~6).
  */
 export function transactionView(t: TxRecord) {
