@@ -2,7 +2,7 @@
  * Transaction list on 1,000,000 rows: does the cost of a page depend on the page number?
  *
  *   npm run bench:list                                                   # SQLite (temp dir)
- *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:list   # PostgreSQL
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench:list   # PostgreSQL
  *
  * Builds the real service (migrations, routes, auth) on a fresh database, seeds one wallet with
  * 1,000,000 transactions in one SQL statement (a recursive CTE on SQLite, generate_series on
@@ -10,8 +10,16 @@
  * /api/wallet/{id}/transaction through the whole HTTP stack (fastify inject: routing, auth,
  * validation, serialisation) for the first, middle and last page, with and without the token
  * filter. For contrast it also times the query a naive LIMIT/OFFSET list would run for the
- * same pages. Prints a markdown table and writes it to bench/results/transactions-list.md
- * (one section per database, the other kept).
+ * same pages. Prints a markdown table, then the cost of a 1000-row page against a 10-row page
+ * of the same run, measured with the two requests alternating (page 1 and the last page: the
+ * ratio the issue bounds at 8x on SQLite and 16x on PostgreSQL), and writes both to
+ * bench/results/transactions-list.md (one section per database, the other kept).
+ *
+ * Profiling the 1000-row page: `BENCH_PROFILE_S=10` repeats page 1 with limit=1000 for that many
+ * seconds after the timed cases, so the last seconds of a CPU profile are that request alone:
+ *
+ *   BENCH_PROFILE_S=10 node --import tsx --cpu-prof --cpu-prof-dir=/tmp/prof bench/transactions-list.ts
+ *   npx tsx bench/profile-summary.ts /tmp/prof/<file>.cpuprofile --last-s 9
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { freshDatabase, percentile } from './common.js';
@@ -25,8 +33,11 @@ import { createContext, openStore } from '../src/runtime.js';
 
 /** Rows seeded (BENCH_ROWS overrides, for a quick check of the script itself). */
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
-const RUNS = 40;
-const WARMUP = 5;
+/** Timed requests per case (BENCH_RUNS overrides). */
+const RUNS = Number(process.env.BENCH_RUNS ?? 100);
+const WARMUP = 10;
+/** Seconds of page 1, limit 1000, repeated after the timed cases (for a CPU profile); 0: none. */
+const PROFILE_S = Number(process.env.BENCH_PROFILE_S ?? 0);
 
 interface Case {
   label: string;
@@ -36,16 +47,43 @@ interface Case {
 }
 
 
+/**
+ * Lets the event loop turn between requests, as a server's does. On SQLite a request never
+ * waits for I/O, so a loop of `await app.inject()` alone never reaches the check phase, and
+ * light-my-request's null socket frees each response's bytes in a `setImmediate` callback: the
+ * heap grew by one response per request (0.65 MB at limit 1000) and the garbage collector's
+ * work with it, until the loop stopped.
+ */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 async function time(fn: () => Promise<void>): Promise<{ median: number; p95: number }> {
-  for (let i = 0; i < WARMUP; i++) await fn();
+  for (let i = 0; i < WARMUP; i++) {
+    await fn();
+    await turn();
+  }
   const samples: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     const t0 = process.hrtime.bigint();
     await fn();
     samples.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    await turn();
   }
   samples.sort((a, b) => a - b);
   return { median: percentile(samples, 50), p95: percentile(samples, 95) };
+}
+
+/** Medians of `a` and `b` run alternately, RUNS times each (after WARMUP of each). */
+async function timeAlternating(a: () => Promise<void>, b: () => Promise<void>): Promise<[number, number]> {
+  const samples: [number[], number[]] = [[], []];
+  for (let i = 0; i < WARMUP + RUNS; i++) {
+    for (const [k, fn] of [a, b].entries()) {
+      const t0 = process.hrtime.bigint();
+      await fn();
+      if (i >= WARMUP) samples[k]!.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      await turn();
+    }
+  }
+  return samples.map((x) => percentile(x.sort((p, q) => p - q), 50)) as [number, number];
 }
 
 async function main(): Promise<void> {
@@ -154,6 +192,23 @@ async function main(): Promise<void> {
       });
       rows.push(`| service route | ${c.label} | ${c.page} | ${c.limit} | ${r.median.toFixed(2)} | ${r.p95.toFixed(2)} |`);
     }
+    // The issue's measure: a 1000-row page against a 10-row page. Measured again with the two
+    // requests alternating, so a change in the machine's load during the run (it is shared)
+    // falls on both sides of the ratio alike.
+    const get = (page: number, limit: number) => async () => {
+      const res = await app.inject({ method: 'GET', url: `/api/wallet/${wallet.id}/transaction?page=${page}&limit=${limit}`, headers: { authorization: bearer } });
+      if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+    };
+    const ratioRow = async (label: string, small: () => Promise<void>, big: () => Promise<void>) => {
+      const [s, b] = await timeAlternating(small, big);
+      return `| ${label} | ${s.toFixed(2)} | ${b.toFixed(2)} | **${(b / s).toFixed(1)}x** | ${(((b - s) / 990) * 1000).toFixed(1)} |`;
+    };
+    const ratios = [
+      '| page | limit 10, median ms | limit 1000, median ms | **limit 1000 / limit 10** | µs per extra row |',
+      '|---|---:|---:|---:|---:|',
+      await ratioRow('first page', get(1, 10), get(1, 1000)),
+      await ratioRow('last page', get(ROWS / 10, 10), get(ROWS / 1000, 1000)),
+    ];
     // Contrast: the query a LIMIT/OFFSET list would run (database only, no HTTP).
     for (const c of [cases[0]!, cases[2]!]) {
       const r = await time(async () => {
@@ -169,7 +224,7 @@ async function main(): Promise<void> {
       rows.push(`| naive OFFSET query (for contrast) | ${c.label} | ${c.page} | ${c.limit} | ${r.median.toFixed(2)} | ${r.p95.toFixed(2)} |`);
     }
 
-    const command = driver === 'postgres' ? 'DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:list' : 'npm run bench:list';
+    const command = driver === 'postgres' ? 'DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench:list' : 'npm run bench:list';
     const section = [
       `## ${driver === 'postgres' ? 'PostgreSQL' : 'SQLite'}`,
       '',
@@ -179,8 +234,23 @@ async function main(): Promise<void> {
       '|---|---|---:|---:|---:|---:|',
       ...rows,
       '',
+      ...ratios,
+      '',
     ].join('\n');
     process.stdout.write(`\n${section}\n`);
+    if (PROFILE_S > 0) {
+      const url = `/api/wallet/${wallet.id}/transaction?page=1&limit=1000`;
+      process.stdout.write(`profiling: ${url} for ${PROFILE_S} s\n`);
+      const until = Date.now() + PROFILE_S * 1000;
+      let n = 0;
+      while (Date.now() < until) {
+        await app.inject({ method: 'GET', url, headers: { authorization: bearer } });
+        await turn();
+        n++;
+      }
+      process.stdout.write(`${n} requests (${((PROFILE_S * 1000) / n).toFixed(2)} ms each); results file not written on a profiling run\n`);
+      return;
+    }
 
     const dir = new URL('./results/', import.meta.url);
     mkdirSync(dir, { recursive: true });
@@ -195,7 +265,9 @@ async function main(): Promise<void> {
       '# Transaction list: first page vs last page on 1,000,000 rows\n\n' +
       'Page N is the index range `seq in (total - N*limit, total - (N-1)*limit]` on `(wallet_id, seq)` ' +
       '(or `(wallet_id, symbol_key, symbol_seq)` with `token`), and the total is the largest `seq`, so every page costs ' +
-      'the same. Generated by `bench/transactions-list.ts`; timings are through the whole service route (fastify inject).\n\n';
+      'the same. Generated by `bench/transactions-list.ts`; timings are through the whole service route (fastify inject). ' +
+      'The second table of each section is the cost of a 1000-row page against a 10-row page of the same run, the two requests alternating (medians), ' +
+      'the ratio the issue bounds (at most 8x on SQLite, 16x on PostgreSQL).\n\n';
     const other = previous
       .split(/^(?=## )/m)
       .filter((s) => s.startsWith('## ') && !s.startsWith(`## ${driver === 'postgres' ? 'PostgreSQL' : 'SQLite'}`));

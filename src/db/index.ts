@@ -12,6 +12,7 @@ import { registerTableVersions, sqliteDataVersion, TableVersions } from './read-
 import { listenerGate, trackPoolWrites } from './read-cache-postgres.js';
 import { useNamedStatements } from './named-statements.js';
 import type { Database } from './types.js';
+import { ARRAY_ROWS_MARK } from './prepared.js';
 
 export interface Store {
   readonly db: Db;
@@ -39,7 +40,8 @@ export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
  * Kysely's SQLite driver prepares every query again; preparing is a measurable share of a
  * request's CPU (about 12% on the balance route). Prepared statements are reusable, and the
  * single connection is used by one query at a time, so the instance keeps the last `max`
- * distinct statements (least recently used dropped first).
+ * distinct statements (least recently used dropped first). A query that begins with
+ * `ARRAY_ROWS_MARK` gets a statement in raw mode: its rows are arrays (prepared.ts, `executeArrays`).
  */
 function cacheStatements(sqlite: SQLite.Database, max: number, versions: TableVersions): void {
   const prepare = sqlite.prepare.bind(sqlite);
@@ -52,6 +54,7 @@ function cacheStatements(sqlite: SQLite.Database, max: number, versions: TableVe
       cache.delete(source);
     } else {
       stmt = prepare(source);
+      if (source.startsWith(ARRAY_ROWS_MARK)) stmt.raw(true);
       if (cache.size >= max) cache.delete(cache.keys().next().value!);
     }
     cache.set(source, stmt);

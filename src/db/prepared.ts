@@ -11,6 +11,15 @@
  *
  * Only `where`-style values may be parameters: a placeholder that the compiler did not turn into
  * a bound parameter (inlined, or dropped) is refused when the query is first compiled.
+ *
+ * `executeArrays` returns each row as the array of its column values in select order. On SQLite
+ * that is better-sqlite3's raw mode, which skips building an object per row (for a 1,000-row
+ * page of 22 columns, building the objects took over half the statement's time; BENCHMARKS.md,
+ * "Transaction list"): its SQL carries `ARRAY_ROWS_MARK`, a comment the statement cache
+ * (src/db/index.ts) recognises, so it is a statement of its own and the object-row statement of
+ * the same query is never switched. It still runs through Kysely, holding its connection as any
+ * query (inside a transaction it sees the transaction's rows). On PostgreSQL the driver gives
+ * objects, and their values are taken in order.
  */
 import type { CompiledQuery, Kysely, QueryResult } from 'kysely';
 import { dialectOf, type DriverName } from './dialect.js';
@@ -27,14 +36,21 @@ type Slot = { arg: number } | { value: unknown };
 
 interface Template<R> {
   compiled: CompiledQuery<R>;
+  /** The same query for `executeArrays` (SQLite: marked for raw mode; PostgreSQL: the same). */
+  arrays: CompiledQuery<unknown>;
   slots: Slot[];
 }
 
 const MARK = '\u0000prepared-parameter:';
 
+/** Leading comment of a query whose SQLite statement returns rows as arrays (better-sqlite3 `raw`). */
+export const ARRAY_ROWS_MARK = '/* array rows */ ';
+
 export interface Prepared<A extends readonly unknown[], R> {
   execute(db: Kysely<any>, ...args: A): Promise<R[]>;
   executeTakeFirst(db: Kysely<any>, ...args: A): Promise<R | undefined>;
+  /** The rows as arrays of their column values, in the order the query selects them. */
+  executeArrays(db: Kysely<any>, ...args: A): Promise<unknown[][]>;
 }
 
 /** Every table a query cached on PostgreSQL reads (each must announce its writes: migration 009). */
@@ -106,9 +122,18 @@ export function prepare<A extends readonly unknown[], R>(
     return (await cacheOf(db).read(versions, args.join('\u0000'), () => run(db, args))) as R[];
   }
 
+  async function executeArrays(db: Kysely<any>, ...args: A): Promise<unknown[][]> {
+    const { arrays, slots } = template(db);
+    const parameters = slots.map((s) => ('arg' in s ? args[s.arg] : s.value));
+    const { rows } = await db.executeQuery<unknown>({ ...arrays, parameters });
+    // SQLite's marked statement already gives arrays; PostgreSQL's rows are objects in column order.
+    return rows.length > 0 && Array.isArray(rows[0]) ? (rows as unknown[][]) : rows.map((r) => Object.values(r as object));
+  }
+
   return {
     execute,
     executeTakeFirst: async (db, ...args) => (await execute(db, ...args))[0],
+    executeArrays,
   };
 }
 
@@ -126,5 +151,6 @@ function compileTemplate<A extends readonly unknown[], R>(db: Kysely<any>, arity
   });
   if (used.size !== arity) throw new Error(`prepared query: ${arity - used.size} placeholder(s) not bound as parameters in: ${compiled.sql}`);
   if (compiled.sql.includes(MARK)) throw new Error(`prepared query: a placeholder was inlined into the SQL: ${compiled.sql}`);
-  return { compiled, slots };
+  const arrays = dialectOf(db).driver === 'sqlite' ? { ...compiled, sql: ARRAY_ROWS_MARK + compiled.sql } : compiled;
+  return { compiled, arrays, slots };
 }

@@ -32,12 +32,14 @@ import type { Kysely } from 'kysely';
 /** How long a reading of PRAGMA data_version is trusted (another process's commit is seen after it). */
 export const DATA_VERSION_CHECK_MS = 1;
 
+const LEADING_COMMENTS = /^(\s*\/\*[^]*?\*\/)+/;
 const READ_ONLY = /^\s*(select|begin|commit|rollback|savepoint|release|end)\b/i;
 const INSERT_OR_UPDATE = /^\s*(?:insert\s+into|update)\s+"?([a-z_][a-z0-9_]*)"?/i;
 const WRITE_WORD = /\b(insert|update|delete|replace|create|alter|drop)\b/i;
 
 /** Which tables a statement may change: none, some, or every table (`'all'`). */
-export function writtenTables(sql: string): readonly string[] | 'all' {
+export function writtenTables(source: string): readonly string[] | 'all' {
+  const sql = source.replace(LEADING_COMMENTS, '');
   if (READ_ONLY.test(sql)) return [];
   if (/^\s*with\b/i.test(sql) && !WRITE_WORD.test(sql)) return [];
   const m = INSERT_OR_UPDATE.exec(sql);

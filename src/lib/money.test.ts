@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { recordNumberSources, numberText } from './exact-json.js';
-import { AmountError, formatUnits18, parseAmount, parseNumberText, toNumber18 } from './money.js';
+import { AmountError, formatStoredUnits18, formatUnits18, parseAmount, parseNumberText, toNumber18 } from './money.js';
 
 const MAX_UINT256 = (1n << 256n) - 1n;
 
@@ -48,6 +48,43 @@ describe('formatUnits18', () => {
     expect(() => formatUnits18(1n, -1)).toThrow(RangeError);
     expect(() => formatUnits18(1n, 1.5)).toThrow(RangeError);
     expect(() => formatUnits18(1n, Number.NaN)).toThrow(RangeError);
+  });
+});
+
+describe('formatStoredUnits18 (a stored decimal string of base units)', () => {
+  /** The definition it must match, result and errors: the bigint path. */
+  const viaBigint = (stored: string, decimals: number) => formatUnits18(BigInt(stored), decimals);
+  const outcome = (fn: () => string) => {
+    try {
+      return fn();
+    } catch (e) {
+      return `${(e as Error).name}: ${(e as Error).message}`;
+    }
+  };
+
+  it('gives exactly what formatUnits18 gives for every decimals and length', () => {
+    const values = ['0', '1', '9', '10', '21000', '1000000000', '1500000', String(MAX_UINT256), String(10n ** 18n), String(10n ** 18n - 1n)];
+    for (let len = 1; len <= 80; len++) values.push('7'.repeat(len), '1' + '0'.repeat(len - 1), String(len) + '9'.repeat(len));
+    for (const v of [...values]) if (v !== '0') values.push(`-${v}`);
+    for (const v of values) for (let d = 0; d <= 18; d++) expect(formatStoredUnits18(v, d), `${v} @${d}`).toBe(viaBigint(v, d));
+  });
+
+  it('matches on random amounts', () => {
+    let seed = 7n;
+    for (let i = 0; i < 20_000; i++) {
+      seed = (seed * 6364136223846793005n + 1442695040888963407n) % (1n << 64n);
+      const v = (seed * seed * seed) % (1n << BigInt(Number(seed % 257n)) || 1n);
+      const d = Number(seed % 19n);
+      expect(formatStoredUnits18(v.toString(), d)).toBe(formatUnits18(v, d));
+    }
+  });
+
+  it('leaves anything not canonical, and bad decimals, to the bigint path with its errors', () => {
+    for (const v of ['007', '-0', '00', ' 1', '1 ', '+1', '1.5', '', 'abc', '0x10', '1e5', '-', '--1']) {
+      for (const d of [0, 6, 18]) expect(outcome(() => formatStoredUnits18(v, d)), JSON.stringify(v)).toBe(outcome(() => viaBigint(v, d)));
+    }
+    for (const d of [-1, 19, 36, 1.5, Number.NaN]) expect(outcome(() => formatStoredUnits18('1', d))).toBe(outcome(() => viaBigint('1', d)));
+    expect(() => formatStoredUnits18('1', 19)).toThrow(RangeError);
   });
 });
 

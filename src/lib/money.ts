@@ -52,6 +52,32 @@ export function formatUnits18(baseUnits: bigint, decimals: number): string {
   return `${negative ? '-' : ''}${whole.toString()}.${fraction}`;
 }
 
+/** A canonical integer as `bigint.toString()` writes it: no sign on zero, no leading zeros. */
+const CANONICAL_INTEGER = /^(?:0|-?[1-9]\d*)$/;
+
+/** ZEROS[n] is n zeros (n ≤ 18). */
+const ZEROS = Array.from({ length: OUTPUT_DECIMALS + 1 }, (_, n) => '0'.repeat(n));
+
+/**
+ * `formatUnits18(BigInt(stored), decimals)` for an amount as the database stores it (a decimal
+ * string of base units: TEXT on SQLite, NUMERIC(78,0) on PostgreSQL), without the bigint round
+ * trip. Dividing by 10^decimals is moving the point, so on a canonical integer string the
+ * result is a slice and some zeros, digit for digit what the bigint arithmetic gives. Anything
+ * else (leading zeros, a sign on zero, decimals outside 0..18, not an integer) goes through
+ * `formatUnits18` itself, so the result and the errors are always exactly its own.
+ */
+export function formatStoredUnits18(stored: string, decimals: number): string {
+  if (!(Number.isInteger(decimals) && decimals >= 0 && decimals <= OUTPUT_DECIMALS) || !CANONICAL_INTEGER.test(stored)) {
+    return formatUnits18(BigInt(stored), decimals);
+  }
+  const negative = stored.charCodeAt(0) === 45; // '-'
+  const digits = negative ? stored.slice(1) : stored;
+  const n = digits.length;
+  const whole = n > decimals ? digits.slice(0, n - decimals) : '0';
+  const fraction = n > decimals ? digits.slice(n - decimals) : ZEROS[decimals - n]! + digits;
+  return (negative ? '-' : '') + whole + '.' + fraction + ZEROS[OUTPUT_DECIMALS - decimals]!;
+}
+
 /** Number(formatUnits18(...)) — only for API fields that must be JSON numbers. */
 export function toNumber18(baseUnits: bigint, decimals: number): number {
   return Number(formatUnits18(baseUnits, decimals));

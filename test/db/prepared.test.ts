@@ -53,6 +53,26 @@ describe(`prepare (${driverName})`, () => {
     expect(await store.db.selectFrom('users').select('id').where('email', '=', 'e@example.com').execute()).toEqual([]);
   });
 
+  it('executeArrays gives each row as its column values in select order; the object rows stay objects', async () => {
+    const ids = await store.db.selectFrom('users').select(['id', 'email']).orderBy('id', 'asc').execute();
+    const [a, b, , d] = ids;
+    expect(await usersBetween.executeArrays(store.db, a!.id, 'b@example.com')).toEqual([
+      [a!.id, a!.email],
+      [d!.id, d!.email],
+    ]);
+    // The same query through execute: objects still (on SQLite a statement of its own).
+    expect(await usersBetween.execute(store.db, b!.id, 'x@example.com')).toEqual([b, d]);
+    expect(await usersBetween.executeArrays(store.db, d!.id + 1, 'x@example.com')).toEqual([]);
+    await store.db
+      .transaction()
+      .execute(async (trx) => {
+        const { id } = await trx.insertInto('users').values({ name: 'Prepared', email: 'f@example.com', password_hash: 'x', created_at: 1, updated_at: 1 }).returning('id').executeTakeFirstOrThrow();
+        expect(await usersBetween.executeArrays(trx, id, 'a@example.com')).toEqual([[id, 'f@example.com']]);
+        throw new Error('roll back');
+      })
+      .catch((e: Error) => expect(e.message).toBe('roll back'));
+  });
+
   it('refuses a placeholder that the query does not bind as a parameter', async () => {
     const unbound = prepare((db: Store['db'], id: number, _unused: string) => db.selectFrom('users').select('id').where('id', '=', id));
     await expect(unbound.execute(store.db, 1, 'x')).rejects.toThrow('1 placeholder(s) not bound as parameters');

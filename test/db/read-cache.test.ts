@@ -27,6 +27,8 @@ describe('writtenTables', () => {
   it('names the table of an INSERT or UPDATE, nothing for reads, every table for the rest', () => {
     expect(writtenTables('select * from "users" where "id" = ?')).toEqual([]);
     expect(writtenTables('  SELECT 1')).toEqual([]);
+    expect(writtenTables('/* array rows */ select "id" from "transactions"')).toEqual([]);
+    expect(writtenTables('/* a */ /* b */ update "wallets" set "name" = ?')).toEqual(['wallets']);
     expect(writtenTables('begin immediate')).toEqual([]);
     expect(writtenTables('commit')).toEqual([]);
     expect(writtenTables('with x as (select 1) select * from x')).toEqual([]);

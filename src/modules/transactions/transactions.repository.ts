@@ -202,18 +202,6 @@ export async function countForList(db: Executor, walletId: number, symbolKey: st
   return r ? Number(r.symbol_seq) : 0;
 }
 
-/** Rows whose sequence number is in (low, high], newest first: one index range scan. */
-export async function listSeqRange(db: Executor, walletId: number, symbolKey: string | null, low: number, high: number): Promise<TxRecord[]> {
-  let q = records(db).where('tx.wallet_id', '=', walletId);
-  if (symbolKey === null) {
-    q = q.where('tx.seq', '>', low).where('tx.seq', '<=', high).orderBy('tx.seq', 'desc');
-  } else {
-    q = q.where('tx.symbol_key', '=', symbolKey).where('tx.symbol_seq', '>', low).where('tx.symbol_seq', '<=', high).orderBy('tx.symbol_seq', 'desc');
-  }
-  const rows = await q.execute();
-  return rows.map((r) => toRecord(r as RawRecord));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Writes under the wallet lock.
 // ---------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ import {
   TransactionSchema,
 } from './transactions.schemas.js';
 import type { TransactionService } from './transactions.service.js';
-import { createdView, feePreviewView, transactionDetailView, transactionView } from './transactions.views.js';
+import { createdView, feePreviewView, transactionDetailView, transactionListItem, transactionView } from './transactions.views.js';
 
 export async function transactionRoutes(app: App, txs: TransactionService): Promise<void> {
   listRoute(app, txs);
@@ -56,7 +56,7 @@ function listRoute(app: App, txs: TransactionService): void {
       const q = { ...pageOf(req.query), token: req.query.token };
       const page = await txs.list(requireWallet(req), q);
       setPaginationHeaders(req, reply, page, { token: q.token });
-      return ok(page.items.map(transactionView), 'Transactions retrieved');
+      return ok(page.items.map(transactionListItem), 'Transactions retrieved');
     },
   );
 }

@@ -39,6 +39,7 @@ import { findToken, listTokens } from '../tokens/tokens.repository.js';
 import { lockWallet, type WalletView } from '../wallets/wallets.repository.js';
 import type { WalletService } from '../wallets/wallets.service.js';
 import * as repo from './transactions.repository.js';
+import { listPage, type ListPage, type ListQuery } from './transactions.list.repository.js';
 import type { TxRecord } from './transactions.repository.js';
 import type { FeeChoice, TransferInput } from './transactions.schemas.js';
 import { failUnmined } from './transactions.state.js';
@@ -54,20 +55,6 @@ export interface CreateOptions {
 
 /** The smallest amount (1 wei) a gap filler sends to the wallet's own address. */
 const GAP_FILLER_WEI = 1n;
-
-export interface ListQuery {
-  page: number;
-  limit: number;
-  token?: string;
-}
-
-export interface ListPage {
-  items: TxRecord[];
-  page: number;
-  limit: number;
-  total: number;
-  pages: number;
-}
 
 /** The node's view at the head block B, read before any database transaction. */
 interface Snapshot {
@@ -351,15 +338,9 @@ export class TransactionService {
     }
   }
 
-  async list(wallet: WalletView, q: ListQuery): Promise<ListPage> {
-    const db = this.ctx.store.db;
-    const symbolKey = q.token === undefined || q.token.trim() === '' ? null : q.token.trim().toUpperCase();
-    const total = await repo.countForList(db, wallet.id, symbolKey);
-    const pages = Math.ceil(total / q.limit);
-    // Newest first: page 1 holds sequence numbers (total - limit, total], page N the range below.
-    const high = total - (q.page - 1) * q.limit;
-    const items = high <= 0 ? [] : await repo.listSeqRange(db, wallet.id, symbolKey, Math.max(0, high - q.limit), high);
-    return { items, page: q.page, limit: q.limit, total, pages };
+  /** A page of the wallet's list, newest first (transactions.list.repository.ts). */
+  list(wallet: WalletView, q: ListQuery): Promise<ListPage> {
+    return listPage(this.ctx.store.db, wallet.id, q);
   }
 
   find(wallet: WalletView, id: number): Promise<TxRecord | undefined> {

@@ -1,0 +1,177 @@
+/**
+ * The transaction list: newest first, page N found by its sequence range (`seq`, and
+ * `symbol_seq` with a token filter: both dense per wallet, migration 002), so every page costs
+ * one index range scan whatever its number.
+ *
+ * A list page can be 1,000 rows, so this path is kept cheap per row (BENCHMARKS.md, "Transaction
+ * list"): it selects only the columns a list item shows (not the ~40 of a `TxRecord`, and
+ * without the join to `wallets`), leaves amounts as the stored decimal strings (the view
+ * formats them without a bigint round trip), and its queries are compiled once per dialect
+ * (src/db/prepared.ts). Orphaned receipts have sequence 0, so no range here ever holds one.
+ *
+ * `countForList` in transactions.repository.ts is the same count as `countRows` here; it stays
+ * there because numbering a new row (under the wallet lock) uses it.
+ */
+import type { Executor } from '../../db/index.js';
+import { prepare } from '../../db/prepared.js';
+
+export interface ListQuery {
+  page: number;
+  limit: number;
+  token?: string;
+}
+
+/** A list row as stored: amounts are decimal strings of base units, times epoch milliseconds. */
+export interface ListRow {
+  id: number;
+  type: string;
+  status: string;
+  amount: string;
+  tx_hash: string | null;
+  block_number: number | null;
+  block_timestamp: number | null;
+  block_hash: string | null;
+  nonce: number | null;
+  gas: string | null;
+  gas_price: string | null;
+  gas_used: string | null;
+  cumulative_gas_used: string | null;
+  receipt_status: number | null;
+  created_at: number;
+  updated_at: number;
+  data: string | null;
+  failure_reason: string | null;
+  /** Comma-separated, oldest first (migration 006); null when never replaced. */
+  replaced_hashes: string | null;
+  stuck_at: number | null;
+  symbol: string;
+  decimals: number;
+}
+
+export interface ListPage {
+  items: ListRow[];
+  page: number;
+  limit: number;
+  total: number;
+  pages: number;
+}
+
+/** The columns of a list row, in the order `toListRow` reads them. */
+const LIST_COLUMNS = [
+  'tx.id',
+  'tx.type',
+  'tx.status',
+  'tx.amount',
+  'tx.tx_hash',
+  'tx.block_number',
+  'tx.block_timestamp',
+  'tx.block_hash',
+  'tx.nonce',
+  'tx.gas',
+  'tx.gas_price',
+  'tx.gas_used',
+  'tx.cumulative_gas_used',
+  'tx.receipt_status',
+  'tx.created_at',
+  'tx.updated_at',
+  'tx.data',
+  'tx.failure_reason',
+  'tx.replaced_hashes',
+  'tx.stuck_at',
+  'wt.symbol',
+  'wt.decimals',
+] as const;
+
+function listRows(db: Executor, walletId: number) {
+  return db.selectFrom('transactions as tx').innerJoin('wallet_tokens as wt', 'wt.id', 'tx.token_id').select(LIST_COLUMNS).where('tx.wallet_id', '=', walletId);
+}
+
+/** Rows with `seq` in (low, high], newest first. */
+const rangeAll = prepare((db: Executor, walletId: number, low: number, high: number) =>
+  listRows(db, walletId).where('tx.seq', '>', low).where('tx.seq', '<=', high).orderBy('tx.seq', 'desc'),
+);
+
+/** Rows of one symbol with `symbol_seq` in (low, high], newest first. */
+const rangeSymbol = prepare((db: Executor, walletId: number, symbolKey: string, low: number, high: number) =>
+  listRows(db, walletId)
+    .where('tx.symbol_key', '=', symbolKey)
+    .where('tx.symbol_seq', '>', low)
+    .where('tx.symbol_seq', '<=', high)
+    .orderBy('tx.symbol_seq', 'desc'),
+);
+
+const lastSeq = prepare((db: Executor, walletId: number) =>
+  db.selectFrom('transactions').select('seq').where('wallet_id', '=', walletId).orderBy('seq', 'desc').limit(1),
+);
+
+const lastSymbolSeq = prepare((db: Executor, walletId: number, symbolKey: string) =>
+  db
+    .selectFrom('transactions')
+    .select('symbol_seq')
+    .where('wallet_id', '=', walletId)
+    .where('symbol_key', '=', symbolKey)
+    .orderBy('symbol_seq', 'desc')
+    .limit(1),
+);
+
+/** Rows in the list (all, or one symbol): the highest sequence number, since it is dense. */
+async function countRows(db: Executor, walletId: number, symbolKey: string | null): Promise<number> {
+  if (symbolKey === null) {
+    const r = await lastSeq.executeTakeFirst(db, walletId);
+    return r ? Number(r.seq) : 0;
+  }
+  const r = await lastSymbolSeq.executeTakeFirst(db, walletId, symbolKey);
+  return r ? Number(r.symbol_seq) : 0;
+}
+
+/** A row as `executeArrays` gives it: the values of LIST_COLUMNS, in that order. */
+function toListRow(a: unknown[]): ListRow {
+  return {
+    id: a[0] as number,
+    type: a[1] as string,
+    status: a[2] as string,
+    amount: a[3] as string,
+    tx_hash: a[4] as string | null,
+    block_number: a[5] as number | null,
+    block_timestamp: a[6] as number | null,
+    block_hash: a[7] as string | null,
+    nonce: a[8] as number | null,
+    gas: a[9] as string | null,
+    gas_price: a[10] as string | null,
+    gas_used: a[11] as string | null,
+    cumulative_gas_used: a[12] as string | null,
+    receipt_status: a[13] as number | null,
+    created_at: a[14] as number,
+    updated_at: a[15] as number,
+    data: a[16] as string | null,
+    failure_reason: a[17] as string | null,
+    replaced_hashes: a[18] as string | null,
+    stuck_at: a[19] as number | null,
+    symbol: a[20] as string,
+    decimals: a[21] as number,
+  };
+}
+
+/**
+ * Rows whose sequence number is in (low, high], newest first: one index range scan. Read as
+ * arrays (on SQLite better-sqlite3 then builds no object per row, the larger part of the
+ * statement's cost at 1,000 rows) and made into ListRow objects here.
+ */
+async function listSeqRange(db: Executor, walletId: number, symbolKey: string | null, low: number, high: number): Promise<ListRow[]> {
+  const rows = symbolKey === null ? await rangeAll.executeArrays(db, walletId, low, high) : await rangeSymbol.executeArrays(db, walletId, symbolKey, low, high);
+  return rows.map(toListRow);
+}
+
+/**
+ * Page `q.page` of the wallet's list, `q.limit` rows, newest first; `q.token` filters by symbol
+ * (trimmed, case-insensitive; blank means none). A page past the end is empty.
+ */
+export async function listPage(db: Executor, walletId: number, q: ListQuery): Promise<ListPage> {
+  const symbolKey = q.token === undefined || q.token.trim() === '' ? null : q.token.trim().toUpperCase();
+  const total = await countRows(db, walletId, symbolKey);
+  const pages = Math.ceil(total / q.limit);
+  // Newest first: page 1 holds sequence numbers (total - limit, total], page N the range below.
+  const high = total - (q.page - 1) * q.limit;
+  const items = high <= 0 ? [] : await listSeqRange(db, walletId, symbolKey, Math.max(0, high - q.limit), high);
+  return { items, page: q.page, limit: q.limit, total, pages };
+}

@@ -1,0 +1,162 @@
+/**
+ * GET /wallet/{wallet}/transaction: the list's own read path (transactions.list.repository.ts,
+ * `transactionListItem`) gives, item for item and key for key, what the full-record view of the
+ * show route gives for the same row, over rows that exercise every field: amounts from 0 to
+ * 2^256-1 at 0, 6 and 18 decimals, null and set block and gas fields, failed, pending, stuck,
+ * replaced and contract rows, an orphaned receipt (never listed). Also the paging and the token
+ * filter on those rows. No chain: rows are written with the repository's own insert.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
+import { createWalletRow } from '../helpers/factories.js';
+import { driverName } from '../helpers/db.js';
+import { insertTransaction, orphanTransaction, type NewTx } from '../../src/modules/transactions/transactions.repository.js';
+
+let t: TestApp;
+let user: TestUser;
+let walletId: number;
+const ids: number[] = [];
+let orphanId = 0;
+
+const MAX_UINT256 = (1n << 256n) - 1n;
+const T0 = Date.UTC(2024, 1, 29, 23, 59, 59, 999);
+const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
+
+async function token(symbol: string, decimals: number): Promise<number> {
+  const now = Date.now();
+  const r = await t.store.db
+    .insertInto('wallet_tokens')
+    .values({ wallet_id: walletId, name: symbol, symbol, decimals, contract: `0x${'ab'.repeat(19)}${decimals.toString(16).padStart(2, '0')}`, is_native: 0, is_active: 1, is_testnet: 1, created_at: now, updated_at: now })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return r.id;
+}
+
+function row(i: number, tok: { id: number; symbol: string }, over: Partial<NewTx>): NewTx {
+  return {
+    wallet_id: walletId,
+    token_id: tok.id,
+    symbol: tok.symbol,
+    type: 'transfer',
+    status: 'confirmed',
+    amount: BigInt(i),
+    fee_reserved: 0n,
+    from_address: '0x000000000000000000000000000000000000bEEF',
+    to_address: '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720',
+    tx_hash: hash(i + 1),
+    log_index: -1,
+    block_number: 100 + i,
+    block_hash: hash(1000 + i),
+    block_timestamp: T0 + i * 3_600_001,
+    nonce: i,
+    gas: 21000n,
+    gas_price: 1_000_000_007n,
+    gas_used: 21000n,
+    cumulative_gas_used: 42000n + BigInt(i),
+    receipt_status: 1,
+    raw_tx: null,
+    confirmed_at: T0,
+    ...over,
+  };
+}
+
+beforeAll(async () => {
+  t = await startTestApp();
+  user = await t.createUser();
+  walletId = (await createWalletRow(t, user.id)).id;
+  const eth = { id: (await t.store.db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', walletId).executeTakeFirstOrThrow()).id, symbol: 'ETH' };
+  const tusd = { id: await token('TUSD', 6), symbol: 'TUSD' };
+  const whole = { id: await token('Whole', 0), symbol: 'Whole' };
+  const db = t.store.db;
+  const specs: Array<[{ id: number; symbol: string }, Partial<NewTx>]> = [
+    [eth, { amount: 0n }],
+    [tusd, { amount: 1n }],
+    [whole, { amount: 123456789n }],
+    [eth, { amount: MAX_UINT256 }],
+    [tusd, { amount: 1_500_000n, status: 'pending', block_number: null, block_hash: null, block_timestamp: null, gas_used: null, cumulative_gas_used: null, receipt_status: null, confirmed_at: null }],
+    [whole, { amount: MAX_UINT256, type: 'receipt', gas: null, gas_price: null, nonce: null, log_index: 3 }],
+    [eth, { amount: 10n ** 18n, status: 'failed', receipt_status: 0 }],
+    [eth, { amount: 999_999_999_999_999_999n, type: 'contract', data: '0xa9059cbb' }],
+    [tusd, { amount: 1_000_000n, type: 'receipt', log_index: 0 }],
+    [eth, { amount: 5n, status: 'pending', block_number: null, block_hash: null, block_timestamp: null, gas_used: null, cumulative_gas_used: null, receipt_status: null }],
+    [tusd, { amount: 7n }],
+  ];
+  for (const [i, [tok, over]] of specs.entries()) {
+    const id = await insertTransaction(db, row(i, tok, over), T0 - 86_400_000 * 400 + i * 61_001);
+    ids.push(id!);
+  }
+  // Finality fields: a failed row with its reason and earlier hashes; a stuck pending one; a
+  // failure_reason left on a row that is not failed (shown as null); an updated_at apart.
+  await db.updateTable('transactions').set({ failure_reason: 'cancelled', replaced_hashes: `${hash(77)},${hash(78)}`, updated_at: T0 + 1 }).where('id', '=', ids[6]!).execute();
+  await db.updateTable('transactions').set({ stuck_at: T0, replaced_hashes: hash(79) }).where('id', '=', ids[9]!).execute();
+  await db.updateTable('transactions').set({ failure_reason: 'dropped', stuck_at: T0 }).where('id', '=', ids[4]!).execute();
+  // An orphaned receipt: never listed, and the rows after it renumbered.
+  orphanId = ids[8]!;
+  await orphanTransaction(db, orphanId, T0);
+  ids.splice(8, 1);
+});
+
+afterAll(async () => {
+  await t?.close();
+});
+
+const list = (qs: string) => t.request('GET', `/api/wallet/${walletId}/transaction${qs}`, { token: user.token });
+
+describe(`transaction list (${driverName})`, () => {
+  it('lists each row exactly as the show route shows it, without wallet_token', async () => {
+    const res = await list('?limit=1000');
+    expect(res.status).toBe(200);
+    expect(res.body.data.map((x: any) => x.id)).toEqual([...ids].reverse());
+    expect(res.text).not.toContain(`"id":${orphanId},`);
+    for (const item of res.body.data) {
+      const shown = await t.request('GET', `/api/wallet/${walletId}/transaction/show/${item.id}`, { token: user.token });
+      const { wallet_token, ...rest } = shown.body.data;
+      expect(wallet_token).toBeDefined();
+      // Same keys in the same order, same values: the same bytes.
+      expect(JSON.stringify(item)).toBe(JSON.stringify(rest));
+    }
+  });
+
+  it('writes a list item byte for byte as before', async () => {
+    const res = await list('?limit=1&page=4');
+    expect(res.body.data[0].id).toBe(ids[6]);
+    const item = res.text.slice(res.text.indexOf('"data":[') + 8, res.text.lastIndexOf(']'));
+    expect(item).toBe(
+      `{"id":${ids[6]},"amount":"1.000000000000000000","type":"transfer","status":"failed","tx_hash":"${hash(7)}","block_number":106,` +
+        `"failure_reason":"cancelled","replaced_hashes":["${hash(77)}","${hash(78)}"],"stuck":false,"data":null,` +
+        `"block_timestamp":"2024-03-01 06:00:00","block_hash":"${hash(1006)}","nonce":6,"gas":"21000.000000000000000000",` +
+        `"gas_price":"0.000000001000000007","gas_used":"21000.000000000000000000","cumulative_gas_used":"42006.000000000000000000",` +
+        `"receipt_status":false,"symbol":"ETH","created_at":"2023-01-26 00:06:06","updated_at":"2024-03-01 00:00:00"}`,
+    );
+    const amounts = (await list('?limit=1000')).body.data.map((x: any) => [x.symbol, x.amount]);
+    expect(amounts).toContainEqual(['ETH', '115792089237316195423570985008687907853269984665640564039457.584007913129639935']);
+    expect(amounts).toContainEqual(['Whole', '115792089237316195423570985008687907853269984665640564039457584007913129639935.000000000000000000']);
+    expect(amounts).toContainEqual(['TUSD', '0.000001000000000000']);
+    expect(amounts).toContainEqual(['ETH', '0.000000000000000000']);
+  });
+
+  it('pages by sequence, newest first, past the end empty', async () => {
+    const all = [...ids].reverse();
+    const p1 = await list('?limit=3');
+    expect(p1.body.data.map((x: any) => x.id)).toEqual(all.slice(0, 3));
+    expect(p1.headers.get('x-pagination-total')).toBe(String(ids.length));
+    expect(p1.headers.get('x-pagination-pages')).toBe(String(Math.ceil(ids.length / 3)));
+    const last = await list(`?limit=3&page=${Math.ceil(ids.length / 3)}`);
+    expect(last.body.data.map((x: any) => x.id)).toEqual(all.slice(3 * (Math.ceil(ids.length / 3) - 1)));
+    expect((await list('?limit=3&page=99')).body.data).toEqual([]);
+  });
+
+  it('filters by symbol, trimmed and case-insensitive, the orphan left out', async () => {
+    const tusd = await list(`?token=${encodeURIComponent(' tusd ')}&limit=2`);
+    expect(tusd.body.data.map((x: any) => x.symbol)).toEqual(['TUSD', 'TUSD']);
+    expect(tusd.headers.get('x-pagination-total')).toBe('3');
+    expect(tusd.body.data.map((x: any) => x.id)).toEqual([ids[9], ids[4]]);
+    const p2 = await list('?token=TUSD&limit=2&page=2');
+    expect(p2.body.data.map((x: any) => x.id)).toEqual([ids[1]]);
+    expect((await list('?token=WHOLE')).body.data.map((x: any) => x.id)).toEqual([ids[5], ids[2]]);
+    const none = await list('?token=NOPE');
+    expect(none.body.data).toEqual([]);
+    expect(none.headers.get('x-pagination-total')).toBe('0');
+    expect((await list('?token=%20')).headers.get('x-pagination-total')).toBe(String(ids.length));
+  });
+});
