@@ -17,11 +17,13 @@
  *    cursor block's hash no longer on the chain: a reorg. A head below the cursor is a node
  *    that lags (e.g. another node behind a load balancer): the tick waits, it never rolls back
  *    because a number is lower (that would un-confirm transfers and announce them twice).
- * 2. Blocks cursor+1 .. min(head, cursor + WATCHER_MAX_BLOCKS), one at a time. A block whose
- *    parent hash is not the cursor's hash: a reorg. Otherwise its transfers for the wallets are
- *    read from the node, then recorded, the block's hash stored and the cursor moved, all in one
- *    database transaction. An RPC error stops the tick where it is: the cursor only ever moves
- *    past a block whose records are committed, so an outage misses nothing.
+ * 2. Blocks cursor+1 .. min(head, cursor + WATCHER_MAX_BLOCKS), in batches of BATCH_BLOCKS:
+ *    each batch is read from the node first (READ_AHEAD blocks at once, each with its receipts
+ *    and logs for the wallets), then the blocks that link up from the cursor (each one's parent
+ *    hash the previous one's hash) are recorded, their hashes stored and the cursor moved past
+ *    the last of them, all in one database transaction. The first block that does not link is a
+ *    reorg (step 3). An RPC error stops the tick where it is: the cursor only ever moves past
+ *    blocks whose records are committed with it, so an outage misses nothing.
  * 3. Reorg: walk the stored hashes back to the newest block still on the chain (the common
  *    ancestor), then in one database transaction roll back what was recorded from the blocks
  *    above it (`rollBackAbove`) and move the cursor back. The next blocks are the new chain's,
@@ -78,6 +80,12 @@ import { startLoop } from './loop.js';
 
 /** Block hashes kept per network for reorg detection: the deepest reorg rolled back exactly. */
 const KEEP_BLOCKS = 128;
+/**
+ * Blocks recorded per database transaction while catching up (one commit, one lease check, the
+ * cursor moved once), and blocks read from the node at once (BENCHMARKS.md, "Watcher catch-up").
+ */
+const BATCH_BLOCKS = 20;
+const READ_AHEAD = 4;
 
 const leaseName = (networkId: number) => `watcher:${networkId}`;
 
@@ -287,13 +295,22 @@ class NetworkWatcher {
     // Read after the head: a wallet (or token) created after this read can only receive in
     // blocks mined after it, which are above `head`, so this tick cannot miss a transfer to it.
     const watched = await loadWatched(ctx.store.db, this.networkId);
-    for (let n = cursor.block_number + 1; n <= to && !shouldStop(); n++) {
-      const block = await this.net(fullBlockAt(s.client, n));
-      if (block.parentHash !== cursor.block_hash) {
+    for (let n = cursor.block_number + 1; n <= to && !shouldStop(); ) {
+      const last = Math.min(to, n + BATCH_BLOCKS - 1);
+      const read = await this.net(readBlocks(s, n, last, watched));
+      // Only an unbroken chain from the cursor is recorded; a break is a reorg (or a node that
+      // answered from two forks): what links is kept, then the rollback finds the ancestor.
+      const linked: BlockRead[] = [];
+      for (const r of read) {
+        if (r.block.parentHash !== (linked.at(-1)?.found.hash ?? cursor.block_hash)) break;
+        linked.push(r);
+      }
+      if (linked.length > 0) cursor = await this.recordBlocks(network, linked, cursor);
+      if (linked.length < read.length) {
         cursor = await this.rollBack(s, cursor, head);
         return; // the new chain is processed from the ancestor on the next tick
       }
-      cursor = await this.processBlock(s, network, block, cursor, watched);
+      n = last + 1;
     }
     this.log.debug({ head, cursor: cursor.block_number }, 'tick');
   }
@@ -309,23 +326,29 @@ class NetworkWatcher {
     this.log.info({ block: head }, 'no cursor yet: watching from the current head');
   }
 
-  /** Reads the block's transfers from the node, then records them and moves the cursor in one transaction. */
-  private async processBlock(s: SyncScope, network: NetworkRow, block: FullBlock, cursor: ChainCursor, watched: Watched): Promise<ChainCursor> {
-    // Everything from the node first; the database transaction below does no network I/O.
-    const found = await readBlockTransfers(s, block, watched);
-    const charges = await readChargePayments(s, block); // charge payments of the block, recorded with it below
-    const next: ChainCursor = { block_number: found.number, block_hash: found.hash };
+  /**
+   * Records consecutive blocks (already read from the node) and moves the cursor past the last
+   * of them, in one database transaction: the cursor names exactly the last block whose
+   * transfers are recorded, and one commit serves the whole batch.
+   */
+  private async recordBlocks(network: NetworkRow, blocks: BlockRead[], cursor: ChainCursor): Promise<ChainCursor> {
+    const lastFound = blocks.at(-1)!.found;
+    const next: ChainCursor = { block_number: lastFound.number, block_hash: lastFound.hash };
     await this.fenced(async (trx) => {
       const now = this.deps.ctx.clock.nowMs();
       if (!(await moveCursor(trx, this.networkId, cursor, next, now))) throw new LostLease();
-      await saveBlock(trx, this.networkId, { number: found.number, hash: found.hash, parentHash: block.parentHash }, now);
-      await pruneBlocks(trx, this.networkId, found.number, KEEP_BLOCKS);
-      await recordBlockTransfers(trx, found, { settledNow: network.confirmations <= 1, nowMs: now, log: this.log });
-      await charges.record(trx, now);
+      for (const { block, found, charges } of blocks) {
+        await saveBlock(trx, this.networkId, { number: found.number, hash: found.hash, parentHash: block.parentHash }, now);
+        await recordBlockTransfers(trx, found, { settledNow: network.confirmations <= 1, nowMs: now, log: this.log });
+        await charges.record(trx, now);
+      }
+      await pruneBlocks(trx, this.networkId, lastFound.number, KEEP_BLOCKS);
     });
-    const receipts = found.incoming.length + found.tokenLogs.length;
-    if (receipts + found.ours.length > 0) {
-      this.log.debug({ block: found.number, receipts, mined: found.ours.length }, 'block recorded');
+    for (const { found } of blocks) {
+      const receipts = found.incoming.length + found.tokenLogs.length;
+      if (receipts + found.ours.length > 0) {
+        this.log.debug({ block: found.number, receipts, mined: found.ours.length }, 'block recorded');
+      }
     }
     return next;
   }
@@ -405,4 +428,29 @@ class NetworkWatcher {
       }
     }
   }
+}
+
+/** A block read from the node with everything recorded from it. */
+interface BlockRead {
+  block: FullBlock;
+  found: Awaited<ReturnType<typeof readBlockTransfers>>;
+  charges: Awaited<ReturnType<typeof readChargePayments>>;
+}
+
+/**
+ * Blocks `from`..`to` with their transfers and charge payments, READ_AHEAD of them in flight at
+ * once, in block order. Reading only: nothing is recorded here.
+ */
+async function readBlocks(s: SyncScope, from: number, to: number, watched: Watched): Promise<BlockRead[]> {
+  const read = async (n: number): Promise<BlockRead> => {
+    const block = await fullBlockAt(s.client, n);
+    const [found, charges] = await Promise.all([readBlockTransfers(s, block, watched), readChargePayments(s, block)]);
+    return { block, found, charges };
+  };
+  const out: BlockRead[] = [];
+  for (let n = from; n <= to; n += READ_AHEAD) {
+    const batch = Array.from({ length: Math.min(READ_AHEAD, to - n + 1) }, (_, i) => read(n + i));
+    out.push(...(await Promise.all(batch)));
+  }
+  return out;
 }
