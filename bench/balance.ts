@@ -21,9 +21,8 @@
  * Prints a markdown table and writes it to bench/results/balance.md. Never run by `npm test`.
  */
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { freshDatabase, nonNegativeInt, parseDatabases, positiveInt, postgresBase } from './common.js';
+import { nonNegativeInt, parseDatabases, positiveInt, startBenchService } from './common.js';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,12 +31,7 @@ import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import pg from 'pg';
 import type { Address, Hex } from 'viem';
-import { buildApp } from '../src/app.js';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
-import { loadConfig } from '../src/config.js';
-import { createLogger } from '../src/logger.js';
-import { upsertNetwork } from '../src/modules/networks/networks.repository.js';
-import { createContext, openStore } from '../src/runtime.js';
 import { deployErc20, mintErc20 } from '../test/helpers/erc20.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -125,39 +119,13 @@ async function call(url: string, method: string, path: string, token: string | n
 
 /** Starts the service on one database with a funded wallet; returns the balance URL and token. */
 async function startService(driver: 'sqlite' | 'postgres', devnet: Devnet, token20: Address) {
-  const database = await freshDatabase(driver === 'postgres' ? postgresBase() : null, 'bench');
-  const config = loadConfig({
-    NODE_ENV: 'production',
-    APP_KEY: randomBytes(32).toString('base64'),
-    DATA_DIR: database.dataDir,
-    LOG_LEVEL: 'warn',
-    DEVNET: 'off',
-    WORKERS: 'false',
-    RATE_LIMIT_PER_MINUTE: '1000000',
-    BALANCE_MAX_AGE_S: String(maxAgeS),
-    ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
-    ...(flags.redis ? { REDIS_URL: flags.redis } : {}),
+  const service = await startBenchService({
+    driver,
+    rpcUrl: devnet.rpcUrl,
+    env: { BALANCE_MAX_AGE_S: String(maxAgeS), ...(flags.redis ? { REDIS_URL: flags.redis } : {}) },
   });
-  const log = createLogger(config.logLevel);
-  const store = await openStore(config, log);
-  const ctx = createContext(config, store, log);
-  const { app, services } = await buildApp(ctx);
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no address');
-  const base = `http://127.0.0.1:${address.port}`;
-
-  const network = await upsertNetwork(
-    store.db,
-    { name: 'Local devnet', rpc_url: devnet.rpcUrl, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
-    Date.now(),
-  );
-  const email = `bench-${randomBytes(4).toString('hex')}@example.com`;
-  const password = randomBytes(12).toString('hex');
-  await services.auth.createUser({ email, password, name: 'Bench' });
-  const login = await call(base, 'POST', '/api/auth/login', null, { email, password });
-  const token = login.data.token as string;
-  const wallet = (await call(base, 'POST', '/api/wallet/create', token, { name: 'Bench', network_id: network.id })).data as { id: number; address: Address };
+  const { base, token } = service;
+  const wallet = (await call(base, 'POST', '/api/wallet/create', token, { name: 'Bench', network_id: service.networkId })).data as { id: number; address: Address };
   await rpc(devnet.rpcUrl, 'anvil_setBalance', [wallet.address, `0x${(1_500_000_000_000_000_000n).toString(16)}` as Hex]);
   await call(base, 'POST', `/api/wallet/${wallet.id}/token/add`, token, { contract: token20 });
   await mintErc20(devnet.rpcUrl, token20, wallet.address, 2_500_000n);
@@ -165,16 +133,7 @@ async function startService(driver: 'sqlite' | 'postgres', devnet: Devnet, token
   if (check.data.balance !== '1.500000000000000000' || check.data.tokens[1]?.balance !== '2.500000000000000000') {
     throw new Error(`unexpected balance before the run: ${JSON.stringify(check.data)}`);
   }
-  return {
-    url: `${base}/api/wallet/${wallet.id}/balance`,
-    token,
-    databaseUrl: database.databaseUrl,
-    close: async () => {
-      await app.close();
-      await store.destroy();
-      await database.drop();
-    },
-  };
+  return { url: `${base}/api/wallet/${wallet.id}/balance`, token, databaseUrl: service.database.databaseUrl, close: service.close };
 }
 
 async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {

@@ -1,5 +1,16 @@
-/** Pieces every benchmark shares: flag parsing, percentiles, a fresh database. */
-export { createTestDatabase as freshDatabase, type TestDatabase } from '../test/helpers/db.js';
+/** Pieces every benchmark shares: flag parsing, percentiles, a fresh database, the service. */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import type { Store } from '../src/db/index.js';
+import { createLogger } from '../src/logger.js';
+import { upsertNetwork } from '../src/modules/networks/networks.repository.js';
+import { createContext, openStore } from '../src/runtime.js';
+import { createTestDatabase as freshDatabase } from '../test/helpers/db.js';
+
+export { freshDatabase };
+export type { TestDatabase } from '../test/helpers/db.js';
 
 export const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -32,4 +43,68 @@ export function postgresBase(): string {
 /** Nearest-rank percentile of an ascending list. */
 export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+/**
+ * The real service on a fresh database (SQLite folder, or a new PostgreSQL database on
+ * `postgresBase()`), listening on a free port, with the devnet at `rpcUrl` registered as a
+ * network and a user logged in. `env` adds to the production-like defaults (no devnet of its
+ * own, no workers unless asked, a rate limit no benchmark reaches); `afterOpen` runs on the
+ * store before the app is built. `close` stops the app and drops the database.
+ */
+export async function startBenchService(opts: {
+  driver: Driver;
+  rpcUrl: string;
+  env?: Record<string, string>;
+  log?: Logger;
+  afterOpen?: (store: Store) => Promise<void>;
+}) {
+  const database = await freshDatabase(opts.driver === 'postgres' ? postgresBase() : null, 'bench');
+  const config = loadConfig({
+    NODE_ENV: 'production',
+    APP_KEY: randomBytes(32).toString('base64'),
+    DATA_DIR: database.dataDir,
+    LOG_LEVEL: 'warn',
+    DEVNET: 'off',
+    WORKERS: 'false',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+    ...opts.env,
+  });
+  const log = opts.log ?? createLogger(config.logLevel);
+  const store = await openStore(config, log);
+  await opts.afterOpen?.(store);
+  const ctx = createContext(config, store, log);
+  const { app, services } = await buildApp(ctx);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('no address');
+  const base = `http://127.0.0.1:${address.port}`;
+  const network = await upsertNetwork(
+    store.db,
+    { name: 'Local devnet', rpc_url: opts.rpcUrl, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
+    Date.now(),
+  );
+  const email = `bench-${randomBytes(4).toString('hex')}@example.com`;
+  const password = randomBytes(12).toString('hex');
+  await services.auth.createUser({ email, password, name: 'Bench' });
+  const login = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+  if (login.status !== 200) throw new Error(`login: ${login.status} ${await login.text()}`);
+  const token = ((await login.json()) as { data: { token: string } }).data.token;
+  return {
+    base,
+    token,
+    networkId: network.id,
+    database,
+    config,
+    store,
+    ctx,
+    app,
+    services,
+    close: async () => {
+      await app.close();
+      await store.destroy();
+      await database.drop();
+    },
+  };
 }

@@ -44,14 +44,10 @@ import pg from 'pg';
 import { Pool } from 'undici';
 import { createPublicClient, http, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { buildApp } from '../src/app.js';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
-import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
-import { upsertNetwork } from '../src/modules/networks/networks.repository.js';
-import { createContext, openStore } from '../src/runtime.js';
 import { startWorkers } from '../src/workers/index.js';
-import { freshDatabase, parseDatabases, percentile, positiveInt, nonNegativeInt, postgresBase, type Driver } from './common.js';
+import { parseDatabases, percentile, positiveInt, nonNegativeInt, startBenchService, type Driver } from './common.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'transactions-create.md');
@@ -148,40 +144,21 @@ async function baseline(devnet: Devnet): Promise<Run> {
 
 /** The service on one database, listening, with `walletCount` funded wallets. */
 async function startService(driver: Driver, devnet: Devnet, sync: Sync) {
-  const database = await freshDatabase(driver === 'postgres' ? postgresBase() : null, 'bench');
-  const config = loadConfig({
-    NODE_ENV: 'production',
-    APP_KEY: randomBytes(32).toString('base64'),
-    DATA_DIR: database.dataDir,
-    LOG_LEVEL: 'info',
-    DEVNET: 'off',
-    WORKERS: String(withWorkers),
-    RATE_LIMIT_PER_MINUTE: '1000000',
-    MAX_PENDING_PER_WALLET: '100000',
-    ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+  const service = await startBenchService({
+    driver,
+    rpcUrl: devnet.rpcUrl,
+    env: { LOG_LEVEL: 'info', WORKERS: String(withWorkers), MAX_PENDING_PER_WALLET: '100000' },
+    // Production log level; lines are serialised as in production, then dropped.
+    log: createLogger('info', new Writable({ write: (_c, _e, cb) => cb() }) as never),
+    afterOpen: async (store) => {
+      if (driver !== 'sqlite') return;
+      await sql.raw(`PRAGMA synchronous = ${sync}`).execute(store.db);
+      const mode = await sql.raw<{ synchronous: number }>('PRAGMA synchronous').execute(store.db);
+      if (mode.rows[0]?.synchronous !== (sync === 'FULL' ? 2 : 1)) throw new Error(`synchronous is not ${sync}`);
+    },
   });
-  // Production log level; lines are serialised as in production, then dropped.
-  const log = createLogger(config.logLevel, new Writable({ write: (_c, _e, cb) => cb() }) as never);
-  const store = await openStore(config, log);
-  if (driver === 'sqlite') {
-    await sql.raw(`PRAGMA synchronous = ${sync}`).execute(store.db);
-    const mode = await sql.raw<{ synchronous: number }>('PRAGMA synchronous').execute(store.db);
-    if (mode.rows[0]?.synchronous !== (sync === 'FULL' ? 2 : 1)) throw new Error(`synchronous is not ${sync}`);
-  }
-  const ctx = createContext(config, store, log);
-  const { app, services } = await buildApp(ctx);
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no address');
-  const base = `http://127.0.0.1:${address.port}`;
-  const network = await upsertNetwork(
-    store.db,
-    { name: 'Local devnet', rpc_url: devnet.rpcUrl, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
-    Date.now(),
-  );
-  const email = `bench-${randomBytes(4).toString('hex')}@example.com`;
-  const password = randomBytes(12).toString('hex');
-  await services.auth.createUser({ email, password, name: 'Bench' });
+  const { base, ctx, services, token } = service;
+  const network = { id: service.networkId };
   const pool = new Pool(base, { connections: concurrency, pipelining: 1 });
   const call = async (path: string, token: string | null, body: unknown, extra: Record<string, string> = {}) => {
     const res = await pool.request({
@@ -194,7 +171,6 @@ async function startService(driver: Driver, devnet: Devnet, sync: Sync) {
     if (res.statusCode !== 200) throw new Error(`POST ${path}: ${res.statusCode} ${text}`);
     return JSON.parse(text) as { data: any };
   };
-  const token = (await call('/api/auth/login', null, { email, password })).data.token as string;
   const wallets: number[] = [];
   for (let i = 0; i < walletCount; i++) {
     const w = (await call('/api/wallet/create', token, { name: `bench ${i}`, network_id: network.id })).data as { id: number; address: Address };
@@ -217,9 +193,7 @@ async function startService(driver: Driver, devnet: Devnet, sync: Sync) {
     close: async () => {
       await pool.close();
       await workers?.stop();
-      await app.close();
-      await store.destroy();
-      await database.drop();
+      await service.close();
     },
   };
 }

@@ -17,20 +17,15 @@
  *
  * Prints a markdown table and writes it to bench/results/watcher-catchup.md. Never run by `npm test`.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createPublicClient, http, type Address, type Hex } from 'viem';
-import { buildApp } from '../src/app.js';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
-import { loadConfig } from '../src/config.js';
-import { createLogger } from '../src/logger.js';
-import { findCursor, upsertNetwork } from '../src/modules/networks/networks.repository.js';
-import { createContext, openStore } from '../src/runtime.js';
+import { findCursor } from '../src/modules/networks/networks.repository.js';
 import { startWatcherWorker } from '../src/workers/watcher.js';
-import { freshDatabase, parseDatabases, positiveInt, postgresBase } from './common.js';
+import { parseDatabases, positiveInt, startBenchService } from './common.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'watcher-catchup.md');
@@ -46,8 +41,7 @@ const { values: flags } = parseArgs({
 });
 const blocks = positiveInt('blocks', flags.blocks);
 const maxBlocks = positiveInt('max-blocks', flags['max-blocks']);
-const [driver] = parseDatabases(flags.db);
-if (driver === undefined) throw new Error('--db: one database');
+const driver = parseDatabases(flags.db)[0]!;
 
 async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
@@ -111,36 +105,10 @@ function report(n: number, bare: { ms: number; receipts: number }, watcherMs: nu
 
 async function main(): Promise<void> {
   const devnet: Devnet = await startDevnet({ port: await findFreePort() });
-  const database = await freshDatabase(driver === 'postgres' ? postgresBase() : null, 'bench');
-  const config = loadConfig({
-    NODE_ENV: 'production',
-    APP_KEY: randomBytes(32).toString('base64'),
-    DATA_DIR: database.dataDir,
-    LOG_LEVEL: 'warn',
-    DEVNET: 'off',
-    WORKERS: 'false',
-    WATCHER_POLL_MS: '10',
-    WATCHER_MAX_BLOCKS: String(maxBlocks),
-    ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
-  });
-  const log = createLogger(config.logLevel);
-  const store = await openStore(config, log);
-  const ctx = createContext(config, store, log);
-  const { app, services } = await buildApp(ctx);
+  const service = await startBenchService({ driver, rpcUrl: devnet.rpcUrl, env: { WATCHER_POLL_MS: '10', WATCHER_MAX_BLOCKS: String(maxBlocks) } });
+  const { base, token, store, ctx, services } = service;
+  const network = { id: service.networkId };
   try {
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    const address = app.server.address();
-    if (address === null || typeof address === 'string') throw new Error('no address');
-    const base = `http://127.0.0.1:${address.port}`;
-    const network = await upsertNetwork(
-      store.db,
-      { name: 'Local devnet', rpc_url: devnet.rpcUrl, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
-      Date.now(),
-    );
-    const email = `bench-${randomBytes(4).toString('hex')}@example.com`;
-    const password = randomBytes(12).toString('hex');
-    await services.auth.createUser({ email, password, name: 'Bench' });
-    const token = (await call(base, 'POST', '/api/auth/login', null, { email, password })).data.token as string;
     const wallet = (await call(base, 'POST', '/api/wallet/create', token, { name: 'Bench', network_id: network.id })).data as { address: Address };
 
     // The watcher's cursor at the head, then the backlog.
@@ -178,9 +146,7 @@ async function main(): Promise<void> {
     writeFileSync(RESULTS_FILE, text);
     process.stdout.write(`${text}\n(written to ${RESULTS_FILE})\n`);
   } finally {
-    await app.close();
-    await store.destroy();
-    await database.drop();
+    await service.close();
     await devnet.stop();
   }
 }
