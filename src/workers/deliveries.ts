@@ -26,9 +26,8 @@ import { deliveryHeaders } from '../modules/webhooks/webhooks.signing.js';
 import { DeliverySender, type AttemptOutcome } from '../modules/webhooks/webhooks.sender.js';
 import type { WebhooksService } from '../modules/webhooks/webhooks.service.js';
 import { claimDeliveries, type ClaimedDelivery } from './deliveries/claim.js';
-import { completeDeliveries } from './deliveries/complete.js';
 import { dispatchEvents } from './deliveries/dispatch.js';
-import { failAttempt, type FailResult } from './deliveries/fail.js';
+import { OutcomeRecorder, type Recorded } from './deliveries/record.js';
 import type { Worker } from './worker.js';
 import { onOutboxEvent } from '../modules/events/outbox.js';
 
@@ -36,27 +35,33 @@ import { onOutboxEvent } from '../modules/events/outbox.js';
 const DISPATCH_BATCH = 200;
 /**
  * Lease = total time-out + 30 s. An attempt cannot outlive the total time-out (the request is
- * aborted), and recording its outcome takes milliseconds, so with the defaults (30 s) a lease
- * of 60 s expires only when its holder died; the delivery is then sent again by another worker.
+ * aborted), a claimed row waits at most QUEUE_MAX_WAIT_MS in the worker's queue before it is
+ * sent or given back, and recording its outcome takes milliseconds, so with the defaults (30 s)
+ * a lease of 60 s expires only when its holder died; the delivery is then sent again by another
+ * worker.
  */
 const LEASE_MARGIN_MS = 30_000;
 /**
- * A finished send frees a slot; refilling it costs a claim transaction. While other sends are
- * still in flight, the refill waits this long so the slots freed meanwhile are claimed together
- * (on a busy worker that cuts the claims per delivery from one to a fraction; an idle worker
- * still starts the next tick at once when its last send finishes).
+ * The worker claims ahead: besides the `concurrency` rows in flight it keeps up to
+ * PREFETCH_FACTOR × `concurrency` claimed rows queued (one webhook at most half of them), so a
+ * finished send is replaced at once from the queue, and claims (one transaction each) run
+ * beside the sends instead of between them, each taking many rows.
  */
-const REFILL_COALESCE_MS = 5;
-/** Outcomes recorded per transaction (see `record`). */
-const RECORD_BATCH = 100;
+const PREFETCH_FACTOR = 2;
+/** A queued row not sent after this long (its webhook's slots stay busy) is given back. */
+const QUEUE_MAX_WAIT_MS = 2_000;
+/** Outcomes waiting to be recorded, per slot, beyond which the worker stops claiming. */
+const RECORD_BACKLOG_PER_SLOT = 4;
+/**
+ * While sends are in flight and the queue still holds work, a refill waits this long so the
+ * rows sent meanwhile are replaced by one claim (an idle worker claims at once).
+ */
+const REFILL_COALESCE_MS = 2;
 
-type Recorded = { delivered: true; attempts: number } | { delivered: false; result: FailResult } | null;
-
-interface PendingRecord {
+interface Queued {
   c: ClaimedDelivery;
-  outcome: AttemptOutcome;
-  resolve(r: Recorded): void;
-  reject(err: unknown): void;
+  /** When it was claimed (service clock, ms). */
+  at: number;
 }
 
 export interface DeliveryWorkerStats {
@@ -92,7 +97,7 @@ function unreadableOutcome(): AttemptOutcome {
   return { delivered: false, statusCode: null, durationMs: 0, responseBody: null, error: "the webhook's secret or headers cannot be decrypted with the configured keys" };
 }
 
-/** One running delivery worker: its slots, its wake-ups and its batches of outcomes. */
+/** One running delivery worker: its queue, its slots, its wake-ups; outcomes go to its recorder. */
 class DeliveryRun {
   readonly #ctx: AppContext;
   readonly #id: string;
@@ -101,13 +106,19 @@ class DeliveryRun {
   readonly #perWebhookLimit: number;
   readonly #leaseMs: number;
   readonly #sender: DeliverySender;
-  readonly #inFlight = new Map<number, Promise<void>>();
+  readonly #recorder: OutcomeRecorder;
+  /** Claimed rows waiting for a slot, oldest first. */
+  #queue: Queued[] = [];
+  /** Sends on the wire (the slots). */
+  readonly #inFlight = new Set<number>();
   readonly #inFlightByWebhook = new Map<number, number>();
+  /** Rows each webhook has in this worker: queued or in flight. */
+  readonly #heldByWebhook = new Map<number, number>();
+  /** Every send not yet recorded (stop waits for them). */
+  readonly #tasks = new Set<Promise<void>>();
   readonly #counts = { delivered: 0, failedAttempts: 0 };
-  readonly #toRecord: PendingRecord[] = [];
   readonly #unsubscribe: Array<() => unknown> = [];
   #unlisten: (() => Promise<void>) | null = null;
-  #recording: Promise<void> | null = null;
   #loop: Promise<void> | null = null;
   #stopping = false;
   #stopped = false;
@@ -130,6 +141,16 @@ class DeliveryRun {
       allowPrivate: this.#cfg.allowPrivate,
       connectionsPerOrigin: this.#cfg.concurrency,
     });
+    this.#recorder = new OutcomeRecorder(
+      ctx,
+      id,
+      {
+        onBatch: () => this.#afterRecord(),
+        onReleaseError: (err) => this.#log.warn({ err }, 'giving back unsent leases failed; they will expire'),
+        busy: () => this.#inFlight.size > 0 || this.#queue.length > 0,
+      },
+      this.#cfg.concurrency,
+    );
   }
 
   /** Manual retries in this process, new outbox events here and (PostgreSQL) elsewhere wake the worker. */
@@ -157,7 +178,7 @@ class DeliveryRun {
     return this.#stopped ? 'stopped' : 'running';
   }
 
-  /** Stops claiming; resolves once the sends in flight are recorded. */
+  /** Stops claiming, gives back the queued rows; resolves once the sends in flight are recorded. */
   stop(): Promise<void> {
     this.#stopPromise ??= (async () => {
       this.#stopping = true;
@@ -165,7 +186,10 @@ class DeliveryRun {
       await this.#unlisten?.();
       this.#wakeSleeper?.();
       await this.#loop;
-      await Promise.allSettled([...this.#inFlight.values()]);
+      this.#giveBack(this.#queue);
+      this.#queue = [];
+      await Promise.allSettled([...this.#tasks]);
+      await this.#recorder.idle();
       if (this.#refillTimer) clearTimeout(this.#refillTimer);
       await this.#sender.close();
       this.#stopped = true;
@@ -202,57 +226,118 @@ class DeliveryRun {
     });
   }
 
+  /**
+   * Room for more claimed rows: free slots plus the queue's free places. None while recording
+   * lags, and none while the queue still holds a slot's worth of rows and fewer than that
+   * would be claimed: a claim (a commit) then takes many rows, not the one just sent.
+   */
+  #room(): number {
+    const n = this.#cfg.concurrency;
+    if (this.#recorder.backlog >= n * RECORD_BACKLOG_PER_SLOT) return 0;
+    const room = n * (1 + PREFETCH_FACTOR) - this.#inFlight.size - this.#queue.length;
+    return room < n && this.#queue.length >= n ? 0 : room;
+  }
+
   /** One tick; true when more work is known to be waiting. */
   async #tick(): Promise<boolean> {
     const { db, dialect } = this.#ctx.store;
     const dispatched = await dispatchEvents(db, dialect, this.#ctx.clock.nowMs(), DISPATCH_BATCH);
     let more = dispatched.events === DISPATCH_BATCH;
-    const free = this.#cfg.concurrency - this.#inFlight.size;
-    if (free > 0 && !this.#stopping) {
+    this.#pump();
+    const room = this.#room();
+    if (room > 0 && !this.#stopping) {
       const { claimed, deferred, cancelled } = await claimDeliveries(db, dialect, {
         workerId: this.#id,
-        limit: free,
+        limit: room,
         leaseMs: this.#leaseMs,
         nowMs: this.#ctx.clock.nowMs(),
-        inFlightByWebhook: this.#inFlightByWebhook,
-        perWebhookLimit: this.#perWebhookLimit,
+        heldByWebhook: this.#heldByWebhook,
+        perWebhookLimit: this.#perWebhookLimit * (1 + PREFETCH_FACTOR),
       });
       if (cancelled > 0) this.#log.info({ cancelled }, 'deliveries of deleted or inactive webhooks cancelled');
-      for (const c of claimed) this.#launch(c);
-      // Rows passed over for a busy webhook may leave slots other webhooks can use now.
-      if (deferred > 0 && this.#inFlight.size < this.#cfg.concurrency) more = true;
+      const at = this.#ctx.clock.nowMs();
+      for (const c of claimed) {
+        this.#queue.push({ c, at });
+        this.#heldByWebhook.set(c.webhook_id, (this.#heldByWebhook.get(c.webhook_id) ?? 0) + 1);
+      }
+      this.#pump();
+      // Rows passed over for a busy webhook may leave room other webhooks can use now.
+      if (deferred > 0 && this.#room() > 0) more = true;
     }
     return more;
   }
 
+  /**
+   * Starts queued rows while slots are free, oldest first, at most `perWebhookLimit` in flight
+   * for one webhook (half the slots, so one slow receiver never holds them all). A row queued
+   * longer than QUEUE_MAX_WAIT_MS is not sent but given back (its lease must outlast the send).
+   */
+  #pump(): void {
+    const staleBefore = this.#ctx.clock.nowMs() - QUEUE_MAX_WAIT_MS;
+    const keep: Queued[] = [];
+    const stale: Queued[] = [];
+    for (const q of this.#queue) {
+      if (q.at < staleBefore) stale.push(q);
+      else if (this.#stopping || this.#inFlight.size >= this.#cfg.concurrency || (this.#inFlightByWebhook.get(q.c.webhook_id) ?? 0) >= this.#perWebhookLimit) keep.push(q);
+      else this.#launch(q.c);
+    }
+    this.#queue = keep;
+    this.#giveBack(stale);
+  }
+
+  #giveBack(rows: readonly Queued[]): void {
+    for (const q of rows) this.#unhold(this.#heldByWebhook, q.c.webhook_id);
+    this.#recorder.release(rows.map((q) => q.c.id));
+  }
+
+  #unhold(counts: Map<number, number>, webhookId: number): void {
+    const n = (counts.get(webhookId) ?? 1) - 1;
+    if (n <= 0) counts.delete(webhookId);
+    else counts.set(webhookId, n);
+  }
+
   #launch(c: ClaimedDelivery): void {
+    this.#inFlight.add(c.id);
     this.#inFlightByWebhook.set(c.webhook_id, (this.#inFlightByWebhook.get(c.webhook_id) ?? 0) + 1);
-    const p = this.#deliver(c)
+    const p: Promise<void> = this.#deliver(c)
       .catch((err: unknown) =>
         this.#log.error({ err, delivery: c.uuid, webhook_id: c.webhook_id }, 'delivery bookkeeping failed; the lease will expire and it will be retried'),
       )
-      .finally(() => this.#release(c));
-    this.#inFlight.set(c.id, p);
+      .finally(() => this.#tasks.delete(p));
+    this.#tasks.add(p);
   }
 
-  /** Frees the slot of a finished send and schedules the refill (see REFILL_COALESCE_MS). */
+  async #deliver(c: ClaimedDelivery): Promise<void> {
+    let outcome: AttemptOutcome;
+    try {
+      outcome = await this.#attempt(c);
+    } finally {
+      this.#release(c);
+    }
+    this.#logOutcome(c, outcome, await this.#recorder.record(c, outcome));
+  }
+
+  /**
+   * Frees the slot of a finished send (its outcome is recorded in the background; the row stays
+   * leased until then), starts the next queued row, and schedules a refill of the queue.
+   */
   #release(c: ClaimedDelivery): void {
     this.#inFlight.delete(c.id);
-    const n = (this.#inFlightByWebhook.get(c.webhook_id) ?? 1) - 1;
-    if (n <= 0) this.#inFlightByWebhook.delete(c.webhook_id);
-    else this.#inFlightByWebhook.set(c.webhook_id, n);
+    this.#unhold(this.#inFlightByWebhook, c.webhook_id);
+    this.#unhold(this.#heldByWebhook, c.webhook_id);
     if (this.#stopping) return;
+    this.#pump();
     if (this.#inFlight.size === 0) this.wake();
-    else
+    else if (this.#queue.length < this.#cfg.concurrency)
       this.#refillTimer ??= setTimeout(() => {
         this.#refillTimer = null;
         this.wake();
       }, REFILL_COALESCE_MS);
   }
 
-  async #deliver(c: ClaimedDelivery): Promise<void> {
-    const outcome = await this.#attempt(c);
-    this.#logOutcome(c, outcome, await this.#record(c, outcome));
+  /** A batch of outcomes was written: if claiming had paused for the backlog, resume. */
+  #afterRecord(): void {
+    if (!this.#stopping && this.#room() > 0 && this.#queue.length < this.#cfg.concurrency) this.wake();
   }
 
   /** One HTTP attempt, outside any transaction. */
@@ -294,55 +379,5 @@ class DeliveryRun {
       );
       if (rec.result.disabled !== null) this.#log.warn({ webhook_id: c.webhook_id, reason: rec.result.disabled }, 'webhook deactivated');
     }
-  }
-
-  /**
-   * Records an outcome. Outcomes are written in batches, one transaction each, one batch at a
-   * time: whatever finished while the previous batch was committing goes into the next. A busy
-   * worker thus pays one commit per batch rather than one per delivery (PostgreSQL manages
-   * about 800 single-row commits a second on the benchmark machine: that, not HTTP, was the
-   * ceiling). The slot stays taken until its outcome is recorded.
-   */
-  #record(c: ClaimedDelivery, outcome: AttemptOutcome): Promise<Recorded> {
-    return new Promise((resolve, reject) => {
-      this.#toRecord.push({ c, outcome, resolve, reject });
-      // setImmediate: outcomes that arrive in the same turn of the event loop join the batch.
-      this.#recording ??= new Promise<void>((r) => setImmediate(r)).then(() => this.#drainRecords());
-    });
-  }
-
-  async #drainRecords(): Promise<void> {
-    while (this.#toRecord.length > 0) {
-      const batch = this.#toRecord.splice(0, RECORD_BATCH);
-      try {
-        const out = await this.#recordBatch(batch);
-        for (const b of batch) b.resolve(out.get(b.c.id) ?? null);
-      } catch (err) {
-        for (const b of batch) b.reject(err);
-      }
-    }
-    this.#recording = null;
-  }
-
-  /** complete and fail for one batch, in one transaction. */
-  #recordBatch(batch: readonly PendingRecord[]): Promise<Map<number, Recorded>> {
-    return this.#ctx.store.db.transaction().execute(async (trx) => {
-      const now = this.#ctx.clock.nowMs();
-      const results = new Map<number, Recorded>();
-      const ok = batch.filter((b) => b.outcome.delivered);
-      const done = await completeDeliveries(trx, this.#id, ok.map((b) => ({ id: b.c.id, webhookId: b.c.webhook_id, outcome: b.outcome })), now);
-      for (const b of ok) {
-        const attempts = done.get(b.c.id);
-        results.set(b.c.id, attempts === undefined ? null : { delivered: true, attempts });
-      }
-      // By webhook id: two workers recording at once touch the webhooks' rows in the same order.
-      const failed = batch.filter((x) => !x.outcome.delivered).sort((a, b) => a.c.webhook_id - b.c.webhook_id);
-      for (const b of failed) {
-        const send = { id: b.c.id, webhookId: b.c.webhook_id, workerId: this.#id, outcome: b.outcome, nowMs: now };
-        const result = await failAttempt(trx, this.#ctx.store.dialect, send, this.#cfg);
-        results.set(b.c.id, result === null ? null : { delivered: false, result });
-      }
-      return results;
-    });
   }
 }

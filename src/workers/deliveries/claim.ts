@@ -16,9 +16,10 @@
  * `failed` with the reason, no attempt recorded. A replaced secret whose overlap is over is
  * erased from the webhooks seen here (it signs nothing any more and is not kept).
  *
- * Fairness: the caller passes the webhooks that already have their share of in-flight sends;
- * their rows are not even candidates, and at most `perWebhookLimit` rows of one webhook are
- * taken per claim. So one slow receiver can hold some slots, never all of them.
+ * Fairness: the caller passes how many rows each webhook already holds in the worker (queued or
+ * in flight); a webhook at `perWebhookLimit` has no candidates, and a claim takes no more of
+ * its rows than its limit leaves. The worker then sends at most half its slots' worth of one
+ * webhook at a time, so one slow receiver can hold some slots, never all of them.
  */
 import type { Db, SqlDialect } from '../../db/dialect.js';
 import * as queue from './deliveries.repository.js';
@@ -37,8 +38,9 @@ export interface ClaimRequest {
   limit: number;
   leaseMs: number;
   nowMs: number;
-  /** In-flight sends per webhook in this worker. */
-  inFlightByWebhook: ReadonlyMap<number, number>;
+  /** Rows each webhook holds in this worker (queued or in flight). */
+  heldByWebhook: ReadonlyMap<number, number>;
+  /** Rows one webhook may hold in this worker. */
   perWebhookLimit: number;
 }
 
@@ -60,7 +62,7 @@ interface Selection {
 }
 
 export async function claimDeliveries(db: Db, dialect: SqlDialect, r: ClaimRequest): Promise<ClaimResult> {
-  const saturated = [...r.inFlightByWebhook].filter(([, n]) => n >= r.perWebhookLimit).map(([id]) => id);
+  const saturated = [...r.heldByWebhook].filter(([, n]) => n >= r.perWebhookLimit).map(([id]) => id);
   return db.transaction().execute(async (trx) => {
     const candidates = await queue.lockDueDeliveries(trx, dialect, {
       nowMs: r.nowMs,
@@ -102,7 +104,7 @@ function select(candidates: readonly DueDelivery[], hookById: ReadonlyMap<number
       out.cancel.set(reason, [...(out.cancel.get(reason) ?? []), c.id]);
       continue;
     }
-    const share = (r.inFlightByWebhook.get(c.webhook_id) ?? 0) + (taken.get(c.webhook_id) ?? 0);
+    const share = (r.heldByWebhook.get(c.webhook_id) ?? 0) + (taken.get(c.webhook_id) ?? 0);
     if (out.claimed.length >= r.limit || share >= r.perWebhookLimit) {
       out.deferred += 1;
       continue;
