@@ -1,22 +1,27 @@
 /**
  * The webhook delivery worker. Each tick:
- *   1. dispatch: fan a batch of outbox events out into deliveries (deliveries/dispatch.ts);
- *   2. claim: lease as many due deliveries as there are free slots (deliveries/claim.ts);
- *   3. send each claimed delivery in the background, outside any transaction, then record the
- *      outcome with complete or fail (deliveries/complete.ts, deliveries/fail.ts); outcomes
- *      that finish together are recorded in one transaction. Every query of these steps is in
- *      deliveries/deliveries.repository.ts (events: modules/events/events.repository.ts).
+ *   1. dispatch: fan a batch of outbox events out into deliveries (deliveries/dispatch.ts), when
+ *      an outbox signal, a poll interval or a full batch says there may be some;
+ *   2. claim: lease due deliveries into this worker's queue (deliveries/claim.ts): the free slots
+ *      plus up to PREFETCH_FACTOR × concurrency more, so one claim transaction serves many sends;
+ *   3. send queued deliveries in the background, outside any transaction; a slot is freed as
+ *      soon as the answer is read, and the outcome is recorded with complete or fail
+ *      (deliveries/record.ts → complete.ts, fail.ts) in batches, one transaction each, while the
+ *      row stays leased. Every query of these steps is in deliveries/deliveries.repository.ts
+ *      (events: modules/events/events.repository.ts).
  *
  * Bounds: at most `WEBHOOK_CONCURRENCY` (16) sends in flight per process, and at most half of
  * them (8) to one webhook, so one slow or hanging receiver (up to 30 s an attempt) holds some
- * slots while the others keep flowing. Ticks run every `WEBHOOK_POLL_MS` (500 ms), and at once
- * when a send finishes, when a batch was full (more work is waiting) or when a manual retry
- * is queued in this process.
+ * slots while the others keep flowing; one webhook also holds at most half of the queue. A
+ * queued row not sent within QUEUE_MAX_WAIT_MS is given back. Ticks run every
+ * `WEBHOOK_POLL_MS` (500 ms), and at once when new work is signalled, when the queue runs low,
+ * or when a batch was full (more work is waiting).
  *
  * Many processes can run this worker against one PostgreSQL database (claims use
  * FOR UPDATE SKIP LOCKED); on SQLite run one. A restart resumes: pending and retrying rows are
  * simply due again, and a lease left by a crashed process expires after the longest attempt
- * plus a margin. `stop()` stops claiming and resolves once the sends in flight are recorded.
+ * plus a margin. `stop()` stops claiming, gives back the queued rows and resolves once the
+ * sends in flight are recorded.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -47,11 +52,15 @@ const LEASE_MARGIN_MS = 30_000;
  * finished send is replaced at once from the queue, and claims (one transaction each) run
  * beside the sends instead of between them, each taking many rows.
  */
-const PREFETCH_FACTOR = 2;
+const PREFETCH_FACTOR = 4;
+/** A claim waits (while a slot's worth of rows is still queued) until 1/this of the places are free. */
+const CLAIM_WHEN_FREE = 2;
 /** A queued row not sent after this long (its webhook's slots stay busy) is given back. */
 const QUEUE_MAX_WAIT_MS = 2_000;
+/** While busy, outcomes are written once this many per slot are waiting (or after a short delay). */
+const RECORD_MIN_BATCH_PER_SLOT = 4;
 /** Outcomes waiting to be recorded, per slot, beyond which the worker stops claiming. */
-const RECORD_BACKLOG_PER_SLOT = 4;
+const RECORD_BACKLOG_PER_SLOT = 8;
 /**
  * While sends are in flight and the queue still holds work, a refill waits this long so the
  * rows sent meanwhile are replaced by one claim (an idle worker claims at once).
@@ -124,6 +133,11 @@ class DeliveryRun {
   #stopped = false;
   #stopPromise: Promise<void> | null = null;
   #wakeRequested = false;
+  /**
+   * Whether the next tick looks at the outbox: after an outbox signal, a poll interval, or a full
+   * fan-out batch. Refills after a send skip that read.
+   */
+  #dispatchDue = true;
   #wakeSleeper: (() => void) | null = null;
   #refillTimer: NodeJS.Timeout | null = null;
 
@@ -149,7 +163,7 @@ class DeliveryRun {
         onReleaseError: (err) => this.#log.warn({ err }, 'giving back unsent leases failed; they will expire'),
         busy: () => this.#inFlight.size > 0 || this.#queue.length > 0,
       },
-      this.#cfg.concurrency,
+      this.#cfg.concurrency * RECORD_MIN_BATCH_PER_SLOT,
     );
   }
 
@@ -165,7 +179,14 @@ class DeliveryRun {
     this.#loop = this.#run();
   }
 
+  /** New work may be waiting, in the outbox too: the next tick fans it out and claims. */
   wake(): void {
+    this.#dispatchDue = true;
+    this.#refill();
+  }
+
+  /** Slots or queue places were freed: the next tick claims (the outbox is left to its signals). */
+  #refill(): void {
     this.#wakeRequested = true;
     this.#wakeSleeper?.();
   }
@@ -209,7 +230,10 @@ class DeliveryRun {
         if (!this.#stopping) this.#log.error({ err }, 'delivery tick failed');
       }
       if (this.#stopping) break;
-      if (!more && !this.#wakeRequested) await this.#sleep(cfg.pollIntervalMs);
+      if (!more && !this.#wakeRequested) {
+        await this.#sleep(cfg.pollIntervalMs);
+        this.#dispatchDue = true;
+      }
       this.#wakeRequested = false;
     }
   }
@@ -228,21 +252,27 @@ class DeliveryRun {
 
   /**
    * Room for more claimed rows: free slots plus the queue's free places. None while recording
-   * lags, and none while the queue still holds a slot's worth of rows and fewer than that
-   * would be claimed: a claim (a commit) then takes many rows, not the one just sent.
+   * lags, and none while the queue still holds a slot's worth of rows and less than half the
+   * places are free: a claim (a commit) then takes many rows, not the few just sent.
    */
   #room(): number {
     const n = this.#cfg.concurrency;
     if (this.#recorder.backlog >= n * RECORD_BACKLOG_PER_SLOT) return 0;
-    const room = n * (1 + PREFETCH_FACTOR) - this.#inFlight.size - this.#queue.length;
-    return room < n && this.#queue.length >= n ? 0 : room;
+    const capacity = n * (1 + PREFETCH_FACTOR);
+    const room = capacity - this.#inFlight.size - this.#queue.length;
+    return room < capacity / CLAIM_WHEN_FREE && this.#queue.length >= n ? 0 : room;
   }
 
   /** One tick; true when more work is known to be waiting. */
   async #tick(): Promise<boolean> {
     const { db, dialect } = this.#ctx.store;
-    const dispatched = await dispatchEvents(db, dialect, this.#ctx.clock.nowMs(), DISPATCH_BATCH);
-    let more = dispatched.events === DISPATCH_BATCH;
+    let more = false;
+    if (this.#dispatchDue) {
+      // Cleared before the read: a signal arriving meanwhile makes the next tick look again.
+      this.#dispatchDue = false;
+      const dispatched = await dispatchEvents(db, dialect, this.#ctx.clock.nowMs(), DISPATCH_BATCH);
+      if (dispatched.events === DISPATCH_BATCH) this.#dispatchDue = more = true;
+    }
     this.#pump();
     const room = this.#room();
     if (room > 0 && !this.#stopping) {
@@ -308,18 +338,27 @@ class DeliveryRun {
   }
 
   async #deliver(c: ClaimedDelivery): Promise<void> {
-    let outcome: AttemptOutcome;
-    try {
-      outcome = await this.#attempt(c);
-    } finally {
+    let freed = false;
+    const free = () => {
+      if (freed) return;
+      freed = true;
       this.#release(c);
+    };
+    try {
+      const outcome = await this.#attempt(c);
+      // A 2xx answer read to its end: the receiver is done with it, the slot is free now. A failed
+      // attempt (perhaps aborted, which the receiver may not have noticed yet) keeps its slot
+      // until its outcome is recorded, so a receiver never sees more than its share open.
+      if (outcome.delivered) free();
+      this.#logOutcome(c, outcome, await this.#recorder.record(c, outcome));
+    } finally {
+      free();
     }
-    this.#logOutcome(c, outcome, await this.#recorder.record(c, outcome));
   }
 
   /**
-   * Frees the slot of a finished send (its outcome is recorded in the background; the row stays
-   * leased until then), starts the next queued row, and schedules a refill of the queue.
+   * Frees the slot of a finished send (a delivered one's outcome is recorded in the background;
+   * the row stays leased until then), starts the next queued row, and schedules a refill.
    */
   #release(c: ClaimedDelivery): void {
     this.#inFlight.delete(c.id);
@@ -327,17 +366,17 @@ class DeliveryRun {
     this.#unhold(this.#heldByWebhook, c.webhook_id);
     if (this.#stopping) return;
     this.#pump();
-    if (this.#inFlight.size === 0) this.wake();
-    else if (this.#queue.length < this.#cfg.concurrency)
+    if (this.#inFlight.size === 0) this.#refill();
+    else if (this.#room() > 0)
       this.#refillTimer ??= setTimeout(() => {
         this.#refillTimer = null;
-        this.wake();
+        this.#refill();
       }, REFILL_COALESCE_MS);
   }
 
   /** A batch of outcomes was written: if claiming had paused for the backlog, resume. */
   #afterRecord(): void {
-    if (!this.#stopping && this.#room() > 0 && this.#queue.length < this.#cfg.concurrency) this.wake();
+    if (!this.#stopping && this.#room() > 0) this.#refill();
   }
 
   /** One HTTP attempt, outside any transaction. */

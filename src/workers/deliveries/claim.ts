@@ -51,8 +51,13 @@ export interface ClaimResult {
   cancelled: number;
 }
 
-/** Candidates looked at per free slot: enough to fill slots past a few saturated webhooks. */
+/**
+ * Candidates looked at per free place: enough to fill it past a few saturated webhooks, at
+ * most CANDIDATES_EXTRA more than the claim can take (a large claim does not lock, read and
+ * leave hundreds of rows; rows passed over are reached by the next claim).
+ */
 const CANDIDATES_PER_SLOT = 4;
+const CANDIDATES_EXTRA = 64;
 
 interface Selection {
   claimed: ClaimedDelivery[];
@@ -67,7 +72,7 @@ export async function claimDeliveries(db: Db, dialect: SqlDialect, r: ClaimReque
     const candidates = await queue.lockDueDeliveries(trx, dialect, {
       nowMs: r.nowMs,
       excludeWebhooks: saturated,
-      limit: r.limit * CANDIDATES_PER_SLOT,
+      limit: Math.min(r.limit * CANDIDATES_PER_SLOT, r.limit + CANDIDATES_EXTRA),
     });
     if (candidates.length === 0) return { claimed: [], deferred: 0, cancelled: 0 };
     const hooks = await queue.findTargetWebhooks(trx, [...new Set(candidates.map((c) => c.webhook_id))]);

@@ -5,9 +5,10 @@
  * per delivery (PostgreSQL manages about 800 single-row commits a second on the benchmark
  * machine). The same transaction gives back the leases of claimed rows the worker did not send.
  *
- * The slot of a send is freed as soon as its answer is read, before this records it: the row
- * stays leased to the worker until its outcome is written (only then is it `delivered` or due
- * again), so a crash in between sends it again (at least once) and nothing else can take it.
+ * The slot of a delivered send is freed as soon as its 2xx answer is read, before this records
+ * it: the row stays leased to the worker until its outcome is written (only then is it
+ * `delivered`), so a crash in between sends it again (at least once) and nothing else can take
+ * it. A failed attempt keeps its slot until recorded and is written without waiting for a batch.
  */
 import type { AppContext } from '../../context.js';
 import type { AttemptOutcome } from '../../modules/webhooks/webhooks.sender.js';
@@ -23,7 +24,7 @@ const RECORD_BATCH = 200;
  * has waited this long: the slots are already free, so waiting costs no throughput and makes
  * the commits fewer. An idle worker writes at once (latency).
  */
-const RECORD_DELAY_MS = 10;
+const RECORD_DELAY_MS = 20;
 
 /** null: the lease was lost before the outcome was recorded (another worker owns the row). */
 export type Recorded = { delivered: true; attempts: number } | { delivered: false; result: FailResult } | null;
@@ -48,6 +49,7 @@ export class OutcomeRecorder {
   #running: Promise<void> | null = null;
   #timer: NodeJS.Timeout | null = null;
   #flushing = false;
+  #flushSoon = false;
 
   /**
    * `onBatch` runs after each batch (the worker may claim again: its backlog shrank); `busy`
@@ -71,6 +73,8 @@ export class OutcomeRecorder {
     return new Promise((resolve, reject) => {
       this.#pending.push({ c, outcome, resolve, reject });
       this.#unrecorded += 1;
+      // A failed attempt holds its slot until recorded: it is written without waiting for a batch.
+      if (!outcome.delivered) this.#flushSoon = true;
       this.#schedule();
     });
   }
@@ -91,7 +95,7 @@ export class OutcomeRecorder {
 
   #schedule(): void {
     if (this.#running) return;
-    const ready = this.#flushing || this.#toRelease.length > 0 || this.#pending.length >= this.#minBatch || !this.#busy();
+    const ready = this.#flushing || this.#flushSoon || this.#toRelease.length > 0 || this.#pending.length >= this.#minBatch || !this.#busy();
     if (!ready) {
       this.#timer ??= setTimeout(() => {
         this.#timer = null;
@@ -116,6 +120,7 @@ export class OutcomeRecorder {
 
   async #drain(): Promise<void> {
     while (this.#pending.length > 0 || this.#toRelease.length > 0) {
+      this.#flushSoon = false;
       const batch = this.#pending.splice(0, RECORD_BATCH);
       const release = this.#toRelease;
       this.#toRelease = [];
