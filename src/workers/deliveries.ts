@@ -67,6 +67,9 @@ const RECORD_BACKLOG_PER_SLOT = 8;
  */
 const REFILL_COALESCE_MS = 2;
 
+/** Decrypted webhook secrets and headers kept by the worker (see `#decrypt`). */
+const DECRYPTED_CACHE_MAX = 1_000;
+
 interface Queued {
   c: ClaimedDelivery;
   /** When it was claimed (service clock, ms). */
@@ -126,6 +129,7 @@ class DeliveryRun {
   /** Every send not yet recorded (stop waits for them). */
   readonly #tasks = new Set<Promise<void>>();
   readonly #counts = { delivered: 0, failedAttempts: 0 };
+  readonly #decrypted = new Map<string, string>();
   readonly #unsubscribe: Array<() => unknown> = [];
   #unlisten: (() => Promise<void>) | null = null;
   #loop: Promise<void> | null = null;
@@ -385,9 +389,9 @@ class DeliveryRun {
     let previousSecret: string | null;
     let extra: Record<string, string>;
     try {
-      secret = c.signature_enc === null ? null : this.#ctx.secrets.decrypt(c.signature_enc);
-      previousSecret = c.previous_signature_enc === null ? null : this.#ctx.secrets.decrypt(c.previous_signature_enc);
-      extra = c.headers_enc === null ? {} : (JSON.parse(this.#ctx.secrets.decrypt(c.headers_enc)) as Record<string, string>);
+      secret = c.signature_enc === null ? null : this.#decrypt(c.signature_enc);
+      previousSecret = c.previous_signature_enc === null ? null : this.#decrypt(c.previous_signature_enc);
+      extra = c.headers_enc === null ? {} : (JSON.parse(this.#decrypt(c.headers_enc)) as Record<string, string>);
     } catch {
       return unreadableOutcome();
     }
@@ -401,6 +405,22 @@ class DeliveryRun {
       timestampS: Math.floor(this.#ctx.clock.nowMs() / 1000),
     });
     return this.#sender.send(c.url, headers, c.body);
+  }
+
+  /**
+   * Decrypts a webhook's secret or headers, keyed by the ciphertext: the rows of one webhook
+   * carry the same ones, so a busy worker decrypts each once, not once a delivery. A rotation
+   * or an edit changes the ciphertext (fresh nonce), so a stale entry is never used; the cache
+   * is dropped whole past DECRYPTED_CACHE_MAX entries.
+   */
+  #decrypt(enc: string): string {
+    let plain = this.#decrypted.get(enc);
+    if (plain === undefined) {
+      plain = this.#ctx.secrets.decrypt(enc);
+      if (this.#decrypted.size >= DECRYPTED_CACHE_MAX) this.#decrypted.clear();
+      this.#decrypted.set(enc, plain);
+    }
+    return plain;
   }
 
   #logOutcome(c: ClaimedDelivery, outcome: AttemptOutcome, rec: Recorded): void {
