@@ -343,20 +343,20 @@ class DeliveryRun {
 
   async #deliver(c: ClaimedDelivery): Promise<void> {
     let freed = false;
-    const free = () => {
+    const free = (recordFollows: boolean) => {
       if (freed) return;
       freed = true;
-      this.#release(c);
+      this.#release(c, recordFollows);
     };
     try {
       const outcome = await this.#attempt(c);
       // A 2xx answer read to its end: the receiver is done with it, the slot is free now. A failed
       // attempt (perhaps aborted, which the receiver may not have noticed yet) keeps its slot
       // until its outcome is recorded, so a receiver never sees more than its share open.
-      if (outcome.delivered) free();
+      if (outcome.delivered) free(true);
       this.#logOutcome(c, outcome, await this.#recorder.record(c, outcome));
     } finally {
-      free();
+      free(false);
     }
   }
 
@@ -364,14 +364,17 @@ class DeliveryRun {
    * Frees the slot of a finished send (a delivered one's outcome is recorded in the background;
    * the row stays leased until then), starts the next queued row, and schedules a refill.
    */
-  #release(c: ClaimedDelivery): void {
+  #release(c: ClaimedDelivery, recordFollows: boolean): void {
     this.#inFlight.delete(c.id);
     this.#unhold(this.#inFlightByWebhook, c.webhook_id);
     this.#unhold(this.#heldByWebhook, c.webhook_id);
     if (this.#stopping) return;
     this.#pump();
-    if (this.#inFlight.size === 0) this.#refill();
-    else if (this.#room() > 0)
+    // The last send of an idle worker: its outcome is written first (latency), then the batch's
+    // end refills (#afterRecord).
+    if (this.#inFlight.size === 0) {
+      if (!recordFollows || this.#queue.length > 0) this.#refill();
+    } else if (this.#room() > 0)
       this.#refillTimer ??= setTimeout(() => {
         this.#refillTimer = null;
         this.#refill();
