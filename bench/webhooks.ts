@@ -292,7 +292,7 @@ async function main(): Promise<void> {
         `${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${cpu.length} × ${cpu[0]?.model.trim() ?? 'CPU'}; PostgreSQL, receiver and service on the same machine ` +
         `(load average ${loadavg()[0]!.toFixed(1)} at the end of the run).`,
       '',
-      'The worker\'s figure covers the whole path of each delivery: fan-out from the outbox, claim with a lease, HMAC signing (both schemes), the POST, reading the answer, and recording the attempt and the new status (outcomes that finish together share one transaction). ' +
+      'The worker\'s figure covers the whole path of each delivery: fan-out from the outbox, claim with a lease, HMAC signing (both schemes), the POST, reading the answer, and recording the attempt and the new status (the worker claims ahead into a queue, one transaction for many rows, and records outcomes in batches, one transaction each). ' +
         'At most half of the in-flight slots go to one webhook, hence several webhooks. Latency does not depend on WEBHOOK_POLL_MS: recording an event wakes the worker (in the same process at once; on PostgreSQL through a NOTIFY delivered at commit to every process), so the poll interval only bounds how late a missed signal is noticed.',
       '',
     ].join('\n');

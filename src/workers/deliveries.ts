@@ -1,22 +1,27 @@
 /**
  * The webhook delivery worker. Each tick:
- *   1. dispatch: fan a batch of outbox events out into deliveries (deliveries/dispatch.ts);
- *   2. claim: lease as many due deliveries as there are free slots (deliveries/claim.ts);
- *   3. send each claimed delivery in the background, outside any transaction, then record the
- *      outcome with complete or fail (deliveries/complete.ts, deliveries/fail.ts); outcomes
- *      that finish together are recorded in one transaction. Every query of these steps is in
- *      deliveries/deliveries.repository.ts (events: modules/events/events.repository.ts).
+ *   1. dispatch: fan a batch of outbox events out into deliveries (deliveries/dispatch.ts), when
+ *      an outbox signal, a poll interval or a full batch says there may be some;
+ *   2. claim: lease due deliveries into this worker's queue (deliveries/claim.ts): the free slots
+ *      plus up to PREFETCH_FACTOR × concurrency more, so one claim transaction serves many sends;
+ *   3. send queued deliveries in the background, outside any transaction; a slot is freed as
+ *      soon as the answer is read, and the outcome is recorded with complete or fail
+ *      (deliveries/record.ts → complete.ts, fail.ts) in batches, one transaction each, while the
+ *      row stays leased. Every query of these steps is in deliveries/deliveries.repository.ts
+ *      (events: modules/events/events.repository.ts).
  *
  * Bounds: at most `WEBHOOK_CONCURRENCY` (16) sends in flight per process, and at most half of
  * them (8) to one webhook, so one slow or hanging receiver (up to 30 s an attempt) holds some
- * slots while the others keep flowing. Ticks run every `WEBHOOK_POLL_MS` (500 ms), and at once
- * when a send finishes, when a batch was full (more work is waiting) or when a manual retry
- * is queued in this process.
+ * slots while the others keep flowing; one webhook also holds at most half of the queue. A
+ * queued row not sent within QUEUE_MAX_WAIT_MS is given back. Ticks run every
+ * `WEBHOOK_POLL_MS` (500 ms), and at once when new work is signalled, when the queue runs low,
+ * or when a batch was full (more work is waiting).
  *
  * Many processes can run this worker against one PostgreSQL database (claims use
  * FOR UPDATE SKIP LOCKED); on SQLite run one. A restart resumes: pending and retrying rows are
  * simply due again, and a lease left by a crashed process expires after the longest attempt
- * plus a margin. `stop()` stops claiming and resolves once the sends in flight are recorded.
+ * plus a margin. `stop()` stops claiming, gives back the queued rows and resolves once the
+ * sends in flight are recorded.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -26,9 +31,8 @@ import { deliveryHeaders } from '../modules/webhooks/webhooks.signing.js';
 import { DeliverySender, type AttemptOutcome } from '../modules/webhooks/webhooks.sender.js';
 import type { WebhooksService } from '../modules/webhooks/webhooks.service.js';
 import { claimDeliveries, type ClaimedDelivery } from './deliveries/claim.js';
-import { completeDeliveries } from './deliveries/complete.js';
 import { dispatchEvents } from './deliveries/dispatch.js';
-import { failAttempt, type FailResult } from './deliveries/fail.js';
+import { OutcomeRecorder, type Recorded } from './deliveries/record.js';
 import type { Worker } from './worker.js';
 import { onOutboxEvent } from '../modules/events/outbox.js';
 
@@ -36,27 +40,40 @@ import { onOutboxEvent } from '../modules/events/outbox.js';
 const DISPATCH_BATCH = 200;
 /**
  * Lease = total time-out + 30 s. An attempt cannot outlive the total time-out (the request is
- * aborted), and recording its outcome takes milliseconds, so with the defaults (30 s) a lease
- * of 60 s expires only when its holder died; the delivery is then sent again by another worker.
+ * aborted), a claimed row waits at most QUEUE_MAX_WAIT_MS in the worker's queue before it is
+ * sent or given back, and recording its outcome takes milliseconds, so with the defaults (30 s)
+ * a lease of 60 s expires only when its holder died; the delivery is then sent again by another
+ * worker.
  */
 const LEASE_MARGIN_MS = 30_000;
 /**
- * A finished send frees a slot; refilling it costs a claim transaction. While other sends are
- * still in flight, the refill waits this long so the slots freed meanwhile are claimed together
- * (on a busy worker that cuts the claims per delivery from one to a fraction; an idle worker
- * still starts the next tick at once when its last send finishes).
+ * The worker claims ahead: besides the `concurrency` rows in flight it keeps up to
+ * PREFETCH_FACTOR × `concurrency` claimed rows queued (one webhook at most half of them), so a
+ * finished send is replaced at once from the queue, and claims (one transaction each) run
+ * beside the sends instead of between them, each taking many rows.
  */
-const REFILL_COALESCE_MS = 5;
-/** Outcomes recorded per transaction (see `record`). */
-const RECORD_BATCH = 100;
+const PREFETCH_FACTOR = 4;
+/** A claim waits (while a slot's worth of rows is still queued) until 1/this of the places are free. */
+const CLAIM_WHEN_FREE = 2;
+/** A queued row not sent after this long (its webhook's slots stay busy) is given back. */
+const QUEUE_MAX_WAIT_MS = 2_000;
+/** While busy, outcomes are written once this many per slot are waiting (or after a short delay). */
+const RECORD_MIN_BATCH_PER_SLOT = 4;
+/** Outcomes waiting to be recorded, per slot, beyond which the worker stops claiming. */
+const RECORD_BACKLOG_PER_SLOT = 8;
+/**
+ * While sends are in flight and the queue still holds work, a refill waits this long so the
+ * rows sent meanwhile are replaced by one claim (an idle worker claims at once).
+ */
+const REFILL_COALESCE_MS = 2;
 
-type Recorded = { delivered: true; attempts: number } | { delivered: false; result: FailResult } | null;
+/** Decrypted webhook secrets and headers kept by the worker (see `#decrypt`). */
+const DECRYPTED_CACHE_MAX = 1_000;
 
-interface PendingRecord {
+interface Queued {
   c: ClaimedDelivery;
-  outcome: AttemptOutcome;
-  resolve(r: Recorded): void;
-  reject(err: unknown): void;
+  /** When it was claimed (service clock, ms). */
+  at: number;
 }
 
 export interface DeliveryWorkerStats {
@@ -92,7 +109,7 @@ function unreadableOutcome(): AttemptOutcome {
   return { delivered: false, statusCode: null, durationMs: 0, responseBody: null, error: "the webhook's secret or headers cannot be decrypted with the configured keys" };
 }
 
-/** One running delivery worker: its slots, its wake-ups and its batches of outcomes. */
+/** One running delivery worker: its queue, its slots, its wake-ups; outcomes go to its recorder. */
 class DeliveryRun {
   readonly #ctx: AppContext;
   readonly #id: string;
@@ -101,18 +118,30 @@ class DeliveryRun {
   readonly #perWebhookLimit: number;
   readonly #leaseMs: number;
   readonly #sender: DeliverySender;
-  readonly #inFlight = new Map<number, Promise<void>>();
+  readonly #recorder: OutcomeRecorder;
+  /** Claimed rows waiting for a slot, oldest first. */
+  #queue: Queued[] = [];
+  /** Sends on the wire (the slots). */
+  readonly #inFlight = new Set<number>();
   readonly #inFlightByWebhook = new Map<number, number>();
+  /** Rows each webhook has in this worker: queued or in flight. */
+  readonly #heldByWebhook = new Map<number, number>();
+  /** Every send not yet recorded (stop waits for them). */
+  readonly #tasks = new Set<Promise<void>>();
   readonly #counts = { delivered: 0, failedAttempts: 0 };
-  readonly #toRecord: PendingRecord[] = [];
+  readonly #decrypted = new Map<string, string>();
   readonly #unsubscribe: Array<() => unknown> = [];
   #unlisten: (() => Promise<void>) | null = null;
-  #recording: Promise<void> | null = null;
   #loop: Promise<void> | null = null;
   #stopping = false;
   #stopped = false;
   #stopPromise: Promise<void> | null = null;
   #wakeRequested = false;
+  /**
+   * Whether the next tick looks at the outbox: after an outbox signal, a poll interval, or a full
+   * fan-out batch. Refills after a send skip that read.
+   */
+  #dispatchDue = true;
   #wakeSleeper: (() => void) | null = null;
   #refillTimer: NodeJS.Timeout | null = null;
 
@@ -130,6 +159,16 @@ class DeliveryRun {
       allowPrivate: this.#cfg.allowPrivate,
       connectionsPerOrigin: this.#cfg.concurrency,
     });
+    this.#recorder = new OutcomeRecorder(
+      ctx,
+      id,
+      {
+        onBatch: () => this.#afterRecord(),
+        onReleaseError: (err) => this.#log.warn({ err }, 'giving back unsent leases failed; they will expire'),
+        busy: () => this.#inFlight.size > 0 || this.#queue.length > 0,
+      },
+      this.#cfg.concurrency * RECORD_MIN_BATCH_PER_SLOT,
+    );
   }
 
   /** Manual retries in this process, new outbox events here and (PostgreSQL) elsewhere wake the worker. */
@@ -144,7 +183,14 @@ class DeliveryRun {
     this.#loop = this.#run();
   }
 
+  /** New work may be waiting, in the outbox too: the next tick fans it out and claims. */
   wake(): void {
+    this.#dispatchDue = true;
+    this.#refill();
+  }
+
+  /** Slots or queue places were freed: the next tick claims (the outbox is left to its signals). */
+  #refill(): void {
     this.#wakeRequested = true;
     this.#wakeSleeper?.();
   }
@@ -157,7 +203,7 @@ class DeliveryRun {
     return this.#stopped ? 'stopped' : 'running';
   }
 
-  /** Stops claiming; resolves once the sends in flight are recorded. */
+  /** Stops claiming, gives back the queued rows; resolves once the sends in flight are recorded. */
   stop(): Promise<void> {
     this.#stopPromise ??= (async () => {
       this.#stopping = true;
@@ -165,7 +211,10 @@ class DeliveryRun {
       await this.#unlisten?.();
       this.#wakeSleeper?.();
       await this.#loop;
-      await Promise.allSettled([...this.#inFlight.values()]);
+      this.#giveBack(this.#queue);
+      this.#queue = [];
+      await Promise.allSettled([...this.#tasks]);
+      await this.#recorder.idle();
       if (this.#refillTimer) clearTimeout(this.#refillTimer);
       await this.#sender.close();
       this.#stopped = true;
@@ -185,7 +234,10 @@ class DeliveryRun {
         if (!this.#stopping) this.#log.error({ err }, 'delivery tick failed');
       }
       if (this.#stopping) break;
-      if (!more && !this.#wakeRequested) await this.#sleep(cfg.pollIntervalMs);
+      if (!more && !this.#wakeRequested) {
+        await this.#sleep(cfg.pollIntervalMs);
+        this.#dispatchDue = true;
+      }
       this.#wakeRequested = false;
     }
   }
@@ -202,57 +254,136 @@ class DeliveryRun {
     });
   }
 
+  /**
+   * Room for more claimed rows: free slots plus the queue's free places. None while recording
+   * lags, and none while the queue still holds a slot's worth of rows and less than half the
+   * places are free: a claim (a commit) then takes many rows, not the few just sent.
+   */
+  #room(): number {
+    const n = this.#cfg.concurrency;
+    if (this.#recorder.backlog >= n * RECORD_BACKLOG_PER_SLOT) return 0;
+    const capacity = n * (1 + PREFETCH_FACTOR);
+    const room = capacity - this.#inFlight.size - this.#queue.length;
+    return room < capacity / CLAIM_WHEN_FREE && this.#queue.length >= n ? 0 : room;
+  }
+
   /** One tick; true when more work is known to be waiting. */
   async #tick(): Promise<boolean> {
     const { db, dialect } = this.#ctx.store;
-    const dispatched = await dispatchEvents(db, dialect, this.#ctx.clock.nowMs(), DISPATCH_BATCH);
-    let more = dispatched.events === DISPATCH_BATCH;
-    const free = this.#cfg.concurrency - this.#inFlight.size;
-    if (free > 0 && !this.#stopping) {
+    let more = false;
+    if (this.#dispatchDue) {
+      // Cleared before the read: a signal arriving meanwhile makes the next tick look again.
+      this.#dispatchDue = false;
+      const dispatched = await dispatchEvents(db, dialect, this.#ctx.clock.nowMs(), DISPATCH_BATCH);
+      if (dispatched.events === DISPATCH_BATCH) this.#dispatchDue = more = true;
+    }
+    this.#pump();
+    const room = this.#room();
+    if (room > 0 && !this.#stopping) {
       const { claimed, deferred, cancelled } = await claimDeliveries(db, dialect, {
         workerId: this.#id,
-        limit: free,
+        limit: room,
         leaseMs: this.#leaseMs,
         nowMs: this.#ctx.clock.nowMs(),
-        inFlightByWebhook: this.#inFlightByWebhook,
-        perWebhookLimit: this.#perWebhookLimit,
+        heldByWebhook: this.#heldByWebhook,
+        perWebhookLimit: this.#perWebhookLimit * (1 + PREFETCH_FACTOR),
       });
       if (cancelled > 0) this.#log.info({ cancelled }, 'deliveries of deleted or inactive webhooks cancelled');
-      for (const c of claimed) this.#launch(c);
-      // Rows passed over for a busy webhook may leave slots other webhooks can use now.
-      if (deferred > 0 && this.#inFlight.size < this.#cfg.concurrency) more = true;
+      const at = this.#ctx.clock.nowMs();
+      for (const c of claimed) {
+        this.#queue.push({ c, at });
+        this.#heldByWebhook.set(c.webhook_id, (this.#heldByWebhook.get(c.webhook_id) ?? 0) + 1);
+      }
+      this.#pump();
+      // Rows passed over for a busy webhook may leave room other webhooks can use now.
+      if (deferred > 0 && this.#room() > 0) more = true;
     }
     return more;
   }
 
+  /**
+   * Starts queued rows while slots are free, oldest first, at most `perWebhookLimit` in flight
+   * for one webhook (half the slots, so one slow receiver never holds them all). A row queued
+   * longer than QUEUE_MAX_WAIT_MS is not sent but given back (its lease must outlast the send).
+   */
+  #pump(): void {
+    const staleBefore = this.#ctx.clock.nowMs() - QUEUE_MAX_WAIT_MS;
+    const keep: Queued[] = [];
+    const stale: Queued[] = [];
+    for (const q of this.#queue) {
+      if (q.at < staleBefore) stale.push(q);
+      else if (this.#stopping || this.#inFlight.size >= this.#cfg.concurrency || (this.#inFlightByWebhook.get(q.c.webhook_id) ?? 0) >= this.#perWebhookLimit) keep.push(q);
+      else this.#launch(q.c);
+    }
+    this.#queue = keep;
+    this.#giveBack(stale);
+  }
+
+  #giveBack(rows: readonly Queued[]): void {
+    for (const q of rows) this.#unhold(this.#heldByWebhook, q.c.webhook_id);
+    this.#recorder.release(rows.map((q) => q.c.id));
+  }
+
+  #unhold(counts: Map<number, number>, webhookId: number): void {
+    const n = (counts.get(webhookId) ?? 1) - 1;
+    if (n <= 0) counts.delete(webhookId);
+    else counts.set(webhookId, n);
+  }
+
   #launch(c: ClaimedDelivery): void {
+    this.#inFlight.add(c.id);
     this.#inFlightByWebhook.set(c.webhook_id, (this.#inFlightByWebhook.get(c.webhook_id) ?? 0) + 1);
-    const p = this.#deliver(c)
+    const p: Promise<void> = this.#deliver(c)
       .catch((err: unknown) =>
         this.#log.error({ err, delivery: c.uuid, webhook_id: c.webhook_id }, 'delivery bookkeeping failed; the lease will expire and it will be retried'),
       )
-      .finally(() => this.#release(c));
-    this.#inFlight.set(c.id, p);
-  }
-
-  /** Frees the slot of a finished send and schedules the refill (see REFILL_COALESCE_MS). */
-  #release(c: ClaimedDelivery): void {
-    this.#inFlight.delete(c.id);
-    const n = (this.#inFlightByWebhook.get(c.webhook_id) ?? 1) - 1;
-    if (n <= 0) this.#inFlightByWebhook.delete(c.webhook_id);
-    else this.#inFlightByWebhook.set(c.webhook_id, n);
-    if (this.#stopping) return;
-    if (this.#inFlight.size === 0) this.wake();
-    else
-      this.#refillTimer ??= setTimeout(() => {
-        this.#refillTimer = null;
-        this.wake();
-      }, REFILL_COALESCE_MS);
+      .finally(() => this.#tasks.delete(p));
+    this.#tasks.add(p);
   }
 
   async #deliver(c: ClaimedDelivery): Promise<void> {
-    const outcome = await this.#attempt(c);
-    this.#logOutcome(c, outcome, await this.#record(c, outcome));
+    let freed = false;
+    const free = (recordFollows: boolean) => {
+      if (freed) return;
+      freed = true;
+      this.#release(c, recordFollows);
+    };
+    try {
+      const outcome = await this.#attempt(c);
+      // A 2xx answer read to its end: the receiver is done with it, the slot is free now. A failed
+      // attempt (perhaps aborted, which the receiver may not have noticed yet) keeps its slot
+      // until its outcome is recorded, so a receiver never sees more than its share open.
+      if (outcome.delivered) free(true);
+      this.#logOutcome(c, outcome, await this.#recorder.record(c, outcome));
+    } finally {
+      free(false);
+    }
+  }
+
+  /**
+   * Frees the slot of a finished send (a delivered one's outcome is recorded in the background;
+   * the row stays leased until then), starts the next queued row, and schedules a refill.
+   */
+  #release(c: ClaimedDelivery, recordFollows: boolean): void {
+    this.#inFlight.delete(c.id);
+    this.#unhold(this.#inFlightByWebhook, c.webhook_id);
+    this.#unhold(this.#heldByWebhook, c.webhook_id);
+    if (this.#stopping) return;
+    this.#pump();
+    // The last send of an idle worker: its outcome is written first (latency), then the batch's
+    // end refills (#afterRecord).
+    if (this.#inFlight.size === 0) {
+      if (!recordFollows || this.#queue.length > 0) this.#refill();
+    } else if (this.#room() > 0)
+      this.#refillTimer ??= setTimeout(() => {
+        this.#refillTimer = null;
+        this.#refill();
+      }, REFILL_COALESCE_MS);
+  }
+
+  /** A batch of outcomes was written: if claiming had paused for the backlog, resume. */
+  #afterRecord(): void {
+    if (!this.#stopping && this.#room() > 0) this.#refill();
   }
 
   /** One HTTP attempt, outside any transaction. */
@@ -261,9 +392,9 @@ class DeliveryRun {
     let previousSecret: string | null;
     let extra: Record<string, string>;
     try {
-      secret = c.signature_enc === null ? null : this.#ctx.secrets.decrypt(c.signature_enc);
-      previousSecret = c.previous_signature_enc === null ? null : this.#ctx.secrets.decrypt(c.previous_signature_enc);
-      extra = c.headers_enc === null ? {} : (JSON.parse(this.#ctx.secrets.decrypt(c.headers_enc)) as Record<string, string>);
+      secret = c.signature_enc === null ? null : this.#decrypt(c.signature_enc);
+      previousSecret = c.previous_signature_enc === null ? null : this.#decrypt(c.previous_signature_enc);
+      extra = c.headers_enc === null ? {} : (JSON.parse(this.#decrypt(c.headers_enc)) as Record<string, string>);
     } catch {
       return unreadableOutcome();
     }
@@ -277,6 +408,22 @@ class DeliveryRun {
       timestampS: Math.floor(this.#ctx.clock.nowMs() / 1000),
     });
     return this.#sender.send(c.url, headers, c.body);
+  }
+
+  /**
+   * Decrypts a webhook's secret or headers, keyed by the ciphertext: the rows of one webhook
+   * carry the same ones, so a busy worker decrypts each once, not once a delivery. A rotation
+   * or an edit changes the ciphertext (fresh nonce), so a stale entry is never used; the cache
+   * is dropped whole past DECRYPTED_CACHE_MAX entries.
+   */
+  #decrypt(enc: string): string {
+    let plain = this.#decrypted.get(enc);
+    if (plain === undefined) {
+      plain = this.#ctx.secrets.decrypt(enc);
+      if (this.#decrypted.size >= DECRYPTED_CACHE_MAX) this.#decrypted.clear();
+      this.#decrypted.set(enc, plain);
+    }
+    return plain;
   }
 
   #logOutcome(c: ClaimedDelivery, outcome: AttemptOutcome, rec: Recorded): void {
@@ -294,55 +441,5 @@ class DeliveryRun {
       );
       if (rec.result.disabled !== null) this.#log.warn({ webhook_id: c.webhook_id, reason: rec.result.disabled }, 'webhook deactivated');
     }
-  }
-
-  /**
-   * Records an outcome. Outcomes are written in batches, one transaction each, one batch at a
-   * time: whatever finished while the previous batch was committing goes into the next. A busy
-   * worker thus pays one commit per batch rather than one per delivery (PostgreSQL manages
-   * about 800 single-row commits a second on the benchmark machine: that, not HTTP, was the
-   * ceiling). The slot stays taken until its outcome is recorded.
-   */
-  #record(c: ClaimedDelivery, outcome: AttemptOutcome): Promise<Recorded> {
-    return new Promise((resolve, reject) => {
-      this.#toRecord.push({ c, outcome, resolve, reject });
-      // setImmediate: outcomes that arrive in the same turn of the event loop join the batch.
-      this.#recording ??= new Promise<void>((r) => setImmediate(r)).then(() => this.#drainRecords());
-    });
-  }
-
-  async #drainRecords(): Promise<void> {
-    while (this.#toRecord.length > 0) {
-      const batch = this.#toRecord.splice(0, RECORD_BATCH);
-      try {
-        const out = await this.#recordBatch(batch);
-        for (const b of batch) b.resolve(out.get(b.c.id) ?? null);
-      } catch (err) {
-        for (const b of batch) b.reject(err);
-      }
-    }
-    this.#recording = null;
-  }
-
-  /** complete and fail for one batch, in one transaction. */
-  #recordBatch(batch: readonly PendingRecord[]): Promise<Map<number, Recorded>> {
-    return this.#ctx.store.db.transaction().execute(async (trx) => {
-      const now = this.#ctx.clock.nowMs();
-      const results = new Map<number, Recorded>();
-      const ok = batch.filter((b) => b.outcome.delivered);
-      const done = await completeDeliveries(trx, this.#id, ok.map((b) => ({ id: b.c.id, webhookId: b.c.webhook_id, outcome: b.outcome })), now);
-      for (const b of ok) {
-        const attempts = done.get(b.c.id);
-        results.set(b.c.id, attempts === undefined ? null : { delivered: true, attempts });
-      }
-      // By webhook id: two workers recording at once touch the webhooks' rows in the same order.
-      const failed = batch.filter((x) => !x.outcome.delivered).sort((a, b) => a.c.webhook_id - b.c.webhook_id);
-      for (const b of failed) {
-        const send = { id: b.c.id, webhookId: b.c.webhook_id, workerId: this.#id, outcome: b.outcome, nowMs: now };
-        const result = await failAttempt(trx, this.#ctx.store.dialect, send, this.#cfg);
-        results.set(b.c.id, result === null ? null : { delivered: false, result });
-      }
-      return results;
-    });
   }
 }

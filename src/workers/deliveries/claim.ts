@@ -16,9 +16,10 @@
  * `failed` with the reason, no attempt recorded. A replaced secret whose overlap is over is
  * erased from the webhooks seen here (it signs nothing any more and is not kept).
  *
- * Fairness: the caller passes the webhooks that already have their share of in-flight sends;
- * their rows are not even candidates, and at most `perWebhookLimit` rows of one webhook are
- * taken per claim. So one slow receiver can hold some slots, never all of them.
+ * Fairness: the caller passes how many rows each webhook already holds in the worker (queued or
+ * in flight); a webhook at `perWebhookLimit` has no candidates, and a claim takes no more of
+ * its rows than its limit leaves. The worker then sends at most half its slots' worth of one
+ * webhook at a time, so one slow receiver can hold some slots, never all of them.
  */
 import type { Db, SqlDialect } from '../../db/dialect.js';
 import * as queue from './deliveries.repository.js';
@@ -37,8 +38,9 @@ export interface ClaimRequest {
   limit: number;
   leaseMs: number;
   nowMs: number;
-  /** In-flight sends per webhook in this worker. */
-  inFlightByWebhook: ReadonlyMap<number, number>;
+  /** Rows each webhook holds in this worker (queued or in flight). */
+  heldByWebhook: ReadonlyMap<number, number>;
+  /** Rows one webhook may hold in this worker. */
   perWebhookLimit: number;
 }
 
@@ -49,8 +51,13 @@ export interface ClaimResult {
   cancelled: number;
 }
 
-/** Candidates looked at per free slot: enough to fill slots past a few saturated webhooks. */
+/**
+ * Candidates looked at per free place: enough to fill it past a few saturated webhooks, at
+ * most CANDIDATES_EXTRA more than the claim can take (a large claim does not lock, read and
+ * leave hundreds of rows; rows passed over are reached by the next claim).
+ */
 const CANDIDATES_PER_SLOT = 4;
+const CANDIDATES_EXTRA = 64;
 
 interface Selection {
   claimed: ClaimedDelivery[];
@@ -60,12 +67,12 @@ interface Selection {
 }
 
 export async function claimDeliveries(db: Db, dialect: SqlDialect, r: ClaimRequest): Promise<ClaimResult> {
-  const saturated = [...r.inFlightByWebhook].filter(([, n]) => n >= r.perWebhookLimit).map(([id]) => id);
+  const saturated = [...r.heldByWebhook].filter(([, n]) => n >= r.perWebhookLimit).map(([id]) => id);
   return db.transaction().execute(async (trx) => {
     const candidates = await queue.lockDueDeliveries(trx, dialect, {
       nowMs: r.nowMs,
       excludeWebhooks: saturated,
-      limit: r.limit * CANDIDATES_PER_SLOT,
+      limit: Math.min(r.limit * CANDIDATES_PER_SLOT, r.limit + CANDIDATES_EXTRA),
     });
     if (candidates.length === 0) return { claimed: [], deferred: 0, cancelled: 0 };
     const hooks = await queue.findTargetWebhooks(trx, [...new Set(candidates.map((c) => c.webhook_id))]);
@@ -102,7 +109,7 @@ function select(candidates: readonly DueDelivery[], hookById: ReadonlyMap<number
       out.cancel.set(reason, [...(out.cancel.get(reason) ?? []), c.id]);
       continue;
     }
-    const share = (r.inFlightByWebhook.get(c.webhook_id) ?? 0) + (taken.get(c.webhook_id) ?? 0);
+    const share = (r.heldByWebhook.get(c.webhook_id) ?? 0) + (taken.get(c.webhook_id) ?? 0);
     if (out.claimed.length >= r.limit || share >= r.perWebhookLimit) {
       out.deferred += 1;
       continue;

@@ -205,3 +205,12 @@ export async function disableWebhook(trx: Db, webhookId: number, reason: 'gone' 
   const r = await q.executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
+
+/**
+ * Gives back leased rows this worker claimed but did not send (they waited too long in its
+ * queue, or it is stopping): they are due again at once for any worker, attempts unchanged.
+ */
+export async function releaseDeliveries(trx: Db, ids: readonly number[], workerId: string): Promise<void> {
+  if (ids.length === 0) return;
+  await trx.updateTable('webhook_deliveries').set({ locked_by: null, locked_until: null }).where('id', 'in', ids).where('locked_by', '=', workerId).execute();
+}
