@@ -4,6 +4,8 @@
  */
 import Fastify, { LogController, type RouteOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Logger } from 'pino';
+import { lazyChildLogger } from './logger.js';
 import type { AppContext } from './context.js';
 import { installAuth } from './http/auth.js';
 import { installIdempotency } from './http/idempotency.js';
@@ -54,6 +56,7 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
 function createFastify(ctx: AppContext): App {
   const app = Fastify({
     loggerInstance: ctx.log,
+    childLoggerFactory: (logger, bindings, opts) => lazyChildLogger(logger as Logger, bindings, opts),
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: ctx.config.trustProxy,
     // One summary line per request is logged in onResponse below instead of Fastify's pair.
@@ -99,14 +102,19 @@ function installLifecycleHooks(app: App): void {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', async (_req, reply) => {
+  // Callback hooks, not async ones: every request runs them (no promise each).
+  app.addHook('onSend', (_req, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
-  app.addHook('onResponse', async (req, reply) => {
-    req.log.info(
-      { method: req.method, route: req.routeOptions.url ?? req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
-      'request',
-    );
+  app.addHook('onResponse', (req, reply, done) => {
+    if ((req.log as Logger).isLevelEnabled('info')) {
+      req.log.info(
+        { method: req.method, route: req.routeOptions.url ?? req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+        'request',
+      );
+    }
+    done();
   });
 }
 

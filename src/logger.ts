@@ -70,3 +70,36 @@ function redactDeep(value: unknown, depth: number): unknown {
   for (const [k, v] of Object.entries(value)) out[k] = redactDeep(v, depth + 1);
   return out;
 }
+
+type LogMethod = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+const LOG_METHODS: readonly LogMethod[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'];
+
+/**
+ * Fastify's per-request child logger, made only when a line is written at an enabled level.
+ * pino builds a child's bindings (stringified and passed through the redaction) when the child is
+ * created; most requests log nothing at the level in force (the summary line is at info), so
+ * the request path does not pay for a child it never uses.
+ */
+export function lazyChildLogger(parent: Logger, bindings: pino.Bindings, opts: pino.ChildLoggerOptions): Logger {
+  let real: Logger | null = null;
+  const child = () => (real ??= parent.child(bindings, opts));
+  const lazy: Record<string, unknown> = {
+    get level() {
+      return real?.level ?? parent.level;
+    },
+    set level(v: string) {
+      child().level = v;
+    },
+    silent: () => undefined,
+    child: (b: pino.Bindings, o?: pino.ChildLoggerOptions) => child().child(b, o),
+    isLevelEnabled: (l: string) => (real ?? parent).isLevelEnabled(l),
+    bindings: () => child().bindings(),
+  };
+  for (const m of LOG_METHODS) {
+    lazy[m] = (...args: unknown[]) => {
+      if (!(real ?? parent).isLevelEnabled(m)) return;
+      (child()[m] as (...a: unknown[]) => void)(...args);
+    };
+  }
+  return lazy as unknown as Logger;
+}

@@ -35,7 +35,8 @@ export const requestIdOptions = {
 export const REQUEST_ID_LOG_LABEL = 'request_id';
 
 export function installRequestId(app: App): void {
-  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+  app.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
     reply.header(REQUEST_ID_HEADER, req.id);
+    done();
   });
 }

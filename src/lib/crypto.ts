@@ -4,6 +4,7 @@ import {
   createCipheriv,
   createDecipheriv,
   createHash,
+  hash,
   createHmac,
   randomBytes,
   scrypt,
@@ -232,7 +233,8 @@ export function dummyPasswordHash(n: number = SCRYPT_N): Promise<string> {
 // ---------------------------------------------------------------------------
 
 export function sha256Hex(input: string | Buffer): string {
-  return createHash('sha256').update(input).digest('hex');
+  // node:crypto's one-shot hash (Node >= 20.12): no Hash object per call (every request hashes its bearer token).
+  return hash('sha256', input, 'hex');
 }
 
 /** `bytes` random bytes, base64url-encoded (no padding). */

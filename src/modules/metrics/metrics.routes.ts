@@ -16,9 +16,10 @@ export const METRICS_PATH = '/metrics';
 export function installMetrics(app: App, ctx: AppContext): MetricsService {
   const metrics = new MetricsService(ctx);
 
-  app.addHook('onResponse', async (req: FastifyRequest, reply: FastifyReply) => {
+  app.addHook('onResponse', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
     const route = req.routeOptions.url ?? 'unmatched';
     metrics.observeRequest(req.method, route, reply.statusCode, reply.elapsedTime / 1000);
+    done();
   });
 
   app.get(METRICS_PATH, { schema: { hide: true } }, async (req, reply) => {

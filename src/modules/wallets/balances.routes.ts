@@ -6,6 +6,9 @@ import { readingMessage, type BalanceService } from './balances.service.js';
 import { WalletParams } from './wallets.schemas.js';
 
 export async function balanceRoutes(app: App, balances: BalanceService): Promise<void> {
+  // A view made from cached rows is frozen and shared by every request until the rows change
+  // (balances.service.ts): so is its JSON, serialised by the route's schema once.
+  const serialized = new WeakMap<object, string>();
   app.get(
     '/wallet/:wallet/balance',
     {
@@ -16,9 +19,16 @@ export async function balanceRoutes(app: App, balances: BalanceService): Promise
         response: responses(WalletBalanceSchema, [502]),
       },
     },
-    async (req) => {
+    async (req, reply) => {
       const { data, reading } = await balances.walletBalances(requireWallet(req));
-      return ok(data, readingMessage(reading, 'Balance retrieved'));
+      const body = ok(data, readingMessage(reading, 'Balance retrieved'));
+      if (!Object.isFrozen(data)) return body;
+      let text = serialized.get(data);
+      if (text === undefined) {
+        text = String(reply.serialize(body));
+        serialized.set(data, text);
+      }
+      return reply.type('application/json; charset=utf-8').send(text);
     },
   );
 }
