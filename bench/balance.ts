@@ -21,8 +21,7 @@
  * Prints a markdown table and writes it to bench/results/balance.md. Never run by `npm test`.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { nonNegativeInt, parseDatabases, positiveInt, startBenchService } from './common.js';
+import { nonNegativeInt, parseDatabases, positiveInt, startBenchService, runBench, writeReport } from './common.js';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -253,15 +252,7 @@ async function main(): Promise<void> {
           'requests that arrive while it runs) and its cache write.'),
     '',
   ].join('\n');
-  mkdirSync(dirname(RESULTS_FILE), { recursive: true });
-  writeFileSync(RESULTS_FILE, report);
-  process.stdout.write(`${report}\n(written to ${RESULTS_FILE}; ${Math.round((Date.now() - started) / 1000)} s)\n`);
+  writeReport(RESULTS_FILE, report, started);
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runBench(main);

@@ -1,5 +1,7 @@
 /** Pieces every benchmark shares: flag parsing, percentiles, a fresh database, the service. */
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
@@ -107,4 +109,22 @@ export async function startBenchService(opts: {
       await database.drop();
     },
   };
+}
+
+/** Writes a bench's markdown report to its results file and prints it. */
+export function writeReport(file: string, report: string, startedMs: number): void {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, report);
+  process.stdout.write(`${report}\n(written to ${file}; ${Math.round((Date.now() - startedMs) / 1000)} s)\n`);
+}
+
+/** Runs a bench's main and exits: 0 when done, 1 with the error printed. */
+export function runBench(main: () => Promise<void>): void {
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exit(1);
+    },
+  );
 }

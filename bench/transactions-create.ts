@@ -32,7 +32,6 @@
  * `npm test`.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -47,7 +46,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
 import { createLogger } from '../src/logger.js';
 import { startWorkers } from '../src/workers/index.js';
-import { parseDatabases, percentile, positiveInt, nonNegativeInt, startBenchService, type Driver } from './common.js';
+import { parseDatabases, percentile, positiveInt, nonNegativeInt, startBenchService, type Driver, runBench, writeReport } from './common.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'transactions-create.md');
@@ -337,15 +336,7 @@ async function main(): Promise<void> {
     ...(traces.length ? ['', ...traces.map((t) => `- ${t}`)] : []),
     '',
   ].join('\n');
-  mkdirSync(dirname(RESULTS_FILE), { recursive: true });
-  writeFileSync(RESULTS_FILE, report);
-  process.stdout.write(`${report}\n(written to ${RESULTS_FILE}; ${Math.round((Date.now() - started) / 1000)} s)\n`);
+  writeReport(RESULTS_FILE, report, started);
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runBench(main);

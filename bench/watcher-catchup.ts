@@ -25,7 +25,7 @@ import { createPublicClient, http, type Address, type Hex } from 'viem';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
 import { findCursor } from '../src/modules/networks/networks.repository.js';
 import { startWatcherWorker } from '../src/workers/watcher.js';
-import { parseDatabases, positiveInt, startBenchService } from './common.js';
+import { parseDatabases, positiveInt, startBenchService, runBench } from './common.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'watcher-catchup.md');
@@ -151,10 +151,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runBench(main);
