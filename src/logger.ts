@@ -71,35 +71,73 @@ function redactDeep(value: unknown, depth: number): unknown {
   return out;
 }
 
-type LogMethod = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
-const LOG_METHODS: readonly LogMethod[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'];
-
 /**
  * Fastify's per-request child logger, made only when a line is written at an enabled level.
  * pino builds a child's bindings (stringified and passed through the redaction) when the child is
  * created; most requests log nothing at the level in force (the summary line is at info), so
- * the request path does not pay for a child it never uses.
+ * the request path does not pay for a child it never uses. A class, so a request allocates one
+ * small object and no closures.
  */
-export function lazyChildLogger(parent: Logger, bindings: pino.Bindings, opts: pino.ChildLoggerOptions): Logger {
-  let real: Logger | null = null;
-  const child = () => (real ??= parent.child(bindings, opts));
-  const lazy: Record<string, unknown> = {
-    get level() {
-      return real?.level ?? parent.level;
-    },
-    set level(v: string) {
-      child().level = v;
-    },
-    silent: () => undefined,
-    child: (b: pino.Bindings, o?: pino.ChildLoggerOptions) => child().child(b, o),
-    isLevelEnabled: (l: string) => (real ?? parent).isLevelEnabled(l),
-    bindings: () => child().bindings(),
-  };
-  for (const m of LOG_METHODS) {
-    lazy[m] = (...args: unknown[]) => {
-      if (!(real ?? parent).isLevelEnabled(m)) return;
-      (child()[m] as (...a: unknown[]) => void)(...args);
-    };
+class LazyChild {
+  private real: Logger | null = null;
+
+  constructor(
+    private readonly parent: Logger,
+    private readonly bindingsOf: pino.Bindings,
+    private readonly opts: pino.ChildLoggerOptions,
+  ) {}
+
+  private get logger(): Logger {
+    return (this.real ??= this.parent.child(this.bindingsOf, this.opts));
   }
-  return lazy as unknown as Logger;
+
+  get level(): string {
+    return (this.real ?? this.parent).level;
+  }
+
+  set level(v: string) {
+    this.logger.level = v;
+  }
+
+  isLevelEnabled(l: string): boolean {
+    return (this.real ?? this.parent).isLevelEnabled(l);
+  }
+
+  bindings(): pino.Bindings {
+    return this.logger.bindings();
+  }
+
+  child(b: pino.Bindings, o?: pino.ChildLoggerOptions): Logger {
+    return this.logger.child(b, o);
+  }
+
+  silent(): void {}
+
+  fatal(...args: unknown[]): void {
+    if (this.isLevelEnabled('fatal')) (this.logger.fatal as (...a: unknown[]) => void)(...args);
+  }
+
+  error(...args: unknown[]): void {
+    if (this.isLevelEnabled('error')) (this.logger.error as (...a: unknown[]) => void)(...args);
+  }
+
+  warn(...args: unknown[]): void {
+    if (this.isLevelEnabled('warn')) (this.logger.warn as (...a: unknown[]) => void)(...args);
+  }
+
+  info(...args: unknown[]): void {
+    if (this.isLevelEnabled('info')) (this.logger.info as (...a: unknown[]) => void)(...args);
+  }
+
+  debug(...args: unknown[]): void {
+    if (this.isLevelEnabled('debug')) (this.logger.debug as (...a: unknown[]) => void)(...args);
+  }
+
+  trace(...args: unknown[]): void {
+    if (this.isLevelEnabled('trace')) (this.logger.trace as (...a: unknown[]) => void)(...args);
+  }
+}
+
+export function lazyChildLogger(parent: Logger, bindings: pino.Bindings, opts: pino.ChildLoggerOptions): Logger {
+  return new LazyChild(parent, bindings, opts) as unknown as Logger;
 }

@@ -122,16 +122,15 @@ export class BalanceService {
     const maxAgeMs = this.ctx.config.balanceMaxAgeS * 1000;
     const now = this.ctx.clock.nowMs();
     const allCached = list.every((t) => cached.has(t.id));
-    const fromCache = () => new Map(list.map((t) => [t.id, cached.get(t.id)!.amount]));
     if (allCached && list.every((t) => now - cached.get(t.id)!.refreshed_at < maxAgeMs)) {
-      return { values: fromCache(), source: 'cache' };
+      return { values: cachedValues(list, cached), source: 'cache' };
     }
     const outcome = await this.refreshShared(wallet, list);
     if (outcome.ok) return { values: outcome.fresh, source: 'chain' };
     const unavailable = outcome.error.code === 'CHAIN_UNAVAILABLE';
     if (allCached) {
       this.ctx.log.warn({ wallet_id: wallet.id, code: outcome.error.code, err: outcome.error.cause ?? outcome.error }, 'balance read failed; serving cached values');
-      return { values: fromCache(), source: 'fallback', failure: unavailable ? 'unavailable' : 'error' };
+      return { values: cachedValues(list, cached), source: 'fallback', failure: unavailable ? 'unavailable' : 'error' };
     }
     if (unavailable) throw outcome.error;
     throw Errors.chainError(outcome.error.cause ?? outcome.error);
@@ -173,4 +172,8 @@ export class BalanceService {
     await this.store(wallet, tokens, fresh);
     return { ok: true, fresh };
   }
+}
+
+function cachedValues(list: readonly WalletTokenRow[], cached: Map<number, repo.CachedBalance>): Map<number, bigint> {
+  return new Map(list.map((t) => [t.id, cached.get(t.id)!.amount]));
 }
