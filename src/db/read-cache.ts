@@ -41,7 +41,7 @@ const WRITE_WORD = /\b(insert|update|delete|replace|create|alter|drop)\b/i;
 export function writtenTables(source: string): readonly string[] | 'all' {
   const sql = source.replace(LEADING_COMMENTS, '');
   if (READ_ONLY.test(sql)) return [];
-  if (/^\s*with\b/i.test(sql) && !WRITE_WORD.test(sql)) return [];
+  if (/^\s*with\b/i.test(sql)) return withStatementTables(sql);
   const m = INSERT_OR_UPDATE.exec(sql);
   return m ? [m[1]!.toLowerCase()] : 'all';
 }
@@ -51,6 +51,18 @@ export function writtenTables(source: string): readonly string[] | 'all' {
  * stamp every table (`versions.stampAll()`) and answers whether cached rows may be served now.
  */
 export type ExternalChanges = (versions: TableVersions) => boolean;
+
+/** A WITH statement: the tables its INSERT and UPDATE parts name; any other write: every table. */
+function withStatementTables(sql: string): readonly string[] | 'all' {
+  if (!WRITE_WORD.test(sql)) return [];
+  if (/\b(delete|replace|create|alter|drop)\b/i.test(sql)) return 'all';
+  const tables = new Set<string>();
+  for (const m of sql.matchAll(/\b(?:insert\s+into|update)\s+"?([a-z_][a-z0-9_]*)"?/gi)) {
+    const t = m[1]!.toLowerCase();
+    if (t !== 'set') tables.add(t); // `ON CONFLICT … DO UPDATE SET`
+  }
+  return tables.size > 0 ? [...tables] : 'all';
+}
 
 export class TableVersions {
   private tick = 1;

@@ -12,11 +12,13 @@ import type { AuthService } from '../modules/auth/auth.service.js';
 import { WalletService } from '../modules/wallets/wallets.service.js';
 import { isApiKey, KeyService } from '../modules/keys/keys.service.js';
 import { allows, isRouteScope, scopeByRules } from '../modules/keys/keys.scopes.js';
-import { retryAfterS, type WindowCounters } from '../lib/rate-limit.js';
+import { retryAfterS, type WindowCounters, type WindowState } from '../lib/rate-limit.js';
 import type { App } from './types.js';
 
 /** The Bearer scheme with some credentials; what they are is checked by the auth service. */
 const BEARER = /^Bearer[ ]+(.*\S)\s*$/i;
+/** The per-user request counter's key: this prefix and the user id. */
+const USER_KEY_PREFIX = 'u:';
 
 /** A path id: a positive integer of sane length, or null (which the caller answers with 404). */
 export function parseId(raw: unknown): number | null {
@@ -34,30 +36,52 @@ export function requireWallet(req: FastifyRequest) {
   return req.wallet;
 }
 
+/**
+ * Sets `req.user` (and `req.tokenId` or `req.apiKey`) from the bearer token. With the per-user
+ * counters in PostgreSQL, a session token's lookup also counts the request (one round trip) and
+ * the window is returned; otherwise null (the caller counts).
+ */
+async function identify(
+  req: FastifyRequest,
+  token: string,
+  now: number,
+  d: { auth: AuthService; keys: KeyService; perUser: WindowCounters | null },
+): Promise<WindowState | null> {
+  if (isApiKey(token)) {
+    const key = await d.keys.authenticate(token);
+    req.user = key.user;
+    req.apiKey = { id: key.keyId, scopes: key.scopes };
+    return null;
+  }
+  if (d.perUser?.inPostgres) {
+    const window = d.perUser.sqlWindow(now);
+    const { user, tokenId, count } = await d.auth.authenticateCounting(token, USER_KEY_PREFIX, window);
+    req.user = user;
+    req.tokenId = tokenId;
+    return { count, resetAtMs: window.resetAtMs };
+  }
+  const { user, tokenId } = await d.auth.authenticate(token);
+  req.user = user;
+  req.tokenId = tokenId;
+  return null;
+}
+
 export function installAuth(app: App, ctx: AppContext, auth: AuthService, perUser: WindowCounters): void {
   const limit = ctx.config.rateLimitPerMinute;
   const wallets = new WalletService(ctx);
   const keys = new KeyService(ctx);
+  const deps = { auth, keys, perUser: limit !== 0 ? perUser : null };
 
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     const header = req.headers.authorization;
     if (header === undefined || header === '') throw Errors.unauthenticated();
     const m = BEARER.exec(header);
     if (!m?.[1]) throw Errors.unauthenticated();
-    if (isApiKey(m[1])) {
-      const key = await keys.authenticate(m[1]);
-      req.user = key.user;
-      req.apiKey = { id: key.keyId, scopes: key.scopes };
-    } else {
-      const { user, tokenId } = await auth.authenticate(m[1]);
-      req.user = user;
-      req.tokenId = tokenId;
-    }
-
+    const now = ctx.clock.nowMs();
+    const counted = await identify(req, m[1], now, deps);
+    // RATE_LIMIT_PER_MINUTE=0: no per-user limit, no headers.
     if (limit !== 0) {
-      // RATE_LIMIT_PER_MINUTE=0: no per-user limit, no headers.
-      const now = ctx.clock.nowMs();
-      const w = await perUser.hit(`u:${req.user.id}`, now);
+      const w = counted ?? (await perUser.hit(`${USER_KEY_PREFIX}${requireUser(req).id}`, now));
       reply.header('x-ratelimit-limit', String(limit));
       reply.header('x-ratelimit-remaining', String(Math.max(0, limit - w.count)));
       if (w.count > limit) throw Errors.tooManyRequests(retryAfterS(w, now));

@@ -33,11 +33,38 @@ export interface WindowState {
 export type LimitsBackend = 'memory' | 'postgres' | 'redis';
 
 /** Counters in fixed windows, shared by every process that uses the same store. */
+/**
+ * How a window's counter is stored in PostgreSQL's `rate_limits`, for a statement that counts in
+ * SQL (the bearer-token lookup counts its user's request in the same round trip). The row's key
+ * is `keyPrefix + sha256hex(key).slice(0, 32) + keySuffix`, exactly as `WindowCounters` writes it
+ * through rate-limiter-flexible; `expire` as rate-limiter-flexible keeps it.
+ */
+export interface SqlWindow {
+  keyPrefix: string;
+  keySuffix: string;
+  nowMs: number;
+  expireAtMs: number;
+  resetAtMs: number;
+}
+
 export class WindowCounters {
   constructor(
     private readonly limiter: RateLimiterAbstract,
     private readonly prefix: string,
+    /** The counters are rows of PostgreSQL's `rate_limits` (a statement may count in SQL). */
+    readonly inPostgres = false,
   ) {}
+
+  /** PostgreSQL: where `hit` would count at `nowMs` (see SqlWindow). */
+  sqlWindow(nowMs: number): SqlWindow {
+    return {
+      keyPrefix: `${LIMITS_TABLE}:${this.prefix}:`,
+      keySuffix: `:${Math.floor(nowMs / WINDOW_MS)}`,
+      nowMs,
+      expireAtMs: nowMs + KEEP_S * 1000,
+      resetAtMs: windowEnd(nowMs),
+    };
+  }
 
   /** Adds one hit and returns the window after it. */
   async hit(key: string, nowMs: number): Promise<WindowState> {
@@ -110,7 +137,7 @@ export async function createLimits(config: Pick<Config, 'redisUrl' | 'databaseUr
     const limiter = await postgresLimiter(store, common, onStoreError);
     return {
       backend: 'postgres',
-      requests: new WindowCounters(limiter, 'req'),
+      requests: new WindowCounters(limiter, 'req', true),
       logins: new WindowCounters(limiter, 'login'),
       close: async () => undefined,
     };

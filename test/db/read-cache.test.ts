@@ -39,7 +39,9 @@ describe('writtenTables', () => {
     expect(writtenTables('delete from "wallets" where "id" = ?')).toBe('all');
     expect(writtenTables('insert or replace into "users" values (?)')).toBe('all');
     expect(writtenTables('replace into "users" values (?)')).toBe('all');
-    expect(writtenTables('with x as (select 1) update "users" set "name" = ?')).toBe('all');
+    expect(writtenTables('with x as (select 1) update "users" set "name" = ?')).toEqual(['users']);
+    expect(writtenTables('with t as (select 1), hit as (insert into rate_limits (key) select 1 on conflict (key) do update set points = 1 returning points) select 1')).toEqual(['rate_limits']);
+    expect(writtenTables('with gone as (delete from "wallets" returning id) select * from gone')).toBe('all');
     expect(writtenTables('alter table "users" add column "x" integer')).toBe('all');
     expect(writtenTables('pragma foreign_keys = off')).toBe('all');
   });

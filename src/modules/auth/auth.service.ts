@@ -3,6 +3,7 @@
  * only its SHA-256 is stored. Passwords are scrypt hashes; an unknown email still runs one
  * scrypt verification against a dummy hash, so both paths take the same time.
  */
+import type { SqlWindow } from '../../lib/rate-limit.js';
 import { AppError, Errors } from '../../errors.js';
 import { dummyPasswordHash, hashPassword, needsRehash, randomTokenString, sha256Hex, verifyPassword } from '../../lib/crypto.js';
 import { retryAfterS, type WindowCounters } from '../../lib/rate-limit.js';
@@ -94,6 +95,18 @@ export class AuthService {
     if (!row) throw Errors.invalidToken();
     const { token_id, ...user } = row;
     return { user, tokenId: token_id };
+  }
+
+  /**
+   * `authenticate`, and the user's request counted in `window` in the same statement
+   * (PostgreSQL with the counters in `rate_limits`). Returns the window's count after it.
+   */
+  async authenticateCounting(token: string, userKeyPrefix: string, window: SqlWindow): Promise<{ user: repo.AuthUser; tokenId: number; count: number }> {
+    if (!TOKEN_PATTERN.test(token)) throw Errors.invalidToken();
+    const row = await repo.findUserByTokenHashCounting(this.ctx.store.db, sha256Hex(token), userKeyPrefix, window);
+    if (!row) throw Errors.invalidToken();
+    const { token_id, points, ...user } = row;
+    return { user, tokenId: token_id, count: Number(points) };
   }
 
   async logout(tokenId: number): Promise<void> {
