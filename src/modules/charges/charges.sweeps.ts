@@ -190,11 +190,15 @@ export class ChargeSweeper {
   private async broadcast(client: PublicClient, s: Pick<SweepRow, 'id' | 'charge_id' | 'raw_tx' | 'tx_hash'>, log: Logger): Promise<void> {
     const outcome = await broadcastRaw(client, s.raw_tx as Hex, s.tx_hash as Hex);
     if (outcome.kind !== 'rejected') return; // sent, known, or ambiguous: tracking asks the node again
-    const db = this.ctx.store.db;
-    if (await sw.finishLive(db, s.id, { status: 'failed', error: outcome.reason }, this.ctx.clock.nowMs())) {
-      await sw.setDue(db, s.charge_id, this.ctx.clock.nowMs() + SWEEP_RETRY_MS);
-      log.warn({ tx_hash: s.tx_hash, reason: outcome.reason }, 'charge sweep refused by the node; failed, will sweep again');
-    }
+    // Failed and the next sweep scheduled in one transaction: a crash between the two would
+    // leave the address's money with nothing due to sweep it.
+    const now = this.ctx.clock.nowMs();
+    const failed = await this.ctx.store.db.transaction().execute(async (trx) => {
+      const done = await sw.finishLive(trx, s.id, { status: 'failed', error: outcome.reason }, now);
+      if (done) await sw.setDue(trx, s.charge_id, now + SWEEP_RETRY_MS);
+      return done;
+    });
+    if (failed) log.warn({ tx_hash: s.tx_hash, reason: outcome.reason }, 'charge sweep refused by the node; failed, will sweep again');
   }
 
   /** The main wallet sends gas to the deposit address, at most one top-up in flight per charge, across processes. */
