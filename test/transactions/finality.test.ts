@@ -9,11 +9,10 @@
  */
 import type { Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
-import { startTestChain, type TestChain } from '../helpers/chain.js';
+import type { TestApp, TestUser } from '../helpers/app.js';
+import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
-import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, waitForCursor, waitForStatus, type FundedWallet } from './support.js';
+import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, waitForStatus, type FundedWallet, startProxiedSuite } from './support.js';
 
 let t: TestApp;
 let chain: TestChain;
@@ -21,24 +20,14 @@ let proxy: RpcProxy;
 let networkId: number;
 let user: TestUser;
 
+let close: () => Promise<void>;
+
 beforeAll(async () => {
-  t = await startTestApp({ workers: true, env: { WATCHER_RECHECK_MS: '300' } });
-  chain = await startTestChain();
-  proxy = await RpcProxy.start(chain.rpcUrl);
-  const n = await upsertNetwork(
-    t.store.db,
-    { name: 'Proxied devnet', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
-    Date.now(),
-  );
-  networkId = n.id;
-  await waitForCursor(t, networkId);
-  user = await t.createUser();
+  ({ t, chain, proxy, networkId, user, close } = await startProxiedSuite());
 });
 
 afterAll(async () => {
-  await t?.close();
-  await proxy?.down();
-  await chain?.stop();
+  await close?.();
 });
 
 const create = (w: FundedWallet, amount: string) => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount, token: 'ETH', address: RECIPIENT } });

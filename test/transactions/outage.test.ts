@@ -6,11 +6,10 @@
  * transaction pending; the watcher's periodic check sends it again without a restart.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
-import { startTestChain, type TestChain } from '../helpers/chain.js';
+import type { TestApp, TestUser } from '../helpers/app.js';
+import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
-import { ETH, fundedWallet, publicClient, RECIPIENT, RpcProxy, sendFromOutsider, txRows, waitForCursor, waitForStatus, type FundedWallet } from './support.js';
+import { ETH, fundedWallet, publicClient, RECIPIENT, RpcProxy, sendFromOutsider, txRows, waitForCursor, waitForStatus, type FundedWallet, startProxiedSuite } from './support.js';
 
 let t: TestApp;
 let chain: TestChain;
@@ -19,25 +18,15 @@ let networkId: number;
 let user: TestUser;
 let w: FundedWallet;
 
+let close: () => Promise<void>;
+
 beforeAll(async () => {
-  t = await startTestApp({ workers: true, env: { WATCHER_RECHECK_MS: '300' } });
-  chain = await startTestChain();
-  proxy = await RpcProxy.start(chain.rpcUrl);
-  const n = await upsertNetwork(
-    t.store.db,
-    { name: 'Proxied devnet', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
-    Date.now(),
-  );
-  networkId = n.id;
-  await waitForCursor(t, networkId);
-  user = await t.createUser();
+  ({ t, chain, proxy, networkId, user, close } = await startProxiedSuite());
   w = await fundedWallet(t, chain, user, networkId, 10n * ETH);
 });
 
 afterAll(async () => {
-  await t?.close();
-  await proxy?.down();
-  await chain?.stop();
+  await close?.();
 });
 
 const create = (body: unknown) => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body });

@@ -12,8 +12,7 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
-import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
-import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, sendFromOutsider, txRows, waitForCursor, waitForStatus } from './support.js';
+import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, sendFromOutsider, txRows, waitForCursor, waitForStatus, proxiedNetwork } from './support.js';
 
 let database: TestDatabase;
 let chain: TestChain;
@@ -40,13 +39,7 @@ beforeAll(async () => {
   chain = await startTestChain();
   proxy = await RpcProxy.start(chain.rpcUrl);
   const t = await boot();
-  const n = await upsertNetwork(
-    t.store.db,
-    { name: 'Proxied devnet', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
-    Date.now(),
-  );
-  networkId = n.id;
-  await waitForCursor(t, networkId);
+  networkId = await proxiedNetwork(t, proxy);
   user = await t.createUser();
 });
 

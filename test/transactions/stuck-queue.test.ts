@@ -6,13 +6,12 @@
  * higher nonce and cut on its first send, is still sent again and confirmed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
-import { startTestChain, type TestChain } from '../helpers/chain.js';
-import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
+import type { TestApp, TestUser } from '../helpers/app.js';
+import type { TestChain } from '../helpers/chain.js';
 import { lockWallet } from '../../src/modules/wallets/wallets.repository.js';
 import * as repo from '../../src/modules/transactions/transactions.repository.js';
 import { recheckBackoffMs } from '../../src/modules/transactions/transactions.chain-sync.js';
-import { ETH, fundedWallet, RECIPIENT, RpcProxy, waitForCursor, waitForStatus, type FundedWallet } from './support.js';
+import { ETH, fundedWallet, RECIPIENT, RpcProxy, waitForStatus, type FundedWallet, startProxiedSuite } from './support.js';
 
 let t: TestApp;
 let chain: TestChain;
@@ -20,24 +19,14 @@ let proxy: RpcProxy;
 let networkId: number;
 let user: TestUser;
 
+let close: () => Promise<void>;
+
 beforeAll(async () => {
-  t = await startTestApp({ workers: true, env: { WATCHER_RECHECK_MS: '300', MAX_PENDING_PER_WALLET: '1000' } });
-  chain = await startTestChain();
-  proxy = await RpcProxy.start(chain.rpcUrl);
-  const n = await upsertNetwork(
-    t.store.db,
-    { name: 'Proxied devnet', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
-    Date.now(),
-  );
-  networkId = n.id;
-  await waitForCursor(t, networkId);
-  user = await t.createUser();
+  ({ t, chain, proxy, networkId, user, close } = await startProxiedSuite({ MAX_PENDING_PER_WALLET: '1000' }));
 });
 
 afterAll(async () => {
-  await t?.close();
-  await proxy?.down();
-  await chain?.stop();
+  await close?.();
 });
 
 /** `count` pending transfers of `w` from nonce `from`, recorded as the create flow records them (signed bytes the node never saw). */

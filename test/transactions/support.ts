@@ -8,8 +8,9 @@ import type { AddressInfo } from 'node:net';
 import { createPublicClient, createWalletClient, http, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
-import type { TestApp, TestUser } from '../helpers/app.js';
-import type { TestChain } from '../helpers/chain.js';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
+import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** anvil's dev account #1 (a sender outside the service). */
@@ -258,4 +259,39 @@ export function dec18(wei: bigint): string {
   const neg = wei < 0n;
   const m = neg ? -wei : wei;
   return `${neg ? '-' : ''}${m / ETH}.${(m % ETH).toString().padStart(18, '0')}`;
+}
+
+/** Registers a network whose RPC is `proxy` (in front of the test chain) and waits for its first cursor. */
+export async function proxiedNetwork(t: TestApp, proxy: RpcProxy): Promise<number> {
+  const n = await upsertNetwork(
+    t.store.db,
+    { name: 'Proxied devnet', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
+    Date.now(),
+  );
+  await waitForCursor(t, n.id);
+  return n.id;
+}
+
+/**
+ * The service with its workers (WATCHER_RECHECK_MS=300 and `env`), a test chain behind an
+ * RpcProxy registered as a network, and a user. `close` stops all three.
+ */
+export async function startProxiedSuite(env: Record<string, string> = {}) {
+  const t = await startTestApp({ workers: true, env: { WATCHER_RECHECK_MS: '300', ...env } });
+  const chain = await startTestChain();
+  const proxy = await RpcProxy.start(chain.rpcUrl);
+  const networkId = await proxiedNetwork(t, proxy);
+  const user = await t.createUser();
+  return {
+    t,
+    chain,
+    proxy,
+    networkId,
+    user,
+    close: async () => {
+      await t.close();
+      await proxy.down();
+      await chain.stop();
+    },
+  };
 }
