@@ -10,7 +10,7 @@
 import type { Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.js';
-import type { TestChain } from '../helpers/chain.js';
+import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, waitForStatus, type FundedWallet, startProxiedSuite } from './support.js';
 
@@ -111,6 +111,57 @@ describe('a lagging head', () => {
     await waitForStatus(t, user, w.id, c.body.data.id, 'confirmed');
     const confirmed = (await eventsOf(t, w.id, 'transaction.confirmed')).map((e) => e.payload.transaction_id);
     expect(confirmed).toEqual([a.body.data.id, b.body.data.id, c.body.data.id]);
+  });
+});
+
+describe('a batch of blocks read partly from another fork', () => {
+  it('records only the blocks that link up from the cursor; a transfer seen only on the other fork is never recorded', async () => {
+    const w = await fundedWallet(t, chain, user, networkId, 1n * ETH);
+    const fork = await startTestChain(); // another chain at the same heights: another fork
+    const seen = new Set<string>();
+    let phantomHash = '';
+    let watch: NodeJS.Timeout | undefined;
+    try {
+      // Hold the watcher (no head), then: our chain H+1..H+3, the fork up to H+1 and, in its
+      // H+2, a transfer to the wallet that our chain never has.
+      proxy.drop('eth_blockNumber');
+      const h = await chain.blockNumber();
+      await chain.mine(3);
+      const forkHead = await fork.blockNumber();
+      expect(forkHead).toBeLessThanOrEqual(h + 1);
+      if (forkHead < h + 1) await fork.mine(h + 1 - forkHead);
+      const [dev] = await fork.rpc<string[]>('eth_accounts');
+      const phantom = await fork.rpc<string>('eth_sendTransaction', [{ from: dev, to: w.address, value: '0xde0b6b3a7640000' }]);
+      phantomHash = phantom;
+      expect(await fork.blockNumber()).toBe(h + 2);
+      // The node answers block H+2 (and that transfer's receipt) from the fork, once.
+      const at = `0x${(h + 2).toString(16)}`;
+      proxy.rule('eth_getBlockByNumber', { action: 'other-node', url: fork.rpcUrl, times: 1, match: (p) => p[0] === at && p[1] === true });
+      proxy.rule('eth_getTransactionReceipt', { action: 'other-node', url: fork.rpcUrl, match: (p) => p[0] === phantom });
+      watch = setInterval(() => {
+        void t.store.db.selectFrom('transactions').select('tx_hash').where('wallet_id', '=', w.id).execute().then((rows) => rows.forEach((r) => seen.add(String(r.tx_hash))));
+      }, 10);
+      proxy.allow('eth_blockNumber');
+      const real = await publicClient(chain.rpcUrl).getBlock({ blockNumber: BigInt(h + 3) });
+      await waitFor(
+        async () => {
+          const c = await t.store.db.selectFrom('chain_cursors').select(['block_number', 'block_hash']).where('network_id', '=', networkId).executeTakeFirst();
+          return c !== undefined && Number(c.block_number) >= h + 3;
+        },
+        { timeoutMs: 20_000, message: 'cursor past the fork' },
+      );
+      const blocks = await t.store.db.selectFrom('chain_blocks').select('block_hash').where('network_id', '=', networkId).where('block_number', '=', h + 3).execute();
+      expect(blocks.map((b) => b.block_hash)).toEqual([real.hash]);
+    } finally {
+      clearInterval(watch);
+      proxy.allow('eth_getBlockByNumber');
+      proxy.allow('eth_getTransactionReceipt');
+      proxy.allow('eth_blockNumber');
+      await fork.stop();
+    }
+    // The funding receipt is the wallet's only row; the fork's transfer was never recorded or announced.
+    expect([...seen].filter((hash) => hash === phantomHash)).toEqual([]);
+    expect((await eventsOf(t, w.id)).filter((e) => JSON.stringify(e.payload).includes(phantomHash))).toEqual([]);
   });
 });
 

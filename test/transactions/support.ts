@@ -29,7 +29,8 @@ export const ETH = 10n ** 18n;
  *   connection is cut after `ms`);
  * - `null`: answers `result: null` without forwarding (e.g. eth_getTransactionByHash of a node
  *   that never saw the transaction);
- * - `lower`: forwards eth_blockNumber and answers `by` blocks less (a lagging node).
+ * - `lower`: forwards eth_blockNumber and answers `by` blocks less (a lagging node);
+ * - `other-node`: asks the node at `url` instead (a node on another fork behind the same balancer).
  * `times` limits the rule to that many calls (then it is removed); `match` to calls whose
  * params it accepts; `delayMs` holds the call that long first (a slow node).
  */
@@ -39,6 +40,7 @@ export type RpcRule = { times?: number; match?: (params: unknown[]) => boolean; 
   | { action: 'forward-timeout'; ms: number }
   | { action: 'null' }
   | { action: 'lower'; by: number }
+  | { action: 'other-node'; url: string }
 );
 
 interface RpcCall {
@@ -128,6 +130,12 @@ export class RpcProxy {
       case 'null':
         answer(200, { result: null });
         return true;
+      case 'other-node': {
+        const other = await fetch(rule.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        res.writeHead(other.status, { 'content-type': 'application/json' });
+        res.end(await other.text());
+        return true;
+      }
       case 'lower': {
         const up = JSON.parse((await this.forward(body)).text) as { result: string };
         answer(200, { result: `0x${Math.max(0, Number(BigInt(up.result)) - rule.by).toString(16)}` });
