@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, waitForStatus, type FundedWallet, startProxiedSuite } from './support.js';
+import { waitForCursor, ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, waitForStatus, type FundedWallet, startProxiedSuite } from './support.js';
 
 let t: TestApp;
 let chain: TestChain;
@@ -125,15 +125,22 @@ describe('a batch of blocks read partly from another fork', () => {
       // Hold the watcher (no head), then: our chain H+1..H+3, the fork up to H+1 and, in its
       // H+2, a transfer to the wallet that our chain never has.
       proxy.drop('eth_blockNumber');
-      const h = await chain.blockNumber();
-      await chain.mine(3);
+      await afterCalls('eth_blockNumber', 2); // the watcher is held: its cursor no longer moves
+      const cursor = await waitForCursor(t, networkId);
+      // The fork above the cursor, then a transfer to the wallet that only the fork has.
       const forkHead = await fork.blockNumber();
-      expect(forkHead).toBeLessThanOrEqual(h + 1);
-      if (forkHead < h + 1) await fork.mine(h + 1 - forkHead);
+      if (forkHead <= cursor) await fork.mine(cursor + 1 - forkHead);
       const [dev] = await fork.rpc<string[]>('eth_accounts');
       const phantom = await fork.rpc<string>('eth_sendTransaction', [{ from: dev, to: w.address, value: '0xde0b6b3a7640000' }]);
       phantomHash = phantom;
-      expect(await fork.blockNumber()).toBe(h + 2);
+      const forked = await waitFor(() => fork.rpc<{ blockNumber: string } | null>('eth_getTransactionReceipt', [phantom]), { timeoutMs: 10_000, message: 'the fork mines it' });
+      const n = Number(BigInt(forked.blockNumber));
+      expect(n).toBeGreaterThan(cursor + 1);
+      // Our chain one block past it.
+      const target = n + 1;
+      const ours = await chain.blockNumber();
+      if (ours < target) await chain.mine(target - ours);
+      const h = n - 2;
       // The node answers block H+2 (and that transfer's receipt) from the fork, once.
       const at = `0x${(h + 2).toString(16)}`;
       proxy.rule('eth_getBlockByNumber', { action: 'other-node', url: fork.rpcUrl, times: 1, match: (p) => p[0] === at && p[1] === true });
@@ -142,15 +149,15 @@ describe('a batch of blocks read partly from another fork', () => {
         void t.store.db.selectFrom('transactions').select('tx_hash').where('wallet_id', '=', w.id).execute().then((rows) => rows.forEach((r) => seen.add(String(r.tx_hash))));
       }, 10);
       proxy.allow('eth_blockNumber');
-      const real = await publicClient(chain.rpcUrl).getBlock({ blockNumber: BigInt(h + 3) });
+      const real = await publicClient(chain.rpcUrl).getBlock({ blockNumber: BigInt(target) });
       await waitFor(
         async () => {
           const c = await t.store.db.selectFrom('chain_cursors').select(['block_number', 'block_hash']).where('network_id', '=', networkId).executeTakeFirst();
-          return c !== undefined && Number(c.block_number) >= h + 3;
+          return c !== undefined && Number(c.block_number) >= target;
         },
         { timeoutMs: 20_000, message: 'cursor past the fork' },
       );
-      const blocks = await t.store.db.selectFrom('chain_blocks').select('block_hash').where('network_id', '=', networkId).where('block_number', '=', h + 3).execute();
+      const blocks = await t.store.db.selectFrom('chain_blocks').select('block_hash').where('network_id', '=', networkId).where('block_number', '=', target).execute();
       expect(blocks.map((b) => b.block_hash)).toEqual([real.hash]);
     } finally {
       clearInterval(watch);
