@@ -1,6 +1,6 @@
 /** Pieces every benchmark shares: flag parsing, percentiles, a fresh database, the service. */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { buildApp } from '../src/app.js';
@@ -127,4 +127,50 @@ export function runBench(main: () => Promise<void>): void {
       process.exit(1);
     },
   );
+}
+
+/** CPU time in ms of the live processes whose command line `match` accepts (Linux /proc; 10 ms ticks). */
+function processesCpuMs(match: (cmdline: string) => boolean): number {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (!match(readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '))) continue;
+      // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return ticks * 10;
+}
+
+export interface CpuSplit {
+  /** This process (the service, and the client or baseline running in it), ms. */
+  self: number;
+  /** The anvil at `port`, ms. */
+  anvil: number;
+  /** Every PostgreSQL server process, ms. */
+  postgres: number;
+}
+
+/**
+ * Starts a CPU meter: `read()` gives the CPU time spent since, split between this process, the
+ * anvil on `anvilPort` and PostgreSQL's processes. Shows where a path's time goes on a 2-core
+ * machine where the three share the cores.
+ */
+export function cpuMeter(anvilPort: number): { read(): CpuSplit } {
+  const anvil = (c: string) => c.includes('anvil') && c.includes(`--port ${anvilPort}`);
+  const postgres = (c: string) => c.startsWith('postgres') || c.includes('/bin/postgres ');
+  const self0 = process.cpuUsage();
+  const anvil0 = processesCpuMs(anvil);
+  const pg0 = processesCpuMs(postgres);
+  return {
+    read: () => {
+      const self = process.cpuUsage(self0);
+      return { self: (self.user + self.system) / 1000, anvil: processesCpuMs(anvil) - anvil0, postgres: processesCpuMs(postgres) - pg0 };
+    },
+  };
 }

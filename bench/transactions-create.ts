@@ -32,6 +32,7 @@
  * `npm test`.
  */
 import { randomBytes } from 'node:crypto';
+import diagnostics from 'node:diagnostics_channel';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -46,7 +47,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
 import { createLogger } from '../src/logger.js';
 import { startWorkers } from '../src/workers/index.js';
-import { parseDatabases, percentile, positiveInt, nonNegativeInt, startBenchService, type Driver, runBench, writeReport } from './common.js';
+import { cpuMeter, type CpuSplit, parseDatabases, percentile, positiveInt, nonNegativeInt, startBenchService, type Driver, runBench, writeReport } from './common.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'transactions-create.md');
@@ -82,17 +83,29 @@ interface Run {
   perSecond: number;
   p50: number;
   p99: number;
+  /** CPU µs per operation: this process (service, client, baseline), anvil, PostgreSQL. */
+  cpu: CpuSplit;
 }
 
-function summarise(times: number[], elapsedMs: number): Run {
+/** The anvil of the database being measured (its CPU is metered per run). */
+let anvilPort = 0;
+
+function summarise(times: number[], elapsedMs: number, cpu: CpuSplit): Run {
   const sorted = [...times].sort((a, b) => a - b);
-  return { perSecond: (times.length / elapsedMs) * 1000, p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
+  const per = (ms: number) => (ms * 1000) / times.length;
+  return {
+    perSecond: (times.length / elapsedMs) * 1000,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    cpu: { self: per(cpu.self), anvil: per(cpu.anvil), postgres: per(cpu.postgres) },
+  };
 }
 
 /** Runs `total` jobs over `loops` concurrent loops; job(i, loop) is timed one by one. */
 async function drive(total: number, loops: number, job: (i: number, loop: number) => Promise<void>): Promise<Run> {
   const times: number[] = [];
   let next = 0;
+  const meter = cpuMeter(anvilPort);
   const started = performance.now();
   await Promise.all(
     Array.from({ length: loops }, async (_, loop) => {
@@ -104,7 +117,8 @@ async function drive(total: number, loops: number, job: (i: number, loop: number
       }
     }),
   );
-  return summarise(times, performance.now() - started);
+  const elapsed = performance.now() - started;
+  return summarise(times, elapsed, meter.read());
 }
 
 async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
@@ -220,14 +234,15 @@ async function trace(s: Service, devnet: Devnet): Promise<string> {
     if (first === 'select' && t.includes('pg_notify')) return 'select pg_notify';
     return first;
   };
-  const realFetch = globalThis.fetch;
-  globalThis.fetch = (async (input: any, init?: any) => {
-    if (String(input).startsWith(devnet.rpcUrl) && typeof init?.body === 'string') {
-      const body = JSON.parse(init.body) as { method: string } | Array<{ method: string }>;
-      for (const b of Array.isArray(body) ? body : [body]) bump(rpcCalls, b.method);
-    }
-    return realFetch(input, init);
-  }) as typeof fetch;
+  // The chain clients send through undici's request (src/chain/rpc-fetch.ts): count at its channel.
+  const origin = new URL(devnet.rpcUrl).origin;
+  const onRequest = (message: unknown) => {
+    const { request } = message as { request: { origin: string; body: unknown } };
+    if (request.origin !== origin || request.body === null) return;
+    const body = JSON.parse(String(request.body)) as { method: string } | Array<{ method: string }>;
+    for (const b of Array.isArray(body) ? body : [body]) bump(rpcCalls, b.method);
+  };
+  diagnostics.subscribe('undici:request:create', onRequest);
   const stmtProto = Object.getPrototypeOf(new SQLite(':memory:').prepare('select 1')) as { all: Function; run: Function; get: Function; source: string };
   const saved = { all: stmtProto.all, run: stmtProto.run, get: stmtProto.get, query: pg.Client.prototype.query };
   for (const m of ['all', 'run', 'get'] as const) {
@@ -245,7 +260,7 @@ async function trace(s: Service, devnet: Devnet): Promise<string> {
   try {
     for (let i = 0; i < traceCount; i++) await s.create(s.wallets[0]!);
   } finally {
-    globalThis.fetch = realFetch;
+    diagnostics.unsubscribe('undici:request:create', onRequest);
     stmtProto.all = saved.all;
     stmtProto.run = saved.run;
     stmtProto.get = saved.get;
@@ -271,7 +286,8 @@ interface Row {
 }
 
 async function runDatabase(driver: Driver, sync: Sync): Promise<{ row: Row; traced: string | null }> {
-  const devnet = await startDevnet({ port: await findFreePort() });
+  anvilPort = await findFreePort();
+  const devnet = await startDevnet({ port: anvilPort });
   try {
     process.stderr.write(`${driver}${driver === 'sqlite' ? ` ${sync}` : ''}: baseline ... `);
     const base = await baseline(devnet);
@@ -297,15 +313,18 @@ async function runDatabase(driver: Driver, sync: Sync): Promise<{ row: Row; trac
 function table(rows: Row[]): string {
   const f = (n: number, d = 1) => n.toFixed(d);
   const lines = [
-    '| Database | What | per second | p50 ms | p99 ms | ratio to bare viem |',
-    '|---|---|---:|---:|---:|---:|',
+    '| Database | What | per second | p50 ms | p99 ms | CPU µs/op: this process / anvil / PostgreSQL | ratio to bare viem |',
+    '|---|---|---:|---:|---:|---:|---:|',
   ];
+  const cpu = (r: Run) => `${f(r.cpu.self, 0)} / ${f(r.cpu.anvil, 0)} / ${f(r.cpu.postgres, 0)}`;
   for (const r of rows) {
-    lines.push(`| ${r.label} | bare viem sign + eth_sendRawTransaction, ${concurrency} accounts | ${f(r.base.perSecond)} | ${f(r.base.p50, 2)} | ${f(r.base.p99, 2)} | 1 |`);
     lines.push(
-      `| ${r.label} | create, ${walletCount} wallets | ${f(r.many.perSecond)} | ${f(r.many.p50, 2)} | ${f(r.many.p99, 2)} | **${f(r.many.perSecond / r.base.perSecond, 3)}** |`,
+      `| ${r.label} | bare viem sign + eth_sendRawTransaction, ${concurrency} accounts | ${f(r.base.perSecond)} | ${f(r.base.p50, 2)} | ${f(r.base.p99, 2)} | ${cpu(r.base)} | 1 |`,
     );
-    lines.push(`| ${r.label} | create, 1 wallet | ${f(r.one.perSecond)} | ${f(r.one.p50, 2)} | ${f(r.one.p99, 2)} | ${f(r.one.perSecond / r.base.perSecond, 3)} |`);
+    lines.push(
+      `| ${r.label} | create, ${walletCount} wallets | ${f(r.many.perSecond)} | ${f(r.many.p50, 2)} | ${f(r.many.p99, 2)} | ${cpu(r.many)} | **${f(r.many.perSecond / r.base.perSecond, 3)}** |`,
+    );
+    lines.push(`| ${r.label} | create, 1 wallet | ${f(r.one.perSecond)} | ${f(r.one.p50, 2)} | ${f(r.one.p99, 2)} | ${cpu(r.one)} | ${f(r.one.perSecond / r.base.perSecond, 3)} |`);
   }
   return lines.join('\n');
 }

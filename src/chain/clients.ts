@@ -3,6 +3,7 @@
  * RPC calls carry a time-out and a bounded retry, so a dead node answers quickly as an error.
  */
 import { createPublicClient, defineChain, http, type Chain, type PublicClient } from 'viem';
+import { rpcFetch } from './rpc-fetch.js';
 
 export interface NetworkLike {
   id: number;
@@ -37,7 +38,14 @@ export class ChainClients {
     if (!c) {
       c = createPublicClient({
         chain: chainOf(n),
-        transport: http(n.rpc_url, { timeout: this.opts.timeoutMs, retryCount: this.opts.retryCount, retryDelay: 100 }),
+        transport: http(n.rpc_url, {
+          timeout: this.opts.timeoutMs,
+          retryCount: this.opts.retryCount,
+          retryDelay: 100,
+          fetchFn: rpcFetch as unknown as typeof fetch,
+          // rpcFetch reads at most MAX_RPC_BODY_BYTES itself.
+          maxResponseBodySize: false,
+        }),
       }) as PublicClient;
       this.clients.set(key, c);
     }

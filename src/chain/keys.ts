@@ -1,6 +1,6 @@
 /** Keys: BIP-39 mnemonics and BIP-44 derivation (m/44'/60'/0'/0/i) through viem. */
-import { toHex, type Address, type Hex } from 'viem';
-import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { getAddress, toHex, type Address, type Hex, type TransactionSerializable } from 'viem';
+import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount, signTransaction, type PrivateKeyAccount } from 'viem/accounts';
 
 export interface DerivedKey {
   address: Address;
@@ -22,4 +22,19 @@ export function newWalletKeys(): DerivedKey & { mnemonic: string } {
 
 export function accountFromKey(privateKey: Hex): PrivateKeyAccount {
   return privateKeyToAccount(privateKey);
+}
+
+/** What signs a wallet's transactions. */
+export interface TransactionSigner {
+  readonly address: Address;
+  signTransaction(transaction: TransactionSerializable): Promise<Hex>;
+}
+
+/**
+ * A signer for a key whose address is stored with it (a wallet's): signs without deriving the
+ * public key and address again, a curve multiplication as costly as the signature itself, on
+ * every transfer. The address is the one the key was created with (`newWalletKeys`).
+ */
+export function signerFor(privateKey: Hex, address: string): TransactionSigner {
+  return { address: getAddress(address), signTransaction: (transaction) => signTransaction({ privateKey, transaction }) };
 }

@@ -7,10 +7,11 @@ import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Config } from '../config.js';
-import { CACHE_CHANNEL, ImmediateSqliteDialect, OUTBOX_CHANNEL, sqlDialect, type Db, type DriverName, type SqlDialect } from './dialect.js';
+import { CACHE_CHANNEL, OUTBOX_CHANNEL, sqlDialect, type Db, type DriverName, type SqlDialect } from './dialect.js';
 import { registerTableVersions, sqliteDataVersion, TableVersions } from './read-cache.js';
 import { listenerGate, trackPoolWrites } from './read-cache-postgres.js';
 import { useNamedStatements } from './named-statements.js';
+import { GroupCommitSqliteDialect } from './group-commit.js';
 import type { Database } from './types.js';
 import { ARRAY_ROWS_MARK } from './prepared.js';
 
@@ -117,7 +118,7 @@ export function createStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'db
   const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
   const versions = new TableVersions(sqliteDataVersion(() => dataVersion.get() as number));
   cacheStatements(sqlite, 512, versions);
-  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new GroupCommitSqliteDialect({ database: sqlite }) });
   registerTableVersions(db, versions);
   return { db, dialect: sqlDialect('sqlite'), driver: 'sqlite', listenOutbox: () => async () => undefined, destroy: () => db.destroy() };
 }

@@ -243,16 +243,22 @@ export interface OutgoingState {
  * settled yet), split here with the same conditions.
  */
 export async function outgoingState(db: Executor, walletId: number, minedNonce: number): Promise<OutgoingState> {
-  const rows = await db
-    .selectFrom('transactions')
-    .select(['token_id', 'amount', 'fee_reserved', 'nonce', 'status', 'block_number'])
-    .where('wallet_id', '=', walletId)
-    .where('type', 'in', OUTGOING_TYPES)
-    .where((eb) =>
-      eb.or([
-        eb('status', '=', 'pending'),
-        eb.and([eb('nonce', '>=', minedNonce), eb.not(eb.and([eb('status', '=', 'failed'), eb('block_number', 'is', null)]))]),
-      ]),
+  // Two index ranges, not one OR (which SQLite answers by reading every outgoing row the wallet
+  // ever had): the pending rows by (wallet_id, status), the rest from `minedNonce` up by
+  // (wallet_id, type, nonce).
+  const outgoing = () =>
+    db
+      .selectFrom('transactions')
+      .select(['token_id', 'amount', 'fee_reserved', 'nonce', 'status', 'block_number'])
+      .where('wallet_id', '=', walletId)
+      .where('type', 'in', OUTGOING_TYPES);
+  const rows = await outgoing()
+    .where('status', '=', 'pending')
+    .unionAll(
+      outgoing()
+        .where('nonce', '>=', minedNonce)
+        .where('status', '!=', 'pending')
+        .where((eb) => eb.not(eb.and([eb('status', '=', 'failed'), eb('block_number', 'is', null)]))),
     )
     .execute();
   const state: OutgoingState = { reservations: [], pendingCount: 0, pendingNonces: [] };

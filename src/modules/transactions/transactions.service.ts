@@ -22,7 +22,7 @@
  *    node leaves it pending and the watcher sends it later. A crash between 3 and 4 loses
  *    nothing: the watcher re-sends recorded transactions the node does not know.
  */
-import { BaseError, decodeErrorResult, ExecutionRevertedError, getAddress, keccak256, RpcRequestError, type Address, type Hex, type PrivateKeyAccount, type PublicClient } from 'viem';
+import { BaseError, decodeErrorResult, ExecutionRevertedError, getAddress, keccak256, RpcRequestError, type Address, type Hex, type PublicClient } from 'viem';
 import type { Logger } from 'pino';
 import type { AppContext } from '../../context.js';
 import type { Executor } from '../../db/index.js';
@@ -33,6 +33,7 @@ import { ERC20_ABI, erc20TransferData } from '../../chain/erc20.js';
 import { isUnreachable, mapChainError } from '../../chain/errors.js';
 import { estimateGas, explicitFees, feeFields, feeMarket, l1Fee, maxFee, recentFeeMarket, recentQuote, type Fees } from '../../chain/fees.js';
 import { allocateNonce, chainPendingNonce } from '../../chain/nonce.js';
+import type { TransactionSigner } from '../../chain/keys.js';
 import { recordEvent } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
 import { findToken, listTokens } from '../tokens/tokens.repository.js';
@@ -93,7 +94,7 @@ interface Prepared {
   fee: bigint;
   /** Can the wallet pay the amount and `fee` with these reservations held against the snapshot? */
   enough: (rows: repo.Reservation[], fee: bigint) => boolean;
-  signer: PrivateKeyAccount;
+  signer: TransactionSigner;
 }
 
 /** The call a transaction makes: a contract call, a value transfer, or the token contract's `transfer`. */

@@ -4,12 +4,11 @@
  * the one place a private key is decrypted.
  */
 import type { Hex } from 'viem';
-import type { PrivateKeyAccount } from 'viem/accounts';
 import type { AppContext } from '../../context.js';
 import type { Executor } from '../../db/index.js';
 import type { InTransaction } from '../../db/index.js';
 import { fieldError } from '../../errors.js';
-import { accountFromKey, newWalletKeys } from '../../chain/keys.js';
+import { newWalletKeys, signerFor, type TransactionSigner } from '../../chain/keys.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
 import { recordEvent } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
@@ -105,9 +104,9 @@ export class WalletService {
   }
 
   /** The signing account of a wallet's main address. Decrypts the key; never log the result. */
-  async signer(walletId: number): Promise<PrivateKeyAccount> {
+  async signer(walletId: number): Promise<TransactionSigner> {
     const secrets = await repo.findWalletSecrets(this.ctx.store.db, walletId);
-    return accountFromKey(this.ctx.secrets.decrypt(secrets.private_key_enc) as Hex);
+    return signerFor(this.ctx.secrets.decrypt(secrets.private_key_enc) as Hex, secrets.address);
   }
 
   /** The wallet's mnemonic, for deriving sub-wallet addresses. Never log the result. */
