@@ -45,6 +45,7 @@ export class ChainClients {
           fetchFn: rpcFetch as unknown as typeof fetch,
           // rpcFetch reads at most MAX_RPC_BODY_BYTES itself.
           maxResponseBodySize: false,
+          batch: { wait: 0 },
         }),
       }) as PublicClient;
       this.clients.set(key, c);

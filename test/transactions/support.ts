@@ -43,6 +43,8 @@ export type RpcRule = { times?: number; match?: (params: unknown[]) => boolean; 
   | { action: 'other-node'; url: string }
 );
 
+type Answer = { kind: 'json'; status: number; body: unknown } | { kind: 'cut'; afterMs: number };
+
 interface RpcCall {
   jsonrpc?: string;
   id?: unknown;
@@ -54,7 +56,8 @@ interface RpcCall {
  * A real HTTP proxy for JSON-RPC. `down()` closes the port (connection refused, as a dead
  * node); `drop(method)` cuts the connection of any request calling that method (the caller
  * sees a network error, as if the node vanished mid-request); `rule(method, rule)` answers
- * that method otherwise (RpcRule).
+ * that method otherwise (RpcRule). The service batches its calls: each call of a batch is
+ * answered under its own rule, and the batch as one array.
  */
 export class RpcProxy {
   private server: Server | null = null;
@@ -101,45 +104,39 @@ export class RpcProxy {
     return r;
   }
 
-  private async forward(body: string): Promise<{ status: number; text: string }> {
-    const upstream = await fetch(this.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  private async forward(body: string, url = this.target): Promise<{ status: number; text: string }> {
+    const upstream = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     return { status: upstream.status, text: await upstream.text() };
   }
 
-  /** Answers one (non-batch) call under a rule; true when handled. */
-  private async applyRule(call: RpcCall, body: string, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+  /** The answer to one call (alone, or one element of a batch), under its rule if it has one. */
+  private async answer(call: RpcCall): Promise<Answer> {
+    const body = JSON.stringify(call);
     const rule = this.take(call);
-    if (!rule) return false;
-    if (rule.delayMs) await new Promise((r) => setTimeout(r, rule.delayMs));
-    const answer = (status: number, payload: object) => {
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id ?? null, ...payload }));
+    if (rule?.delayMs) await new Promise((r) => setTimeout(r, rule.delayMs));
+    const json = (status: number, payload: object): Answer => ({ kind: 'json', status, body: { jsonrpc: '2.0', id: call.id ?? null, ...payload } });
+    const forwarded = async (url?: string): Promise<Answer> => {
+      const up = await this.forward(body, url);
+      return { kind: 'json', status: up.status, body: JSON.parse(up.text) as unknown };
     };
-    switch (rule.action) {
+    switch (rule?.action) {
+      case undefined:
+        return forwarded();
       case 'error':
-        answer(200, { error: { code: rule.code ?? -32000, message: rule.message } });
-        return true;
+        return json(200, { error: { code: rule.code ?? -32000, message: rule.message } });
       case 'forward-error':
         await this.forward(body);
-        answer(rule.status ?? 200, { error: { code: rule.code ?? -32603, message: rule.message } });
-        return true;
+        return json(rule.status ?? 200, { error: { code: rule.code ?? -32603, message: rule.message } });
       case 'forward-timeout':
         await this.forward(body);
-        setTimeout(() => req.socket.destroy(), rule.ms);
-        return true;
+        return { kind: 'cut', afterMs: rule.ms };
       case 'null':
-        answer(200, { result: null });
-        return true;
-      case 'other-node': {
-        const other = await fetch(rule.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-        res.writeHead(other.status, { 'content-type': 'application/json' });
-        res.end(await other.text());
-        return true;
-      }
+        return json(200, { result: null });
+      case 'other-node':
+        return forwarded(rule.url);
       case 'lower': {
         const up = JSON.parse((await this.forward(body)).text) as { result: string };
-        answer(200, { result: `0x${Math.max(0, Number(BigInt(up.result)) - rule.by).toString(16)}` });
-        return true;
+        return json(200, { result: `0x${Math.max(0, Number(BigInt(up.result)) - rule.by).toString(16)}` });
       }
     }
   }
@@ -167,25 +164,36 @@ export class RpcProxy {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');
-    let methods: string[] = [];
-    let single: RpcCall | null = null;
+    let parsed: RpcCall | RpcCall[] | null = null;
     try {
-      const parsed = JSON.parse(body) as RpcCall | RpcCall[];
-      methods = (Array.isArray(parsed) ? parsed : [parsed]).map((m) => String(m.method));
-      if (!Array.isArray(parsed)) single = parsed;
+      parsed = JSON.parse(body) as RpcCall | RpcCall[];
     } catch {
       // forwarded as is
     }
+    const calls = parsed === null ? [] : Array.isArray(parsed) ? parsed : [parsed];
+    const methods = calls.map((m) => String(m.method));
     this.calls.push(...methods);
     if (methods.some((m) => this.dropped.has(m))) {
       req.socket.destroy();
       return;
     }
     try {
-      if (single && (await this.applyRule(single, body, req, res))) return;
-      const upstream = await this.forward(body);
-      res.writeHead(upstream.status, { 'content-type': 'application/json' });
-      res.end(upstream.text);
+      if (parsed === null) {
+        const upstream = await this.forward(body);
+        res.writeHead(upstream.status, { 'content-type': 'application/json' });
+        res.end(upstream.text);
+        return;
+      }
+      // A batch is answered call by call, each under its own rule, as one array.
+      const answers = await Promise.all(calls.map((c) => this.answer(c)));
+      const cut = answers.filter((a) => a.kind === 'cut');
+      if (cut.length > 0) {
+        setTimeout(() => req.socket.destroy(), Math.max(...cut.map((a) => a.afterMs)));
+        return;
+      }
+      const json = answers as Array<Extract<Answer, { kind: 'json' }>>;
+      res.writeHead(Math.max(...json.map((a) => a.status)), { 'content-type': 'application/json' });
+      res.end(JSON.stringify(Array.isArray(parsed) ? json.map((a) => a.body) : json[0]!.body));
     } catch {
       req.socket.destroy();
     }

@@ -11,9 +11,8 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Executor } from '../../db/index.js';
-import { notifyOutbox } from '../../db/dialect.js';
 import { EVENT_NAMES, typeOfEvent, type EventName } from './events.catalogue.js';
-import { insertEvent, lockEventOrder } from './events.repository.js';
+import { insertEventInOrder } from './events.repository.js';
 
 const signal = new EventEmitter();
 signal.setMaxListeners(0);
@@ -37,8 +36,8 @@ export async function recordEvent(db: Executor, e: NewEvent): Promise<number> {
   if (!EVENT_NAMES.includes(e.name)) throw new Error(`unknown event ${e.name}`);
   // The id is drawn under the user's event-order lock, held to commit (events.repository.ts).
   if (!db.isTransaction) return db.transaction().execute((trx) => recordEvent(trx, e));
-  await lockEventOrder(db, e.userId);
-  const id = await insertEvent(db, {
+  // The lock, the insert and (PostgreSQL) the NOTIFY in one statement.
+  const id = await insertEventInOrder(db, {
     user_id: e.userId,
     wallet_id: e.walletId,
     type: typeOfEvent(e.name),
@@ -46,7 +45,6 @@ export async function recordEvent(db: Executor, e: NewEvent): Promise<number> {
     payload: JSON.stringify(e.payload),
     created_at: e.nowMs,
   });
-  await notifyOutbox(db);
   signal.emit('event');
   return id;
 }

@@ -1,4 +1,5 @@
 import type { Executor } from '../../db/index.js';
+import { prepare } from '../../db/prepared.js';
 import type { NetworkRow } from '../../db/types.js';
 
 export const NETWORK_COLUMNS = [
@@ -18,8 +19,16 @@ export function listNetworks(db: Executor): Promise<NetworkRow[]> {
   return db.selectFrom('networks').select(NETWORK_COLUMNS).orderBy('id', 'asc').execute();
 }
 
+/**
+ * Every transfer, fee preview and watcher pass reads its network: compiled once and kept until
+ * the networks table is written (src/db/read-cache.ts; on PostgreSQL by migration 009's NOTIFY).
+ */
+const networkById = prepare((db: Executor, id: number) => db.selectFrom('networks').select(NETWORK_COLUMNS).where('id', '=', id), {
+  cache: { tables: ['networks'] },
+});
+
 export function findNetwork(db: Executor, id: number): Promise<NetworkRow | undefined> {
-  return db.selectFrom('networks').select(NETWORK_COLUMNS).where('id', '=', id).executeTakeFirst();
+  return networkById.executeTakeFirst(db, id);
 }
 
 export function findNetworkByName(db: Executor, name: string): Promise<NetworkRow | undefined> {

@@ -9,8 +9,8 @@
  * formats them without a bigint round trip), and its queries are compiled once per dialect
  * (src/db/prepared.ts). Orphaned receipts have sequence 0, so no range here ever holds one.
  *
- * `countForList` in transactions.repository.ts is the same count as `countRows` here; it stays
- * there because numbering a new row (under the wallet lock) uses it.
+ * Numbering a new row (`insertTransaction` in transactions.repository.ts, under the wallet lock)
+ * draws the same highest sequence number inside its INSERT.
  */
 import type { Executor } from '../../db/index.js';
 import { prepare } from '../../db/prepared.js';

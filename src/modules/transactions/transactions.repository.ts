@@ -7,10 +7,9 @@
  * that holds the wallet's row lock (`lockWallet`, wallets.repository.ts): it numbers the row (`seq`, `symbol_seq`)
  * from the current maximum, and the lock is what keeps those numbers dense and unique.
  */
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { dialectOf } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
-import type { NewTransaction } from '../../db/types.js';
 
 export type TxType = 'transfer' | 'receipt' | 'contract';
 /** Types the wallet sends (signed by the service, with a nonce, reserved until final). */
@@ -182,27 +181,6 @@ export async function findRecordForWallet(db: Executor, walletId: number, id: nu
 }
 
 // ---------------------------------------------------------------------------------------------
-// The list: newest first, page N found by its sequence range (`seq`, `symbol_seq`: dense per wallet).
-// ---------------------------------------------------------------------------------------------
-
-/** Rows in the list (all, or one symbol): the highest sequence number, since it is dense. */
-export async function countForList(db: Executor, walletId: number, symbolKey: string | null): Promise<number> {
-  if (symbolKey === null) {
-    const r = await db.selectFrom('transactions').select('seq').where('wallet_id', '=', walletId).orderBy('seq', 'desc').limit(1).executeTakeFirst();
-    return r ? Number(r.seq) : 0;
-  }
-  const r = await db
-    .selectFrom('transactions')
-    .select('symbol_seq')
-    .where('wallet_id', '=', walletId)
-    .where('symbol_key', '=', symbolKey)
-    .orderBy('symbol_seq', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  return r ? Number(r.symbol_seq) : 0;
-}
-
-// ---------------------------------------------------------------------------------------------
 // Writes under the wallet lock.
 // ---------------------------------------------------------------------------------------------
 
@@ -350,7 +328,7 @@ export interface NewTx {
 const str = (v: bigint | null): string | null => (v === null ? null : v.toString());
 
 /** The column values of a new row, with its numbers in the wallet's list. */
-function insertValues(t: NewTx, n: { seq: number; symbolKey: string; symbolSeq: number }, nowMs: number): NewTransaction {
+function insertValues(t: NewTx, n: { seq: RawBuilder<number>; symbolKey: string; symbolSeq: RawBuilder<number> }, nowMs: number) {
   return {
     wallet_id: t.wallet_id,
     token_id: t.token_id,
@@ -400,8 +378,9 @@ function insertValues(t: NewTx, n: { seq: number; symbolKey: string; symbolSeq: 
  */
 export async function insertTransaction(db: Executor, t: NewTx, nowMs: number): Promise<number | null> {
   const symbolKey = t.symbol.toUpperCase();
-  const seq = (await countForList(db, t.wallet_id, null)) + 1;
-  const symbolSeq = (await countForList(db, t.wallet_id, symbolKey)) + 1;
+  // Both numbers drawn by the insert itself (the newest of each plus one, by index), not read first.
+  const seq = sql<number>`coalesce((select seq from transactions where wallet_id = ${t.wallet_id} order by seq desc limit 1), 0) + 1`;
+  const symbolSeq = sql<number>`coalesce((select symbol_seq from transactions where wallet_id = ${t.wallet_id} and symbol_key = ${symbolKey} order by symbol_seq desc limit 1), 0) + 1`;
   const insert = db.insertInto('transactions').values(insertValues(t, { seq, symbolKey, symbolSeq }, nowMs));
   if (t.type !== 'receipt') return (await insert.returning('id').executeTakeFirstOrThrow()).id;
   const row = await insert

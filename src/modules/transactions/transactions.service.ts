@@ -132,7 +132,9 @@ export class TransactionService {
     const { rec, raw } = await this.record(wallet, prepared, opts);
     log.info({ transaction_id: rec.id, tx_hash: rec.tx_hash, nonce: rec.nonce, token: input.token.symbol }, 'transaction recorded');
     await this.broadcast(prepared.client, rec, raw, log);
-    return (await repo.findRecord(this.ctx.store.db, rec.id))!;
+    // The row as recorded: a broadcast that returns leaves it as it was (only a final refusal,
+    // which throws, changes it; `broadcast_at` is written later and not shown).
+    return rec;
   }
 
   /**
