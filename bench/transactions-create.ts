@@ -236,15 +236,17 @@ async function trace(s: Service, devnet: Devnet): Promise<string> {
   };
   // The chain clients send through undici's request (src/chain/rpc-fetch.ts): count at its channel.
   const origin = new URL(devnet.rpcUrl).origin;
+  let httpRequests = 0;
   const onRequest = (message: unknown) => {
     const { request } = message as { request: { origin: string; body: unknown } };
     if (request.origin !== origin || request.body === null) return;
+    httpRequests += 1;
     const body = JSON.parse(String(request.body)) as { method: string } | Array<{ method: string }>;
     for (const b of Array.isArray(body) ? body : [body]) bump(rpcCalls, b.method);
   };
   diagnostics.subscribe('undici:request:create', onRequest);
   const stmtProto = Object.getPrototypeOf(new SQLite(':memory:').prepare('select 1')) as { all: Function; run: Function; get: Function; source: string };
-  const saved = { all: stmtProto.all, run: stmtProto.run, get: stmtProto.get, query: pg.Client.prototype.query };
+  const saved = { all: stmtProto.all, run: stmtProto.run, get: stmtProto.get };
   for (const m of ['all', 'run', 'get'] as const) {
     const orig = saved[m];
     stmtProto[m] = function (this: { source: string }, ...args: unknown[]) {
@@ -252,11 +254,13 @@ async function trace(s: Service, devnet: Devnet): Promise<string> {
       return orig.apply(this, args);
     };
   }
-  pg.Client.prototype.query = function (this: pg.Client, ...args: any[]) {
-    const q = args[0];
-    bump(statements, kindOf(typeof q === 'string' ? q : (q?.text ?? '')));
-    return (saved.query as Function).apply(this, args);
-  } as typeof pg.Client.prototype.query;
+  // Every statement node-postgres sends is a Query submitted to the connection (named or not).
+  const queryProto = (pg as unknown as { Query: { prototype: { submit: Function; text?: string } } }).Query.prototype;
+  const submit = queryProto.submit;
+  queryProto.submit = function (this: { text?: string }, ...args: unknown[]) {
+    bump(statements, kindOf(this.text ?? ''));
+    return submit.apply(this, args);
+  };
   try {
     for (let i = 0; i < traceCount; i++) await s.create(s.wallets[0]!);
   } finally {
@@ -264,7 +268,7 @@ async function trace(s: Service, devnet: Devnet): Promise<string> {
     stmtProto.all = saved.all;
     stmtProto.run = saved.run;
     stmtProto.get = saved.get;
-    pg.Client.prototype.query = saved.query;
+    queryProto.submit = submit;
   }
   const per = (m: Map<string, number>) =>
     [...m.entries()]
@@ -274,7 +278,7 @@ async function trace(s: Service, devnet: Devnet): Promise<string> {
   const total = (m: Map<string, number>) => ([...m.values()].reduce((a, b) => a + b, 0) / traceCount).toFixed(1);
   return (
     `${s.driver}, per create (${traceCount} sequential creates${flags.idempotency ? ' with Idempotency-Key' : ''}, workers stopped): ` +
-    `JSON-RPC calls ${total(rpcCalls)} (${per(rpcCalls)}); SQL statements ${total(statements)} (${per(statements)})`
+    `JSON-RPC calls ${total(rpcCalls)} in ${(httpRequests / traceCount).toFixed(1)} HTTP requests (${per(rpcCalls)}); SQL statements ${total(statements)} (${per(statements)})`
   );
 }
 
