@@ -18,6 +18,7 @@ import { installMetrics } from './modules/metrics/metrics.routes.js';
 import type { MetricsService } from './modules/metrics/metrics.service.js';
 import type { App } from './http/types.js';
 import { checkParsedBody, parseJsonBody, validatorCompiler } from './http/validation.js';
+import { serializerCompiler } from './http/serializer.js';
 import { authRoutes, publicAuthRoutes } from './modules/auth/auth.routes.js';
 import { AuthService } from './modules/auth/auth.service.js';
 import { checkoutRoutes } from './modules/checkout/checkout.routes.js';
@@ -71,6 +72,7 @@ function createFastify(ctx: AppContext): App {
     ...requestIdOptions,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
   app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('user', null);
   app.decorateRequest('tokenId', null);
   app.decorateRequest('apiKey', null);

@@ -11,6 +11,7 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { createWalletRow } from '../helpers/factories.js';
 import { driverName } from '../helpers/db.js';
 import { insertTransaction, orphanTransaction, type NewTx } from '../../src/modules/transactions/transactions.repository.js';
+import { CHUNKED_FROM_ITEMS } from '../../src/http/chunked-json.js';
 
 let t: TestApp;
 let user: TestUser;
@@ -158,5 +159,36 @@ describe(`transaction list (${driverName})`, () => {
     expect(none.body.data).toEqual([]);
     expect(none.headers.get('x-pagination-total')).toBe('0');
     expect((await list('?token=%20')).headers.get('x-pagination-total')).toBe(String(ids.length));
+  });
+
+  it('answers a long page in chunks, with the bytes the short pages have', async () => {
+    const other = (await createWalletRow(t, user.id)).id;
+    const eth = { id: (await t.store.db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', other).executeTakeFirstOrThrow()).id, symbol: 'ETH' };
+    const count = CHUNKED_FROM_ITEMS * 2 + 37;
+    for (let i = 0; i < count; i++) {
+      const over: Partial<NewTx> =
+        i % 3 === 0
+          ? { status: 'pending', block_number: null, block_hash: null, block_timestamp: null, gas_used: null, cumulative_gas_used: null, receipt_status: null, confirmed_at: null }
+          : { type: 'contract', data: `0x${'ab'.repeat(i)}`, amount: MAX_UINT256 - BigInt(i) };
+      await insertTransaction(t.store.db, { ...row(i, eth, over), wallet_id: other }, T0 + i);
+    }
+    const get = (qs: string) => t.request('GET', `/api/wallet/${other}/transaction${qs}`, { token: user.token });
+    const long = await get('?limit=1000');
+    expect(long.status).toBe(200);
+    expect(long.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(long.headers.get('transfer-encoding')).toBe('chunked');
+    expect(long.body.data).toHaveLength(count);
+    // The short pages (one piece each, the route's serializer) hold the same items, byte for byte.
+    const inner = (text: string) => text.slice(text.indexOf('"data":[') + 8, text.lastIndexOf(']'));
+    const pieces: string[] = [];
+    let head = '';
+    for (let page = 1; page <= Math.ceil(count / 50); page++) {
+      const short = await get(`?limit=50&page=${page}`);
+      expect(short.headers.get('content-length')).toBe(String(Buffer.byteLength(short.text)));
+      head = short.text.slice(0, short.text.indexOf('"data":[') + 8);
+      pieces.push(inner(short.text));
+    }
+    expect(head).toBe('{"status":"success","message":"Transactions retrieved","data":[');
+    expect(long.text).toBe(`${head}${pieces.join(',')}]}`);
   });
 });

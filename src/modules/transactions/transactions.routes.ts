@@ -9,6 +9,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { Errors, validationError, type FieldErrors } from '../../errors.js';
 import { ok, responses } from '../../http/envelope.js';
+import { CHUNKED_FROM_ITEMS, sendEnvelopeInChunks } from '../../http/chunked-json.js';
 import { pageOf, setPaginationHeaders } from '../../http/pagination.js';
 import { commitResponse } from '../../http/idempotency.js';
 import { parseId, requireWallet } from '../../http/auth.js';
@@ -40,6 +41,8 @@ export async function transactionRoutes(app: App, txs: TransactionService): Prom
   replaceRoute(app, txs, 'cancel');
 }
 
+const LIST_MESSAGE = 'Transactions retrieved';
+
 function listRoute(app: App, txs: TransactionService): void {
   app.get(
     '/wallet/:wallet/transaction',
@@ -56,7 +59,10 @@ function listRoute(app: App, txs: TransactionService): void {
       const q = { ...pageOf(req.query), token: req.query.token };
       const page = await txs.list(requireWallet(req), q);
       setPaginationHeaders(req, reply, page, { token: q.token });
-      return ok(page.items.map(transactionListItem), 'Transactions retrieved');
+      const items = page.items.map(transactionListItem);
+      // A long page in chunks (src/http/chunked-json.ts): the same bytes, without one large string.
+      if (items.length >= CHUNKED_FROM_ITEMS) return sendEnvelopeInChunks(reply, items, TransactionSchema, LIST_MESSAGE);
+      return ok(items, LIST_MESSAGE);
     },
   );
 }
