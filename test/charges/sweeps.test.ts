@@ -47,7 +47,9 @@ describe('charge sweeps', () => {
     await chain.rpc('evm_setAutomine', [false]);
     await pay(chain.rpcUrl, c.address, parseEther(amount));
     await chain.mine(1);
-    const pending = await api.until(c.id, (x) => x.status === 'paid' && x.sweeps.length === 1, 'paid, sweep sent');
+    const pending = await api.until(c.id, (x) => x.status === 'paid' && x.sweeps.length === 1, 'paid, sweep recorded');
+    // The sweep is recorded before it is sent: wait until the node has it.
+    await waitFor(() => chain.rpc('eth_getTransactionByHash', [pending.sweeps[0].tx_hash]), { timeoutMs: 10_000, message: 'sweep in the pool' });
     return { c, sweep: pending.sweeps[0] };
   }
 
@@ -71,9 +73,10 @@ describe('charge sweeps', () => {
   it('a sweep the node drops is failed, then swept again and confirmed', async () => {
     try {
       const { c, sweep } = await paidWithSweepInPool('0.7');
-      // The pool forgets it and its nonce is taken: re-sending it can only be refused.
-      await chain.rpc('anvil_dropTransaction', [sweep.tx_hash as Hex]);
+      // Its nonce is taken, then the pool forgets it: re-sending it can only be refused. (In the
+      // other order the service could re-send it, accepted, between the two calls.)
       await chain.rpc('anvil_setNonce', [c.address, '0x1']);
+      await chain.rpc('anvil_dropTransaction', [sweep.tx_hash as Hex]);
       const failed = await api.until(c.id, (x) => x.sweeps[0].status === 'failed', 'sweep failed');
       expect(failed.sweeps).toHaveLength(1);
       // Logged just after the commit that made it failed (which the API may show first).
