@@ -43,6 +43,12 @@ const SAVEPOINT = CompiledQuery.raw('savepoint group_member');
 const RELEASE = CompiledQuery.raw('release group_member');
 const ROLLBACK_TO = CompiledQuery.raw('rollback to group_member');
 
+/** Bounds of a group (tests set them; the service uses the defaults above). */
+export interface GroupLimits {
+  maxMs?: number;
+  maxMembers?: number;
+}
+
 /** Transactions (and queries) waiting for one COMMIT. */
 class Group {
   readonly startedAt = performance.now();
@@ -108,7 +114,10 @@ export class GroupCommitSqliteDriver implements Driver {
   /** Commits made, and the transactions they carried (tests and benchmarks read them). */
   readonly stats = { commits: 0, transactions: 0 };
 
-  constructor(sqlite: SQLite.Database) {
+  constructor(
+    sqlite: SQLite.Database,
+    private readonly limits: GroupLimits = {},
+  ) {
     this.#sqlite = sqlite;
   }
 
@@ -156,7 +165,7 @@ export class GroupCommitSqliteDriver implements Driver {
     const c = connection as GroupConnection;
     const g = this.#group;
     if (g !== null) {
-      const full = g.members >= MAX_GROUP_MEMBERS || performance.now() - g.startedAt >= MAX_GROUP_MS;
+      const full = g.members >= (this.limits.maxMembers ?? MAX_GROUP_MEMBERS) || performance.now() - g.startedAt >= (this.limits.maxMs ?? MAX_GROUP_MS);
       if (full || (this.#flushDue && this.#queue.length === 0)) this.#commit();
       else this.#scheduleFlush();
     }
@@ -211,15 +220,17 @@ export class GroupCommitSqliteDriver implements Driver {
 /** SQLite with group commit (above). */
 export class GroupCommitSqliteDialect extends SqliteDialect {
   readonly #sqlite: SQLite.Database;
+  readonly #limits: GroupLimits;
   #driver: GroupCommitSqliteDriver | null = null;
 
-  constructor(config: SqliteDialectConfig & { database: SQLite.Database }) {
+  constructor(config: SqliteDialectConfig & { database: SQLite.Database; limits?: GroupLimits }) {
     super(config);
     this.#sqlite = config.database;
+    this.#limits = config.limits ?? {};
   }
 
   override createDriver(): Driver {
-    this.#driver = new GroupCommitSqliteDriver(this.#sqlite);
+    this.#driver = new GroupCommitSqliteDriver(this.#sqlite, this.#limits);
     return this.#driver;
   }
 

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { GroupCommitSqliteDialect, type GroupCommitSqliteDriver } from '../../src/db/group-commit.js';
+import { GroupCommitSqliteDialect, MAX_GROUP_MEMBERS, type GroupCommitSqliteDriver, type GroupLimits } from '../../src/db/group-commit.js';
 
 interface Schema {
   items: { id: number; name: string };
@@ -32,14 +32,15 @@ let other: SQLite.Database;
 const committedNames = () => (other.prepare('select name from items order by id').all() as Array<{ name: string }>).map((r) => r.name);
 const insert = (trx: Kysely<Schema>, name: string) => trx.insertInto('items').values({ name } as never).execute();
 
-beforeEach(async () => {
+/** Opens the database; the group bounds are lifted unless given (their timing is tested apart). */
+async function open(limits: GroupLimits = { maxMs: 60_000, maxMembers: 10_000 }): Promise<void> {
   dir = mkdtempSync(join(tmpdir(), 'group-commit-'));
   const file = join(dir, 'db.sqlite');
   const handle = new SQLite(file);
   handle.pragma('journal_mode = WAL');
   handle.pragma('synchronous = FULL');
   handle.pragma('foreign_keys = ON');
-  const dialect = new GroupCommitSqliteDialect({ database: handle });
+  const dialect = new GroupCommitSqliteDialect({ database: handle, limits });
   db = new Kysely<Schema>({ dialect });
   await sql`create table items (id integer primary key, name text not null)`.execute(db);
   await sql`create table parents (id integer primary key)`.execute(db);
@@ -48,13 +49,22 @@ beforeEach(async () => {
   await sql`create trigger doomed_insert before insert on doomed begin select raise(rollback, 'trigger rolled back the transaction'); end`.execute(db);
   driver = dialect.driver!;
   other = new SQLite(file, { readonly: true });
-});
+}
 
-afterEach(async () => {
+beforeEach(() => open());
+
+async function close(): Promise<void> {
   other.close();
   await db.destroy();
   rmSync(dir, { recursive: true, force: true });
-});
+}
+
+async function reopen(limits: GroupLimits): Promise<void> {
+  await close();
+  await open(limits);
+}
+
+afterEach(close);
 
 describe('SQLite group commit', () => {
   it('commits transactions that are ready together once, each durable when its execute() resolves', async () => {
@@ -74,6 +84,21 @@ describe('SQLite group commit', () => {
     expect(driver.stats.transactions - before.transactions).toBe(20);
     // Twenty transactions started in one turn of the event loop share one COMMIT.
     expect(driver.stats.commits - before.commits).toBe(1);
+  });
+
+  it('commits a group when it is too old or too long, at the next release', async () => {
+    const ready = () => Promise.all(Array.from({ length: 10 }, (_, i) => db.transaction().execute((trx) => insert(trx, `t${i}`))));
+    await reopen({ maxMs: 0 });
+    let before = driver.stats.commits;
+    await ready();
+    expect(driver.stats.commits - before).toBe(10);
+    await reopen({ maxMs: 60_000, maxMembers: 3 });
+    before = driver.stats.commits;
+    await ready();
+    // Groups of 3, 3, 3, then the last one alone at the end of the turn.
+    expect(driver.stats.commits - before).toBe(4);
+    expect(committedNames()).toHaveLength(10);
+    expect(MAX_GROUP_MEMBERS).toBe(64);
   });
 
   it('commits a lone transaction at once (the end of the same turn)', async () => {
