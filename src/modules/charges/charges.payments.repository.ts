@@ -4,6 +4,8 @@ import type { Executor } from '../../db/index.js';
 
 /** Block timestamps kept per network (the confirmed height is never further back than this). */
 const KEEP_BLOCK_TIMES = 512;
+/** How often (in blocks) the times older than KEEP_BLOCK_TIMES are deleted. */
+const PRUNE_EVERY = 64;
 
 /** A deposit address the follower matches a block against. */
 export interface WatchedDeposit {
@@ -67,9 +69,15 @@ export async function recordBlockPayments(
   b: { networkId: number; number: number; hash: string; timestampMs: number; payments: NewPayment[] },
   nowMs: number,
 ): Promise<void> {
-  await trx.deleteFrom('charge_blocks').where('network_id', '=', b.networkId).where('block_number', '=', b.number).execute();
-  await trx.insertInto('charge_blocks').values({ network_id: b.networkId, block_number: b.number, block_timestamp: b.timestampMs }).execute();
-  await trx.deleteFrom('charge_blocks').where('network_id', '=', b.networkId).where('block_number', '<', b.number - KEEP_BLOCK_TIMES).execute();
+  await trx
+    .insertInto('charge_blocks')
+    .values({ network_id: b.networkId, block_number: b.number, block_timestamp: b.timestampMs })
+    .onConflict((oc) => oc.columns(['network_id', 'block_number']).doUpdateSet((eb) => ({ block_timestamp: eb.ref('excluded.block_timestamp') })))
+    .execute();
+  // Older times are pruned every PRUNE_EVERY blocks, not every block (one statement a block less).
+  if (b.number % PRUNE_EVERY === 0) {
+    await trx.deleteFrom('charge_blocks').where('network_id', '=', b.networkId).where('block_number', '<', b.number - KEEP_BLOCK_TIMES).execute();
+  }
   for (const p of b.payments) {
     await trx
       .insertInto('charge_payments')

@@ -1,6 +1,7 @@
 /** wallet_tokens rows. */
 import { sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
+import { prepare } from '../../db/prepared.js';
 import type { WalletTokenRow } from '../../db/types.js';
 
 export const TOKEN_COLUMNS = [
@@ -17,10 +18,21 @@ export const TOKEN_COLUMNS = [
   'updated_at',
 ] as const;
 
+/**
+ * A wallet's tokens: every transfer, balance and watcher pass reads them. Compiled once and kept
+ * until wallet_tokens is written (src/db/read-cache.ts; on PostgreSQL by migration 009's NOTIFY).
+ * The rows are frozen.
+ */
+const tokensOf = prepare((db: Executor, walletId: number) => db.selectFrom('wallet_tokens').select(TOKEN_COLUMNS).where('wallet_id', '=', walletId).orderBy('id', 'asc'), {
+  cache: { tables: ['wallet_tokens'] },
+});
+const activeTokensOf = prepare(
+  (db: Executor, walletId: number) => db.selectFrom('wallet_tokens').select(TOKEN_COLUMNS).where('wallet_id', '=', walletId).where('is_active', '=', 1).orderBy('id', 'asc'),
+  { cache: { tables: ['wallet_tokens'] } },
+);
+
 export function listTokens(db: Executor, walletId: number, opts: { activeOnly?: boolean } = {}): Promise<WalletTokenRow[]> {
-  let q = db.selectFrom('wallet_tokens').select(TOKEN_COLUMNS).where('wallet_id', '=', walletId);
-  if (opts.activeOnly) q = q.where('is_active', '=', 1);
-  return q.orderBy('id', 'asc').execute();
+  return (opts.activeOnly ? activeTokensOf : tokensOf).execute(db, walletId);
 }
 
 export function findToken(db: Executor, walletId: number, tokenId: number): Promise<WalletTokenRow | undefined> {
