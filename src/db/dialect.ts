@@ -5,12 +5,12 @@
  * Locking. PostgreSQL runs many connections (and possibly many service processes) at once, so
  * a service that must serialise work on one row takes `SELECT ... FOR UPDATE` inside its
  * transaction, and a queue claims rows with `FOR UPDATE SKIP LOCKED`. SQLite has one writer:
- * Kysely's driver holds the single connection for the whole transaction (a mutex inside one
- * process) and we open every transaction with `BEGIN IMMEDIATE`, which takes the database's
- * write lock at the start, so two processes can never interleave a read-then-write. On
- * SQLite the row-lock helpers are therefore no-ops: the transaction itself is the lock.
+ * the driver (group-commit.ts) gives the single connection to one holder at a time for a whole
+ * transaction, and every group of transactions opens with `BEGIN IMMEDIATE`, which takes the
+ * database's write lock at the start, so two processes can never interleave a read-then-write.
+ * On SQLite the row-lock helpers are therefore no-ops: the transaction itself is the lock.
  */
-import { CompiledQuery, PostgresAdapter, sql, SqliteDialect, SqliteDriver, type SqliteDialectConfig, type Driver, type DatabaseConnection, type SelectQueryBuilder, type Kysely } from 'kysely';
+import { PostgresAdapter, sql, type SelectQueryBuilder, type Kysely } from 'kysely';
 import type { Database } from './types.js';
 
 export type DriverName = 'sqlite' | 'postgres';
@@ -52,15 +52,6 @@ export function sqlDialect(driver: DriverName): SqlDialect {
 }
 
 /** The dialect of an executor (the database or an open transaction), read from its adapter. */
-/**
- * A transaction-level advisory lock on (namespace, key), held until the transaction ends.
- * PostgreSQL only; on SQLite the IMMEDIATE transaction already excludes every other writer.
- */
-export async function advisoryXactLock(db: Kysely<any>, namespace: number, key: number): Promise<void> {
-  if (dialectOf(db).driver !== 'postgres') return;
-  await sql`select pg_advisory_xact_lock(${namespace}::int4, (${key}::bigint % 2147483647)::int4)`.execute(db);
-}
-
 export function dialectOf(db: Kysely<any>): SqlDialect {
   return db.getExecutor().adapter instanceof PostgresAdapter ? POSTGRES : SQLITE;
 }

@@ -3,7 +3,7 @@
  * the delivery worker's fan-out (queue state change 1, src/workers/deliveries/dispatch.ts).
  */
 import { sql } from 'kysely';
-import { advisoryXactLock, dialectOf, OUTBOX_CHANNEL, type Db, type SqlDialect } from '../../db/dialect.js';
+import { dialectOf, OUTBOX_CHANNEL, type Db, type SqlDialect } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
 
 export interface NewEventRow {
@@ -62,7 +62,7 @@ export async function markEventsDispatched(trx: Db, ids: readonly number[], nowM
  * The cursor problem. Event ids come from a sequence, assigned when the row is inserted, but
  * transactions commit in their own order: A takes id 10, B takes id 11 and commits first, a
  * reader pages past 11, then A commits and id 10 is never read. SQLite has one writer at a
- * time (BEGIN IMMEDIATE), so ids commit in order there. On PostgreSQL `lockEventOrder` takes a
+ * time (BEGIN IMMEDIATE), so ids commit in order there. On PostgreSQL `insertEventInOrder` takes a
  * transaction-level advisory lock on the event's user before the id is drawn, held until
  * commit; the lock is released only after the commit is visible. So for one user, an event
  * with a smaller id is always committed (and visible to any snapshot that sees a larger one)
@@ -79,11 +79,6 @@ export async function markEventsDispatched(trx: Db, ids: readonly number[], nowM
 
 /** Advisory lock namespace of the event order ('EVNT'); the second key is the user id. */
 const EVENT_ORDER_LOCK = 0x45564e54;
-
-/** Call inside the transaction, before inserting the user's event (see the cursor note above). */
-export function lockEventOrder(db: Executor, userId: number): Promise<void> {
-  return advisoryXactLock(db, EVENT_ORDER_LOCK, userId);
-}
 
 /**
  * Inside a transaction: takes the user's event-order lock, inserts the event and announces new
