@@ -86,6 +86,8 @@ describe('charge sweeps', () => {
       const retried = await api.until(c.id, (x) => x.sweeps.length === 2, 'swept again');
       expect(retried.sweeps[1].status).toBe('pending');
       expect(retried.sweeps[1].tx_hash).not.toBe(sweep.tx_hash);
+      // Recorded before it is sent, as the first: mine only once the node has it.
+      await waitFor(() => chain.rpc('eth_getTransactionByHash', [retried.sweeps[1].tx_hash]), { timeoutMs: 10_000, message: 'second sweep in the pool' });
       await chain.mine(1);
       const done = await api.until(c.id, (x) => x.sweeps[1].status === 'confirmed', 'second sweep confirmed');
       expect(done.sweeps.map((x: { status: string }) => x.status)).toEqual(['failed', 'confirmed']);

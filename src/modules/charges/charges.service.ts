@@ -22,7 +22,7 @@ import type { ChargeRow } from './charges.repository.js';
 import { listPayments } from './charges.payments.repository.js';
 import { listSweeps } from './charges.sweeps.repository.js';
 import type { ChargeInput } from './charges.schemas.js';
-import { ChargeSettlement } from './charges.settlement.js';
+import { ChargeSettlement, type ConfirmedHeights } from './charges.settlement.js';
 import { ChargeSweeper } from './charges.sweeps.js';
 import { chargeCreatedPayload } from './charges.views.js';
 
@@ -109,17 +109,19 @@ export class ChargeService {
   }
 
   /** One pass of the charge worker: settle, then sweep. */
+  /** Settles, then sweeps; a sweep is confirmed at no more than the height the settlement used. */
   async tick(stopping: () => boolean = () => false): Promise<void> {
-    await this.settle(stopping);
-    if (!stopping()) await this.sweep(stopping);
+    const heights = await this.settle(stopping);
+    if (!stopping()) await this.sweep(stopping, heights);
   }
 
-  settle(stopping: () => boolean = () => false): Promise<void> {
+  settle(stopping: () => boolean = () => false): Promise<ConfirmedHeights> {
     return this.settlement.tick(stopping);
   }
 
-  sweep(stopping: () => boolean = () => false): Promise<void> {
-    return this.sweeper.tick(stopping);
+  /** `settled`: the heights this tick's settlement used (without them, the follower's cursor now). */
+  sweep(stopping: () => boolean = () => false, settled?: ConfirmedHeights): Promise<void> {
+    return this.sweeper.tick(stopping, settled);
   }
 
   /** The charges with their confirmed payments and their sweeps attached. */

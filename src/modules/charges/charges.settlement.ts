@@ -40,6 +40,9 @@ const PAYMENT_BATCH = 500;
 const EXPIRY_BATCH = 200;
 const LATE_BATCH = 200;
 
+/** Network id → the confirmed height a settlement tick used. */
+export type ConfirmedHeights = Map<number, number>;
+
 /** The follower's confirmed height on a network and that block's timestamp (null: none recorded). */
 interface Confirmed {
   height: number;
@@ -53,15 +56,23 @@ export class ChargeSettlement {
     this.log = ctx.log.child({ component: 'charges' });
   }
 
-  async tick(stopping: () => boolean = () => false): Promise<void> {
+  /**
+   * Returns the confirmed height it settled each network at: the sweeps of the same tick are
+   * confirmed at no more than that (charges.sweeps.ts), so a sweep is never shown confirmed
+   * before the payment it swept, which sits in an earlier block.
+   */
+  async tick(stopping: () => boolean = () => false): Promise<ConfirmedHeights> {
+    const heights: ConfirmedHeights = new Map();
     for (const network of await listNetworks(this.ctx.store.db)) {
-      if (stopping()) return;
+      if (stopping()) break;
       const at = await this.confirmed(network);
       if (!at) continue;
       await this.confirmPayments(network.id, at);
       await this.expireDue(network, at);
       await this.announceLate(network.id);
+      heights.set(network.id, at.height);
     }
+    return heights;
   }
 
   private async confirmed(network: NetworkRow): Promise<Confirmed | null> {

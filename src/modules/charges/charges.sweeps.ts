@@ -38,6 +38,7 @@ import * as repo from './charges.repository.js';
 import type { ChargeRow } from './charges.repository.js';
 import * as sw from './charges.sweeps.repository.js';
 import type { SweepRow } from './charges.sweeps.repository.js';
+import type { ConfirmedHeights } from './charges.settlement.js';
 
 /** Charges looked at, and rows in flight followed, per tick; the delay before a failed step is tried again. */
 const SWEEP_BATCH = 100;
@@ -80,8 +81,8 @@ export class ChargeSweeper {
     this.log = ctx.log.child({ component: 'charges' });
   }
 
-  async tick(stopping: () => boolean = () => false): Promise<void> {
-    await this.track(stopping);
+  async tick(stopping: () => boolean = () => false, settled?: ConfirmedHeights): Promise<void> {
+    await this.track(stopping, settled);
     const db = this.ctx.store.db;
     for (const due of await sw.listDue(db, this.ctx.clock.nowMs(), SWEEP_BATCH)) {
       if (stopping()) return;
@@ -223,13 +224,13 @@ export class ChargeSweeper {
   }
 
   /** Follows the rows in flight to a final status. */
-  private async track(stopping: () => boolean): Promise<void> {
+  private async track(stopping: () => boolean, settled?: ConfirmedHeights): Promise<void> {
     const db = this.ctx.store.db;
     for (const row of await sw.listLive(db, TRACK_BATCH)) {
       if (stopping()) return;
       try {
         if (row.kind === 'gas') await this.trackTopUp(row);
-        else await this.trackSweep(row);
+        else await this.trackSweep(row, settled);
       } catch (e) {
         if (!isUnreachable(e)) this.log.warn({ err: e, charge_id: row.charge_id, tx_hash: row.tx_hash }, 'could not follow a charge sweep; trying again');
       }
@@ -243,20 +244,29 @@ export class ChargeSweeper {
     await this.finish(row, { status, tx_hash: state.tx_hash }, status === 'confirmed' ? 0 : SWEEP_RETRY_MS);
   }
 
-  private async trackSweep(row: SweepRow): Promise<void> {
+  /**
+   * A sweep with a receipt is final once its block is at or below the confirmed height: the one
+   * this tick's settlement used when given (so the payments it swept, in earlier blocks, were
+   * confirmed first), else the follower's cursor now.
+   */
+  private async trackSweep(row: SweepRow, settled?: ConfirmedHeights): Promise<void> {
     const t = await this.target(row.charge_id);
     if (!t) return;
     const receipt = await receiptOrNull(t.client, row.tx_hash as Hex);
     if (receipt) {
-      const cursor = await findCursor(this.ctx.store.db, t.network.id);
-      const height = cursor ? cursor.block_number - Math.max(1, t.network.confirmations) + 1 : -1;
-      if (Number(receipt.blockNumber) > height) return; // not deep enough yet
+      if (Number(receipt.blockNumber) > (await this.confirmedHeight(t.network, settled))) return; // not deep enough yet
       const ok = receipt.status === 'success';
       await this.finish(row, { status: ok ? 'confirmed' : 'failed', block_number: Number(receipt.blockNumber), error: ok ? null : 'reverted' }, ok ? 0 : SWEEP_RETRY_MS);
       return;
     }
     const known = await nodeKnows(t.client, row.tx_hash as Hex);
     if (known === false) await this.broadcast(t.client, row, t.log);
+  }
+
+  private async confirmedHeight(network: NetworkRow, settled?: ConfirmedHeights): Promise<number> {
+    if (settled) return settled.get(network.id) ?? -1;
+    const cursor = await findCursor(this.ctx.store.db, network.id);
+    return cursor ? cursor.block_number - Math.max(1, network.confirmations) + 1 : -1;
   }
 
   private async finish(row: SweepRow, f: Parameters<typeof sw.finishLive>[2], retryMs: number): Promise<void> {
