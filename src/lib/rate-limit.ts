@@ -119,7 +119,9 @@ export async function createLimits(config: Pick<Config, 'redisUrl' | 'databaseUr
   const common = { points: Number.MAX_SAFE_INTEGER, duration: KEEP_S, insuranceLimiter: insurance };
 
   if (config.redisUrl !== null) {
-    const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false });
+    // Auto-pipelining: the counts of requests answered in the same turn of the event loop go to
+    // Redis in one write (ioredis's own batching; each command keeps its own answer).
+    const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false, enableAutoPipelining: true });
     redis.on('error', onStoreError);
     // Processes on the same database share counters; another deployment on the same Redis does not.
     const keyPrefix = `wallet-rl:${sha256Hex(config.databaseUrl ?? config.dataDir).slice(0, 12)}`;

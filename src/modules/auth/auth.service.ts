@@ -8,6 +8,7 @@ import { AppError, Errors } from '../../errors.js';
 import { dummyPasswordHash, hashPassword, needsRehash, randomTokenString, sha256Hex, verifyPassword } from '../../lib/crypto.js';
 import { retryAfterS, type WindowCounters } from '../../lib/rate-limit.js';
 import type { AppContext } from '../../context.js';
+import { Batcher } from '../../lib/batcher.js';
 import * as repo from './auth.repository.js';
 
 export function normaliseEmail(email: string): string {
@@ -15,6 +16,9 @@ export function normaliseEmail(email: string): string {
 }
 
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{20,200}$/;
+/** PostgreSQL token lookups out at once (each holds a pool connection), and the most in one. */
+export const COUNTING_IN_FLIGHT = 2;
+export const COUNTING_MAX_BATCH = 200;
 
 export class AuthService {
   /**
@@ -25,6 +29,20 @@ export class AuthService {
     private readonly ctx: AppContext,
     private readonly failures: WindowCounters | null = null,
   ) {}
+
+  /** PostgreSQL token lookups (the counters elsewhere), batched as the counting ones. */
+  readonly lookups = new Batcher<repo.TokenLookup, repo.TokenUser | undefined>(
+    (lookups) => repo.findUsersByTokenHashes(this.ctx.store.db, lookups),
+    COUNTING_IN_FLIGHT,
+    COUNTING_MAX_BATCH,
+  );
+
+  /** Counting token lookups, batched while statements are out (see `authenticateCounting`). */
+  readonly counting = new Batcher<repo.CountingLookup, repo.CountedUser | undefined>(
+    (lookups) => repo.findUsersByTokenHashesCounting(this.ctx.store.db, lookups),
+    COUNTING_IN_FLIGHT,
+    COUNTING_MAX_BATCH,
+  );
 
   async createUser(input: { email: string; password: string; name?: string }): Promise<repo.AuthUser> {
     const email = normaliseEmail(input.email);
@@ -91,7 +109,11 @@ export class AuthService {
   /** The user and token id for a bearer token, or throws 401 Invalid token. */
   async authenticate(token: string): Promise<{ user: repo.AuthUser; tokenId: number }> {
     if (!TOKEN_PATTERN.test(token)) throw Errors.invalidToken();
-    const row = await repo.findUserByTokenHash(this.ctx.store.db, sha256Hex(token), this.ctx.clock.nowMs());
+    const tokenHash = sha256Hex(token);
+    const nowMs = this.ctx.clock.nowMs();
+    // SQLite: one process, the row served from the read cache. PostgreSQL: never cached (a logout
+    // must be refused by every process at once); lookups batched as the counting ones are.
+    const row = this.ctx.store.driver === 'postgres' ? await this.lookups.submit({ tokenHash, nowMs }) : await repo.findUserByTokenHash(this.ctx.store.db, tokenHash, nowMs);
     if (!row) throw Errors.invalidToken();
     const { token_id, ...user } = row;
     return { user, tokenId: token_id };
@@ -100,13 +122,17 @@ export class AuthService {
   /**
    * `authenticate`, and the user's request counted in `window` in the same statement
    * (PostgreSQL with the counters in `rate_limits`). Returns the window's count after it.
+   * Lookups that arrive while COUNTING_IN_FLIGHT statements are out wait and go out together in
+   * the next one (src/lib/batcher.ts): one round trip and one PostgreSQL transaction for all of
+   * them, each still reading the tokens as they are when that statement runs (a logout committed
+   * before is refused, as with a statement of its own).
    */
   async authenticateCounting(token: string, userKeyPrefix: string, window: SqlWindow): Promise<{ user: repo.AuthUser; tokenId: number; count: number }> {
     if (!TOKEN_PATTERN.test(token)) throw Errors.invalidToken();
-    const row = await repo.findUserByTokenHashCounting(this.ctx.store.db, sha256Hex(token), userKeyPrefix, window);
+    const row = await this.counting.submit({ tokenHash: sha256Hex(token), userKeyPrefix, window });
     if (!row) throw Errors.invalidToken();
     const { token_id, points, ...user } = row;
-    return { user, tokenId: token_id, count: Number(points) };
+    return { user, tokenId: token_id, count: points };
   }
 
   async logout(tokenId: number): Promise<void> {
