@@ -245,9 +245,11 @@ async function main(): Promise<void> {
     `BALANCE_MAX_AGE_S=${maxAgeS}: ` +
       (maxAgeS > 0
         ? `the balance is re-read from the chain at most once every ${maxAgeS} s per wallet (a shared read), so almost every request ` +
-          'is answered from the WalletBalance cache. Such a request costs three database queries (bearer token and user, the wallet ' +
-          "guard, the active tokens joined with their cached balances) plus the rate limit and the response schema. The bare route " +
-          'is the ceiling of this machine for Fastify itself.'
+          'is answered from the WalletBalance cache. Such a request reads the bearer token and user, the wallet guard and the active ' +
+          'tokens with their cached balances, counts the rate limit and serialises the answer. On SQLite the three reads come from ' +
+          "the read cache; on PostgreSQL the wallet guard and balances do, and the token's lookup (with the request's count when the " +
+          'counters are in PostgreSQL) is one statement, shared by the requests that arrive while two are out. The bare route is ' +
+          'the ceiling of this machine for Fastify itself.'
         : 'every request waits for a chain read of the native and the token balance (two JSON-RPC calls to anvil, shared by the ' +
           'requests that arrive while it runs) and its cache write.'),
     '',

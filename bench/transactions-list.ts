@@ -127,7 +127,6 @@ async function main(): Promise<void> {
         private_key_enc: ctx.secrets.encrypt('0x00'),
         mnemonic_enc: ctx.secrets.encrypt('bench'),
         next_sub_index: 1,
-        next_nonce: 0,
         created_at: now,
         updated_at: now,
       })

@@ -149,7 +149,6 @@ async function openEnv(db: 'sqlite' | 'postgres', pollMs: number): Promise<Env> 
       private_key_enc: ctx.secrets.encrypt('0x00'),
       mnemonic_enc: ctx.secrets.encrypt('x'),
       next_sub_index: 1,
-      next_nonce: null,
       created_at: now,
       updated_at: now,
     })

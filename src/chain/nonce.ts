@@ -1,6 +1,6 @@
 /**
  * Nonces of a wallet's main address. The service owns the address, so it hands nonces out
- * itself (wallets.next_nonce) under the wallet's row lock, never trusting the node's pending
+ * itself (wallet_nonces.next_nonce) under the wallet's row lock, never trusting the node's pending
  * count alone (two concurrent creates would both read the same count). The node's pending
  * count is still taken, before the lock, so a nonce used outside the service is never reused.
  *

@@ -10,8 +10,10 @@ import * as m006 from './migrations/006_transaction_finality.js';
 import * as m007 from './migrations/007_charge_payments.js';
 import * as m008 from './migrations/008_rate_limits_unlogged.js';
 import * as m009 from './migrations/009_read_cache_notify.js';
+import * as m010 from './migrations/010_wallet_nonces.js';
 
-export async function migrateToLatest(store: Store): Promise<MigrationResultSet> {
+/** Migrates to the latest schema, or up to `target` (a migration's name; tests of a migration start before it). */
+export async function migrateToLatest(store: Store, target?: string): Promise<MigrationResultSet> {
   const d = store.dialect;
   const migrations: Record<string, Migration> = {
     '001_initial': { up: (db) => m001.up(db, d) },
@@ -23,6 +25,7 @@ export async function migrateToLatest(store: Store): Promise<MigrationResultSet>
     '007_charge_payments': { up: (db) => m007.up(db, d) },
     '008_rate_limits_unlogged': { up: (db) => m008.up(db, d) },
     '009_read_cache_notify': { up: (db) => m009.up(db, d) },
+    '010_wallet_nonces': { up: (db) => m010.up(db, d) },
   };
   const migrator = new Migrator({
     db: store.db,
@@ -30,7 +33,7 @@ export async function migrateToLatest(store: Store): Promise<MigrationResultSet>
     migrationTableName: 'kysely_migration',
     migrationLockTableName: 'kysely_migration_lock',
   });
-  const result = await migrator.migrateToLatest();
+  const result = target === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(target);
   if (result.error) {
     const failed = result.results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new Error(`Migration ${failed} failed`, { cause: result.error });

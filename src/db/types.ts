@@ -69,10 +69,15 @@ export interface WalletsTable {
   mnemonic_enc: string;
   /** The next BIP-44 address index to hand to a sub-wallet (0 is the wallet's own address). */
   next_sub_index: number;
-  /** The next nonce this service will use for the wallet's main address. */
-  next_nonce: number | null;
   created_at: number;
   updated_at: number;
+}
+
+/** A wallet's next nonce (migration 010); no row: none handed out yet. */
+export interface WalletNoncesTable {
+  wallet_id: number;
+  /** The next nonce this service will use for the wallet's main address. */
+  next_nonce: number | null;
 }
 
 export interface SubWalletsTable {
@@ -358,6 +363,7 @@ export interface Database {
   api_keys: ApiKeysTable;
   networks: NetworksTable;
   wallets: WalletsTable;
+  wallet_nonces: WalletNoncesTable;
   sub_wallets: SubWalletsTable;
   wallet_tokens: WalletTokensTable;
   wallet_balances: WalletBalancesTable;

@@ -31,7 +31,6 @@ export async function createWalletRow(t: TestApp, userId: number, opts: { name?:
       private_key_enc: t.ctx.secrets.encrypt(key),
       mnemonic_enc: t.ctx.secrets.encrypt('test test test test test test test test test test test junk'),
       next_sub_index: 1,
-      next_nonce: null,
       created_at: now,
       updated_at: now,
     })

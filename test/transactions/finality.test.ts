@@ -189,7 +189,7 @@ describe('a re-broadcast refused by a node that never saw the transfer', () => {
       const later = await create(w, '2');
       expect(later.status).toBe(400);
       expect(later.body.message).toBe('Insufficient balance for transaction');
-      const row = await t.store.db.selectFrom('wallets').select('next_nonce').where('id', '=', w.id).executeTakeFirstOrThrow();
+      const row = await t.store.db.selectFrom('wallet_nonces').select('next_nonce').where('wallet_id', '=', w.id).executeTakeFirstOrThrow();
       expect(row.next_nonce).toBe(1);
 
       // The first node mines it after all.

@@ -49,7 +49,7 @@ async function recordUnmined(w: FundedWallet, from: number, count: number, creat
       );
       ids.push(id!);
     }
-    await repo.setNextNonce(trx, w.id, from + count, createdAt);
+    await repo.setNextNonce(trx, w.id, from + count);
     return ids;
   });
 }

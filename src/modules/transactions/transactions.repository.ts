@@ -10,6 +10,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import { dialectOf } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
+import { prepare } from '../../db/prepared.js';
 
 export type TxType = 'transfer' | 'receipt' | 'contract';
 /** Types the wallet sends (signed by the service, with a nonce, reserved until final). */
@@ -170,8 +171,11 @@ function records(db: Executor) {
     .select(RECORD_COLUMNS);
 }
 
+/** Every create reads its row back: compiled once (src/db/prepared.ts). */
+const recordById = prepare((db: Executor, id: number) => records(db).where('tx.id', '=', id));
+
 export async function findRecord(db: Executor, id: number): Promise<TxRecord | undefined> {
-  const r = await records(db).where('tx.id', '=', id).executeTakeFirst();
+  const r = await recordById.executeTakeFirst(db, id);
   return r ? toRecord(r as RawRecord) : undefined;
 }
 
@@ -186,22 +190,42 @@ export async function findRecordForWallet(db: Executor, walletId: number, id: nu
 
 /** The wallet's next nonce to hand out (null: none handed out yet); read under the wallet lock. */
 export async function findNextNonce(db: Executor, walletId: number): Promise<number | null> {
-  const row = await db.selectFrom('wallets').select('next_nonce').where('id', '=', walletId).executeTakeFirstOrThrow();
-  return row.next_nonce;
-}
-
-export async function setNextNonce(db: Executor, walletId: number, nextNonce: number | null, nowMs: number): Promise<void> {
-  await db.updateTable('wallets').set({ next_nonce: nextNonce, updated_at: nowMs }).where('id', '=', walletId).execute();
+  const row = await db.selectFrom('wallet_nonces').select('next_nonce').where('wallet_id', '=', walletId).executeTakeFirst();
+  return row?.next_nonce ?? null;
 }
 
 /**
+ * Under the wallet lock. The nonce has a table of its own (migration 010): a transfer does not
+ * write the `wallets` row, so the read cache keeps the wallet's guard row and keys.
+ */
+const upsertNextNonce = prepare((db: Executor, walletId: number, nextNonce: number | null) =>
+  db
+    .insertInto('wallet_nonces')
+    .values({ wallet_id: walletId, next_nonce: nextNonce })
+    .onConflict((oc) => oc.column('wallet_id').doUpdateSet((eb) => ({ next_nonce: eb.ref('excluded.next_nonce') }))),
+);
+
+export async function setNextNonce(db: Executor, walletId: number, nextNonce: number | null): Promise<void> {
+  await upsertNextNonce.execute(db, walletId, nextNonce);
+}
+
+const walletLockWithNonce = prepare((db: Executor, walletId: number) =>
+  dialectOf(db).forUpdate(
+    db
+      .selectFrom('wallets as w')
+      .select((eb) => eb.selectFrom('wallet_nonces as n').select('n.next_nonce').whereRef('n.wallet_id', '=', 'w.id').as('next_nonce'))
+      .where('w.id', '=', walletId),
+  ),
+);
+
+/**
  * Transfer creation: takes the wallet's row lock (the same lock as `lockWallet`: PostgreSQL
- * `FOR UPDATE`; SQLite's write lock is already held by BEGIN IMMEDIATE) and reads its next
- * nonce in the same statement. Undefined when the wallet does not exist.
+ * `FOR UPDATE` on the `wallets` row; SQLite's write lock is already held by BEGIN IMMEDIATE) and
+ * reads its next nonce in the same statement. Undefined when the wallet does not exist.
  */
 export async function lockWalletForCreate(trx: Executor, walletId: number): Promise<{ nextNonce: number | null } | undefined> {
-  const row = await dialectOf(trx).forUpdate(trx.selectFrom('wallets').select('next_nonce').where('id', '=', walletId)).executeTakeFirst();
-  return row === undefined ? undefined : { nextNonce: row.next_nonce };
+  const row = await walletLockWithNonce.executeTakeFirst(trx, walletId);
+  return row === undefined ? undefined : { nextNonce: row.next_nonce ?? null };
 }
 
 /** What transfer creation needs of the wallet's outgoing rows, read in one statement under the wallet lock. */
@@ -220,25 +244,28 @@ export interface OutgoingState {
  * unconfirmed transfers, bounded by MAX_PENDING_PER_WALLET, and those the watcher has not
  * settled yet), split here with the same conditions.
  */
-export async function outgoingState(db: Executor, walletId: number, minedNonce: number): Promise<OutgoingState> {
-  // Two index ranges, not one OR (which SQLite answers by reading every outgoing row the wallet
-  // ever had): the pending rows by (wallet_id, status), the rest from `minedNonce` up by
-  // (wallet_id, type, nonce).
+// Two index ranges, not one OR (which SQLite answers by reading every outgoing row the wallet
+// ever had): the pending rows by (wallet_id, status), the rest from `minedNonce` up by
+// (wallet_id, type, nonce). Compiled once (src/db/prepared.ts): every create runs it.
+const outgoingRows = prepare((db: Executor, walletId: number, minedNonce: number) => {
   const outgoing = () =>
     db
       .selectFrom('transactions')
       .select(['token_id', 'amount', 'fee_reserved', 'nonce', 'status', 'block_number'])
       .where('wallet_id', '=', walletId)
       .where('type', 'in', OUTGOING_TYPES);
-  const rows = await outgoing()
+  return outgoing()
     .where('status', '=', 'pending')
     .unionAll(
       outgoing()
         .where('nonce', '>=', minedNonce)
         .where('status', '!=', 'pending')
         .where((eb) => eb.not(eb.and([eb('status', '=', 'failed'), eb('block_number', 'is', null)]))),
-    )
-    .execute();
+    );
+});
+
+export async function outgoingState(db: Executor, walletId: number, minedNonce: number): Promise<OutgoingState> {
+  const rows = await outgoingRows.execute(db, walletId, minedNonce);
   const state: OutgoingState = { reservations: [], pendingCount: 0, pendingNonces: [] };
   for (const r of rows) {
     const nonce = r.nonce === null ? null : Number(r.nonce);
@@ -267,15 +294,18 @@ export interface Reservation {
  * This is exact whatever the watcher has seen so far. Transfers that failed without ever being
  * mined took nothing and reserve nothing (their nonce may have been handed out again).
  */
-export async function reservations(db: Executor, walletId: number, minedNonce: number): Promise<Reservation[]> {
-  const rows = await db
+const reservationRows = prepare((db: Executor, walletId: number, minedNonce: number) =>
+  db
     .selectFrom('transactions')
     .select(['token_id', 'amount', 'fee_reserved'])
     .where('wallet_id', '=', walletId)
     .where('type', 'in', OUTGOING_TYPES)
     .where('nonce', '>=', minedNonce)
-    .where((eb) => eb.not(eb.and([eb('status', '=', 'failed'), eb('block_number', 'is', null)])))
-    .execute();
+    .where((eb) => eb.not(eb.and([eb('status', '=', 'failed'), eb('block_number', 'is', null)]))),
+);
+
+export async function reservations(db: Executor, walletId: number, minedNonce: number): Promise<Reservation[]> {
+  const rows = await reservationRows.execute(db, walletId, minedNonce);
   return rows.map((r) => ({ token_id: r.token_id, amount: BigInt(r.amount), fee_reserved: BigInt(r.fee_reserved) }));
 }
 

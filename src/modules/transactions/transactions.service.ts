@@ -443,7 +443,7 @@ async function insertTransfer(trx: Executor, wallet: WalletView, p: Prepared, no
     },
     nowMs,
   );
-  await repo.setNextNonce(trx, wallet.id, nonce + 1, nowMs);
+  await repo.setNextNonce(trx, wallet.id, nonce + 1);
   return (await repo.findRecord(trx, id!))!;
 }
 

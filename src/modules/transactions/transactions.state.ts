@@ -43,7 +43,7 @@ export async function failUnmined(
   if (!(await repo.markFailed(trx, txId, opts.reason, opts.failure, opts.nowMs))) return null;
   if (!opts.nonceUsed && before.nonce !== null) {
     const healed = healNextNonce(nextNonce, before.nonce);
-    if (healed !== nextNonce) await repo.setNextNonce(trx, before.wallet_id, healed, opts.nowMs);
+    if (healed !== nextNonce) await repo.setNextNonce(trx, before.wallet_id, healed);
   }
   const after = (await repo.findRecord(trx, txId))!;
   await recordEvent(trx, {

@@ -55,12 +55,20 @@ export function listWalletsForUser(db: Executor, userId: number): Promise<Wallet
   return views(db).where('w.user_id', '=', userId).orderBy('w.id', 'asc').execute();
 }
 
-export function findWalletSecrets(db: Executor, walletId: number) {
-  return db
-    .selectFrom('wallets')
-    .select(['id', 'address', 'private_key_enc', 'mnemonic_enc'])
-    .where('id', '=', walletId)
-    .executeTakeFirstOrThrow();
+/**
+ * Every transfer's signature reads it: compiled once and kept by the read cache until the
+ * wallets table is written (a key rotation re-encrypts in place and is seen at once). What is
+ * kept is the ciphertext only, as stored; the key is decrypted for each signature and not kept.
+ */
+const walletSecrets = prepare(
+  (db: Executor, walletId: number) => db.selectFrom('wallets').select(['id', 'address', 'private_key_enc', 'mnemonic_enc']).where('id', '=', walletId),
+  { cache: { tables: ['wallets'] } },
+);
+
+export async function findWalletSecrets(db: Executor, walletId: number) {
+  const row = await walletSecrets.executeTakeFirst(db, walletId);
+  if (!row) throw new Error(`wallet ${walletId} not found`);
+  return row;
 }
 
 export async function insertWallet(
@@ -70,7 +78,7 @@ export async function insertWallet(
 ): Promise<number> {
   const row = await db
     .insertInto('wallets')
-    .values({ ...w, next_sub_index: 1, next_nonce: null, created_at: nowMs, updated_at: nowMs })
+    .values({ ...w, next_sub_index: 1, created_at: nowMs, updated_at: nowMs })
     .returning('id')
     .executeTakeFirstOrThrow();
   return row.id;

@@ -1,0 +1,48 @@
+/** Migrations that move data: a database made by the previous schema keeps what it held. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { createStore, type Store } from '../../src/db/index.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { createTestDatabase, driverName, type TestDatabase } from '../helpers/db.js';
+
+let database: TestDatabase;
+let store: Store;
+
+describe(`010_wallet_nonces (${driverName})`, () => {
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    store = createStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, dbPoolSize: 2 });
+    await migrateToLatest(store, '009_read_cache_notify');
+  });
+  afterAll(async () => {
+    await store?.destroy();
+    await database?.drop();
+  });
+
+  it("moves each wallet's next nonce to wallet_nonces, none for a wallet that never sent, and drops the column", async () => {
+    const db = store.db as unknown as Store['db'];
+    const user = await db.insertInto('users').values({ name: 'M', email: 'm@example.com', password_hash: 'x', created_at: 1, updated_at: 1 }).returning('id').executeTakeFirstOrThrow();
+    const net = await db
+      .insertInto('networks')
+      .values({ name: 'N', rpc_url: 'http://127.0.0.1:1', chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: 0, confirmations: 1, created_at: 1, updated_at: 1 })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const ids: number[] = [];
+    for (const nonce of [7, null, 0]) {
+      const r = await sql<{ id: number }>`INSERT INTO wallets (user_id, network_id, name, description, address, private_key_enc, mnemonic_enc, next_sub_index, next_nonce, created_at, updated_at)
+        VALUES (${user.id}, ${net.id}, 'W', '', ${`0x${String(ids.length).padStart(40, '0')}`}, 'k', 'm', 1, ${nonce}, 1, 1) RETURNING id`.execute(db);
+      ids.push(Number(r.rows[0]!.id));
+    }
+    await migrateToLatest(store);
+    const rows = await db.selectFrom('wallet_nonces').select(['wallet_id', 'next_nonce']).orderBy('wallet_id').execute();
+    expect(rows.map((r) => [Number(r.wallet_id), Number(r.next_nonce)])).toEqual([
+      [ids[0], 7],
+      [ids[2], 0],
+    ]);
+    await expect(sql`SELECT next_nonce FROM wallets`.execute(db)).rejects.toThrow(/next_nonce/);
+    // A wallet deleted takes its nonce with it.
+    if (store.driver === 'sqlite') await sql`PRAGMA foreign_keys = ON`.execute(db);
+    await db.deleteFrom('wallets').where('id', '=', ids[0]!).execute();
+    expect(await db.selectFrom('wallet_nonces').select('wallet_id').execute()).toEqual([{ wallet_id: ids[2] }]);
+  });
+});
