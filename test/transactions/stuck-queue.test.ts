@@ -58,12 +58,15 @@ describe('the re-send queue', () => {
   it('takes every wallet in turn, at most 10 of one wallet and 100 in all, lowest nonces first', async () => {
     const busy = await fundedWallet(t, chain, user, networkId, 0n);
     const quiet = await fundedWallet(t, chain, user, networkId, 0n);
-    const old = Date.now() - 3_600_000;
-    const busyIds = await recordUnmined(busy, 0, 150, old);
+    // Stamped in the future: the running watcher leaves rows alone until they are older than its
+    // grace, so it cannot take (and fail) any of them while this test reads the queue itself.
+    const stamped = Date.now() + 600_000;
+    const busyIds = await recordUnmined(busy, 0, 150, stamped);
     // The quiet wallet's transfer has a high nonce and is the newest: a queue by nonce, or by age, would put it last.
-    const [quietId] = await recordUnmined(quiet, 500, 1, old + 1000);
+    const [quietId] = await recordUnmined(quiet, 500, 1, stamped + 1000);
     const now = Date.now();
-    const due = await repo.listResendQueue(t.store.db, networkId, { nowMs: now, graceBeforeMs: now, all: false, perWallet: 10, limit: 100 });
+    const grace = stamped + 2000;
+    const due = await repo.listResendQueue(t.store.db, networkId, { nowMs: now, graceBeforeMs: grace, all: false, perWallet: 10, limit: 100 });
     const mine = due.filter((r) => r.wallet_id === busy.id || r.wallet_id === quiet.id);
     expect(mine.filter((r) => r.wallet_id === busy.id).map((r) => r.id)).toEqual(busyIds.slice(0, 10));
     expect(mine.filter((r) => r.wallet_id === quiet.id).map((r) => r.id)).toEqual([quietId]);
@@ -71,7 +74,7 @@ describe('the re-send queue', () => {
 
     // A checked row waits its backoff: the next pass takes the busy wallet's next ten.
     for (const r of mine) await repo.scheduleCheck(t.store.db, r.id, now + 60_000, now);
-    const next = await repo.listResendQueue(t.store.db, networkId, { nowMs: now + 1, graceBeforeMs: now, all: false, perWallet: 10, limit: 100 });
+    const next = await repo.listResendQueue(t.store.db, networkId, { nowMs: now + 1, graceBeforeMs: grace, all: false, perWallet: 10, limit: 100 });
     expect(next.filter((r) => r.wallet_id === busy.id).map((r) => r.id)).toEqual(busyIds.slice(10, 20));
     expect(next.some((r) => r.wallet_id === quiet.id)).toBe(false);
     // Clean up: these rows are not real transactions.

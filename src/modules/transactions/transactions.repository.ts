@@ -407,11 +407,7 @@ function insertValues(t: NewTx, n: { seq: RawBuilder<number>; symbolKey: string;
  * new number).
  */
 export async function insertTransaction(db: Executor, t: NewTx, nowMs: number): Promise<number | null> {
-  const symbolKey = t.symbol.toUpperCase();
-  // Both numbers drawn by the insert itself (the newest of each plus one, by index), not read first.
-  const seq = sql<number>`coalesce((select seq from transactions where wallet_id = ${t.wallet_id} order by seq desc limit 1), 0) + 1`;
-  const symbolSeq = sql<number>`coalesce((select symbol_seq from transactions where wallet_id = ${t.wallet_id} and symbol_key = ${symbolKey} order by symbol_seq desc limit 1), 0) + 1`;
-  const insert = db.insertInto('transactions').values(insertValues(t, { seq, symbolKey, symbolSeq }, nowMs));
+  const insert = db.insertInto('transactions').values(insertValues(t, sequencesOf(t), nowMs));
   if (t.type !== 'receipt') return (await insert.returning('id').executeTakeFirstOrThrow()).id;
   const row = await insert
     .onConflict((oc) =>
@@ -436,6 +432,44 @@ export async function insertTransaction(db: Executor, t: NewTx, nowMs: number): 
     .returning('id')
     .executeTakeFirst();
   return row ? row.id : null;
+}
+
+/** The two per-wallet numbers of a new row, drawn by the insert itself (the newest of each plus one, by index), not read first. */
+function sequencesOf(t: NewTx) {
+  const symbolKey = t.symbol.toUpperCase();
+  const seq = sql<number>`coalesce((select seq from transactions where wallet_id = ${t.wallet_id} order by seq desc limit 1), 0) + 1`;
+  const symbolSeq = sql<number>`coalesce((select symbol_seq from transactions where wallet_id = ${t.wallet_id} and symbol_key = ${symbolKey} order by symbol_seq desc limit 1), 0) + 1`;
+  return { seq, symbolKey, symbolSeq };
+}
+
+/**
+ * Transfer creation, under the wallet lock: inserts the signed transfer, moves the wallet's next
+ * nonce to `nextNonce`, and returns the recorded row. On PostgreSQL that is one statement (the
+ * insert and the nonce's upsert as data-modifying CTEs, the row answered from the insert's
+ * RETURNING joined as `findRecord` joins it): two round trips fewer while the wallet is locked.
+ * On SQLite, three statements in the process.
+ */
+export async function insertSentTransfer(trx: Executor, t: NewTx, nextNonce: number, nowMs: number): Promise<TxRecord> {
+  if (dialectOf(trx).driver !== 'postgres') {
+    const id = await insertTransaction(trx, t, nowMs);
+    await setNextNonce(trx, t.wallet_id, nextNonce);
+    return (await findRecord(trx, id!))!;
+  }
+  const r = await trx
+    .with('tx', (qc) => qc.insertInto('transactions').values(insertValues(t, sequencesOf(t), nowMs)).returningAll())
+    .with('nonce', (qc) =>
+      qc
+        .insertInto('wallet_nonces')
+        .values({ wallet_id: t.wallet_id, next_nonce: nextNonce })
+        .onConflict((oc) => oc.column('wallet_id').doUpdateSet((eb) => ({ next_nonce: eb.ref('excluded.next_nonce') })))
+        .returning('wallet_id'),
+    )
+    .selectFrom('tx')
+    .innerJoin('wallet_tokens as wt', 'wt.id', 'tx.token_id')
+    .innerJoin('wallets as w', 'w.id', 'tx.wallet_id')
+    .select(RECORD_COLUMNS)
+    .executeTakeFirstOrThrow();
+  return toRecord(r as RawRecord);
 }
 
 /**

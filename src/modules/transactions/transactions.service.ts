@@ -408,7 +408,7 @@ class BroadcastMarks {
 /** Inserts the signed transfer as pending, moves next_nonce past it, and returns the row. */
 async function insertTransfer(trx: Executor, wallet: WalletView, p: Prepared, nonce: number, raw: Hex, nowMs: number): Promise<TxRecord> {
   const { token, amount, to } = p.input;
-  const id = await repo.insertTransaction(
+  return repo.insertSentTransfer(
     trx,
     {
       wallet_id: wallet.id,
@@ -441,10 +441,9 @@ async function insertTransfer(trx: Executor, wallet: WalletView, p: Prepared, no
       // The create sends it right after the commit: its first send is counted with the row.
       broadcast_attempts: 1,
     },
+    nonce + 1,
     nowMs,
   );
-  await repo.setNextNonce(trx, wallet.id, nonce + 1);
-  return (await repo.findRecord(trx, id!))!;
 }
 
 /** 422 on `address` when it holds no code (a contract call needs a contract). */
