@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { createStore, type Store } from '../../src/db/index.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
+import { setNextNonce } from '../../src/modules/transactions/transactions.repository.js';
 import { createTestDatabase, driverName, type TestDatabase } from '../helpers/db.js';
 
 let database: TestDatabase;
@@ -19,7 +20,7 @@ describe(`010_wallet_nonces (${driverName})`, () => {
     await database?.drop();
   });
 
-  it("moves each wallet's next nonce to wallet_nonces, none for a wallet that never sent, and drops the column", async () => {
+  it("copies each wallet's next nonce to wallet_nonces, none for a wallet that never sent, and keeps the old column for the previous version", async () => {
     const db = store.db as unknown as Store['db'];
     const user = await db.insertInto('users').values({ name: 'M', email: 'm@example.com', password_hash: 'x', created_at: 1, updated_at: 1 }).returning('id').executeTakeFirstOrThrow();
     const net = await db
@@ -39,7 +40,15 @@ describe(`010_wallet_nonces (${driverName})`, () => {
       [ids[0], 7],
       [ids[2], 0],
     ]);
-    await expect(sql`SELECT next_nonce FROM wallets`.execute(db)).rejects.toThrow(/next_nonce/);
+    // Additive: the previous version, still running during a rolling restart, reads its column.
+    const kept = await sql<{ next_nonce: number | null }>`SELECT next_nonce FROM wallets ORDER BY id`.execute(db);
+    expect(kept.rows.map((r) => (r.next_nonce === null ? null : Number(r.next_nonce)))).toEqual([7, null, 0]);
+    // A wallet created by this version leaves it null and writes only wallet_nonces.
+    const w = await db.insertInto('wallets').values({ user_id: user.id, network_id: net.id, name: 'New', description: '', address: `0x${'9'.repeat(40)}`, private_key_enc: 'k', mnemonic_enc: 'm', next_sub_index: 1, created_at: 1, updated_at: 1 }).returning('id').executeTakeFirstOrThrow();
+    await setNextNonce(db, w.id, 3);
+    expect(Number((await db.selectFrom('wallet_nonces').select('next_nonce').where('wallet_id', '=', w.id).executeTakeFirstOrThrow()).next_nonce)).toBe(3);
+    expect((await sql<{ next_nonce: number | null }>`SELECT next_nonce FROM wallets WHERE id = ${w.id}`.execute(db)).rows[0]!.next_nonce).toBeNull();
+    await db.deleteFrom('wallets').where('id', '=', w.id).execute();
     // A wallet deleted takes its nonce with it.
     if (store.driver === 'sqlite') await sql`PRAGMA foreign_keys = ON`.execute(db);
     await db.deleteFrom('wallets').where('id', '=', ids[0]!).execute();

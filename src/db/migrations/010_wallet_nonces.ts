@@ -7,6 +7,13 @@
  * read its guard row and its keys from the database again (BENCHMARKS.md, "Transfer creation").
  * The nonce is not part of what those rows answer. The wallet's row lock is unchanged: transfer
  * creation still locks the `wallets` row (`lockWalletForCreate`) and reads the nonce under it.
+ *
+ * Additive, as every migration (docs/operating.md, "Upgrades"): `wallets.next_nonce` stays, no
+ * longer read or written by this version, so an instance of the previous version keeps working
+ * during a rolling restart and after a rollback. Either version's nonce is only a starting point:
+ * allocation takes the larger of it and the node's pending count and skips every nonce a pending
+ * transfer holds (src/chain/nonce.ts), so a stale copy in the other place never hands out a
+ * nonce twice.
  */
 import { sql, type Kysely } from 'kysely';
 import type { SqlDialect } from '../dialect.js';
@@ -18,5 +25,4 @@ export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
     .addColumn('next_nonce', d.bigintType)
     .execute();
   await sql`INSERT INTO wallet_nonces (wallet_id, next_nonce) SELECT id, next_nonce FROM wallets WHERE next_nonce IS NOT NULL`.execute(db);
-  await db.schema.alterTable('wallets').dropColumn('next_nonce').execute();
 }
