@@ -1,7 +1,8 @@
 /**
  * Records the outcomes of a worker's attempts (complete.ts, fail.ts) in batches, one
  * transaction each, one batch at a time: whatever finished while the previous batch was
- * committing goes into the next. A busy worker thus pays one commit per batch rather than one
+ * committing goes into the next, once that is a full batch (or its oldest has waited
+ * RECORD_DELAY_MS, or the worker is not busy). A busy worker thus pays one commit per batch rather than one
  * per delivery (PostgreSQL manages about 800 single-row commits a second on the benchmark
  * machine). The same transaction gives back the leases of claimed rows the worker did not send.
  *
@@ -93,10 +94,14 @@ export class OutcomeRecorder {
     while (this.#running) await this.#running;
   }
 
+  /** Whether a batch should be written now rather than wait for more outcomes (or the timer). */
+  #ready(): boolean {
+    return this.#flushing || this.#flushSoon || this.#toRelease.length > 0 || this.#pending.length >= this.#minBatch || !this.#busy();
+  }
+
   #schedule(): void {
     if (this.#running) return;
-    const ready = this.#flushing || this.#flushSoon || this.#toRelease.length > 0 || this.#pending.length >= this.#minBatch || !this.#busy();
-    if (!ready) {
+    if (!this.#ready()) {
       this.#timer ??= setTimeout(() => {
         this.#timer = null;
         if (!this.#running) this.#run();
@@ -133,6 +138,10 @@ export class OutcomeRecorder {
       }
       this.#unrecorded -= batch.length;
       this.#onBatch();
+      // What arrived meanwhile waits for a full batch or the timer like any other (#schedule,
+      // after this run), rather than going out at once in a batch of a few: on SQLite, where a
+      // write takes about a turn of the event loop, that made one commit per dozen deliveries.
+      if (!this.#ready()) break;
     }
   }
 
