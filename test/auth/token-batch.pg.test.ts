@@ -6,7 +6,7 @@
  * must not get past the limit. PostgreSQL only (collected when DATABASE_URL is set).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COUNTING_IN_FLIGHT } from '../../src/modules/auth/auth.service.js';
+import { LOOKUPS_IN_FLIGHT } from '../../src/modules/auth/auth.service.js';
 import { createLimits, type Limits } from '../../src/lib/rate-limit.js';
 import { sha256Hex } from '../../src/lib/crypto.js';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
@@ -42,9 +42,9 @@ describe('batched token lookups', () => {
     const auth = t.services.auth;
     const before = { ...auth.counting.stats };
     const window = limits.requests.sqlWindow(Date.now());
-    // All submitted in one turn: d's two lookups go out alone (COUNTING_IN_FLIGHT = 2); the rest
+    // All submitted in one turn: d's two lookups go out alone (LOOKUPS_IN_FLIGHT = 2); the rest
     // wait and go out together in one statement when the first of those returns.
-    expect(COUNTING_IN_FLIGHT).toBe(2);
+    expect(LOOKUPS_IN_FLIGHT).toBe(2);
     const batched = [a, b, a, c, a, b, null, a, b, a];
     const answers = await Promise.allSettled(
       [d, d, ...batched].map((u) => auth.authenticateCounting(u ? u.token : 'x'.repeat(43), 'u:', window)),

@@ -15,6 +15,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { SWEEP_RETRY_MS } from '../../src/modules/charges/charges.sweeps.js';
+import { startChargeWorker } from '../../src/workers/charges.js';
 import { balanceOf, chargeApi, clockToChain, DATETIME, pay } from './support.js';
 
 describe('charge sweeps', () => {
@@ -24,11 +25,12 @@ describe('charge sweeps', () => {
   let user: TestUser;
   let wallet: { id: number; address: string };
   let api: ReturnType<typeof chargeApi>;
+  let networkId: number;
 
   beforeAll(async () => {
     chain = await startTestChain();
     t = await startTestApp({ clock, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
-    const networkId = await chain.register(t);
+    networkId = await chain.register(t);
     user = await t.createUser();
     wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
     api = chargeApi(t, wallet.id, user.token);
@@ -134,5 +136,29 @@ describe('charge sweeps', () => {
     expect(await erc20BalanceOf(chain.rpcUrl, eur, wallet.address as Address)).toBe(3_000_000n);
     const topUps = await t.store.db.selectFrom('transactions').select('type').where('wallet_id', '=', wallet.id).where('to_address', '=', c.address).execute();
     expect(topUps).toEqual([{ type: 'transfer' }]);
+  });
+
+  it('a sweep is confirmed at no more than the height its tick settled at (the payments it swept are confirmed first)', async () => {
+    const workers = t.workers!;
+    const i = workers.list.findIndex((w) => w.name === 'charges');
+    try {
+      const { c, sweep } = await paidWithSweepInPool('0.3');
+      // From here the charge worker is driven by hand: settlement and sweeping see different heights.
+      await workers.list[i]!.stop();
+      await chain.mine(1);
+      const receipt = await chain.rpc<{ blockNumber: Hex }>('eth_getTransactionReceipt', [sweep.tx_hash]);
+      const block = Number(receipt.blockNumber);
+      // The follower has recorded the sweep's block: by its cursor the sweep is final.
+      await waitFor(async () => ((await t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirstOrThrow()).block_number >= block ? true : undefined), { message: 'cursor at the sweep' });
+      // A tick whose settlement saw the chain one block lower does not confirm it.
+      await t.services.charges.sweep(() => false, new Map([[networkId, block - 1]]));
+      expect((await api.show(c.id)).sweeps[0].status).toBe('pending');
+      // The next tick settles at the cursor and confirms it.
+      await t.services.charges.tick();
+      expect((await api.show(c.id)).sweeps).toEqual([{ ...sweep, status: 'confirmed' }]);
+    } finally {
+      await chain.rpc('evm_setAutomine', [true]);
+      workers.list[i] = startChargeWorker(t.ctx, t.services.charges);
+    }
   });
 });

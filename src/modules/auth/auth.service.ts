@@ -17,8 +17,8 @@ export function normaliseEmail(email: string): string {
 
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{20,200}$/;
 /** PostgreSQL token lookups out at once (each holds a pool connection), and the most in one. */
-export const COUNTING_IN_FLIGHT = 2;
-export const COUNTING_MAX_BATCH = 200;
+export const LOOKUPS_IN_FLIGHT = 2;
+export const LOOKUPS_MAX_BATCH = 200;
 
 export class AuthService {
   /**
@@ -33,15 +33,15 @@ export class AuthService {
   /** PostgreSQL token lookups (the counters elsewhere), batched as the counting ones. */
   readonly lookups = new Batcher<repo.TokenLookup, repo.TokenUser | undefined>(
     (lookups) => repo.findUsersByTokenHashes(this.ctx.store.db, lookups),
-    COUNTING_IN_FLIGHT,
-    COUNTING_MAX_BATCH,
+    LOOKUPS_IN_FLIGHT,
+    LOOKUPS_MAX_BATCH,
   );
 
   /** Counting token lookups, batched while statements are out (see `authenticateCounting`). */
   readonly counting = new Batcher<repo.CountingLookup, repo.CountedUser | undefined>(
     (lookups) => repo.findUsersByTokenHashesCounting(this.ctx.store.db, lookups),
-    COUNTING_IN_FLIGHT,
-    COUNTING_MAX_BATCH,
+    LOOKUPS_IN_FLIGHT,
+    LOOKUPS_MAX_BATCH,
   );
 
   async createUser(input: { email: string; password: string; name?: string }): Promise<repo.AuthUser> {
@@ -122,7 +122,7 @@ export class AuthService {
   /**
    * `authenticate`, and the user's request counted in `window` in the same statement
    * (PostgreSQL with the counters in `rate_limits`). Returns the window's count after it.
-   * Lookups that arrive while COUNTING_IN_FLIGHT statements are out wait and go out together in
+   * Lookups that arrive while LOOKUPS_IN_FLIGHT statements are out wait and go out together in
    * the next one (src/lib/batcher.ts): one round trip and one PostgreSQL transaction for all of
    * them, each still reading the tokens as they are when that statement runs (a logout committed
    * before is refused, as with a statement of its own).

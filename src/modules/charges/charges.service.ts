@@ -108,8 +108,7 @@ export class ChargeService {
     return { items: await this.withActivity(items), total };
   }
 
-  /** One pass of the charge worker: settle, then sweep. */
-  /** Settles, then sweeps; a sweep is confirmed at no more than the height the settlement used. */
+  /** One pass of the charge worker: settles, then sweeps; a sweep is confirmed at no more than the height the settlement used. */
   async tick(stopping: () => boolean = () => false): Promise<void> {
     const heights = await this.settle(stopping);
     if (!stopping()) await this.sweep(stopping, heights);

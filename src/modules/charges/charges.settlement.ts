@@ -27,6 +27,7 @@ import type { Logger } from 'pino';
 import type { AppContext } from '../../context.js';
 import type { Executor } from '../../db/index.js';
 import type { NetworkRow } from '../../db/types.js';
+import { confirmedHeight } from '../../chain/blocks.js';
 import { readBalance } from '../../chain/erc20.js';
 import { recordEvent } from '../events/outbox.js';
 import { findCursor, listNetworks } from '../networks/networks.repository.js';
@@ -78,7 +79,7 @@ export class ChargeSettlement {
   private async confirmed(network: NetworkRow): Promise<Confirmed | null> {
     const cursor = await findCursor(this.ctx.store.db, network.id);
     if (!cursor) return null;
-    const height = cursor.block_number - Math.max(1, network.confirmations) + 1;
+    const height = confirmedHeight(cursor.block_number, network.confirmations);
     return { height, timeMs: await pay.blockTimeAtOrBelow(this.ctx.store.db, network.id, height) };
   }
 

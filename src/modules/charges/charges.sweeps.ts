@@ -25,7 +25,7 @@ import { getAddress, keccak256, type Address, type Hex, type PublicClient } from
 import type { Logger } from 'pino';
 import type { AppContext } from '../../context.js';
 import type { NetworkRow, WalletTokenRow } from '../../db/types.js';
-import { receiptOrNull } from '../../chain/blocks.js';
+import { confirmedHeight, receiptOrNull } from '../../chain/blocks.js';
 import { broadcastRaw, nodeKnows } from '../../chain/broadcast.js';
 import { ERC20_ABI, erc20TransferData, readBalance } from '../../chain/erc20.js';
 import { isUnreachable } from '../../chain/errors.js';
@@ -254,7 +254,7 @@ export class ChargeSweeper {
     if (!t) return;
     const receipt = await receiptOrNull(t.client, row.tx_hash as Hex);
     if (receipt) {
-      if (Number(receipt.blockNumber) > (await this.confirmedHeight(t.network, settled))) return; // not deep enough yet
+      if (Number(receipt.blockNumber) > (await this.finalHeight(t.network, settled))) return; // not deep enough yet
       const ok = receipt.status === 'success';
       await this.finish(row, { status: ok ? 'confirmed' : 'failed', block_number: Number(receipt.blockNumber), error: ok ? null : 'reverted' }, ok ? 0 : SWEEP_RETRY_MS);
       return;
@@ -263,10 +263,10 @@ export class ChargeSweeper {
     if (known === false) await this.broadcast(t.client, row, t.log);
   }
 
-  private async confirmedHeight(network: NetworkRow, settled?: ConfirmedHeights): Promise<number> {
+  private async finalHeight(network: NetworkRow, settled?: ConfirmedHeights): Promise<number> {
     if (settled) return settled.get(network.id) ?? -1;
     const cursor = await findCursor(this.ctx.store.db, network.id);
-    return cursor ? cursor.block_number - Math.max(1, network.confirmations) + 1 : -1;
+    return cursor ? confirmedHeight(cursor.block_number, network.confirmations) : -1;
   }
 
   private async finish(row: SweepRow, f: Parameters<typeof sw.finishLive>[2], retryMs: number): Promise<void> {

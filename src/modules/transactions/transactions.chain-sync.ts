@@ -24,7 +24,7 @@ import type { Hex, PublicClient, Transaction, TransactionReceipt } from 'viem';
 import type { Logger } from 'pino';
 import type { AppContext } from '../../context.js';
 import type { Executor } from '../../db/index.js';
-import { blockAt, blockReceipts, ChainMoved, receiptOrNull, transferLogs, type FullBlock } from '../../chain/blocks.js';
+import { blockAt, blockReceipts, ChainMoved, confirmedHeight, receiptOrNull, transferLogs, type FullBlock } from '../../chain/blocks.js';
 import { broadcastRaw, nodeKnows } from '../../chain/broadcast.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
 import { findBlockHash, type ChainCursor } from '../networks/networks.repository.js';
@@ -280,7 +280,7 @@ function minedFields(block: { number: number; hash: string; timestampMs: number 
 
 /** Pending rows with enough confirmations (relative to the cursor's block) become confirmed or failed. */
 export async function settleConfirmed(s: SyncScope, cursorBlock: number, confirmations: number): Promise<void> {
-  const maxBlock = cursorBlock - Math.max(1, confirmations) + 1;
+  const maxBlock = confirmedHeight(cursorBlock, confirmations);
   const ready = await repo.listSettleable(s.ctx.store.db, s.networkId, maxBlock, SETTLE_LIMIT);
   if (ready.length === 0) return;
   const settled = await s.fenced(async (trx) => {
@@ -324,7 +324,7 @@ export async function recheckUnmined(s: SyncScope, cursor: ChainCursor, all: boo
   const now = s.ctx.clock.nowMs();
   const recheck = s.ctx.config.watcher.recheckMs;
   const rows = await repo.listResendQueue(s.ctx.store.db, s.networkId, { nowMs: now, graceBeforeMs: now - recheck, all, perWallet: RECHECK_PER_WALLET, limit: RECHECK_LIMIT });
-  const confirmedBlock = cursor.block_number - Math.max(1, confirmations) + 1;
+  const confirmedBlock = confirmedHeight(cursor.block_number, confirmations);
   const counts = new Map<string, Promise<number>>();
   const waiting = new Set<number>();
   for (const row of rows) {

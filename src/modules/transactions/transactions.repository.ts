@@ -7,10 +7,11 @@
  * that holds the wallet's row lock (`lockWallet`, wallets.repository.ts): it numbers the row (`seq`, `symbol_seq`)
  * from the current maximum, and the lock is what keeps those numbers dense and unique.
  */
-import { sql, type RawBuilder } from 'kysely';
+import { sql, type QueryCreator, type RawBuilder } from 'kysely';
 import { dialectOf } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
 import { prepare } from '../../db/prepared.js';
+import type { Database } from '../../db/types.js';
 
 export type TxType = 'transfer' | 'receipt' | 'contract';
 /** Types the wallet sends (signed by the service, with a nonce, reserved until final). */
@@ -198,12 +199,14 @@ export async function findNextNonce(db: Executor, walletId: number): Promise<num
  * Under the wallet lock. The nonce has a table of its own (migration 010): a transfer does not
  * write the `wallets` row, so the read cache keeps the wallet's guard row and keys.
  */
-const upsertNextNonce = prepare((db: Executor, walletId: number, nextNonce: number | null) =>
-  db
+function nonceUpsert(db: QueryCreator<Database>, walletId: number, nextNonce: number | null) {
+  return db
     .insertInto('wallet_nonces')
     .values({ wallet_id: walletId, next_nonce: nextNonce })
-    .onConflict((oc) => oc.column('wallet_id').doUpdateSet((eb) => ({ next_nonce: eb.ref('excluded.next_nonce') }))),
-);
+    .onConflict((oc) => oc.column('wallet_id').doUpdateSet((eb) => ({ next_nonce: eb.ref('excluded.next_nonce') })));
+}
+
+const upsertNextNonce = prepare((db: Executor, walletId: number, nextNonce: number | null) => nonceUpsert(db, walletId, nextNonce));
 
 export async function setNextNonce(db: Executor, walletId: number, nextNonce: number | null): Promise<void> {
   await upsertNextNonce.execute(db, walletId, nextNonce);
@@ -456,14 +459,8 @@ export async function insertSentTransfer(trx: Executor, t: NewTx, nextNonce: num
     return (await findRecord(trx, id!))!;
   }
   const r = await trx
+    .with('nonce', (qc) => nonceUpsert(qc, t.wallet_id, nextNonce).returning('wallet_id'))
     .with('tx', (qc) => qc.insertInto('transactions').values(insertValues(t, sequencesOf(t), nowMs)).returningAll())
-    .with('nonce', (qc) =>
-      qc
-        .insertInto('wallet_nonces')
-        .values({ wallet_id: t.wallet_id, next_nonce: nextNonce })
-        .onConflict((oc) => oc.column('wallet_id').doUpdateSet((eb) => ({ next_nonce: eb.ref('excluded.next_nonce') })))
-        .returning('wallet_id'),
-    )
     .selectFrom('tx')
     .innerJoin('wallet_tokens as wt', 'wt.id', 'tx.token_id')
     .innerJoin('wallets as w', 'w.id', 'tx.wallet_id')
