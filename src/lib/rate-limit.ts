@@ -78,6 +78,11 @@ export class WindowCounters {
     return { count: res?.consumedPoints ?? 0, resetAtMs: windowEnd(nowMs) };
   }
 
+  /** Takes back one hit of this window (an attempt counted while it was checked that turned out fine). */
+  async giveBack(key: string, nowMs: number): Promise<void> {
+    await this.limiter.reward(this.keyOf(key, nowMs), 1);
+  }
+
   async reset(key: string, nowMs: number): Promise<void> {
     await this.limiter.delete(this.keyOf(key, nowMs));
   }

@@ -115,6 +115,20 @@ describe('authentication', () => {
     }
   });
 
+  it('counts attempts while they are checked: of 12 concurrent wrong logins with a limit of 3, 3 are checked and 9 answer 429', async () => {
+    clock.advance(61_000);
+    const user = await t.createUser();
+    clock.advance(61_000);
+    const started = Date.now();
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, () => t.request('POST', '/api/auth/login', { body: { email: user.email, password: 'wrong-password' } })),
+    );
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses).toEqual([...Array(3).fill(401), ...Array(9).fill(429)]);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    clock.advance(61_000);
+  });
+
   it('limits failed logins per IP across emails', async () => {
     clock.advance(61_000);
     for (let i = 0; i < 3; i++) {

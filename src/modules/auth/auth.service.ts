@@ -70,15 +70,13 @@ export class AuthService {
     const now = this.ctx.clock.nowMs();
     const failures = this.failures;
     if (failures === null) throw new Error('AuthService.login needs the login counters');
-    await this.checkThrottle(failures, email, ip, now);
+    await this.countAttempt(failures, email, ip, now);
     const cost = this.ctx.config.passwordScryptN;
     const user = await repo.findUserByEmail(this.ctx.store.db, email);
     const valid = await verifyPassword(password, user?.password_hash ?? (await dummyPasswordHash(cost)));
-    if (!user || !valid) {
-      await Promise.all([failures.hit(`e:${email}`, now), failures.hit(`i:${ip}`, now)]);
-      throw Errors.invalidCredentials();
-    }
-    await failures.reset(`e:${email}`, now);
+    // A failed attempt keeps the points counted before the check.
+    if (!user || !valid) throw Errors.invalidCredentials();
+    await Promise.all([failures.reset(`e:${email}`, now), failures.giveBack(`i:${ip}`, now)]);
     if (needsRehash(user.password_hash, cost)) {
       // The stored parameters are older than the current cost: store a new hash now that the
       // password is known. The login does not depend on it.
@@ -98,11 +96,17 @@ export class AuthService {
     return { token, expiresAtMs: expiresAt };
   }
 
-  /** 429 once the email or the IP has used its failed attempts of this minute. */
-  private async checkThrottle(failures: WindowCounters, email: string, ip: string, now: number): Promise<void> {
+  /**
+   * Counts the attempt per email and per IP BEFORE its password is checked, and answers 429 when
+   * that takes either past this minute's limit: N concurrent attempts cannot all pass a check made
+   * before any of them was counted, so at most `limit` of them reach scrypt (which shares libuv's
+   * threads with DNS lookups). A success resets the email's count and gives the IP's point back,
+   * so only failures (and attempts still being checked) use the budget.
+   */
+  private async countAttempt(failures: WindowCounters, email: string, ip: string, now: number): Promise<void> {
     const limit = this.ctx.config.loginAttemptsPerMinute;
-    const [byEmail, byIp] = await Promise.all([failures.peek(`e:${email}`, now), failures.peek(`i:${ip}`, now)]);
-    const over = [byEmail, byIp].filter((w) => w.count >= limit);
+    const [byEmail, byIp] = await Promise.all([failures.hit(`e:${email}`, now), failures.hit(`i:${ip}`, now)]);
+    const over = [byEmail, byIp].filter((w) => w.count > limit);
     if (over.length > 0) throw Errors.tooManyRequests(Math.max(...over.map((w) => retryAfterS(w, now))));
   }
 
