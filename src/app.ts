@@ -2,7 +2,7 @@
  * buildApp(ctx): registers plugins and modules in order and returns the Fastify instance.
  * It never listens (server.ts does).
  */
-import Fastify, { LogController, type RouteOptions } from 'fastify';
+import Fastify, { LogController, type onSendHookHandler, type RouteOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import { lazyChildLogger } from './logger.js';
@@ -35,6 +35,16 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
  */
 export const MAX_PATH_PARAM_CHARS = 1024;
 
+/**
+ * The HTTP server's time-outs (CONTRACT.md, "Hardening"): a request whose headers have not all
+ * arrived in 10 s, or that is not whole in 30 s, is answered 408 and its connection closed; an
+ * idle keep-alive connection is closed after 72 s (longer than common load balancers' 60 s, so
+ * the balancer, not the service, closes first). Node checks the first two every
+ * CONNECTIONS_CHECK_MS (its default, 30 s, would let a slow client hold a socket for 40 s).
+ */
+export const SERVER_TIMEOUTS_MS = { headers: 10_000, request: 30_000, keepAlive: 72_000 } as const;
+const CONNECTIONS_CHECK_MS = 1_000;
+
 export interface BuiltApp {
   app: App;
   services: Services;
@@ -63,6 +73,9 @@ function createFastify(ctx: AppContext): App {
     // One summary line per request is logged in onResponse below instead of Fastify's pair.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: REQUEST_ID_LOG_LABEL }),
     return503OnClosing: true,
+    http: { headersTimeout: SERVER_TIMEOUTS_MS.headers, connectionsCheckingInterval: CONNECTIONS_CHECK_MS },
+    requestTimeout: SERVER_TIMEOUTS_MS.request,
+    keepAliveTimeout: SERVER_TIMEOUTS_MS.keepAlive,
     // On close: idle keep-alive connections are closed at once, in-flight requests finish.
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_CHARS },
@@ -79,9 +92,21 @@ function createFastify(ctx: AppContext): App {
   // Every route as registered (the API-key scope test enumerates them: each has a scope or is public).
   const routeTable: RouteOptions[] = [];
   app.addHook('onRoute', (route) => void routeTable.push(route));
+  app.addHook('onRoute', addNoStore);
   app.decorate('routeTable', () => routeTable.map((r) => ({ method: r.method, url: r.url, scope: r.config?.scope ?? null })));
   app.decorateRequest('wallet', null);
   return app;
+}
+
+/** A route whose answer carries a secret (`config.noStore`) is never kept by a cache or a browser. */
+function addNoStore(route: RouteOptions): void {
+  if (route.config?.noStore !== true) return;
+  const own = route.onSend ? (Array.isArray(route.onSend) ? route.onSend : [route.onSend]) : [];
+  const noStore: onSendHookHandler = (_req, reply, payload, done) => {
+    reply.header('cache-control', 'no-store');
+    done(null, payload);
+  };
+  route.onSend = [...own, noStore];
 }
 
 /** JSON is the only body type (parseJsonBody: depth limit, prototype-poisoning keys dropped). */

@@ -129,6 +129,7 @@ function writeRoutes(app: App, webhooks: WebhooksService, objects: PathObjects):
   app.get(
     '/wallet/:wallet/webhook/delete/:webhook',
     {
+      config: { noStore: true },
       preValidation: [objects.loadWebhook],
       schema: {
         tags: TAGS,
