@@ -7,6 +7,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import { lazyChildLogger } from './logger.js';
 import type { AppContext } from './context.js';
+import type { Config } from './config.js';
 import { installAuth } from './http/auth.js';
 import { installIdempotency } from './http/idempotency.js';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.js';
@@ -69,7 +70,7 @@ function createFastify(ctx: AppContext): App {
     loggerInstance: ctx.log,
     childLoggerFactory: (logger, bindings, opts) => lazyChildLogger(logger as Logger, bindings, opts),
     bodyLimit: BODY_LIMIT_BYTES,
-    trustProxy: ctx.config.trustProxy,
+    trustProxy: trustProxyOption(ctx.config.trustProxy),
     // One summary line per request is logged in onResponse below instead of Fastify's pair.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: REQUEST_ID_LOG_LABEL }),
     return503OnClosing: true,
@@ -96,6 +97,15 @@ function createFastify(ctx: AppContext): App {
   app.decorate('routeTable', () => routeTable.map((r) => ({ method: r.method, url: r.url, scope: r.config?.scope ?? null })));
   app.decorateRequest('wallet', null);
   return app;
+}
+
+/**
+ * TRUST_PROXY for Fastify: a hop count trusts that many hops from the socket's peer inward
+ * (Express's meaning; Fastify 5 itself treats a number as "trust nothing"), the rest as given.
+ */
+function trustProxyOption(tp: Config['trustProxy']): boolean | string[] | ((addr: string, hop: number) => boolean) {
+  if (typeof tp !== 'number') return tp;
+  return (_addr, hop) => hop < tp;
 }
 
 /** A route whose answer carries a secret (`config.noStore`) is never kept by a cache or a browser. */

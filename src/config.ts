@@ -3,6 +3,7 @@
  * once and returns a frozen, typed Config; a bad value throws a ConfigError whose message is
  * one line naming the variable. Nothing else in the code base reads `process.env`.
  */
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 
 export type NodeEnv = 'development' | 'production' | 'test';
@@ -75,7 +76,11 @@ export interface Config {
   readonly workers: boolean;
   readonly bootstrap: { readonly email: string; readonly password: string } | null;
   readonly shutdownTimeoutMs: number;
-  readonly trustProxy: boolean;
+  /**
+   * Which hops' X-Forwarded-For to believe (Fastify's `trustProxy`): true (every hop), false, a
+   * hop count, or a list of trusted proxy addresses and CIDRs.
+   */
+  readonly trustProxy: boolean | number | string[];
 }
 
 export class ConfigError extends Error {
@@ -113,6 +118,43 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (['1', 'true', 'yes', 'on'].includes(v)) return true;
   if (['0', 'false', 'no', 'off'].includes(v)) return false;
   throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+/** `localhost`, 127.0.0.0/8 or ::1: only this machine can reach the listener. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  if (h === 'localhost' || h === '::1') return true;
+  return isIP(h) === 4 && h.startsWith('127.');
+}
+
+/** TRUST_PROXY: true/false, a hop count (1-100; 0 is false), or comma-separated IPs and CIDRs. */
+function trustProxy(env: Env): boolean | number | string[] {
+  const raw = optional(env, 'TRUST_PROXY');
+  if (raw === null) return false;
+  const v = raw.trim().toLowerCase();
+  if (['true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off'].includes(v)) return false;
+  // A number is a hop count ("1": the one proxy in front), as Express reads it.
+  if (/^\d+$/.test(v)) {
+    const hops = Number(v);
+    if (hops > 100) throw new ConfigError('TRUST_PROXY', `must be at most 100 hops, got ${hops}`);
+    return hops;
+  }
+  const entries = raw.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  for (const e of entries) {
+    if (!isAddressOrCidr(e)) {
+      throw new ConfigError('TRUST_PROXY', `must be true, false, a hop count, or comma-separated addresses/CIDRs, got "${e}"`);
+    }
+  }
+  return entries;
+}
+
+function isAddressOrCidr(entry: string): boolean {
+  const [addr = '', prefix, ...rest] = entry.split('/');
+  const family = isIP(addr);
+  if (family === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d+$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
 function url(env: Env, name: string, protocols: string[]): string | null {
@@ -210,7 +252,9 @@ export function loadConfig(env: Env = process.env): Config {
     balanceMaxAgeS: int(env, 'BALANCE_MAX_AGE_S', 5, 0, 86400),
     webhook: {
       retryDelaysS: delays(env, 'WEBHOOK_RETRY_DELAYS', [60, 300, 900]),
-      allowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', !production),
+      // Private targets are a development convenience: on by default only for development on a
+      // loopback address (a development build exposed on a network must not reach its LAN).
+      allowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', nodeEnv === 'development' && isLoopbackHost(host)),
       concurrency: int(env, 'WEBHOOK_CONCURRENCY', 16, 1, 256),
       pollIntervalMs: int(env, 'WEBHOOK_POLL_MS', 500, 10, 60_000),
       connectTimeoutMs: int(env, 'WEBHOOK_CONNECT_TIMEOUT_MS', 10_000, 100, 60_000),
@@ -231,7 +275,7 @@ export function loadConfig(env: Env = process.env): Config {
     workers: bool(env, 'WORKERS', true),
     bootstrap: bootstrapEmail !== null && bootstrapPassword !== null ? { email: bootstrapEmail, password: bootstrapPassword } : null,
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
-    trustProxy: bool(env, 'TRUST_PROXY', false),
+    trustProxy: trustProxy(env),
   };
   return deepFreeze(config);
 }

@@ -129,6 +129,22 @@ describe('authentication', () => {
     clock.advance(61_000);
   });
 
+  it('TRUST_PROXY as a hop count: the client is the address one hop in from the trusted proxy', async () => {
+    const proxied = await startTestApp({ clock, env: { LOGIN_ATTEMPTS_PER_MINUTE: '2', TRUST_PROXY: '1' } });
+    try {
+      let n = 0;
+      const attempt = (forwardedFor: string) =>
+        proxied.request('POST', '/api/auth/login', { body: { email: `hop${++n}@example.com`, password: 'x-password' }, headers: { 'x-forwarded-for': forwardedFor } });
+      // The left entries are whatever the client wrote; only the last one was added by the proxy.
+      expect((await attempt('1.1.1.1, 10.0.0.1')).status).toBe(401);
+      expect((await attempt('2.2.2.2, 10.0.0.1')).status).toBe(401);
+      expect((await attempt('3.3.3.3, 10.0.0.1')).status).toBe(429);
+      expect((await attempt('1.1.1.1, 10.0.0.2')).status).toBe(401);
+    } finally {
+      await proxied.close();
+    }
+  });
+
   it('limits failed logins per IP across emails', async () => {
     clock.advance(61_000);
     for (let i = 0; i < 3; i++) {
