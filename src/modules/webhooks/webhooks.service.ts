@@ -90,9 +90,17 @@ export class WebhooksService {
     return info;
   }
 
-  async list(walletId: number): Promise<WebhookView[]> {
+  /**
+   * The wallet's webhooks. Header values are often a receiver's credentials: a caller that may
+   * not change webhooks (an API key without `webhooks:write`) sees each value as `***`.
+   */
+  async list(walletId: number, opts: { maskHeaders: boolean }): Promise<WebhookView[]> {
     const rows = await repo.listWebhooks(this.#ctx.store.db, walletId);
-    return rows.map((r) => this.#view(r));
+    if (!opts.maskHeaders) return rows.map((r) => this.#view(r));
+    return rows.map((r) => {
+      const view = this.#view(r);
+      return { ...view, headers: Object.fromEntries(Object.keys(view.headers).map((name) => [name, MASKED_HEADER])) };
+    });
   }
 
   /** The live webhook of this wallet, or 404. */
@@ -306,6 +314,9 @@ export class WebhooksService {
     return webhookView(r, r.headers_enc === null ? {} : (JSON.parse(this.#ctx.secrets.decrypt(r.headers_enc)) as Record<string, string>));
   }
 }
+
+/** What a caller without `webhooks:write` sees instead of a header's value. */
+export const MASKED_HEADER = '***';
 
 /**
  * `active` turns the webhook back on and forgets why it was off (and its failing period);
