@@ -57,12 +57,16 @@ export class SupervisorService {
     this.workers = source;
   }
 
-  async report() {
+  /**
+   * Health of the service, with the queue and transaction counts of `userId`'s own objects only
+   * (deployment-wide figures are on /metrics, for the operator).
+   */
+  async report(userId: number) {
     const now = this.ctx.clock.nowMs();
     const database = await this.probeDatabase();
     const networks = database.ok ? await this.networks() : [];
-    const webhooks = database.ok ? await repo.countDeliveries(this.ctx.store.db, now - HOUR_MS) : NO_DELIVERIES;
-    const transactions = database.ok ? await repo.countPendingOutgoing(this.ctx.store.db) : { pending: 0, stuck: 0 };
+    const webhooks = database.ok ? await repo.countDeliveries(this.ctx.store.db, userId, now - HOUR_MS) : NO_DELIVERIES;
+    const transactions = database.ok ? await repo.countPendingOutgoing(this.ctx.store.db, userId) : { pending: 0, stuck: 0 };
     const state = (name: string): WorkerState => this.workers?.status(name) ?? 'disabled';
     const degraded = !database.ok || networks.some((n) => !n.rpc_ok);
     return {
