@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { lazyChildLogger } from './logger.js';
 import type { AppContext } from './context.js';
 import type { Config } from './config.js';
+import { installAnonymousLimit } from './http/anonymous-limit.js';
 import { installAuth } from './http/auth.js';
 import { installIdempotency } from './http/idempotency.js';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.js';
@@ -160,6 +161,7 @@ async function registerApi(app: App, ctx: AppContext): Promise<Services> {
   const limits = await createLimits(ctx.config, ctx.store, ctx.log);
   app.addHook('onClose', async () => limits.close());
   const auth = new AuthService(ctx, limits.logins);
+  const countAnonymous = installAnonymousLimit(app, ctx, limits.anonymous);
   let services!: Services;
   await app.register(
     async (api) => {
@@ -167,7 +169,7 @@ async function registerApi(app: App, ctx: AppContext): Promise<Services> {
       await typed.register(async (pub) => publicAuthRoutes(pub as unknown as App, auth));
       await typed.register(async (priv) => {
         const scoped = priv as unknown as App;
-        installAuth(scoped, ctx, auth, limits.requests);
+        installAuth(scoped, ctx, auth, limits.requests, countAnonymous);
         installIdempotency(scoped, ctx);
         await authRoutes(scoped, auth);
         services = await registerModules(scoped, ctx, auth);

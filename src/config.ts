@@ -81,6 +81,8 @@ export interface Config {
    * hop count, or a list of trusted proxy addresses and CIDRs.
    */
   readonly trustProxy: boolean | number | string[];
+  /** Requests without a valid credential per client address per minute (0: no limit). */
+  readonly publicRateLimitPerMinute: number;
 }
 
 export class ConfigError extends Error {
@@ -249,6 +251,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxPendingPerWallet: int(env, 'MAX_PENDING_PER_WALLET', 64, 1, 100_000),
     metricsToken: optional(env, 'METRICS_TOKEN'),
     loginAttemptsPerMinute: int(env, 'LOGIN_ATTEMPTS_PER_MINUTE', 5, 1, 10_000),
+    publicRateLimitPerMinute: int(env, 'PUBLIC_RATE_LIMIT_PER_MINUTE', 600, 0, 1_000_000),
     balanceMaxAgeS: int(env, 'BALANCE_MAX_AGE_S', 5, 0, 86400),
     webhook: {
       retryDelaysS: delays(env, 'WEBHOOK_RETRY_DELAYS', [60, 300, 900]),

@@ -108,6 +108,8 @@ export interface Limits {
   readonly requests: WindowCounters;
   /** Failed logins, per email (`e:`) and per IP (`i:`). */
   readonly logins: WindowCounters;
+  /** Requests without a valid credential, per client address. */
+  readonly anonymous: WindowCounters;
   close(): Promise<void>;
 }
 
@@ -135,6 +137,7 @@ export async function createLimits(config: Pick<Config, 'redisUrl' | 'databaseUr
       backend: 'redis',
       requests: new WindowCounters(limiter, 'req'),
       logins: new WindowCounters(limiter, 'login'),
+      anonymous: new WindowCounters(limiter, 'anon'),
       close: async () => {
         await redis.quit().catch(() => redis.disconnect());
       },
@@ -146,6 +149,7 @@ export async function createLimits(config: Pick<Config, 'redisUrl' | 'databaseUr
       backend: 'postgres',
       requests: new WindowCounters(limiter, 'req', true),
       logins: new WindowCounters(limiter, 'login'),
+      anonymous: new WindowCounters(limiter, 'anon'),
       close: async () => undefined,
     };
   }
@@ -154,6 +158,7 @@ export async function createLimits(config: Pick<Config, 'redisUrl' | 'databaseUr
     backend: 'memory',
     requests: new WindowCounters(memory, 'req'),
     logins: new WindowCounters(memory, 'login'),
+    anonymous: new WindowCounters(memory, 'anon'),
     close: async () => undefined,
   };
 }

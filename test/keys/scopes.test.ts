@@ -86,7 +86,7 @@ describe('API-key scopes of the routes', () => {
     expect(scopeByRules('PUT', '/api/wallet/:wallet')).toBeUndefined();
     const f = Fastify();
     void f.register(async (scoped) => {
-      installAuth(scoped as unknown as App, t.ctx, t.services.auth, new WindowCounters(new RateLimiterMemory({ points: 1_000_000, duration: 120 }), 'test'));
+      installAuth(scoped as unknown as App, t.ctx, t.services.auth, new WindowCounters(new RateLimiterMemory({ points: 1_000_000, duration: 120 }), 'test'), async () => undefined);
       scoped.post('/api/wallet/:wallet/charge/create', async () => 'by the rules');
       scoped.post('/api/something/declared', { config: { scope: 'webhooks:write' } }, async () => 'declared');
       scoped.post('/api/something/new', async () => 'neither');
