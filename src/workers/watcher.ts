@@ -67,10 +67,11 @@ import {
   recheckUnmined,
   recordBlockTransfers,
   settleConfirmed,
+  walletsOfBlock,
   type SyncScope,
   type Watched,
 } from '../modules/transactions/transactions.chain-sync.js';
-import { rollBackAbove } from '../modules/transactions/transactions.state.js';
+import { lockWalletsAndEvents, rollBackAbove } from '../modules/transactions/transactions.state.js';
 import { readChargePayments, rollBackChargePayments } from '../modules/charges/charges.chain-sync.js';
 import type { TransactionService } from '../modules/transactions/transactions.service.js';
 import type { BalanceService } from '../modules/wallets/balances.service.js';
@@ -337,6 +338,8 @@ class NetworkWatcher {
     await this.fenced(async (trx) => {
       const now = this.deps.ctx.clock.nowMs();
       if (!(await moveCursor(trx, this.networkId, cursor, next, now))) throw new LostLease();
+      // The whole batch's wallets, then their users' event orders, before the first block (one lock order).
+      await lockWalletsAndEvents(trx, blocks.flatMap((b) => walletsOfBlock(b.found)));
       for (const { block, found, charges } of blocks) {
         await saveBlock(trx, this.networkId, { number: found.number, hash: found.hash, parentHash: block.parentHash }, now);
         await recordBlockTransfers(trx, found, { settledNow: network.confirmations <= 1, nowMs: now, log: this.log });

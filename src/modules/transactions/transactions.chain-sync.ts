@@ -30,7 +30,7 @@ import { NATIVE_CONTRACT } from '../../chain/erc20.js';
 import { findBlockHash, type ChainCursor } from '../networks/networks.repository.js';
 import * as repo from './transactions.repository.js';
 import type { QueuedTransfer, TxRecord, WatchedToken, WatchedWallet } from './transactions.repository.js';
-import { failUnmined, lockWallets, recordReceipt, settleMined } from './transactions.state.js';
+import { failUnmined, lockWallets, lockWalletsAndEvents, recordReceipt, settleMined } from './transactions.state.js';
 
 /** Rows settled, and unmined transfers checked, per tick (at most RECHECK_PER_WALLET of one wallet). */
 const SETTLE_LIMIT = 500;
@@ -185,6 +185,14 @@ async function readTokenTransfers(s: SyncScope, blockHash: Hex, watched: Watched
 }
 
 /**
+ * The wallets whose rows and events a block's recording writes (receipts and the wallets' own
+ * transfers): the follower locks those of its whole batch first (`lockWalletsAndEvents`).
+ */
+export function walletsOfBlock(b: BlockTransfers): number[] {
+  return [...b.incoming.map((t) => t.wallet.id), ...b.tokenLogs.map((l) => l.wallet.id), ...b.ours.map((o) => o.rec.wallet_id)];
+}
+
+/**
  * Inside the block's database transaction (caller's): records the receipts (under their wallets'
  * locks) and attaches the block to the wallets' own transfers it mined.
  */
@@ -285,6 +293,8 @@ export async function settleConfirmed(s: SyncScope, cursorBlock: number, confirm
   if (ready.length === 0) return;
   const settled = await s.fenced(async (trx) => {
     const now = s.ctx.clock.nowMs();
+    // Every wallet, then every user's event order, before the first change (one lock order).
+    await lockWalletsAndEvents(trx, ready.map((r) => r.wallet_id));
     const out = [];
     for (const rec of ready) {
       const after = await settleMined(trx, rec, now);

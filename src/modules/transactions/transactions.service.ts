@@ -30,7 +30,7 @@ import type { WalletTokenRow } from '../../db/types.js';
 import { AppError, Errors, fieldError } from '../../errors.js';
 import { broadcastRaw, nodeMessage } from '../../chain/broadcast.js';
 import { ERC20_ABI, erc20TransferData } from '../../chain/erc20.js';
-import { isUnreachable, mapChainError } from '../../chain/errors.js';
+import { isTransient, mapChainError } from '../../chain/errors.js';
 import { estimateGas, explicitFees, feeFields, feeMarket, l1Fee, maxFee, recentFeeMarket, recentQuote, type Fees } from '../../chain/fees.js';
 import { allocateNonce, chainPendingNonce } from '../../chain/nonce.js';
 import type { TransactionSigner } from '../../chain/keys.js';
@@ -267,7 +267,7 @@ export class TransactionService {
   }
 
   /**
-   * eth_estimateGas failed. Unreachable: 503. Otherwise the call would fail on chain; when the
+   * eth_estimateGas failed. A transient fault (unreachable, rate-limited: `isTransient`): 503. Otherwise the call would fail on chain; when the
    * wallet (now, with its reservations) cannot cover the amount, that is the reason (400
    * Insufficient balance), else the node's reason (400).
    */
@@ -279,7 +279,7 @@ export class TransactionService {
     input: TransferInput,
     nativeTokenIds: Set<number>,
   ): Promise<AppError> {
-    if (isUnreachable(err)) return Errors.chainUnavailable(err);
+    if (isTransient(err)) return Errors.chainUnavailable(err);
     if (input.data !== undefined && err instanceof BaseError && err.walk((e) => e instanceof ExecutionRevertedError)) {
       return Errors.wouldRevert(revertReason(err), err);
     }

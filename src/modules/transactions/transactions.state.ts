@@ -13,8 +13,8 @@
  */
 import type { Executor } from '../../db/index.js';
 import { healNextNonce } from '../../chain/nonce.js';
-import { recordEvent } from '../events/outbox.js';
-import { lockWallet } from '../wallets/wallets.repository.js';
+import { lockEventsOf, recordEvent } from '../events/outbox.js';
+import { lockWallet, lockWalletOfUser } from '../wallets/wallets.repository.js';
 import * as repo from './transactions.repository.js';
 import type { FailureReason, TxRecord } from './transactions.repository.js';
 import { transactionEventPayload } from './transactions.views.js';
@@ -22,6 +22,23 @@ import { transactionEventPayload } from './transactions.views.js';
 /** Locks several wallets in ascending id order (one global order: no deadlock between lockers). */
 export async function lockWallets(trx: Executor, walletIds: Iterable<number>): Promise<void> {
   for (const id of [...new Set(walletIds)].sort((a, b) => a - b)) await lockWallet(trx, id);
+}
+
+/**
+ * Everything a transaction that writes several wallets' transfers and events locks, taken before
+ * any of it is written, in the one lock order: the wallets in ascending id, then their users'
+ * event orders in ascending user (outbox.ts `lockEventsOf`). A transfer creation takes its wallet,
+ * then its user's event order, so it can never hold one of these while waiting for another that
+ * this transaction holds (the chain watcher's block batch used to take a wallet, an event order,
+ * then the next wallet: a deadlock with a create on that wallet).
+ */
+export async function lockWalletsAndEvents(trx: Executor, walletIds: Iterable<number>): Promise<void> {
+  const users = new Set<number>();
+  for (const id of [...new Set(walletIds)].sort((a, b) => a - b)) {
+    const user = await lockWalletOfUser(trx, id);
+    if (user !== undefined) users.add(user);
+  }
+  await lockEventsOf(trx, users);
 }
 
 /**

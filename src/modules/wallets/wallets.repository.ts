@@ -103,3 +103,9 @@ export async function lockWallet(trx: Executor, walletId: number): Promise<boole
   const row = await dialectOf(trx).forUpdate(trx.selectFrom('wallets').select('id').where('id', '=', walletId)).executeTakeFirst();
   return row !== undefined;
 }
+
+/** `lockWallet` that returns the wallet's user (undefined when the wallet does not exist). */
+export async function lockWalletOfUser(trx: Executor, walletId: number): Promise<number | undefined> {
+  const row = await dialectOf(trx).forUpdate(trx.selectFrom('wallets').select('user_id').where('id', '=', walletId)).executeTakeFirst();
+  return row?.user_id;
+}
