@@ -68,10 +68,21 @@ export class WebhooksService {
   readonly #ctx: AppContext;
   readonly #resolver: Resolver | undefined;
   readonly #workListeners = new Set<() => void>();
+  readonly #changeListeners = new Set<(webhookId: number) => void>();
 
   constructor(ctx: AppContext, opts: { resolver?: Resolver } = {}) {
     this.#ctx = ctx;
     this.#resolver = opts.resolver;
+  }
+
+  /** A delivery worker in this process drops what it decrypted of a webhook that changed or was deleted. */
+  onChange(listener: (webhookId: number) => void): () => void {
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
+  }
+
+  #changed(webhookId: number): void {
+    for (const listener of this.#changeListeners) listener(webhookId);
   }
 
   /** A worker in this process subscribes so a manual retry is sent without waiting for a poll. */
@@ -164,6 +175,7 @@ export class WebhooksService {
           await repo.cancelOpenDeliveries(trx, webhook.id, 'Webhook inactive', now);
         }
       });
+      this.#changed(webhook.id);
     }
     return this.#view(await this.find(webhook.wallet_id, webhook.id));
   }
@@ -176,6 +188,7 @@ export class WebhooksService {
       await repo.cancelOpenDeliveries(trx, webhook.id, 'Webhook deleted', now);
       return enc;
     });
+    this.#changed(webhook.id);
     return deletedWebhookView(webhook, secretEnc === null ? null : this.#ctx.secrets.decrypt(secretEnc), now);
   }
 
