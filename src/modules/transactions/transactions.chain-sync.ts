@@ -18,7 +18,10 @@
  *   may hold it, and only its nonce being used at confirmed depth ends it. Reservation and nonce
  *   are released only when it is final.
  * - Pending longer than TX_STUCK_AFTER_S: marked stuck, one warning (`markStuckTransfers`).
- * - A reorg: `rollBackAbove` (transactions.state.ts) inside the follower's rollback transaction.
+ * - A reorg: `rollBackAbove` (transactions.state.ts) inside the follower's rollback transaction:
+ *   what it un-confirms is pending again, told by `transaction.reorged`. A receipt that does not
+ *   come back and whose sender's nonce another transaction used is failed `dropped`
+ *   (`recheckReorgedReceipts`).
  */
 import type { Hex, PublicClient, Transaction, TransactionReceipt } from 'viem';
 import type { Logger } from 'pino';
@@ -30,7 +33,7 @@ import { NATIVE_CONTRACT } from '../../chain/erc20.js';
 import { findBlockHash, type ChainCursor } from '../networks/networks.repository.js';
 import * as repo from './transactions.repository.js';
 import type { QueuedTransfer, TxRecord, WatchedToken, WatchedWallet } from './transactions.repository.js';
-import { failUnmined, lockWallets, recordReceipt, settleMined } from './transactions.state.js';
+import { dropReceipt, failUnmined, lockWallets, recordReceipt, settleMined } from './transactions.state.js';
 
 /** Rows settled, and unmined transfers checked, per tick (at most RECHECK_PER_WALLET of one wallet). */
 const SETTLE_LIMIT = 500;
@@ -429,6 +432,35 @@ async function resendIfUnknown(s: SyncScope, row: QueuedTransfer): Promise<boole
   }
   s.log.debug({ transaction_id: row.id, outcome: outcome.kind, reason: outcome.reason }, 're-broadcast not confirmed; retrying later');
   return false;
+}
+
+/**
+ * Receipts a reorg put back to pending (`rollBackAbove`) that no block has shown again: one
+ * whose sender's nonce is used at the confirmed block while the transaction has no receipt can
+ * never be mined, and fails as `dropped`. The nonce is read before the receipt, as in
+ * `recheckUnmined`. Until then it stays pending (a block mining it again confirms it). Each
+ * check pushes the row's next one back (backoff). The sender is the row's `from_address`: for
+ * a token receipt, the token transfer's sender, the transaction's sender when it called the
+ * token itself.
+ */
+export async function recheckReorgedReceipts(s: SyncScope, cursor: ChainCursor, confirmations: number): Promise<void> {
+  const now = s.ctx.clock.nowMs();
+  const confirmedBlock = confirmedHeight(cursor.block_number, confirmations);
+  if (confirmedBlock < 0) return;
+  const recheck = s.ctx.config.watcher.recheckMs;
+  const rows = await repo.listReorgedReceipts(s.ctx.store.db, s.networkId, now, RECHECK_LIMIT);
+  const counts = new Map<string, Promise<number>>();
+  for (const row of rows) {
+    await repo.scheduleCheck(s.ctx.store.db, row.id, now + recheckBackoffMs(recheck, row.check_count), now);
+    if ((await s.net(confirmedCount(s, row.from_address, confirmedBlock, counts))) <= row.nonce) continue;
+    if (await s.net(receiptOrNull(s.client, row.tx_hash as Hex))) continue; // mined: recorded with its block
+    const reason = `dropped: the reorg removed it and nonce ${row.nonce} of ${row.from_address} was used by another transaction by block ${confirmedBlock}`;
+    const failed = await s.fenced((trx) => dropReceipt(trx, row.id, reason, s.ctx.clock.nowMs()));
+    if (failed) {
+      s.affected.add(row.wallet_id);
+      s.log.warn({ transaction_id: row.id, tx_hash: row.tx_hash, nonce: row.nonce, block: confirmedBlock }, 'receipt dropped: a reorg removed it and its nonce was used by another transaction; failed');
+    }
+  }
 }
 
 /** Marks the network's transfers pending longer than TX_STUCK_AFTER_S as stuck, with one warning each. */

@@ -406,8 +406,10 @@ function insertValues(t: NewTx, n: { seq: RawBuilder<number>; symbolKey: string;
 /**
  * Inserts a row numbered after the wallet's newest (caller holds the wallet lock) and returns
  * its id. A receipt is unique per (wallet, hash, log): for one that exists already the result
- * is null, and an orphaned one with the same key is brought back instead (same id, new block,
- * new number).
+ * is null, except for one without a block, which the chain now shows mined again: a receipt a
+ * reorg put back to pending (or then failed as dropped: the chain is the truth) takes the new
+ * block under its id and number; one orphaned by an earlier version comes back with a new
+ * number.
  */
 export async function insertTransaction(db: Executor, t: NewTx, nowMs: number): Promise<number | null> {
   const insert = db.insertInto('transactions').values(insertValues(t, sequencesOf(t), nowMs));
@@ -426,11 +428,19 @@ export async function insertTransaction(db: Executor, t: NewTx, nowMs: number): 
           cumulative_gas_used: eb.ref('excluded.cumulative_gas_used'),
           receipt_status: eb.ref('excluded.receipt_status'),
           confirmed_at: eb.ref('excluded.confirmed_at'),
+          failed_at: null,
+          error: null,
+          failure_reason: null,
           updated_at: eb.ref('excluded.updated_at'),
-          seq: eb.ref('excluded.seq'),
-          symbol_seq: eb.ref('excluded.symbol_seq'),
+          seq: sql<number>`case when transactions.status = ${ORPHANED} then excluded.seq else transactions.seq end`,
+          symbol_seq: sql<number>`case when transactions.status = ${ORPHANED} then excluded.symbol_seq else transactions.symbol_seq end`,
         }))
-        .where('transactions.status', '=', ORPHANED),
+        .where((eb) =>
+          eb.or([
+            eb('transactions.status', '=', ORPHANED),
+            eb.and([eb('transactions.block_number', 'is', null), eb('transactions.status', 'in', ['pending', 'failed'])]),
+          ]),
+        ),
     )
     .returning('id')
     .executeTakeFirst();
@@ -747,6 +757,31 @@ export async function listResendQueue(
     .limit(o.limit)
     .execute();
   return rows.map((r) => ({ ...r, tx_hash: r.tx_hash!, nonce: Number(r.nonce), raw_tx: r.raw_tx!, check_count: Number(r.check_count) }));
+}
+
+/**
+ * Receipts a reorg put back to pending that no block has shown again, due a check (the
+ * dropped check: `recheckReorgedReceipts`), oldest first.
+ */
+export async function listReorgedReceipts(
+  db: Executor,
+  networkId: number,
+  nowMs: number,
+  limit: number,
+): Promise<Array<{ id: number; wallet_id: number; from_address: string; tx_hash: string; nonce: number; check_count: number }>> {
+  const rows = await db
+    .selectFrom('transactions')
+    .select(['id', 'wallet_id', 'from_address', 'tx_hash', 'nonce', 'check_count'])
+    .where('wallet_id', 'in', onNetwork(db, networkId))
+    .where('type', '=', 'receipt')
+    .where('status', '=', 'pending')
+    .where('block_number', 'is', null)
+    .where('nonce', 'is not', null)
+    .where((eb) => eb.or([eb('next_check_at', 'is', null), eb('next_check_at', '<=', nowMs)]))
+    .orderBy('id', 'asc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ ...r, tx_hash: r.tx_hash!, nonce: Number(r.nonce), check_count: Number(r.check_count) }));
 }
 
 /** The next check of a queued row, after this one (backoff chosen by the caller). */

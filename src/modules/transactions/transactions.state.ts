@@ -8,8 +8,11 @@
  *                        │  └──its cancel mined + confirmations──▶ failed (cancelled)
  *                        ├──first send refused by the node──▶ failed (rejected; reservation released, nonce healed)
  *                        └──nonce used at confirmed depth by another transaction──▶ failed (dropped)
- *   confirmed/failed(mined) ──block orphaned by a reorg──▶ pending (block fields cleared)
- *   receipt ──block orphaned by a reorg──▶ orphaned (hidden; the same id again if it reappears)
+ *   confirmed/failed(mined) ──block orphaned by a reorg──▶ pending (block fields cleared; transaction.reorged)
+ *   receipt: recorded confirmed (or pending until its confirmations), then as above on a reorg;
+ *   a reorged receipt that does not come back and whose sender's nonce another transaction took
+ *   at confirmed depth ──▶ failed (dropped). (Receipts `orphaned` by earlier versions stay
+ *   hidden; the same id comes back if they reappear.)
  */
 import type { Executor } from '../../db/index.js';
 import { healNextNonce } from '../../chain/nonce.js';
@@ -95,10 +98,12 @@ export async function recordReceipt(trx: Executor, row: repo.NewTx, nowMs: numbe
 }
 
 /**
- * Rolls back everything recorded from blocks above `ancestor` on one network: receipts are
- * removed from the history (orphaned, and the list renumbered), outgoing transfers go back to pending with their block
- * fields cleared (their reservation counts again; the watcher sees them mined again, or
- * re-sends them). Returns the wallets touched.
+ * Rolls back everything recorded from blocks above `ancestor` on one network (CONTRACT.md,
+ * "Reorgs are told"): every row mined there, outgoing or receipt, goes back to pending with its
+ * block fields cleared (an outgoing one's reservation counts again; the watcher sees it mined
+ * again, or re-sends it). One that was settled (confirmed, or failed on its receipt) emits
+ * `transaction.reorged` (block_number the removed block's) in this same database transaction;
+ * mined again, it is settled and announced again. Returns the wallets touched.
  */
 export async function rollBackAbove(trx: Executor, networkId: number, ancestor: number, nowMs: number): Promise<Set<number>> {
   const wallets = new Set((await repo.listAboveBlock(trx, networkId, ancestor)).map((r) => r.wallet_id));
@@ -106,9 +111,42 @@ export async function rollBackAbove(trx: Executor, networkId: number, ancestor: 
   // Read again under the locks (on PostgreSQL a create may have committed in between).
   const rows = await repo.listAboveBlock(trx, networkId, ancestor);
   for (const r of rows) wallets.add(r.wallet_id);
-  for (const r of rows) {
-    if (r.type === 'receipt') await repo.orphanTransaction(trx, r.id, nowMs);
-    else await repo.unmine(trx, r.id, nowMs);
-  }
+  for (const r of rows) await unmineReorged(trx, r.id, nowMs);
   return wallets;
+}
+
+async function unmineReorged(trx: Executor, txId: number, nowMs: number): Promise<void> {
+  const before = await repo.findRecord(trx, txId);
+  if (!before || (before.status as string) === repo.ORPHANED) return;
+  await repo.unmine(trx, txId, nowMs);
+  if (before.status === 'pending') return; // mined but not settled: nothing was announced
+  const told = { ...before, status: 'pending' as const };
+  await recordEvent(trx, {
+    userId: before.user_id,
+    walletId: before.wallet_id,
+    name: 'transaction.reorged',
+    payload: transactionEventPayload(told, 'transaction.reorged', nowMs),
+    nowMs,
+  });
+}
+
+/**
+ * A receipt a reorg put back to pending that did not come back, whose sender's nonce another
+ * transaction took at confirmed depth: it can never be mined. Failed (`dropped`) with
+ * `transaction.failed`; a receipt moves no reservation or nonce of the wallet.
+ */
+export async function dropReceipt(trx: Executor, txId: number, reason: string, nowMs: number): Promise<TxRecord | null> {
+  const before = await repo.findRecord(trx, txId);
+  if (!before || before.type !== 'receipt' || before.block_number !== null) return null;
+  await lockWallet(trx, before.wallet_id);
+  if (!(await repo.markFailed(trx, txId, reason, 'dropped', nowMs))) return null;
+  const after = (await repo.findRecord(trx, txId))!;
+  await recordEvent(trx, {
+    userId: after.user_id,
+    walletId: after.wallet_id,
+    name: 'transaction.failed',
+    payload: transactionEventPayload(after, 'transaction.failed', nowMs),
+    nowMs,
+  });
+  return after;
 }
