@@ -33,7 +33,8 @@
  * 5. Pending transfers never seen in a block are checked with the node (`recheckUnmined`): all
  *    of them on the first tick after start (the crash-recovery pass), later those due (each
  *    with its own backoff from WATCHER_RECHECK_MS, round robin over wallets). Wallets with a
- *    transfer still waiting get a nonce gap filled. Receipts a reorg removed that did not come
+ *    transfer still waiting get a nonce gap filled; a transfer whose re-send the node refused
+ *    for its fees is signed again at its nonce with current fees. Receipts a reorg removed that did not come
  *    back are checked too (`recheckReorgedReceipts`). Transfers pending longer than
  *    TX_STUCK_AFTER_S are marked stuck (one warning each).
  * 6. Balances of every wallet touched are refreshed from the chain (balance.updated events).
@@ -123,6 +124,12 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
         if (wallet) await deps.transactions!.fillNonceGap(wallet);
       }
     : undefined;
+  const reprice = deps.transactions
+    ? async (walletId: number, txId: number) => {
+        const wallet = await findWalletView(ctx.store.db, walletId);
+        if (wallet) await deps.transactions!.reprice(wallet, txId);
+      }
+    : undefined;
 
   log.info({ holder }, 'chain watcher started');
   return startLoop({
@@ -135,7 +142,7 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
         networks.map((n) => {
           let w = watchers.get(n.id);
           if (!w) {
-            w = new NetworkWatcher({ ctx, balances: deps.balances, holder, stopped, fillNonceGap }, n.id);
+            w = new NetworkWatcher({ ctx, balances: deps.balances, holder, stopped, fillNonceGap, reprice }, n.id);
             watchers.set(n.id, w);
           }
           return w.tick(n, stopping);
@@ -158,6 +165,8 @@ interface NetworkWatcherDeps {
   stopped: Promise<never>;
   /** Fills a freed nonce that later pending transfers of the wallet wait behind (TransactionService.fillNonceGap). */
   fillNonceGap?: (walletId: number) => Promise<void>;
+  /** Signs again, with current fees, a transfer whose re-send the node refused for its fees (TransactionService.reprice). */
+  reprice?: (walletId: number, txId: number) => Promise<void>;
 }
 
 /** The follower of one network. */
@@ -399,8 +408,12 @@ class NetworkWatcher {
     const cursor = await findCursor(this.deps.ctx.store.db, this.networkId);
     if (!cursor) return;
     const all = !this.recoverySweepDone;
-    const { waiting, allChecked } = await recheckUnmined(s, cursor, all, network.confirmations);
+    const { waiting, underpriced, allChecked } = await recheckUnmined(s, cursor, all, network.confirmations);
     await recheckReorgedReceipts(s, cursor, network.confirmations);
+    for (const { id, wallet_id } of underpriced) {
+      await this.net(this.deps.reprice?.(wallet_id, id) ?? Promise.resolve());
+      s.affected.add(wallet_id);
+    }
     for (const walletId of waiting) {
       try {
         await this.net(this.deps.fillNonceGap?.(walletId) ?? Promise.resolve());

@@ -15,8 +15,10 @@
  *   version's hash wins). Its nonce used at confirmed depth by another transaction: failed
  *   `dropped`. Known to the node: left alone. Unknown: the latest signed version is sent again.
  *   A refusal ends it only if nothing was ever sent before (`rejected`); otherwise another node
- *   may hold it, and only its nonce being used at confirmed depth ends it. Reservation and nonce
- *   are released only when it is final.
+ *   may hold it, and only its nonce being used at confirmed depth ends it. A refusal of a
+ *   re-send for its fees: the same transfer is signed again at its nonce with current fees (a
+ *   speed-up, recorded as one; whichever version mines is the one payment). Reservation and
+ *   nonce are released only when it is final.
  * - Pending longer than TX_STUCK_AFTER_S: marked stuck, one warning (`markStuckTransfers`).
  * - A reorg: `rollBackAbove` (transactions.state.ts) inside the follower's rollback transaction:
  *   what it un-confirms is pending again, told by `transaction.reorged`. A receipt that does not
@@ -308,6 +310,11 @@ export async function settleConfirmed(s: SyncScope, cursorBlock: number, confirm
 export interface RecheckResult {
   /** Wallets with a transfer still unmined after this pass: one of them may wait behind a nonce gap. */
   waiting: Set<number>;
+  /**
+   * Transfers whose re-send (not their first send) the node refused for its fees: to be signed
+   * again at the same nonce with current fees (TransactionService.reprice), each once a pass.
+   */
+  underpriced: Array<{ id: number; wallet_id: number }>;
   /** Every due transfer was checked (fewer than the per-pass limit were due). */
   allChecked: boolean;
 }
@@ -330,6 +337,7 @@ export async function recheckUnmined(s: SyncScope, cursor: ChainCursor, all: boo
   const confirmedBlock = confirmedHeight(cursor.block_number, confirmations);
   const counts = new Map<string, Promise<number>>();
   const waiting = new Set<number>();
+  const underpriced: RecheckResult['underpriced'] = [];
   for (const row of rows) {
     await repo.scheduleCheck(s.ctx.store.db, row.id, now + recheckBackoffMs(recheck, row.check_count), now);
     // The nonce is read at the confirmed block BEFORE the receipts: if it is used there and none
@@ -341,9 +349,11 @@ export async function recheckUnmined(s: SyncScope, cursor: ChainCursor, all: boo
       await endDropped(s, row, confirmedBlock);
       continue;
     }
-    if (await resendIfUnknown(s, row)) waiting.add(row.wallet_id);
+    const sent = await resendIfUnknown(s, row);
+    if (sent === 'underpriced') underpriced.push({ id: row.id, wallet_id: row.wallet_id });
+    else if (sent) waiting.add(row.wallet_id);
   }
-  return { waiting, allChecked: rows.length < RECHECK_LIMIT };
+  return { waiting, underpriced, allChecked: rows.length < RECHECK_LIMIT };
 }
 
 /** The address's transaction count at the confirmed block, read once per pass. */
@@ -393,14 +403,20 @@ async function endDropped(s: SyncScope, row: QueuedTransfer, confirmedBlock: num
   }
 }
 
+/** A node's refusal of a transaction for its fees: the same transfer signed with current fees would be taken. */
+const FEE_REFUSAL = /underpriced|less than block base fee|fee cap|fee too low|gas ?price too low/i;
+
 /**
  * A transfer without a receipt: left alone if the node knows it, else sent again. A refusal
  * ends it only when this was its first send ever (nothing was sent anywhere before: `rejected`,
  * the reservation and the nonce released). After a first send, a refusal may come from a node
  * that never saw it while another still holds it (a load-balanced RPC): it stays pending, and
- * ends when its nonce is used at confirmed depth. True when it is (again) waiting in the node.
+ * ends when its nonce is used at confirmed depth. A refusal for its fees (the first send timed
+ * out, or the process died before it, and the fees rose meanwhile) would otherwise last forever
+ * and hold every later transfer of the wallet behind its nonce: `underpriced`, the caller signs
+ * it again with current fees. True when it is (again) waiting in the node.
  */
-async function resendIfUnknown(s: SyncScope, row: QueuedTransfer): Promise<boolean> {
+async function resendIfUnknown(s: SyncScope, row: QueuedTransfer): Promise<boolean | 'underpriced'> {
   const { db } = s.ctx.store;
   const hash = row.tx_hash as Hex;
   const known = await s.net(nodeKnows(s.client, hash));
@@ -425,6 +441,10 @@ async function resendIfUnknown(s: SyncScope, row: QueuedTransfer): Promise<boole
       s.log.warn({ transaction_id: row.id, tx_hash: hash, nonce: row.nonce, reason: outcome.reason }, 'transaction rejected: the node refused its first send; failed');
     }
     return false;
+  }
+  if (outcome.kind === 'rejected' && FEE_REFUSAL.test(outcome.reason)) {
+    s.log.warn({ transaction_id: row.id, tx_hash: hash, nonce: row.nonce, reason: outcome.reason }, 're-broadcast refused for its fees; signing it again at its nonce with current fees');
+    return 'underpriced';
   }
   if (outcome.kind === 'rejected') {
     s.log.warn({ transaction_id: row.id, tx_hash: hash, nonce: row.nonce, reason: outcome.reason }, 're-broadcast refused; the transaction stays pending until its nonce is used');
