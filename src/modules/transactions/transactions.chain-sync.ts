@@ -461,7 +461,9 @@ async function resendIfUnknown(s: SyncScope, row: QueuedTransfer): Promise<boole
  * `recheckUnmined`. Until then it stays pending (a block mining it again confirms it). Each
  * check pushes the row's next one back (backoff). The sender is the row's `from_address`: for
  * a token receipt, the token transfer's sender, the transaction's sender when it called the
- * token itself.
+ * token itself; so the node must not know the transaction either (a token transfer made through
+ * a contract, its sender another address, may still wait in the pool). Should a dropped receipt
+ * be mined after all, its block brings it back (`insertTransaction`: the chain is the truth).
  */
 export async function recheckReorgedReceipts(s: SyncScope, cursor: ChainCursor, confirmations: number): Promise<void> {
   const now = s.ctx.clock.nowMs();
@@ -474,6 +476,7 @@ export async function recheckReorgedReceipts(s: SyncScope, cursor: ChainCursor, 
     await repo.scheduleCheck(s.ctx.store.db, row.id, now + recheckBackoffMs(recheck, row.check_count), now);
     if ((await s.net(confirmedCount(s, row.from_address, confirmedBlock, counts))) <= row.nonce) continue;
     if (await s.net(receiptOrNull(s.client, row.tx_hash as Hex))) continue; // mined: recorded with its block
+    if ((await s.net(nodeKnows(s.client, row.tx_hash as Hex))) !== false) continue; // in the pool, or the node cannot say
     const reason = `dropped: the reorg removed it and nonce ${row.nonce} of ${row.from_address} was used by another transaction by block ${confirmedBlock}`;
     const failed = await s.fenced((trx) => dropReceipt(trx, row.id, reason, s.ctx.clock.nowMs()));
     if (failed) {
