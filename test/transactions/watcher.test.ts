@@ -7,7 +7,8 @@
  * the receipt waits, pending, until its sender uses its nonce for another transaction, then
  * fails as `dropped`).
  */
-import { encodeAbiParameters, keccak256, type Address, type Hex } from 'viem';
+import { encodeAbiParameters, encodeFunctionData, keccak256, parseAbi, type Address, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
@@ -238,6 +239,43 @@ describe('reorgs', () => {
     const expected = 10n * ETH - ETH - fee + 2n * ETH;
     expect(await client.getBalance({ address: w.address })).toBe(expected);
     await waitFor(async () => (await apiBalance(w.id)) === dec18(expected));
+  });
+
+  it('anvil_reorg: a token receipt moved to another log index in the new block is the same receipt, told reorged then confirmed again', async () => {
+    const w = await fundedWallet(t, chain, user, networkId, ETH);
+    const added = await t.request('POST', `/api/wallet/${w.id}/token/add`, { token: user.token, body: { contract: usd } });
+    expect(added.status, added.text).toBe(200);
+    const client = publicClient(chain.rpcUrl);
+    const gasPrice = (await client.getGasPrice()) * 2n;
+    const mintTo = (to: Address, amount: bigint) => encodeFunctionData({ abi: parseAbi(['function mint(address to, uint256 amount)']), functionName: 'mint', args: [to, amount] });
+    // The wallet's mint, from the outsider, alone in its block: log index 0.
+    const nonce = await client.getTransactionCount({ address: OUTSIDER.address });
+    const rawMint = await OUTSIDER.signTransaction({ chainId: 31337, type: 'legacy', nonce, gas: 100_000n, gasPrice, to: usd, data: mintTo(w.address, 7_000_000n) });
+    const mintHash = await rpc<Hex>('eth_sendRawTransaction', [rawMint]);
+    const before = await waitFor(async () => (await txRows(t, w.id)).find((r) => r.tx_hash === mintHash && r.status === 'confirmed'));
+    expect(before.log_index).toBe(0);
+
+    // The new block puts another sender's mint (a Transfer log) first: the wallet's log is index 1.
+    const other = privateKeyToAccount('0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a');
+    const otherNonce = await client.getTransactionCount({ address: other.address });
+    const rawOther = await other.signTransaction({ chainId: 31337, type: 'legacy', nonce: otherNonce, gas: 100_000n, gasPrice: gasPrice * 2n, to: usd, data: mintTo(RECIPIENT, 1n) });
+    await rpc('anvil_reorg', [1, [[rawOther, 0], [rawMint, 0]]]);
+    const moved = await client.getTransactionReceipt({ hash: mintHash });
+    expect(moved.logs[0]!.logIndex).toBe(1);
+
+    const after = await waitFor(async () => {
+      const rows = (await txRows(t, w.id)).filter((r) => r.tx_hash === mintHash);
+      return rows.length === 1 && rows[0]!.status === 'confirmed' && rows[0]!.block_hash === moved.blockHash ? rows[0]! : null;
+    });
+    expect(after).toMatchObject({ id: before.id, log_index: 1, block_number: Number(moved.blockNumber), amount: '7000000' });
+    const story = (await eventsOf(t, w.id)).filter((e) => e.name.startsWith('transaction.') && e.payload.transaction_id === before.id);
+    expect(story.map((e) => [e.name, e.payload.status, e.payload.block_number, e.payload.amount])).toEqual([
+      ['transaction.confirmed', 'confirmed', before.block_number, '7.000000000000000000'],
+      ['transaction.reorged', 'pending', before.block_number, '7.000000000000000000'],
+      ['transaction.confirmed', 'confirmed', Number(moved.blockNumber), '7.000000000000000000'],
+    ]);
+    const list = await t.request('GET', `/api/wallet/${w.id}/transaction`, { token: user.token });
+    expect(list.body.data.filter((x: any) => x.tx_hash === mintHash)).toHaveLength(1);
   });
 
   it('evm_revert: what the orphaned blocks confirmed is told reorged; transfers are re-sent and confirmed, the receipt whose nonce is taken fails as dropped', async () => {

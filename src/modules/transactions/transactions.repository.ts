@@ -447,6 +447,42 @@ export async function insertTransaction(db: Executor, t: NewTx, nowMs: number): 
   return row ? row.id : null;
 }
 
+/**
+ * A token receipt seen in a block (log index >= 0): a receipt of the same wallet, transaction,
+ * token and amount that a reorg took out of its block (log index parked, `unmine`) takes this
+ * log index, so `insertTransaction` brings it back under its id. The oldest such row, and only
+ * if no row holds that index already. Caller holds the wallet lock.
+ */
+export async function adoptParkedReceipt(db: Executor, t: NewTx): Promise<void> {
+  if (t.type !== 'receipt' || t.log_index < 0) return;
+  const parked = db
+    .selectFrom('transactions')
+    .select('id')
+    .where('wallet_id', '=', t.wallet_id)
+    .where('tx_hash', '=', t.tx_hash)
+    .where('type', '=', 'receipt')
+    .where('token_id', '=', t.token_id)
+    .where('amount', '=', t.amount.toString())
+    .where('block_number', 'is', null)
+    .where('status', 'in', ['pending', 'failed'])
+    .where('log_index', '<', -1)
+    .orderBy('id', 'asc')
+    .limit(1);
+  const held = db
+    .selectFrom('transactions')
+    .select('id')
+    .where('wallet_id', '=', t.wallet_id)
+    .where('tx_hash', '=', t.tx_hash)
+    .where('log_index', '=', t.log_index)
+    .where('type', '=', 'receipt');
+  await db
+    .updateTable('transactions')
+    .set({ log_index: t.log_index })
+    .where('id', '=', (eb) => eb.selectFrom(parked.as('p')).select('p.id'))
+    .where((eb) => eb.not(eb.exists(held)))
+    .execute();
+}
+
 /** The two per-wallet numbers of a new row, drawn by the insert itself (the newest of each plus one, by index), not read first. */
 function sequencesOf(t: NewTx) {
   const symbolKey = t.symbol.toUpperCase();
@@ -610,11 +646,17 @@ export async function settle(db: Executor, id: number, outcome: 'confirmed' | 'r
   return Number(r.numUpdatedRows) === 1;
 }
 
-/** Puts a row seen in an orphaned block back to pending, with its block fields cleared. */
+/**
+ * Puts a row seen in an orphaned block back to pending, with its block fields cleared. A token
+ * receipt's log index belonged to that block: it is parked at `-2 - id` (below every real index
+ * and the native transfers' -1, unique), so the same transfer in another block, at another
+ * index, finds it (`adoptParkedReceipt`) instead of becoming a second row.
+ */
 export async function unmine(db: Executor, id: number, nowMs: number): Promise<void> {
   await db
     .updateTable('transactions')
     .set({
+      log_index: sql<number>`case when type = 'receipt' and log_index >= 0 then -2 - id else log_index end`,
       status: 'pending',
       block_number: null,
       block_hash: null,

@@ -82,6 +82,7 @@ export async function settleMined(trx: Executor, rec: TxRecord, nowMs: number): 
  * `settleMined` confirms it.
  */
 export async function recordReceipt(trx: Executor, row: repo.NewTx, nowMs: number): Promise<TxRecord | null> {
+  await repo.adoptParkedReceipt(trx, row); // the same token transfer, reorged out of another block
   const id = await repo.insertTransaction(trx, row, nowMs);
   if (id === null) return null;
   const rec = (await repo.findRecord(trx, id))!;
