@@ -112,23 +112,32 @@ export async function rollBackAbove(trx: Executor, networkId: number, ancestor: 
   // Read again under the locks (on PostgreSQL a create may have committed in between).
   const rows = await repo.listAboveBlock(trx, networkId, ancestor);
   for (const r of rows) wallets.add(r.wallet_id);
-  for (const r of rows) await unmineReorged(trx, r.id, nowMs);
+  const told: TxRecord[] = [];
+  for (const r of rows) {
+    const before = await unmineReorged(trx, r.id, nowMs);
+    if (before) told.push(before);
+  }
+  // Events last, user by user (ascending): every wallet lock first, then the users' event
+  // orders in one order, as every transaction that writes several users' events takes them.
+  const byUser = told.map((t, i) => ({ t, i })).sort((a, b) => a.t.user_id - b.t.user_id || a.i - b.i);
+  for (const { t } of byUser) {
+    await recordEvent(trx, {
+      userId: t.user_id,
+      walletId: t.wallet_id,
+      name: 'transaction.reorged',
+      payload: transactionEventPayload({ ...t, status: 'pending' }, 'transaction.reorged', nowMs),
+      nowMs,
+    });
+  }
   return wallets;
 }
 
-async function unmineReorged(trx: Executor, txId: number, nowMs: number): Promise<void> {
+/** Un-mines one row; returns it as it was when it had been settled (its reorg is to be told), else null. */
+async function unmineReorged(trx: Executor, txId: number, nowMs: number): Promise<TxRecord | null> {
   const before = await repo.findRecord(trx, txId);
-  if (!before || (before.status as string) === repo.ORPHANED) return;
+  if (!before || (before.status as string) === repo.ORPHANED) return null;
   await repo.unmine(trx, txId, nowMs);
-  if (before.status === 'pending') return; // mined but not settled: nothing was announced
-  const told = { ...before, status: 'pending' as const };
-  await recordEvent(trx, {
-    userId: before.user_id,
-    walletId: before.wallet_id,
-    name: 'transaction.reorged',
-    payload: transactionEventPayload(told, 'transaction.reorged', nowMs),
-    nowMs,
-  });
+  return before.status === 'pending' ? null : before; // mined but not settled: nothing was announced
 }
 
 /**
