@@ -404,7 +404,7 @@ async function endDropped(s: SyncScope, row: QueuedTransfer, confirmedBlock: num
 }
 
 /** A node's refusal of a transaction for its fees: the same transfer signed with current fees would be taken. */
-const FEE_REFUSAL = /underpriced|less than block base fee|fee cap|fee too low|gas ?price too low/i;
+const FEE_REFUSAL = /underpriced|less than block base fee|fee too low|gas ?price too low/i;
 
 /**
  * A transfer without a receipt: left alone if the node knows it, else sent again. A refusal
