@@ -112,6 +112,8 @@ export interface WalletBalancesTable {
   refreshed_at: number;
   created_at: number;
   updated_at: number;
+  /** The block `amount` was read at (migration 012); null for a row not yet read at a known block. */
+  block_number: Generated<number | null>;
 }
 
 export interface TransactionsTable {

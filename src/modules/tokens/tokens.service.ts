@@ -88,7 +88,8 @@ export class TokenService {
     this.ctx.log.info({ wallet_id: wallet.id, token_id: token.id, contract, symbol: token.symbol, reactivated: Boolean(existing) }, 'token added');
 
     try {
-      await this.balances.store(wallet, [token], new Map([[token.id, probe.balance]]));
+      // Read again at a named block (the probe's reading has none): readings move forward only.
+      await this.balances.refresh(wallet, [token]);
     } catch (e) {
       // The token is added; its balance is read again on the next balance request.
       this.ctx.log.warn({ wallet_id: wallet.id, token_id: token.id, err: e }, 'storing the first token balance failed');

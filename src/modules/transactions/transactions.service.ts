@@ -120,6 +120,28 @@ export class TransactionService {
     return new ReplaceService(this.ctx, this.wallets).replace(wallet, rec, r);
   }
 
+  /**
+   * A pending transfer whose re-send the node refused for its fees (the watcher's recheck): the
+   * same transfer (to, value, data, gas) signed again at its nonce with current fees, at least
+   * the replacement minimum over its latest version, recorded and broadcast as a speed-up is
+   * (transaction_broadcasts). Its versions share one nonce: whichever mines is the one payment.
+   * Null when it is no longer replaceable (mined, settled) or cannot be re-signed now (e.g. the
+   * higher fees do not fit in the wallet): the next check tries again.
+   */
+  async reprice(wallet: WalletView, txId: number): Promise<TxRecord | null> {
+    const log = this.ctx.log.child({ component: 'transactions', wallet_id: wallet.id, transaction_id: txId });
+    const rec = await repo.findRecord(this.ctx.store.db, txId);
+    if (!rec || rec.wallet_id !== wallet.id || rec.status !== 'pending' || rec.block_number !== null) return null;
+    try {
+      const after = await this.replace(wallet, rec, { kind: 'speed-up' });
+      log.info({ nonce: rec.nonce, replaced: rec.tx_hash, tx_hash: after.tx_hash }, 'refused transfer signed again at its nonce with current fees');
+      return after;
+    } catch (e) {
+      log.warn({ nonce: rec.nonce, err: e }, 'could not sign the refused transfer again; trying again at its next check');
+      return null;
+    }
+  }
+
   /** The tokens a create body may name: the wallet's active ones. */
   activeTokens(wallet: WalletView): Promise<WalletTokenRow[]> {
     return listTokens(this.ctx.store.db, wallet.id, { activeOnly: true });
