@@ -30,7 +30,7 @@ import { SecretCache } from './deliveries/secret-cache.js';
 import type { AppContext } from '../context.js';
 import { deliveryHeaders } from '../modules/webhooks/webhooks.signing.js';
 import { DeliverySender, type AttemptOutcome } from '../modules/webhooks/webhooks.sender.js';
-import type { WebhooksService } from '../modules/webhooks/webhooks.service.js';
+import { webhookPlace, type WebhooksService } from '../modules/webhooks/webhooks.service.js';
 import { claimDeliveries, type ClaimedDelivery } from './deliveries/claim.js';
 import { dispatchEvents } from './deliveries/dispatch.js';
 import { OutcomeRecorder, type Recorded } from './deliveries/record.js';
@@ -153,7 +153,7 @@ class DeliveryRun {
     this.#cfg = ctx.config.webhook;
     this.#log = ctx.log.child({ component: 'deliveries', worker: id });
     this.#perWebhookLimit = Math.max(1, Math.ceil(this.#cfg.concurrency / 2));
-    this.#secrets = new SecretCache((enc) => ctx.secrets.decrypt(enc));
+    this.#secrets = new SecretCache((enc, place) => ctx.secrets.decrypt(enc, place));
     this.#leaseMs = this.#cfg.totalTimeoutMs + LEASE_MARGIN_MS;
     this.#sender = new DeliverySender({
       connectTimeoutMs: this.#cfg.connectTimeoutMs,
@@ -398,10 +398,10 @@ class DeliveryRun {
     try {
       const current = [c.signature_enc, c.previous_signature_enc, c.headers_enc];
       const now = this.#ctx.clock.nowMs();
-      const open = (enc: string) => this.#secrets.get(c.webhook_id, enc, current, now);
-      secret = c.signature_enc === null ? null : open(c.signature_enc);
-      previousSecret = c.previous_signature_enc === null ? null : open(c.previous_signature_enc);
-      extra = c.headers_enc === null ? {} : (JSON.parse(open(c.headers_enc)) as Record<string, string>);
+      const open = (enc: string, column: Parameters<typeof webhookPlace>[1]) => this.#secrets.get(webhookPlace(c.webhook_id, column), enc, current, now);
+      secret = c.signature_enc === null ? null : open(c.signature_enc, 'signature_enc');
+      previousSecret = c.previous_signature_enc === null ? null : open(c.previous_signature_enc, 'previous_signature_enc');
+      extra = c.headers_enc === null ? {} : (JSON.parse(open(c.headers_enc, 'headers_enc')) as Record<string, string>);
     } catch {
       return unreadableOutcome();
     }

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { parseEther, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { insertCharge, insertSubWallet, takeSubIndex } from '../../src/modules/charges/charges.repository.js';
+import { insertCharge, insertSubWallet, subWalletPlace, takeSubIndex } from '../../src/modules/charges/charges.repository.js';
 import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
@@ -55,7 +55,7 @@ async function olderPendingCharges(s: Setup, n: number, expiresAtMs: number): Pr
     for (let i = 0; i < n; i++) {
       const key = generatePrivateKey();
       const index = await takeSubIndex(trx, s.wallet.id);
-      const sub = await insertSubWallet(trx, { wallet_id: s.wallet.id, derivation_index: index, address: privateKeyToAccount(key).address, private_key_enc: s.t.ctx.secrets.encrypt(key) }, s.clock.nowMs());
+      const sub = await insertSubWallet(trx, { wallet_id: s.wallet.id, derivation_index: index, address: privateKeyToAccount(key).address }, (id) => s.t.ctx.secrets.encrypt(key, subWalletPlace(id)), s.clock.nowMs());
       const charge = { uuid: randomUUID(), wallet_id: s.wallet.id, sub_wallet_id: sub, token_id: token.id, amount: parseEther('0.01'), mode: 'test', expires: 120, expires_at: expiresAtMs, content: null, info: null };
       ids.push(await insertCharge(trx, { ...charge, watch_until: expiresAtMs + 86_400_000 }, s.clock.nowMs()));
     }

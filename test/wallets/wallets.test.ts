@@ -24,6 +24,7 @@ import {
   WALLET_KEYS,
   ZERO_ADDRESS,
 } from './support.js';
+import { walletPlace } from '../../src/modules/wallets/wallets.repository.js';
 
 let t: TestApp;
 let chain: TestChain;
@@ -172,18 +173,18 @@ describe('POST /api/wallet/create', () => {
     for (const w of [a, b]) {
       const row = await t.store.db
         .selectFrom('wallets')
-        .select(['address', 'private_key_enc', 'mnemonic_enc', 'user_id', 'network_id'])
+        .select(['id', 'address', 'private_key_enc', 'mnemonic_enc', 'user_id', 'network_id'])
         .where('id', '=', w.id)
         .executeTakeFirstOrThrow();
       expect(row.address).toBe(w.address);
       expect(row.user_id).toBe(alice.id);
       expect(row.network_id).toBe(networkId);
       // Encrypted values: the SecretBox token format, never the plaintext.
-      expect(row.private_key_enc).toMatch(/^v1\.[^.]+\.[^.]+\.[^.]+\.[^.]+$/);
-      expect(row.mnemonic_enc).toMatch(/^v1\.[^.]+\.[^.]+\.[^.]+\.[^.]+$/);
+      expect(row.private_key_enc).toMatch(/^v2\.[^.]+\.[^.]+\.[^.]+\.[^.]+$/);
+      expect(row.mnemonic_enc).toMatch(/^v2\.[^.]+\.[^.]+\.[^.]+\.[^.]+$/);
 
-      const privateKey = t.ctx.secrets.decrypt(row.private_key_enc) as `0x${string}`;
-      const mnemonic = t.ctx.secrets.decrypt(row.mnemonic_enc);
+      const privateKey = t.ctx.secrets.decrypt(row.private_key_enc, walletPlace(row.id, 'private_key_enc')) as `0x${string}`;
+      const mnemonic = t.ctx.secrets.decrypt(row.mnemonic_enc, walletPlace(row.id, 'mnemonic_enc'));
       expect(privateKey).toMatch(/^0x[0-9a-f]{64}$/);
       expect(privateKeyToAddress(privateKey)).toBe(w.address);
       const words = mnemonic.split(' ');

@@ -5,6 +5,7 @@ import { createWalletRow } from '../helpers/factories.js';
 import { EVENTS_BY_TYPE, EVENT_NAMES } from '../../src/modules/events/events.catalogue.js';
 import { dispatchEvents } from '../../src/workers/deliveries/dispatch.js';
 import { createWebhook, emit, owner, type Owner } from './fixtures.js';
+import { webhookPlace } from '../../src/modules/webhooks/webhooks.service.js';
 
 const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 const AMOUNT = /^-?\d+\.\d{18}$/;
@@ -217,7 +218,7 @@ describe('webhook routes', () => {
     const row = await t.store.db.selectFrom('webhooks').selectAll().where('id', '=', w.id).executeTakeFirstOrThrow();
     expect(row.signature_enc).not.toContain('whsec');
     expect(row.headers_enc).not.toContain('key-123');
-    expect(t.ctx.secrets.decrypt(row.signature_enc!)).toBe('whsec_create_secret');
+    expect(t.ctx.secrets.decrypt(row.signature_enc!, webhookPlace(w.id, 'signature_enc'))).toBe('whsec_create_secret');
     expect(JSON.parse(row.events)).toEqual(['charge.created', 'charge.paid', 'charge.expired']);
 
     const wild = await createWebhook(t, a, { url: 'http://example.com/all', type: 'transaction', events: ['created', '*'] });

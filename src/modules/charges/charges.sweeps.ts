@@ -175,7 +175,7 @@ export class ChargeSweeper {
   /** Signs with the deposit key, records the sweep (committed), then sends it. */
   private async send(t: Target, token: WalletTokenRow, amount: bigint, call: { to: Address; value: bigint; data?: Hex; gas: bigint; fees: FeeModel }): Promise<void> {
     const db = this.ctx.store.db;
-    const account = accountFromKey(this.ctx.secrets.decrypt(await repo.subWalletKey(db, t.charge.sub_wallet_id)) as Hex);
+    const account = accountFromKey(this.ctx.secrets.decrypt(await repo.subWalletKey(db, t.charge.sub_wallet_id), repo.subWalletPlace(t.charge.sub_wallet_id)) as Hex);
     const nonce = await t.client.getTransactionCount({ address: account.address, blockTag: 'pending' });
     const base = { chainId: t.network.chain_id, nonce, gas: call.gas, to: call.to, value: call.value, data: call.data };
     const raw = await account.signTransaction(call.fees.type === 'eip1559' ? { ...base, ...call.fees } : { ...base, type: 'legacy', gasPrice: call.fees.gasPrice });

@@ -9,6 +9,8 @@
  * - all at once past SECRET_CACHE_MAX entries.
  * Keyed by the ciphertext (a fresh nonce on every write), so a stale entry is never used.
  */
+import type { SecretPlace } from '../../lib/crypto.js';
+
 export const SECRET_TTL_MS = 5 * 60_000;
 export const SECRET_CACHE_MAX = 1_000;
 
@@ -23,18 +25,19 @@ export class SecretCache {
   readonly #byWebhook = new Map<number, Set<string>>();
 
   constructor(
-    private readonly decrypt: (enc: string) => string,
+    private readonly decrypt: (enc: string, place: SecretPlace) => string,
     private readonly ttlMs = SECRET_TTL_MS,
   ) {}
 
-  /** The plaintext of `enc`, one of `webhookId`'s current ciphertexts `current`. */
-  get(webhookId: number, enc: string, current: readonly (string | null)[], nowMs: number): string {
+  /** The plaintext of `enc`, stored at `place` (a webhook's column), one of that webhook's current ciphertexts `current`. */
+  get(place: SecretPlace, enc: string, current: readonly (string | null)[], nowMs: number): string {
+    const webhookId = place.id;
     const hit = this.#entries.get(enc);
     if (hit !== undefined && hit.expiresAtMs > nowMs) return hit.plain;
     if (hit !== undefined) this.#drop(enc);
     this.#retainOnly(webhookId, current);
     if (this.#entries.size >= SECRET_CACHE_MAX) this.clear();
-    const plain = this.decrypt(enc);
+    const plain = this.decrypt(enc, place);
     this.#entries.set(enc, { plain, webhookId, expiresAtMs: nowMs + this.ttlMs });
     let set = this.#byWebhook.get(webhookId);
     if (set === undefined) this.#byWebhook.set(webhookId, (set = new Set()));
