@@ -5,13 +5,11 @@
  * log's retention (retention.ts). Once a day (the first process to take the day's lease), every
  * wallet is reconciled (src/modules/reconciliation/reconciliation.run.ts): a warning per difference.
  */
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AppContext } from '../context.js';
 import { deleteExpiredTokens } from '../modules/auth/auth.repository.js';
 import { deleteExpiredIdempotencyKeys } from '../modules/idempotency/idempotency.repository.js';
-import { acquireLease } from '../db/leases.repository.js';
-import { dailyReconciliation } from '../modules/reconciliation/reconciliation.run.js';
+import { claimDailyRun, dailyReconciliation } from '../modules/reconciliation/reconciliation.run.js';
 import type { Worker } from './worker.js';
 import { startLoop } from './loop.js';
 import { pruneEventLog } from './retention.js';
@@ -28,13 +26,9 @@ export async function housekeep(ctx: AppContext): Promise<{ tokens: number; idem
   return { tokens, idempotencyKeys };
 }
 
-/**
- * Reconciles every wallet when the day's lease is free: its holder is this run alone, so the
- * lease is taken only once it has expired (a day after the last run, whichever process made it).
- */
+/** Reconciles every wallet when the day's run is due (claimDailyRun: once a day across processes); true when it ran. */
 export async function reconcileDaily(ctx: AppContext, log: Logger): Promise<boolean> {
-  const now = ctx.clock.nowMs();
-  if (!(await acquireLease(ctx.store.db, RECONCILIATION_LEASE, `run:${now}:${randomUUID()}`, now, DAY_MS))) return false;
+  if (!(await claimDailyRun(ctx, RECONCILIATION_LEASE, DAY_MS))) return false;
   await dailyReconciliation(ctx, log);
   return true;
 }

@@ -266,3 +266,9 @@ export async function listWalletIds(db: Executor): Promise<number[]> {
   const rows = await db.selectFrom('wallets').select('id').orderBy('id', 'asc').execute();
   return rows.map((r) => r.id);
 }
+
+/** Creates the daily run's lease, due at `dueMs`, unless it exists; true when it was created now. */
+export async function scheduleFirstRun(db: Executor, name: string, dueMs: number): Promise<boolean> {
+  const r = await db.insertInto('leases').values({ name, holder: 'scheduled', expires_at: dueMs }).onConflict((oc) => oc.column('name').doNothing()).returning('name').executeTakeFirst();
+  return r !== undefined;
+}
