@@ -206,7 +206,7 @@ export class ReconciliationService {
       slots.push({ line: { address, kind: 'deposit', chargeId: d.charge_id, tokens: [...active, ...own].map((t) => lineOf(address, t)) }, deposit: d });
     }
     // A checkpoint above the head (moved by an answer before a reorg): compare at the checkpoint.
-    const height = Math.max(confirmedHeight(cursor.block_number, network.confirmations), ...[...lines.values()].map((t) => t.checkpointBlock));
+    const height = Math.max(0, confirmedHeight(cursor.block_number, network.confirmations), ...[...lines.values()].map((t) => t.checkpointBlock));
     return { wallet, network, client: this.ctx.chains.get(network), height, native, slots, lines, tokensById };
   }
 
