@@ -188,6 +188,8 @@ export interface CheckpointWrite {
   unreconciled: boolean;
   checked_block: number;
   checked_balance: bigint;
+  /** Written only while the stored checkpoint is at or below this block (an accept that moved it past is not undone). */
+  upTo: number;
 }
 
 /** Writes one checkpoint's state; a move never goes back to a lower block than the stored one. */
@@ -206,7 +208,7 @@ export async function writeCheckpoint(db: Executor, walletId: number, w: Checkpo
               balance: sql<string>`CASE WHEN reconciliation_checkpoints.block_number < ${w.move.block_number} THEN ${w.move.balance.toString()} ELSE reconciliation_checkpoints.balance END`,
             }
           : {}),
-      }),
+      }).where('reconciliation_checkpoints.block_number', '<=', w.upTo),
     )
     .execute();
 }

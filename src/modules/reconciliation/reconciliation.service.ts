@@ -109,7 +109,8 @@ export class ReconciliationService {
       for (const { line } of scope.slots) {
         for (const t of line.tokens) {
           const move = result.ok ? { block_number: scope.height, balance: t.chain } : undefined;
-          await repo.writeCheckpoint(trx, wallet.id, { address: line.address, token_id: t.token.id, charge_id: line.chargeId, move, unreconciled: t.difference !== 0n, checked_block: scope.height, checked_balance: t.chain }, now);
+          const upTo = result.ok ? scope.height : t.checkpointBlock;
+          await repo.writeCheckpoint(trx, wallet.id, { address: line.address, token_id: t.token.id, charge_id: line.chargeId, move, unreconciled: t.difference !== 0n, checked_block: scope.height, checked_balance: t.chain, upTo }, now);
         }
       }
     });
@@ -148,7 +149,7 @@ export class ReconciliationService {
         for (const t of line.tokens) {
           if ((await repo.findCheckpointBlock(trx, wallet.id, line.address, t.token.id)) !== t.checkpointBlock) throw new CheckpointMoved();
           if (t.difference !== 0n) await repo.insertAdjustment(trx, { wallet_id: wallet.id, address: line.address, token_id: t.token.id, amount: t.difference, block_number: height, note }, now);
-          await repo.writeCheckpoint(trx, wallet.id, { address: line.address, token_id: t.token.id, charge_id: line.chargeId, move: { block_number: height, balance: t.chain }, unreconciled: false, checked_block: height, checked_balance: t.chain }, now);
+          await repo.writeCheckpoint(trx, wallet.id, { address: line.address, token_id: t.token.id, charge_id: line.chargeId, move: { block_number: height, balance: t.chain }, unreconciled: false, checked_block: height, checked_balance: t.chain, upTo: height }, now);
         }
       }
     });
