@@ -2,7 +2,7 @@
  * Reconciliation through HTTP against a real anvil (CONTRACT "Reconciliation: every wei
  * accounted for"): a wallet funded by a real transfer, a token already held when it was added,
  * native and ERC-20 transfers out, a native charge paid and swept, an ERC-20 charge paid and
- * swept after its gas top-up, a contract call that reverted (fee only): ok, every difference
+ * swept after its gas top-up, a contract call that reverted and a cancelled transfer (fee only): ok, every difference
  * zero, the token's figures exact. Then anvil_setBalance on the main address shows exactly that
  * difference (again on the next answer, and in /metrics) until accepted: an API key gets 403,
  * a login token's accept lists the adjustment and the answer is ok again. The checks' order
@@ -77,6 +77,7 @@ describe('reconciliation', () => {
     await waitForStatus(t, alice, wallet.id, tokOut.body.data.id, 'confirmed');
 
     await revertedContractCall();
+    await cancelledTransfer();
     await chargesPaidAndSwept();
     await settleHead();
 
@@ -107,7 +108,7 @@ describe('reconciliation', () => {
     expect(await erc20BalanceOf(chain.rpcUrl, tok, wallet.address)).toBe(160n * TOK);
     // Every fee paid is stored, to the wei: gas used × effective price (no L1 fee on anvil).
     const rows = await t.store.db.selectFrom('transactions').select(['fee_paid', 'gas_used', 'gas_price']).where('wallet_id', '=', wallet.id).where('type', '<>', 'receipt').execute();
-    expect(rows.length).toBe(4); // ETH, TOK, the reverted call, the top-up
+    expect(rows.length).toBe(5); // ETH, TOK, the reverted call, the cancelled transfer, the top-up
     for (const row of rows) expect(BigInt(row.fee_paid!)).toBe(BigInt(row.gas_used!) * BigInt(row.gas_price!));
     expect(await gauge()).toBe(0);
   });
@@ -125,6 +126,23 @@ describe('reconciliation', () => {
       await chain.mine(1);
       const failed = await waitForStatus(t, alice, wallet.id, call.body.data.id, 'failed');
       expect(failed.receipt_status).toBe(false);
+    } finally {
+      await chain.rpc('evm_setAutomine', [true]);
+    }
+  }
+
+  /** A transfer replaced by its cancel, which mined (a 0-value self-transfer): fee only. */
+  async function cancelledTransfer(): Promise<void> {
+    await chain.rpc('evm_setAutomine', [false]);
+    try {
+      const sent = await create({ amount: '0.3', token: 'ETH', address: RECIPIENT });
+      expect(sent.status, sent.text).toBe(200);
+      const cancel = await t.request('POST', `/api/wallet/${wallet.id}/transaction/${sent.body.data.id}/cancel`, { token: alice.token, body: {} });
+      expect(cancel.status, cancel.text).toBe(200);
+      await waitFor(() => chain.rpc('eth_getTransactionByHash', [cancel.body.data.tx_hash]), { message: 'cancel in the pool' });
+      await chain.mine(1);
+      const failed = await waitForStatus(t, alice, wallet.id, sent.body.data.id, 'failed');
+      expect(failed.failure_reason).toBe('cancelled');
     } finally {
       await chain.rpc('evm_setAutomine', [true]);
     }
