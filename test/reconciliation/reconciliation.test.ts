@@ -214,6 +214,15 @@ describe('reconciliation', () => {
     expect([nothing.status, nothing.body.message]).toEqual([400, 'Nothing to accept: every difference is zero']);
   });
 
+  it('is in the OpenAPI document, with its schemas', async () => {
+    const doc = (await (await fetch(`${t.url}/api/openapi.json`)).json()) as any;
+    const get = doc.paths['/api/wallet/{wallet}/reconciliation'].get;
+    const post = doc.paths['/api/wallet/{wallet}/reconciliation/accept'].post;
+    expect(Object.keys(get.responses['200'].content['application/json'].schema.properties.data.properties).sort()).toEqual(['addresses', 'adjustments', 'block_number', 'ok', 'unswept']);
+    expect(post.requestBody.content['application/json'].schema.required).toEqual(['note']);
+    expect(Object.keys(post.responses)).toContain('403');
+  });
+
   it('cli reconcile: one JSON line per wallet, exit 0 when all are ok, 1 otherwise; the daily run warns per difference', async () => {
     const env = { NODE_ENV: 'test', DATA_DIR: t.database.dataDir, APP_KEY: TEST_APP_KEY, ...(t.database.databaseUrl ? { DATABASE_URL: t.database.databaseUrl } : {}) };
     const good = await runCli(['reconcile'], env);
