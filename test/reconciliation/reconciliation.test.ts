@@ -9,7 +9,7 @@
  * (401, 404 for another user's wallet, 422, 400), the CLI's lines and exit codes, the daily run.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseEther, type Address, type Hex } from 'viem';
+import { encodeAbiParameters, keccak256, parseEther, type Address } from 'viem';
 import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
@@ -212,6 +212,25 @@ describe('reconciliation', () => {
     expect(Object.keys(missing.body.data)).toEqual(['note']);
     const nothing = await accept({ note: 'nothing to see' });
     expect([nothing.status, nothing.body.message]).toEqual([400, 'Nothing to accept: every difference is zero']);
+  });
+
+  it('a token balance changed outside the records is a difference of that token; removing the token stops counting it', async () => {
+    const dai = await deployErc20(chain.rpcUrl, { name: 'Dai', symbol: 'DAI', decimals: 18 });
+    const added = await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: alice.token, body: { contract: dai } });
+    expect(added.status, added.text).toBe(200);
+    // balanceOf(main) is storage slot keccak256(main, 4) of the test token: 7 DAI appear, no Transfer.
+    const slot = keccak256(encodeAbiParameters([{ type: 'address' }, { type: 'uint256' }], [wallet.address, 4n]));
+    await chain.rpc('anvil_setStorageAt', [dai, slot, `0x${(7n * 10n ** 18n).toString(16).padStart(64, '0')}`]);
+    await settleHead();
+    const r = (await get()).body.data;
+    expect(r.addresses[0].tokens.find((x: any) => x.token === 'DAI')).toMatchObject({ checkpoint_balance: ZERO, recorded_change: ZERO, chain_balance: '7.000000000000000000', difference: '7.000000000000000000' });
+    const flag = () => t.store.db.selectFrom('reconciliation_checkpoints').select('unreconciled').where('token_id', '=', added.body.data.id).executeTakeFirstOrThrow();
+    expect(Number((await flag()).unreconciled)).toBe(1);
+
+    expect((await t.request('GET', `/api/wallet/${wallet.id}/token/remove/${added.body.data.id}`, { token: alice.token })).status).toBe(200);
+    const after = (await get()).body.data;
+    expect(after.addresses[0].tokens.map((x: any) => x.token)).not.toContain('DAI');
+    expect(Number((await flag()).unreconciled)).toBe(0);
   });
 
   it('is in the OpenAPI document, with its schemas', async () => {

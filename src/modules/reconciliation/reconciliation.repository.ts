@@ -213,6 +213,17 @@ export async function writeCheckpoint(db: Executor, walletId: number, w: Checkpo
     .execute();
 }
 
+/** The wallet's checkpoints flagged with a difference (few): those no longer compared are cleared by the caller. */
+export async function listUnreconciled(db: Executor, walletId: number): Promise<Array<{ id: number; address: string; token_id: number }>> {
+  const rows = await db.selectFrom('reconciliation_checkpoints').select(['id', 'address', 'token_id']).where('wallet_id', '=', walletId).where('unreconciled', '=', 1).execute();
+  return rows.map((r) => ({ id: r.id, address: r.address, token_id: Number(r.token_id) }));
+}
+
+export async function clearUnreconciled(db: Executor, ids: number[], nowMs: number): Promise<void> {
+  if (ids.length === 0) return;
+  await db.updateTable('reconciliation_checkpoints').set({ unreconciled: 0, updated_at: nowMs }).where('id', 'in', ids).execute();
+}
+
 /** A checkpoint as of now (inside the accept's transaction, under the wallet's lock). */
 export async function findCheckpointBlock(db: Executor, walletId: number, address: string, tokenId: number): Promise<number> {
   const r = await db

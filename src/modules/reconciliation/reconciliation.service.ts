@@ -113,6 +113,9 @@ export class ReconciliationService {
           await repo.writeCheckpoint(trx, wallet.id, { address: line.address, token_id: t.token.id, charge_id: line.chargeId, move, unreconciled: t.difference !== 0n, checked_block: scope.height, checked_balance: t.chain, upTo }, now);
         }
       }
+      // A flagged line no longer compared (its token removed) stops counting in /metrics.
+      const stale = (await repo.listUnreconciled(trx, wallet.id)).filter((c) => !scope.lines.has(key(c.address, c.token_id)));
+      await repo.clearUnreconciled(trx, stale.map((c) => c.id), now);
     });
     return result;
   }
