@@ -83,12 +83,12 @@ export async function claimLive(trx: Executor, s: NewSweep, nowMs: number): Prom
 export async function finishLive(
   db: Executor,
   id: number,
-  f: { status: 'confirmed' | 'failed'; tx_hash?: string | null; block_number?: number | null; error?: string | null },
+  f: { status: 'confirmed' | 'failed'; tx_hash?: string | null; block_number?: number | null; error?: string | null; fee_paid?: bigint },
   nowMs: number,
 ): Promise<boolean> {
   const r = await db
     .updateTable('charge_sweeps')
-    .set({ status: f.status, live_key: null, raw_tx: null, tx_hash: f.tx_hash ?? undefined, block_number: f.block_number ?? null, error: f.error?.slice(0, 300) ?? null, updated_at: nowMs })
+    .set({ status: f.status, live_key: null, raw_tx: null, tx_hash: f.tx_hash ?? undefined, block_number: f.block_number ?? null, error: f.error?.slice(0, 300) ?? null, fee_paid: f.fee_paid?.toString(), updated_at: nowMs })
     .where('id', '=', id)
     .where('live_key', 'is not', null)
     .executeTakeFirst();

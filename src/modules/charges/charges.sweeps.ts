@@ -28,6 +28,7 @@ import type { NetworkRow, WalletTokenRow } from '../../db/types.js';
 import { confirmedHeight, receiptOrNull } from '../../chain/blocks.js';
 import { broadcastRaw, nodeKnows } from '../../chain/broadcast.js';
 import { ERC20_ABI, erc20TransferData, readBalance } from '../../chain/erc20.js';
+import { receiptFee } from '../../chain/receipt-fee.js';
 import { isUnreachable } from '../../chain/errors.js';
 import { accountFromKey } from '../../chain/keys.js';
 import { findCursor, findNetwork } from '../networks/networks.repository.js';
@@ -256,7 +257,7 @@ export class ChargeSweeper {
     if (receipt) {
       if (Number(receipt.blockNumber) > (await this.finalHeight(t.network, settled))) return; // not deep enough yet
       const ok = receipt.status === 'success';
-      await this.finish(row, { status: ok ? 'confirmed' : 'failed', block_number: Number(receipt.blockNumber), error: ok ? null : 'reverted' }, ok ? 0 : SWEEP_RETRY_MS);
+      await this.finish(row, { status: ok ? 'confirmed' : 'failed', block_number: Number(receipt.blockNumber), error: ok ? null : 'reverted', fee_paid: receiptFee(receipt) }, ok ? 0 : SWEEP_RETRY_MS);
       return;
     }
     const known = await nodeKnows(t.client, row.tx_hash as Hex);

@@ -5,7 +5,8 @@
  *   `unmatched` for unknown paths, so a scan cannot explode the label set) and status: counted
  *   by this process.
  * - webhook_attempts_total by outcome, transactions_pending, transactions_stuck (pending longer
- *   than TX_STUCK_AFTER_S), watcher_synced_block: read from the database at scrape time, so they
+ *   than TX_STUCK_AFTER_S), watcher_synced_block, reconciliation_unreconciled_addresses (addresses
+ *   whose last reconciliation showed a difference): read from the database at scrape time, so they
  *   are the whole service's figures, the same from every process (take max() across instances).
  * - watcher_head_block and network_rpc_up per network: asked of each node at scrape time,
  *   with a short time-out.
@@ -15,6 +16,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { AppContext } from '../../context.js';
 import { listNetworks } from '../networks/networks.repository.js';
 import * as repo from './metrics.repository.js';
+import { countUnreconciledAddresses } from '../reconciliation/reconciliation.repository.js';
 
 const RPC_TIMEOUT_MS = 2_000;
 const DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -78,6 +80,14 @@ export class MetricsService {
       registers: [this.registry],
       async collect() {
         this.set((await pending()).pending);
+      },
+    });
+    new Gauge({
+      name: 'reconciliation_unreconciled_addresses',
+      help: 'Addresses (main and deposit) whose last reconciliation showed a difference not yet accepted.',
+      registers: [this.registry],
+      async collect() {
+        this.set(await countUnreconciledAddresses(ctx.store.db));
       },
     });
     new Gauge({

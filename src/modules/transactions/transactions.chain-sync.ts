@@ -32,6 +32,7 @@ import type { Executor } from '../../db/index.js';
 import { blockAt, blockReceipts, ChainMoved, confirmedHeight, receiptOrNull, transferLogs, type FullBlock } from '../../chain/blocks.js';
 import { broadcastRaw, nodeKnows } from '../../chain/broadcast.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
+import { receiptFee } from '../../chain/receipt-fee.js';
 import { findBlockHash, type ChainCursor } from '../networks/networks.repository.js';
 import * as repo from './transactions.repository.js';
 import type { QueuedTransfer, TxRecord, WatchedToken, WatchedWallet } from './transactions.repository.js';
@@ -284,6 +285,7 @@ function minedFields(block: { number: number; hash: string; timestampMs: number 
     cumulative_gas_used: r.cumulativeGasUsed,
     receipt_status: r.status === 'success' ? 1 : 0,
     gas_price: r.effectiveGasPrice,
+    fee_paid: receiptFee(r),
   };
 }
 

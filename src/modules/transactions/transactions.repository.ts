@@ -604,6 +604,8 @@ export interface MinedFields {
   receipt_status: number;
   /** The price per gas actually paid (the receipt's effective gas price): once mined, `gas_price` is that. */
   gas_price?: bigint;
+  /** Gas used × effective gas price + the receipt's L1 data fee (src/chain/receipt-fee.ts). */
+  fee_paid?: bigint;
 }
 
 /** A pending transfer seen in a processed block: block fields and receipt, still pending. */
@@ -618,6 +620,7 @@ export async function attachMined(db: Executor, id: number, m: MinedFields, nowM
       cumulative_gas_used: m.cumulative_gas_used.toString(),
       receipt_status: m.receipt_status,
       ...(m.gas_price === undefined ? {} : { gas_price: m.gas_price.toString() }),
+      ...(m.fee_paid === undefined ? {} : { fee_paid: m.fee_paid.toString() }),
       updated_at: nowMs,
     })
     .where('id', '=', id)
@@ -664,6 +667,7 @@ export async function unmine(db: Executor, id: number, nowMs: number): Promise<v
       gas_used: null,
       cumulative_gas_used: null,
       receipt_status: null,
+      fee_paid: null,
       confirmed_at: null,
       failed_at: null,
       error: null,
