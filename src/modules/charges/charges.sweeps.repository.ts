@@ -12,6 +12,8 @@ export interface SweepRow {
   status: string;
   tx_hash: string | null;
   raw_tx: string | null;
+  /** The deposit address's nonce the sweep was signed with (null for a gas top-up). */
+  nonce: number | null;
   transaction_id: number | null;
   created_at: number;
   /** Joined: the token and the charge's wallet. */
@@ -38,11 +40,11 @@ function sweeps(db: Executor) {
   return db
     .selectFrom('charge_sweeps as w')
     .innerJoin('wallet_tokens as t', 't.id', 'w.token_id')
-    .select(['w.id', 'w.charge_id', 'w.kind', 'w.token_id', 'w.amount', 'w.status', 'w.tx_hash', 'w.raw_tx', 'w.transaction_id', 'w.created_at', 't.symbol', 't.decimals', 't.wallet_id']);
+    .select(['w.id', 'w.charge_id', 'w.kind', 'w.token_id', 'w.amount', 'w.status', 'w.tx_hash', 'w.raw_tx', 'w.nonce', 'w.transaction_id', 'w.created_at', 't.symbol', 't.decimals', 't.wallet_id']);
 }
 
 type RawSweep = Omit<SweepRow, 'amount' | 'kind'> & { amount: string; kind: string };
-const toSweep = (r: RawSweep): SweepRow => ({ ...r, kind: r.kind as SweepKind, amount: BigInt(r.amount), created_at: Number(r.created_at) });
+const toSweep = (r: RawSweep): SweepRow => ({ ...r, kind: r.kind as SweepKind, amount: BigInt(r.amount), nonce: r.nonce === null ? null : Number(r.nonce), created_at: Number(r.created_at) });
 
 /** The sweeps (not the gas top-ups) of some charges, oldest first. */
 export async function listSweeps(db: Executor, chargeIds: number[]): Promise<SweepRow[]> {
