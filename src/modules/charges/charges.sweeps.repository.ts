@@ -124,3 +124,19 @@ export async function setDue(db: Executor, chargeId: number, atMs: number): Prom
 export async function clearDue(db: Executor, chargeId: number, seenDueMs: number): Promise<void> {
   await db.updateTable('charges').set({ sweep_due_at: null }).where('id', '=', chargeId).where('sweep_due_at', '=', seenDueMs).execute();
 }
+
+/**
+ * `clearDue` for a charge with a row in flight, in one statement that also checks the row is
+ * still in flight: a row finished between the caller's look and this write has scheduled the
+ * next look itself (in its own transaction), and that schedule must not be cleared, even when it
+ * happens to equal the one seen (the same millisecond).
+ */
+export async function clearDueWhileLive(db: Executor, chargeId: number, seenDueMs: number): Promise<void> {
+  await db
+    .updateTable('charges')
+    .set({ sweep_due_at: null })
+    .where('id', '=', chargeId)
+    .where('sweep_due_at', '=', seenDueMs)
+    .where((eb) => eb.exists(eb.selectFrom('charge_sweeps').select('id').where('charge_id', '=', chargeId).where('live_key', 'is not', null)))
+    .execute();
+}

@@ -115,7 +115,7 @@ export class ChargeSweeper {
   /** Looks at one settled charge's address and sends what it holds, one transaction at a time. */
   private async sweepOne(chargeId: number, seenDue: number): Promise<void> {
     const db = this.ctx.store.db;
-    if (await sw.hasLive(db, chargeId)) return sw.clearDue(db, chargeId, seenDue); // made due again when it is final
+    if (await sw.hasLive(db, chargeId)) return sw.clearDueWhileLive(db, chargeId, seenDue); // made due again when it is final
     const t = await this.target(chargeId);
     if (!t) return sw.clearDue(db, chargeId, seenDue);
     const owner = t.charge.address as Address;
