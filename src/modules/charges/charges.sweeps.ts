@@ -206,7 +206,7 @@ export class ChargeSweeper {
     const id = await sw.claimLive(db, row, this.ctx.clock.nowMs());
     if (id === null) return; // another process is sweeping this address
     t.log.info({ tx_hash: hash, token: token.symbol, amount: amount.toString() }, 'charge deposit address swept to the main address');
-    await this.broadcast(t.client, { id, charge_id: t.charge.id, raw_tx: raw, tx_hash: hash }, t.log, 'first');
+    await this.broadcast(t, { id, charge_id: t.charge.id, raw_tx: raw, tx_hash: hash, nonce }, 'first');
   }
 
   /**
@@ -214,15 +214,20 @@ export class ChargeSweeper {
    * anywhere) fails it, and a new one follows. A refused re-send is not final (the rule of
    * docs/transactions.md, "When a transfer is final"): a lagging node answers "nonce too low"
    * to a sweep another node has mined; it stays in flight until its nonce is used at confirmed
-   * depth, and then its receipt decides (`trackSweep`).
+   * depth, and then its receipt decides (`trackSweep`). One exception, so that a sweep the node
+   * will never take again (its funds or fees no longer suffice, e.g. a risen L1 data fee) does
+   * not hold the address forever: a re-send refused for another reason than its nonce, while the
+   * node's pending nonce shows that nonce still free, fails it too; the next sweep is then
+   * signed at that same nonce, so at most one of the two can ever mine.
    */
-  private async broadcast(client: PublicClient, s: Pick<SweepRow, 'id' | 'charge_id' | 'raw_tx' | 'tx_hash'>, log: Logger, send: 'first' | 'again'): Promise<void> {
-    const outcome = await broadcastRaw(client, s.raw_tx as Hex, s.tx_hash as Hex);
+  private async broadcast(t: Target, s: Pick<SweepRow, 'id' | 'charge_id' | 'raw_tx' | 'tx_hash' | 'nonce'>, send: 'first' | 'again'): Promise<void> {
+    const outcome = await broadcastRaw(t.client, s.raw_tx as Hex, s.tx_hash as Hex);
     if (outcome.kind !== 'rejected') return; // sent, known, or ambiguous: tracking asks the node again
-    if (send === 'again') {
-      log.warn({ tx_hash: s.tx_hash, reason: outcome.reason }, 'charge sweep re-send refused by the node; it stays in flight until its nonce is used');
+    if (send === 'again' && (outcome.nonceUsed || !(await this.nonceFree(t, s.nonce)))) {
+      t.log.warn({ tx_hash: s.tx_hash, reason: outcome.reason }, 'charge sweep re-send refused by the node; it stays in flight until its nonce is used');
       return;
     }
+    const log = t.log;
     // Failed and the next sweep scheduled in one transaction: a crash between the two would
     // leave the address's money with nothing due to sweep it.
     const now = this.ctx.clock.nowMs();
@@ -300,7 +305,13 @@ export class ChargeSweeper {
       return;
     }
     const known = await nodeKnows(t.client, row.tx_hash as Hex);
-    if (known === false) await this.broadcast(t.client, row, t.log, 'again');
+    if (known === false) await this.broadcast(t, row, 'again');
+  }
+
+  /** The node's pending nonce of the deposit address has not passed `nonce` (nothing it holds uses it). */
+  private async nonceFree(t: Target, nonce: number | null): Promise<boolean> {
+    if (nonce === null) return false;
+    return (await t.client.getTransactionCount({ address: t.charge.address as Address, blockTag: 'pending' })) <= nonce;
   }
 
   /** Whether the deposit address's nonce the sweep was signed with is used at the confirmed height. */
