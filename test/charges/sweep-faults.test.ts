@@ -6,11 +6,13 @@
  * - eth_estimateGas of a token sweep answers a JSON-RPC rate limit (-32005) for a while: the
  *   tokens are swept once the node relents, never "left there";
  * - a lagging node answers "nonce too low" to the re-send of a sweep that mined: the sweep is
- *   not failed, and is confirmed once the follower sees its block.
+ *   not failed, and is confirmed once the follower sees its block;
+ * - a sweep the node dropped and will not take again (insufficient funds) while its nonce is
+ *   free: failed, and swept again at the same nonce (never held forever).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { parseEther, type Address } from 'viem';
+import { keccak256, parseEther, type Address, type Hex } from 'viem';
 import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
@@ -149,6 +151,39 @@ describe('charge sweeps under faults', () => {
       expect(await balanceOf(chain, wallet.address as string)).toBeGreaterThan(0n);
     } finally {
       for (const m of ['eth_getTransactionReceipt', 'eth_getTransactionByHash', 'eth_sendRawTransaction']) proxy.allow(m);
+      await chain.rpc('evm_setAutomine', [true]);
+    }
+  });
+
+  it('a dropped sweep whose re-send the node refuses for its funds, its nonce free: failed, swept again at the same nonce', async () => {
+    await clockToChain(clock, chain);
+    const c = await api.create({ amount: '0.6', token: 'ETH', expires: 600 });
+    await chain.rpc('evm_setAutomine', [false]);
+    try {
+      await pay(chain.rpcUrl, c.address, parseEther('0.6'));
+      await chain.mine(1);
+      const paid = await api.until(c.id, (x) => x.status === 'paid' && x.sweeps.length === 1, 'paid, sweep recorded', 20_000);
+      const first = paid.sweeps[0] as Sweep;
+      await waitFor(() => chain.rpc('eth_getTransactionByHash', [first.tx_hash]), { timeoutMs: 10_000, message: 'sweep in the pool' });
+      // The node forgets it and refuses it from now on (as an OP node does when the L1 fee rose).
+      proxy.rule('eth_sendRawTransaction', { action: 'error', code: -32000, message: 'insufficient funds for gas * price + value', match: (p) => keccak256(p[0] as Hex) === first.tx_hash });
+      await chain.rpc('anvil_dropTransaction', [first.tx_hash]);
+      await chain.mine(1); // an empty block: the fees move, so the next sweep is a different transaction
+      const again = await retryingUntil(async () => {
+        const x = await api.show(c.id);
+        return x.sweeps.length === 2 ? x : null;
+      }, 'swept again');
+      expect(again.sweeps[0]).toEqual({ ...first, status: 'failed' });
+      expect(again.sweeps[1].tx_hash).not.toBe(first.tx_hash);
+      const nonces = await t.store.db.selectFrom('charge_sweeps').select('nonce').where('charge_id', '=', c.id).where('kind', '=', 'sweep').orderBy('id', 'asc').execute();
+      expect(nonces.map((n) => Number(n.nonce))).toEqual([0, 0]);
+      await waitFor(() => chain.rpc('eth_getTransactionByHash', [again.sweeps[1].tx_hash]), { timeoutMs: 10_000, message: 'second sweep in the pool' });
+      await chain.mine(1);
+      const done = await api.until(c.id, (x) => x.sweeps[1]?.status === 'confirmed', 'second sweep confirmed', 20_000);
+      expect(done.sweeps.map((w: Sweep) => w.status)).toEqual(['failed', 'confirmed']);
+      expect(await balanceOf(chain, c.address)).toBe(0n);
+    } finally {
+      proxy.allow('eth_sendRawTransaction');
       await chain.rpc('evm_setAutomine', [true]);
     }
   });
