@@ -3,8 +3,9 @@
  * JSON-RPC proxy (test/transactions/support.ts, RpcProxy) and a real database fault:
  * - the write that schedules the next look after a gas top-up is confirmed fails (a trigger
  *   refuses it, as a lost connection would): the tokens are swept all the same once it passes;
- * - eth_estimateGas of a token sweep answers a JSON-RPC rate limit (-32005) for a while: the
- *   tokens are swept once the node relents, never "left there";
+ * - eth_estimateGas of a token sweep answers a JSON-RPC rate limit (-32005), a lagging node's
+ *   "header not found" or HTTP 429 for a while: the tokens are swept once the node relents,
+ *   never "left there";
  * - a lagging node answers "nonce too low" to the re-send of a sweep that mined: the sweep is
  *   not failed, and is confirmed once the follower sees its block;
  * - a sweep the node dropped and will not take again (insufficient funds) while its nonce is
@@ -18,7 +19,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { SWEEP_RETRY_MS } from '../../src/modules/charges/charges.sweeps.js';
-import { proxiedNetwork, RpcProxy } from '../transactions/support.js';
+import { proxiedNetwork, RpcProxy, type RpcRule } from '../transactions/support.js';
 import { balanceOf, chargeApi, clockToChain, pay } from './support.js';
 
 type Sweep = { token: string; status: string; tx_hash: string };
@@ -96,29 +97,29 @@ describe('charge sweeps under faults', () => {
     }
   });
 
-  it('a rate-limited gas estimate (-32005) is tried again: the tokens are swept once the node relents', async () => {
+  const estimateFaults: { fault: string; rule: RpcRule }[] = [
+    { fault: 'a JSON-RPC rate limit (-32005)', rule: { action: 'error', code: -32005, message: 'rate limit exceeded' } },
+    { fault: 'a lagging node’s "header not found"', rule: { action: 'error', code: -32000, message: 'header not found' } },
+    { fault: 'HTTP 429', rule: { action: 'forward-error', status: 429, code: -32005, message: 'Too Many Requests' } },
+  ];
+  it.each(estimateFaults)('a token sweep’s gas estimate answered with $fault is tried again: the tokens are swept once the node relents', async ({ rule }) => {
     await clockToChain(clock, chain);
     const c = await api.create({ amount: '30', token: 'USDC', expires: 600 });
     const deposit = c.address.toLowerCase();
+    const before = await erc20BalanceOf(chain.rpcUrl, usdc, wallet.address as Address);
     let refused = 0;
-    proxy.rule('eth_estimateGas', {
-      action: 'error',
-      code: -32005,
-      message: 'rate limit exceeded',
-      times: 6,
-      match: (p) => (p[0] as { from?: string } | undefined)?.from?.toLowerCase() === deposit && ++refused > 0,
-    });
+    proxy.rule('eth_estimateGas', { ...rule, times: 6, match: (p) => (p[0] as { from?: string } | undefined)?.from?.toLowerCase() === deposit && ++refused > 0 });
     try {
       await mintErc20(chain.rpcUrl, usdc, c.address, 30_000_000n);
       const done = await retryingUntil(async () => {
         const x = await api.show(c.id);
         return confirmedSweep('USDC')(x) ? x : null;
-      }, 'USDC swept once the rate limit ends');
+      }, 'USDC swept once the node relents');
       expect(refused).toBe(6);
       expect(done.status).toBe('paid');
       expect(done.sweeps.filter((w: Sweep) => w.token === 'USDC')).toHaveLength(1);
       expect(await erc20BalanceOf(chain.rpcUrl, usdc, c.address as Address)).toBe(0n);
-      expect(await erc20BalanceOf(chain.rpcUrl, usdc, wallet.address as Address)).toBe(42_000_000n);
+      expect(await erc20BalanceOf(chain.rpcUrl, usdc, wallet.address as Address)).toBe(before + 30_000_000n);
       expect(t.logs.some((l) => l.includes('cannot be moved'))).toBe(false);
     } finally {
       proxy.allow('eth_estimateGas');
