@@ -61,6 +61,7 @@ const SHAPES: Record<string, Record<string, Kind>> = {
   'charge.expired': { ...CHARGE_SETTLED, expired_at: 'datetime' },
   'charge.failed': { ...CHARGE_SETTLED, failed_at: 'datetime' },
   'charge.delayed': { ...CHARGE_SETTLED, payment: 'payment' },
+  'charge.reopened': { ...CHARGE_SETTLED, reopened_at: 'datetime' },
   'transaction.created': { ...TX_BASE, block_number: 'int|null', type: 'string', created_at: 'datetime' },
   'transaction.confirmed': TX_CONFIRMED,
   'transaction.failed': { ...TX_BASE, block_number: 'int|null', type: 'string', failed_at: 'datetime' },
@@ -175,7 +176,7 @@ describe('webhook routes', () => {
         if (type === 'charge') {
           expect(data.payload.expires).toBe(300);
           const settled = name === 'charge.delayed' ? 'expired' : name.split('.')[1]; // delayed: a late payment to a settled charge
-          expect(data.payload.status).toBe(name === 'charge.created' ? 'pending' : settled);
+          expect(data.payload.status).toBe(name === 'charge.created' || name === 'charge.reopened' ? 'pending' : settled);
         }
       }
     }

@@ -106,6 +106,17 @@ const CATALOGUE: Record<EventName, Omit<EventInfo, 'event_name'>> = {
       },
     },
   },
+  'charge.reopened': {
+    description:
+      'A chain reorganisation removed the block a settled charge (paid, expired or failed) was decided on: the charge is pending again, with the payments the new chain has. Its next settlement sends its outcome’s event (charge.paid, charge.expired or charge.failed) again.',
+    payload: {
+      ...CHARGE,
+      status: 'pending',
+      address: DEPOSIT_ADDRESS,
+      paid_amount: '0.000000000000000000',
+      reopened_at: '2025-03-14 09:28:40',
+    },
+  },
   'transaction.created': {
     description: 'An outgoing transaction was signed, recorded and broadcast; it is pending until confirmed on chain.',
     payload: { ...TX, block_number: null, status: 'pending', type: 'transfer', created_at: '2025-03-14 10:02:45' },
