@@ -140,3 +140,42 @@ export function expectedAnswer(
   }
   return 'route';
 }
+
+const WALLET = String.raw`^/api/wallet/:wallet`;
+
+/**
+ * The scope CONTRACT.md gives a route, where it says (undefined where it does not): the test
+ * checks each route's declared scope against it, then predicts answers from the declared one.
+ * - Login token only: managing API keys; reconciliation accept; policy changes; allowlist add
+ *   and remove; approving a transaction or a payout.
+ * - Public: login, the payer's JSON (`/api/pay/...`, `/api/refund/...`), the OpenAPI document and
+ *   the docs page.
+ * - `read` every GET; the two GETs of SPEC.md that change something (token remove, webhook
+ *   delete) need their resource's write scope (src/modules/keys/keys.scopes.ts, documented).
+ * - A POST: `wallets:write` (wallets and tokens), `charges:write` (refunds too),
+ *   `transactions:write` (payouts too), `webhooks:write`.
+ */
+export function contractScope(method: string, url: string): RouteScope | null | undefined {
+  const loginOnly = [
+    /^\/api\/auth\/key(\/|$)/,
+    new RegExp(`${WALLET}/reconciliation/accept$`),
+    new RegExp(`${WALLET}/policy$`),
+    new RegExp(`${WALLET}/allowlist/`),
+    new RegExp(`${WALLET}/(transaction|payout)/:\\w+/approve$`),
+  ];
+  if (loginOnly.some((re) => re.test(url)) && (method !== 'GET' || url.startsWith('/api/auth/key'))) return 'login';
+  if (/^\/api\/(auth\/login|pay\/|refund\/|openapi\.json$|docs$)/.test(url)) return null;
+  if (method === 'GET') {
+    if (new RegExp(`${WALLET}/token/remove/`).test(url)) return 'wallets:write';
+    if (new RegExp(`${WALLET}/webhook/delete/`).test(url)) return 'webhooks:write';
+    return 'read';
+  }
+  const byResource: Array<[RegExp, RouteScope]> = [
+    [/^\/api\/wallet\/create$/, 'wallets:write'],
+    [new RegExp(`${WALLET}/(update$|token/)`), 'wallets:write'],
+    [new RegExp(`${WALLET}/charge/`), 'charges:write'],
+    [new RegExp(`${WALLET}/(transaction|payout)/`), 'transactions:write'],
+    [new RegExp(`${WALLET}/webhook/`), 'webhooks:write'],
+  ];
+  return byResource.find(([re]) => re.test(url))?.[1];
+}

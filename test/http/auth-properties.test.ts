@@ -29,6 +29,7 @@ import { KEY_SCOPES, type KeyScope, type RouteScope } from '../../src/modules/ke
 import { ManualClock, startTestApp, type ApiResponse, type TestApp, type TestUser } from '../helpers/app.js';
 import {
   CONTRACT_KEY_SCOPES,
+  contractScope,
   CREDENTIAL_KINDS,
   credentialModel,
   expectedAnswer,
@@ -217,7 +218,9 @@ describe('the auth and scope layer, for every route and every credential', () =>
   }
 
   beforeAll(async () => {
-    t = await startTestApp({ clock });
+    // 429 never: every limit far above this file's requests (the clock stands still: one window).
+    const limits = { RATE_LIMIT_PER_MINUTE: '1000000', PUBLIC_RATE_LIMIT_PER_MINUTE: '1000000', LOGIN_ATTEMPTS_PER_MINUTE: '10000' };
+    t = await startTestApp({ clock, env: limits });
     networkId = (await ensureNetwork(t)).id; // http://127.0.0.1:1: nothing listens there
     const [a, b] = [await t.createUser(), await t.createUser()];
     // Made now and outlived below: a login token and a key with an expiry.
@@ -338,6 +341,7 @@ describe('the auth and scope layer, for every route and every credential', () =>
       // The same answer without any credential.
       const anonymous = await send(route, url, undefined);
       expect(res.status, what).toBeLessThan(500);
+      expect([401, 403, 429].includes(res.status), what).toBe(false);
       expect({ status: res.status, text: res.text }, what).toEqual({ status: anonymous.status, text: anonymous.text });
     } else if (exp === 'route') checkRouteAnswer(route, c, res, what);
     else checkRefusal(exp, res, what);
@@ -352,6 +356,8 @@ describe('the auth and scope layer, for every route and every credential', () =>
   /** One case per credential kind on the caller's own objects; the owner with each path value in turn another user's, malformed, missing. */
   function examplesFor(route: Route): Case[] {
     const out: Case[] = CREDENTIAL_KINDS.map((cred) => ({ cred, variant: 0, values: own(route, cred) }));
+    // Another user's login token on the owner's objects.
+    if (route.params.length > 0) out.push({ cred: 'other-login', variant: 0, values: own(route, 'owner-login') });
     for (const p of route.params) {
       for (const [v, variant] of [['B', 0], ['bad', 0], ['bad', 6], ['missing', 0]] as const) {
         out.push({ cred: 'owner-login', variant, values: { ...own(route, 'owner-login'), [p]: v } });
@@ -391,13 +397,23 @@ describe('the auth and scope layer, for every route and every credential', () =>
     for (const [route, kinds] of tried) expect([route, [...kinds].sort()]).toEqual([route, [...CREDENTIAL_KINDS].sort()]);
     for (const status of [200, 401, 403, 404, 422]) expect(statuses.get(status) ?? 0, `no ${status} seen`).toBeGreaterThan(0);
     expect(statuses.get(429) ?? 0).toBe(0);
-    const authenticated = routes.filter((r) => r.scope !== null).map((r) => `${r.method} ${r.url}`);
-    expect(authenticated.filter((k) => !routeAnswers.has(k))).toEqual([]);
+    // Every authenticated route was reached past every check, but one whose path names an object
+    // the fixtures do not make yet (a route added since): its checks up to the 404 are covered.
+    const unknown = routes.filter((r) => r.scope !== null && r.params.some((p) => PARAMS[p] === undefined));
+    if (unknown.length > 0) console.warn(`auth-properties: no fixture for ${unknown.map((r) => `${r.method} ${r.url}`).join(', ')}: checked up to its 404 only`);
+    const reachable = routes.filter((r) => r.scope !== null && !unknown.includes(r)).map((r) => `${r.method} ${r.url}`);
+    expect(reachable.filter((k) => !routeAnswers.has(k))).toEqual([]);
   }, 180_000);
 
   it('knows the scopes and the credentials the contract names', () => {
     expect([...KEY_SCOPES]).toEqual([...CONTRACT_KEY_SCOPES]);
     expect(Object.keys(headers).sort()).toEqual([...CREDENTIAL_KINDS].sort());
+  });
+
+  it('finds each route declaring the scope the contract gives it', () => {
+    const declared = routes.map((r) => [r.method, r.url, r.scope]);
+    const contract = routes.map((r) => [r.method, r.url, contractScope(r.method, r.url) ?? r.scope]);
+    expect(declared).toEqual(contract);
   });
 
   it('uses real objects: the owner reads each of them', async () => {
