@@ -147,7 +147,7 @@ const WALLET = String.raw`^/api/wallet/:wallet`;
  * The scope CONTRACT.md gives a route, where it says (undefined where it does not): the test
  * checks each route's declared scope against it, then predicts answers from the declared one.
  * - Login token only: managing API keys; reconciliation accept; policy changes; allowlist add
- *   and remove; approving a transaction or a payout.
+ *   and remove; approving a transaction or a payout (rejecting one: not said, not checked).
  * - Public: login, the payer's JSON (`/api/pay/...`, `/api/refund/...`), the OpenAPI document and
  *   the docs page.
  * - `read` every GET; the two GETs of SPEC.md that change something (token remove, webhook
@@ -165,6 +165,8 @@ export function contractScope(method: string, url: string): RouteScope | null | 
   ];
   if (loginOnly.some((re) => re.test(url)) && (method !== 'GET' || url.startsWith('/api/auth/key'))) return 'login';
   if (/^\/api\/(auth\/login|pay\/|refund\/|openapi\.json$|docs$)/.test(url)) return null;
+  // Rejecting an approval: the contract names no scope (approving needs a login token).
+  if (new RegExp(`${WALLET}/(transaction|payout)/:\\w+/reject$`).test(url)) return undefined;
   if (method === 'GET') {
     if (new RegExp(`${WALLET}/token/remove/`).test(url)) return 'wallets:write';
     if (new RegExp(`${WALLET}/webhook/delete/`).test(url)) return 'webhooks:write';
