@@ -9,7 +9,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger } from './logger.js';
 import { createContext, openStore } from './runtime.js';
 import { buildApp } from './app.js';
-import { startDevnet, type Devnet } from './chain/devnet.js';
+import { DevnetUnavailable, startDevnet, type Devnet } from './chain/devnet.js';
 import { registerDevnet, registerNetworksFile } from './modules/networks/networks.service.js';
 import { AuthService } from './modules/auth/auth.service.js';
 import { startWorkers, type Workers } from './workers/index.js';
@@ -115,6 +115,7 @@ async function printBanner(config: Config, store: Store, log: Logger, url: strin
 }
 
 main().catch((e) => {
-  process.stderr.write(`fatal: ${(e as Error).stack ?? String(e)}\n`);
+  // A known reason to stop is one line; anything else keeps its stack for the operator.
+  process.stderr.write(e instanceof DevnetUnavailable ? `fatal: ${e.message}\n` : `fatal: ${(e as Error).stack ?? String(e)}\n`);
   process.exit(1);
 });

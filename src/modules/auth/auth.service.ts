@@ -6,7 +6,7 @@
 import type { SqlWindow } from '../../lib/rate-limit.js';
 import { AppError, Errors } from '../../errors.js';
 import { dummyPasswordHash, hashPassword, needsRehash, randomTokenString, sha256Hex, verifyPassword } from '../../lib/crypto.js';
-import { retryAfterS, type WindowCounters } from '../../lib/rate-limit.js';
+import { retryAfterS, type WindowCounters, type WindowState } from '../../lib/rate-limit.js';
 import type { AppContext } from '../../context.js';
 import { Batcher } from '../../lib/batcher.js';
 import * as repo from './auth.repository.js';
@@ -105,8 +105,12 @@ export class AuthService {
    */
   private async countAttempt(failures: WindowCounters, email: string, ip: string, now: number): Promise<void> {
     const limit = this.ctx.config.loginAttemptsPerMinute;
-    const [byEmail, byIp] = await Promise.all([failures.hit(`e:${email}`, now), failures.hit(`i:${ip}`, now)]);
-    const over = [byEmail, byIp].filter((w) => w.count > limit);
+    // The email first, then the IP, one after the other: counted at once, the two counters could
+    // order concurrent attempts differently (PostgreSQL, Redis), letting fewer than `limit` of one
+    // email's attempts through; an attempt the email already refuses does not use the IP's budget.
+    const byEmail = await failures.hit(`e:${email}`, now);
+    const byIp = byEmail.count > limit ? null : await failures.hit(`i:${ip}`, now);
+    const over = [byEmail, byIp].filter((w): w is WindowState => w !== null && w.count > limit);
     if (over.length > 0) throw Errors.tooManyRequests(Math.max(...over.map((w) => retryAfterS(w, now))));
   }
 
