@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { AppContext } from '../../context.js';
+import type { EndpointHealth } from '../../chain/endpoints.js';
 import type { NetworkRow } from '../../db/types.js';
 import { listNetworks } from '../networks/networks.repository.js';
 import * as repo from './supervisor.repository.js';
@@ -97,15 +98,15 @@ export class SupervisorService {
   private async networks() {
     const { db } = this.ctx.store;
     const [rows, synced] = await Promise.all([listNetworks(db), repo.listSyncedBlocks(db)]);
-    return Promise.all(rows.map(async (n) => networkHealthView(n, await this.headBlock(n), synced.get(n.id) ?? null)));
+    return Promise.all(rows.map(async (n) => networkHealthView(n, await this.endpoints(n), synced.get(n.id) ?? null)));
   }
 
-  /** The node's head block, or null when it does not answer in time. */
-  private async headBlock(n: NetworkRow): Promise<number | null> {
-    try {
-      return Number(await withTimeout(this.ctx.chains.get(n).getBlockNumber({ cacheTime: 0 }), PROBE_TIMEOUT_MS));
-    } catch {
-      return null;
-    }
+  /**
+   * The network's endpoints as this process's health tracker knows them (src/chain/endpoints.ts:
+   * a head read of each at least every WATCHER_POLL_MS); no call of its own, except that the first
+   * report of a network this process has not used waits for that first read (2 s at most).
+   */
+  private endpoints(n: NetworkRow): Promise<EndpointHealth[]> {
+    return this.ctx.chains.checkedHealth(n, PROBE_TIMEOUT_MS);
   }
 }
