@@ -65,6 +65,11 @@ export class ChainClients {
     return this.entry(n).endpoints.checkedHealth(waitMs);
   }
 
+  /** The same, after a head read of every endpoint now (waiting at most `waitMs` for it). */
+  freshHealth(n: NetworkLike, waitMs: number): Promise<EndpointHealth[]> {
+    return this.entry(n).endpoints.freshHealth(waitMs);
+  }
+
   /** Calls and errors per endpoint host of every network this process has used. */
   stats(): Array<EndpointStats & { network_id: number }> {
     return [...this.byNetwork].flatMap(([id, e]) => e.endpoints.stats().map((s) => ({ network_id: id, ...s })));

@@ -232,6 +232,15 @@ export class EndpointSet {
     return this.health();
   }
 
+  /** Health after a head read of every endpoint now (at most `waitMs` for it; one already being read is not read twice). */
+  async freshHealth(waitMs: number): Promise<EndpointHealth[]> {
+    this.start();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.refresh(true), new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
+    clearTimeout(timer);
+    return this.health();
+  }
+
   stats(): EndpointStats[] {
     return this.endpoints.map((e) => ({ host: e.host, calls: e.calls, errors: e.errors }));
   }
@@ -243,10 +252,10 @@ export class EndpointSet {
     return best;
   }
 
-  /** A head read of every endpoint not rested, not already being read, and not read by a call just now. */
-  async refresh(): Promise<void> {
+  /** A head read of every endpoint not rested, not already being read, and (unless `all`) not read by a call just now. */
+  async refresh(all = false): Promise<void> {
     const now = Date.now();
-    const due = this.endpoints.filter((e) => !e.checking && !e.rested(now) && now - e.headAtMs >= this.opts.healthEveryMs);
+    const due = this.endpoints.filter((e) => !e.checking && !e.rested(now) && (all || now - e.headAtMs >= this.opts.healthEveryMs));
     await Promise.all(
       due.map(async (e) => {
         e.checking = true;

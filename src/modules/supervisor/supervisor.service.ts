@@ -102,11 +102,10 @@ export class SupervisorService {
   }
 
   /**
-   * The network's endpoints as this process's health tracker knows them (src/chain/endpoints.ts:
-   * a head read of each at least every WATCHER_POLL_MS); no call of its own, except that the first
-   * report of a network this process has not used waits for that first read (2 s at most).
+   * The network's endpoints through this process's health tracker (src/chain/endpoints.ts), after
+   * a head read of each now (2 s at most; an endpoint that hangs keeps what was last known of it).
    */
   private endpoints(n: NetworkRow): Promise<EndpointHealth[]> {
-    return this.ctx.chains.checkedHealth(n, PROBE_TIMEOUT_MS);
+    return this.ctx.chains.freshHealth(n, PROBE_TIMEOUT_MS);
   }
 }
