@@ -22,7 +22,7 @@
  *   latency, kept in memory by this process; a head read of every endpoint at least every
  *   `healthEveryMs` (WATCHER_POLL_MS), skipped for one whose head a call has just read.
  */
-import { custom, http, HttpRequestError, type EIP1193RequestFn, type Transport } from 'viem';
+import { custom, http, HttpRequestError, RpcRequestError, type EIP1193RequestFn, type Transport } from 'viem';
 import { redactUrl } from '../lib/redact.js';
 import { isTransient } from './errors.js';
 import { rpcFetch } from './rpc-fetch.js';
@@ -104,7 +104,7 @@ function hexHeight(v: unknown): number | null {
 function retryAfterMs(err: unknown, nowMs: number): number | null {
   let e: unknown = err;
   while (e instanceof Error) {
-    if (e instanceof HttpRequestError && e.headers) {
+    if ((e instanceof HttpRequestError || e instanceof RpcRequestError) && e.headers) {
       const v = e.headers.get('retry-after');
       if (v === null) return null;
       if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
@@ -120,7 +120,7 @@ function isRateLimit(err: unknown): boolean {
   let e: unknown = err;
   while (e instanceof Error) {
     if ((e as { code?: unknown }).code === -32005) return true;
-    if (e instanceof HttpRequestError && e.status === 429) return true;
+    if ((e instanceof HttpRequestError || e instanceof RpcRequestError) && e.status === 429) return true;
     const details = (e as { details?: unknown }).details;
     if (RATE_LIMITED.test(`${typeof details === 'string' ? details : ''} ${(e as { shortMessage?: string }).shortMessage ?? ''}`)) return true;
     e = e.cause;

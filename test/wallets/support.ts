@@ -15,8 +15,9 @@ export function endpointOf(origin: string) {
 }
 
 /** A wallet object without its network's endpoint health (which changes between two reads). */
-export function withoutHealth<T extends { network?: Record<string, unknown> }>(w: T): T {
-  return w.network ? { ...w, network: { ...w.network, rpc_endpoints: '(health)' } } : w;
+export function withoutHealth<T extends object>(w: T): T {
+  const network = (w as { network?: Record<string, unknown> }).network;
+  return network ? { ...w, network: { ...network, rpc_endpoints: '(health)' } } : w;
 }
 export const TOKEN_KEYS = ['id', 'name', 'symbol', 'decimals', 'is_native', 'is_active', 'is_testnet', 'contract', 'created_at', 'updated_at'].sort();
 export const TOKEN_BALANCE_KEYS = [...TOKEN_KEYS, 'balance'].sort();
