@@ -16,6 +16,7 @@
  * - Heights: a call about block H (a block, its receipts, logs up to H, state at H) goes first
  *   to endpoints whose head is at or above H; `null` for a block, a transaction or a receipt is
  *   asked of the next endpoint, and is the answer only when none has it.
+ * - Logs: an `eth_getLogs` refused for its range or result size is split in halves and retried.
  * - Broadcast: `eth_sendRawTransaction` goes to every endpoint that is `ok`, at once; one
  *   acceptance is the answer; else the first answer that is not a transient fault.
  * - Health: `ok` (its last call or head read succeeded and it is not rested), head, lag and
@@ -51,6 +52,12 @@ export interface EndpointOptions {
 const REST_FIRST_MS = 1_000;
 const REST_MAX_MS = 60_000;
 const RATE_LIMITED = /rate.?limit|too many requests/i;
+/**
+ * An eth_getLogs refused for its block range or result size (providers word it variously, some
+ * with -32005, which otherwise means a rate limit): split in two and asked again.
+ */
+const RANGE_REFUSED =
+  /block range|range (is )?too (large|wide|big)|max(imum)? (block )?range|range limit|more than \d+ (results|blocks|logs)|too many (results|blocks|logs)|query returned more than|response size|exceed(s|ed)? (the )?max(imum)? (block )?range/i;
 /** Calls whose `null` means "this node does not have it": asked of the next endpoint. */
 const NULL_MEANS_NOT_HERE = new Set([
   'eth_getBlockByNumber',
@@ -116,7 +123,24 @@ function retryAfterMs(err: unknown, nowMs: number): number | null {
   return null;
 }
 
+/** The error's own words along its cause chain (viem's `details` and short messages). */
+function wordsOf(err: unknown): string {
+  const out: string[] = [];
+  let e: unknown = err;
+  while (e instanceof Error) {
+    const details = (e as { details?: unknown }).details;
+    out.push(typeof details === 'string' ? details : '', (e as { shortMessage?: string }).shortMessage ?? e.message);
+    e = e.cause;
+  }
+  return out.join(' ');
+}
+
+export function isRangeRefused(err: unknown): boolean {
+  return RANGE_REFUSED.test(wordsOf(err));
+}
+
 function isRateLimit(err: unknown): boolean {
+  if (isRangeRefused(err)) return false;
   let e: unknown = err;
   while (e instanceof Error) {
     if ((e as { code?: unknown }).code === -32005) return true;
@@ -127,6 +151,14 @@ function isRateLimit(err: unknown): boolean {
   }
   return false;
 }
+
+interface LogFilter {
+  fromBlock?: unknown;
+  toBlock?: unknown;
+  [k: string]: unknown;
+}
+
+const toHex = (n: number) => `0x${n.toString(16)}`;
 
 class Endpoint {
   readonly origin: string;
@@ -283,7 +315,8 @@ export class EndpointSet {
       return result;
     } catch (err) {
       e.errors += 1;
-      if (isTransient(err)) e.failed(err, Date.now());
+      // A range refused is an answer about the request (split by getLogs), not a fault of the node.
+      if (isTransient(err) && !isRangeRefused(err)) e.failed(err, Date.now());
       else e.succeeded(performance.now() - t0);
       throw err;
     }
@@ -291,6 +324,30 @@ export class EndpointSet {
 
   async request(method: string, params: unknown): Promise<unknown> {
     if (method === 'eth_sendRawTransaction') return this.broadcast(params);
+    if (method === 'eth_getLogs') return this.getLogs(params as [LogFilter]);
+    return this.read(method, params);
+  }
+
+  /**
+   * eth_getLogs; refused for its range or result size by every endpoint that could serve it, the
+   * range is halved and each half asked (recursively: at most log2(range) levels), in order.
+   */
+  private async getLogs(params: [LogFilter]): Promise<unknown> {
+    try {
+      return await this.read('eth_getLogs', params);
+    } catch (err) {
+      const f = params[0];
+      const from = hexHeight(f?.fromBlock);
+      const to = hexHeight(f?.toBlock);
+      if (!isRangeRefused(err) || from === null || to === null || to <= from) throw err;
+      const mid = from + Math.floor((to - from) / 2);
+      const left = (await this.getLogs([{ ...f, toBlock: toHex(mid) }])) as unknown[];
+      const right = (await this.getLogs([{ ...f, fromBlock: toHex(mid + 1) }])) as unknown[];
+      return [...left, ...right];
+    }
+  }
+
+  private async read(method: string, params: unknown): Promise<unknown> {
     let lastErr: unknown = null;
     let notHere = false;
     for (const e of this.readOrder(heightOf(method, params))) {
@@ -302,7 +359,7 @@ export class EndpointSet {
         }
         return result;
       } catch (err) {
-        if (!isTransient(err)) throw err;
+        if (!isTransient(err) || isRangeRefused(err)) throw err;
         lastErr = err;
       }
     }
@@ -312,7 +369,7 @@ export class EndpointSet {
 
   /**
    * Who serves a read, in order: endpoints up (or never asked) and not lagging, those at or above
-   * `height` first; then those that failed their last call (not lagging); never a rested one,
+   * `height` first (the highest head first); then those that failed their last call (not lagging); never a rested one,
    * unless every endpoint is rested (then the one whose rest ends first).
    */
   private readOrder(height: number | null): Endpoint[] {
@@ -321,8 +378,11 @@ export class EndpointSet {
     const lagging = (e: Endpoint) => e.up === true && best !== null && e.head !== null && best - e.head > this.opts.maxLagBlocks;
     const usable = this.endpoints.filter((e) => !e.rested(now) && !lagging(e));
     const high = (e: Endpoint) => height === null || e.head === null || e.head >= height;
+    // The freshest first (ties keep the configured order): a block read by hash, or logs by block
+    // hash, then go where the block just read came from.
+    const freshest = (list: Endpoint[]) => [...list].sort((a, b) => (b.head ?? -1) - (a.head ?? -1));
     const order = [
-      ...usable.filter((e) => e.up !== false && high(e)),
+      ...freshest(usable.filter((e) => e.up !== false && high(e))),
       ...usable.filter((e) => e.up !== false && !high(e)),
       ...usable.filter((e) => e.up === false),
     ];
