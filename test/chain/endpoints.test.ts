@@ -6,7 +6,8 @@
  * chain, a transfer created, sent and confirmed, a charge paid and settled; every state the
  * service shows is on the chain (each confirmed transfer's receipt at its block, each charge
  * payment's transaction with its value); and `rpc_endpoints` says why the first endpoint is not
- * used (ok false, or lag_blocks 5 while the lagging one serves no reads at all).
+ * used (ok false, or lag_blocks 5 while the lagging one serves no reads at all), and the
+ * supervisor's `endpoints` the same.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEther, type Hex } from 'viem';
@@ -169,6 +170,14 @@ describe('two endpoints in front of one anvil, the first one faulty', () => {
       }, { message: 'lag seen' });
       expect(e[0]).toMatchObject({ url: first.url, ok: true, lag_blocks: 5 });
       expect(e[0]!.head_block).toBe(e[1]!.head_block! - 5);
+      // The supervisor's entry carries the same list (read afresh) and the best head.
+      const sup = await waitFor(async () => {
+        const r = await t.request('GET', '/api/supervisor', { token: user.token });
+        const n = r.body.data.networks.find((x: { id: number }) => x.id === networkId);
+        return n.endpoints[0].lag_blocks === 5 ? n : null;
+      }, { message: 'supervisor sees the lag' });
+      expect(sup).toMatchObject({ rpc_ok: true, head_block: sup.endpoints[1].head_block });
+      expect(sup.endpoints.map((x: { url: string; ok: boolean; lag_blocks: number }) => [x.url, x.ok, x.lag_blocks])).toEqual([[first.url, true, 5], [second.url, true, 0]]);
       first.calls = [];
       await expectBalanceFromChain();
       await transferConfirmed();
