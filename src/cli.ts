@@ -21,7 +21,7 @@ import { reconcileWallets } from './modules/reconciliation/reconciliation.run.js
 
 const USAGE = `usage:
   cli user:create <email> <password> [--name NAME]
-  cli network:add --name N --rpc-url U --chain-id C --symbol S [--explorer URL] [--mainnet] [--confirmations K]
+  cli network:add --name N --rpc-url U [--rpc-url U2 ...] --chain-id C --symbol S [--explorer URL] [--mainnet] [--confirmations K]
   cli key:create <email> --name N --scopes read,charges:write [--expires-in SECONDS]
   cli migrate
   cli keys:rotate      re-encrypt every secret under the current APP_KEY
@@ -85,13 +85,16 @@ async function createUser(ctx: AppContext, args: string[]) {
   return { id: u.id, name: u.name, email: u.email, created_at: formatDateTime(u.created_at) };
 }
 
-/** network:add --name N --rpc-url U --chain-id C --symbol S [--explorer URL] [--mainnet] [--confirmations K] */
+/** How long network:add waits for the endpoints' first head read (their health is in its output). */
+const CLI_HEALTH_WAIT_MS = 2_000;
+
+/** network:add --name N --rpc-url U [--rpc-url U2 ...] --chain-id C --symbol S [--explorer URL] [--mainnet] [--confirmations K] */
 async function addNetwork(ctx: AppContext, args: string[]) {
   const { values } = parseArgs({
     args,
     options: {
       name: { type: 'string' },
-      'rpc-url': { type: 'string' },
+      'rpc-url': { type: 'string', multiple: true },
       'chain-id': { type: 'string' },
       symbol: { type: 'string' },
       explorer: { type: 'string' },
@@ -103,7 +106,7 @@ async function addNetwork(ctx: AppContext, args: string[]) {
     ctx.store.db,
     {
       name: values.name,
-      rpc_url: values['rpc-url'],
+      ...(values['rpc-url'] !== undefined && values['rpc-url'].length > 1 ? { rpc_urls: values['rpc-url'] } : { rpc_url: values['rpc-url']?.[0] }),
       chain_id: values['chain-id'],
       currency_symbol: values.symbol,
       block_explorer: values.explorer ?? '',
@@ -112,7 +115,9 @@ async function addNetwork(ctx: AppContext, args: string[]) {
     },
     ctx.clock.nowMs(),
   );
-  return { ...networkView(n), is_mainnet: n.is_mainnet === 1, confirmations: n.confirmations };
+  const endpoints = await ctx.chains.checkedHealth(n, CLI_HEALTH_WAIT_MS);
+  ctx.chains.close();
+  return { ...networkView(n, endpoints), is_mainnet: n.is_mainnet === 1, confirmations: n.confirmations };
 }
 
 /** key:create: an API key for an existing user, printed once (only its hash is stored). */

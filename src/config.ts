@@ -29,8 +29,13 @@ export interface Config {
     /** Register the `Local devnet` network at start. */
     readonly register: boolean;
     readonly port: number;
+    /** The first of `rpcUrls`. */
     readonly rpcUrl: string;
+    /** DEVNET_RPC_URL: one URL or a comma-separated list of endpoints (else the spawned anvil). */
+    readonly rpcUrls: readonly string[];
   };
+  /** RPC_MAX_LAG_BLOCKS: an endpoint whose head is further behind the best one serves no reads. */
+  readonly rpcMaxLagBlocks: number;
   readonly networksFile: string | null;
   readonly tokenTtlS: number;
   /** Requests a minute per user; 0 turns the per-user limit (and its headers) off. */
@@ -174,6 +179,15 @@ function url(env: Env, name: string, protocols: string[]): string | null {
   return raw;
 }
 
+/** A comma-separated list of URLs (empty when unset), each checked as `url` does. */
+function urlList(env: Env, name: string, protocols: string[]): string[] {
+  const raw = optional(env, name);
+  if (raw === null) return [];
+  const list = raw.split(',').map((u) => u.trim()).filter((u) => u !== '');
+  if (list.length === 0) throw new ConfigError(name, 'must be a valid URL');
+  return list.map((u) => url({ [name]: u }, name, protocols)!);
+}
+
 function delays(env: Env, name: string, fallback: number[]): number[] {
   const raw = optional(env, name);
   if (raw === null) return fallback;
@@ -209,7 +223,8 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   const devnetPort = int(env, 'DEVNET_PORT', 8545, 1, 65535);
-  const devnetRpcUrl = url(env, 'DEVNET_RPC_URL', ['http:', 'https:']);
+  const devnetRpcUrls = urlList(env, 'DEVNET_RPC_URL', ['http:', 'https:']);
+  const devnetRpcUrl = devnetRpcUrls[0] ?? null;
   const devnetOn = bool(env, 'DEVNET', !production);
 
   const bootstrapEmail = optional(env, 'BOOTSTRAP_EMAIL');
@@ -241,7 +256,9 @@ export function loadConfig(env: Env = process.env): Config {
       register: devnetOn || devnetRpcUrl !== null,
       port: devnetPort,
       rpcUrl: devnetRpcUrl ?? `http://127.0.0.1:${devnetPort}`,
+      rpcUrls: devnetRpcUrls.length > 0 ? devnetRpcUrls : [`http://127.0.0.1:${devnetPort}`],
     },
+    rpcMaxLagBlocks: int(env, 'RPC_MAX_LAG_BLOCKS', 3, 0, 10_000),
     networksFile: optional(env, 'NETWORKS_FILE'),
     tokenTtlS: int(env, 'TOKEN_TTL', 86400, 1, 31_536_000),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 0, 1_000_000),

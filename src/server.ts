@@ -36,6 +36,7 @@ async function main(): Promise<void> {
     log.info('http server closed');
     await workers?.stop();
     log.info('workers stopped');
+    ctx.chains.close();
     await devnet?.stop();
     await store.destroy();
   });
@@ -68,7 +69,7 @@ async function registerStartupData(ctx: AppContext, devnet: Devnet | null): Prom
   const { config, store, log } = ctx;
   const now = ctx.clock.nowMs();
   if (config.devnet.register) {
-    const n = await registerDevnet(store.db, devnet?.rpcUrl ?? config.devnet.rpcUrl, now);
+    const n = await registerDevnet(store.db, devnet ? [devnet.rpcUrl] : config.devnet.rpcUrls, now);
     log.info({ network_id: n.id, rpc_url: redactUrl(n.rpc_url) }, 'network registered: Local devnet');
   }
   if (config.networksFile !== null) {

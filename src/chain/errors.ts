@@ -12,6 +12,17 @@ export function isUnreachable(err: unknown): boolean {
   return Boolean(err.walk((e) => e instanceof HttpRequestError || e instanceof TimeoutError));
 }
 
+/**
+ * The HTTP status of a non-2xx answer that carried a JSON-RPC error body: viem throws it as an
+ * RpcRequestError with `status` (not an HttpRequestError), e.g. a load balancer's 503 or a
+ * provider's 429 with `{"error":{"code":-32603,…}}`. Null when the answer was a 2xx or never came.
+ */
+export function httpStatusOf(err: unknown): number | null {
+  if (!(err instanceof BaseError)) return null;
+  const found = err.walk((e) => e instanceof RpcRequestError && typeof e.status === 'number') as RpcRequestError | null;
+  return found?.status ?? null;
+}
+
 /** A JSON-RPC error that says the node limits this client (rate limits and quotas). */
 const RATE_LIMITED = /rate.?limit|too many requests|request limit|quota|daily request count/i;
 /** JSON-RPC "limit exceeded" (EIP-1474), which providers answer when they rate-limit. */
@@ -20,10 +31,13 @@ const LIMIT_EXCEEDED = -32005;
 /**
  * True for a fault of the node, not of the request, that a retry later may not meet (CONTRACT.md,
  * "Chains as they are"): a time-out, a connection that fails, HTTP 5xx or 429 (viem's
- * HttpRequestError: `isUnreachable`), JSON-RPC -32005, or an error that says rate limit.
+ * HttpRequestError: `isUnreachable`; or an RpcRequestError with that status when the body was a
+ * JSON-RPC error), JSON-RPC -32005, or an error that says rate limit.
  */
 export function isTransient(err: unknown): boolean {
   if (isUnreachable(err)) return true;
+  const status = httpStatusOf(err);
+  if (status !== null && (status >= 500 || status === 429)) return true;
   if (!(err instanceof BaseError)) return false;
   return Boolean(
     err.walk((e) => {

@@ -49,6 +49,8 @@ export interface NetworksTable {
   id: Generated<number>;
   name: string;
   rpc_url: string;
+  /** Every endpoint in order, a JSON array of URLs (first = rpc_url); NULL: rpc_url alone (migration 015). */
+  rpc_urls: string | null;
   chain_id: number;
   currency_symbol: string;
   block_explorer: string;

@@ -162,6 +162,7 @@ export async function startTestApp(opts: StartOptions = {}): Promise<TestApp> {
     async close() {
       await t.workers?.stop();
       await app.close();
+      ctx.chains.close();
       await store.destroy();
       if (!opts.keepDatabase) await database.drop();
     },

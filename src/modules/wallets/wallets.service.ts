@@ -102,7 +102,7 @@ export class WalletService {
 
   async detail(w: WalletView, db: Executor = this.ctx.store.db) {
     const [tokens, network] = await Promise.all([listTokens(db, w.id), findNetwork(db, w.network_id)]);
-    return { ...walletView(w), wallet_tokens: tokens.map(tokenView), network: networkView(network!) };
+    return { ...walletView(w), wallet_tokens: tokens.map(tokenView), network: networkView(network!, this.ctx.chains.health(network!)) };
   }
 
   /** The signing account of a wallet's main address. Decrypts the key; never log the result. */
