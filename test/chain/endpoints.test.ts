@@ -71,12 +71,21 @@ function healFirst(): void {
 }
 
 /** A balance read from the chain (BALANCE_MAX_AGE_S=0), exact. */
+/**
+ * The balance route answers the chain's balance. A sweep of an earlier charge may land between
+ * the two reads, so they are compared again (with a deadline) until one pair agrees.
+ */
 async function expectBalanceFromChain(): Promise<void> {
-  const res = await t.request('GET', `/api/wallet/${wallet.id}/balance`, { token: user.token });
-  expect(res.status).toBe(200);
-  expect(res.body.message).not.toMatch(/from cache/i);
-  const onChain = BigInt(await chain.rpc<string>('eth_getBalance', [wallet.address, 'latest']));
-  expect(res.body.data.balance).toBe(formatEth(onChain));
+  await waitFor(
+    async () => {
+      const res = await t.request('GET', `/api/wallet/${wallet.id}/balance`, { token: user.token });
+      expect(res.status).toBe(200);
+      expect(res.body.message).not.toMatch(/from cache/i);
+      const onChain = BigInt(await chain.rpc<string>('eth_getBalance', [wallet.address, 'latest']));
+      return res.body.data.balance === formatEth(onChain);
+    },
+    { timeoutMs: 15_000, message: 'the balance route to equal the chain balance' },
+  );
 }
 
 function formatEth(wei: bigint): string {
