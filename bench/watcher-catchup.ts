@@ -10,8 +10,10 @@
  * head, stops it, then mines N blocks each holding one native transfer to the wallet (anvil's
  * first dev account, automine; the few blocks lost to two transfers sharing an interval-mined
  * block are made up with empty blocks). The baseline reads those N blocks and their receipts with viem,
- * one block at a time; then the watcher is started again (WATCHER_POLL_MS=10, WATCHER_MAX_BLOCKS
- * from --max-blocks, the service's default 100) and timed until its cursor reaches the head. The
+ * one block at a time; then the watcher is started again with the service's defaults
+ * (WATCHER_POLL_MS 1000: a backlog is worked through batch after batch without waiting it;
+ * `--poll-ms` sets another, reported beside; WATCHER_MAX_BLOCKS from --max-blocks, the service's
+ * default 100) and timed until its cursor reaches the head. The
  * watcher does more than the loop: it records each transfer (a receipt row and its event) and
  * moves its cursor in one database transaction per block. The watcher's code is not changed.
  *
@@ -37,6 +39,7 @@ const { values: flags } = parseArgs({
     blocks: { type: 'string', default: '2000' },
     db: { type: 'string', default: 'sqlite' },
     'max-blocks': { type: 'string', default: '100' },
+    'poll-ms': { type: 'string' },
   },
 });
 const blocks = positiveInt('blocks', flags.blocks);
@@ -95,7 +98,7 @@ function report(n: number, bare: { ms: number; receipts: number }, watcherMs: nu
     '| What | Blocks | Time (s) | Blocks/s | vs bare |',
     '|---|---:|---:|---:|---:|',
     `| bare viem loop: getBlock (with transactions) + every receipt, ${f(bare.receipts)} receipts | ${f(n)} | ${f(bare.ms / 1000, 2)} | ${f(bareRate)} | 1.00× |`,
-    `| watcher (${driver}, WATCHER_MAX_BLOCKS=${maxBlocks}), ${f(received)} receipts recorded | ${f(n)} | ${f(watcherMs / 1000, 2)} | ${f(watcherRate)} | **${f(watcherRate / bareRate, 3)}×** (1/${f(bareRate / watcherRate, 1)}) |`,
+    `| watcher (${driver}, WATCHER_MAX_BLOCKS=${maxBlocks}, WATCHER_POLL_MS=${flags['poll-ms'] ?? '1000 (default)'}), ${f(received)} receipts recorded | ${f(n)} | ${f(watcherMs / 1000, 2)} | ${f(watcherRate)} | **${f(watcherRate / bareRate, 3)}×** (1/${f(bareRate / watcherRate, 1)}) |`,
     '',
     `Command: \`npm run bench:watcher -- --blocks ${blocks} --db ${driver}${maxBlocks !== 100 ? ` --max-blocks ${maxBlocks}` : ''}\` ` +
       `(${new Date().toISOString().slice(0, 10)}, Node ${process.version}; one native transfer to the watched wallet per block; anvil on the same machine).`,
@@ -105,7 +108,8 @@ function report(n: number, bare: { ms: number; receipts: number }, watcherMs: nu
 
 async function main(): Promise<void> {
   const devnet: Devnet = await startDevnet({ port: await findFreePort() });
-  const service = await startBenchService({ driver, rpcUrl: devnet.rpcUrl, env: { WATCHER_POLL_MS: '10', WATCHER_MAX_BLOCKS: String(maxBlocks) } });
+  const pollEnv: Record<string, string> = flags['poll-ms'] === undefined ? {} : { WATCHER_POLL_MS: String(positiveInt('poll-ms', flags['poll-ms'])) };
+  const service = await startBenchService({ driver, rpcUrl: devnet.rpcUrl, env: { ...pollEnv, WATCHER_MAX_BLOCKS: String(maxBlocks) } });
   const { base, token, store, ctx, services } = service;
   const network = { id: service.networkId };
   try {

@@ -1,5 +1,6 @@
 /**
- * A worker that runs `tick` every `intervalMs` until stopped. A tick that throws is logged and
+ * A worker that runs `tick` every `intervalMs` until stopped, or again at once while a tick
+ * reports more work waiting (a backlog is worked through batch after batch). A tick that throws is logged and
  * the loop goes on; `stop()` wakes the sleeping loop and resolves after the tick in progress
  * (and `onStop`) has finished.
  */
@@ -10,7 +11,8 @@ export interface LoopOptions {
   name: string;
   intervalMs: number;
   log: Logger;
-  tick: (stopping: () => boolean) => Promise<void>;
+  /** One round of work; `true` when more is waiting (the loop goes on at once, not after `intervalMs`). */
+  tick: (stopping: () => boolean) => Promise<void | boolean>;
   /** Called at once when stop is asked for (e.g. to abandon calls in flight). */
   onStopRequested?: () => void;
   /** Called after the last tick, before stop resolves. */
@@ -25,12 +27,18 @@ export function startLoop(o: LoopOptions): Worker {
 
   const run = async () => {
     while (!stopping) {
+      let more = false;
       try {
-        await o.tick(isStopping);
+        more = (await o.tick(isStopping)) === true;
       } catch (e) {
         o.log.warn({ err: e }, `${o.name} tick failed; retrying`);
       }
       if (stopping) break;
+      if (more) {
+        // Backlog: the next round at once, after one turn of the event loop (requests go first).
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        continue;
+      }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, o.intervalMs);
         wake = () => {

@@ -137,9 +137,11 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
     name: 'watcher',
     intervalMs: ctx.config.watcher.pollIntervalMs,
     log,
+    // A network whose follower is behind the head is worked on again at once (CONTRACT.md:
+    // a backlog is not paced by WATCHER_POLL_MS).
     tick: async (stopping) => {
       const networks = await listNetworks(ctx.store.db);
-      await Promise.all(
+      const behind = await Promise.all(
         networks.map((n) => {
           let w = watchers.get(n.id);
           if (!w) {
@@ -149,6 +151,7 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
           return w.tick(n, stopping);
         }),
       );
+      return behind.some(Boolean);
     },
     onStopRequested: () => abort(),
     onStop: async () => {
@@ -186,13 +189,17 @@ class NetworkWatcher {
     this.lease = leaseName(networkId);
   }
 
-  /** One tick (bounded work). Never throws: errors are logged and the next tick retries. */
-  async tick(network: NetworkRow, shouldStop: () => boolean): Promise<void> {
-    if (!(await this.holdLease())) return;
+  /**
+   * One tick (bounded work). Never throws: errors are logged and the next tick retries.
+   * Returns true when the cursor is still behind the node's head (more to read at once).
+   */
+  async tick(network: NetworkRow, shouldStop: () => boolean): Promise<boolean> {
+    if (!(await this.holdLease())) return false;
     const affected = new Set<number>();
     const s = this.scope(network, affected);
+    let behind = false;
     try {
-      await this.advance(s, network, shouldStop);
+      behind = await this.advance(s, network, shouldStop);
       await this.settle(s, network);
       await this.checkUnmined(s, network);
       await this.settle(s, network);
@@ -204,6 +211,7 @@ class NetworkWatcher {
     } finally {
       await this.refreshBalances(affected, shouldStop);
     }
+    return behind;
   }
 
   /** Gives the lease up (on a clean stop), so another process takes over at once. */
@@ -285,26 +293,29 @@ class NetworkWatcher {
     });
   }
 
-  /** Steps 1 to 3: from the cursor towards the head, a bounded number of blocks. */
-  private async advance(s: SyncScope, network: NetworkRow, shouldStop: () => boolean): Promise<void> {
+  /** Steps 1 to 3: from the cursor towards the head, a bounded number of blocks; true when still behind it. */
+  private async advance(s: SyncScope, network: NetworkRow, shouldStop: () => boolean): Promise<boolean> {
     const { ctx } = this.deps;
     const head = await this.net(headNumber(s.client));
     let cursor = await findCursor(ctx.store.db, this.networkId);
-    if (!cursor) return this.startAtHead(s, head);
+    if (!cursor) {
+      await this.startAtHead(s, head);
+      return false;
+    }
 
     // A head below the cursor is a node that lags (another node behind a load balancer, or one
     // catching up), not a reorg: wait for it. Only a stored block hash that differs from the
     // chain's at that height rolls anything back (a node without that block throws: retried).
     if (head < cursor.block_number) {
       this.log.debug({ head, cursor: cursor.block_number }, 'node head below the cursor; waiting');
-      return;
+      return false;
     }
     if ((await this.net(blockAt(s.client, cursor.block_number))).hash !== cursor.block_hash) {
       cursor = await this.rollBack(s, cursor, head);
     }
 
     const to = Math.min(head, cursor.block_number + ctx.config.watcher.maxBlocksPerTick);
-    if (to <= cursor.block_number) return;
+    if (to <= cursor.block_number) return false;
     // Read after the head: a wallet (or token) created after this read can only receive in
     // blocks mined after it, which are above `head`, so this tick cannot miss a transfer to it.
     const watched = await loadWatched(ctx.store.db, this.networkId);
@@ -321,11 +332,12 @@ class NetworkWatcher {
       if (linked.length > 0) cursor = await this.recordBlocks(network, linked, cursor);
       if (linked.length < read.length) {
         cursor = await this.rollBack(s, cursor, head);
-        return; // the new chain is processed from the ancestor on the next tick
+        return false; // the new chain is processed from the ancestor on the next tick (paced: a flapping node cannot spin the loop)
       }
       n = last + 1;
     }
     this.log.debug({ head, cursor: cursor.block_number }, 'tick');
+    return cursor.block_number < head;
   }
 
   private async startAtHead(s: SyncScope, head: number): Promise<void> {
