@@ -9,7 +9,7 @@ describe('loadConfig', () => {
     expect(c.host).toBe('127.0.0.1');
     expect(c.port).toBe(8080);
     expect(c.databaseUrl).toBeNull();
-    expect(c.devnet).toEqual({ spawn: true, register: true, port: 8545, rpcUrl: 'http://127.0.0.1:8545' });
+    expect(c.devnet).toEqual({ spawn: true, register: true, port: 8545, rpcUrl: 'http://127.0.0.1:8545', rpcUrls: ['http://127.0.0.1:8545'] });
     expect(c.tokenTtlS).toBe(86400);
     expect(c.rateLimitPerMinute).toBe(60);
     expect(c.loginAttemptsPerMinute).toBe(5);
