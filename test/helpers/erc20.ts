@@ -284,7 +284,7 @@ const forwarderAbi = parseAbi(['function forward(address to) payable', 'function
  */
 export async function forwardValue(rpcUrl: string, forwarder: Address, to: Address, wei: bigint, opts: { account?: Hex; half?: boolean } = {}): Promise<Hex> {
   const client = createWalletClient({ account: privateKeyToAccount(opts.account ?? DEPLOYER_PRIVATE_KEY), chain: foundry, transport: http(rpcUrl), pollingInterval: POLLING_INTERVAL_MS, cacheTime: 0 });
-  const hash = await client.writeContract({ address: forwarder, abi: forwarderAbi, functionName: opts.half ? 'forwardHalf' : 'forward', args: [to], value: wei });
+  const hash = await client.writeContract({ address: forwarder, abi: forwarderAbi, functionName: opts.half ? 'forwardHalf' : 'forward', args: [to], value: wei, gas: 300_000n });
   await waitForSuccess(rpcUrl, hash, 'forward');
   return hash;
 }
