@@ -4,7 +4,7 @@
  * `callTracer` (geth, erigon, reth, nethermind, anvil). Reading only: which recipients matter is
  * decided in src/modules/charges/charges.chain-sync.ts.
  */
-import { BaseError, RpcRequestError, type Hex, type PublicClient } from 'viem';
+import { BaseError, HttpRequestError, RpcRequestError, type Hex, type PublicClient } from 'viem';
 
 /** A native-coin movement inside a transaction (not its top-level call), that was not reverted. */
 export interface InternalTransfer {
@@ -32,10 +32,19 @@ interface CallFrame {
   calls?: CallFrame[];
 }
 
-const UNSUPPORTED = /does not exist|not (available|supported|allowed|whitelisted)|unsupported|method not found|unknown method|tracer not found/i;
+const UNSUPPORTED = /method\b.*(does not exist|not (available|supported|allowed|whitelisted|enabled))|(unsupported|unknown) method|method not found|trace.* not (available|supported|enabled)|tracer not found/i;
+/** HTTP statuses a provider answers a method it does not offer (or not to this key) with. */
+const UNSUPPORTED_STATUS = new Set([401, 403, 404, 405, 501]);
 
+/**
+ * The node's answer that it has no such method (JSON-RPC -32601, -32004, or words to that
+ * effect; or an HTTP refusal of the method). A time-out, a 5xx, a rate limit or "block not
+ * found" is not: the follower's tick fails and is retried, so nothing is skipped for a fault.
+ */
 function isUnsupported(err: unknown): boolean {
   if (!(err instanceof BaseError)) return false;
+  const http = err.walk((e) => (e instanceof HttpRequestError || e instanceof RpcRequestError) && typeof e.status === 'number') as HttpRequestError | null;
+  if (http?.status !== undefined && UNSUPPORTED_STATUS.has(http.status)) return true;
   const rpc = err.walk((e) => e instanceof RpcRequestError) as RpcRequestError | null;
   if (!rpc) return false;
   return rpc.code === -32601 || rpc.code === -32004 || UNSUPPORTED.test(`${rpc.details ?? ''} ${rpc.shortMessage}`);

@@ -117,8 +117,9 @@ async function internalNative(s: SyncScope, block: FullBlock, watched: WatchedDe
     moves = await s.net(internalTransfers(s.client, block.hash));
   } catch (e) {
     if (!(e instanceof TracesUnsupported)) throw e;
+    const warned = (noTraces.get(s.networkId) ?? 0) > Date.now(); // another block read at the same time
     noTraces.set(s.networkId, Date.now() + TRACES_RETRY_MS);
-    s.log.warn({ err: e.cause }, 'the node has no trace API (debug_traceBlockByHash): money reaching deposit addresses through a contract is not seen as a payment');
+    if (!warned) s.log.warn({ err: e.cause }, 'the node has no trace API (debug_traceBlockByHash): money reaching deposit addresses through a contract is not seen as a payment');
     return { payments: [], other: [] };
   }
   noTraces.delete(s.networkId);
