@@ -235,6 +235,8 @@ export interface ChargePaymentsTable {
   block_timestamp: number;
   confirmed: number;
   notified: number;
+  /** 1: reached the address through a contract (an internal call); migration 016. */
+  internal: Generated<number>;
   created_at: number;
 }
 

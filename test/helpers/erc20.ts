@@ -90,6 +90,27 @@ contract TestToken {
     }
 }
 
+/// Sends on what it receives through an internal call (no transaction addressed to the recipient).
+contract Forwarder {
+    function forward(address payable to) external payable {
+        (bool ok, ) = to.call{value: msg.value}("");
+        require(ok, "forward failed");
+    }
+
+    /// Sends half on, then reverts an inner call that would send the rest: only the half moves.
+    function forwardHalf(address payable to) external payable {
+        (bool ok, ) = to.call{value: msg.value / 2}("");
+        require(ok, "forward failed");
+        try this.sendAndRevert(to) {} catch {}
+    }
+
+    function sendAndRevert(address payable to) external {
+        (bool ok, ) = to.call{value: address(this).balance}("");
+        require(ok, "send failed");
+        revert("undone");
+    }
+}
+
 /// A contract that is deliberately not a token.
 contract NotAToken {
     function ping() external pure returns (uint256) {
@@ -106,6 +127,7 @@ export interface CompiledContract {
 export interface CompiledTestContracts {
   erc20: CompiledContract;
   notAToken: CompiledContract;
+  forwarder: CompiledContract;
 }
 
 // Standard JSON input. evmVersion "paris" avoids PUSH0 etc. so the bytecode
@@ -180,7 +202,7 @@ function compileWithSolc(): CompiledTestContracts {
     throw new Error(`solc compilation failed:\n${errors.map((e) => e.formattedMessage ?? e.message).join('\n')}`);
   }
   const contracts = output.contracts?.[SOURCE_NAME];
-  return { erc20: pickContract(contracts, 'TestToken'), notAToken: pickContract(contracts, 'NotAToken') };
+  return { erc20: pickContract(contracts, 'TestToken'), notAToken: pickContract(contracts, 'NotAToken'), forwarder: pickContract(contracts, 'Forwarder') };
 }
 
 function pickContract(contracts: SolcFileContracts | undefined, name: string): CompiledContract {
@@ -197,7 +219,7 @@ function isCompiledContract(value: unknown): value is CompiledContract {
 
 function isCompiledTestContracts(value: unknown): value is CompiledTestContracts {
   const v = value as Partial<CompiledTestContracts> | null;
-  return typeof v === 'object' && v !== null && isCompiledContract(v.erc20) && isCompiledContract(v.notAToken);
+  return typeof v === 'object' && v !== null && isCompiledContract(v.erc20) && isCompiledContract(v.notAToken) && isCompiledContract(v.forwarder);
 }
 
 // ---------------------------------------------------------------------------
@@ -245,6 +267,26 @@ export async function deployErc20(rpcUrl: string, opts: { name: string; symbol: 
 export async function deployNotAToken(rpcUrl: string): Promise<Address> {
   const { notAToken } = compileTestContracts();
   return deploy(rpcUrl, notAToken, [], 'deploy NotAToken');
+}
+
+/** Deploys a `Forwarder` (sends what it is paid on to an address through an internal call). */
+export async function deployForwarder(rpcUrl: string): Promise<Address> {
+  const { forwarder } = compileTestContracts();
+  return deploy(rpcUrl, forwarder, [], 'deploy Forwarder');
+}
+
+const forwarderAbi = parseAbi(['function forward(address to) payable', 'function forwardHalf(address to) payable']);
+
+/**
+ * Pays `wei` to `to` through the forwarder, from `account` (a private key; the deployer when
+ * omitted); `half`: only half arrives, the inner call that sends the rest reverts. Resolves with
+ * the mined transaction's hash.
+ */
+export async function forwardValue(rpcUrl: string, forwarder: Address, to: Address, wei: bigint, opts: { account?: Hex; half?: boolean } = {}): Promise<Hex> {
+  const client = createWalletClient({ account: privateKeyToAccount(opts.account ?? DEPLOYER_PRIVATE_KEY), chain: foundry, transport: http(rpcUrl), pollingInterval: POLLING_INTERVAL_MS, cacheTime: 0 });
+  const hash = await client.writeContract({ address: forwarder, abi: forwarderAbi, functionName: opts.half ? 'forwardHalf' : 'forward', args: [to], value: wei, gas: 300_000n });
+  await waitForSuccess(rpcUrl, hash, 'forward');
+  return hash;
 }
 
 /** Mint `amount` base units of `token` to `to`; resolves with the mined tx hash. */

@@ -101,7 +101,7 @@ function checkKind(v: unknown, k: Kind): boolean {
       return typeof v === 'boolean';
     case 'payment': {
       const p = v as Record<string, unknown>;
-      const fields: Record<string, Kind> = { tx_hash: 'hash', from: 'address', amount: 'amount', block_number: 'int', block_timestamp: 'datetime', late: 'bool' };
+      const fields: Record<string, Kind> = { tx_hash: 'hash', from: 'address', amount: 'amount', block_number: 'int', block_timestamp: 'datetime', late: 'bool', internal: 'bool' };
       return Object.keys(p).sort().join() === Object.keys(fields).sort().join() && Object.entries(fields).every(([f, k]) => checkKind(p[f], k));
     }
     case 'string':

@@ -9,6 +9,8 @@
  *   charge's token contract. Read with the same chain readers the wallets' transfers use
  *   (src/chain/blocks.ts: `blockReceipts`, `transferLogs`). Another token of the wallet sent to
  *   a settled charge's address is not a payment, but makes the address due a sweep.
+ * - Internal payments: native coin a contract sent to a watched address inside a transaction
+ *   (an internal call), from the node's call traces of the block (`internalNative`).
  * - Watched: every pending charge of the network, and settled ones until `watch_until`
  *   (`expires_at` + CHARGE_WATCH_AFTER_S) compared with the block's own timestamp, so a
  *   follower catching up after an outage decides exactly as it would have live.
@@ -25,6 +27,7 @@ import type { Logger } from 'pino';
 import type { Executor } from '../../db/index.js';
 import { blockReceipts, transferLogs, type FullBlock } from '../../chain/blocks.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
+import { internalTransfers, TracesUnsupported, type InternalTransfer } from '../../chain/traces.js';
 import type { SyncScope } from '../transactions/transactions.chain-sync.js';
 import { recordEvent } from '../events/outbox.js';
 import { findWalletView } from '../wallets/wallets.repository.js';
@@ -55,6 +58,7 @@ export async function readChargePayments(s: SyncScope, block: FullBlock): Promis
   if (watched.length > 0) {
     merge(found, await nativeTransfers(s, block, watched));
     merge(found, await tokenTransfers(s, block, watched));
+    merge(found, await internalNative(s, block, watched));
   }
   const b = { networkId: s.networkId, number: Number(block.number), hash: block.hash, timestampMs, payments: found.payments };
   if (found.payments.length + found.other.length > 0) s.log.info({ block: b.number, payments: found.payments.length, other_tokens: found.other.length }, 'charge payments seen');
@@ -86,7 +90,46 @@ async function nativeTransfers(s: SyncScope, block: FullBlock, watched: WatchedD
     const w = byAddress.get(tx.to!.toLowerCase())!;
     if (tx.from.toLowerCase() === w.main_address.toLowerCase()) continue; // a gas top-up for a sweep
     if (w.contract.toLowerCase() !== NATIVE_CONTRACT) found.other.push(w.charge_id);
-    else found.payments.push({ charge_id: w.charge_id, tx_hash: tx.hash, log_index: -1, from_address: getAddress(tx.from), amount: tx.value });
+    else found.payments.push({ charge_id: w.charge_id, tx_hash: tx.hash, log_index: -1, from_address: getAddress(tx.from), amount: tx.value, internal: false });
+  }
+  return found;
+}
+
+/** Networks whose node answered that it has no trace API, with when to ask again. */
+const noTraces = new Map<number, number>();
+/** How long a network whose node has no trace API is not asked again (a provider may add it). */
+const TRACES_RETRY_MS = 10 * 60_000;
+
+/**
+ * Native coin that reached a deposit address through a contract (an internal call), from the
+ * node's call traces of the block (src/chain/traces.ts): a payment of a native charge, with
+ * `internal: true`, `tx_hash` the transaction that carried it and `from` the contract that sent
+ * it; another token for the others. One `debug_traceBlockByHash` per block, and only while a
+ * watched address exists. A node without the trace API: warned once per network every
+ * TRACES_RETRY_MS, and such money is not seen as a payment (it is still swept with the address's
+ * balance when the charge is settled; docs/charges.md, "Internal transfers").
+ */
+async function internalNative(s: SyncScope, block: FullBlock, watched: WatchedDeposit[]): Promise<Found> {
+  const skipUntil = noTraces.get(s.networkId);
+  if (skipUntil !== undefined && skipUntil > Date.now()) return { payments: [], other: [] };
+  let moves: InternalTransfer[];
+  try {
+    moves = await s.net(internalTransfers(s.client, block.hash));
+  } catch (e) {
+    if (!(e instanceof TracesUnsupported)) throw e;
+    const warned = (noTraces.get(s.networkId) ?? 0) > Date.now(); // another block read at the same time
+    noTraces.set(s.networkId, Date.now() + TRACES_RETRY_MS);
+    if (!warned) s.log.warn({ err: e.cause }, 'the node has no trace API (debug_traceBlockByHash): money reaching deposit addresses through a contract is not seen as a payment');
+    return { payments: [], other: [] };
+  }
+  noTraces.delete(s.networkId);
+  const byAddress = new Map(watched.map((w) => [w.address.toLowerCase(), w]));
+  const found: Found = { payments: [], other: [] };
+  for (const m of moves) {
+    const w = byAddress.get(m.to.toLowerCase());
+    if (!w || m.from.toLowerCase() === w.main_address.toLowerCase()) continue;
+    if (w.contract.toLowerCase() !== NATIVE_CONTRACT) found.other.push(w.charge_id);
+    else found.payments.push({ charge_id: w.charge_id, tx_hash: m.txHash, log_index: -1 - m.index, from_address: getAddress(m.from), amount: m.value, internal: true });
   }
   return found;
 }
@@ -109,7 +152,7 @@ async function tokenTransfers(s: SyncScope, block: FullBlock, watched: WatchedDe
     const contract = l.contract.toLowerCase();
     if (!w || l.removed || l.value === 0n || !active.has(`${w.wallet_id}:${contract}`)) continue;
     if (contract !== w.contract.toLowerCase()) found.other.push(w.charge_id);
-    else found.payments.push({ charge_id: w.charge_id, tx_hash: l.txHash, log_index: l.logIndex, from_address: getAddress(l.from), amount: l.value });
+    else found.payments.push({ charge_id: w.charge_id, tx_hash: l.txHash, log_index: l.logIndex, from_address: getAddress(l.from), amount: l.value, internal: false });
   }
   return found;
 }

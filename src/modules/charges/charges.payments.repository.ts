@@ -24,6 +24,8 @@ export interface NewPayment {
   log_index: number;
   from_address: string;
   amount: bigint;
+  /** Reached the address through a contract (an internal call), not a transaction to it. */
+  internal: boolean;
 }
 
 export interface PaymentRow {
@@ -37,6 +39,7 @@ export interface PaymentRow {
   block_timestamp: number;
   confirmed: number;
   notified: number;
+  internal: number;
 }
 
 /** The deposit addresses of a network to watch in a block stamped `blockMs`: pending charges, and settled ones until `watch_until`. */
@@ -85,6 +88,7 @@ export async function recordBlockPayments(
       .values({
         ...p,
         amount: p.amount.toString(),
+        internal: p.internal ? 1 : 0,
         network_id: b.networkId,
         block_number: b.number,
         block_hash: b.hash,
@@ -136,10 +140,10 @@ export async function blockTimeAtOrBelow(db: Executor, networkId: number, height
   return r ? Number(r.block_timestamp) : null;
 }
 
-const PAYMENT_COLUMNS = ['id', 'charge_id', 'tx_hash', 'log_index', 'from_address', 'amount', 'block_number', 'block_timestamp', 'confirmed', 'notified'] as const;
+const PAYMENT_COLUMNS = ['id', 'charge_id', 'tx_hash', 'log_index', 'from_address', 'amount', 'block_number', 'block_timestamp', 'confirmed', 'notified', 'internal'] as const;
 
 type RawPayment = Omit<PaymentRow, 'amount'> & { amount: string };
-const toPayment = (r: RawPayment): PaymentRow => ({ ...r, amount: BigInt(r.amount), block_number: Number(r.block_number), block_timestamp: Number(r.block_timestamp) });
+const toPayment = (r: RawPayment): PaymentRow => ({ ...r, amount: BigInt(r.amount), block_number: Number(r.block_number), block_timestamp: Number(r.block_timestamp), internal: Number(r.internal) });
 
 /** A charge's payments, in chain order. */
 export async function listPayments(db: Executor, chargeIds: number[], opts: { confirmedOnly: boolean }): Promise<PaymentRow[]> {

@@ -23,6 +23,7 @@ const PaymentSchema = Type.Object({
   block_number: Type.Integer(),
   block_timestamp: Type.String(),
   late: Type.Boolean(),
+  internal: Type.Boolean({ description: 'true: the money reached the deposit address through a contract (an internal call; `tx_hash` is the transaction that carried it), false: a transfer to the address' }),
 });
 
 const SweepSchema = Type.Object({

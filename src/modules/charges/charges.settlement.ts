@@ -127,8 +127,9 @@ export class ChargeSettlement {
 
   /**
    * Money that reached a pending charge's address without a transfer the follower can see (a
-   * contract's internal transaction, e.g. from a multisig or some exchange withdrawals) is not a
-   * payment; it is swept with the rest. Said in a warning so that an operator can tell why a
+   * contract's internal transaction on a node without the trace API, charges.chain-sync.ts
+   * `internalNative`; or coin a contract left there without a call) is not a payment; it is
+   * swept with the rest. Said in a warning so that an operator can tell why a
    * charge expired or failed with more on its address. Best effort: no node, no check.
    */
   private async warnUnseenFunds(network: NetworkRow, chargeId: number, height: number): Promise<void> {
@@ -140,7 +141,7 @@ export class ChargeSettlement {
       const balance = await readBalance(this.ctx.chains.get(network), charge.contract, charge.address as Address, BigInt(height));
       if (balance <= seen) return;
       const fields = { charge_id: chargeId, address: charge.address, balance: balance.toString(), payments: seen.toString(), block: height };
-      this.log.warn(fields, 'a charge deposit address holds more than the transfers seen (an internal transaction?): settled on the transfers seen; the balance is swept');
+      this.log.warn(fields, 'a charge deposit address holds more than the transfers seen (an internal transaction on a node without traces?): settled on the transfers seen; the balance is swept');
     } catch (e) {
       this.log.debug({ err: e, charge_id: chargeId }, 'could not compare a deposit address balance with its payments');
     }

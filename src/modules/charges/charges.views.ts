@@ -84,6 +84,7 @@ export function paymentView(c: ChargeRow, p: PaymentRow) {
     block_number: p.block_number,
     block_timestamp: formatDateTime(p.block_timestamp),
     late: isLate(p, c),
+    internal: p.internal === 1,
   };
 }
 

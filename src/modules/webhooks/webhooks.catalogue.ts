@@ -103,6 +103,7 @@ const CATALOGUE: Record<EventName, Omit<EventInfo, 'event_name'>> = {
         block_number: 19436655,
         block_timestamp: '2025-03-14 09:33:02',
         late: true,
+        internal: false,
       },
     },
   },
