@@ -156,8 +156,17 @@ export class Checker {
         continue;
       }
       if (owner.charge && !what.startsWith(`charge ${owner.charge.id} `)) this.violate('nothing unrequested leaves', where, `transaction ${hash} is reported as ${what}`);
-      if (owner.charge && t.to !== lc(o.wallets.find((x) => x.w.id === owner.walletId)!.w.address)) this.violate('nothing unrequested leaves', where, `sweep ${hash} went to ${t.to}, not the main address`);
+      if (owner.charge) await this.checkSweepTarget(where, hash, t, lc(o.wallets.find((x) => x.w.id === owner.walletId)!.w.address));
     }
+  }
+
+  /** A sweep pays the main address: its value, or its token Transfer log. */
+  private async checkSweepTarget(where: string, hash: string, t: { to: string; value: bigint }, main: string): Promise<void> {
+    if (t.to === main) return;
+    const token = this.inflows.filter((f) => f.hash === hash && f.token === TOKEN_SYMBOL);
+    if (t.to === lc(this.chain.token) && token.length > 0 && token.every((f) => f.to === main)) return;
+    if (t.to === lc(this.chain.token) && (await this.receipt(hash))?.status === '0x0') return;
+    this.violate('nothing unrequested leaves', where, `sweep ${hash} pays ${token.length > 0 ? token.map((f) => f.to).join(', ') : t.to}, not the main address ${main}`);
   }
 
   /** Every state the API shows is the chain's. */

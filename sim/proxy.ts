@@ -73,10 +73,13 @@ export class FaultProxy {
 
   /** The fault for one request, if any (drawn only while faults are on). */
   private draw(methods: string[]): RpcFault | null {
-    if (!this.on || !this.prng.chance(this.opts.rate)) return null;
-    const kind = this.prng.weighted<RpcFault>({ 'http-5xx': 2, 'http-429': 2, 'rpc-32005': 2, timeout: 1, 'reset-after-send': 3, lag: 1 });
-    if (kind === 'reset-after-send' && !methods.includes('eth_sendRawTransaction')) return null;
-    return kind;
+    if (!this.on) return null;
+    // A broadcast meets a fault more often, and most often the worst one: taken, then cut.
+    if (methods.includes('eth_sendRawTransaction') && this.prng.chance(this.opts.rate * 3)) {
+      return this.prng.chance(0.6) ? 'reset-after-send' : this.prng.pick<RpcFault>(['http-5xx', 'rpc-32005', 'timeout']);
+    }
+    if (!this.prng.chance(this.opts.rate)) return null;
+    return this.prng.weighted<Exclude<RpcFault, 'reset-after-send'>>({ 'http-5xx': 2, 'http-429': 2, 'rpc-32005': 2, timeout: 1, lag: 1 });
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
