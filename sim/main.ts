@@ -3,7 +3,8 @@
  * [--quiesce S]`: one seeded fault simulation (docs/simulation.md). Prints a summary; exits 1 on
  * any violation, 2 on a usage error or a run that could not finish.
  */
-import { FAULT_KINDS, runSim, type FaultKind, type SimResult } from './run.js';
+import { FAULT_KINDS, runSim, type FaultKind } from './run.js';
+import { summary } from './summary.js';
 
 const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -32,23 +33,6 @@ function parseArgs(argv: string[]): { seed: number; seconds: number; postgresUrl
     faults: new Set(faults as FaultKind[]),
     quiesceS: int('quiesce', 240),
   };
-}
-
-export function summary(r: SimResult): string {
-  const lines = [`== simulation seed ${r.seed} ==`, 'operations:'];
-  for (const [k, v] of Object.entries(r.ops).sort()) lines.push(`  ${k}: ${v}`);
-  lines.push('faults injected:');
-  for (const [k, v] of Object.entries(r.faults)) lines.push(`  ${k}: ${v}`);
-  if (Object.keys(r.serverErrors).length > 0) {
-    lines.push('5xx answers seen by the workload (retried with the same key):');
-    for (const [k, v] of Object.entries(r.serverErrors)) lines.push(`  ${k}: ${v}`);
-  }
-  for (const n of r.notRun) lines.push(`!!! NOT RUN: ${n}`);
-  for (const n of r.notes) lines.push(`note: ${n}`);
-  lines.push(`violations: ${r.violations.length}`);
-  for (const v of r.violations) lines.push(`  [seed ${r.seed}] ${v.check}: ${v.object}: ${v.detail}`);
-  lines.push(`service log: ${r.logPath}`);
-  return lines.join('\n');
 }
 
 async function main(): Promise<void> {
