@@ -239,9 +239,10 @@ export class Checker {
     if (c.status !== 'paid' && parse18(c.paid_amount) !== onTime) this.violate('charge status', obj, `paid_amount ${c.paid_amount}, payments by expiry sum to ${fmt18(onTime)}`);
     for (const s of c.sweeps ?? []) if (s.status === 'pending') this.violate('states are the chain', `${obj} sweep ${s.tx_hash}`, 'still pending after quiescence');
     for (const s of c.sweeps ?? []) {
-      if (s.status !== 'confirmed') continue;
-      const r = await this.receipt(s.tx_hash);
-      if (!r || r.status !== '0x1' || !this.canonical(r)) this.violate('states are the chain', `${obj} sweep ${s.tx_hash}`, `confirmed, but the chain has ${r ? `status ${r.status}` : 'no receipt'}`);
+      const r = s.tx_hash ? await this.receipt(s.tx_hash) : null;
+      const minedOk = r !== null && r.status === '0x1' && this.canonical(r);
+      if (s.status === 'confirmed' && !minedOk) this.violate('states are the chain', `${obj} sweep ${s.tx_hash}`, `confirmed, but the chain has ${r ? `status ${r.status}` : 'no receipt'}`);
+      if (s.status === 'failed' && minedOk) this.violate('states are the chain', `${obj} sweep ${s.tx_hash}`, `failed, but it is mined with status 1 in block ${Number(BigInt(r.blockNumber))}`);
     }
   }
 
