@@ -128,7 +128,9 @@ export class Checker {
       if (ids.has(a.id)) this.violate('idempotency', `transaction ${a.id}`, `answered to two keys: ${ids.get(a.id)} and ${a.key}`);
       ids.set(a.id, a.key);
     }
+    const chargeIds = new Set(this.work.charges.map((c) => c.id));
     for (const { w, txs, charges } of o.wallets) {
+      for (const c of charges) if (!chargeIds.has(c.id)) this.violate('chain exactly once', `wallet ${w.id} charge ${c.id}`, 'a charge that no accepted create was answered with (a create done twice?)');
       const deposits = new Set(charges.map((c) => lc(c.address)));
       for (const t of txs) {
         if (t.type === 'receipt' || ids.has(t.id)) continue;
