@@ -122,7 +122,10 @@ export class Api {
     for (let attempt = 0; ; attempt++) {
       if (opts.auth !== false) headers.authorization = `Bearer ${this.token}`;
       const answer = await this.once<T>(method, path, body, headers);
-      if (answer && answer.status < 500 && answer.status !== 429) return answer;
+      // 409 "still in progress": the first attempt of this key has not finished (or never will,
+      // if a crash left the key blocked): asked again until the deadline, as a careful client does.
+      const inProgress = answer?.status === 409 && /still in progress/.test(answer.message);
+      if (answer && answer.status < 500 && answer.status !== 429 && !inProgress) return answer;
       if (answer && answer.status >= 500) {
         const k = `${answer.status} ${answer.message}`;
         this.stats.serverErrors.set(k, (this.stats.serverErrors.get(k) ?? 0) + 1);

@@ -108,7 +108,11 @@ export class Workload {
 
   private async create(w: SimWallet, body: Record<string, unknown>, kind: string): Promise<number | null> {
     const key = this.key();
-    const r = await this.api.call<{ id: number }>('POST', `/api/wallet/${w.id}/transaction/create`, body, { key });
+    const r = await this.api.call<{ id: number }>('POST', `/api/wallet/${w.id}/transaction/create`, body, { key }).catch((e: Error) => {
+      this.keyConflicts.push(`${key}: never answered: ${e.message}`);
+      return null;
+    });
+    if (!r) return null;
     if (r.status === 200) {
       // The same key once more: it must answer the same transaction.
       const again = await this.api.call<{ id: number }>('POST', `/api/wallet/${w.id}/transaction/create`, body, { key });
