@@ -3,6 +3,9 @@
  * under faults (RPC faults, SIGKILLs, reorgs, failing deliveries); quiescence; the checks.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { findFreePort } from '../src/chain/devnet.js';
 import { createTestDatabase } from '../test/helpers/db.js';
 import { SimChain, TOKEN_SYMBOL } from './chain.js';
@@ -68,7 +71,10 @@ export async function runSim(opts: SimOptions): Promise<SimResult> {
   const proxy = await FaultProxy.start(chain.rpcUrl, prng.fork('proxy'), { rate: 0.08, timeoutMs: 6_000, lagMs: 4_000 });
   const receiver = await SimReceiver.start(prng.fork('receiver'), 0.25);
   const db = await createTestDatabase(opts.postgresUrl, 'sim');
-  const svc = new ServiceProcess(await findFreePort(), serviceEnv(proxy.url, db.dataDir, db.databaseUrl), db.dataDir);
+  const logDir = join(tmpdir(), 'wallet-sim-logs');
+  mkdirSync(logDir, { recursive: true });
+  const logPath = join(logDir, `seed-${opts.seed}-${db.databaseUrl ? 'postgres' : 'sqlite'}-${new Date().toISOString().replace(/[:.]/g, '')}.log`);
+  const svc = new ServiceProcess(await findFreePort(), serviceEnv(proxy.url, db.dataDir, db.databaseUrl), logPath);
   opts.log(`seed ${opts.seed}: anvil ${chain.rpcUrl}, proxy ${proxy.url}, service ${svc.url} (${db.databaseUrl ? 'PostgreSQL' : 'SQLite'}), log ${svc.logPath}`);
   try {
     await svc.start();

@@ -7,7 +7,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -24,9 +23,9 @@ export class ServiceProcess {
   constructor(
     readonly port: number,
     private readonly env: Record<string, string>,
-    dataDir: string,
+    logPath: string,
   ) {
-    this.logPath = join(dataDir, 'service.log');
+    this.logPath = logPath;
   }
 
   get url(): string {
