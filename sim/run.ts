@@ -90,6 +90,8 @@ export async function runSim(opts: SimOptions): Promise<SimResult> {
     opts.log(`seed ${opts.seed}: quiescing (faults off, no kills, mining on)`);
     const checker = new Checker(chain, api, work);
     await quiesceAndCheck(opts, api, work, chain, receiver, checker, firstEvent);
+    // A 503 (node unavailable) is the contract's answer to a node fault; a 500 is a defect (e.g. a deadlock).
+    for (const [k, n] of api.stats.serverErrors) if (k.startsWith('500')) checker.violate('no internal errors', `${n} answer(s)`, `HTTP ${k} (the request was retried with the same key); see the service log`);
     return {
       seed: opts.seed,
       ops: work.ops,
