@@ -124,8 +124,8 @@ async function main(): Promise<void> {
         name: 'Bench',
         description: '',
         address: '0x000000000000000000000000000000000000bEEF',
-        private_key_enc: ctx.secrets.encrypt('0x00'),
-        mnemonic_enc: ctx.secrets.encrypt('bench'),
+        private_key_enc: ctx.secrets.encrypt('0x00', { table: 'wallets', column: 'private_key_enc', id: 0 }), // never decrypted
+        mnemonic_enc: ctx.secrets.encrypt('bench', { table: 'wallets', column: 'mnemonic_enc', id: 0 }),
         next_sub_index: 1,
         created_at: now,
         updated_at: now,

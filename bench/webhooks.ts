@@ -146,8 +146,8 @@ async function openEnv(db: 'sqlite' | 'postgres', pollMs: number): Promise<Env> 
       name: 'bench',
       description: '',
       address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
-      private_key_enc: ctx.secrets.encrypt('0x00'),
-      mnemonic_enc: ctx.secrets.encrypt('x'),
+      private_key_enc: ctx.secrets.encrypt('0x00', { table: 'wallets', column: 'private_key_enc', id: 0 }), // never decrypted
+      mnemonic_enc: ctx.secrets.encrypt('x', { table: 'wallets', column: 'mnemonic_enc', id: 0 }),
       next_sub_index: 1,
       created_at: now,
       updated_at: now,

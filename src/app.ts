@@ -2,11 +2,13 @@
  * buildApp(ctx): registers plugins and modules in order and returns the Fastify instance.
  * It never listens (server.ts does).
  */
-import Fastify, { LogController, type RouteOptions } from 'fastify';
+import Fastify, { LogController, type onSendHookHandler, type RouteOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import { lazyChildLogger } from './logger.js';
 import type { AppContext } from './context.js';
+import type { Config } from './config.js';
+import { installAnonymousLimit } from './http/anonymous-limit.js';
 import { installAuth } from './http/auth.js';
 import { installIdempotency } from './http/idempotency.js';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.js';
@@ -35,6 +37,16 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
  */
 export const MAX_PATH_PARAM_CHARS = 1024;
 
+/**
+ * The HTTP server's time-outs (CONTRACT.md, "Hardening"): a request whose headers have not all
+ * arrived in 10 s, or that is not whole in 30 s, is answered 408 and its connection closed; an
+ * idle keep-alive connection is closed after 72 s (longer than common load balancers' 60 s, so
+ * the balancer, not the service, closes first). Node checks the first two every
+ * CONNECTIONS_CHECK_MS (its default, 30 s, would let a slow client hold a socket for 40 s).
+ */
+export const SERVER_TIMEOUTS_MS = { headers: 10_000, request: 30_000, keepAlive: 72_000 } as const;
+const CONNECTIONS_CHECK_MS = 1_000;
+
 export interface BuiltApp {
   app: App;
   services: Services;
@@ -59,10 +71,13 @@ function createFastify(ctx: AppContext): App {
     loggerInstance: ctx.log,
     childLoggerFactory: (logger, bindings, opts) => lazyChildLogger(logger as Logger, bindings, opts),
     bodyLimit: BODY_LIMIT_BYTES,
-    trustProxy: ctx.config.trustProxy,
+    trustProxy: trustProxyOption(ctx.config.trustProxy),
     // One summary line per request is logged in onResponse below instead of Fastify's pair.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: REQUEST_ID_LOG_LABEL }),
     return503OnClosing: true,
+    http: { headersTimeout: SERVER_TIMEOUTS_MS.headers, connectionsCheckingInterval: CONNECTIONS_CHECK_MS },
+    requestTimeout: SERVER_TIMEOUTS_MS.request,
+    keepAliveTimeout: SERVER_TIMEOUTS_MS.keepAlive,
     // On close: idle keep-alive connections are closed at once, in-flight requests finish.
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_CHARS },
@@ -79,9 +94,30 @@ function createFastify(ctx: AppContext): App {
   // Every route as registered (the API-key scope test enumerates them: each has a scope or is public).
   const routeTable: RouteOptions[] = [];
   app.addHook('onRoute', (route) => void routeTable.push(route));
+  app.addHook('onRoute', addNoStore);
   app.decorate('routeTable', () => routeTable.map((r) => ({ method: r.method, url: r.url, scope: r.config?.scope ?? null })));
   app.decorateRequest('wallet', null);
   return app;
+}
+
+/**
+ * TRUST_PROXY for Fastify: a hop count trusts that many hops from the socket's peer inward
+ * (Express's meaning; Fastify 5 itself treats a number as "trust nothing"), the rest as given.
+ */
+function trustProxyOption(tp: Config['trustProxy']): boolean | string[] | ((addr: string, hop: number) => boolean) {
+  if (typeof tp !== 'number') return tp;
+  return (_addr, hop) => hop < tp;
+}
+
+/** A route whose answer carries a secret (`config.noStore`) is never kept by a cache or a browser. */
+function addNoStore(route: RouteOptions): void {
+  if (route.config?.noStore !== true) return;
+  const own = route.onSend ? (Array.isArray(route.onSend) ? route.onSend : [route.onSend]) : [];
+  const noStore: onSendHookHandler = (_req, reply, payload, done) => {
+    reply.header('cache-control', 'no-store');
+    done(null, payload);
+  };
+  route.onSend = [...own, noStore];
 }
 
 /** JSON is the only body type (parseJsonBody: depth limit, prototype-poisoning keys dropped). */
@@ -125,6 +161,7 @@ async function registerApi(app: App, ctx: AppContext): Promise<Services> {
   const limits = await createLimits(ctx.config, ctx.store, ctx.log);
   app.addHook('onClose', async () => limits.close());
   const auth = new AuthService(ctx, limits.logins);
+  const countAnonymous = installAnonymousLimit(app, ctx, limits.anonymous);
   let services!: Services;
   await app.register(
     async (api) => {
@@ -132,7 +169,7 @@ async function registerApi(app: App, ctx: AppContext): Promise<Services> {
       await typed.register(async (pub) => publicAuthRoutes(pub as unknown as App, auth));
       await typed.register(async (priv) => {
         const scoped = priv as unknown as App;
-        installAuth(scoped, ctx, auth, limits.requests);
+        installAuth(scoped, ctx, auth, limits.requests, countAnonymous);
         installIdempotency(scoped, ctx);
         await authRoutes(scoped, auth);
         services = await registerModules(scoped, ctx, auth);

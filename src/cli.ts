@@ -1,6 +1,7 @@
 /**
- * The command line: user:create, network:add, key:create, migrate, keys:rotate. Each prints one JSON object for what it
- * made; an error prints one JSON object with `error` (and `fields` for bad input), exit 1.
+ * The command line: user:create, network:add, key:create, migrate, keys:rotate, reconcile. Each prints one JSON object
+ * for what it made (reconcile: one line per wallet, exit 1 when any is not ok); an error prints one JSON object with
+ * `error` (and `fields` for bad input), exit 1.
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.js';
@@ -16,13 +17,15 @@ import { KeyService } from './modules/keys/keys.service.js';
 import { createdKeyView } from './modules/keys/keys.views.js';
 import type { AppContext } from './context.js';
 import { rotateSecrets } from './modules/secrets/secrets.service.js';
+import { reconcileWallets } from './modules/reconciliation/reconciliation.run.js';
 
 const USAGE = `usage:
   cli user:create <email> <password> [--name NAME]
-  cli network:add --name N --rpc-url U --chain-id C --symbol S [--explorer URL] [--mainnet] [--confirmations K]
+  cli network:add --name N --rpc-url U [--rpc-url U2 ...] --chain-id C --symbol S [--explorer URL] [--mainnet] [--confirmations K]
   cli key:create <email> --name N --scopes read,charges:write [--expires-in SECONDS]
   cli migrate
-  cli keys:rotate      re-encrypt every secret under the current APP_KEY`;
+  cli keys:rotate      re-encrypt every secret under the current APP_KEY
+  cli reconcile [--wallet ID]   the chain against the records, one JSON line per wallet; exit 1 when any is not ok`;
 
 function print(obj: unknown): void {
   process.stdout.write(`${JSON.stringify(obj)}\n`);
@@ -30,12 +33,21 @@ function print(obj: unknown): void {
 
 type Command = (ctx: AppContext, args: string[]) => Promise<unknown>;
 
+/** A command's output of several lines, and its exit code. */
+class Lines {
+  constructor(
+    readonly lines: unknown[],
+    readonly code: number,
+  ) {}
+}
+
 const COMMANDS: Record<string, Command> = {
   'user:create': createUser,
   'network:add': addNetwork,
   'key:create': createKey,
   migrate: async (ctx) => ({ migrated: true, driver: ctx.store.driver }),
   'keys:rotate': (ctx) => rotateSecrets(ctx),
+  reconcile,
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -50,8 +62,13 @@ async function main(argv: string[]): Promise<number> {
   const log = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr as never);
   const store = await openStore(config, log);
   try {
-    print(await run(createContext(config, store, log), rest));
-    return 0;
+    const out = await run(createContext(config, store, log), rest);
+    if (!(out instanceof Lines)) {
+      print(out);
+      return 0;
+    }
+    for (const line of out.lines) print(line);
+    return out.code;
   } finally {
     await store.destroy();
   }
@@ -68,13 +85,16 @@ async function createUser(ctx: AppContext, args: string[]) {
   return { id: u.id, name: u.name, email: u.email, created_at: formatDateTime(u.created_at) };
 }
 
-/** network:add --name N --rpc-url U --chain-id C --symbol S [--explorer URL] [--mainnet] [--confirmations K] */
+/** How long network:add waits for the endpoints' first head read (their health is in its output). */
+const CLI_HEALTH_WAIT_MS = 2_000;
+
+/** network:add --name N --rpc-url U [--rpc-url U2 ...] --chain-id C --symbol S [--explorer URL] [--mainnet] [--confirmations K] */
 async function addNetwork(ctx: AppContext, args: string[]) {
   const { values } = parseArgs({
     args,
     options: {
       name: { type: 'string' },
-      'rpc-url': { type: 'string' },
+      'rpc-url': { type: 'string', multiple: true },
       'chain-id': { type: 'string' },
       symbol: { type: 'string' },
       explorer: { type: 'string' },
@@ -86,7 +106,7 @@ async function addNetwork(ctx: AppContext, args: string[]) {
     ctx.store.db,
     {
       name: values.name,
-      rpc_url: values['rpc-url'],
+      ...(values['rpc-url'] !== undefined && values['rpc-url'].length > 1 ? { rpc_urls: values['rpc-url'] } : { rpc_url: values['rpc-url']?.[0] }),
       chain_id: values['chain-id'],
       currency_symbol: values.symbol,
       block_explorer: values.explorer ?? '',
@@ -95,7 +115,9 @@ async function addNetwork(ctx: AppContext, args: string[]) {
     },
     ctx.clock.nowMs(),
   );
-  return { ...networkView(n), is_mainnet: n.is_mainnet === 1, confirmations: n.confirmations };
+  const endpoints = await ctx.chains.checkedHealth(n, CLI_HEALTH_WAIT_MS);
+  ctx.chains.close();
+  return { ...networkView(n, endpoints), is_mainnet: n.is_mainnet === 1, confirmations: n.confirmations };
 }
 
 /** key:create: an API key for an existing user, printed once (only its hash is stored). */
@@ -117,6 +139,15 @@ async function createKey(ctx: AppContext, args: string[]) {
   });
   const { row, key } = await new KeyService(ctx).create(user.id, input);
   return createdKeyView(row, key);
+}
+
+/** reconcile [--wallet ID]: one line per wallet (`error` for a wallet that could not be compared); exit 1 unless every one is ok. */
+async function reconcile(ctx: AppContext, args: string[]) {
+  const { values } = parseArgs({ args, options: { wallet: { type: 'string' } } });
+  const id = values.wallet;
+  if (id !== undefined && !/^[1-9][0-9]{0,14}$/.test(id)) throw new Error('--wallet must be a wallet id');
+  const results = await reconcileWallets(ctx, id === undefined ? undefined : Number(id));
+  return new Lines(results.map((r) => r.line), results.every((r) => r.ok) ? 0 : 1);
 }
 
 main(process.argv.slice(2))

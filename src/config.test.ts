@@ -23,6 +23,26 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(c.webhook)).toBe(true);
   });
 
+  it('allows private webhook targets by default only for development on a loopback address', () => {
+    expect(loadConfig({ HOST: 'localhost' }).webhook.allowPrivate).toBe(true);
+    expect(loadConfig({ HOST: '::1' }).webhook.allowPrivate).toBe(true);
+    expect(loadConfig({ HOST: '0.0.0.0' }).webhook.allowPrivate).toBe(false);
+    expect(loadConfig({ HOST: '192.168.1.10' }).webhook.allowPrivate).toBe(false);
+    expect(loadConfig({ NODE_ENV: 'test' }).webhook.allowPrivate).toBe(false);
+    expect(loadConfig({ HOST: '0.0.0.0', WEBHOOK_ALLOW_PRIVATE: 'true' }).webhook.allowPrivate).toBe(true);
+  });
+
+  it('reads TRUST_PROXY as true/false, a hop count, or addresses and CIDRs', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(1);
+    expect(loadConfig({ TRUST_PROXY: '0' }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1,fd00::/8' }).trustProxy).toEqual(['10.0.0.0/8', '127.0.0.1', '::1', 'fd00::/8']);
+    expect(() => loadConfig({ TRUST_PROXY: '10.0.0.0/33' })).toThrow('Invalid configuration: TRUST_PROXY must be true, false, a hop count, or comma-separated addresses/CIDRs, got "10.0.0.0/33"');
+    expect(() => loadConfig({ TRUST_PROXY: 'proxy.local' })).toThrow(ConfigError);
+  });
+
   it('uses an existing node instead of spawning one when DEVNET_RPC_URL is set', () => {
     const c = loadConfig({ DEVNET_RPC_URL: 'http://10.0.0.5:8545' });
     expect(c.devnet).toMatchObject({ spawn: false, register: true, rpcUrl: 'http://10.0.0.5:8545' });

@@ -3,6 +3,7 @@
  * once and returns a frozen, typed Config; a bad value throws a ConfigError whose message is
  * one line naming the variable. Nothing else in the code base reads `process.env`.
  */
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 
 export type NodeEnv = 'development' | 'production' | 'test';
@@ -28,8 +29,13 @@ export interface Config {
     /** Register the `Local devnet` network at start. */
     readonly register: boolean;
     readonly port: number;
+    /** The first of `rpcUrls`. */
     readonly rpcUrl: string;
+    /** DEVNET_RPC_URL: one URL or a comma-separated list of endpoints (else the spawned anvil). */
+    readonly rpcUrls: readonly string[];
   };
+  /** RPC_MAX_LAG_BLOCKS: an endpoint whose head is further behind the best one serves no reads. */
+  readonly rpcMaxLagBlocks: number;
   readonly networksFile: string | null;
   readonly tokenTtlS: number;
   /** Requests a minute per user; 0 turns the per-user limit (and its headers) off. */
@@ -75,7 +81,13 @@ export interface Config {
   readonly workers: boolean;
   readonly bootstrap: { readonly email: string; readonly password: string } | null;
   readonly shutdownTimeoutMs: number;
-  readonly trustProxy: boolean;
+  /**
+   * Which hops' X-Forwarded-For to believe (Fastify's `trustProxy`): true (every hop), false, a
+   * hop count, or a list of trusted proxy addresses and CIDRs.
+   */
+  readonly trustProxy: boolean | number | string[];
+  /** Requests without a valid credential per client address per minute (0: no limit). */
+  readonly publicRateLimitPerMinute: number;
 }
 
 export class ConfigError extends Error {
@@ -115,6 +127,43 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, `must be true or false, got "${raw}"`);
 }
 
+/** `localhost`, 127.0.0.0/8 or ::1: only this machine can reach the listener. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  if (h === 'localhost' || h === '::1') return true;
+  return isIP(h) === 4 && h.startsWith('127.');
+}
+
+/** TRUST_PROXY: true/false, a hop count (1-100; 0 is false), or comma-separated IPs and CIDRs. */
+function trustProxy(env: Env): boolean | number | string[] {
+  const raw = optional(env, 'TRUST_PROXY');
+  if (raw === null) return false;
+  const v = raw.trim().toLowerCase();
+  if (['true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off'].includes(v)) return false;
+  // A number is a hop count ("1": the one proxy in front), as Express reads it.
+  if (/^\d+$/.test(v)) {
+    const hops = Number(v);
+    if (hops > 100) throw new ConfigError('TRUST_PROXY', `must be at most 100 hops, got ${hops}`);
+    return hops;
+  }
+  const entries = raw.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  for (const e of entries) {
+    if (!isAddressOrCidr(e)) {
+      throw new ConfigError('TRUST_PROXY', `must be true, false, a hop count, or comma-separated addresses/CIDRs, got "${e}"`);
+    }
+  }
+  return entries;
+}
+
+function isAddressOrCidr(entry: string): boolean {
+  const [addr = '', prefix, ...rest] = entry.split('/');
+  const family = isIP(addr);
+  if (family === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d+$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
 function url(env: Env, name: string, protocols: string[]): string | null {
   const raw = optional(env, name);
   if (raw === null) return null;
@@ -128,6 +177,15 @@ function url(env: Env, name: string, protocols: string[]): string | null {
     throw new ConfigError(name, `must use ${protocols.join(' or ')}`);
   }
   return raw;
+}
+
+/** A comma-separated list of URLs (empty when unset), each checked as `url` does. */
+function urlList(env: Env, name: string, protocols: string[]): string[] {
+  const raw = optional(env, name);
+  if (raw === null) return [];
+  const list = raw.split(',').map((u) => u.trim()).filter((u) => u !== '');
+  if (list.length === 0) throw new ConfigError(name, 'must be a valid URL');
+  return list.map((u) => url({ [name]: u }, name, protocols)!);
 }
 
 function delays(env: Env, name: string, fallback: number[]): number[] {
@@ -165,7 +223,8 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   const devnetPort = int(env, 'DEVNET_PORT', 8545, 1, 65535);
-  const devnetRpcUrl = url(env, 'DEVNET_RPC_URL', ['http:', 'https:']);
+  const devnetRpcUrls = urlList(env, 'DEVNET_RPC_URL', ['http:', 'https:']);
+  const devnetRpcUrl = devnetRpcUrls[0] ?? null;
   const devnetOn = bool(env, 'DEVNET', !production);
 
   const bootstrapEmail = optional(env, 'BOOTSTRAP_EMAIL');
@@ -197,7 +256,9 @@ export function loadConfig(env: Env = process.env): Config {
       register: devnetOn || devnetRpcUrl !== null,
       port: devnetPort,
       rpcUrl: devnetRpcUrl ?? `http://127.0.0.1:${devnetPort}`,
+      rpcUrls: devnetRpcUrls.length > 0 ? devnetRpcUrls : [`http://127.0.0.1:${devnetPort}`],
     },
+    rpcMaxLagBlocks: int(env, 'RPC_MAX_LAG_BLOCKS', 3, 0, 10_000),
     networksFile: optional(env, 'NETWORKS_FILE'),
     tokenTtlS: int(env, 'TOKEN_TTL', 86400, 1, 31_536_000),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 0, 1_000_000),
@@ -207,10 +268,13 @@ export function loadConfig(env: Env = process.env): Config {
     maxPendingPerWallet: int(env, 'MAX_PENDING_PER_WALLET', 64, 1, 100_000),
     metricsToken: optional(env, 'METRICS_TOKEN'),
     loginAttemptsPerMinute: int(env, 'LOGIN_ATTEMPTS_PER_MINUTE', 5, 1, 10_000),
+    publicRateLimitPerMinute: int(env, 'PUBLIC_RATE_LIMIT_PER_MINUTE', 600, 0, 1_000_000),
     balanceMaxAgeS: int(env, 'BALANCE_MAX_AGE_S', 5, 0, 86400),
     webhook: {
       retryDelaysS: delays(env, 'WEBHOOK_RETRY_DELAYS', [60, 300, 900]),
-      allowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', !production),
+      // Private targets are a development convenience: on by default only for development on a
+      // loopback address (a development build exposed on a network must not reach its LAN).
+      allowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', nodeEnv === 'development' && isLoopbackHost(host)),
       concurrency: int(env, 'WEBHOOK_CONCURRENCY', 16, 1, 256),
       pollIntervalMs: int(env, 'WEBHOOK_POLL_MS', 500, 10, 60_000),
       connectTimeoutMs: int(env, 'WEBHOOK_CONNECT_TIMEOUT_MS', 10_000, 100, 60_000),
@@ -231,7 +295,7 @@ export function loadConfig(env: Env = process.env): Config {
     workers: bool(env, 'WORKERS', true),
     bootstrap: bootstrapEmail !== null && bootstrapPassword !== null ? { email: bootstrapEmail, password: bootstrapPassword } : null,
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
-    trustProxy: bool(env, 'TRUST_PROXY', false),
+    trustProxy: trustProxy(env),
   };
   return deepFreeze(config);
 }

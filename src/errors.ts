@@ -28,6 +28,9 @@ export class AppError extends Error {
   }
 }
 
+/** The Retry-After of a 503 for a transient node fault (an endpoint rate-limited without its own is rested 1 s). */
+export const CHAIN_RETRY_AFTER_S = 1;
+
 /** 422 with field → messages; the envelope message is the first message without its final period. */
 export function validationError(fields: FieldErrors): AppError {
   const first = Object.values(fields).find((m) => m.length > 0)?.[0] ?? 'The given data was invalid.';
@@ -75,8 +78,9 @@ export const Errors = {
     validationError({ 'Idempotency-Key': ['Idempotency-Key already used with a different request.'] }),
   idempotencyInProgress: () =>
     new AppError(409, 'IDEMPOTENCY_IN_PROGRESS', 'A request with this Idempotency-Key is still in progress'),
+  /** A transient node fault (src/chain/errors.ts `isTransient`): the client retries after Retry-After. */
   chainUnavailable: (cause?: unknown) =>
-    new AppError(503, 'CHAIN_UNAVAILABLE', 'The blockchain node is unavailable', { cause }),
+    new AppError(503, 'CHAIN_UNAVAILABLE', 'The blockchain node is unavailable', { cause, headers: { 'retry-after': String(CHAIN_RETRY_AFTER_S) } }),
   chainRejected: (message: string, cause?: unknown) => new AppError(400, 'CHAIN_REJECTED', message, { cause }),
   /** eth_estimateGas of a contract call reverted; `reason` when the node gave one. */
   wouldRevert: (reason: string | null, cause?: unknown) =>

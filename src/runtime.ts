@@ -39,6 +39,6 @@ export function createContext(config: Config, store: Store, log: Logger, clock: 
     log,
     secrets: createSecretBox(config),
     clock,
-    chains: new ChainClients(),
+    chains: new ChainClients({ maxLagBlocks: config.rpcMaxLagBlocks, healthEveryMs: config.watcher.pollIntervalMs }),
   };
 }

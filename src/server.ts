@@ -9,7 +9,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger } from './logger.js';
 import { createContext, openStore } from './runtime.js';
 import { buildApp } from './app.js';
-import { startDevnet, type Devnet } from './chain/devnet.js';
+import { DevnetUnavailable, startDevnet, type Devnet } from './chain/devnet.js';
 import { registerDevnet, registerNetworksFile } from './modules/networks/networks.service.js';
 import { AuthService } from './modules/auth/auth.service.js';
 import { startWorkers, type Workers } from './workers/index.js';
@@ -36,6 +36,7 @@ async function main(): Promise<void> {
     log.info('http server closed');
     await workers?.stop();
     log.info('workers stopped');
+    ctx.chains.close();
     await devnet?.stop();
     await store.destroy();
   });
@@ -68,7 +69,7 @@ async function registerStartupData(ctx: AppContext, devnet: Devnet | null): Prom
   const { config, store, log } = ctx;
   const now = ctx.clock.nowMs();
   if (config.devnet.register) {
-    const n = await registerDevnet(store.db, devnet?.rpcUrl ?? config.devnet.rpcUrl, now);
+    const n = await registerDevnet(store.db, devnet ? [devnet.rpcUrl] : config.devnet.rpcUrls, now);
     log.info({ network_id: n.id, rpc_url: redactUrl(n.rpc_url) }, 'network registered: Local devnet');
   }
   if (config.networksFile !== null) {
@@ -115,6 +116,7 @@ async function printBanner(config: Config, store: Store, log: Logger, url: strin
 }
 
 main().catch((e) => {
-  process.stderr.write(`fatal: ${(e as Error).stack ?? String(e)}\n`);
+  // A known reason to stop is one line; anything else keeps its stack for the operator.
+  process.stderr.write(e instanceof DevnetUnavailable ? `fatal: ${e.message}\n` : `fatal: ${(e as Error).stack ?? String(e)}\n`);
   process.exit(1);
 });

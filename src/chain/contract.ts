@@ -77,6 +77,24 @@ function toArg(param: AbiParameter, v: unknown, depth: number): unknown {
   throw new ArgError(`unsupported type ${param.type}`);
 }
 
+/**
+ * A lower bound of the ABI encoding's size of JSON arguments, in bytes, walked only until it
+ * passes `limit`: every value takes at least one 32-byte word, a string at least its length / 2
+ * more. Arguments whose bound passes MAX_CALLDATA_BYTES are refused before encoding (a 1 MiB
+ * body of `0,` would otherwise encode to 16 MB on the event loop).
+ */
+export function encodedSizeFloor(v: unknown, limit = MAX_CALLDATA_BYTES, depth = 0): number {
+  if (depth > MAX_ARG_DEPTH) return limit + 1;
+  if (typeof v === 'string') return 32 + Math.floor(v.length / 64) * 32;
+  if (v === null || typeof v !== 'object') return 32;
+  let total = 0;
+  for (const item of Array.isArray(v) ? v : Object.values(v)) {
+    total += encodedSizeFloor(item, limit, depth + 1);
+    if (total > limit) return total;
+  }
+  return Math.max(total, 32);
+}
+
 /** Calldata of `fn` called with `args` (JSON values), or null when they do not fit its parameters. */
 export function encodeCall(fn: AbiFunction, args: unknown[]): Hex | null {
   if (args.length !== fn.inputs.length) return null;

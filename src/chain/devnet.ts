@@ -26,21 +26,32 @@ const PLATFORM_PACKAGES: Record<string, string> = {
   'darwin-arm64': '@foundry-rs/anvil-darwin-arm64',
 };
 
-/** Path of the anvil binary from the platform-specific npm package. */
+/** The local devnet cannot start here; the message says what to do (the start prints it without a stack). */
+export class DevnetUnavailable extends Error {}
+
+const WITHOUT_DEVNET = 'or start without the devnet: DEVNET=off, or DEVNET_RPC_URL=<a node>';
+
+/**
+ * Path of the anvil binary from the platform-specific npm package. `@foundry-rs/anvil` is an
+ * optional dependency (only development's devnet needs it), so a production install
+ * (`npm install --omit=optional --omit=dev`) fetches no native binary.
+ */
 export function anvilBinaryPath(): string {
   const platformKey = `${process.platform}-${process.arch}`;
   const pkg = PLATFORM_PACKAGES[platformKey];
   if (!pkg) {
-    throw new Error(`anvil: no prebuilt binary package for ${platformKey}; supported: ${Object.keys(PLATFORM_PACKAGES).join(', ')}`);
+    throw new DevnetUnavailable(`anvil: no prebuilt binary package for ${platformKey} (supported: ${Object.keys(PLATFORM_PACKAGES).join(', ')}); ${WITHOUT_DEVNET}`);
   }
   let pkgJsonPath: string;
   try {
     pkgJsonPath = createRequire(import.meta.url).resolve(`${pkg}/package.json`);
   } catch {
-    throw new Error(`anvil: package ${pkg} is not installed (run npm install; it is an optional dependency of @foundry-rs/anvil)`);
+    throw new DevnetUnavailable(
+      `the local devnet needs anvil from the optional npm package @foundry-rs/anvil (${pkg} on this platform), which is not installed: run \`npm install\` without --omit=optional, ${WITHOUT_DEVNET}`,
+    );
   }
   const binary = join(dirname(pkgJsonPath), 'bin', 'anvil');
-  if (!existsSync(binary)) throw new Error(`anvil: binary not found at ${binary}`);
+  if (!existsSync(binary)) throw new DevnetUnavailable(`anvil: binary not found at ${binary}; reinstall with \`npm install\`, ${WITHOUT_DEVNET}`);
   return binary;
 }
 

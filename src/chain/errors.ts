@@ -1,6 +1,7 @@
 /**
- * Maps viem errors to application errors: a node that cannot be reached is 503
- * (CHAIN_UNAVAILABLE); a call the node answered with an error keeps its cause for the log.
+ * Maps viem errors to application errors: a transient node fault (unreachable, timed out, HTTP
+ * 5xx or 429, rate-limited) is 503 (CHAIN_UNAVAILABLE, with Retry-After); a call the node
+ * answered with another error keeps its cause for the log.
  */
 import { BaseError, ContractFunctionExecutionError, HttpRequestError, TimeoutError, RpcRequestError } from 'viem';
 import { AppError, Errors, isAppError } from '../errors.js';
@@ -11,9 +12,44 @@ export function isUnreachable(err: unknown): boolean {
   return Boolean(err.walk((e) => e instanceof HttpRequestError || e instanceof TimeoutError));
 }
 
+/**
+ * The HTTP status of a non-2xx answer that carried a JSON-RPC error body: viem throws it as an
+ * RpcRequestError with `status` (not an HttpRequestError), e.g. a load balancer's 503 or a
+ * provider's 429 with `{"error":{"code":-32603,…}}`. Null when the answer was a 2xx or never came.
+ */
+export function httpStatusOf(err: unknown): number | null {
+  if (!(err instanceof BaseError)) return null;
+  const found = err.walk((e) => e instanceof RpcRequestError && typeof e.status === 'number') as RpcRequestError | null;
+  return found?.status ?? null;
+}
+
+/** A JSON-RPC error that says the node limits this client (rate limits and quotas). */
+const RATE_LIMITED = /rate.?limit|too many requests|request limit|quota|daily request count/i;
+/** JSON-RPC "limit exceeded" (EIP-1474), which providers answer when they rate-limit. */
+const LIMIT_EXCEEDED = -32005;
+
+/**
+ * True for a fault of the node, not of the request, that a retry later may not meet (CONTRACT.md,
+ * "Chains as they are"): a time-out, a connection that fails, HTTP 5xx or 429 (viem's
+ * HttpRequestError: `isUnreachable`; or an RpcRequestError with that status when the body was a
+ * JSON-RPC error), JSON-RPC -32005, or an error that says rate limit.
+ */
+export function isTransient(err: unknown): boolean {
+  if (isUnreachable(err)) return true;
+  const status = httpStatusOf(err);
+  if (status !== null && (status >= 500 || status === 429)) return true;
+  if (!(err instanceof BaseError)) return false;
+  return Boolean(
+    err.walk((e) => {
+      if ((e as { code?: unknown }).code === LIMIT_EXCEEDED) return true;
+      return e instanceof BaseError && RATE_LIMITED.test(`${e.details ?? ''} ${e.shortMessage}`);
+    }),
+  );
+}
+
 export function mapChainError(err: unknown): AppError {
   if (isAppError(err)) return err;
-  if (isUnreachable(err)) return Errors.chainUnavailable(err);
+  if (isTransient(err)) return Errors.chainUnavailable(err);
   if (err instanceof BaseError && err.walk((e) => e instanceof RpcRequestError)) {
     return Errors.chainRejected(`The blockchain node rejected the request: ${err.shortMessage}`, err);
   }

@@ -43,6 +43,9 @@ const SAVEPOINT = CompiledQuery.raw('savepoint group_member');
 const RELEASE = CompiledQuery.raw('release group_member');
 const ROLLBACK_TO = CompiledQuery.raw('rollback to group_member');
 
+/** What every transaction of a group answers when SQLite rolled the group's transaction back itself. */
+const GROUP_LOST = 'SQLite rolled back the transaction after an error; nothing of this commit group was saved';
+
 /** Bounds of a group (tests set them; the service uses the defaults above). */
 export interface GroupLimits {
   maxMs?: number;
@@ -79,6 +82,11 @@ function run<R>(sqlite: SQLite.Database, query: CompiledQuery): QueryResult<R> {
 class GroupConnection implements DatabaseConnection {
   /** The group whose COMMIT this holder's answer waits for. */
   joined: Group | null = null;
+  /**
+   * Set when SQLite rolled back the group this holder's work was in: nothing more runs on this
+   * holder's turn (outside a transaction, a statement would be committed on its own at once).
+   */
+  lost: Error | null = null;
 
   constructor(
     private readonly sqlite: SQLite.Database,
@@ -91,14 +99,26 @@ class GroupConnection implements DatabaseConnection {
   }
 
   executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    if (this.lost) throw this.lost;
     this.joined ??= this.driver.openGroup;
-    return Promise.resolve(run<R>(this.sqlite, query));
+    try {
+      return Promise.resolve(run<R>(this.sqlite, query));
+    } catch (err) {
+      this.driver.checkAfterError(this);
+      throw err;
+    }
   }
 
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
     if (!SelectQueryNode.is(query.query)) throw new Error('SQLite streams only SELECT queries');
+    if (this.lost) throw this.lost;
     this.joined ??= this.driver.openGroup;
-    for (const row of this.sqlite.prepare(query.sql).iterate(query.parameters)) yield { rows: [row as R] };
+    try {
+      for (const row of this.sqlite.prepare(query.sql).iterate(query.parameters)) yield { rows: [row as R] };
+    } catch (err) {
+      this.driver.checkAfterError(this);
+      throw err;
+    }
   }
 }
 
@@ -135,6 +155,9 @@ export class GroupCommitSqliteDriver implements Driver {
 
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
     const c = connection as GroupConnection;
+    // A group whose transaction is gone (SQLite rolled it back) is failed, never joined: a
+    // SAVEPOINT outside a transaction would silently open a new one, and its RELEASE commit it.
+    if (this.#group !== null && !this.#sqlite.inTransaction) this.#fail(new Error(GROUP_LOST));
     if (this.#group === null) {
       c.control(BEGIN);
       this.#group = new Group();
@@ -144,7 +167,10 @@ export class GroupCommitSqliteDriver implements Driver {
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    (connection as GroupConnection).control(RELEASE);
+    const c = connection as GroupConnection;
+    // The member went on after SQLite rolled its group back (it caught the statement's error).
+    if (c.lost) throw c.lost;
+    c.control(RELEASE);
     this.#group!.members += 1;
   }
 
@@ -156,9 +182,24 @@ export class GroupCommitSqliteDriver implements Driver {
       return;
     }
     // SQLite rolled the whole transaction back itself (disk full, I/O error, RAISE(ROLLBACK)):
-    // the group is gone. This transaction answers with its own error; the others with this one.
+    // the group is gone (already failed if the failed statement was seen, checkAfterError).
+    // This transaction answers with its own error; the others with this one.
     c.joined = null;
-    this.#fail(new Error('SQLite rolled back the transaction after an error; nothing of this commit group was saved'));
+    if (!c.lost) this.#fail(new Error(GROUP_LOST));
+  }
+
+  /**
+   * After a statement failed: if SQLite rolled the open group's transaction back (SQLITE_FULL,
+   * an I/O error, RAISE(ROLLBACK): `inTransaction` is false), the group is failed now, whoever
+   * ran the statement (a transaction, or a query outside any). Every transaction of the group
+   * answers that nothing was saved; this holder answers with its statement's own error and may
+   * run nothing more; the next transaction opens a new group.
+   */
+  checkAfterError(c: GroupConnection): void {
+    if (this.#group === null || this.#sqlite.inTransaction) return;
+    c.lost = new Error(GROUP_LOST);
+    c.joined = null;
+    this.#fail(c.lost);
   }
 
   async releaseConnection(connection: DatabaseConnection): Promise<void> {

@@ -11,6 +11,9 @@ import * as m007 from './migrations/007_charge_payments.js';
 import * as m008 from './migrations/008_rate_limits_unlogged.js';
 import * as m009 from './migrations/009_read_cache_notify.js';
 import * as m010 from './migrations/010_wallet_nonces.js';
+import * as m011 from './migrations/011_reconciliation.js';
+import * as m012 from './migrations/012_balance_blocks.js';
+import * as m015 from './migrations/015_network_endpoints.js';
 
 /** Migrates to the latest schema, or up to `target` (a migration's name; tests of a migration start before it). */
 export async function migrateToLatest(store: Store, target?: string): Promise<MigrationResultSet> {
@@ -26,6 +29,9 @@ export async function migrateToLatest(store: Store, target?: string): Promise<Mi
     '008_rate_limits_unlogged': { up: (db) => m008.up(db, d) },
     '009_read_cache_notify': { up: (db) => m009.up(db, d) },
     '010_wallet_nonces': { up: (db) => m010.up(db, d) },
+    '011_reconciliation': { up: (db) => m011.up(db, d) },
+    '012_balance_blocks': { up: (db) => m012.up(db, d) },
+    '015_network_endpoints': { up: (db) => m015.up(db, d) },
   };
   const migrator = new Migrator({
     db: store.db,

@@ -49,6 +49,8 @@ export interface NetworksTable {
   id: Generated<number>;
   name: string;
   rpc_url: string;
+  /** Every endpoint in order, a JSON array of URLs (first = rpc_url); NULL: rpc_url alone (migration 015). */
+  rpc_urls: string | null;
   chain_id: number;
   currency_symbol: string;
   block_explorer: string;
@@ -112,6 +114,8 @@ export interface WalletBalancesTable {
   refreshed_at: number;
   created_at: number;
   updated_at: number;
+  /** The block `amount` was read at (migration 012); null for a row not yet read at a known block. */
+  block_number: Generated<number | null>;
 }
 
 export interface TransactionsTable {
@@ -175,6 +179,8 @@ export interface TransactionsTable {
   broadcast_kind: Generated<string>;
   /** Hashes of the earlier versions, comma-separated, oldest first (migration 006). */
   replaced_hashes: string | null;
+  /** What the mined transfer cost: gas used × effective gas price + the receipt's L1 data fee; null unmined (migration 011). */
+  fee_paid: Amount | null;
 }
 
 /** Every signed version (same nonce) of a replaced transaction (migration 006). */
@@ -254,6 +260,8 @@ export interface ChargeSweepsTable {
   error: string | null;
   created_at: number;
   updated_at: number;
+  /** What the mined sweep cost (as `transactions.fee_paid`); null unmined (migration 011). */
+  fee_paid: Amount | null;
 }
 
 export interface WebhooksTable {
@@ -357,6 +365,35 @@ export interface LeasesTable {
   expires_at: number;
 }
 
+/** Per wallet, address and token: the block records are counted from, and the chain balance there (migration 011). */
+export interface ReconciliationCheckpointsTable {
+  id: Generated<number>;
+  wallet_id: number;
+  address: string;
+  charge_id: number | null;
+  token_id: number;
+  block_number: number;
+  balance: Amount;
+  /** 1 while the last answer for it showed a difference. */
+  unreconciled: Generated<number>;
+  checked_block: number | null;
+  checked_balance: Amount | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** An accepted difference, signed (migration 011). */
+export interface ReconciliationAdjustmentsTable {
+  id: Generated<number>;
+  wallet_id: number;
+  address: string;
+  token_id: number;
+  amount: Amount;
+  block_number: number;
+  note: string;
+  created_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   access_tokens: AccessTokensTable;
@@ -381,6 +418,8 @@ export interface Database {
   chain_cursors: ChainCursorsTable;
   chain_blocks: ChainBlocksTable;
   leases: LeasesTable;
+  reconciliation_checkpoints: ReconciliationCheckpointsTable;
+  reconciliation_adjustments: ReconciliationAdjustmentsTable;
 }
 
 export type NetworkRow = Selectable<NetworksTable>;

@@ -6,7 +6,8 @@
  * before the route's own path-object loaders (404) and before body validation (422).
  */
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import { Errors } from '../errors.js';
+import { AppError, Errors } from '../errors.js';
+import type { CountAnonymous } from './anonymous-limit.js';
 import type { AppContext } from '../context.js';
 import type { AuthService } from '../modules/auth/auth.service.js';
 import { WalletService } from '../modules/wallets/wallets.service.js';
@@ -66,19 +67,29 @@ async function identify(
   return null;
 }
 
-export function installAuth(app: App, ctx: AppContext, auth: AuthService, perUser: WindowCounters): void {
+export function installAuth(app: App, ctx: AppContext, auth: AuthService, perUser: WindowCounters, countAnonymous: CountAnonymous): void {
   const limit = ctx.config.rateLimitPerMinute;
   const wallets = new WalletService(ctx);
   const keys = new KeyService(ctx);
   const deps = { auth, keys, perUser: limit !== 0 ? perUser : null };
 
+  /** The caller's identity; a missing or refused credential counts against the caller's address first. */
+  async function identifyOrCount(req: FastifyRequest, now: number): Promise<WindowState | null> {
+    try {
+      const header = req.headers.authorization;
+      if (header === undefined || header === '') throw Errors.unauthenticated();
+      const m = BEARER.exec(header);
+      if (!m?.[1]) throw Errors.unauthenticated();
+      return await identify(req, m[1], now, deps);
+    } catch (err) {
+      if (err instanceof AppError && err.statusCode === 401) await countAnonymous(req);
+      throw err;
+    }
+  }
+
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
-    const header = req.headers.authorization;
-    if (header === undefined || header === '') throw Errors.unauthenticated();
-    const m = BEARER.exec(header);
-    if (!m?.[1]) throw Errors.unauthenticated();
     const now = ctx.clock.nowMs();
-    const counted = await identify(req, m[1], now, deps);
+    const counted = await identifyOrCount(req, now);
     // RATE_LIMIT_PER_MINUTE=0: no per-user limit, no headers.
     if (limit !== 0) {
       const w = counted ?? (await perUser.hit(`${USER_KEY_PREFIX}${requireUser(req).id}`, now));

@@ -127,7 +127,7 @@ export const ERROR_EXAMPLES: Record<number, { description: string; message: stri
   429: { description: 'Over the per-user rate limit (or the failed-login limit); see Retry-After', message: 'Too Many Requests' },
   500: { description: 'An internal error; the details are in the log under the X-Request-Id', message: 'Internal server error' },
   502: { description: 'The blockchain node answered with an error', message: 'The blockchain node returned an error' },
-  503: { description: 'The blockchain node (or the database) is unavailable', message: 'The blockchain node is unavailable' },
+  503: { description: 'The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After', message: 'The blockchain node is unavailable' },
 };
 
 /** A copy of `schema` with a description and an example, unless it has its own. */

@@ -12,8 +12,11 @@
  * - Same key, another request: 422 `Idempotency-Key already used with a different request`.
  * - Same key while the first request is still running: 409 (no waiting: the client retries).
  * - What is stored: every response below 500 except 409 and 429 (those are about this moment,
- *   not the request). A 5xx releases the key so the client can retry, unless the handler
- *   already committed its result (see `commit`).
+ *   not the request). A 5xx releases the key so the client can retry, unless the handler's
+ *   transaction durably committed its result (see `commit`): the release deletes the claim only
+ *   while it has no stored response, so it is decided by what the database holds once the
+ *   handler is done, never by the handler having called `commit` (a COMMIT that then fails, on
+ *   SQLite a failed commit group, saved nothing and leaves the key free for a retry).
  * - `commit(trx, status, body)`: a handler whose effect must never run twice (transaction
  *   create) stores its response inside the same database transaction as the effect. Then a
  *   crash after that commit replays the recorded result instead of running again, and the
@@ -76,10 +79,8 @@ export function requestHash(method: string, path: string, body: unknown): string
   return createHash('sha256').update(`${method} ${path}\n${canonicalJson(body ?? {})}`).digest('hex');
 }
 
-/** A claim held by a request in flight; `committed` once its handler stored the response. */
-interface ClaimState extends ClaimHandle {
-  committed: boolean;
-}
+/** A claim held by a request in flight. */
+type ClaimState = ClaimHandle;
 
 /** The Idempotency-Key header, checked; undefined when absent. */
 function keyHeader(req: FastifyRequest): string | undefined {
@@ -100,9 +101,10 @@ function replay(reply: FastifyReply, status: number, body: string): FastifyReply
 function claimFor(service: IdempotencyService, key: string, state: ClaimState): IdempotencyClaim {
   return {
     key,
+    // Written in the effect's transaction: durable with it, or not at all. Nothing is noted
+    // here: the transaction may still fail to commit after this (see `store` below).
     commit: async (trx, status, body) => {
       if (!(await service.commit(trx, state, status, body))) throw Errors.idempotencyInProgress();
-      state.committed = true;
     },
   };
 }
@@ -134,7 +136,7 @@ export function installIdempotency(app: App, ctx: AppContext): void {
       case 'replay':
         return replay(reply, outcome.status, outcome.body);
       case 'claimed': {
-        const state: ClaimState = { id: outcome.id, token: outcome.token, committed: false };
+        const state: ClaimState = { id: outcome.id, token: outcome.token };
         states.set(req, state);
         req.idempotency = claimFor(service, key, state);
       }
@@ -147,8 +149,9 @@ export function installIdempotency(app: App, ctx: AppContext): void {
     states.delete(req);
     try {
       if (worthStoring(reply.statusCode, payload)) await service.store(state, reply.statusCode, payload);
-      // Nothing was committed for this key: release it so the client can retry.
-      else if (!state.committed) await service.release(state);
+      // Released unless the handler's transaction committed a response (releaseClaim deletes
+      // only a claim without one): a failed or never-made commit leaves the key retryable.
+      else await service.release(state);
     } catch (e) {
       req.log.error({ err: e }, 'could not store the idempotent response');
     }

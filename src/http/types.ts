@@ -22,6 +22,8 @@ declare module 'fastify' {
     scope?: RouteScope;
     /** false: the route takes no Idempotency-Key (its response must not be stored). */
     idempotency?: boolean;
+    /** The answer carries a secret or a credential: `Cache-Control: no-store` (CONTRACT.md, "Hardening"). */
+    noStore?: boolean;
   }
 }
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   SecretBox,
@@ -43,20 +43,22 @@ function thrownBy(fn: () => unknown): Error {
   return caught as Error;
 }
 
+const P = { table: 'webhooks', column: 'signature_enc', id: 1 };
+
 describe('SecretBox', () => {
   const box = new SecretBox([{ id: 'a', key: keyA }], 'a');
 
   it('round-trips', () => {
     for (const plaintext of ['', 'hello', '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80', 'ünïcødé ✓']) {
-      expect(box.decrypt(box.encrypt(plaintext))).toBe(plaintext);
+      expect(box.decrypt(box.encrypt(plaintext, P), P)).toBe(plaintext);
     }
   });
 
   it('produces the documented token format', () => {
-    const token = box.encrypt('secret');
+    const token = box.encrypt('secret', P);
     const parts = token.split('.');
     expect(parts).toHaveLength(5);
-    expect(parts[0]).toBe('v1');
+    expect(parts[0]).toBe('v2');
     expect(parts[1]).toBe('a');
     expect(Buffer.from(parts[2] ?? '', 'base64url')).toHaveLength(12);
     expect(Buffer.from(parts[4] ?? '', 'base64url')).toHaveLength(16);
@@ -64,22 +66,22 @@ describe('SecretBox', () => {
   });
 
   it('uses a fresh nonce for every encryption', () => {
-    const tokens = new Set(Array.from({ length: 50 }, () => box.encrypt('same plaintext')));
+    const tokens = new Set(Array.from({ length: 50 }, () => box.encrypt('same plaintext', P)));
     expect(tokens.size).toBe(50);
     const nonces = new Set([...tokens].map((t) => t.split('.')[2]));
     expect(nonces.size).toBe(50);
   });
 
   it('detects tampering with nonce, ciphertext or tag', () => {
-    const token = box.encrypt('do not touch');
+    const token = box.encrypt('do not touch', P);
     for (const index of [2, 3, 4]) {
-      expect(() => box.decrypt(flipBit(token, index))).toThrow(/decryption failed/);
+      expect(() => box.decrypt(flipBit(token, index), P)).toThrow(/decryption failed/);
     }
   });
 
   it('does not leak plaintext or key in errors', () => {
-    const token = box.encrypt('super-secret-value');
-    const { message } = thrownBy(() => box.decrypt(flipBit(token, 3)));
+    const token = box.encrypt('super-secret-value', P);
+    const { message } = thrownBy(() => box.decrypt(flipBit(token, 3), P));
     expect(message).toMatch(/decryption failed/);
     expect(message).not.toContain('super-secret-value');
     expect(message).not.toContain(keyA.toString('base64'));
@@ -94,24 +96,24 @@ describe('SecretBox', () => {
       ],
       'a',
     );
-    const token = both.encrypt('x');
-    const swapped = token.replace(/^v1\.a\./, 'v1.b.');
-    expect(() => both.decrypt(swapped)).toThrow(/decryption failed/);
+    const token = both.encrypt('x', P);
+    const swapped = token.replace(/^v2\.a\./, 'v2.b.');
+    expect(() => both.decrypt(swapped, P)).toThrow(/decryption failed/);
   });
 
   it('rejects unknown key ids and malformed tokens', () => {
     const other = new SecretBox([{ id: 'b', key: keyB }], 'b');
-    expect(() => box.decrypt(other.encrypt('x'))).toThrow(/unknown key id "b"/);
-    expect(() => box.decrypt('')).toThrow(/malformed/);
-    expect(() => box.decrypt('v2.a.AAAA.AAAA.AAAA')).toThrow(/malformed/);
-    expect(() => box.decrypt('v1.a.AAAA.AAAA')).toThrow(/malformed/);
-    expect(() => box.decrypt('v1.a.!!!!.AAAA.AAAA')).toThrow(/malformed/);
-    expect(() => box.decrypt('v1.a.AAAA.AAAA.AAAA')).toThrow(/malformed/); // nonce too short
+    expect(() => box.decrypt(other.encrypt('x', P), P)).toThrow(/unknown key id "b"/);
+    expect(() => box.decrypt('', P)).toThrow(/malformed/);
+    expect(() => box.decrypt('v3.a.AAAA.AAAA.AAAA', P)).toThrow(/malformed/);
+    expect(() => box.decrypt('v1.a.AAAA.AAAA', P)).toThrow(/malformed/);
+    expect(() => box.decrypt('v1.a.!!!!.AAAA.AAAA', P)).toThrow(/malformed/);
+    expect(() => box.decrypt('v1.a.AAAA.AAAA.AAAA', P)).toThrow(/malformed/); // nonce too short
   });
 
   it('supports key rotation', () => {
     const oldBox = new SecretBox([{ id: 'old', key: keyA }], 'old');
-    const legacy = oldBox.encrypt('legacy secret');
+    const legacy = oldBox.encrypt('legacy secret', P);
 
     const rotated = new SecretBox(
       [
@@ -121,12 +123,35 @@ describe('SecretBox', () => {
       'new',
     );
     expect(rotated.activeKeyId).toBe('new');
-    expect(rotated.decrypt(legacy)).toBe('legacy secret');
-    const fresh = rotated.encrypt('fresh secret');
+    expect(rotated.decrypt(legacy, P)).toBe('legacy secret');
+    const fresh = rotated.encrypt('fresh secret', P);
     expect(fresh.split('.')[1]).toBe('new');
-    expect(rotated.decrypt(fresh)).toBe('fresh secret');
+    expect(rotated.decrypt(fresh, P)).toBe('fresh secret');
     // The old box cannot read values written with the new key.
-    expect(() => oldBox.decrypt(fresh)).toThrow(/unknown key id/);
+    expect(() => oldBox.decrypt(fresh, P)).toThrow(/unknown key id/);
+  });
+
+  it('binds table, column and row: a value copied to another place does not decrypt', () => {
+    const key = box.encrypt('0xwallet-private-key', { table: 'wallets', column: 'private_key_enc', id: 7 });
+    expect(box.decrypt(key, { table: 'wallets', column: 'private_key_enc', id: 7 })).toBe('0xwallet-private-key');
+    for (const elsewhere of [
+      { table: 'webhooks', column: 'signature_enc', id: 7 },
+      { table: 'wallets', column: 'mnemonic_enc', id: 7 },
+      { table: 'wallets', column: 'private_key_enc', id: 8 },
+    ]) {
+      expect(() => box.decrypt(key, elsewhere)).toThrow(/decryption failed/);
+    }
+  });
+
+  it('still reads a v1 value (bound to its key id only) until keys:rotate rewrites it; isCurrent tells them apart', () => {
+    const nonce = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', keyA, nonce, { authTagLength: 16 });
+    cipher.setAAD(Buffer.from('v1.a'));
+    const ct = Buffer.concat([cipher.update('legacy', 'utf8'), cipher.final()]);
+    const v1 = ['v1', 'a', nonce.toString('base64url'), ct.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+    expect(box.decrypt(v1, P)).toBe('legacy');
+    expect(box.isCurrent(v1)).toBe(false);
+    expect(box.isCurrent(box.encrypt('x', P))).toBe(true);
   });
 
   it('validates its configuration', () => {

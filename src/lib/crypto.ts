@@ -17,7 +17,9 @@ import { dirname } from 'node:path';
 const KEY_BYTES = 32;
 const GCM_NONCE_BYTES = 12;
 const GCM_TAG_BYTES = 16;
-const TOKEN_VERSION = 'v1';
+/** v2: bound to the value's place (table, column, row id); v1 (before): bound to the key only. */
+const TOKEN_VERSION = 'v2';
+const LEGACY_VERSION = 'v1';
 
 // ---------------------------------------------------------------------------
 // SecretBox: AES-256-GCM with key ids so keys can be rotated.
@@ -28,11 +30,23 @@ export interface SecretBoxKey {
   key: Buffer;
 }
 
+/** Where an encrypted value lives: it decrypts only there (AES-GCM associated data). */
+export interface SecretPlace {
+  table: string;
+  column: string;
+  id: number;
+}
+
 /**
  * Encrypts secrets at rest. Tokens look like
- * `v1.<keyId>.<nonce b64url>.<ciphertext b64url>.<tag b64url>`.
+ * `v2.<keyId>.<nonce b64url>.<ciphertext b64url>.<tag b64url>`.
  * Decryption selects the key by id, so retired keys can stay in the key list
  * to decrypt old values while new values use the active key.
+ *
+ * Each value is bound to its place (table, column and row id are the associated data): a
+ * ciphertext copied into another row or column -- say a wallet's key into a webhook's secret,
+ * which an API route shows -- does not decrypt there. Values written before (`v1`, bound to the
+ * key id only) still decrypt until `keys:rotate` rewrites them as `v2`.
  */
 export class SecretBox {
   readonly #keys = new Map<string, Buffer>();
@@ -60,24 +74,29 @@ export class SecretBox {
     return this.#activeKeyId;
   }
 
-  encrypt(plaintext: string): string {
+  encrypt(plaintext: string, place: SecretPlace): string {
     const keyId = this.#activeKeyId;
     const key = this.#keys.get(keyId) as Buffer;
     const nonce = randomBytes(GCM_NONCE_BYTES);
     const cipher = createCipheriv('aes-256-gcm', key, nonce, { authTagLength: GCM_TAG_BYTES });
-    // Bind version and key id to the ciphertext so they cannot be swapped.
-    cipher.setAAD(associatedData(keyId));
+    // Bind version, key id and place to the ciphertext so none of them can be swapped.
+    cipher.setAAD(associatedData(TOKEN_VERSION, keyId, place));
     const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
     const tag = cipher.getAuthTag();
     return [TOKEN_VERSION, keyId, b64url(nonce), b64url(ciphertext), b64url(tag)].join('.');
   }
 
-  decrypt(token: string): string {
+  /** True when the value is in the current format under the active key (nothing for keys:rotate to do). */
+  isCurrent(token: string): boolean {
+    return token.startsWith(`${TOKEN_VERSION}.${this.#activeKeyId}.`);
+  }
+
+  decrypt(token: string, place: SecretPlace): string {
     const parts = token.split('.');
-    if (parts.length !== 5 || parts[0] !== TOKEN_VERSION) {
+    if (parts.length !== 5 || (parts[0] !== TOKEN_VERSION && parts[0] !== LEGACY_VERSION)) {
       throw new Error('SecretBox: malformed encrypted value');
     }
-    const [, keyId = '', nonceText = '', ciphertextText = '', tagText = ''] = parts;
+    const [version, keyId = '', nonceText = '', ciphertextText = '', tagText = ''] = parts;
     const key = this.#keys.get(keyId);
     if (!key) throw new Error(`SecretBox: unknown key id "${keyId}"`);
     const nonce = fromB64url(nonceText);
@@ -88,7 +107,7 @@ export class SecretBox {
     }
     try {
       const decipher = createDecipheriv('aes-256-gcm', key, nonce, { authTagLength: GCM_TAG_BYTES });
-      decipher.setAAD(associatedData(keyId));
+      decipher.setAAD(associatedData(version, keyId, place));
       decipher.setAuthTag(tag);
       return Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
     } catch {
@@ -98,8 +117,9 @@ export class SecretBox {
   }
 }
 
-function associatedData(keyId: string): Buffer {
-  return Buffer.from(`${TOKEN_VERSION}.${keyId}`, 'utf8');
+function associatedData(version: string | undefined, keyId: string, place: SecretPlace): Buffer {
+  if (version === LEGACY_VERSION) return Buffer.from(`${LEGACY_VERSION}.${keyId}`, 'utf8');
+  return Buffer.from(`${TOKEN_VERSION}.${keyId}.${place.table}.${place.column}.${place.id}`, 'utf8');
 }
 
 function b64url(buf: Buffer): string {

@@ -78,6 +78,11 @@ export class WindowCounters {
     return { count: res?.consumedPoints ?? 0, resetAtMs: windowEnd(nowMs) };
   }
 
+  /** Takes back one hit of this window (an attempt counted while it was checked that turned out fine). */
+  async giveBack(key: string, nowMs: number): Promise<void> {
+    await this.limiter.reward(this.keyOf(key, nowMs), 1);
+  }
+
   async reset(key: string, nowMs: number): Promise<void> {
     await this.limiter.delete(this.keyOf(key, nowMs));
   }
@@ -103,6 +108,8 @@ export interface Limits {
   readonly requests: WindowCounters;
   /** Failed logins, per email (`e:`) and per IP (`i:`). */
   readonly logins: WindowCounters;
+  /** Requests without a valid credential, per client address. */
+  readonly anonymous: WindowCounters;
   close(): Promise<void>;
 }
 
@@ -130,6 +137,7 @@ export async function createLimits(config: Pick<Config, 'redisUrl' | 'databaseUr
       backend: 'redis',
       requests: new WindowCounters(limiter, 'req'),
       logins: new WindowCounters(limiter, 'login'),
+      anonymous: new WindowCounters(limiter, 'anon'),
       close: async () => {
         await redis.quit().catch(() => redis.disconnect());
       },
@@ -141,6 +149,7 @@ export async function createLimits(config: Pick<Config, 'redisUrl' | 'databaseUr
       backend: 'postgres',
       requests: new WindowCounters(limiter, 'req', true),
       logins: new WindowCounters(limiter, 'login'),
+      anonymous: new WindowCounters(limiter, 'anon'),
       close: async () => undefined,
     };
   }
@@ -149,6 +158,7 @@ export async function createLimits(config: Pick<Config, 'redisUrl' | 'databaseUr
     backend: 'memory',
     requests: new WindowCounters(memory, 'req'),
     logins: new WindowCounters(memory, 'login'),
+    anonymous: new WindowCounters(memory, 'anon'),
     close: async () => undefined,
   };
 }

@@ -11,6 +11,8 @@ import { EventsService } from './events/events.service.js';
 import { keyRoutes } from './keys/keys.routes.js';
 import { KeyService } from './keys/keys.service.js';
 import { ChargeService } from './charges/charges.service.js';
+import { reconciliationRoutes } from './reconciliation/reconciliation.routes.js';
+import { ReconciliationService } from './reconciliation/reconciliation.service.js';
 import { networkRoutes } from './networks/networks.routes.js';
 import { NetworkService } from './networks/networks.service.js';
 import { supervisorRoutes } from './supervisor/supervisor.routes.js';
@@ -36,6 +38,7 @@ export interface Services {
   charges: ChargeService;
   keys: KeyService;
   events: EventsService;
+  reconciliation: ReconciliationService;
 }
 
 export async function registerModules(app: App, ctx: AppContext, auth: AuthService): Promise<Services> {
@@ -57,5 +60,7 @@ export async function registerModules(app: App, ctx: AppContext, auth: AuthServi
   await keyRoutes(app, keys);
   const events = new EventsService(ctx);
   await eventRoutes(app, events);
-  return { auth, wallets, balances, supervisor, webhooks, transactions, charges, keys, events };
+  const reconciliation = new ReconciliationService(ctx);
+  await reconciliationRoutes(app, reconciliation);
+  return { auth, wallets, balances, supervisor, webhooks, transactions, charges, keys, events, reconciliation };
 }

@@ -26,10 +26,11 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import { SecretCache } from './deliveries/secret-cache.js';
 import type { AppContext } from '../context.js';
 import { deliveryHeaders } from '../modules/webhooks/webhooks.signing.js';
 import { DeliverySender, type AttemptOutcome } from '../modules/webhooks/webhooks.sender.js';
-import type { WebhooksService } from '../modules/webhooks/webhooks.service.js';
+import { webhookPlace, type WebhooksService } from '../modules/webhooks/webhooks.service.js';
 import { claimDeliveries, type ClaimedDelivery } from './deliveries/claim.js';
 import { dispatchEvents } from './deliveries/dispatch.js';
 import { OutcomeRecorder, type Recorded } from './deliveries/record.js';
@@ -67,8 +68,6 @@ const RECORD_BACKLOG_PER_SLOT = 8;
  */
 const REFILL_COALESCE_MS = 2;
 
-/** Decrypted webhook secrets and headers kept by the worker (see `#decrypt`). */
-const DECRYPTED_CACHE_MAX = 1_000;
 
 interface Queued {
   c: ClaimedDelivery;
@@ -80,6 +79,8 @@ export interface DeliveryWorkerStats {
   delivered: number;
   failedAttempts: number;
   inFlight: number;
+  /** Decrypted secrets and header sets held in memory now. */
+  decryptedSecrets: number;
 }
 
 export interface DeliveryWorker extends Worker {
@@ -129,7 +130,8 @@ class DeliveryRun {
   /** Every send not yet recorded (stop waits for them). */
   readonly #tasks = new Set<Promise<void>>();
   readonly #counts = { delivered: 0, failedAttempts: 0 };
-  readonly #decrypted = new Map<string, string>();
+  /** Decrypted secrets and headers (deliveries/secret-cache.ts: bounded in time and size, dropped on a change). */
+  readonly #secrets: SecretCache;
   readonly #unsubscribe: Array<() => unknown> = [];
   #unlisten: (() => Promise<void>) | null = null;
   #loop: Promise<void> | null = null;
@@ -151,6 +153,7 @@ class DeliveryRun {
     this.#cfg = ctx.config.webhook;
     this.#log = ctx.log.child({ component: 'deliveries', worker: id });
     this.#perWebhookLimit = Math.max(1, Math.ceil(this.#cfg.concurrency / 2));
+    this.#secrets = new SecretCache((enc, place) => ctx.secrets.decrypt(enc, place));
     this.#leaseMs = this.#cfg.totalTimeoutMs + LEASE_MARGIN_MS;
     this.#sender = new DeliverySender({
       connectTimeoutMs: this.#cfg.connectTimeoutMs,
@@ -174,7 +177,7 @@ class DeliveryRun {
   /** Manual retries in this process, new outbox events here and (PostgreSQL) elsewhere wake the worker. */
   subscribe(webhooks: WebhooksService | undefined): void {
     const wake = () => this.wake();
-    if (webhooks) this.#unsubscribe.push(webhooks.onWork(wake));
+    if (webhooks) this.#unsubscribe.push(webhooks.onWork(wake), webhooks.onChange((id) => this.#secrets.forget(id)));
     this.#unsubscribe.push(onOutboxEvent(wake));
     this.#unlisten = this.#ctx.store.listenOutbox(wake, (err) => this.#log.warn({ err }, 'outbox LISTEN connection failed; reconnecting'));
   }
@@ -196,7 +199,7 @@ class DeliveryRun {
   }
 
   stats(): DeliveryWorkerStats {
-    return { ...this.#counts, inFlight: this.#inFlight.size };
+    return { ...this.#counts, inFlight: this.#inFlight.size, decryptedSecrets: this.#secrets.size };
   }
 
   status(): 'running' | 'stopped' {
@@ -235,6 +238,7 @@ class DeliveryRun {
       }
       if (this.#stopping) break;
       if (!more && !this.#wakeRequested) {
+        this.#secrets.prune(this.#ctx.clock.nowMs());
         await this.#sleep(cfg.pollIntervalMs);
         this.#dispatchDue = true;
       }
@@ -392,9 +396,12 @@ class DeliveryRun {
     let previousSecret: string | null;
     let extra: Record<string, string>;
     try {
-      secret = c.signature_enc === null ? null : this.#decrypt(c.signature_enc);
-      previousSecret = c.previous_signature_enc === null ? null : this.#decrypt(c.previous_signature_enc);
-      extra = c.headers_enc === null ? {} : (JSON.parse(this.#decrypt(c.headers_enc)) as Record<string, string>);
+      const current = [c.signature_enc, c.previous_signature_enc, c.headers_enc];
+      const now = this.#ctx.clock.nowMs();
+      const open = (enc: string, column: Parameters<typeof webhookPlace>[1]) => this.#secrets.get(webhookPlace(c.webhook_id, column), enc, current, now);
+      secret = c.signature_enc === null ? null : open(c.signature_enc, 'signature_enc');
+      previousSecret = c.previous_signature_enc === null ? null : open(c.previous_signature_enc, 'previous_signature_enc');
+      extra = c.headers_enc === null ? {} : (JSON.parse(open(c.headers_enc, 'headers_enc')) as Record<string, string>);
     } catch {
       return unreadableOutcome();
     }
@@ -408,22 +415,6 @@ class DeliveryRun {
       timestampS: Math.floor(this.#ctx.clock.nowMs() / 1000),
     });
     return this.#sender.send(c.url, headers, c.body);
-  }
-
-  /**
-   * Decrypts a webhook's secret or headers, keyed by the ciphertext: the rows of one webhook
-   * carry the same ones, so a busy worker decrypts each once, not once a delivery. A rotation
-   * or an edit changes the ciphertext (fresh nonce), so a stale entry is never used; the cache
-   * is dropped whole past DECRYPTED_CACHE_MAX entries.
-   */
-  #decrypt(enc: string): string {
-    let plain = this.#decrypted.get(enc);
-    if (plain === undefined) {
-      plain = this.#ctx.secrets.decrypt(enc);
-      if (this.#decrypted.size >= DECRYPTED_CACHE_MAX) this.#decrypted.clear();
-      this.#decrypted.set(enc, plain);
-    }
-    return plain;
   }
 
   #logOutcome(c: ClaimedDelivery, outcome: AttemptOutcome, rec: Recorded): void {

@@ -26,13 +26,16 @@
  *    blocks whose records are committed with it, so an outage misses nothing.
  * 3. Reorg: walk the stored hashes back to the newest block still on the chain (the common
  *    ancestor), then in one database transaction roll back what was recorded from the blocks
- *    above it (`rollBackAbove`) and move the cursor back. The next blocks are the new chain's,
+ *    above it (`rollBackAbove`: pending again, `transaction.reorged` for what had been settled)
+ *    and move the cursor back. The next blocks are the new chain's,
  *    processed as in 2.
  * 4. Settle the pending rows mined deep enough (`settleConfirmed`).
  * 5. Pending transfers never seen in a block are checked with the node (`recheckUnmined`): all
  *    of them on the first tick after start (the crash-recovery pass), later those due (each
  *    with its own backoff from WATCHER_RECHECK_MS, round robin over wallets). Wallets with a
- *    transfer still waiting get a nonce gap filled. Transfers pending longer than
+ *    transfer still waiting get a nonce gap filled; a transfer whose re-send the node refused
+ *    for its fees is signed again at its nonce with current fees. Receipts a reorg removed that did not come
+ *    back are checked too (`recheckReorgedReceipts`). Transfers pending longer than
  *    TX_STUCK_AFTER_S are marked stuck (one warning each).
  * 6. Balances of every wallet touched are refreshed from the chain (balance.updated events).
  *
@@ -64,13 +67,15 @@ import {
   loadWatched,
   readBlockTransfers,
   markStuckTransfers,
+  recheckReorgedReceipts,
   recheckUnmined,
   recordBlockTransfers,
   settleConfirmed,
+  walletsOfBlock,
   type SyncScope,
   type Watched,
 } from '../modules/transactions/transactions.chain-sync.js';
-import { rollBackAbove } from '../modules/transactions/transactions.state.js';
+import { lockWalletsAndEvents, rollBackAbove } from '../modules/transactions/transactions.state.js';
 import { readChargePayments, rollBackChargePayments } from '../modules/charges/charges.chain-sync.js';
 import type { TransactionService } from '../modules/transactions/transactions.service.js';
 import type { BalanceService } from '../modules/wallets/balances.service.js';
@@ -120,6 +125,12 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
         if (wallet) await deps.transactions!.fillNonceGap(wallet);
       }
     : undefined;
+  const reprice = deps.transactions
+    ? async (walletId: number, txId: number) => {
+        const wallet = await findWalletView(ctx.store.db, walletId);
+        if (wallet) await deps.transactions!.reprice(wallet, txId);
+      }
+    : undefined;
 
   log.info({ holder }, 'chain watcher started');
   return startLoop({
@@ -132,7 +143,7 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
         networks.map((n) => {
           let w = watchers.get(n.id);
           if (!w) {
-            w = new NetworkWatcher({ ctx, balances: deps.balances, holder, stopped, fillNonceGap }, n.id);
+            w = new NetworkWatcher({ ctx, balances: deps.balances, holder, stopped, fillNonceGap, reprice }, n.id);
             watchers.set(n.id, w);
           }
           return w.tick(n, stopping);
@@ -155,6 +166,8 @@ interface NetworkWatcherDeps {
   stopped: Promise<never>;
   /** Fills a freed nonce that later pending transfers of the wallet wait behind (TransactionService.fillNonceGap). */
   fillNonceGap?: (walletId: number) => Promise<void>;
+  /** Signs again, with current fees, a transfer whose re-send the node refused for its fees (TransactionService.reprice). */
+  reprice?: (walletId: number, txId: number) => Promise<void>;
 }
 
 /** The follower of one network. */
@@ -337,6 +350,8 @@ class NetworkWatcher {
     await this.fenced(async (trx) => {
       const now = this.deps.ctx.clock.nowMs();
       if (!(await moveCursor(trx, this.networkId, cursor, next, now))) throw new LostLease();
+      // The whole batch's wallets, then their users' event orders, before the first block (one lock order).
+      await lockWalletsAndEvents(trx, blocks.flatMap((b) => walletsOfBlock(b.found)));
       for (const { block, found, charges } of blocks) {
         await saveBlock(trx, this.networkId, { number: found.number, hash: found.hash, parentHash: block.parentHash }, now);
         await recordBlockTransfers(trx, found, { settledNow: network.confirmations <= 1, nowMs: now, log: this.log });
@@ -396,7 +411,12 @@ class NetworkWatcher {
     const cursor = await findCursor(this.deps.ctx.store.db, this.networkId);
     if (!cursor) return;
     const all = !this.recoverySweepDone;
-    const { waiting, allChecked } = await recheckUnmined(s, cursor, all, network.confirmations);
+    const { waiting, underpriced, allChecked } = await recheckUnmined(s, cursor, all, network.confirmations);
+    await recheckReorgedReceipts(s, cursor, network.confirmations);
+    for (const { id, wallet_id } of underpriced) {
+      await this.net(this.deps.reprice?.(wallet_id, id) ?? Promise.resolve());
+      s.affected.add(wallet_id);
+    }
     for (const walletId of waiting) {
       try {
         await this.net(this.deps.fillNonceGap?.(walletId) ?? Promise.resolve());
@@ -420,8 +440,8 @@ class NetworkWatcher {
       if (!walletIds.has(w.id) || shouldStop()) continue;
       try {
         const list = await listTokens(ctx.store.db, w.id, { activeOnly: true });
-        const fresh = await this.net(balances.readChain(w, list));
-        await balances.store(w, list, fresh);
+        const reading = await this.net(balances.readChain(w, list));
+        await balances.store(w, list, reading);
       } catch (e) {
         if (e instanceof Stopping) return;
         this.log.debug({ wallet_id: w.id, err: e }, 'balance refresh failed; the balance route re-reads the chain');

@@ -115,6 +115,36 @@ describe('authentication', () => {
     }
   });
 
+  it('counts attempts while they are checked: of 12 concurrent wrong logins with a limit of 3, 3 are checked and 9 answer 429', async () => {
+    clock.advance(61_000);
+    const user = await t.createUser();
+    clock.advance(61_000);
+    const started = Date.now();
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, () => t.request('POST', '/api/auth/login', { body: { email: user.email, password: 'wrong-password' } })),
+    );
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses).toEqual([...Array(3).fill(401), ...Array(9).fill(429)]);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    clock.advance(61_000);
+  });
+
+  it('TRUST_PROXY as a hop count: the client is the address one hop in from the trusted proxy', async () => {
+    const proxied = await startTestApp({ clock, env: { LOGIN_ATTEMPTS_PER_MINUTE: '2', TRUST_PROXY: '1' } });
+    try {
+      let n = 0;
+      const attempt = (forwardedFor: string) =>
+        proxied.request('POST', '/api/auth/login', { body: { email: `hop${++n}@example.com`, password: 'x-password' }, headers: { 'x-forwarded-for': forwardedFor } });
+      // The left entries are whatever the client wrote; only the last one was added by the proxy.
+      expect((await attempt('1.1.1.1, 10.0.0.1')).status).toBe(401);
+      expect((await attempt('2.2.2.2, 10.0.0.1')).status).toBe(401);
+      expect((await attempt('3.3.3.3, 10.0.0.1')).status).toBe(429);
+      expect((await attempt('1.1.1.1, 10.0.0.2')).status).toBe(401);
+    } finally {
+      await proxied.close();
+    }
+  });
+
   it('limits failed logins per IP across emails', async () => {
     clock.advance(61_000);
     for (let i = 0; i < 3; i++) {

@@ -12,6 +12,7 @@ import { deployErc20, mintErc20, erc20BalanceOf } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { deriveKey } from '../../src/chain/keys.js';
 import { DATETIME, events, mineAt, pay, PAYER } from './support.js';
+import { walletPlace } from '../../src/modules/wallets/wallets.repository.js';
 
 describe('charges', () => {
   let chain: TestChain;
@@ -65,7 +66,7 @@ describe('charges', () => {
     expect(new Date(`${c.expires_at}Z`).getTime() - new Date(`${c.created_at}Z`).getTime()).toBe(300_000);
 
     const row = await t.store.db.selectFrom('wallets').select('mnemonic_enc').where('id', '=', wallet.id).executeTakeFirstOrThrow();
-    const mnemonic = t.ctx.secrets.decrypt(row.mnemonic_enc);
+    const mnemonic = t.ctx.secrets.decrypt(row.mnemonic_enc, walletPlace(wallet.id, 'mnemonic_enc'));
     expect(c.address).toBe(deriveKey(mnemonic, 1).address);
     expect(c.address).not.toBe(wallet.address);
 

@@ -5,7 +5,8 @@
  * - a reorg that removes an unconfirmed payment leaves the charge pending and unpaid;
  * - with 300 pending charges, the newest one is paid at once and all others expire;
  * - on a network with 1 confirmation: a reorg that removes the paying transfer returns a paid
- *   charge to pending (and paying again does not repeat charge.paid); a late payment is listed
+ *   charge to pending with charge.reopened (and paying again tells charge.paid again); a late
+ *   payment is listed
  *   `late`, announced once with charge.delayed and swept; an underpaid (failed) charge is swept;
  *   money without a visible transfer is swept and named in a warning;
  * - CHARGE_WATCH_AFTER_S bounds how long after expiry late payments are recorded.
@@ -14,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { parseEther, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { insertCharge, insertSubWallet, takeSubIndex } from '../../src/modules/charges/charges.repository.js';
+import { insertCharge, insertSubWallet, subWalletPlace, takeSubIndex } from '../../src/modules/charges/charges.repository.js';
 import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
@@ -55,7 +56,7 @@ async function olderPendingCharges(s: Setup, n: number, expiresAtMs: number): Pr
     for (let i = 0; i < n; i++) {
       const key = generatePrivateKey();
       const index = await takeSubIndex(trx, s.wallet.id);
-      const sub = await insertSubWallet(trx, { wallet_id: s.wallet.id, derivation_index: index, address: privateKeyToAccount(key).address, private_key_enc: s.t.ctx.secrets.encrypt(key) }, s.clock.nowMs());
+      const sub = await insertSubWallet(trx, { wallet_id: s.wallet.id, derivation_index: index, address: privateKeyToAccount(key).address }, (id) => s.t.ctx.secrets.encrypt(key, subWalletPlace(id)), s.clock.nowMs());
       const charge = { uuid: randomUUID(), wallet_id: s.wallet.id, sub_wallet_id: sub, token_id: token.id, amount: parseEther('0.01'), mode: 'test', expires: 120, expires_at: expiresAtMs, content: null, info: null };
       ids.push(await insertCharge(trx, { ...charge, watch_until: expiresAtMs + 86_400_000 }, s.clock.nowMs()));
     }
@@ -155,7 +156,7 @@ describe('a network with 1 confirmation', () => {
   });
   afterAll(() => tearDown(s));
 
-  it('a reorg removing the paying transfer returns the charge to pending; paid again, charge.paid is not repeated', async () => {
+  it('a reorg removing the paying transfer returns the charge to pending with charge.reopened; paid again, charge.paid again', async () => {
     await clockToChain(s.clock, s.chain);
     const c = await s.api.create({ amount: '0.2', token: 'ETH', expires: 600 });
     const snapshot = await s.chain.rpc<Hex>('evm_snapshot');
@@ -167,11 +168,30 @@ describe('a network with 1 confirmation', () => {
     const back = await s.api.until(c.id, (x) => x.status === 'pending', 'pending again after the reorg');
     expect(back).toMatchObject({ paid_amount: '0.000000000000000000', paid_at: null, payments: [] });
     expect(s.t.logs.some((l) => l.includes('undid a charge settlement'))).toBe(true);
+    // Told in the rollback's own transaction: the event is there as soon as the charge is pending.
+    const reopened = (await events(s.t, 'charge.reopened')).filter((e) => e.charge_id === c.id);
+    expect(reopened).toEqual([
+      {
+        charge_id: c.id,
+        wallet_id: s.wallet.id,
+        amount: '0.200000000000000000',
+        token: 'ETH',
+        uuid: c.uuid,
+        status: 'pending',
+        expires: 600,
+        created_at: c.created_at,
+        address: c.address,
+        paid_amount: '0.000000000000000000',
+        reopened_at: expect.stringMatching(DATETIME),
+      },
+    ]);
 
     await pay(s.chain.rpcUrl, c.address, parseEther('0.2'));
     const again = await s.api.until(c.id, (x) => x.status === 'paid', 'paid again');
     expect(again.payments).toHaveLength(1);
-    expect((await events(s.t, 'charge.paid')).filter((e) => e.charge_id === c.id)).toHaveLength(1);
+    // The outcome is told again after the reopening: paid, reopened, paid.
+    const told = await s.t.store.db.selectFrom('events').select(['name', 'payload']).where('name', 'in', ['charge.paid', 'charge.reopened']).orderBy('id', 'asc').execute();
+    expect(told.filter((e) => JSON.parse(e.payload).charge_id === c.id).map((e) => e.name)).toEqual(['charge.paid', 'charge.reopened', 'charge.paid']);
   });
 
   it('a payment after expiry is late: listed, charge.delayed once, and swept', async () => {

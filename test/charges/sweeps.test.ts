@@ -2,7 +2,8 @@
  * Sweeps follow the chain (real anvil with automining switched off where the test needs a
  * transaction to wait in the pool):
  * - a sweep is listed `pending` while in the pool and `confirmed` once mined;
- * - a sweep the node no longer takes (dropped, its nonce used) is `failed` and swept again;
+ * - a sweep the node no longer takes (dropped, its nonce used) is `failed` (`dropped`) once its
+ *   nonce is used at confirmed depth (a refused re-send alone is not final), and swept again;
  * - a wrong token received by a native charge is swept too (its gas paid from the ether on the
  *   address, so no top-up), then the ether;
  * - another token arriving after the charge was swept makes it due again: swept after one gas
@@ -79,10 +80,12 @@ describe('charge sweeps', () => {
       // other order the service could re-send it, accepted, between the two calls.)
       await chain.rpc('anvil_setNonce', [c.address, '0x1']);
       await chain.rpc('anvil_dropTransaction', [sweep.tx_hash as Hex]);
+      // Failed (`dropped`) because its nonce is used at confirmed depth without it; a refused
+      // re-send alone is not final (sweep-faults.test.ts).
       const failed = await api.until(c.id, (x) => x.sweeps[0].status === 'failed', 'sweep failed');
       expect(failed.sweeps).toHaveLength(1);
-      // Logged just after the commit that made it failed (which the API may show first).
-      await waitFor(() => t.logs.some((l) => l.includes('charge sweep refused by the node')), { timeoutMs: 5_000, message: 'the refusal logged' });
+      const row = await t.store.db.selectFrom('charge_sweeps').select('error').where('tx_hash', '=', sweep.tx_hash).executeTakeFirstOrThrow();
+      expect(row.error).toBe('dropped');
 
       clock.advance(SWEEP_RETRY_MS);
       const retried = await api.until(c.id, (x) => x.sweeps.length === 2, 'swept again');

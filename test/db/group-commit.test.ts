@@ -4,7 +4,9 @@
  * - transactions ready together share one COMMIT, and each is committed when its execute() resolves;
  * - one transaction's failure rolls back only its own work;
  * - a failed COMMIT, or SQLite rolling the whole transaction back, fails every transaction of the
- *   group (none reported as done) and the next transaction works;
+ *   group (none reported as done) and the next transaction works; also when the statement that
+ *   made SQLite roll back (a full disk: a tiny max_page_count) was a query outside any
+ *   transaction, or one whose transaction caught the error and went on;
  * - a query outside any transaction that ran inside an open group answers only after its COMMIT.
  * (This is the SQLite driver, tested the same in both runs of the suite.)
  */
@@ -65,6 +67,19 @@ async function reopen(limits: GroupLimits): Promise<void> {
 }
 
 afterEach(close);
+
+/** Lets the file grow by a few pages only: a large row then fails with SQLITE_FULL, which rolls SQLite's transaction back. */
+async function nearlyFullDisk(): Promise<string> {
+  const pages = (other.prepare('pragma page_count').get() as { page_count: number }).page_count;
+  await sql.raw(`pragma max_page_count = ${pages + 10}`).execute(db);
+  return 'x'.repeat(200_000);
+}
+
+/** Every transaction that reported success is durable, and none that failed is. */
+function expectAnswersMatchDisk(names: string[], results: PromiseSettledResult<unknown>[]): void {
+  const committed = committedNames();
+  names.forEach((name, i) => expect(`${name.slice(0, 20)}: ${results[i]!.status}`).toBe(`${name.slice(0, 20)}: ${committed.includes(name) ? 'fulfilled' : 'rejected'}`));
+}
 
 describe('SQLite group commit', () => {
   it('commits transactions that are ready together once, each durable when its execute() resolves', async () => {
@@ -149,6 +164,42 @@ describe('SQLite group commit', () => {
     // The third ran after the rollback, in a group of its own.
     expect(results[2]!.status).toBe('fulfilled');
     expect(committedNames()).toEqual(['after-doomed']);
+  });
+
+  it('fails the whole group when a query outside any transaction fills the disk (SQLite rolls back), and the next group starts clean', async () => {
+    const big = await nearlyFullDisk();
+    const results = await Promise.allSettled([
+      db.transaction().execute((trx) => insert(trx, 'before')),
+      db.insertInto('items').values({ name: big } as never).execute(),
+      db.transaction().execute((trx) => insert(trx, 'after-full')),
+      db.transaction().execute((trx) => insert(trx, 'after-full-2')),
+    ]);
+    expectAnswersMatchDisk(['before', big, 'after-full', 'after-full-2'], results);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'fulfilled', 'fulfilled']);
+    expect(String((results[0] as PromiseRejectedResult).reason)).toMatch(/nothing of this commit group was saved/);
+    expect(String((results[1] as PromiseRejectedResult).reason)).toMatch(/database or disk is full/);
+    expect(committedNames()).toEqual(['after-full', 'after-full-2']);
+    // The next two ready together share one new group (one COMMIT), as before the failure.
+    const before = driver.stats.commits;
+    await Promise.all([db.transaction().execute((trx) => insert(trx, 'later-1')), db.transaction().execute((trx) => insert(trx, 'later-2'))]);
+    expect(driver.stats.commits - before).toBe(1);
+    expect(committedNames()).toEqual(['after-full', 'after-full-2', 'later-1', 'later-2']);
+  });
+
+  it('a transaction that catches the full-disk error and goes on writes nothing, and its group fails', async () => {
+    const big = await nearlyFullDisk();
+    const results = await Promise.allSettled([
+      db.transaction().execute((trx) => insert(trx, 'before')),
+      db.transaction().execute(async (trx) => {
+        await insert(trx, big).catch(() => undefined); // swallowed: SQLite has rolled the group back meanwhile
+        await insert(trx, 'went-on');
+      }),
+      db.transaction().execute((trx) => insert(trx, 'next')),
+    ]);
+    expectAnswersMatchDisk(['before', 'went-on', 'next'], results);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'fulfilled']);
+    expect(committedNames()).toEqual(['next']);
+    for (const r of results.slice(0, 2)) expect(String((r as PromiseRejectedResult).reason)).toMatch(/nothing of this commit group was saved/);
   });
 
   it('answers a query outside any transaction that ran in an open group only after its COMMIT', async () => {

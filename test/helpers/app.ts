@@ -92,6 +92,7 @@ export async function startTestApp(opts: StartOptions = {}): Promise<TestApp> {
     LOGIN_ATTEMPTS_PER_MINUTE: '1000',
     // 2^14 instead of the production 2^17: every test logs users in (see test/ops/password-rehash.test.ts).
     PASSWORD_SCRYPT_N: '16384',
+    PUBLIC_RATE_LIMIT_PER_MINUTE: '100000',
     WEBHOOK_ALLOW_PRIVATE: 'true',
     WATCHER_POLL_MS: '100',
     WEBHOOK_POLL_MS: '50',
@@ -161,6 +162,7 @@ export async function startTestApp(opts: StartOptions = {}): Promise<TestApp> {
     async close() {
       await t.workers?.stop();
       await app.close();
+      ctx.chains.close();
       await store.destroy();
       if (!opts.keepDatabase) await database.drop();
     },

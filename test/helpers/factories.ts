@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import type { TestApp } from './app.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
+import { walletPlace } from '../../src/modules/wallets/wallets.repository.js';
 
 export async function ensureNetwork(t: TestApp, rpcUrl = 'http://127.0.0.1:1', name = 'Test network') {
   return upsertNetwork(
@@ -28,14 +29,23 @@ export async function createWalletRow(t: TestApp, userId: number, opts: { name?:
       name: opts.name ?? `wallet-${randomBytes(3).toString('hex')}`,
       description: '',
       address: privateKeyToAddress(key),
-      private_key_enc: t.ctx.secrets.encrypt(key),
-      mnemonic_enc: t.ctx.secrets.encrypt('test test test test test test test test test test test junk'),
+      private_key_enc: '',
+      mnemonic_enc: '',
       next_sub_index: 1,
       created_at: now,
       updated_at: now,
     })
     .returning(['id', 'address', 'name'])
     .executeTakeFirstOrThrow();
+  // Encrypted once the row has its id: each value is bound to its row (src/lib/crypto.ts).
+  await t.store.db
+    .updateTable('wallets')
+    .set({
+      private_key_enc: t.ctx.secrets.encrypt(key, walletPlace(wallet.id, 'private_key_enc')),
+      mnemonic_enc: t.ctx.secrets.encrypt('test test test test test test test test test test test junk', walletPlace(wallet.id, 'mnemonic_enc')),
+    })
+    .where('id', '=', wallet.id)
+    .execute();
   await t.store.db
     .insertInto('wallet_tokens')
     .values({

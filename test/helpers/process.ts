@@ -79,6 +79,9 @@ export async function startService(database: { dataDir: string; databaseUrl: str
     WORKERS: 'false',
     LOG_LEVEL: 'warn',
     PASSWORD_SCRYPT_N: '16384',
+    PUBLIC_RATE_LIMIT_PER_MINUTE: '100000',
+    // Test receivers listen on loopback (the default is on only for development on loopback).
+    WEBHOOK_ALLOW_PRIVATE: 'true',
     ...env,
   });
   const url = `http://127.0.0.1:${port}`;

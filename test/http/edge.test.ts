@@ -7,7 +7,7 @@
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_PATH_PARAM_CHARS } from '../../src/app.js';
+import { MAX_PATH_PARAM_CHARS, SERVER_TIMEOUTS_MS } from '../../src/app.js';
 import { MAX_JSON_DEPTH } from '../../src/http/validation.js';
 import { startTestApp, type ApiResponse, type TestApp, type TestUser } from '../helpers/app.js';
 import { expectValidationError } from '../helpers/expect.js';
@@ -42,15 +42,15 @@ interface RawResponse {
 }
 
 /** Writes `payload` on a fresh TCP connection and reads until the server closes it. */
-function rawRequest(url: string, payload: string): Promise<RawResponse> {
+function rawRequest(url: string, payload: string, waitMs = 5_000): Promise<RawResponse> {
   const { port } = new URL(url);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(port), '127.0.0.1');
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new Error('the server did not close the connection within 5 s'));
-    }, 5_000);
+      reject(new Error(`the server did not close the connection within ${waitMs} ms`));
+    }, waitMs);
     socket.on('data', (d: Buffer) => chunks.push(d));
     socket.on('error', () => undefined); // a reset after the answer is read is fine
     socket.on('close', () => {
@@ -194,6 +194,20 @@ describe('the edge answers malformed requests in the envelope', () => {
       expect(res.headers.connection).toBe('close');
       expect(res.body).toEqual({ status: 'error', message: 'Request header fields too large', data: null });
     });
+
+    it('cuts a request whose headers do not arrive within 10 s: 408 in the envelope, connection closed', async () => {
+      const started = Date.now();
+      const res = await rawRequest(t.url, 'GET /api/auth/me HTTP/1.1\r\nHost: localhost\r\nX-Slow: 1\r\n', 20_000);
+      const tookMs = Date.now() - started;
+      expect(res.status).toBe(408);
+      expect(res.body).toEqual({ status: 'error', message: 'Request timeout', data: null });
+      expect(tookMs).toBeGreaterThanOrEqual(SERVER_TIMEOUTS_MS.headers - 100);
+      expect(tookMs).toBeLessThan(SERVER_TIMEOUTS_MS.headers + 4_000);
+      // The whole request's limit and the idle keep-alive limit, as the server has them.
+      expect(t.app.server.requestTimeout).toBe(30_000);
+      expect(t.app.server.keepAliveTimeout).toBe(72_000);
+      expect(t.app.server.headersTimeout).toBe(10_000);
+    }, 30_000);
 
     it('answers conflicting Content-Length and Transfer-Encoding with 400 in the envelope', async () => {
       const res = await rawRequest(

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { expectValidationError, type FieldErrors } from '../helpers/expect.js';
 import { createWalletRow, ensureNetwork } from '../helpers/factories.js';
+import { walletPlace } from '../../src/modules/wallets/wallets.repository.js';
 
 async function snapshot(t: TestApp) {
   const db = t.store.db;
@@ -129,8 +130,8 @@ describe('bad input leaves the database unchanged', () => {
     const row = await t.store.db.selectFrom('wallets').selectAll().where('id', '=', res.body.data.id).executeTakeFirstOrThrow();
     expect(row.user_id).toBe(u.id);
     expect(row.address).toBe(res.body.data.address);
-    expect(t.ctx.secrets.decrypt(row.private_key_enc)).not.toBe('0x' + '11'.repeat(32));
-    expect(t.ctx.secrets.decrypt(row.mnemonic_enc)).not.toMatch(/^abandon/);
+    expect(t.ctx.secrets.decrypt(row.private_key_enc, walletPlace(row.id, 'private_key_enc'))).not.toBe('0x' + '11'.repeat(32));
+    expect(t.ctx.secrets.decrypt(row.mnemonic_enc, walletPlace(row.id, 'mnemonic_enc'))).not.toMatch(/^abandon/);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });

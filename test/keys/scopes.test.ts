@@ -20,6 +20,8 @@ const PUBLIC = [
   // The payer's side of a charge: the checkout page and its JSON.
   ...['/api/pay/:uuid', '/pay/:uuid'].flatMap((u) => [`GET ${u}`, `HEAD ${u}`]),
 ].sort();
+/** Wallet routes for a login token only (CONTRACT: an API key gets 403 `Insufficient scope`). */
+const LOGIN_ONLY = new Set(['/api/wallet/:wallet/reconciliation/accept']);
 const WRITE_SCOPES = KEY_SCOPES.filter((s) => s !== '*' && s !== 'read');
 
 interface Route {
@@ -61,7 +63,7 @@ describe('API-key scopes of the routes', () => {
     for (const r of routes.filter((x) => x.scope !== null)) {
       const reads = r.method === 'GET' || r.method === 'HEAD';
       const mutatingGet = /\/(token\/remove|webhook\/delete)\//.test(r.url);
-      if (r.url.startsWith('/api/auth/key') || r.url === '/api/auth/logout') expect([r.url, r.scope]).toEqual([r.url, 'login']);
+      if (r.url.startsWith('/api/auth/key') || r.url === '/api/auth/logout' || LOGIN_ONLY.has(r.url)) expect([r.url, r.scope]).toEqual([r.url, 'login']);
       else if (reads && !mutatingGet) expect([r.method, r.url, r.scope]).toEqual([r.method, r.url, 'read']);
       else expect([r.method, r.url, WRITE_SCOPES.includes(r.scope as never)]).toEqual([r.method, r.url, true]);
     }
@@ -86,7 +88,7 @@ describe('API-key scopes of the routes', () => {
     expect(scopeByRules('PUT', '/api/wallet/:wallet')).toBeUndefined();
     const f = Fastify();
     void f.register(async (scoped) => {
-      installAuth(scoped as unknown as App, t.ctx, t.services.auth, new WindowCounters(new RateLimiterMemory({ points: 1_000_000, duration: 120 }), 'test'));
+      installAuth(scoped as unknown as App, t.ctx, t.services.auth, new WindowCounters(new RateLimiterMemory({ points: 1_000_000, duration: 120 }), 'test'), async () => undefined);
       scoped.post('/api/wallet/:wallet/charge/create', async () => 'by the rules');
       scoped.post('/api/something/declared', { config: { scope: 'webhooks:write' } }, async () => 'declared');
       scoped.post('/api/something/new', async () => 'neither');

@@ -31,6 +31,8 @@ describe('cli', () => {
       id: 1,
       name: 'Sepolia',
       rpc_url: 'https://rpc.example.org',
+      // No JSON-RPC node answers there: its health says so.
+      rpc_endpoints: [{ url: 'https://rpc.example.org', ok: false, head_block: null, lag_blocks: null, latency_ms: null }],
       chain_id: 11155111,
       currency_symbol: 'ETH',
       block_explorer: 'https://sepolia.etherscan.io',
@@ -45,7 +47,15 @@ describe('cli', () => {
       expect(login.status).toBe(200);
       const nets = await t.request('GET', '/api/networks', { token: login.body.data.token });
       expect(nets.body.data).toEqual([
-        { id: 1, name: 'Sepolia', rpc_url: 'https://rpc.example.org', chain_id: 11155111, currency_symbol: 'ETH', block_explorer: 'https://sepolia.etherscan.io' },
+        {
+          id: 1,
+          name: 'Sepolia',
+          rpc_url: 'https://rpc.example.org',
+          rpc_endpoints: [{ url: 'https://rpc.example.org', ok: false, head_block: null, lag_blocks: null, latency_ms: null }],
+          chain_id: 11155111,
+          currency_symbol: 'ETH',
+          block_explorer: 'https://sepolia.etherscan.io',
+        },
       ]);
     } finally {
       await t.close();

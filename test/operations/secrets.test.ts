@@ -9,6 +9,8 @@ import { databaseText } from '../helpers/secrets.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { waitFor } from '../helpers/wait.js';
 import { deriveKey } from '../../src/chain/keys.js';
+import { walletPlace } from '../../src/modules/wallets/wallets.repository.js';
+import { subWalletPlace } from '../../src/modules/charges/charges.repository.js';
 
 describe('secrets at rest and in logs', () => {
   let t: TestApp;
@@ -27,14 +29,14 @@ describe('secrets at rest and in logs', () => {
       expect(JSON.stringify(res.body)).not.toMatch(/private_key|mnemonic/);
       created.push(res.body.data);
     }
-    const rows = await t.store.db.selectFrom('wallets').select(['address', 'private_key_enc', 'mnemonic_enc']).execute();
+    const rows = await t.store.db.selectFrom('wallets').select(['id', 'address', 'private_key_enc', 'mnemonic_enc']).execute();
     const text = await databaseText(t);
     const logs = t.logs.join('\n');
     expect(logs.length).toBeGreaterThan(0);
     for (const row of rows) {
-      expect(row.private_key_enc).toMatch(/^v1\./);
-      const key = t.ctx.secrets.decrypt(row.private_key_enc) as `0x${string}`;
-      const mnemonic = t.ctx.secrets.decrypt(row.mnemonic_enc);
+      expect(row.private_key_enc).toMatch(/^v2\./);
+      const key = t.ctx.secrets.decrypt(row.private_key_enc, walletPlace(row.id, 'private_key_enc')) as `0x${string}`;
+      const mnemonic = t.ctx.secrets.decrypt(row.mnemonic_enc, walletPlace(row.id, 'mnemonic_enc'));
       // The decrypted values are the real secrets of the address...
       expect(privateKeyToAddress(key)).toBe(row.address);
       expect(deriveKey(mnemonic, 0).address).toBe(row.address);
@@ -73,8 +75,8 @@ describe('secrets at rest and in logs', () => {
       await t.workers!.stop();
       expect(rx.to('/hook')[0]!.headers.authorization).toBe(headerValue);
 
-      const sub = await t.store.db.selectFrom('sub_wallets').select(['private_key_enc']).where('wallet_id', '=', wallet.id).executeTakeFirstOrThrow();
-      const subKey = t.ctx.secrets.decrypt(sub.private_key_enc);
+      const sub = await t.store.db.selectFrom('sub_wallets').select(['id', 'private_key_enc']).where('wallet_id', '=', wallet.id).executeTakeFirstOrThrow();
+      const subKey = t.ctx.secrets.decrypt(sub.private_key_enc, subWalletPlace(sub.id));
       const text = await databaseText(t);
       const logs = t.logs.join('\n');
       for (const plain of [secret, headerValue, 'partner-token-9191', subKey, subKey.slice(2)]) {
@@ -101,10 +103,10 @@ describe('development key file', () => {
     try {
       const file = join(t.config.dataDir, 'app.key');
       expect(statSync(file).mode & 0o777).toBe(0o600);
-      const enc = t.ctx.secrets.encrypt('hello');
+      const enc = t.ctx.secrets.encrypt('hello', { table: 'webhooks', column: 'signature_enc', id: 1 });
       const again = await startTestApp({ env: { APP_KEY: '' }, database: t.database, keepDatabase: true });
       try {
-        expect(again.ctx.secrets.decrypt(enc)).toBe('hello');
+        expect(again.ctx.secrets.decrypt(enc, { table: 'webhooks', column: 'signature_enc', id: 1 })).toBe('hello');
       } finally {
         await again.close();
       }

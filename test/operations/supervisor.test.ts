@@ -48,7 +48,16 @@ describe('supervisor', () => {
     expect(d.uptime_s).toBe(90);
     expect(d.database).toEqual({ ok: true, driver: t.store.driver, latency_ms: expect.any(Number) });
     expect(d.networks).toEqual([
-      { id: networkId, name: 'Local devnet', chain_id: 31337, rpc_ok: true, head_block: head, synced_block: head, lag_blocks: 0 },
+      {
+        id: networkId,
+        name: 'Local devnet',
+        chain_id: 31337,
+        rpc_ok: true,
+        head_block: head,
+        synced_block: head,
+        lag_blocks: 0,
+        endpoints: [{ url: new URL(chain.rpcUrl).origin, ok: true, head_block: head, lag_blocks: 0, latency_ms: expect.any(Number) }],
+      },
     ]);
     expect(d.webhooks).toEqual({ pending: 0, retrying: 0, failed: 0, delivered_last_hour: 0 });
     expect(d.transactions).toEqual({ pending: 0, stuck: 0 });

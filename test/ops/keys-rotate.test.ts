@@ -18,6 +18,8 @@ import { waitFor } from '../helpers/wait.js';
 import { signatureHeader } from '../../src/modules/webhooks/webhooks.signing.js';
 import { SECRET_COLUMNS } from '../../src/modules/secrets/secrets.repository.js';
 import { deriveKey } from '../../src/chain/keys.js';
+import { walletPlace } from '../../src/modules/wallets/wallets.repository.js';
+import { subWalletPlace } from '../../src/modules/charges/charges.repository.js';
 
 const OLD_KEY = randomBytes(32).toString('base64');
 const NEW_KEY = randomBytes(32).toString('base64');
@@ -94,20 +96,21 @@ describe('keys:rotate', () => {
       expect(first.json.key_id).toBe(t.ctx.secrets.activeKeyId);
       let read = 0;
       for (const c of SECRET_COLUMNS) {
-        const rows = await t.store.db.selectFrom(c.table).select(`${c.column} as v` as never).execute();
-        for (const { v } of rows as unknown as { v: string | null }[]) {
+        const rows = await t.store.db.selectFrom(c.table).select(['id', `${c.column} as v`] as never).execute();
+        for (const { id, v } of rows as unknown as { id: number; v: string | null }[]) {
           if (v === null) continue;
           expect(v.split('.')[1]).toBe(t.ctx.secrets.activeKeyId);
-          expect(t.ctx.secrets.decrypt(v).length).toBeGreaterThan(0);
+          expect(v.split('.')[0]).toBe('v2');
+          expect(t.ctx.secrets.decrypt(v, { table: c.table, column: c.column, id }).length).toBeGreaterThan(0);
           read += 1;
         }
       }
       expect(read).toBe(9);
-      const wallet = await t.store.db.selectFrom('wallets').select(['address', 'private_key_enc']).where('id', '=', walletId).executeTakeFirstOrThrow();
-      expect(privateKeyToAddress(t.ctx.secrets.decrypt(wallet.private_key_enc) as `0x${string}`)).toBe(wallet.address);
+      const wallet = await t.store.db.selectFrom('wallets').select(['id', 'address', 'private_key_enc']).where('id', '=', walletId).executeTakeFirstOrThrow();
+      expect(privateKeyToAddress(t.ctx.secrets.decrypt(wallet.private_key_enc, walletPlace(wallet.id, 'private_key_enc')) as `0x${string}`)).toBe(wallet.address);
       expect(deriveKey(await t.services.wallets.mnemonic(walletId), 0).address).toBe(wallet.address);
-      const subs = await t.store.db.selectFrom('sub_wallets').select(['address', 'private_key_enc']).execute();
-      for (const s of subs) expect(privateKeyToAddress(t.ctx.secrets.decrypt(s.private_key_enc) as `0x${string}`)).toBe(s.address);
+      const subs = await t.store.db.selectFrom('sub_wallets').select(['id', 'address', 'private_key_enc']).execute();
+      for (const s of subs) expect(privateKeyToAddress(t.ctx.secrets.decrypt(s.private_key_enc, subWalletPlace(s.id)) as `0x${string}`)).toBe(s.address);
 
       // A real delivery: the webhook's header and a signature made with its secret.
       const login = await t.request('POST', '/api/auth/login', { body: { email: 'rotate@example.com', password: 'rotate-password' } });

@@ -1,11 +1,14 @@
 /**
  * The chain watcher on a real anvil: incoming native and ERC-20 transfers become receipts,
  * the network's confirmation count is honoured, a reverted transfer becomes failed, and two
- * kinds of reorg are rolled back and re-applied: `anvil_reorg` re-mining the same
- * transactions in new blocks, and `evm_snapshot`/`evm_revert` removing them altogether (the
- * watcher then sends the outgoing ones again from their stored raw transaction).
+ * kinds of reorg are rolled back, told (`transaction.reorged`) and re-applied: `anvil_reorg`
+ * re-mining the same transactions in new blocks, and `evm_snapshot`/`evm_revert` removing them
+ * altogether (the watcher then sends the outgoing ones again from their stored raw transaction;
+ * the receipt waits, pending, until its sender uses its nonce for another transaction, then
+ * fails as `dropped`).
  */
-import { encodeAbiParameters, keccak256, type Address, type Hex } from 'viem';
+import { encodeAbiParameters, encodeFunctionData, keccak256, parseAbi, type Address, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
@@ -205,9 +208,32 @@ describe('reorgs', () => {
     const receiptConfirms = (await eventsOf(t, w.id, 'transaction.confirmed')).filter((e) => e.payload.transaction_id === receiptRow.id);
     expect(receiptConfirms.map((e) => e.payload.block_number)).toEqual([receiptRow.block_number, Number(newIn.blockNumber)]);
     expect(t.logs.some((l) => l.includes('reorg: rolled back to the common ancestor'))).toBe(true);
-    // Confirmed on the old chain, then again on the new one (delivery is at least once).
-    const confirms = (await eventsOf(t, w.id, 'transaction.confirmed')).filter((e) => e.payload.transaction_id === out.body.data.id);
-    expect(confirms).toHaveLength(2);
+    // Confirmed on the old chain, told reorged (pending, the removed block), confirmed again on the new one.
+    const story = async (id: number) =>
+      (await eventsOf(t, w.id)).filter((e) => e.name.startsWith('transaction.') && e.payload.transaction_id === id).map((e) => [e.name, e.payload.status, e.payload.block_number]);
+    expect(await story(out.body.data.id)).toEqual([
+      ['transaction.created', 'pending', null],
+      ['transaction.confirmed', 'confirmed', first.block_number],
+      ['transaction.reorged', 'pending', first.block_number],
+      ['transaction.confirmed', 'confirmed', Number(newOut.blockNumber)],
+    ]);
+    expect(await story(receiptRow.id)).toEqual([
+      ['transaction.confirmed', 'confirmed', receiptRow.block_number],
+      ['transaction.reorged', 'pending', receiptRow.block_number],
+      ['transaction.confirmed', 'confirmed', Number(newIn.blockNumber)],
+    ]);
+    const reorged = (await eventsOf(t, w.id, 'transaction.reorged')).find((e) => e.payload.transaction_id === out.body.data.id)!;
+    expect(reorged.payload).toEqual({
+      transaction_id: out.body.data.id,
+      wallet_id: w.id,
+      amount: '1.000000000000000000',
+      token: 'ETH',
+      tx_hash: first.tx_hash,
+      block_number: first.block_number,
+      status: 'pending',
+      type: 'transfer',
+      reorged_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/),
+    });
 
     const fee = await feeOf(out.body.data.id);
     const expected = 10n * ETH - ETH - fee + 2n * ETH;
@@ -215,7 +241,44 @@ describe('reorgs', () => {
     await waitFor(async () => (await apiBalance(w.id)) === dec18(expected));
   });
 
-  it('evm_revert: receipts of orphaned blocks are removed, transfers go back to pending, are re-sent and confirmed', async () => {
+  it('anvil_reorg: a token receipt moved to another log index in the new block is the same receipt, told reorged then confirmed again', async () => {
+    const w = await fundedWallet(t, chain, user, networkId, ETH);
+    const added = await t.request('POST', `/api/wallet/${w.id}/token/add`, { token: user.token, body: { contract: usd } });
+    expect(added.status, added.text).toBe(200);
+    const client = publicClient(chain.rpcUrl);
+    const gasPrice = (await client.getGasPrice()) * 2n;
+    const mintTo = (to: Address, amount: bigint) => encodeFunctionData({ abi: parseAbi(['function mint(address to, uint256 amount)']), functionName: 'mint', args: [to, amount] });
+    // The wallet's mint, from the outsider, alone in its block: log index 0.
+    const nonce = await client.getTransactionCount({ address: OUTSIDER.address });
+    const rawMint = await OUTSIDER.signTransaction({ chainId: 31337, type: 'legacy', nonce, gas: 100_000n, gasPrice, to: usd, data: mintTo(w.address, 7_000_000n) });
+    const mintHash = await rpc<Hex>('eth_sendRawTransaction', [rawMint]);
+    const before = await waitFor(async () => (await txRows(t, w.id)).find((r) => r.tx_hash === mintHash && r.status === 'confirmed'));
+    expect(before.log_index).toBe(0);
+
+    // The new block puts another sender's mint (a Transfer log) first: the wallet's log is index 1.
+    const other = privateKeyToAccount('0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a');
+    const otherNonce = await client.getTransactionCount({ address: other.address });
+    const rawOther = await other.signTransaction({ chainId: 31337, type: 'legacy', nonce: otherNonce, gas: 100_000n, gasPrice: gasPrice * 2n, to: usd, data: mintTo(RECIPIENT, 1n) });
+    await rpc('anvil_reorg', [1, [[rawOther, 0], [rawMint, 0]]]);
+    const moved = await client.getTransactionReceipt({ hash: mintHash });
+    expect(moved.logs[0]!.logIndex).toBe(1);
+
+    const after = await waitFor(async () => {
+      const rows = (await txRows(t, w.id)).filter((r) => r.tx_hash === mintHash);
+      return rows.length === 1 && rows[0]!.status === 'confirmed' && rows[0]!.block_hash === moved.blockHash ? rows[0]! : null;
+    });
+    expect(after).toMatchObject({ id: before.id, log_index: 1, block_number: Number(moved.blockNumber), amount: '7000000' });
+    const story = (await eventsOf(t, w.id)).filter((e) => e.name.startsWith('transaction.') && e.payload.transaction_id === before.id);
+    expect(story.map((e) => [e.name, e.payload.status, e.payload.block_number, e.payload.amount])).toEqual([
+      ['transaction.confirmed', 'confirmed', before.block_number, '7.000000000000000000'],
+      ['transaction.reorged', 'pending', before.block_number, '7.000000000000000000'],
+      ['transaction.confirmed', 'confirmed', Number(moved.blockNumber), '7.000000000000000000'],
+    ]);
+    const list = await t.request('GET', `/api/wallet/${w.id}/transaction`, { token: user.token });
+    expect(list.body.data.filter((x: any) => x.tx_hash === mintHash)).toHaveLength(1);
+  });
+
+  it('evm_revert: what the orphaned blocks confirmed is told reorged; transfers are re-sent and confirmed, the receipt whose nonce is taken fails as dropped', async () => {
     const start = 10n * ETH;
     const w = await fundedWallet(t, chain, user, networkId, start);
     await chain.mine(1);
@@ -223,41 +286,62 @@ describe('reorgs', () => {
     const client = publicClient(chain.rpcUrl);
 
     const out1 = await create(w.id, { amount: '1', token: 'ETH', address: RECIPIENT });
-    await waitForStatus(t, user, w.id, out1.body.data.id, 'confirmed');
+    const c1 = await waitForStatus(t, user, w.id, out1.body.data.id, 'confirmed');
     const inHash = await sendFromOutsider(chain.rpcUrl, w.address, 3n * ETH);
-    await waitFor(async () => (await txRows(t, w.id)).find((r) => r.tx_hash === inHash));
+    const receipt = await waitFor(async () => (await txRows(t, w.id)).find((r) => r.tx_hash === inHash && r.status === 'confirmed'));
     const out2 = await create(w.id, { amount: '0.5', token: 'ETH', address: RECIPIENT });
-    await waitForStatus(t, user, w.id, out2.body.data.id, 'confirmed');
+    const c2 = await waitForStatus(t, user, w.id, out2.body.data.id, 'confirmed');
     const listBefore = await t.request('GET', `/api/wallet/${w.id}/transaction`, { token: user.token });
     expect(listBefore.body.data.map((x: any) => x.type)).toEqual(['transfer', 'receipt', 'transfer']);
+    const outsiderNonce = (await client.getTransaction({ hash: inHash })).nonce;
 
     // The three blocks vanish; the new chain grows past the old head without them.
     expect(await rpc('evm_revert', [snapshot])).toBe(true);
     await chain.mine(4);
 
-    // First the roll-back (the receipt leaves the history), then the transfers confirm again.
-    await waitFor(async () => (await txRows(t, w.id)).find((r) => r.tx_hash === inHash && r.status === 'orphaned'));
-    const rows = await waitFor(async () => {
+    // The receipt is pending again, told by transaction.reorged; the transfers are re-sent and confirm again.
+    const pendingAgain = await waitFor(async () => (await txRows(t, w.id)).find((r) => r.id === receipt.id && r.status === 'pending'));
+    expect(pendingAgain).toMatchObject({ block_number: null, block_hash: null, seq: receipt.seq });
+    await waitFor(async () => {
       const r = await txRows(t, w.id);
       const visible = r.filter((x) => x.type === 'transfer');
       return visible.length === 2 && visible.every((x) => x.status === 'confirmed') ? r : null;
     }, { timeoutMs: 20_000 });
-    // The receipt is gone from the history (kept hidden only so its id is never reused).
-    expect(rows.find((r) => r.tx_hash === inHash)).toMatchObject({ status: 'orphaned', seq: 0, block_number: null });
-    const gone = await t.request('GET', `/api/wallet/${w.id}/transaction/show/${rows.find((r) => r.tx_hash === inHash)!.id}`, { token: user.token });
-    expect(gone.status).toBe(404);
+    const reorged = await eventsOf(t, w.id, 'transaction.reorged');
+    expect(reorged.map((e) => [e.payload.transaction_id, e.payload.status, e.payload.block_number]).sort()).toEqual(
+      [
+        [out1.body.data.id, 'pending', c1.block_number],
+        [receipt.id, 'pending', receipt.block_number],
+        [out2.body.data.id, 'pending', c2.block_number],
+      ].sort(),
+    );
     const r1 = await client.getTransactionReceipt({ hash: out1.body.data.tx_hash });
     const r2 = await client.getTransactionReceipt({ hash: out2.body.data.tx_hash });
     expect(r1.status).toBe('success');
     expect(r2.status).toBe('success');
     const shown = await t.request('GET', `/api/wallet/${w.id}/transaction/show/${out1.body.data.id}`, { token: user.token });
     expect(shown.body.data.block_hash).toBe(r1.blockHash);
-
-    // The list is renumbered: two rows, newest first, no hole where the receipt was.
-    const list = await t.request('GET', `/api/wallet/${w.id}/transaction?limit=1&page=2`, { token: user.token });
-    expect(list.headers.get('x-pagination-total')).toBe('2');
-    expect(list.body.data.map((x: any) => x.id)).toEqual([out1.body.data.id]);
     expect(t.logs.some((l) => l.includes('re-broadcast'))).toBe(true);
+
+    // The receipt waits while its sender's nonce is free (it could still be mined) ...
+    const stillPending = await t.request('GET', `/api/wallet/${w.id}/transaction/show/${receipt.id}`, { token: user.token });
+    expect(stillPending.body.data).toMatchObject({ id: receipt.id, type: 'receipt', status: 'pending', block_number: null, tx_hash: inHash });
+    // ... until the sender uses that nonce for another transaction: then it can never be mined.
+    const other = await sendFromOutsider(chain.rpcUrl, RECIPIENT, 1n);
+    expect((await client.getTransaction({ hash: other })).nonce).toBe(outsiderNonce);
+    const dropped = await waitForStatus(t, user, w.id, receipt.id, 'failed');
+    expect(dropped).toMatchObject({ type: 'receipt', failure_reason: 'dropped', block_number: null, amount: '3.000000000000000000' });
+    const failedEvents = (await eventsOf(t, w.id, 'transaction.failed')).filter((e) => e.payload.transaction_id === receipt.id);
+    expect(failedEvents.map((e) => [e.payload.status, e.payload.failure_reason])).toEqual([['failed', 'dropped']]);
+
+    // The list keeps its numbers: the three rows, newest first.
+    const list = await t.request('GET', `/api/wallet/${w.id}/transaction`, { token: user.token });
+    expect(list.headers.get('x-pagination-total')).toBe('3');
+    expect(list.body.data.map((x: any) => [x.id, x.status])).toEqual([
+      [out2.body.data.id, 'confirmed'],
+      [receipt.id, 'failed'],
+      [out1.body.data.id, 'confirmed'],
+    ]);
 
     const fees = (await feeOf(out1.body.data.id)) + (await feeOf(out2.body.data.id));
     const expected = start - ETH - ETH / 2n - fees;

@@ -105,6 +105,7 @@ describe('GET /api/wallet/{wallet}/balance', () => {
         old_balance: '0.000000000000000000',
         new_balance: '1.500000000000000001',
         change: '1.500000000000000001',
+        block_number: expect.any(Number),
         updated_at: expect.stringMatching(DATETIME),
       },
       {
@@ -113,6 +114,7 @@ describe('GET /api/wallet/{wallet}/balance', () => {
         old_balance: '1.500000000000000001',
         new_balance: '0.000000000000000001',
         change: '-1.500000000000000000',
+        block_number: expect.any(Number),
         updated_at: expect.stringMatching(DATETIME),
       },
       {
@@ -121,6 +123,7 @@ describe('GET /api/wallet/{wallet}/balance', () => {
         old_balance: '0.000000000000000001',
         new_balance: '123456789012.345678901234567890',
         change: '123456789012.345678901234567889',
+        block_number: expect.any(Number),
         updated_at: expect.stringMatching(DATETIME),
       },
     ]);

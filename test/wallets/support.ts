@@ -7,7 +7,18 @@ export const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 
 export const WALLET_KEYS = ['id', 'name', 'address', 'description', 'is_mainnet', 'created_at', 'updated_at'].sort();
 export const WALLET_DETAIL_KEYS = [...WALLET_KEYS, 'wallet_tokens', 'network'].sort();
-export const NETWORK_KEYS = ['id', 'name', 'rpc_url', 'chain_id', 'currency_symbol', 'block_explorer'].sort();
+export const NETWORK_KEYS = ['id', 'name', 'rpc_url', 'rpc_endpoints', 'chain_id', 'currency_symbol', 'block_explorer'].sort();
+
+/** One endpoint's health as the Network object shows it (its figures move with every head read). */
+export function endpointOf(origin: string) {
+  return expect.objectContaining({ url: origin, ok: expect.any(Boolean) }) as unknown;
+}
+
+/** A wallet object without its network's endpoint health (which changes between two reads). */
+export function withoutHealth<T extends object>(w: T): T {
+  const network = (w as { network?: Record<string, unknown> }).network;
+  return network ? { ...w, network: { ...network, rpc_endpoints: '(health)' } } : w;
+}
 export const TOKEN_KEYS = ['id', 'name', 'symbol', 'decimals', 'is_native', 'is_active', 'is_testnet', 'contract', 'created_at', 'updated_at'].sort();
 export const TOKEN_BALANCE_KEYS = [...TOKEN_KEYS, 'balance'].sort();
 /** Fields that must never appear in any wallet or token response. */

@@ -108,6 +108,7 @@ describe('POST /api/wallet/{wallet}/token/add', () => {
       old_balance: '0.000000000000000000',
       new_balance: '1.000000000000000001',
       change: '1.000000000000000001',
+      block_number: expect.any(Number),
       updated_at: expect.stringMatching(DATETIME),
     });
     const cache = await t.store.db

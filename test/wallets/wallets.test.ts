@@ -19,11 +19,14 @@ import {
   expectNoHiddenFields,
   keysOf,
   NETWORK_KEYS,
+  endpointOf,
+  withoutHealth,
   TOKEN_KEYS,
   WALLET_DETAIL_KEYS,
   WALLET_KEYS,
   ZERO_ADDRESS,
 } from './support.js';
+import { walletPlace } from '../../src/modules/wallets/wallets.repository.js';
 
 let t: TestApp;
 let chain: TestChain;
@@ -68,8 +71,8 @@ describe('GET /api/networks', () => {
     expect(res.body.status).toBe('success');
     expect(res.body.message).toBe('Networks retrieved');
     expect(res.body.data).toEqual([
-      { id: networkId, name: 'Local devnet', rpc_url: chain.rpcUrl, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '' },
-      { id: mainnetId, name: 'Ethereum', rpc_url: 'https://rpc.example.com', chain_id: 1, currency_symbol: 'ETH', block_explorer: 'https://etherscan.io' },
+      { id: networkId, name: 'Local devnet', rpc_url: chain.rpcUrl, rpc_endpoints: [endpointOf(chain.rpcUrl)], chain_id: 31337, currency_symbol: 'ETH', block_explorer: '' },
+      { id: mainnetId, name: 'Ethereum', rpc_url: 'https://rpc.example.com', rpc_endpoints: [endpointOf('https://rpc.example.com')], chain_id: 1, currency_symbol: 'ETH', block_explorer: 'https://etherscan.io' },
     ]);
     for (const n of res.body.data) expect(keysOf(n)).toEqual(NETWORK_KEYS);
     expect(res.text).not.toContain('is_mainnet');
@@ -108,7 +111,7 @@ describe('POST /api/wallet/create', () => {
     expect(createdMs).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
     expect(createdMs).toBeLessThanOrEqual(Date.now());
 
-    expect(w.network).toEqual({ id: networkId, name: 'Local devnet', rpc_url: chain.rpcUrl, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '' });
+    expect(w.network).toEqual({ id: networkId, name: 'Local devnet', rpc_url: chain.rpcUrl, rpc_endpoints: [endpointOf(chain.rpcUrl)], chain_id: 31337, currency_symbol: 'ETH', block_explorer: '' });
     expect(keysOf(w.network)).toEqual(NETWORK_KEYS);
 
     expect(w.wallet_tokens).toHaveLength(1);
@@ -172,18 +175,18 @@ describe('POST /api/wallet/create', () => {
     for (const w of [a, b]) {
       const row = await t.store.db
         .selectFrom('wallets')
-        .select(['address', 'private_key_enc', 'mnemonic_enc', 'user_id', 'network_id'])
+        .select(['id', 'address', 'private_key_enc', 'mnemonic_enc', 'user_id', 'network_id'])
         .where('id', '=', w.id)
         .executeTakeFirstOrThrow();
       expect(row.address).toBe(w.address);
       expect(row.user_id).toBe(alice.id);
       expect(row.network_id).toBe(networkId);
       // Encrypted values: the SecretBox token format, never the plaintext.
-      expect(row.private_key_enc).toMatch(/^v1\.[^.]+\.[^.]+\.[^.]+\.[^.]+$/);
-      expect(row.mnemonic_enc).toMatch(/^v1\.[^.]+\.[^.]+\.[^.]+\.[^.]+$/);
+      expect(row.private_key_enc).toMatch(/^v2\.[^.]+\.[^.]+\.[^.]+\.[^.]+$/);
+      expect(row.mnemonic_enc).toMatch(/^v2\.[^.]+\.[^.]+\.[^.]+\.[^.]+$/);
 
-      const privateKey = t.ctx.secrets.decrypt(row.private_key_enc) as `0x${string}`;
-      const mnemonic = t.ctx.secrets.decrypt(row.mnemonic_enc);
+      const privateKey = t.ctx.secrets.decrypt(row.private_key_enc, walletPlace(row.id, 'private_key_enc')) as `0x${string}`;
+      const mnemonic = t.ctx.secrets.decrypt(row.mnemonic_enc, walletPlace(row.id, 'mnemonic_enc'));
       expect(privateKey).toMatch(/^0x[0-9a-f]{64}$/);
       expect(privateKeyToAddress(privateKey)).toBe(w.address);
       const words = mnemonic.split(' ');
@@ -323,13 +326,13 @@ describe('POST /api/wallet/{wallet}/update', () => {
     expect(res.body.message).toBe('Wallet updated');
     const u = res.body.data;
     expect(keysOf(u)).toEqual(WALLET_DETAIL_KEYS);
-    expect(u).toEqual({ ...w, name: 'After', description: 'Now described', updated_at: u.updated_at });
+    expect(withoutHealth(u)).toEqual(withoutHealth({ ...w, name: 'After', description: 'Now described', updated_at: u.updated_at }));
     expect(u.updated_at).toMatch(DATETIME);
     expect(u.updated_at >= w.created_at).toBe(true);
     expectNoHiddenFields(res.text);
 
     const shown = await t.request('GET', `/api/wallet/${w.id}`, { token: alice.token });
-    expect(shown.body.data).toEqual(u);
+    expect(withoutHealth(shown.body.data)).toEqual(withoutHealth(u));
 
     const events = await eventsOf(t, w.id, 'wallet.updated');
     expect(events).toHaveLength(1);
@@ -368,7 +371,7 @@ describe('POST /api/wallet/{wallet}/update', () => {
     for (const body of [{}, { name: 'Same' }, { name: ' Same ', description: '' }]) {
       const res = await t.request('POST', `/api/wallet/${w.id}/update`, { token: alice.token, body });
       expect(res.status).toBe(200);
-      expect(res.body.data).toEqual(w);
+      expect(withoutHealth(res.body.data)).toEqual(withoutHealth(w));
     }
     expect(await eventsOf(t, w.id, 'wallet.updated')).toEqual([]);
   });
@@ -386,7 +389,7 @@ describe('POST /api/wallet/{wallet}/update', () => {
       const res = await t.request('POST', `/api/wallet/${w.id}/update`, { token: alice.token, body });
       expectValidationError(res, data, JSON.stringify(body));
     }
-    expect((await t.request('GET', `/api/wallet/${w.id}`, { token: alice.token })).body.data).toEqual(w);
+    expect(withoutHealth((await t.request('GET', `/api/wallet/${w.id}`, { token: alice.token })).body.data)).toEqual(withoutHealth(w));
     expect(await eventsOf(t, w.id, 'wallet.updated')).toEqual([]);
   });
 });
@@ -415,7 +418,7 @@ describe("another user's wallet", () => {
     const list = await t.request('GET', '/api/wallets', { token: bob.token });
     expect(list.body.data.map((x: { id: number }) => x.id)).not.toContain(w.id);
     expect(await countEvents(t)).toBe(events);
-    expect((await t.request('GET', `/api/wallet/${w.id}`, { token: alice.token })).body.data).toEqual(w);
+    expect(withoutHealth((await t.request('GET', `/api/wallet/${w.id}`, { token: alice.token })).body.data)).toEqual(withoutHealth(w));
   });
 
   it('needs authentication first on every wallet route', async () => {

@@ -15,6 +15,7 @@ import { formatDateTime } from '../../src/lib/time.js';
 import { SECRET_COLUMNS } from '../../src/modules/secrets/secrets.repository.js';
 import type { DeliveryWorker } from '../../src/workers/deliveries.js';
 import { createWebhook, deliveriesOf, emit, owner, startWorker, type Owner } from './fixtures.js';
+import { webhookPlace } from '../../src/modules/webhooks/webhooks.service.js';
 
 const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 const OVERLAP_S = 3;
@@ -204,7 +205,7 @@ describe('operating webhooks', () => {
     const row = await hookRow(hook.id);
     expect(row.previous_signature_enc).not.toBeNull();
     expect(row.previous_signature_enc).not.toContain(oldSecret);
-    expect(t.ctx.secrets.decrypt(row.previous_signature_enc!)).toBe(oldSecret);
+    expect(t.ctx.secrets.decrypt(row.previous_signature_enc!, webhookPlace(hook.id, 'previous_signature_enc'))).toBe(oldSecret);
     expect(SECRET_COLUMNS).toContainEqual(expect.objectContaining({ table: 'webhooks', column: 'previous_signature_enc' }));
     // The same secret again is no rotation: the old one stays in its window.
     await t.request('POST', `${base(o, hook.id)}/update`, { token: o.user.token, body: { signature: newSecret } });

@@ -5,6 +5,7 @@ import { createWalletRow } from '../helpers/factories.js';
 import { EVENTS_BY_TYPE, EVENT_NAMES } from '../../src/modules/events/events.catalogue.js';
 import { dispatchEvents } from '../../src/workers/deliveries/dispatch.js';
 import { createWebhook, emit, owner, type Owner } from './fixtures.js';
+import { webhookPlace } from '../../src/modules/webhooks/webhooks.service.js';
 
 const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 const AMOUNT = /^-?\d+\.\d{18}$/;
@@ -60,15 +61,18 @@ const SHAPES: Record<string, Record<string, Kind>> = {
   'charge.expired': { ...CHARGE_SETTLED, expired_at: 'datetime' },
   'charge.failed': { ...CHARGE_SETTLED, failed_at: 'datetime' },
   'charge.delayed': { ...CHARGE_SETTLED, payment: 'payment' },
+  'charge.reopened': { ...CHARGE_SETTLED, reopened_at: 'datetime' },
   'transaction.created': { ...TX_BASE, block_number: 'int|null', type: 'string', created_at: 'datetime' },
   'transaction.confirmed': TX_CONFIRMED,
   'transaction.failed': { ...TX_BASE, block_number: 'int|null', type: 'string', failed_at: 'datetime' },
+  'transaction.reorged': { ...TX_BASE, type: 'string', reorged_at: 'datetime' },
   'balance.updated': {
     wallet_id: 'int',
     token: 'string',
     old_balance: 'amount',
     new_balance: 'amount',
     change: 'amount',
+    block_number: 'int',
     updated_at: 'datetime',
   },
   'token.added': { ...TOKEN, added_at: 'datetime' },
@@ -172,7 +176,7 @@ describe('webhook routes', () => {
         if (type === 'charge') {
           expect(data.payload.expires).toBe(300);
           const settled = name === 'charge.delayed' ? 'expired' : name.split('.')[1]; // delayed: a late payment to a settled charge
-          expect(data.payload.status).toBe(name === 'charge.created' ? 'pending' : settled);
+          expect(data.payload.status).toBe(name === 'charge.created' || name === 'charge.reopened' ? 'pending' : settled);
         }
       }
     }
@@ -215,7 +219,7 @@ describe('webhook routes', () => {
     const row = await t.store.db.selectFrom('webhooks').selectAll().where('id', '=', w.id).executeTakeFirstOrThrow();
     expect(row.signature_enc).not.toContain('whsec');
     expect(row.headers_enc).not.toContain('key-123');
-    expect(t.ctx.secrets.decrypt(row.signature_enc!)).toBe('whsec_create_secret');
+    expect(t.ctx.secrets.decrypt(row.signature_enc!, webhookPlace(w.id, 'signature_enc'))).toBe('whsec_create_secret');
     expect(JSON.parse(row.events)).toEqual(['charge.created', 'charge.paid', 'charge.expired']);
 
     const wild = await createWebhook(t, a, { url: 'http://example.com/all', type: 'transaction', events: ['created', '*'] });

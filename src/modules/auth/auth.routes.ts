@@ -16,7 +16,7 @@ const INVALID_CREDENTIALS = {
 export async function publicAuthRoutes(app: App, auth: AuthService): Promise<void> {
   app.post(
     '/auth/login',
-    { schema: { tags: ['auth'], summary: 'Log in and get a bearer token', description: 'Exchanges email and password for an opaque bearer token valid for TOKEN_TTL seconds. Failed attempts are limited per email and per IP (429 with Retry-After); this route is public and not counted in the per-user rate limit.', body: LoginBody, security: [], response: { ...responses(LoginData), 401: INVALID_CREDENTIALS } as ReturnType<typeof responses> } },
+    { config: { noStore: true }, schema: { tags: ['auth'], summary: 'Log in and get a bearer token', description: 'Exchanges email and password for an opaque bearer token valid for TOKEN_TTL seconds. Failed attempts are limited per email and per IP (429 with Retry-After); this route is public and not counted in the per-user rate limit.', body: LoginBody, security: [], response: { ...responses(LoginData), 401: INVALID_CREDENTIALS } as ReturnType<typeof responses> } },
     async (req) => {
       const { token, expiresAtMs } = await auth.login(req.body.email, req.body.password, req.ip);
       return ok(loginView(token, expiresAtMs), 'Logged in');

@@ -6,7 +6,7 @@
 import type { SqlWindow } from '../../lib/rate-limit.js';
 import { AppError, Errors } from '../../errors.js';
 import { dummyPasswordHash, hashPassword, needsRehash, randomTokenString, sha256Hex, verifyPassword } from '../../lib/crypto.js';
-import { retryAfterS, type WindowCounters } from '../../lib/rate-limit.js';
+import { retryAfterS, type WindowCounters, type WindowState } from '../../lib/rate-limit.js';
 import type { AppContext } from '../../context.js';
 import { Batcher } from '../../lib/batcher.js';
 import * as repo from './auth.repository.js';
@@ -70,15 +70,13 @@ export class AuthService {
     const now = this.ctx.clock.nowMs();
     const failures = this.failures;
     if (failures === null) throw new Error('AuthService.login needs the login counters');
-    await this.checkThrottle(failures, email, ip, now);
+    await this.countAttempt(failures, email, ip, now);
     const cost = this.ctx.config.passwordScryptN;
     const user = await repo.findUserByEmail(this.ctx.store.db, email);
     const valid = await verifyPassword(password, user?.password_hash ?? (await dummyPasswordHash(cost)));
-    if (!user || !valid) {
-      await Promise.all([failures.hit(`e:${email}`, now), failures.hit(`i:${ip}`, now)]);
-      throw Errors.invalidCredentials();
-    }
-    await failures.reset(`e:${email}`, now);
+    // A failed attempt keeps the points counted before the check.
+    if (!user || !valid) throw Errors.invalidCredentials();
+    await Promise.all([failures.reset(`e:${email}`, now), failures.giveBack(`i:${ip}`, now)]);
     if (needsRehash(user.password_hash, cost)) {
       // The stored parameters are older than the current cost: store a new hash now that the
       // password is known. The login does not depend on it.
@@ -98,11 +96,21 @@ export class AuthService {
     return { token, expiresAtMs: expiresAt };
   }
 
-  /** 429 once the email or the IP has used its failed attempts of this minute. */
-  private async checkThrottle(failures: WindowCounters, email: string, ip: string, now: number): Promise<void> {
+  /**
+   * Counts the attempt per email and per IP BEFORE its password is checked, and answers 429 when
+   * that takes either past this minute's limit: N concurrent attempts cannot all pass a check made
+   * before any of them was counted, so at most `limit` of them reach scrypt (which shares libuv's
+   * threads with DNS lookups). A success resets the email's count and gives the IP's point back,
+   * so only failures (and attempts still being checked) use the budget.
+   */
+  private async countAttempt(failures: WindowCounters, email: string, ip: string, now: number): Promise<void> {
     const limit = this.ctx.config.loginAttemptsPerMinute;
-    const [byEmail, byIp] = await Promise.all([failures.peek(`e:${email}`, now), failures.peek(`i:${ip}`, now)]);
-    const over = [byEmail, byIp].filter((w) => w.count >= limit);
+    // The email first, then the IP, one after the other: counted at once, the two counters could
+    // order concurrent attempts differently (PostgreSQL, Redis), letting fewer than `limit` of one
+    // email's attempts through; an attempt the email already refuses does not use the IP's budget.
+    const byEmail = await failures.hit(`e:${email}`, now);
+    const byIp = byEmail.count > limit ? null : await failures.hit(`i:${ip}`, now);
+    const over = [byEmail, byIp].filter((w): w is WindowState => w !== null && w.count > limit);
     if (over.length > 0) throw Errors.tooManyRequests(Math.max(...over.map((w) => retryAfterS(w, now))));
   }
 

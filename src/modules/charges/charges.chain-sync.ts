@@ -17,7 +17,8 @@
  *   payments, never from a node that may be ahead of what was recorded.
  * - A reorg (`rollBackChargePayments`, inside the follower's rollback transaction): the payments
  *   and block times above the common ancestor are deleted; a settlement decided on a block above
- *   it is undone (the charge is `pending` again and is decided anew on the new chain).
+ *   it is undone (the charge is `pending` again, `charge.reopened` is written in the same
+ *   transaction, and it is decided anew on the new chain, its outcome's event written again).
  */
 import { getAddress, type Hex, type Transaction } from 'viem';
 import type { Logger } from 'pino';
@@ -25,6 +26,10 @@ import type { Executor } from '../../db/index.js';
 import { blockReceipts, transferLogs, type FullBlock } from '../../chain/blocks.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
 import type { SyncScope } from '../transactions/transactions.chain-sync.js';
+import { recordEvent } from '../events/outbox.js';
+import { findWalletView } from '../wallets/wallets.repository.js';
+import { findChargeById } from './charges.repository.js';
+import { chargeReopenedPayload } from './charges.views.js';
 import * as pay from './charges.payments.repository.js';
 import type { NewPayment, WatchedDeposit } from './charges.payments.repository.js';
 import { decide } from './charges.decide.js';
@@ -124,7 +129,15 @@ export async function rollBackChargePayments(trx: Executor, networkId: number, a
     await pay.setPaidAmount(trx, id, decide(terms, payments, ancestor, null).paid, nowMs);
   }
   for (const id of reopened) {
+    await announceReopened(trx, id, nowMs);
     log.warn({ charge_id: id, ancestor }, 'reorg deeper than the network’s confirmations undid a charge settlement: pending again');
   }
   log.info({ ancestor, charges: touched }, 'reorg: charge payments above the common ancestor removed');
+}
+
+/** `charge.reopened`, in the rollback's transaction (CONTRACT.md, "Chains as they are"). */
+async function announceReopened(trx: Executor, chargeId: number, nowMs: number): Promise<void> {
+  const charge = (await findChargeById(trx, chargeId))!;
+  const wallet = (await findWalletView(trx, charge.wallet_id))!;
+  await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'charge.reopened', payload: chargeReopenedPayload(charge, nowMs), nowMs });
 }

@@ -1,6 +1,7 @@
 /** charge_payments, charge_blocks and the charge rows the chain follower and the charge worker move. */
 import { sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
+import { dialectOf } from '../../db/dialect.js';
 
 /** Block timestamps kept per network (the confirmed height is never further back than this). */
 const KEEP_BLOCK_TIMES = 512;
@@ -257,4 +258,16 @@ export async function findTerms(db: Executor, id: number): Promise<ChargeTerms |
 /** The charge's address is due a sweep now (a late payment arrived). */
 export async function makeSweepDue(trx: Executor, id: number, nowMs: number): Promise<void> {
   await trx.updateTable('charges').set({ sweep_due_at: nowMs, updated_at: nowMs }).where('id', '=', id).execute();
+}
+
+/**
+ * The follower's cursor of a network, locked until the end of the transaction (PostgreSQL: FOR
+ * UPDATE; SQLite's transactions are already serial). The follower moves the cursor first in
+ * each of its transactions, a reorg rollback included, so a settlement that reads it here
+ * decides against the height that holds when it commits.
+ */
+export async function lockedCursorHeight(trx: Executor, networkId: number): Promise<number | undefined> {
+  const q = trx.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId);
+  const r = await dialectOf(trx).forUpdate(q).executeTakeFirst();
+  return r ? Number(r.block_number) : undefined;
 }

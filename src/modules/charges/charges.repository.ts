@@ -1,5 +1,6 @@
 /** charges and sub_wallets rows. */
 import type { Executor } from '../../db/index.js';
+import type { SecretPlace } from '../../lib/crypto.js';
 import type { PaymentRow } from './charges.payments.repository.js';
 import type { SweepRow } from './charges.sweeps.repository.js';
 
@@ -104,12 +105,19 @@ export async function takeSubIndex(db: Executor, walletId: number): Promise<numb
   return row.next_sub_index;
 }
 
-export async function insertSubWallet(db: Executor, s: { wallet_id: number; derivation_index: number; address: string; private_key_enc: string }, nowMs: number) {
+/** Where a deposit address's encrypted key lives (its AES-GCM associated data, src/lib/crypto.ts). */
+export function subWalletPlace(id: number): SecretPlace {
+  return { table: 'sub_wallets', column: 'private_key_enc', id };
+}
+
+/** Inserts a deposit address; its key is encrypted by `seal` once the row has its id (bound to it), in the same transaction. */
+export async function insertSubWallet(db: Executor, s: { wallet_id: number; derivation_index: number; address: string }, seal: (id: number) => string, nowMs: number) {
   const r = await db
     .insertInto('sub_wallets')
-    .values({ ...s, created_at: nowMs })
+    .values({ ...s, private_key_enc: '', created_at: nowMs })
     .returning('id')
     .executeTakeFirstOrThrow();
+  await db.updateTable('sub_wallets').set({ private_key_enc: seal(r.id) }).where('id', '=', r.id).execute();
   return r.id;
 }
 

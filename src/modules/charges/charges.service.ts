@@ -68,7 +68,8 @@ export class ChargeService {
     const key = deriveKey(mnemonic, index);
     const subId = await repo.insertSubWallet(
       trx,
-      { wallet_id: wallet.id, derivation_index: index, address: key.address, private_key_enc: this.ctx.secrets.encrypt(key.privateKey) },
+      { wallet_id: wallet.id, derivation_index: index, address: key.address },
+      (id) => this.ctx.secrets.encrypt(key.privateKey, repo.subWalletPlace(id)),
       nowMs,
     );
     const chargeId = await repo.insertCharge(

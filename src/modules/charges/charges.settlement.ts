@@ -19,8 +19,8 @@
  *
  * Each final move is one conditional UPDATE (WHERE status = 'pending') with its event in the
  * same transaction: several processes may run this, each move happens once. A settlement a
- * reorg undid (charges.chain-sync.ts) is decided again; its event is written again only when the
- * outcome differs from the one announced (`announced`).
+ * reorg undid (charges.chain-sync.ts: `charge.reopened`) is decided again and its outcome's event
+ * written again, whatever the outcome (CONTRACT.md, "Chains as they are").
  */
 import type { Address } from 'viem';
 import type { Logger } from 'pino';
@@ -68,7 +68,7 @@ export class ChargeSettlement {
       if (stopping()) break;
       const at = await this.confirmed(network);
       if (!at) continue;
-      await this.confirmPayments(network.id, at);
+      await this.confirmPayments(network, at);
       await this.expireDue(network, at);
       await this.announceLate(network.id);
       heights.set(network.id, at.height);
@@ -83,13 +83,32 @@ export class ChargeSettlement {
     return { height, timeMs: await pay.blockTimeAtOrBelow(this.ctx.store.db, network.id, height) };
   }
 
+  /**
+   * The confirmed height as it holds when the settling transaction commits: read again inside
+   * it, under the cursor's lock, because a reorg rollback may have committed since `at` was read
+   * (its payments deleted, its cursor moved back). Null when it moved back below `at`: the
+   * candidates read at `at` are stale, and the next tick starts again from the new cursor.
+   */
+  private async confirmedIn(trx: Executor, network: NetworkRow, at: Confirmed): Promise<Confirmed | null> {
+    const cursor = await pay.lockedCursorHeight(trx, network.id);
+    if (cursor === undefined) return null;
+    const height = confirmedHeight(cursor, network.confirmations);
+    if (height < at.height) {
+      this.log.info({ network_id: network.id, read: at.height, now: height }, 'the confirmed height moved back (a reorg) while settling: decided again next tick');
+      return null;
+    }
+    return { height, timeMs: await pay.blockTimeAtOrBelow(trx, network.id, height) };
+  }
+
   /** Step 2. */
-  private async confirmPayments(networkId: number, at: Confirmed): Promise<void> {
-    const rows = await pay.listNewlyConfirmed(this.ctx.store.db, networkId, at.height, PAYMENT_BATCH);
+  private async confirmPayments(network: NetworkRow, at: Confirmed): Promise<void> {
+    const rows = await pay.listNewlyConfirmed(this.ctx.store.db, network.id, at.height, PAYMENT_BATCH);
     if (rows.length === 0) return;
     await this.ctx.store.db.transaction().execute(async (trx) => {
+      const now = await this.confirmedIn(trx, network, at);
+      if (!now) return;
       await pay.markConfirmed(trx, rows.map((r) => r.id));
-      for (const chargeId of new Set(rows.map((r) => r.charge_id))) await this.decideOne(trx, chargeId, at);
+      for (const chargeId of new Set(rows.map((r) => r.charge_id))) await this.decideOne(trx, chargeId, now);
     });
   }
 
@@ -99,7 +118,10 @@ export class ChargeSettlement {
     const ids = await pay.listExpirable(this.ctx.store.db, network.id, at.timeMs, EXPIRY_BATCH);
     for (const id of ids) {
       await this.warnUnseenFunds(network, id, at.height);
-      await this.ctx.store.db.transaction().execute((trx) => this.decideOne(trx, id, at));
+      await this.ctx.store.db.transaction().execute(async (trx) => {
+        const now = await this.confirmedIn(trx, network, at);
+        if (now) await this.decideOne(trx, id, now);
+      });
     }
   }
 
@@ -135,7 +157,6 @@ export class ChargeSettlement {
     if (!won) return;
     const charge = (await repo.findChargeById(trx, chargeId))!;
     this.log.info({ charge_id: chargeId, wallet_id: charge.wallet_id, status: d.status, paid_amount: d.paid.toString(), block: at.height }, 'charge settled');
-    if (won.announced === d.status) return; // a reorg undid it and it came out the same: announced already
     const wallet = (await findWalletView(trx, charge.wallet_id))!;
     const payload = chargeFinishedPayload(charge, d.status, d.paidAtMs ?? now);
     await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: `charge.${d.status}`, payload, nowMs: now });

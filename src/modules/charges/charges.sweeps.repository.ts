@@ -12,6 +12,8 @@ export interface SweepRow {
   status: string;
   tx_hash: string | null;
   raw_tx: string | null;
+  /** The deposit address's nonce the sweep was signed with (null for a gas top-up). */
+  nonce: number | null;
   transaction_id: number | null;
   created_at: number;
   /** Joined: the token and the charge's wallet. */
@@ -38,11 +40,11 @@ function sweeps(db: Executor) {
   return db
     .selectFrom('charge_sweeps as w')
     .innerJoin('wallet_tokens as t', 't.id', 'w.token_id')
-    .select(['w.id', 'w.charge_id', 'w.kind', 'w.token_id', 'w.amount', 'w.status', 'w.tx_hash', 'w.raw_tx', 'w.transaction_id', 'w.created_at', 't.symbol', 't.decimals', 't.wallet_id']);
+    .select(['w.id', 'w.charge_id', 'w.kind', 'w.token_id', 'w.amount', 'w.status', 'w.tx_hash', 'w.raw_tx', 'w.nonce', 'w.transaction_id', 'w.created_at', 't.symbol', 't.decimals', 't.wallet_id']);
 }
 
 type RawSweep = Omit<SweepRow, 'amount' | 'kind'> & { amount: string; kind: string };
-const toSweep = (r: RawSweep): SweepRow => ({ ...r, kind: r.kind as SweepKind, amount: BigInt(r.amount), created_at: Number(r.created_at) });
+const toSweep = (r: RawSweep): SweepRow => ({ ...r, kind: r.kind as SweepKind, amount: BigInt(r.amount), nonce: r.nonce === null ? null : Number(r.nonce), created_at: Number(r.created_at) });
 
 /** The sweeps (not the gas top-ups) of some charges, oldest first. */
 export async function listSweeps(db: Executor, chargeIds: number[]): Promise<SweepRow[]> {
@@ -83,12 +85,12 @@ export async function claimLive(trx: Executor, s: NewSweep, nowMs: number): Prom
 export async function finishLive(
   db: Executor,
   id: number,
-  f: { status: 'confirmed' | 'failed'; tx_hash?: string | null; block_number?: number | null; error?: string | null },
+  f: { status: 'confirmed' | 'failed'; tx_hash?: string | null; block_number?: number | null; error?: string | null; fee_paid?: bigint },
   nowMs: number,
 ): Promise<boolean> {
   const r = await db
     .updateTable('charge_sweeps')
-    .set({ status: f.status, live_key: null, raw_tx: null, tx_hash: f.tx_hash ?? undefined, block_number: f.block_number ?? null, error: f.error?.slice(0, 300) ?? null, updated_at: nowMs })
+    .set({ status: f.status, live_key: null, raw_tx: null, tx_hash: f.tx_hash ?? undefined, block_number: f.block_number ?? null, error: f.error?.slice(0, 300) ?? null, fee_paid: f.fee_paid?.toString(), updated_at: nowMs })
     .where('id', '=', id)
     .where('live_key', 'is not', null)
     .executeTakeFirst();
@@ -121,4 +123,20 @@ export async function setDue(db: Executor, chargeId: number, atMs: number): Prom
 /** Nothing more to do for now, unless the schedule moved since it was read. */
 export async function clearDue(db: Executor, chargeId: number, seenDueMs: number): Promise<void> {
   await db.updateTable('charges').set({ sweep_due_at: null }).where('id', '=', chargeId).where('sweep_due_at', '=', seenDueMs).execute();
+}
+
+/**
+ * `clearDue` for a charge with a row in flight, in one statement that also checks the row is
+ * still in flight: a row finished between the caller's look and this write has scheduled the
+ * next look itself (in its own transaction), and that schedule must not be cleared, even when it
+ * happens to equal the one seen (the same millisecond).
+ */
+export async function clearDueWhileLive(db: Executor, chargeId: number, seenDueMs: number): Promise<void> {
+  await db
+    .updateTable('charges')
+    .set({ sweep_due_at: null })
+    .where('id', '=', chargeId)
+    .where('sweep_due_at', '=', seenDueMs)
+    .where((eb) => eb.exists(eb.selectFrom('charge_sweeps').select('id').where('charge_id', '=', chargeId).where('live_key', 'is not', null)))
+    .execute();
 }

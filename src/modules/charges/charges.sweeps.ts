@@ -18,17 +18,25 @@
  *   balance − gas × max fee, and the tip is the max fee too, so the fee paid is exactly that and
  *   the address ends at 0. A balance that does not cover the fee is dust: logged, not sent.
  * - Tracking: a sweep is `confirmed` when its receipt's block has the network's confirmations
- *   (the follower's cursor), `failed` when it reverted or the node refused it (it is then sent
- *   again as a new sweep); a sweep the node forgot is sent again as signed.
+ *   (the follower's cursor), `failed` when it reverted, when the node refused its first send, or
+ *   when its nonce is used at confirmed depth without it (it is then sent again as a new sweep);
+ *   a sweep the node forgot is sent again as signed, and a refusal of that re-send is not final.
+ *   Each final step and the charge's next look are one transaction (`finish`).
+ * - Only an "execution reverted" of a token's gas estimate leaves the token there; any other
+ *   error of the estimate (a rate limit, a lagging node) is tried again SWEEP_RETRY_MS later.
+ * - OP-stack networks: the L1 data fee (src/chain/fees.ts `l1Fee`, with its headroom) is part of
+ *   a sweep's maximum fee: the native amount leaves room for it, a token's gas top-up covers it.
  */
-import { getAddress, keccak256, type Address, type Hex, type PublicClient } from 'viem';
+import { BaseError, ExecutionRevertedError, getAddress, keccak256, type Address, type Hex, type PublicClient } from 'viem';
 import type { Logger } from 'pino';
 import type { AppContext } from '../../context.js';
 import type { NetworkRow, WalletTokenRow } from '../../db/types.js';
 import { confirmedHeight, receiptOrNull } from '../../chain/blocks.js';
 import { broadcastRaw, nodeKnows } from '../../chain/broadcast.js';
 import { ERC20_ABI, erc20TransferData, readBalance } from '../../chain/erc20.js';
+import { receiptFee } from '../../chain/receipt-fee.js';
 import { isUnreachable } from '../../chain/errors.js';
+import { l1Fee, type Fees } from '../../chain/fees.js';
 import { accountFromKey } from '../../chain/keys.js';
 import { findCursor, findNetwork } from '../networks/networks.repository.js';
 import { findToken, listTokens } from '../tokens/tokens.repository.js';
@@ -56,6 +64,16 @@ async function feeModel(client: PublicClient): Promise<FeeModel> {
   const f = await client.estimateFeesPerGas({ type: 'eip1559', chain: undefined });
   return { type: 'eip1559', maxFeePerGas: f.maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas };
 }
+
+/** The signing fees as src/chain/fees.ts names them (for the L1 data fee quote). */
+const asFees = (f: FeeModel): Fees =>
+  f.type === 'eip1559' ? { kind: 'eip1559', maxFeePerGas: f.maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas } : { kind: 'legacy', maxFeePerGas: f.gasPrice, maxPriorityFeePerGas: f.gasPrice };
+
+/**
+ * Only a node's "execution reverted" means a transfer cannot be made: a rate limit, a lagging
+ * node's "header not found", a 5xx or anything else unclear is a fault to try again later.
+ */
+const reverts = (e: unknown) => e instanceof BaseError && e.walk((x) => x instanceof ExecutionRevertedError) !== null;
 
 class TopUpTaken extends Error {
   constructor() {
@@ -98,7 +116,7 @@ export class ChargeSweeper {
   /** Looks at one settled charge's address and sends what it holds, one transaction at a time. */
   private async sweepOne(chargeId: number, seenDue: number): Promise<void> {
     const db = this.ctx.store.db;
-    if (await sw.hasLive(db, chargeId)) return sw.clearDue(db, chargeId, seenDue); // made due again when it is final
+    if (await sw.hasLive(db, chargeId)) return sw.clearDueWhileLive(db, chargeId, seenDue); // made due again when it is final
     const t = await this.target(chargeId);
     if (!t) return sw.clearDue(db, chargeId, seenDue);
     const owner = t.charge.address as Address;
@@ -136,14 +154,16 @@ export class ChargeSweeper {
     const [balance, fees] = await Promise.all([t.client.getBalance({ address: from }), feeModel(t.client)]);
     if (balance === 0n) return false;
     const gas = await t.client.estimateGas({ account: from, to, value: 1n });
-    const maxFee = gas * perGas(fees);
+    // The whole max fee as the tip too: the fee paid is then exactly gas × max fee, and a plain
+    // transfer (gas used = the estimate) leaves the address at 0 instead of a remainder of dust
+    // (on an OP-stack chain: the L1 data fee's headroom, which that chain may not charge).
+    const exact: FeeModel = fees.type === 'eip1559' ? { ...fees, maxPriorityFeePerGas: fees.maxFeePerGas } : fees;
+    const l1 = await l1Fee(t.client, { chainId: t.network.chain_id, nonce: 0, gas, to, value: balance }, asFees(exact));
+    const maxFee = gas * perGas(fees) + l1;
     if (balance <= maxFee) {
       t.log.info({ address: from, balance: balance.toString(), max_fee: maxFee.toString(), token: native.symbol }, 'dust left on a charge deposit address: the balance does not cover the fee of sweeping it');
       return false;
     }
-    // The whole max fee as the tip too: the fee paid is then exactly gas × max fee, and a plain
-    // transfer (gas used = the estimate) leaves the address at 0 instead of a remainder of dust.
-    const exact: FeeModel = fees.type === 'eip1559' ? { ...fees, maxPriorityFeePerGas: fees.maxFeePerGas } : fees;
     await this.send(t, native, balance - maxFee, { to, value: balance - maxFee, gas, fees: exact });
     return true;
   }
@@ -161,21 +181,24 @@ export class ChargeSweeper {
     try {
       gas = await t.client.estimateContractGas({ address: contract, abi: ERC20_ABI, functionName: 'transfer', args: [to, amount], account: from });
     } catch (e) {
-      if (isUnreachable(e)) throw e;
+      if (!reverts(e)) throw e; // tried again SWEEP_RETRY_MS later (tick)
       t.log.warn({ err: e, token: token.symbol, amount: amount.toString() }, 'a token on a charge deposit address cannot be moved (its transfer would revert); left there');
       return false;
     }
+    const data = erc20TransferData(to, amount);
     const [fees, gasBalance] = await Promise.all([feeModel(t.client), t.client.getBalance({ address: from })]);
-    const maxFee = gas * perGas(fees);
+    // The nonce only changes the quote's size by a byte at most; the L1 fee has 25% headroom.
+    const l1 = await l1Fee(t.client, { chainId: t.network.chain_id, nonce: 0, gas, to: contract, value: 0n, data }, asFees(fees));
+    const maxFee = gas * perGas(fees) + l1;
     if (gasBalance < maxFee) await this.topUp(t, tokens, maxFee * 2n - gasBalance);
-    else await this.send(t, token, amount, { to: contract, value: 0n, data: erc20TransferData(to, amount), gas, fees });
+    else await this.send(t, token, amount, { to: contract, value: 0n, data, gas, fees });
     return true;
   }
 
   /** Signs with the deposit key, records the sweep (committed), then sends it. */
   private async send(t: Target, token: WalletTokenRow, amount: bigint, call: { to: Address; value: bigint; data?: Hex; gas: bigint; fees: FeeModel }): Promise<void> {
     const db = this.ctx.store.db;
-    const account = accountFromKey(this.ctx.secrets.decrypt(await repo.subWalletKey(db, t.charge.sub_wallet_id)) as Hex);
+    const account = accountFromKey(this.ctx.secrets.decrypt(await repo.subWalletKey(db, t.charge.sub_wallet_id), repo.subWalletPlace(t.charge.sub_wallet_id)) as Hex);
     const nonce = await t.client.getTransactionCount({ address: account.address, blockTag: 'pending' });
     const base = { chainId: t.network.chain_id, nonce, gas: call.gas, to: call.to, value: call.value, data: call.data };
     const raw = await account.signTransaction(call.fees.type === 'eip1559' ? { ...base, ...call.fees } : { ...base, type: 'legacy', gasPrice: call.fees.gasPrice });
@@ -184,13 +207,28 @@ export class ChargeSweeper {
     const id = await sw.claimLive(db, row, this.ctx.clock.nowMs());
     if (id === null) return; // another process is sweeping this address
     t.log.info({ tx_hash: hash, token: token.symbol, amount: amount.toString() }, 'charge deposit address swept to the main address');
-    await this.broadcast(t.client, { id, charge_id: t.charge.id, raw_tx: raw, tx_hash: hash }, t.log);
+    await this.broadcast(t, { id, charge_id: t.charge.id, raw_tx: raw, tx_hash: hash, nonce }, 'first');
   }
 
-  /** Sends a recorded sweep; a definitive refusal fails it (a new one follows). */
-  private async broadcast(client: PublicClient, s: Pick<SweepRow, 'id' | 'charge_id' | 'raw_tx' | 'tx_hash'>, log: Logger): Promise<void> {
-    const outcome = await broadcastRaw(client, s.raw_tx as Hex, s.tx_hash as Hex);
+  /**
+   * Sends a recorded sweep. A definitive refusal of its FIRST send (nothing was ever sent
+   * anywhere) fails it, and a new one follows. A refused re-send is not final (the rule of
+   * docs/transactions.md, "When a transfer is final"): a lagging node answers "nonce too low"
+   * to a sweep another node has mined; it stays in flight until its nonce is used at confirmed
+   * depth, and then its receipt decides (`trackSweep`). One exception, so that a sweep the node
+   * will never take again (its funds or fees no longer suffice, e.g. a risen L1 data fee) does
+   * not hold the address forever: a re-send refused for another reason than its nonce, while the
+   * node's pending nonce shows that nonce still free, fails it too; the next sweep is then
+   * signed at that same nonce, so at most one of the two can ever mine.
+   */
+  private async broadcast(t: Target, s: Pick<SweepRow, 'id' | 'charge_id' | 'raw_tx' | 'tx_hash' | 'nonce'>, send: 'first' | 'again'): Promise<void> {
+    const outcome = await broadcastRaw(t.client, s.raw_tx as Hex, s.tx_hash as Hex);
     if (outcome.kind !== 'rejected') return; // sent, known, or ambiguous: tracking asks the node again
+    if (send === 'again' && (outcome.nonceUsed || !(await this.nonceFree(t, s.nonce)))) {
+      t.log.warn({ tx_hash: s.tx_hash, reason: outcome.reason }, 'charge sweep re-send refused by the node; it stays in flight until its nonce is used');
+      return;
+    }
+    const log = t.log;
     // Failed and the next sweep scheduled in one transaction: a crash between the two would
     // leave the address's money with nothing due to sweep it.
     const now = this.ctx.clock.nowMs();
@@ -247,20 +285,40 @@ export class ChargeSweeper {
   /**
    * A sweep with a receipt is final once its block is at or below the confirmed height: the one
    * this tick's settlement used when given (so the payments it swept, in earlier blocks, were
-   * confirmed first), else the follower's cursor now.
+   * confirmed first), else the follower's cursor now. Without one, it is final (`failed`,
+   * `dropped`) only once its nonce is used at that height and the receipt is still missing when
+   * asked again after that (a sweep mined at or below it then has one); a sweep the node forgot
+   * is sent again as signed.
    */
   private async trackSweep(row: SweepRow, settled?: ConfirmedHeights): Promise<void> {
     const t = await this.target(row.charge_id);
     if (!t) return;
-    const receipt = await receiptOrNull(t.client, row.tx_hash as Hex);
+    const final = await this.finalHeight(t.network, settled);
+    let receipt = await receiptOrNull(t.client, row.tx_hash as Hex);
+    if (!receipt && (await this.nonceUsed(t, row, final))) {
+      receipt = await receiptOrNull(t.client, row.tx_hash as Hex);
+      if (!receipt) return this.finish(row, { status: 'failed', error: 'dropped' }, SWEEP_RETRY_MS);
+    }
     if (receipt) {
-      if (Number(receipt.blockNumber) > (await this.finalHeight(t.network, settled))) return; // not deep enough yet
+      if (Number(receipt.blockNumber) > final) return; // not deep enough yet
       const ok = receipt.status === 'success';
-      await this.finish(row, { status: ok ? 'confirmed' : 'failed', block_number: Number(receipt.blockNumber), error: ok ? null : 'reverted' }, ok ? 0 : SWEEP_RETRY_MS);
+      await this.finish(row, { status: ok ? 'confirmed' : 'failed', block_number: Number(receipt.blockNumber), error: ok ? null : 'reverted', fee_paid: receiptFee(receipt) }, ok ? 0 : SWEEP_RETRY_MS);
       return;
     }
     const known = await nodeKnows(t.client, row.tx_hash as Hex);
-    if (known === false) await this.broadcast(t.client, row, t.log);
+    if (known === false) await this.broadcast(t, row, 'again');
+  }
+
+  /** The node's pending nonce of the deposit address has not passed `nonce` (nothing it holds uses it). */
+  private async nonceFree(t: Target, nonce: number | null): Promise<boolean> {
+    if (nonce === null) return false;
+    return (await t.client.getTransactionCount({ address: t.charge.address as Address, blockTag: 'pending' })) <= nonce;
+  }
+
+  /** Whether the deposit address's nonce the sweep was signed with is used at the confirmed height. */
+  private async nonceUsed(t: Target, row: SweepRow, final: number): Promise<boolean> {
+    if (row.nonce === null || final < 0) return false;
+    return (await t.client.getTransactionCount({ address: t.charge.address as Address, blockNumber: BigInt(final) })) > row.nonce;
   }
 
   private async finalHeight(network: NetworkRow, settled?: ConfirmedHeights): Promise<number> {
@@ -269,11 +327,19 @@ export class ChargeSweeper {
     return cursor ? confirmedHeight(cursor.block_number, network.confirmations) : -1;
   }
 
+  /**
+   * A row in flight becomes final and the charge's next look is scheduled in ONE transaction:
+   * apart, a crash or a lost connection between the two left the address's money (the tokens a
+   * confirmed top-up was for, the balance a reverted sweep left) with nothing due to move it.
+   */
   private async finish(row: SweepRow, f: Parameters<typeof sw.finishLive>[2], retryMs: number): Promise<void> {
-    const db = this.ctx.store.db;
     const now = this.ctx.clock.nowMs();
-    if (!(await sw.finishLive(db, row.id, f, now))) return;
-    await sw.setDue(db, row.charge_id, now + retryMs);
+    const done = await this.ctx.store.db.transaction().execute(async (trx) => {
+      if (!(await sw.finishLive(trx, row.id, f, now))) return false;
+      await sw.setDue(trx, row.charge_id, now + retryMs);
+      return true;
+    });
+    if (!done) return;
     const level = f.status === 'confirmed' ? 'info' : 'warn';
     this.log[level]({ charge_id: row.charge_id, kind: row.kind, tx_hash: f.tx_hash ?? row.tx_hash, status: f.status, error: f.error ?? undefined }, `charge ${row.kind === 'gas' ? 'gas top-up' : 'sweep'} ${f.status}`);
   }

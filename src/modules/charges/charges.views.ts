@@ -64,6 +64,17 @@ export function chargeFinishedPayload(c: ChargeRow, status: 'paid' | 'expired' |
   };
 }
 
+/** charge.reopened: a reorg returned a settled charge to `pending`; charge.paid's fields, `reopened_at`. */
+export function chargeReopenedPayload(c: ChargeRow, atMs: number) {
+  return {
+    ...chargeCreatedPayload(c),
+    status: 'pending',
+    address: c.address,
+    paid_amount: formatUnits18(c.paid_amount, c.decimals),
+    reopened_at: formatDateTime(atMs),
+  };
+}
+
 /** A payment to the charge's address, as `payments[]` and `charge.delayed` show it. */
 export function paymentView(c: ChargeRow, p: PaymentRow) {
   return {

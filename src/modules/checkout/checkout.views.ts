@@ -1,5 +1,5 @@
 /** The public charge (JSON) and the checkout page (HTML) from one CheckoutRow. */
-import QRCode from 'qrcode';
+import { renderSVG } from 'uqr';
 import { formatUnits18 } from '../../lib/money.js';
 import { formatDateTime } from '../../lib/time.js';
 import { paymentUri } from './checkout.links.js';
@@ -21,11 +21,20 @@ export function publicChargeView(c: CheckoutRow) {
   };
 }
 
-/** The QR code of a payment URI as an SVG data: URL (drawn here, on the server, by `qrcode`). */
+/**
+ * The QR code of a payment URI as an SVG data: URL, drawn here on the server by `uqr` (no
+ * dependencies; `qrcode` pulled a CLI argument parser into the runtime). The SVG gets explicit
+ * width and height (uqr gives only a viewBox) so the image has an intrinsic size everywhere.
+ */
 export async function qrDataUrl(uri: string): Promise<string> {
-  const svg = await QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 0, color: { dark: '#0f172aff', light: '#ffffffff' } });
-  return `data:image/svg+xml;base64,${Buffer.from(svg).toString('base64')}`;
+  const svg = renderSVG(uri, { ecc: 'M', border: 0, pixelSize: QR_MODULE_PX, blackColor: '#0f172a', whiteColor: '#ffffff' });
+  const side = /viewBox="0 0 (\d+) (\d+)"/.exec(svg);
+  const sized = side ? svg.replace('<svg ', `<svg width="${side[1]}" height="${side[2]}" `) : svg;
+  return `data:image/svg+xml;base64,${Buffer.from(sized).toString('base64')}`;
 }
+
+/** Pixels per QR module in the SVG's own coordinates (the page scales the image). */
+const QR_MODULE_PX = 8;
 
 export async function checkoutPageView(c: CheckoutRow, opts: { nowMs: number; txHashes: string[] }): Promise<string> {
   const uri = paymentUri({ ...c, amount: amountDue(c) });

@@ -72,13 +72,32 @@ export async function markEventsDispatched(trx: Db, ids: readonly number[], nowM
  * its commit (the services record events last, so about one commit, ~1-3 ms on a disk with
  * fsync: hundreds of event-writing transactions a second per user). Different users never wait
  * for each other. A transaction recording events of several users (the chain watcher's block)
- * takes their locks in turn; two such transactions crossing the same two users in opposite
- * order can deadlock, which PostgreSQL detects (deadlock_timeout, 1 s) by failing one of them,
- * and the watcher processes that block again on its next tick.
+ * takes them all up front, after its wallet locks, in user order (`lockEventOrder`): the one
+ * lock order is wallet rows (ascending id), then event orders (ascending user), so neither two
+ * such transactions nor one of them and a transfer creation (its wallet, then its user's event
+ * order) can deadlock (test/transactions/lock-order.pg.test.ts).
  */
 
 /** Advisory lock namespace of the event order ('EVNT'); the second key is the user id. */
 const EVENT_ORDER_LOCK = 0x45564e54;
+
+/** The advisory lock key of a user's event order (the second key of EVENT_ORDER_LOCK). */
+const eventOrderKey = (userId: number) => userId % 2147483647;
+
+/**
+ * Inside a transaction: takes the event-order locks of these users up front, in ascending key
+ * order (PostgreSQL; the write lock orders everything on SQLite). A transaction that records
+ * events of several users (the chain watcher's block batch, a settling pass) calls it after its
+ * wallet locks and before its first event, so that it takes every lock in the one order
+ * (wallets by id, then event orders by user) and never waits for a wallet while it holds an
+ * event lock that a transfer creation holding that wallet waits for. `insertEventInOrder` takes
+ * the same lock again (advisory locks are re-entrant within a session).
+ */
+export async function lockEventOrder(db: Executor, userIds: Iterable<number>): Promise<void> {
+  if (dialectOf(db).driver !== 'postgres') return;
+  const keys = [...new Set([...userIds].map(eventOrderKey))].sort((a, b) => a - b);
+  for (const k of keys) await sql`select pg_advisory_xact_lock(${EVENT_ORDER_LOCK}::int4, ${k}::int4)`.execute(db);
+}
 
 /**
  * Inside a transaction: takes the user's event-order lock, inserts the event and announces new

@@ -12,7 +12,7 @@
 import { EventEmitter } from 'node:events';
 import type { Executor } from '../../db/index.js';
 import { EVENT_NAMES, typeOfEvent, type EventName } from './events.catalogue.js';
-import { insertEventInOrder } from './events.repository.js';
+import { insertEventInOrder, lockEventOrder } from './events.repository.js';
 
 const signal = new EventEmitter();
 signal.setMaxListeners(0);
@@ -47,4 +47,13 @@ export async function recordEvent(db: Executor, e: NewEvent): Promise<number> {
   });
   signal.emit('event');
   return id;
+}
+
+/**
+ * For a transaction that records events of several users: takes their event-order locks now, in
+ * user order, after the caller's wallet locks and before its first `recordEvent` (the one lock
+ * order, events.repository.ts). A no-op on SQLite.
+ */
+export function lockEventsOf(db: Executor, userIds: Iterable<number>): Promise<void> {
+  return lockEventOrder(db, userIds);
 }

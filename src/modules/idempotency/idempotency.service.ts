@@ -53,7 +53,10 @@ export class IdempotencyService {
     return repo.storeResponse(this.ctx.store.db, claim.id, claim.token, status, payload);
   }
 
-  /** Releases an unanswered claim so the client can retry. */
+  /**
+   * Releases an unanswered claim so the client can retry: a claim whose response was committed
+   * with its effect is kept (it is answered), whatever the request's own outcome said.
+   */
   release(claim: ClaimHandle): Promise<void> {
     return repo.releaseClaim(this.ctx.store.db, claim.id, claim.token);
   }

@@ -15,7 +15,7 @@ export async function keyRoutes(app: App, keys: KeyService): Promise<void> {
   app.post(
     '/auth/key/create',
     {
-      config: { scope: 'login', idempotency: false },
+      config: { scope: 'login', idempotency: false, noStore: true },
       schema: { tags: ['auth'], summary: 'Create an API key (the key is shown in this response only)', description: 'A long-lived key for a server, limited to its scopes (`read`, `charges:write`, `transactions:write`, `wallets:write`, `webhooks:write` or `*`), optionally expiring after `expires_in` seconds. Only its SHA-256 is stored. Needs a login token: an API key gets 403.', body: CreateKeyBody, response: responses(CreatedKeySchema, [403]) },
     },
     async (req) => {

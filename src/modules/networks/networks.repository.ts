@@ -6,6 +6,7 @@ export const NETWORK_COLUMNS = [
   'id',
   'name',
   'rpc_url',
+  'rpc_urls',
   'chain_id',
   'currency_symbol',
   'block_explorer',
@@ -37,7 +38,10 @@ export function findNetworkByName(db: Executor, name: string): Promise<NetworkRo
 
 export interface NetworkInput {
   name: string;
+  /** The first endpoint. */
   rpc_url: string;
+  /** Every endpoint in order, `rpc_url` first; absent: `rpc_url` alone. */
+  rpc_urls?: readonly string[];
   chain_id: number;
   currency_symbol: string;
   block_explorer: string;
@@ -47,9 +51,12 @@ export interface NetworkInput {
 
 /** Inserts the network, or updates the one with the same name; returns the row. */
 export async function upsertNetwork(db: Executor, n: NetworkInput, nowMs: number): Promise<NetworkRow> {
+  const urls = n.rpc_urls && n.rpc_urls.length > 0 ? n.rpc_urls : [n.rpc_url];
   const values = {
     name: n.name,
-    rpc_url: n.rpc_url,
+    rpc_url: urls[0]!,
+    // NULL for one endpoint: what the previous version wrote (migration 015).
+    rpc_urls: urls.length > 1 ? JSON.stringify(urls) : null,
     chain_id: n.chain_id,
     currency_symbol: n.currency_symbol,
     block_explorer: n.block_explorer,

@@ -1,9 +1,21 @@
 import { Type } from '@sinclair/typebox';
 
+const Nullable = <T extends ReturnType<typeof Type.Integer> | ReturnType<typeof Type.Number>>(t: T) => Type.Union([t, Type.Null()]);
+
+/** One RPC endpoint's health as this process knows it (CONTRACT.md, "Chains as they are"). */
+export const EndpointSchema = Type.Object({
+  url: Type.String({ description: 'The origin only (scheme, host and port): a path or query may hold an API key.' }),
+  ok: Type.Boolean({ description: 'Its last call or head read succeeded and it is not rested after a rate limit.' }),
+  head_block: Nullable(Type.Integer()),
+  lag_blocks: Nullable(Type.Integer({ description: 'Blocks behind the best head of the endpoints that are up; over RPC_MAX_LAG_BLOCKS it serves no reads.' })),
+  latency_ms: Nullable(Type.Number()),
+});
+
 export const NetworkSchema = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   rpc_url: Type.String(),
+  rpc_endpoints: Type.Array(EndpointSchema),
   chain_id: Type.Integer(),
   currency_symbol: Type.String(),
   block_explorer: Type.String(),

@@ -9,13 +9,17 @@ import { networkView } from './networks.views.js';
 
 export const DEVNET_NAME = 'Local devnet';
 export const DEVNET_CHAIN_ID = 31337;
+/** How long a listing waits for the first head read of endpoints this process has not used yet. */
+const HEALTH_WAIT_MS = 2_000;
 
 /** The networks the API lists. */
 export class NetworkService {
   constructor(private readonly ctx: AppContext) {}
 
+  /** Each with its endpoints' health (after their first head read in this process, 2 s at most). */
   async list() {
-    return (await repo.listNetworks(this.ctx.store.db)).map(networkView);
+    const rows = await repo.listNetworks(this.ctx.store.db);
+    return Promise.all(rows.map(async (n) => networkView(n, await this.ctx.chains.checkedHealth(n, HEALTH_WAIT_MS))));
   }
 }
 
@@ -26,8 +30,7 @@ export function checkNetworkInput(raw: Record<string, unknown>): repo.NetworkInp
   const name = raw.name;
   if (typeof name !== 'string' || name.trim() === '') add('name', 'The name field is required.');
   else if (name.length > 100) add('name', 'The name field must not be greater than 100 characters.');
-  const rpc = raw.rpc_url;
-  if (typeof rpc !== 'string' || !isHttpUrl(rpc)) add('rpc_url', 'The rpc_url field must be a valid URL.');
+  const urls = checkRpcUrls(raw, add);
   const chainId = Number(raw.chain_id);
   if (!Number.isSafeInteger(chainId) || chainId < 1) add('chain_id', 'The chain_id field must be a positive integer.');
   const symbol = raw.currency_symbol;
@@ -39,13 +42,37 @@ export function checkNetworkInput(raw: Record<string, unknown>): repo.NetworkInp
   if (Object.keys(errors).length > 0) throw validationError(errors);
   return {
     name: (name as string).trim(),
-    rpc_url: rpc as string,
+    rpc_url: urls[0]!,
+    rpc_urls: urls,
     chain_id: chainId,
     currency_symbol: symbol as string,
     block_explorer: explorer as string,
     is_mainnet: raw.is_mainnet === true,
     confirmations,
   };
+}
+
+/** At most this many endpoints per network. */
+const MAX_RPC_URLS = 10;
+
+/**
+ * The endpoints, in order: `rpc_urls` (an array: a NETWORKS_FILE entry, `network:add --rpc-url`
+ * repeated) or `rpc_url` alone. Each an http(s) URL, no URL twice.
+ */
+function checkRpcUrls(raw: Record<string, unknown>, add: (f: string, m: string) => void): string[] {
+  if (raw.rpc_urls === undefined) {
+    const rpc = raw.rpc_url;
+    if (typeof rpc !== 'string' || !isHttpUrl(rpc)) add('rpc_url', 'The rpc_url field must be a valid URL.');
+    return [rpc as string];
+  }
+  const list = raw.rpc_urls;
+  if (!Array.isArray(list) || list.length === 0 || list.length > MAX_RPC_URLS || !list.every((u) => typeof u === 'string' && isHttpUrl(u))) {
+    add('rpc_urls', `The rpc_urls field must be a list of 1 to ${MAX_RPC_URLS} valid URLs.`);
+    return [''];
+  }
+  if (new Set(list).size !== list.length) add('rpc_urls', 'The rpc_urls field must not list a URL twice.');
+  if (typeof raw.rpc_url === 'string' && raw.rpc_url !== list[0]) add('rpc_url', 'The rpc_url field must be the first of rpc_urls.');
+  return list as string[];
 }
 
 function isHttpUrl(v: string): boolean {
@@ -61,12 +88,14 @@ export async function registerNetwork(db: Executor, input: Record<string, unknow
   return repo.upsertNetwork(db, checkNetworkInput(input), nowMs);
 }
 
-export async function registerDevnet(db: Executor, rpcUrl: string, nowMs: number): Promise<NetworkRow> {
+/** The local devnet, on its endpoints (DEVNET_RPC_URL may list several). */
+export async function registerDevnet(db: Executor, rpcUrls: readonly string[], nowMs: number): Promise<NetworkRow> {
   return repo.upsertNetwork(
     db,
     {
       name: DEVNET_NAME,
-      rpc_url: rpcUrl,
+      rpc_url: rpcUrls[0]!,
+      rpc_urls: rpcUrls,
       chain_id: DEVNET_CHAIN_ID,
       currency_symbol: 'ETH',
       block_explorer: '',

@@ -16,11 +16,6 @@ export interface RotationReport {
   total: number;
 }
 
-/** The key id an encrypted value names (`v1.<keyId>.…`). */
-function keyIdOfValue(value: string): string | undefined {
-  return value.split('.')[1];
-}
-
 export async function rotateSecrets(ctx: AppContext): Promise<RotationReport> {
   const active = ctx.secrets.activeKeyId;
   const report: RotationReport = {
@@ -36,12 +31,14 @@ export async function rotateSecrets(ctx: AppContext): Promise<RotationReport> {
       if (rows.length === 0) break;
       for (const row of rows) {
         report.total += 1;
-        if (keyIdOfValue(row.value) === active) {
+        if (ctx.secrets.isCurrent(row.value)) {
           report.already_current += 1;
           continue;
         }
         // Decrypting with a key that is not configured throws: the run stops, nothing is lost.
-        const fresh = ctx.secrets.encrypt(ctx.secrets.decrypt(row.value));
+        // An older value (another key, or `v1`: not bound to its row) is written bound to its row.
+        const place = { table: column.table, column: column.column, id: row.id };
+        const fresh = ctx.secrets.encrypt(ctx.secrets.decrypt(row.value, place), place);
         if (await replaceSecret(ctx.store.db, column, row.id, row.value, fresh)) report.rotated[column.name] += 1;
       }
       after = rows[rows.length - 1]!.id;

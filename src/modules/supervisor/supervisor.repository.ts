@@ -13,13 +13,14 @@ export async function listSyncedBlocks(db: Executor): Promise<Map<number, number
   return new Map(rows.map((c) => [c.network_id, c.block_number]));
 }
 
-/** Outgoing transactions not final, and those of them the watcher marked stuck (pending longer than TX_STUCK_AFTER_S). */
-export async function countPendingOutgoing(db: Executor): Promise<{ pending: number; stuck: number }> {
+/** The user's outgoing transactions not final, and those of them the watcher marked stuck (pending longer than TX_STUCK_AFTER_S). */
+export async function countPendingOutgoing(db: Executor, userId: number): Promise<{ pending: number; stuck: number }> {
   const row = await db
     .selectFrom('transactions')
     .select((eb) => [eb.fn.countAll<number>().as('pending'), eb.fn.countAll<number>().filterWhere('stuck_at', 'is not', null).as('stuck')])
     .where('status', '=', 'pending')
     .where('type', 'in', ['transfer', 'contract'])
+    .where('wallet_id', 'in', (eb) => eb.selectFrom('wallets').select('id').where('user_id', '=', userId))
     .executeTakeFirstOrThrow();
   return { pending: Number(row.pending), stuck: Number(row.stuck) };
 }
@@ -31,12 +32,18 @@ export interface DeliveryCounts {
   delivered_last_hour: number;
 }
 
-/** Deliveries by open or failed status, and those delivered since `sinceMs`. */
-export async function countDeliveries(db: Executor, sinceMs: number): Promise<DeliveryCounts> {
+/** The user's deliveries by open or failed status, and those delivered since `sinceMs`. */
+export async function countDeliveries(db: Executor, userId: number, sinceMs: number): Promise<DeliveryCounts> {
+  const usersWebhooks = db
+    .selectFrom('webhooks')
+    .innerJoin('wallets', 'wallets.id', 'webhooks.wallet_id')
+    .select('webhooks.id')
+    .where('wallets.user_id', '=', userId);
   const byStatus = await db
     .selectFrom('webhook_deliveries')
     .select(['status', db.fn.countAll<number>().as('n')])
     .where('status', 'in', ['pending', 'retrying', 'failed'])
+    .where('webhook_id', 'in', usersWebhooks)
     .groupBy('status')
     .execute();
   const delivered = await db
@@ -44,6 +51,7 @@ export async function countDeliveries(db: Executor, sinceMs: number): Promise<De
     .select(db.fn.countAll<number>().as('n'))
     .where('status', '=', 'delivered')
     .where('delivered_at', '>=', sinceMs)
+    .where('webhook_id', 'in', usersWebhooks)
     .executeTakeFirst();
   const count = (s: string) => Number(byStatus.find((r) => r.status === s)?.n ?? 0);
   return { pending: count('pending'), retrying: count('retrying'), failed: count('failed'), delivered_last_hour: Number(delivered?.n ?? 0) };

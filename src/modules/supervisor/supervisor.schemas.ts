@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { EndpointSchema } from '../networks/networks.schemas.js';
 
 const Nullable = <T extends ReturnType<typeof Type.Integer>>(t: T) => Type.Union([t, Type.Null()]);
 const WorkerState = Type.Union([Type.Literal('running'), Type.Literal('stopped'), Type.Literal('disabled')]);
@@ -17,6 +18,7 @@ export const SupervisorSchema = Type.Object({
       head_block: Nullable(Type.Integer()),
       synced_block: Nullable(Type.Integer()),
       lag_blocks: Nullable(Type.Integer()),
+      endpoints: Type.Array(EndpointSchema),
     }),
   ),
   webhooks: Type.Object({

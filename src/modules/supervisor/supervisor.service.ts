@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { AppContext } from '../../context.js';
+import type { EndpointHealth } from '../../chain/endpoints.js';
 import type { NetworkRow } from '../../db/types.js';
 import { listNetworks } from '../networks/networks.repository.js';
 import * as repo from './supervisor.repository.js';
@@ -57,12 +58,16 @@ export class SupervisorService {
     this.workers = source;
   }
 
-  async report() {
+  /**
+   * Health of the service, with the queue and transaction counts of `userId`'s own objects only
+   * (deployment-wide figures are on /metrics, for the operator).
+   */
+  async report(userId: number) {
     const now = this.ctx.clock.nowMs();
     const database = await this.probeDatabase();
     const networks = database.ok ? await this.networks() : [];
-    const webhooks = database.ok ? await repo.countDeliveries(this.ctx.store.db, now - HOUR_MS) : NO_DELIVERIES;
-    const transactions = database.ok ? await repo.countPendingOutgoing(this.ctx.store.db) : { pending: 0, stuck: 0 };
+    const webhooks = database.ok ? await repo.countDeliveries(this.ctx.store.db, userId, now - HOUR_MS) : NO_DELIVERIES;
+    const transactions = database.ok ? await repo.countPendingOutgoing(this.ctx.store.db, userId) : { pending: 0, stuck: 0 };
     const state = (name: string): WorkerState => this.workers?.status(name) ?? 'disabled';
     const degraded = !database.ok || networks.some((n) => !n.rpc_ok);
     return {
@@ -93,15 +98,14 @@ export class SupervisorService {
   private async networks() {
     const { db } = this.ctx.store;
     const [rows, synced] = await Promise.all([listNetworks(db), repo.listSyncedBlocks(db)]);
-    return Promise.all(rows.map(async (n) => networkHealthView(n, await this.headBlock(n), synced.get(n.id) ?? null)));
+    return Promise.all(rows.map(async (n) => networkHealthView(n, await this.endpoints(n), synced.get(n.id) ?? null)));
   }
 
-  /** The node's head block, or null when it does not answer in time. */
-  private async headBlock(n: NetworkRow): Promise<number | null> {
-    try {
-      return Number(await withTimeout(this.ctx.chains.get(n).getBlockNumber({ cacheTime: 0 }), PROBE_TIMEOUT_MS));
-    } catch {
-      return null;
-    }
+  /**
+   * The network's endpoints through this process's health tracker (src/chain/endpoints.ts), after
+   * a head read of each now (2 s at most; an endpoint that hangs keeps what was last known of it).
+   */
+  private endpoints(n: NetworkRow): Promise<EndpointHealth[]> {
+    return this.ctx.chains.freshHealth(n, PROBE_TIMEOUT_MS);
   }
 }

@@ -7,16 +7,23 @@
  * active, no active token has the same symbol (symbols identify tokens in transaction create),
  * insert or reactivate, and the `token.added` event. The balance just read is then stored like
  * any other reading (`balance.updated` if it differs from the cache).
+ *
+ * The token may already be held: its reconciliation checkpoint (the block of the node's head
+ * and balanceOf at that block, read before the transaction) is written with it, so the
+ * reconciliation counts only what moves after (src/modules/reconciliation/).
  */
 import type { Address } from 'viem';
 import type { AppContext } from '../../context.js';
 import type { Executor } from '../../db/index.js';
 import type { NetworkRow, WalletTokenRow } from '../../db/types.js';
-import { probeErc20, type Erc20Probe, type TokenMetadata } from '../../chain/erc20.js';
+import { getAddress } from 'viem';
+import { headNumber } from '../../chain/blocks.js';
+import { probeErc20, readBalance, type Erc20Probe, type TokenMetadata } from '../../chain/erc20.js';
 import { mapChainError } from '../../chain/errors.js';
 import { fieldError } from '../../errors.js';
 import { recordEvent } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
+import { resetCheckpoint } from '../reconciliation/reconciliation.repository.js';
 import type { BalanceService } from '../wallets/balances.service.js';
 import { tokenBalanceView } from '../wallets/balances.views.js';
 import { lockWallet, type WalletView } from '../wallets/wallets.repository.js';
@@ -77,18 +84,21 @@ export class TokenService {
     if (!network) throw new Error(`network ${wallet.network_id} missing`);
     const probe = await this.probe(wallet, network, contract);
     const meta = checkMetadata(probe.metadata);
+    const checkpoint = await this.checkpointReading(network, contract, wallet.address as Address);
 
     const now = this.ctx.clock.nowMs();
     const token = await db.transaction().execute(async (trx) => {
       await lockWallet(trx, wallet.id);
       const row = await this.insertOrReactivate(trx, wallet, network, contract, meta, now);
+      await resetCheckpoint(trx, { wallet_id: wallet.id, address: getAddress(wallet.address), token_id: row.id, ...checkpoint }, now);
       await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'token.added', payload: tokenEventPayload(row, 'added_at', now), nowMs: now });
       return row;
     });
     this.ctx.log.info({ wallet_id: wallet.id, token_id: token.id, contract, symbol: token.symbol, reactivated: Boolean(existing) }, 'token added');
 
     try {
-      await this.balances.store(wallet, [token], new Map([[token.id, probe.balance]]));
+      // Read again at a named block (the probe's reading has none): readings move forward only.
+      await this.balances.refresh(wallet, [token]);
     } catch (e) {
       // The token is added; its balance is read again on the next balance request.
       this.ctx.log.warn({ wallet_id: wallet.id, token_id: token.id, err: e }, 'storing the first token balance failed');
@@ -107,6 +117,17 @@ export class TokenService {
     if (probe.kind === 'no-code') throw fieldError('contract', 'The contract field must be the address of a deployed contract.');
     if (probe.kind === 'not-erc20') throw fieldError('contract', 'The contract field must be the address of an ERC-20 token contract.');
     return probe;
+  }
+
+  /** The node's head and the wallet's balance of the token at that block (no transaction open). */
+  private async checkpointReading(network: NetworkRow, contract: Address, owner: Address): Promise<{ block_number: number; balance: bigint }> {
+    const client = this.ctx.chains.get(network);
+    try {
+      const head = await headNumber(client);
+      return { block_number: head, balance: await readBalance(client, contract, owner, BigInt(head)) };
+    } catch (e) {
+      throw mapChainError(e);
+    }
   }
 
   /** Under the wallet lock: the contract is not active, its symbol is free; insert or reactivate. */

@@ -15,10 +15,15 @@
  *   version's hash wins). Its nonce used at confirmed depth by another transaction: failed
  *   `dropped`. Known to the node: left alone. Unknown: the latest signed version is sent again.
  *   A refusal ends it only if nothing was ever sent before (`rejected`); otherwise another node
- *   may hold it, and only its nonce being used at confirmed depth ends it. Reservation and nonce
- *   are released only when it is final.
+ *   may hold it, and only its nonce being used at confirmed depth ends it. A refusal of a
+ *   re-send for its fees: the same transfer is signed again at its nonce with current fees (a
+ *   speed-up, recorded as one; whichever version mines is the one payment). Reservation and
+ *   nonce are released only when it is final.
  * - Pending longer than TX_STUCK_AFTER_S: marked stuck, one warning (`markStuckTransfers`).
- * - A reorg: `rollBackAbove` (transactions.state.ts) inside the follower's rollback transaction.
+ * - A reorg: `rollBackAbove` (transactions.state.ts) inside the follower's rollback transaction:
+ *   what it un-confirms is pending again, told by `transaction.reorged`. A receipt that does not
+ *   come back and whose sender's nonce another transaction used is failed `dropped`
+ *   (`recheckReorgedReceipts`).
  */
 import type { Hex, PublicClient, Transaction, TransactionReceipt } from 'viem';
 import type { Logger } from 'pino';
@@ -27,10 +32,11 @@ import type { Executor } from '../../db/index.js';
 import { blockAt, blockReceipts, ChainMoved, confirmedHeight, receiptOrNull, transferLogs, type FullBlock } from '../../chain/blocks.js';
 import { broadcastRaw, nodeKnows } from '../../chain/broadcast.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
+import { receiptFee } from '../../chain/receipt-fee.js';
 import { findBlockHash, type ChainCursor } from '../networks/networks.repository.js';
 import * as repo from './transactions.repository.js';
 import type { QueuedTransfer, TxRecord, WatchedToken, WatchedWallet } from './transactions.repository.js';
-import { failUnmined, lockWallets, recordReceipt, settleMined } from './transactions.state.js';
+import { dropReceipt, failUnmined, lockWallets, lockWalletsAndEvents, recordReceipt, settleMined } from './transactions.state.js';
 
 /** Rows settled, and unmined transfers checked, per tick (at most RECHECK_PER_WALLET of one wallet). */
 const SETTLE_LIMIT = 500;
@@ -185,6 +191,14 @@ async function readTokenTransfers(s: SyncScope, blockHash: Hex, watched: Watched
 }
 
 /**
+ * The wallets whose rows and events a block's recording writes (receipts and the wallets' own
+ * transfers): the follower locks those of its whole batch first (`lockWalletsAndEvents`).
+ */
+export function walletsOfBlock(b: BlockTransfers): number[] {
+  return [...b.incoming.map((t) => t.wallet.id), ...b.tokenLogs.map((l) => l.wallet.id), ...b.ours.map((o) => o.rec.wallet_id)];
+}
+
+/**
  * Inside the block's database transaction (caller's): records the receipts (under their wallets'
  * locks) and attaches the block to the wallets' own transfers it mined.
  */
@@ -271,6 +285,7 @@ function minedFields(block: { number: number; hash: string; timestampMs: number 
     cumulative_gas_used: r.cumulativeGasUsed,
     receipt_status: r.status === 'success' ? 1 : 0,
     gas_price: r.effectiveGasPrice,
+    fee_paid: receiptFee(r),
   };
 }
 
@@ -285,6 +300,8 @@ export async function settleConfirmed(s: SyncScope, cursorBlock: number, confirm
   if (ready.length === 0) return;
   const settled = await s.fenced(async (trx) => {
     const now = s.ctx.clock.nowMs();
+    // Every wallet, then every user's event order, before the first change (one lock order).
+    await lockWalletsAndEvents(trx, ready.map((r) => r.wallet_id));
     const out = [];
     for (const rec of ready) {
       const after = await settleMined(trx, rec, now);
@@ -305,6 +322,11 @@ export async function settleConfirmed(s: SyncScope, cursorBlock: number, confirm
 export interface RecheckResult {
   /** Wallets with a transfer still unmined after this pass: one of them may wait behind a nonce gap. */
   waiting: Set<number>;
+  /**
+   * Transfers whose re-send (not their first send) the node refused for its fees: to be signed
+   * again at the same nonce with current fees (TransactionService.reprice), each once a pass.
+   */
+  underpriced: Array<{ id: number; wallet_id: number }>;
   /** Every due transfer was checked (fewer than the per-pass limit were due). */
   allChecked: boolean;
 }
@@ -327,6 +349,7 @@ export async function recheckUnmined(s: SyncScope, cursor: ChainCursor, all: boo
   const confirmedBlock = confirmedHeight(cursor.block_number, confirmations);
   const counts = new Map<string, Promise<number>>();
   const waiting = new Set<number>();
+  const underpriced: RecheckResult['underpriced'] = [];
   for (const row of rows) {
     await repo.scheduleCheck(s.ctx.store.db, row.id, now + recheckBackoffMs(recheck, row.check_count), now);
     // The nonce is read at the confirmed block BEFORE the receipts: if it is used there and none
@@ -338,9 +361,11 @@ export async function recheckUnmined(s: SyncScope, cursor: ChainCursor, all: boo
       await endDropped(s, row, confirmedBlock);
       continue;
     }
-    if (await resendIfUnknown(s, row)) waiting.add(row.wallet_id);
+    const sent = await resendIfUnknown(s, row);
+    if (sent === 'underpriced') underpriced.push({ id: row.id, wallet_id: row.wallet_id });
+    else if (sent) waiting.add(row.wallet_id);
   }
-  return { waiting, allChecked: rows.length < RECHECK_LIMIT };
+  return { waiting, underpriced, allChecked: rows.length < RECHECK_LIMIT };
 }
 
 /** The address's transaction count at the confirmed block, read once per pass. */
@@ -390,14 +415,20 @@ async function endDropped(s: SyncScope, row: QueuedTransfer, confirmedBlock: num
   }
 }
 
+/** A node's refusal of a transaction for its fees: the same transfer signed with current fees would be taken. */
+const FEE_REFUSAL = /underpriced|less than block base fee|fee too low|gas ?price too low/i;
+
 /**
  * A transfer without a receipt: left alone if the node knows it, else sent again. A refusal
  * ends it only when this was its first send ever (nothing was sent anywhere before: `rejected`,
  * the reservation and the nonce released). After a first send, a refusal may come from a node
  * that never saw it while another still holds it (a load-balanced RPC): it stays pending, and
- * ends when its nonce is used at confirmed depth. True when it is (again) waiting in the node.
+ * ends when its nonce is used at confirmed depth. A refusal for its fees (the first send timed
+ * out, or the process died before it, and the fees rose meanwhile) would otherwise last forever
+ * and hold every later transfer of the wallet behind its nonce: `underpriced`, the caller signs
+ * it again with current fees. True when it is (again) waiting in the node.
  */
-async function resendIfUnknown(s: SyncScope, row: QueuedTransfer): Promise<boolean> {
+async function resendIfUnknown(s: SyncScope, row: QueuedTransfer): Promise<boolean | 'underpriced'> {
   const { db } = s.ctx.store;
   const hash = row.tx_hash as Hex;
   const known = await s.net(nodeKnows(s.client, hash));
@@ -423,12 +454,48 @@ async function resendIfUnknown(s: SyncScope, row: QueuedTransfer): Promise<boole
     }
     return false;
   }
+  if (outcome.kind === 'rejected' && FEE_REFUSAL.test(outcome.reason)) {
+    s.log.warn({ transaction_id: row.id, tx_hash: hash, nonce: row.nonce, reason: outcome.reason }, 're-broadcast refused for its fees; signing it again at its nonce with current fees');
+    return 'underpriced';
+  }
   if (outcome.kind === 'rejected') {
     s.log.warn({ transaction_id: row.id, tx_hash: hash, nonce: row.nonce, reason: outcome.reason }, 're-broadcast refused; the transaction stays pending until its nonce is used');
     return false;
   }
   s.log.debug({ transaction_id: row.id, outcome: outcome.kind, reason: outcome.reason }, 're-broadcast not confirmed; retrying later');
   return false;
+}
+
+/**
+ * Receipts a reorg put back to pending (`rollBackAbove`) that no block has shown again: one
+ * whose sender's nonce is used at the confirmed block while the transaction has no receipt can
+ * never be mined, and fails as `dropped`. The nonce is read before the receipt, as in
+ * `recheckUnmined`. Until then it stays pending (a block mining it again confirms it). Each
+ * check pushes the row's next one back (backoff). The sender is the row's `from_address`: for
+ * a token receipt, the token transfer's sender, the transaction's sender when it called the
+ * token itself; so the node must not know the transaction either (a token transfer made through
+ * a contract, its sender another address, may still wait in the pool). Should a dropped receipt
+ * be mined after all, its block brings it back (`insertTransaction`: the chain is the truth).
+ */
+export async function recheckReorgedReceipts(s: SyncScope, cursor: ChainCursor, confirmations: number): Promise<void> {
+  const now = s.ctx.clock.nowMs();
+  const confirmedBlock = confirmedHeight(cursor.block_number, confirmations);
+  if (confirmedBlock < 0) return;
+  const recheck = s.ctx.config.watcher.recheckMs;
+  const rows = await repo.listReorgedReceipts(s.ctx.store.db, s.networkId, now, RECHECK_LIMIT);
+  const counts = new Map<string, Promise<number>>();
+  for (const row of rows) {
+    await repo.scheduleCheck(s.ctx.store.db, row.id, now + recheckBackoffMs(recheck, row.check_count), now);
+    if ((await s.net(confirmedCount(s, row.from_address, confirmedBlock, counts))) <= row.nonce) continue;
+    if (await s.net(receiptOrNull(s.client, row.tx_hash as Hex))) continue; // mined: recorded with its block
+    if ((await s.net(nodeKnows(s.client, row.tx_hash as Hex))) !== false) continue; // in the pool, or the node cannot say
+    const reason = `dropped: the reorg removed it and nonce ${row.nonce} of ${row.from_address} was used by another transaction by block ${confirmedBlock}`;
+    const failed = await s.fenced((trx) => dropReceipt(trx, row.id, reason, s.ctx.clock.nowMs()));
+    if (failed) {
+      s.affected.add(row.wallet_id);
+      s.log.warn({ transaction_id: row.id, tx_hash: row.tx_hash, nonce: row.nonce, block: confirmedBlock }, 'receipt dropped: a reorg removed it and its nonce was used by another transaction; failed');
+    }
+  }
 }
 
 /** Marks the network's transfers pending longer than TX_STUCK_AFTER_S as stuck, with one warning each. */

@@ -14,8 +14,11 @@
  *    spend, else 400 Insufficient balance. The new version is recorded and becomes `tx_hash`;
  *    the earlier ones are `replaced_hashes`.
  * 4. After the commit, broadcast. A definitive refusal (e.g. the node holds a version it prefers,
- *    or the nonce was just mined) undoes the replacement and answers 400; a time-out leaves it,
- *    and the watcher sends the latest version again.
+ *    or the nonce was just mined) undoes the replacement and answers 400 (the nonce used:
+ *    `Transaction cannot be replaced`, the race with the block that mined the original); a
+ *    time-out leaves it, and the watcher sends the latest version again.
+ *
+ * A transient node fault before the commit (steps 1-2) answers 503 with Retry-After (mapChainError).
  *
  * Whichever version mines wins (transactions.chain-sync.ts): the transaction takes its hash; a
  * mined cancel settles it as failed with `failure_reason: 'cancelled'`.
@@ -177,6 +180,8 @@ export class ReplaceService {
         await repo.undoReplacement(trx, rec.id, { restore: before.tx_hash!, forget: v.tx_hash, feeReserved: before.fee_reserved }, now);
       });
       log.warn({ tx_hash: v.tx_hash, reason: outcome.reason }, 'replacement refused by the node; the previous version stays');
+      // "nonce too low": a version (the original, as a rule) mined after the check in step 2.
+      if (outcome.nonceUsed && /nonce/i.test(outcome.reason)) throw Errors.cannotReplace();
       throw Errors.chainRejected(`The blockchain node rejected the transaction: ${outcome.reason}`);
     }
     log.warn({ tx_hash: v.tx_hash, outcome: outcome.kind, reason: outcome.reason }, 'replacement broadcast not confirmed; the watcher will send it again');

@@ -406,8 +406,10 @@ function insertValues(t: NewTx, n: { seq: RawBuilder<number>; symbolKey: string;
 /**
  * Inserts a row numbered after the wallet's newest (caller holds the wallet lock) and returns
  * its id. A receipt is unique per (wallet, hash, log): for one that exists already the result
- * is null, and an orphaned one with the same key is brought back instead (same id, new block,
- * new number).
+ * is null, except for one without a block, which the chain now shows mined again: a receipt a
+ * reorg put back to pending (or then failed as dropped: the chain is the truth) takes the new
+ * block under its id and number; one orphaned by an earlier version comes back with a new
+ * number.
  */
 export async function insertTransaction(db: Executor, t: NewTx, nowMs: number): Promise<number | null> {
   const insert = db.insertInto('transactions').values(insertValues(t, sequencesOf(t), nowMs));
@@ -426,15 +428,59 @@ export async function insertTransaction(db: Executor, t: NewTx, nowMs: number): 
           cumulative_gas_used: eb.ref('excluded.cumulative_gas_used'),
           receipt_status: eb.ref('excluded.receipt_status'),
           confirmed_at: eb.ref('excluded.confirmed_at'),
+          failed_at: null,
+          error: null,
+          failure_reason: null,
           updated_at: eb.ref('excluded.updated_at'),
-          seq: eb.ref('excluded.seq'),
-          symbol_seq: eb.ref('excluded.symbol_seq'),
+          seq: sql<number>`case when transactions.status = ${ORPHANED} then excluded.seq else transactions.seq end`,
+          symbol_seq: sql<number>`case when transactions.status = ${ORPHANED} then excluded.symbol_seq else transactions.symbol_seq end`,
         }))
-        .where('transactions.status', '=', ORPHANED),
+        .where((eb) =>
+          eb.or([
+            eb('transactions.status', '=', ORPHANED),
+            eb.and([eb('transactions.block_number', 'is', null), eb('transactions.status', 'in', ['pending', 'failed'])]),
+          ]),
+        ),
     )
     .returning('id')
     .executeTakeFirst();
   return row ? row.id : null;
+}
+
+/**
+ * A token receipt seen in a block (log index >= 0): a receipt of the same wallet, transaction,
+ * token and amount that a reorg took out of its block (log index parked, `unmine`) takes this
+ * log index, so `insertTransaction` brings it back under its id. The oldest such row, and only
+ * if no row holds that index already. Caller holds the wallet lock.
+ */
+export async function adoptParkedReceipt(db: Executor, t: NewTx): Promise<void> {
+  if (t.type !== 'receipt' || t.log_index < 0) return;
+  const parked = db
+    .selectFrom('transactions')
+    .select('id')
+    .where('wallet_id', '=', t.wallet_id)
+    .where('tx_hash', '=', t.tx_hash)
+    .where('type', '=', 'receipt')
+    .where('token_id', '=', t.token_id)
+    .where('amount', '=', t.amount.toString())
+    .where('block_number', 'is', null)
+    .where('status', 'in', ['pending', 'failed'])
+    .where('log_index', '<', -1)
+    .orderBy('id', 'asc')
+    .limit(1);
+  const held = db
+    .selectFrom('transactions')
+    .select('id')
+    .where('wallet_id', '=', t.wallet_id)
+    .where('tx_hash', '=', t.tx_hash)
+    .where('log_index', '=', t.log_index)
+    .where('type', '=', 'receipt');
+  await db
+    .updateTable('transactions')
+    .set({ log_index: t.log_index })
+    .where('id', '=', (eb) => eb.selectFrom(parked.as('p')).select('p.id'))
+    .where((eb) => eb.not(eb.exists(held)))
+    .execute();
 }
 
 /** The two per-wallet numbers of a new row, drawn by the insert itself (the newest of each plus one, by index), not read first. */
@@ -558,6 +604,8 @@ export interface MinedFields {
   receipt_status: number;
   /** The price per gas actually paid (the receipt's effective gas price): once mined, `gas_price` is that. */
   gas_price?: bigint;
+  /** Gas used × effective gas price + the receipt's L1 data fee (src/chain/receipt-fee.ts). */
+  fee_paid?: bigint;
 }
 
 /** A pending transfer seen in a processed block: block fields and receipt, still pending. */
@@ -572,6 +620,7 @@ export async function attachMined(db: Executor, id: number, m: MinedFields, nowM
       cumulative_gas_used: m.cumulative_gas_used.toString(),
       receipt_status: m.receipt_status,
       ...(m.gas_price === undefined ? {} : { gas_price: m.gas_price.toString() }),
+      ...(m.fee_paid === undefined ? {} : { fee_paid: m.fee_paid.toString() }),
       updated_at: nowMs,
     })
     .where('id', '=', id)
@@ -600,11 +649,17 @@ export async function settle(db: Executor, id: number, outcome: 'confirmed' | 'r
   return Number(r.numUpdatedRows) === 1;
 }
 
-/** Puts a row seen in an orphaned block back to pending, with its block fields cleared. */
+/**
+ * Puts a row seen in an orphaned block back to pending, with its block fields cleared. A token
+ * receipt's log index belonged to that block: it is parked at `-2 - id` (below every real index
+ * and the native transfers' -1, unique), so the same transfer in another block, at another
+ * index, finds it (`adoptParkedReceipt`) instead of becoming a second row.
+ */
 export async function unmine(db: Executor, id: number, nowMs: number): Promise<void> {
   await db
     .updateTable('transactions')
     .set({
+      log_index: sql<number>`case when type = 'receipt' and log_index >= 0 then -2 - id else log_index end`,
       status: 'pending',
       block_number: null,
       block_hash: null,
@@ -612,6 +667,7 @@ export async function unmine(db: Executor, id: number, nowMs: number): Promise<v
       gas_used: null,
       cumulative_gas_used: null,
       receipt_status: null,
+      fee_paid: null,
       confirmed_at: null,
       failed_at: null,
       error: null,
@@ -747,6 +803,31 @@ export async function listResendQueue(
     .limit(o.limit)
     .execute();
   return rows.map((r) => ({ ...r, tx_hash: r.tx_hash!, nonce: Number(r.nonce), raw_tx: r.raw_tx!, check_count: Number(r.check_count) }));
+}
+
+/**
+ * Receipts a reorg put back to pending that no block has shown again, due a check (the
+ * dropped check: `recheckReorgedReceipts`), oldest first.
+ */
+export async function listReorgedReceipts(
+  db: Executor,
+  networkId: number,
+  nowMs: number,
+  limit: number,
+): Promise<Array<{ id: number; wallet_id: number; from_address: string; tx_hash: string; nonce: number; check_count: number }>> {
+  const rows = await db
+    .selectFrom('transactions')
+    .select(['id', 'wallet_id', 'from_address', 'tx_hash', 'nonce', 'check_count'])
+    .where('wallet_id', 'in', onNetwork(db, networkId))
+    .where('type', '=', 'receipt')
+    .where('status', '=', 'pending')
+    .where('block_number', 'is', null)
+    .where('nonce', 'is not', null)
+    .where((eb) => eb.or([eb('next_check_at', 'is', null), eb('next_check_at', '<=', nowMs)]))
+    .orderBy('id', 'asc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ ...r, tx_hash: r.tx_hash!, nonce: Number(r.nonce), check_count: Number(r.check_count) }));
 }
 
 /** The next check of a queued row, after this one (backoff chosen by the caller). */

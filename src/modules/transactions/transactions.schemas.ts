@@ -9,7 +9,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { getAddress, zeroAddress, type Address, type Hex } from 'viem';
 import { isValidAddress } from '../../chain/address.js';
-import { calldataProblem, encodeCall, parseFunction } from '../../chain/contract.js';
+import { calldataProblem, encodeCall, encodedSizeFloor, MAX_CALLDATA_BYTES, parseFunction } from '../../chain/contract.js';
 import { FEE_LEVELS, type FeeLevel } from '../../chain/fees.js';
 import type { WalletTokenRow } from '../../db/types.js';
 import { validationError, type FieldErrors } from '../../errors.js';
@@ -185,6 +185,8 @@ export function parseFeeChoice(body: Record<string, unknown>, errors: FieldError
   return { maxFeePerGas: maxFee, maxPriorityFeePerGas: tip };
 }
 
+const ARGS_TOO_LARGE = 'The args field must not encode to more than 64 kilobytes.';
+
 /** The calldata of a contract call: `data` as given, or `function` encoded with `args`. */
 function parseCallData(body: Record<string, unknown>, errors: FieldErrors): Hex | undefined {
   const { data, function: signature, args } = body;
@@ -208,7 +210,14 @@ function parseCallData(body: Record<string, unknown>, errors: FieldErrors): Hex 
     errors.args = ['The args field must be an array.'];
     return undefined;
   }
-  const encoded = encodeCall(fn, (args as unknown[] | undefined | null) ?? []);
+  const list = (args as unknown[] | undefined | null) ?? [];
+  if (4 + encodedSizeFloor(list) > MAX_CALLDATA_BYTES) {
+    errors.args = [ARGS_TOO_LARGE];
+    return undefined;
+  }
+  const encoded = encodeCall(fn, list);
   if (encoded === null) errors.args = ["The args field must match the function's parameters."];
-  return encoded ?? undefined;
+  else if (calldataProblem(encoded) === 'size') errors.args = [ARGS_TOO_LARGE];
+  else return encoded;
+  return undefined;
 }

@@ -30,7 +30,7 @@ import type { WalletTokenRow } from '../../db/types.js';
 import { AppError, Errors, fieldError } from '../../errors.js';
 import { broadcastRaw, nodeMessage } from '../../chain/broadcast.js';
 import { ERC20_ABI, erc20TransferData } from '../../chain/erc20.js';
-import { isUnreachable, mapChainError } from '../../chain/errors.js';
+import { isTransient, mapChainError } from '../../chain/errors.js';
 import { estimateGas, explicitFees, feeFields, feeMarket, l1Fee, maxFee, recentFeeMarket, recentQuote, type Fees } from '../../chain/fees.js';
 import { allocateNonce, chainPendingNonce } from '../../chain/nonce.js';
 import type { TransactionSigner } from '../../chain/keys.js';
@@ -118,6 +118,28 @@ export class TransactionService {
   /** Speed-up or cancel at the transaction's nonce (transactions.replace.ts). */
   replace(wallet: WalletView, rec: TxRecord, r: Replacement): Promise<TxRecord> {
     return new ReplaceService(this.ctx, this.wallets).replace(wallet, rec, r);
+  }
+
+  /**
+   * A pending transfer whose re-send the node refused for its fees (the watcher's recheck): the
+   * same transfer (to, value, data, gas) signed again at its nonce with current fees, at least
+   * the replacement minimum over its latest version, recorded and broadcast as a speed-up is
+   * (transaction_broadcasts). Its versions share one nonce: whichever mines is the one payment.
+   * Null when it is no longer replaceable (mined, settled) or cannot be re-signed now (e.g. the
+   * higher fees do not fit in the wallet): the next check tries again.
+   */
+  async reprice(wallet: WalletView, txId: number): Promise<TxRecord | null> {
+    const log = this.ctx.log.child({ component: 'transactions', wallet_id: wallet.id, transaction_id: txId });
+    const rec = await repo.findRecord(this.ctx.store.db, txId);
+    if (!rec || rec.wallet_id !== wallet.id || rec.status !== 'pending' || rec.block_number !== null) return null;
+    try {
+      const after = await this.replace(wallet, rec, { kind: 'speed-up' });
+      log.info({ nonce: rec.nonce, replaced: rec.tx_hash, tx_hash: after.tx_hash }, 'refused transfer signed again at its nonce with current fees');
+      return after;
+    } catch (e) {
+      log.warn({ nonce: rec.nonce, err: e }, 'could not sign the refused transfer again; trying again at its next check');
+      return null;
+    }
   }
 
   /** The tokens a create body may name: the wallet's active ones. */
@@ -267,7 +289,7 @@ export class TransactionService {
   }
 
   /**
-   * eth_estimateGas failed. Unreachable: 503. Otherwise the call would fail on chain; when the
+   * eth_estimateGas failed. A transient fault (unreachable, rate-limited: `isTransient`): 503. Otherwise the call would fail on chain; when the
    * wallet (now, with its reservations) cannot cover the amount, that is the reason (400
    * Insufficient balance), else the node's reason (400).
    */
@@ -279,7 +301,7 @@ export class TransactionService {
     input: TransferInput,
     nativeTokenIds: Set<number>,
   ): Promise<AppError> {
-    if (isUnreachable(err)) return Errors.chainUnavailable(err);
+    if (isTransient(err)) return Errors.chainUnavailable(err);
     if (input.data !== undefined && err instanceof BaseError && err.walk((e) => e instanceof ExecutionRevertedError)) {
       return Errors.wouldRevert(revertReason(err), err);
     }

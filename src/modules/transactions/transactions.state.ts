@@ -8,13 +8,16 @@
  *                        │  └──its cancel mined + confirmations──▶ failed (cancelled)
  *                        ├──first send refused by the node──▶ failed (rejected; reservation released, nonce healed)
  *                        └──nonce used at confirmed depth by another transaction──▶ failed (dropped)
- *   confirmed/failed(mined) ──block orphaned by a reorg──▶ pending (block fields cleared)
- *   receipt ──block orphaned by a reorg──▶ orphaned (hidden; the same id again if it reappears)
+ *   confirmed/failed(mined) ──block orphaned by a reorg──▶ pending (block fields cleared; transaction.reorged)
+ *   receipt: recorded confirmed (or pending until its confirmations), then as above on a reorg;
+ *   a reorged receipt that does not come back and whose sender's nonce another transaction took
+ *   at confirmed depth ──▶ failed (dropped). (Receipts `orphaned` by earlier versions stay
+ *   hidden; the same id comes back if they reappear.)
  */
 import type { Executor } from '../../db/index.js';
 import { healNextNonce } from '../../chain/nonce.js';
-import { recordEvent } from '../events/outbox.js';
-import { lockWallet } from '../wallets/wallets.repository.js';
+import { lockEventsOf, recordEvent } from '../events/outbox.js';
+import { lockWallet, lockWalletOfUser } from '../wallets/wallets.repository.js';
 import * as repo from './transactions.repository.js';
 import type { FailureReason, TxRecord } from './transactions.repository.js';
 import { transactionEventPayload } from './transactions.views.js';
@@ -22,6 +25,23 @@ import { transactionEventPayload } from './transactions.views.js';
 /** Locks several wallets in ascending id order (one global order: no deadlock between lockers). */
 export async function lockWallets(trx: Executor, walletIds: Iterable<number>): Promise<void> {
   for (const id of [...new Set(walletIds)].sort((a, b) => a - b)) await lockWallet(trx, id);
+}
+
+/**
+ * Everything a transaction that writes several wallets' transfers and events locks, taken before
+ * any of it is written, in the one lock order: the wallets in ascending id, then their users'
+ * event orders in ascending user (outbox.ts `lockEventsOf`). A transfer creation takes its wallet,
+ * then its user's event order, so it can never hold one of these while waiting for another that
+ * this transaction holds (the chain watcher's block batch used to take a wallet, an event order,
+ * then the next wallet: a deadlock with a create on that wallet).
+ */
+export async function lockWalletsAndEvents(trx: Executor, walletIds: Iterable<number>): Promise<void> {
+  const users = new Set<number>();
+  for (const id of [...new Set(walletIds)].sort((a, b) => a - b)) {
+    const user = await lockWalletOfUser(trx, id);
+    if (user !== undefined) users.add(user);
+  }
+  await lockEventsOf(trx, users);
 }
 
 /**
@@ -79,6 +99,7 @@ export async function settleMined(trx: Executor, rec: TxRecord, nowMs: number): 
  * `settleMined` confirms it.
  */
 export async function recordReceipt(trx: Executor, row: repo.NewTx, nowMs: number): Promise<TxRecord | null> {
+  await repo.adoptParkedReceipt(trx, row); // the same token transfer, reorged out of another block
   const id = await repo.insertTransaction(trx, row, nowMs);
   if (id === null) return null;
   const rec = (await repo.findRecord(trx, id))!;
@@ -95,10 +116,12 @@ export async function recordReceipt(trx: Executor, row: repo.NewTx, nowMs: numbe
 }
 
 /**
- * Rolls back everything recorded from blocks above `ancestor` on one network: receipts are
- * removed from the history (orphaned, and the list renumbered), outgoing transfers go back to pending with their block
- * fields cleared (their reservation counts again; the watcher sees them mined again, or
- * re-sends them). Returns the wallets touched.
+ * Rolls back everything recorded from blocks above `ancestor` on one network (CONTRACT.md,
+ * "Reorgs are told"): every row mined there, outgoing or receipt, goes back to pending with its
+ * block fields cleared (an outgoing one's reservation counts again; the watcher sees it mined
+ * again, or re-sends it). One that was settled (confirmed, or failed on its receipt) emits
+ * `transaction.reorged` (block_number the removed block's) in this same database transaction;
+ * mined again, it is settled and announced again. Returns the wallets touched.
  */
 export async function rollBackAbove(trx: Executor, networkId: number, ancestor: number, nowMs: number): Promise<Set<number>> {
   const wallets = new Set((await repo.listAboveBlock(trx, networkId, ancestor)).map((r) => r.wallet_id));
@@ -106,9 +129,51 @@ export async function rollBackAbove(trx: Executor, networkId: number, ancestor: 
   // Read again under the locks (on PostgreSQL a create may have committed in between).
   const rows = await repo.listAboveBlock(trx, networkId, ancestor);
   for (const r of rows) wallets.add(r.wallet_id);
+  const told: TxRecord[] = [];
   for (const r of rows) {
-    if (r.type === 'receipt') await repo.orphanTransaction(trx, r.id, nowMs);
-    else await repo.unmine(trx, r.id, nowMs);
+    const before = await unmineReorged(trx, r.id, nowMs);
+    if (before) told.push(before);
+  }
+  // Events last, user by user (ascending): every wallet lock first, then the users' event
+  // orders in one order, as every transaction that writes several users' events takes them.
+  const byUser = told.map((t, i) => ({ t, i })).sort((a, b) => a.t.user_id - b.t.user_id || a.i - b.i);
+  for (const { t } of byUser) {
+    await recordEvent(trx, {
+      userId: t.user_id,
+      walletId: t.wallet_id,
+      name: 'transaction.reorged',
+      payload: transactionEventPayload({ ...t, status: 'pending' }, 'transaction.reorged', nowMs),
+      nowMs,
+    });
   }
   return wallets;
+}
+
+/** Un-mines one row; returns it as it was when it had been settled (its reorg is to be told), else null. */
+async function unmineReorged(trx: Executor, txId: number, nowMs: number): Promise<TxRecord | null> {
+  const before = await repo.findRecord(trx, txId);
+  if (!before || (before.status as string) === repo.ORPHANED) return null;
+  await repo.unmine(trx, txId, nowMs);
+  return before.status === 'pending' ? null : before; // mined but not settled: nothing was announced
+}
+
+/**
+ * A receipt a reorg put back to pending that did not come back, whose sender's nonce another
+ * transaction took at confirmed depth: it can never be mined. Failed (`dropped`) with
+ * `transaction.failed`; a receipt moves no reservation or nonce of the wallet.
+ */
+export async function dropReceipt(trx: Executor, txId: number, reason: string, nowMs: number): Promise<TxRecord | null> {
+  const before = await repo.findRecord(trx, txId);
+  if (!before || before.type !== 'receipt' || before.block_number !== null) return null;
+  await lockWallet(trx, before.wallet_id);
+  if (!(await repo.markFailed(trx, txId, reason, 'dropped', nowMs))) return null;
+  const after = (await repo.findRecord(trx, txId))!;
+  await recordEvent(trx, {
+    userId: after.user_id,
+    walletId: after.wallet_id,
+    name: 'transaction.failed',
+    payload: transactionEventPayload(after, 'transaction.failed', nowMs),
+    nowMs,
+  });
+  return after;
 }

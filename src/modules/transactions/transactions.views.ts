@@ -117,11 +117,22 @@ export function createdView(t: TxRecord) {
   };
 }
 
-export type TxEventName = 'transaction.created' | 'transaction.confirmed' | 'transaction.failed';
+export type TxEventName = 'transaction.created' | 'transaction.confirmed' | 'transaction.failed' | 'transaction.reorged';
 
-/** `data` of a transaction.* event (SPEC "Delivery body", CONTRACT "Event data"). */
+const EVENT_TIME_FIELD: Record<TxEventName, string> = {
+  'transaction.created': 'created_at',
+  'transaction.confirmed': 'confirmed_at',
+  'transaction.failed': 'failed_at',
+  'transaction.reorged': 'reorged_at',
+};
+
+/**
+ * `data` of a transaction.* event (SPEC "Delivery body", CONTRACT "Event data"). For
+ * `transaction.reorged` the caller passes the row as it was with `status: 'pending'`, so
+ * `block_number` is the removed block's.
+ */
 export function transactionEventPayload(t: TxRecord, name: TxEventName, atMs: number) {
-  const at = name === 'transaction.created' ? 'created_at' : name === 'transaction.confirmed' ? 'confirmed_at' : 'failed_at';
+  const at = EVENT_TIME_FIELD[name];
   return {
     transaction_id: t.id,
     wallet_id: t.wallet_id,

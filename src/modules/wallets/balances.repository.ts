@@ -23,11 +23,13 @@ export async function listCachedBalances(db: Executor, walletId: number): Promis
 export async function findCachedBalanceForUpdate(db: Executor, dialect: SqlDialect, walletId: number, tokenId: number) {
   const q = db
     .selectFrom('wallet_balances')
-    .select(['id', 'amount', 'last_balance'])
+    .select(['id', 'amount', 'last_balance', 'block_number'])
     .where('wallet_id', '=', walletId)
     .where('token_id', '=', tokenId);
   const row = await dialect.forUpdate(q).executeTakeFirst();
-  return row ? { id: row.id, amount: BigInt(row.amount), last_balance: BigInt(row.last_balance) } : undefined;
+  return row
+    ? { id: row.id, amount: BigInt(row.amount), last_balance: BigInt(row.last_balance), block_number: row.block_number === null ? null : Number(row.block_number) }
+    : undefined;
 }
 
 export async function insertBalance(db: Executor, walletId: number, tokenId: number, amount: bigint, nowMs: number): Promise<void> {
@@ -46,16 +48,18 @@ export async function insertBalance(db: Executor, walletId: number, tokenId: num
     .execute();
 }
 
-export async function updateBalance(db: Executor, id: number, amount: bigint, lastBalance: bigint, nowMs: number): Promise<void> {
+/** Stores a reading of block `block` (the caller checked that no later one is stored). */
+export async function updateBalance(db: Executor, id: number, amount: bigint, lastBalance: bigint, block: number, nowMs: number): Promise<void> {
   await db
     .updateTable('wallet_balances')
-    .set({ amount: amount.toString(), last_balance: lastBalance.toString(), refreshed_at: nowMs, updated_at: nowMs })
+    .set({ amount: amount.toString(), last_balance: lastBalance.toString(), block_number: block, refreshed_at: nowMs, updated_at: nowMs })
     .where('id', '=', id)
     .execute();
 }
 
-export async function touchBalance(db: Executor, id: number, nowMs: number): Promise<void> {
-  await db.updateTable('wallet_balances').set({ refreshed_at: nowMs }).where('id', '=', id).execute();
+/** The same amount read again, at block `block` (not older than the stored one). */
+export async function touchBalance(db: Executor, id: number, block: number, nowMs: number): Promise<void> {
+  await db.updateTable('wallet_balances').set({ refreshed_at: nowMs, block_number: block }).where('id', '=', id).execute();
 }
 
 /**

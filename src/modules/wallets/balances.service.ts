@@ -4,6 +4,12 @@
  * `balance.updated` event in one transaction. The first observation of a balance counts as a
  * change from zero (so a non-zero first reading emits an event, a zero one does not).
  *
+ * Readings move forward only. A reading is taken at a named block (the head when it starts) and
+ * stored with it (migration 012); one older than the stored reading is not stored and emits
+ * nothing, so two refreshes that race (the watcher's and a request's) can never store the older
+ * value last, and for one wallet and token each `balance.updated` has a `block_number` no lower
+ * than the one before.
+ *
  * Reads for the API (`getBalances`) serve the cache while it is younger than BALANCE_MAX_AGE_S,
  * else re-read the chain (one shared read per wallet and token set at a time, so a burst of
  * requests on a stale cache costs one round of RPC calls, not one per request). When the node
@@ -13,6 +19,7 @@
 import type { Address } from 'viem';
 import type { AppContext } from '../../context.js';
 import type { WalletTokenRow } from '../../db/types.js';
+import { headNumber } from '../../chain/blocks.js';
 import { readBalance } from '../../chain/erc20.js';
 import { mapChainError } from '../../chain/errors.js';
 import { AppError, Errors, isAppError } from '../../errors.js';
@@ -51,6 +58,12 @@ export function readingMessage(reading: BalanceReading, okMessage: string): stri
     : 'Balance from cache: the blockchain node returned an error';
 }
 
+/** Chain balances by token id, all read at block `block`. */
+export interface ChainReading {
+  values: Map<number, bigint>;
+  block: number;
+}
+
 type RefreshOutcome = { ok: true; fresh: Map<number, bigint> } | { ok: false; error: AppError };
 
 export class BalanceService {
@@ -61,47 +74,61 @@ export class BalanceService {
 
   constructor(private readonly ctx: AppContext) {}
 
-  /** Reads the chain balance of each token (default: every active token). Throws mapped chain errors. */
-  async readChain(wallet: BalanceOwner, tokens: WalletTokenRow[]): Promise<Map<number, bigint>> {
+  /**
+   * Reads the chain balance of each token (default: every active token), all at the node's
+   * head block, named. Throws mapped chain errors.
+   */
+  async readChain(wallet: BalanceOwner, tokens: WalletTokenRow[]): Promise<ChainReading> {
     const network = await findNetwork(this.ctx.store.db, wallet.network_id);
     if (!network) throw new Error(`network ${wallet.network_id} missing`);
     const client = this.ctx.chains.get(network);
     try {
-      const values = await Promise.all(tokens.map((t) => readBalance(client, t.contract, wallet.address as Address)));
-      return new Map(tokens.map((t, i) => [t.id, values[i]!]));
+      const block = await headNumber(client);
+      const values = await Promise.all(tokens.map((t) => readBalance(client, t.contract, wallet.address as Address, BigInt(block))));
+      return { values: new Map(tokens.map((t, i) => [t.id, values[i]!])), block };
     } catch (e) {
       throw mapChainError(e);
     }
   }
 
-  /** Writes readings into the cache and emits balance.updated for each change, in one transaction. */
-  async store(wallet: BalanceOwner, tokens: WalletTokenRow[], fresh: Map<number, bigint>): Promise<void> {
+  /**
+   * Writes readings into the cache and emits balance.updated for each change, in one
+   * transaction. A token whose stored reading is of a later block keeps it (nothing emitted).
+   */
+  async store(wallet: BalanceOwner, tokens: WalletTokenRow[], reading: ChainReading): Promise<void> {
     const now = this.ctx.clock.nowMs();
     const { dialect } = this.ctx.store;
     await this.ctx.store.db.transaction().execute(async (trx) => {
       for (const token of tokens) {
-        const amount = fresh.get(token.id);
+        const amount = reading.values.get(token.id);
         if (amount === undefined) continue;
         // The row exists before it is locked (a first reading starts from zero), so two
         // processes storing the first reading at once serialise on the row lock and only
         // the first of them sees a change and writes the event.
         await repo.insertBalance(trx, wallet.id, token.id, 0n, now);
         const cached = (await repo.findCachedBalanceForUpdate(trx, dialect, wallet.id, token.id))!;
+        if (cached.block_number !== null && cached.block_number > reading.block) continue; // an older reading
         const old = cached.amount;
         if (old === amount) {
-          await repo.touchBalance(trx, cached.id, now);
+          await repo.touchBalance(trx, cached.id, reading.block, now);
           continue;
         }
-        await repo.updateBalance(trx, cached.id, amount, old, now);
+        await repo.updateBalance(trx, cached.id, amount, old, reading.block, now);
         await recordEvent(trx, {
           userId: wallet.user_id,
           walletId: wallet.id,
           name: 'balance.updated',
-          payload: balanceEventPayload(wallet.id, token, old, amount, now),
+          payload: balanceEventPayload(wallet.id, token, old, amount, reading.block, now),
           nowMs: now,
         });
       }
     });
+  }
+
+  /** Reads the chain and stores the readings (a token just added). Throws on a chain or database failure. */
+  async refresh(wallet: BalanceOwner, tokens: WalletTokenRow[]): Promise<void> {
+    const outcome = await this.refreshShared(wallet, tokens);
+    if (!outcome.ok) throw outcome.error;
   }
 
   cached(walletId: number) {
@@ -162,15 +189,15 @@ export class BalanceService {
 
   /** A chain failure is an outcome (the caller may fall back to the cache); a database failure throws. */
   private async refreshOutcome(wallet: BalanceOwner, tokens: WalletTokenRow[]): Promise<RefreshOutcome> {
-    let fresh: Map<number, bigint>;
+    let reading: ChainReading;
     try {
-      fresh = await this.readChain(wallet, tokens);
+      reading = await this.readChain(wallet, tokens);
     } catch (e) {
       if (isAppError(e)) return { ok: false, error: e };
       throw e;
     }
-    await this.store(wallet, tokens, fresh);
-    return { ok: true, fresh };
+    await this.store(wallet, tokens, reading);
+    return { ok: true, fresh: reading.values };
   }
 }
 

@@ -18,13 +18,15 @@ export function walletBalanceView(tokens: readonly WalletTokenRow[], values: Rea
   };
 }
 
-export function balanceEventPayload(walletId: number, token: WalletTokenRow, old: bigint, amount: bigint, nowMs: number) {
+/** `block`: the block `amount` was read at. */
+export function balanceEventPayload(walletId: number, token: WalletTokenRow, old: bigint, amount: bigint, block: number, nowMs: number) {
   return {
     wallet_id: walletId,
     token: token.symbol,
     old_balance: formatUnits18(old, token.decimals),
     new_balance: formatUnits18(amount, token.decimals),
     change: formatUnits18(amount - old, token.decimals),
+    block_number: block,
     updated_at: formatDateTime(nowMs),
   };
 }

@@ -4,6 +4,7 @@
  */
 import { dialectOf } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
+import type { SecretPlace } from '../../lib/crypto.js';
 import { prepare } from '../../db/prepared.js';
 
 export interface WalletView {
@@ -71,16 +72,27 @@ export async function findWalletSecrets(db: Executor, walletId: number) {
   return row;
 }
 
+/** Where a wallet's encrypted value lives (its AES-GCM associated data, src/lib/crypto.ts). */
+export function walletPlace(id: number, column: 'private_key_enc' | 'mnemonic_enc'): SecretPlace {
+  return { table: 'wallets', column, id };
+}
+
+/**
+ * Inserts a wallet; its secrets are encrypted by `seal` once the row has its id (each value is
+ * bound to its row) and written in the same transaction as the insert (`db` must be one).
+ */
 export async function insertWallet(
   db: Executor,
-  w: { user_id: number; network_id: number; name: string; description: string; address: string; private_key_enc: string; mnemonic_enc: string },
+  w: { user_id: number; network_id: number; name: string; description: string; address: string },
+  seal: (id: number) => { private_key_enc: string; mnemonic_enc: string },
   nowMs: number,
 ): Promise<number> {
   const row = await db
     .insertInto('wallets')
-    .values({ ...w, next_sub_index: 1, created_at: nowMs, updated_at: nowMs })
+    .values({ ...w, private_key_enc: '', mnemonic_enc: '', next_sub_index: 1, created_at: nowMs, updated_at: nowMs })
     .returning('id')
     .executeTakeFirstOrThrow();
+  await db.updateTable('wallets').set(seal(row.id)).where('id', '=', row.id).execute();
   return row.id;
 }
 
@@ -102,4 +114,10 @@ export async function updateWallet(
 export async function lockWallet(trx: Executor, walletId: number): Promise<boolean> {
   const row = await dialectOf(trx).forUpdate(trx.selectFrom('wallets').select('id').where('id', '=', walletId)).executeTakeFirst();
   return row !== undefined;
+}
+
+/** `lockWallet` that returns the wallet's user (undefined when the wallet does not exist). */
+export async function lockWalletOfUser(trx: Executor, walletId: number): Promise<number | undefined> {
+  const row = await dialectOf(trx).forUpdate(trx.selectFrom('wallets').select('user_id').where('id', '=', walletId)).executeTakeFirst();
+  return row?.user_id;
 }

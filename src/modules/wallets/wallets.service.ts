@@ -40,9 +40,11 @@ export class WalletService {
           name,
           description: input.description ?? '',
           address: keys.address,
-          private_key_enc: this.ctx.secrets.encrypt(keys.privateKey),
-          mnemonic_enc: this.ctx.secrets.encrypt(keys.mnemonic),
         },
+        (id) => ({
+          private_key_enc: this.ctx.secrets.encrypt(keys.privateKey, repo.walletPlace(id, 'private_key_enc')),
+          mnemonic_enc: this.ctx.secrets.encrypt(keys.mnemonic, repo.walletPlace(id, 'mnemonic_enc')),
+        }),
         now,
       );
       await insertToken(
@@ -100,19 +102,19 @@ export class WalletService {
 
   async detail(w: WalletView, db: Executor = this.ctx.store.db) {
     const [tokens, network] = await Promise.all([listTokens(db, w.id), findNetwork(db, w.network_id)]);
-    return { ...walletView(w), wallet_tokens: tokens.map(tokenView), network: networkView(network!) };
+    return { ...walletView(w), wallet_tokens: tokens.map(tokenView), network: networkView(network!, this.ctx.chains.health(network!)) };
   }
 
   /** The signing account of a wallet's main address. Decrypts the key; never log the result. */
   async signer(walletId: number): Promise<TransactionSigner> {
     const secrets = await repo.findWalletSecrets(this.ctx.store.db, walletId);
-    return signerFor(this.ctx.secrets.decrypt(secrets.private_key_enc) as Hex, secrets.address);
+    return signerFor(this.ctx.secrets.decrypt(secrets.private_key_enc, repo.walletPlace(walletId, 'private_key_enc')) as Hex, secrets.address);
   }
 
   /** The wallet's mnemonic, for deriving sub-wallet addresses. Never log the result. */
   async mnemonic(walletId: number): Promise<string> {
     const secrets = await repo.findWalletSecrets(this.ctx.store.db, walletId);
-    return this.ctx.secrets.decrypt(secrets.mnemonic_enc);
+    return this.ctx.secrets.decrypt(secrets.mnemonic_enc, repo.walletPlace(walletId, 'mnemonic_enc'));
   }
 }
 

@@ -106,6 +106,17 @@ const CATALOGUE: Record<EventName, Omit<EventInfo, 'event_name'>> = {
       },
     },
   },
+  'charge.reopened': {
+    description:
+      'A chain reorganisation removed the block a settled charge (paid, expired or failed) was decided on: the charge is pending again, with the payments the new chain has. Its next settlement sends its outcome’s event (charge.paid, charge.expired or charge.failed) again.',
+    payload: {
+      ...CHARGE,
+      status: 'pending',
+      address: DEPOSIT_ADDRESS,
+      paid_amount: '0.000000000000000000',
+      reopened_at: '2025-03-14 09:28:40',
+    },
+  },
   'transaction.created': {
     description: 'An outgoing transaction was signed, recorded and broadcast; it is pending until confirmed on chain.',
     payload: { ...TX, block_number: null, status: 'pending', type: 'transfer', created_at: '2025-03-14 10:02:45' },
@@ -118,14 +129,21 @@ const CATALOGUE: Record<EventName, Omit<EventInfo, 'event_name'>> = {
     description: 'A transaction reverted on chain or was dropped by the network.',
     payload: { ...TX, block_number: 19436602, status: 'failed', type: 'transfer', failed_at: '2025-03-14 10:03:09' },
   },
+  'transaction.reorged': {
+    description:
+      'A reorg removed the block of a confirmed transaction (outgoing or received): it is pending again, `block_number` the removed block. Mined again, it is confirmed again (transaction.confirmed); a received one whose sender’s nonce another transaction took is failed (dropped).',
+    payload: { ...TX, block_number: 19436602, status: 'pending', type: 'transfer', reorged_at: '2025-03-14 10:03:33' },
+  },
   'balance.updated': {
-    description: 'The wallet’s balance of a token changed (after a confirmed transaction or a detected transfer).',
+    description:
+      'The wallet’s balance of a token changed (after a confirmed transaction or a detected transfer). `block_number` is the block `new_balance` was read at; for one wallet and token it never goes down from one event to the next.',
     payload: {
       wallet_id: WALLET_ID,
       token: 'ETH',
       old_balance: '1.250000000000000000',
       new_balance: '1.099979000000000000',
       change: '-0.150021000000000000',
+      block_number: 19436602,
       updated_at: '2025-03-14 10:03:09',
     },
   },

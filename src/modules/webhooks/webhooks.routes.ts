@@ -14,6 +14,7 @@ import { parseId, requireWallet } from '../../http/auth.js';
 import { ok, responses } from '../../http/envelope.js';
 import { pageOf, setPaginationHeaders } from '../../http/pagination.js';
 import type { App } from '../../http/types.js';
+import { allows } from '../keys/keys.scopes.js';
 import { commitResponse } from '../../http/idempotency.js';
 import type { DeliveryRecord, WebhookRecord } from './webhooks.repository.js';
 import {
@@ -82,12 +83,12 @@ function readRoutes(app: App, webhooks: WebhooksService): void {
     {
       schema: {
         tags: TAGS,
-        summary: "The wallet's webhooks, newest first, with their headers", description: 'Every active webhook of the wallet (URL, type, events); secrets and headers are never shown here.',
+        summary: "The wallet's webhooks, newest first, with their headers", description: 'Every active webhook of the wallet (URL, type, events, extra headers). Secrets are never shown here. Header values are shown to login tokens and to API keys with `webhooks:write`; any other key sees each value as `***`.',
         params: WalletParams,
         response: responses(Type.Array(WebhookData)),
       },
     },
-    async (req) => ok(await webhooks.list(requireWallet(req).id), 'Webhooks'),
+    async (req) => ok(await webhooks.list(requireWallet(req).id, { maskHeaders: req.apiKey !== null && !allows(req.apiKey.scopes, 'webhooks:write') }), 'Webhooks'),
   );
 
   app.get(
@@ -129,6 +130,7 @@ function writeRoutes(app: App, webhooks: WebhooksService, objects: PathObjects):
   app.get(
     '/wallet/:wallet/webhook/delete/:webhook',
     {
+      config: { noStore: true },
       preValidation: [objects.loadWebhook],
       schema: {
         tags: TAGS,

@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.js';
+import type { SecretPlace } from '../../lib/crypto.js';
 import type { InTransaction } from '../../db/index.js';
 import { Errors, validationError, type FieldErrors } from '../../errors.js';
 import { WEBHOOK_TYPES, type WebhookType } from '../events/events.catalogue.js';
@@ -68,10 +69,21 @@ export class WebhooksService {
   readonly #ctx: AppContext;
   readonly #resolver: Resolver | undefined;
   readonly #workListeners = new Set<() => void>();
+  readonly #changeListeners = new Set<(webhookId: number) => void>();
 
   constructor(ctx: AppContext, opts: { resolver?: Resolver } = {}) {
     this.#ctx = ctx;
     this.#resolver = opts.resolver;
+  }
+
+  /** A delivery worker in this process drops what it decrypted of a webhook that changed or was deleted. */
+  onChange(listener: (webhookId: number) => void): () => void {
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
+  }
+
+  #changed(webhookId: number): void {
+    for (const listener of this.#changeListeners) listener(webhookId);
   }
 
   /** A worker in this process subscribes so a manual retry is sent without waiting for a poll. */
@@ -90,9 +102,17 @@ export class WebhooksService {
     return info;
   }
 
-  async list(walletId: number): Promise<WebhookView[]> {
+  /**
+   * The wallet's webhooks. Header values are often a receiver's credentials: a caller that may
+   * not change webhooks (an API key without `webhooks:write`) sees each value as `***`.
+   */
+  async list(walletId: number, opts: { maskHeaders: boolean }): Promise<WebhookView[]> {
     const rows = await repo.listWebhooks(this.#ctx.store.db, walletId);
-    return rows.map((r) => this.#view(r));
+    if (!opts.maskHeaders) return rows.map((r) => this.#view(r));
+    return rows.map((r) => {
+      const view = this.#view(r);
+      return { ...view, headers: Object.fromEntries(Object.keys(view.headers).map((name) => [name, MASKED_HEADER])) };
+    });
   }
 
   /** The live webhook of this wallet, or 404. */
@@ -109,21 +129,19 @@ export class WebhooksService {
     const headers = checkHeaders(input.with_headers ?? null, errors);
     if (Object.keys(errors).length > 0) throw validationError(errors);
 
-    const values = {
-      wallet_id: walletId,
-      url: url!,
-      type: input.type,
-      events: JSON.stringify(events),
-      signature_enc: this.#encryptSecret(input.signature),
-      headers_enc: this.#encryptHeaders(headers),
-    };
+    const values = { wallet_id: walletId, url: url!, type: input.type, events: JSON.stringify(events), signature_enc: null, headers_enc: null };
     return this.#ctx.store.db.transaction().execute(async (trx) => {
       // The wallet lock makes the count and the insert one step (the cap holds under concurrency).
       await lockWallet(trx, walletId);
       if ((await repo.countWebhooks(trx, walletId)) >= LIMITS.webhooksPerWallet) {
         throw Errors.badRequest(`A wallet can have at most ${LIMITS.webhooksPerWallet} webhooks`);
       }
-      const row = await repo.insertWebhook(trx, values, this.#ctx.clock.nowMs());
+      const now = this.#ctx.clock.nowMs();
+      const inserted = await repo.insertWebhook(trx, values, now);
+      // Encrypted once the row has its id: each value is bound to its row (src/lib/crypto.ts).
+      const sealed = { signature_enc: this.#encryptSecret(inserted.id, input.signature), headers_enc: this.#encryptHeaders(inserted.id, headers) };
+      if (sealed.signature_enc !== null || sealed.headers_enc !== null) await repo.updateWebhook(trx, inserted.id, sealed, now);
+      const row = { ...inserted, ...sealed };
       // SPEC: the creation response's `headers` is an empty object.
       const view = { ...this.#view(row), headers: {} };
       await opts.inTransaction?.(trx, view);
@@ -142,7 +160,7 @@ export class WebhooksService {
       patch.events = JSON.stringify(normaliseEvents(webhook.type as WebhookType, input.events, errors));
     }
     if (input.with_headers !== undefined) {
-      patch.headers_enc = this.#encryptHeaders(checkHeaders(input.with_headers, errors));
+      patch.headers_enc = this.#encryptHeaders(webhook.id, checkHeaders(input.with_headers, errors));
     }
     if (Object.keys(errors).length > 0) throw validationError(errors);
     const now = this.#ctx.clock.nowMs();
@@ -156,6 +174,7 @@ export class WebhooksService {
           await repo.cancelOpenDeliveries(trx, webhook.id, 'Webhook inactive', now);
         }
       });
+      this.#changed(webhook.id);
     }
     return this.#view(await this.find(webhook.wallet_id, webhook.id));
   }
@@ -168,7 +187,8 @@ export class WebhooksService {
       await repo.cancelOpenDeliveries(trx, webhook.id, 'Webhook deleted', now);
       return enc;
     });
-    return deletedWebhookView(webhook, secretEnc === null ? null : this.#ctx.secrets.decrypt(secretEnc), now);
+    this.#changed(webhook.id);
+    return deletedWebhookView(webhook, secretEnc === null ? null : this.#ctx.secrets.decrypt(secretEnc, webhookPlace(webhook.id, 'signature_enc')), now);
   }
 
   async deliveries(webhook: WebhookRecord, page: number, limit: number): Promise<DeliveryPage> {
@@ -257,12 +277,14 @@ export class WebhooksService {
     const next = signature === null || signature === '' ? null : signature;
     const currentEnc = await repo.findWebhookSecret(this.#ctx.store.db, webhook.id);
     if (next === null) return { signature_enc: null, previous_signature_enc: null, previous_signature_until: null };
-    if (currentEnc !== null && this.#ctx.secrets.decrypt(currentEnc) === next) return {};
+    const current = currentEnc === null ? null : this.#ctx.secrets.decrypt(currentEnc, webhookPlace(webhook.id, 'signature_enc'));
+    if (current === next) return {};
     const overlapS = this.#ctx.config.webhook.secretOverlapS;
-    const keep = currentEnc !== null && overlapS > 0;
+    const keep = current !== null && overlapS > 0;
     return {
-      signature_enc: this.#encryptSecret(next),
-      previous_signature_enc: keep ? currentEnc : null,
+      signature_enc: this.#encryptSecret(webhook.id, next),
+      // Encrypted again for its new column (a value decrypts only where it was written).
+      previous_signature_enc: keep ? this.#ctx.secrets.encrypt(current, webhookPlace(webhook.id, 'previous_signature_enc')) : null,
       previous_signature_until: keep ? nowMs + overlapS * 1000 : null,
     };
   }
@@ -294,18 +316,26 @@ export class WebhooksService {
     return raw;
   }
 
-  #encryptSecret(secret: string | null | undefined): string | null {
-    return secret === undefined || secret === null || secret === '' ? null : this.#ctx.secrets.encrypt(secret);
+  #encryptSecret(webhookId: number, secret: string | null | undefined): string | null {
+    return secret === undefined || secret === null || secret === '' ? null : this.#ctx.secrets.encrypt(secret, webhookPlace(webhookId, 'signature_enc'));
   }
 
-  #encryptHeaders(headers: Record<string, string> | null): string | null {
-    return headers === null || Object.keys(headers).length === 0 ? null : this.#ctx.secrets.encrypt(JSON.stringify(headers));
+  #encryptHeaders(webhookId: number, headers: Record<string, string> | null): string | null {
+    return headers === null || Object.keys(headers).length === 0 ? null : this.#ctx.secrets.encrypt(JSON.stringify(headers), webhookPlace(webhookId, 'headers_enc'));
   }
 
   #view(r: WebhookRecord): WebhookView {
-    return webhookView(r, r.headers_enc === null ? {} : (JSON.parse(this.#ctx.secrets.decrypt(r.headers_enc)) as Record<string, string>));
+    return webhookView(r, r.headers_enc === null ? {} : (JSON.parse(this.#ctx.secrets.decrypt(r.headers_enc, webhookPlace(r.id, 'headers_enc'))) as Record<string, string>));
   }
 }
+
+/** Where a webhook's encrypted value lives (its AES-GCM associated data). */
+export function webhookPlace(id: number, column: 'signature_enc' | 'headers_enc' | 'previous_signature_enc'): SecretPlace {
+  return { table: 'webhooks', column, id };
+}
+
+/** What a caller without `webhooks:write` sees instead of a header's value. */
+export const MASKED_HEADER = '***';
 
 /**
  * `active` turns the webhook back on and forgets why it was off (and its failing period);

@@ -1,0 +1,407 @@
+/**
+ * Several RPC endpoints behind one viem transport (CONTRACT.md, "Chains as they are").
+ *
+ * Each endpoint is viem's `http` transport over rpcFetch, without retries of its own. A call goes
+ * to the endpoints in their configured order, skipping those that cannot serve it, and moves on
+ * to the next on a transient fault (`isTransient`: a time-out, a connection that fails, HTTP 5xx
+ * or 429, JSON-RPC -32005 or a message saying rate limit). Any other error is the node's answer
+ * about the request and is thrown as it is (trying it elsewhere would only repeat it).
+ *
+ * - Rested: an endpoint that rate-limited a call (HTTP 429, -32005, "rate limit") is not called
+ *   for its `Retry-After`, else 1 s doubling up to 60 s while it keeps limiting (a success
+ *   starts the doubling over). When every endpoint is rested, the one whose rest ends first is
+ *   still tried: a call is never refused without asking a node.
+ * - Lagging: an endpoint whose head is more than `maxLagBlocks` behind the best head of the
+ *   endpoints that are up serves no reads (it still receives broadcasts).
+ * - Heights: a call about block H (a block, its receipts, logs up to H, state at H) goes first
+ *   to endpoints whose head is at or above H; `null` for a block, a transaction or a receipt is
+ *   asked of the next endpoint, and is the answer only when none has it.
+ * - Logs: an `eth_getLogs` refused for its range or result size is split in halves and retried.
+ * - Broadcast: `eth_sendRawTransaction` goes to every endpoint that is `ok`, at once; one
+ *   acceptance is the answer; else the first answer that is not a transient fault.
+ * - Health: `ok` (its last call or head read succeeded and it is not rested), head, lag and
+ *   latency, kept in memory by this process; a head read of every endpoint at least every
+ *   `healthEveryMs` (WATCHER_POLL_MS), skipped for one whose head a call has just read.
+ */
+import { custom, http, HttpRequestError, RpcRequestError, type EIP1193RequestFn, type Transport } from 'viem';
+import { redactUrl } from '../lib/redact.js';
+import { isTransient } from './errors.js';
+import { rpcFetch } from './rpc-fetch.js';
+
+export interface EndpointHealth {
+  /** Origin only: a path or query may hold an API key. */
+  url: string;
+  ok: boolean;
+  head_block: number | null;
+  lag_blocks: number | null;
+  latency_ms: number | null;
+}
+
+export interface EndpointStats {
+  host: string;
+  calls: number;
+  errors: number;
+}
+
+export interface EndpointOptions {
+  timeoutMs: number;
+  maxLagBlocks: number;
+  healthEveryMs: number;
+}
+
+const REST_FIRST_MS = 1_000;
+const REST_MAX_MS = 60_000;
+const RATE_LIMITED = /rate.?limit|too many requests/i;
+/**
+ * An eth_getLogs refused for its block range or result size (providers word it variously, some
+ * with -32005, which otherwise means a rate limit): split in two and asked again.
+ */
+const RANGE_REFUSED =
+  /block range|range (is )?too (large|wide|big)|max(imum)? (block )?range|range limit|more than \d+ (results|blocks|logs)|too many (results|blocks|logs)|query returned more than|response size|exceed(s|ed)? (the )?max(imum)? (block )?range/i;
+/** Calls whose `null` means "this node does not have it": asked of the next endpoint. */
+const NULL_MEANS_NOT_HERE = new Set([
+  'eth_getBlockByNumber',
+  'eth_getBlockByHash',
+  'eth_getBlockReceipts',
+  'eth_getTransactionByHash',
+  'eth_getTransactionReceipt',
+]);
+/** Where a call's block height is: the index of its block parameter. */
+const BLOCK_PARAM: Record<string, number> = {
+  eth_getBlockByNumber: 0,
+  eth_getBlockReceipts: 0,
+  eth_getBalance: 1,
+  eth_getTransactionCount: 1,
+  eth_getCode: 1,
+  eth_getStorageAt: 2,
+  eth_call: 1,
+};
+
+/**
+ * The endpoint list of a network: `rpc_urls` (a JSON array) when it is a list that starts with
+ * `rpc_url`, else `rpc_url` alone (a previous version may have changed `rpc_url` since; migration 015).
+ */
+export function endpointUrls(n: { rpc_url: string; rpc_urls?: string | null }): string[] {
+  if (!n.rpc_urls) return [n.rpc_url];
+  try {
+    const list = JSON.parse(n.rpc_urls) as unknown;
+    if (Array.isArray(list) && list.length > 0 && list[0] === n.rpc_url && list.every((u) => typeof u === 'string')) return list as string[];
+  } catch {
+    // not a list: the first endpoint alone
+  }
+  return [n.rpc_url];
+}
+
+/** The block height a call is about, or null (latest, pending, a hash, or none). */
+export function heightOf(method: string, params: unknown): number | null {
+  if (!Array.isArray(params)) return null;
+  if (method === 'eth_getLogs') {
+    const filter = params[0] as { toBlock?: unknown } | undefined;
+    return hexHeight(filter?.toBlock);
+  }
+  const i = BLOCK_PARAM[method];
+  return i === undefined ? null : hexHeight(params[i]);
+}
+
+function hexHeight(v: unknown): number | null {
+  return typeof v === 'string' && /^0x[0-9a-f]+$/i.test(v) ? Number(BigInt(v)) : null;
+}
+
+/** Seconds of an HTTP Retry-After (delta-seconds or a date), as milliseconds; null without one. */
+function retryAfterMs(err: unknown, nowMs: number): number | null {
+  let e: unknown = err;
+  while (e instanceof Error) {
+    if ((e instanceof HttpRequestError || e instanceof RpcRequestError) && e.headers) {
+      const v = e.headers.get('retry-after');
+      if (v === null) return null;
+      if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
+      const at = Date.parse(v);
+      return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
+    }
+    e = e.cause;
+  }
+  return null;
+}
+
+/** The error's own words along its cause chain (viem's `details` and short messages). */
+function wordsOf(err: unknown): string {
+  const out: string[] = [];
+  let e: unknown = err;
+  while (e instanceof Error) {
+    const details = (e as { details?: unknown }).details;
+    out.push(typeof details === 'string' ? details : '', (e as { shortMessage?: string }).shortMessage ?? e.message);
+    e = e.cause;
+  }
+  return out.join(' ');
+}
+
+export function isRangeRefused(err: unknown): boolean {
+  return RANGE_REFUSED.test(wordsOf(err));
+}
+
+function isRateLimit(err: unknown): boolean {
+  if (isRangeRefused(err)) return false;
+  let e: unknown = err;
+  while (e instanceof Error) {
+    if ((e as { code?: unknown }).code === -32005) return true;
+    if ((e instanceof HttpRequestError || e instanceof RpcRequestError) && e.status === 429) return true;
+    const details = (e as { details?: unknown }).details;
+    if (RATE_LIMITED.test(`${typeof details === 'string' ? details : ''} ${(e as { shortMessage?: string }).shortMessage ?? ''}`)) return true;
+    e = e.cause;
+  }
+  return false;
+}
+
+interface LogFilter {
+  fromBlock?: unknown;
+  toBlock?: unknown;
+  [k: string]: unknown;
+}
+
+const toHex = (n: number) => `0x${n.toString(16)}`;
+
+class Endpoint {
+  readonly origin: string;
+  readonly host: string;
+  readonly request: EIP1193RequestFn;
+  /** Last call or head read succeeded (null: never asked yet). */
+  up: boolean | null = null;
+  head: number | null = null;
+  headAtMs = 0;
+  latencyMs: number | null = null;
+  restUntilMs = 0;
+  restMs = 0;
+  checking = false;
+  calls = 0;
+  errors = 0;
+
+  constructor(readonly url: string, timeoutMs: number) {
+    this.origin = redactUrl(url);
+    this.host = (() => {
+      try {
+        return new URL(url).host;
+      } catch {
+        return '[invalid url]';
+      }
+    })();
+    this.request = http(url, {
+      timeout: timeoutMs,
+      retryCount: 0,
+      fetchFn: rpcFetch as unknown as typeof fetch,
+      // rpcFetch reads at most MAX_RPC_BODY_BYTES itself.
+      maxResponseBodySize: false,
+      batch: { wait: 0 },
+    })({ retryCount: 0 }).request;
+  }
+
+  rested(nowMs: number): boolean {
+    return nowMs < this.restUntilMs;
+  }
+
+  succeeded(latencyMs: number): void {
+    this.up = true;
+    this.latencyMs = Math.round(latencyMs * 100) / 100;
+    this.restMs = 0;
+  }
+
+  /** A transient fault: down until a call or head read succeeds; rested when it rate-limited. */
+  failed(err: unknown, nowMs: number): void {
+    this.up = false;
+    if (!isRateLimit(err)) return;
+    this.restMs = this.restMs === 0 ? REST_FIRST_MS : Math.min(this.restMs * 2, REST_MAX_MS);
+    this.restUntilMs = nowMs + (retryAfterMs(err, nowMs) ?? this.restMs);
+  }
+}
+
+/** The endpoints of one network, with their health; `transport()` is what its viem client uses. */
+export class EndpointSet {
+  private readonly endpoints: Endpoint[];
+  private timer: NodeJS.Timeout | null = null;
+  private firstCheck: Promise<void> | null = null;
+
+  constructor(
+    urls: readonly string[],
+    private readonly opts: EndpointOptions,
+  ) {
+    this.endpoints = urls.map((u) => new Endpoint(u, opts.timeoutMs));
+  }
+
+  transport(retryCount: number, retryDelay: number): Transport {
+    return custom({ request: ({ method, params }: { method: string; params?: unknown }) => this.request(method, params) }, { retryCount, retryDelay });
+  }
+
+  /** Starts the head reads (every `healthEveryMs`; the timer does not hold the process open). */
+  start(): void {
+    if (this.timer !== null) return;
+    this.timer = setInterval(() => void this.refresh(), this.opts.healthEveryMs);
+    this.timer.unref();
+    this.firstCheck = this.refresh();
+  }
+
+  stop(): void {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Health of every endpoint, as this process knows it now. */
+  health(nowMs = Date.now()): EndpointHealth[] {
+    const best = this.bestHead();
+    return this.endpoints.map((e) => ({
+      url: e.origin,
+      ok: e.up === true && !e.rested(nowMs),
+      head_block: e.head,
+      lag_blocks: e.head !== null && best !== null ? Math.max(0, best - e.head) : null,
+      latency_ms: e.latencyMs,
+    }));
+  }
+
+  /** Health after the first round of head reads (at most `waitMs` for it). */
+  async checkedHealth(waitMs: number): Promise<EndpointHealth[]> {
+    this.start();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.firstCheck, new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
+    clearTimeout(timer);
+    return this.health();
+  }
+
+  /** Health after a head read of every endpoint now (at most `waitMs` for it; one already being read is not read twice). */
+  async freshHealth(waitMs: number): Promise<EndpointHealth[]> {
+    this.start();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.refresh(true), new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
+    clearTimeout(timer);
+    return this.health();
+  }
+
+  stats(): EndpointStats[] {
+    return this.endpoints.map((e) => ({ host: e.host, calls: e.calls, errors: e.errors }));
+  }
+
+  /** The best head among endpoints that are up (a node that is down does not set the pace). */
+  bestHead(): number | null {
+    let best: number | null = null;
+    for (const e of this.endpoints) if (e.up === true && e.head !== null && (best === null || e.head > best)) best = e.head;
+    return best;
+  }
+
+  /** A head read of every endpoint not rested, not already being read, and (unless `all`) not read by a call just now. */
+  async refresh(all = false): Promise<void> {
+    const now = Date.now();
+    const due = this.endpoints.filter((e) => !e.checking && !e.rested(now) && (all || now - e.headAtMs >= this.opts.healthEveryMs));
+    await Promise.all(
+      due.map(async (e) => {
+        e.checking = true;
+        try {
+          await this.call(e, 'eth_blockNumber', []);
+        } catch {
+          // recorded on the endpoint
+        } finally {
+          e.checking = false;
+        }
+      }),
+    );
+  }
+
+  private async call(e: Endpoint, method: string, params: unknown): Promise<unknown> {
+    const t0 = performance.now();
+    e.calls += 1;
+    try {
+      const result = await e.request({ method, params } as never);
+      e.succeeded(performance.now() - t0);
+      if (method === 'eth_blockNumber' && typeof result === 'string') {
+        e.head = Number(BigInt(result));
+        e.headAtMs = Date.now();
+      }
+      return result;
+    } catch (err) {
+      e.errors += 1;
+      // A range refused is an answer about the request (split by getLogs), not a fault of the node.
+      if (isTransient(err) && !isRangeRefused(err)) e.failed(err, Date.now());
+      else e.succeeded(performance.now() - t0);
+      throw err;
+    }
+  }
+
+  async request(method: string, params: unknown): Promise<unknown> {
+    if (method === 'eth_sendRawTransaction') return this.broadcast(params);
+    if (method === 'eth_getLogs') return this.getLogs(params as [LogFilter]);
+    return this.read(method, params);
+  }
+
+  /**
+   * eth_getLogs; refused for its range or result size by every endpoint that could serve it, the
+   * range is halved and each half asked (recursively: at most log2(range) levels), in order.
+   */
+  private async getLogs(params: [LogFilter]): Promise<unknown> {
+    try {
+      return await this.read('eth_getLogs', params);
+    } catch (err) {
+      const f = params[0];
+      const from = hexHeight(f?.fromBlock);
+      const to = hexHeight(f?.toBlock);
+      if (!isRangeRefused(err) || from === null || to === null || to <= from) throw err;
+      const mid = from + Math.floor((to - from) / 2);
+      const left = (await this.getLogs([{ ...f, toBlock: toHex(mid) }])) as unknown[];
+      const right = (await this.getLogs([{ ...f, fromBlock: toHex(mid + 1) }])) as unknown[];
+      return [...left, ...right];
+    }
+  }
+
+  private async read(method: string, params: unknown): Promise<unknown> {
+    let lastErr: unknown = null;
+    let notHere = false;
+    for (const e of this.readOrder(heightOf(method, params))) {
+      try {
+        const result = await this.call(e, method, params);
+        if (result === null && NULL_MEANS_NOT_HERE.has(method)) {
+          notHere = true;
+          continue;
+        }
+        return result;
+      } catch (err) {
+        if (!isTransient(err) || isRangeRefused(err)) throw err;
+        lastErr = err;
+      }
+    }
+    if (notHere) return null;
+    throw lastErr;
+  }
+
+  /**
+   * Who serves a read, in order: endpoints up (or never asked) and not lagging, those at or above
+   * `height` first (the highest head first); then those that failed their last call (not lagging); never a rested one,
+   * unless every endpoint is rested (then the one whose rest ends first).
+   */
+  private readOrder(height: number | null): Endpoint[] {
+    const now = Date.now();
+    const best = this.bestHead();
+    const lagging = (e: Endpoint) => e.up === true && best !== null && e.head !== null && best - e.head > this.opts.maxLagBlocks;
+    const usable = this.endpoints.filter((e) => !e.rested(now) && !lagging(e));
+    const high = (e: Endpoint) => height === null || e.head === null || e.head >= height;
+    // The freshest first (ties keep the configured order): a block read by hash, or logs by block
+    // hash, then go where the block just read came from.
+    const freshest = (list: Endpoint[]) => [...list].sort((a, b) => (b.head ?? -1) - (a.head ?? -1));
+    const order = [
+      ...freshest(usable.filter((e) => e.up !== false && high(e))),
+      ...usable.filter((e) => e.up !== false && !high(e)),
+      ...usable.filter((e) => e.up === false),
+    ];
+    if (order.length > 0) return order;
+    const notRested = this.endpoints.filter((e) => !e.rested(now));
+    if (notRested.length > 0) return notRested;
+    return [...this.endpoints].sort((a, b) => a.restUntilMs - b.restUntilMs).slice(0, 1);
+  }
+
+  /** Every endpoint that is ok at once (else every one not rested, else all): one acceptance wins. */
+  private async broadcast(params: unknown): Promise<unknown> {
+    const now = Date.now();
+    const okNow = this.endpoints.filter((e) => e.up !== false && !e.rested(now));
+    const notRested = this.endpoints.filter((e) => !e.rested(now));
+    const targets = okNow.length > 0 ? okNow : notRested.length > 0 ? notRested : this.endpoints;
+    const answers = await Promise.allSettled(targets.map((e) => this.call(e, 'eth_sendRawTransaction', params)));
+    const accepted = answers.find((a) => a.status === 'fulfilled');
+    if (accepted) return (accepted as PromiseFulfilledResult<unknown>).value;
+    const reasons = answers.map((a) => (a as PromiseRejectedResult).reason as unknown);
+    throw reasons.find((r) => !isTransient(r)) ?? reasons[0];
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * Decrypted webhook secrets and headers, kept by the delivery worker so a busy worker decrypts
+ * each once, not once a delivery. Plaintext secrets in memory are a liability, so an entry
+ * leaves (CONTRACT.md, "Hardening"):
+ * - when its webhook changes or is deleted in this process (WebhooksService tells the worker);
+ * - when a claimed delivery shows its webhook with other ciphertexts (a change made by another
+ *   process: the old secret is dropped at the first delivery that carries the new one);
+ * - after SECRET_TTL_MS in any case (a webhook deleted elsewhere, or never seen again);
+ * - all at once past SECRET_CACHE_MAX entries.
+ * Keyed by the ciphertext (a fresh nonce on every write), so a stale entry is never used.
+ */
+import type { SecretPlace } from '../../lib/crypto.js';
+
+export const SECRET_TTL_MS = 5 * 60_000;
+export const SECRET_CACHE_MAX = 1_000;
+
+interface Entry {
+  plain: string;
+  webhookId: number;
+  expiresAtMs: number;
+}
+
+export class SecretCache {
+  readonly #entries = new Map<string, Entry>();
+  readonly #byWebhook = new Map<number, Set<string>>();
+
+  constructor(
+    private readonly decrypt: (enc: string, place: SecretPlace) => string,
+    private readonly ttlMs = SECRET_TTL_MS,
+  ) {}
+
+  /** The plaintext of `enc`, stored at `place` (a webhook's column), one of that webhook's current ciphertexts `current`. */
+  get(place: SecretPlace, enc: string, current: readonly (string | null)[], nowMs: number): string {
+    const webhookId = place.id;
+    const hit = this.#entries.get(enc);
+    if (hit !== undefined && hit.expiresAtMs > nowMs) return hit.plain;
+    if (hit !== undefined) this.#drop(enc);
+    this.#retainOnly(webhookId, current);
+    if (this.#entries.size >= SECRET_CACHE_MAX) this.clear();
+    const plain = this.decrypt(enc, place);
+    this.#entries.set(enc, { plain, webhookId, expiresAtMs: nowMs + this.ttlMs });
+    let set = this.#byWebhook.get(webhookId);
+    if (set === undefined) this.#byWebhook.set(webhookId, (set = new Set()));
+    set.add(enc);
+    return plain;
+  }
+
+  /** Drops every entry of the webhook (it was changed or deleted). */
+  forget(webhookId: number): void {
+    for (const enc of this.#byWebhook.get(webhookId) ?? []) this.#entries.delete(enc);
+    this.#byWebhook.delete(webhookId);
+  }
+
+  /** Drops every entry past its time. */
+  prune(nowMs: number): void {
+    for (const [enc, e] of this.#entries) if (e.expiresAtMs <= nowMs) this.#drop(enc);
+  }
+
+  clear(): void {
+    this.#entries.clear();
+    this.#byWebhook.clear();
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Entries of the webhook whose ciphertext is no longer one of its current ones leave. */
+  #retainOnly(webhookId: number, current: readonly (string | null)[]): void {
+    const set = this.#byWebhook.get(webhookId);
+    if (set === undefined) return;
+    for (const enc of set) if (!current.includes(enc)) this.#drop(enc);
+  }
+
+  #drop(enc: string): void {
+    const e = this.#entries.get(enc);
+    if (e === undefined) return;
+    this.#entries.delete(enc);
+    const set = this.#byWebhook.get(e.webhookId);
+    set?.delete(enc);
+    if (set?.size === 0) this.#byWebhook.delete(e.webhookId);
+  }
+}

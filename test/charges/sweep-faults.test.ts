@@ -1,0 +1,191 @@
+/**
+ * Charge sweeps under injected faults (issue 18, section 3), with the node behind a real
+ * JSON-RPC proxy (test/transactions/support.ts, RpcProxy) and a real database fault:
+ * - the write that schedules the next look after a gas top-up is confirmed fails (a trigger
+ *   refuses it, as a lost connection would): the tokens are swept all the same once it passes;
+ * - eth_estimateGas of a token sweep answers a JSON-RPC rate limit (-32005), a lagging node's
+ *   "header not found" or HTTP 429 for a while: the tokens are swept once the node relents,
+ *   never "left there";
+ * - a lagging node answers "nonce too low" to the re-send of a sweep that mined: the sweep is
+ *   not failed, and is confirmed once the follower sees its block;
+ * - a sweep the node dropped and will not take again (insufficient funds) while its nonce is
+ *   free: failed, and swept again at the same nonce (never held forever).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { keccak256, parseEther, type Address, type Hex } from 'viem';
+import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
+import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
+import { waitFor } from '../helpers/wait.js';
+import { SWEEP_RETRY_MS } from '../../src/modules/charges/charges.sweeps.js';
+import { proxiedNetwork, RpcProxy, type RpcRule } from '../transactions/support.js';
+import { balanceOf, chargeApi, clockToChain, pay } from './support.js';
+
+type Sweep = { token: string; status: string; tx_hash: string };
+const confirmedSweep = (token: string) => (c: { sweeps: Sweep[] }) => c.sweeps.some((w) => w.token === token && w.status === 'confirmed');
+
+describe('charge sweeps under faults', () => {
+  const clock = new ManualClock();
+  let chain: TestChain;
+  let proxy: RpcProxy;
+  let t: TestApp;
+  let user: TestUser;
+  let wallet: { id: number; address: string };
+  let usdc: Address;
+  let api: ReturnType<typeof chargeApi>;
+
+  beforeAll(async () => {
+    chain = await startTestChain();
+    proxy = await RpcProxy.start(chain.rpcUrl);
+    t = await startTestApp({ clock, workers: true, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
+    const networkId = await proxiedNetwork(t, proxy);
+    user = await t.createUser();
+    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+    await chain.setBalance(wallet.address, parseEther('10'));
+    usdc = await deployErc20(chain.rpcUrl, { name: 'USD Coin', symbol: 'USDC', decimals: 6 });
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: usdc } })).status).toBe(200);
+    api = chargeApi(t, wallet.id, user.token);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await proxy?.down();
+    await chain?.stop();
+  });
+
+  /** Polls `pred`, moving the service's clock past the sweep retry delay between polls. */
+  const retryingUntil = <T>(pred: () => Promise<T | null | undefined | false>, message: string, timeoutMs = 30_000) =>
+    waitFor(async () => (await pred()) || (clock.advance(SWEEP_RETRY_MS), null), { message, timeoutMs, intervalMs: 200 });
+
+  /** Makes every write that schedules a charge's next look after a confirmed gas top-up fail, as a lost connection would. */
+  async function refuseDueAfterTopUp(): Promise<void> {
+    const when = `NEW.sweep_due_at IS NOT NULL AND OLD.status <> 'pending' AND EXISTS (SELECT 1 FROM charge_sweeps s WHERE s.charge_id = NEW.id AND s.kind = 'gas' AND s.status = 'confirmed')`;
+    if (t.store.driver === 'postgres') {
+      await sql.raw(`CREATE FUNCTION fault_sweep_due() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF ${when} THEN RAISE EXCEPTION 'injected fault: connection lost'; END IF; RETURN NEW; END $$`).execute(t.store.db);
+      await sql.raw('CREATE TRIGGER fault_sweep_due BEFORE UPDATE ON charges FOR EACH ROW EXECUTE FUNCTION fault_sweep_due()').execute(t.store.db);
+    } else {
+      await sql.raw(`CREATE TRIGGER fault_sweep_due BEFORE UPDATE OF sweep_due_at ON charges WHEN ${when} BEGIN SELECT RAISE(ABORT, 'injected fault: connection lost'); END`).execute(t.store.db);
+    }
+  }
+
+  async function healDue(): Promise<void> {
+    await sql.raw('DROP TRIGGER fault_sweep_due' + (t.store.driver === 'postgres' ? ' ON charges' : '')).execute(t.store.db);
+    if (t.store.driver === 'postgres') await sql.raw('DROP FUNCTION fault_sweep_due()').execute(t.store.db);
+  }
+
+  it('a gas top-up confirmed while the write scheduling the token sweep fails: the tokens are swept once it passes', async () => {
+    await clockToChain(clock, chain);
+    await refuseDueAfterTopUp();
+    let healed = false;
+    try {
+      const c = await api.create({ amount: '12', token: 'USDC', expires: 600 });
+      await mintErc20(chain.rpcUrl, usdc, c.address, 12_000_000n);
+      await waitFor(() => t.logs.some((l) => l.includes('could not follow a charge sweep') && l.includes('injected fault')), { timeoutMs: 30_000, message: 'the fault hit the top-up confirmation' });
+      await healDue();
+      healed = true;
+      const done = await retryingUntil(async () => {
+        const x = await api.show(c.id);
+        return confirmedSweep('USDC')(x) ? x : null;
+      }, 'USDC swept after the fault');
+      expect(done.status).toBe('paid');
+      expect(done.sweeps.filter((w: Sweep) => w.token === 'USDC')).toHaveLength(1);
+      expect(await erc20BalanceOf(chain.rpcUrl, usdc, c.address as Address)).toBe(0n);
+      const gas = await t.store.db.selectFrom('charge_sweeps').select(['status']).where('charge_id', '=', c.id).where('kind', '=', 'gas').execute();
+      expect(gas).toEqual([{ status: 'confirmed' }]);
+    } finally {
+      if (!healed) await healDue();
+    }
+  });
+
+  const estimateFaults: { fault: string; rule: RpcRule }[] = [
+    { fault: 'a JSON-RPC rate limit (-32005)', rule: { action: 'error', code: -32005, message: 'rate limit exceeded' } },
+    { fault: 'a lagging node’s "header not found"', rule: { action: 'error', code: -32000, message: 'header not found' } },
+    { fault: 'HTTP 429', rule: { action: 'forward-error', status: 429, code: -32005, message: 'Too Many Requests' } },
+  ];
+  it.each(estimateFaults)('a token sweep’s gas estimate answered with $fault is tried again: the tokens are swept once the node relents', async ({ rule }) => {
+    await clockToChain(clock, chain);
+    const c = await api.create({ amount: '30', token: 'USDC', expires: 600 });
+    const deposit = c.address.toLowerCase();
+    const before = await erc20BalanceOf(chain.rpcUrl, usdc, wallet.address as Address);
+    let refused = 0;
+    proxy.rule('eth_estimateGas', { ...rule, times: 6, match: (p) => (p[0] as { from?: string } | undefined)?.from?.toLowerCase() === deposit && ++refused > 0 });
+    try {
+      await mintErc20(chain.rpcUrl, usdc, c.address, 30_000_000n);
+      const done = await retryingUntil(async () => {
+        const x = await api.show(c.id);
+        return confirmedSweep('USDC')(x) ? x : null;
+      }, 'USDC swept once the node relents');
+      expect(refused).toBe(6);
+      expect(done.status).toBe('paid');
+      expect(done.sweeps.filter((w: Sweep) => w.token === 'USDC')).toHaveLength(1);
+      expect(await erc20BalanceOf(chain.rpcUrl, usdc, c.address as Address)).toBe(0n);
+      expect(await erc20BalanceOf(chain.rpcUrl, usdc, wallet.address as Address)).toBe(before + 30_000_000n);
+      expect(t.logs.some((l) => l.includes('cannot be moved'))).toBe(false);
+    } finally {
+      proxy.allow('eth_estimateGas');
+    }
+  });
+
+  it('a lagging node answers "nonce too low" to the re-send of a sweep that mined: not failed, confirmed once its block is seen', async () => {
+    await clockToChain(clock, chain);
+    const c = await api.create({ amount: '0.5', token: 'ETH', expires: 600 });
+    await chain.rpc('evm_setAutomine', [false]);
+    try {
+      await pay(chain.rpcUrl, c.address, parseEther('0.5'));
+      await chain.mine(1);
+      const paid = await api.until(c.id, (x) => x.status === 'paid' && x.sweeps.length === 1, 'paid, sweep recorded', 20_000);
+      const sweep = paid.sweeps[0] as Sweep;
+      await waitFor(() => chain.rpc('eth_getTransactionByHash', [sweep.tx_hash]), { timeoutMs: 10_000, message: 'sweep in the pool' });
+      // From here the node behind the proxy lags: it has no receipt and does not know the
+      // sweep, and refuses its re-send with "nonce too low" (another node mined it).
+      proxy.rule('eth_getTransactionReceipt', { action: 'null' });
+      proxy.rule('eth_getTransactionByHash', { action: 'null' });
+      proxy.rule('eth_sendRawTransaction', { action: 'error', code: -32000, message: 'nonce too low' });
+      await chain.mine(1);
+      expect(await balanceOf(chain, c.address)).toBe(0n);
+      await waitFor(() => t.logs.some((l) => l.includes('charge sweep re-send refused') || l.includes('charge sweep refused by the node')), { timeoutMs: 15_000, message: 'a re-send refused' });
+      expect((await api.show(c.id)).sweeps).toEqual([sweep]);
+
+      for (const m of ['eth_getTransactionReceipt', 'eth_getTransactionByHash', 'eth_sendRawTransaction']) proxy.allow(m);
+      const done = await api.until(c.id, (x) => x.sweeps[0]?.status === 'confirmed', 'sweep confirmed', 20_000);
+      expect(done.sweeps).toEqual([{ ...sweep, status: 'confirmed' }]);
+      expect(await balanceOf(chain, wallet.address as string)).toBeGreaterThan(0n);
+    } finally {
+      for (const m of ['eth_getTransactionReceipt', 'eth_getTransactionByHash', 'eth_sendRawTransaction']) proxy.allow(m);
+      await chain.rpc('evm_setAutomine', [true]);
+    }
+  });
+
+  it('a dropped sweep whose re-send the node refuses for its funds, its nonce free: failed, swept again at the same nonce', async () => {
+    await clockToChain(clock, chain);
+    const c = await api.create({ amount: '0.6', token: 'ETH', expires: 600 });
+    await chain.rpc('evm_setAutomine', [false]);
+    try {
+      await pay(chain.rpcUrl, c.address, parseEther('0.6'));
+      await chain.mine(1);
+      const paid = await api.until(c.id, (x) => x.status === 'paid' && x.sweeps.length === 1, 'paid, sweep recorded', 20_000);
+      const first = paid.sweeps[0] as Sweep;
+      await waitFor(() => chain.rpc('eth_getTransactionByHash', [first.tx_hash]), { timeoutMs: 10_000, message: 'sweep in the pool' });
+      // The node forgets it and refuses it from now on (as an OP node does when the L1 fee rose).
+      proxy.rule('eth_sendRawTransaction', { action: 'error', code: -32000, message: 'insufficient funds for gas * price + value', match: (p) => keccak256(p[0] as Hex) === first.tx_hash });
+      await chain.rpc('anvil_dropTransaction', [first.tx_hash]);
+      await chain.mine(1); // an empty block: the fees move, so the next sweep is a different transaction
+      const again = await retryingUntil(async () => {
+        const x = await api.show(c.id);
+        return x.sweeps.length === 2 ? x : null;
+      }, 'swept again');
+      expect(again.sweeps[0]).toEqual({ ...first, status: 'failed' });
+      expect(again.sweeps[1].tx_hash).not.toBe(first.tx_hash);
+      const nonces = await t.store.db.selectFrom('charge_sweeps').select('nonce').where('charge_id', '=', c.id).where('kind', '=', 'sweep').orderBy('id', 'asc').execute();
+      expect(nonces.map((n) => Number(n.nonce))).toEqual([0, 0]);
+      await waitFor(() => chain.rpc('eth_getTransactionByHash', [again.sweeps[1].tx_hash]), { timeoutMs: 10_000, message: 'second sweep in the pool' });
+      await chain.mine(1);
+      const done = await api.until(c.id, (x) => x.sweeps[1]?.status === 'confirmed', 'second sweep confirmed', 20_000);
+      expect(done.sweeps.map((w: Sweep) => w.status)).toEqual(['failed', 'confirmed']);
+      expect(await balanceOf(chain, c.address)).toBe(0n);
+    } finally {
+      proxy.allow('eth_sendRawTransaction');
+      await chain.rpc('evm_setAutomine', [true]);
+    }
+  });
+});
