@@ -238,6 +238,16 @@ function allDelivered(events: any[], receiver: SimReceiver): boolean {
   return events.every((e) => got.has(`${e.event}|${JSON.stringify(e.data)}`));
 }
 
+/** The lines of a reconciliation answer that are not ok: differences and unswept funds. */
+function reconciliationProblems(rec: any): string {
+  const out: string[] = [];
+  for (const a of rec.addresses ?? []) {
+    for (const t of a.tokens ?? []) if (!/^-?0\.0+$/.test(t.difference)) out.push(`${a.kind} ${a.address}${a.charge_id ? ` (charge ${a.charge_id})` : ''} ${t.token}: difference ${t.difference} (chain ${t.chain_balance}, checkpoint ${t.checkpoint_balance} at ${t.checkpoint_block}, recorded ${t.recorded_change})`);
+  }
+  for (const u of rec.unswept ?? []) out.push(`unswept ${u.address} (charge ${u.charge_id}) ${u.amount} ${u.token}: ${u.reason}`);
+  return out.join('; ') || JSON.stringify(rec).slice(0, 1500);
+}
+
 async function checkBalancesAndReconciliation(api: Api, o: Observed, checker: Checker): Promise<void> {
   let reconciliationRan = false;
   for (const { w, charges } of o.wallets) {
@@ -256,7 +266,7 @@ async function checkBalancesAndReconciliation(api: Api, o: Observed, checker: Ch
     }
     reconciliationRan = true;
     if (r.status !== 200) checker.violate('reconciliation', `wallet ${w.id}`, `${r.status} ${r.message}`);
-    else if (r.data.ok !== true) checker.violate('reconciliation', `wallet ${w.id}`, `ok is ${r.data.ok}: ${JSON.stringify(r.data).slice(0, 1500)}`);
+    else if (r.data.ok !== true) checker.violate('reconciliation', `wallet ${w.id}`, `ok is ${r.data.ok} at block ${r.data.block_number}: ${reconciliationProblems(r.data)}`);
     for (const c of charges) if (c.status !== 'pending') await checker.checkDepositEmpty(w, c, r.status === 200 ? (r.data.unswept ?? []) : []);
   }
   if (!reconciliationRan) checker.notRun.push('RECONCILIATION: GET /api/wallet/{id}/reconciliation answers 404 Route not found (not merged yet): reconciliation ok, and deposit remainders listed as unswept, NOT CHECKED');
