@@ -1,0 +1,344 @@
+/**
+ * The invariants, checked after quiescence against the chain itself. Each violation names the
+ * check and the object; the runner prints the seed with it.
+ */
+import { getAddress } from 'viem';
+import type { RpcReceipt, SimChain } from './chain.js';
+import { TOKEN_DECIMALS, TOKEN_SYMBOL } from './chain.js';
+import type { Api } from './service.js';
+import type { SimWallet, Workload } from './workload.js';
+import type { Delivery } from './receiver.js';
+
+export interface Violation {
+  check: string;
+  object: string;
+  detail: string;
+}
+
+/** What the service shows, read once after quiescence. */
+export interface Observed {
+  wallets: Array<{ w: SimWallet; txs: any[]; charges: any[] }>;
+  events: any[];
+}
+
+/** A chain transfer into an address: a transaction's value, a token log, or an internal value transfer. */
+interface Inflow {
+  hash: string;
+  from: string;
+  to: string;
+  token: string;
+  amount18: bigint;
+  block: number;
+}
+
+const lc = (s: string | null | undefined): string => (s ?? '').toLowerCase();
+/** An 18-place decimal string as an integer of 10^-18 units. */
+export function parse18(s: string): bigint {
+  const neg = s.startsWith('-');
+  const [i, f = ''] = (neg ? s.slice(1) : s).split('.');
+  const v = BigInt(i!) * 10n ** 18n + BigInt((f + '0'.repeat(18)).slice(0, 18));
+  return neg ? -v : v;
+}
+const scale = (token: string): bigint => (token === TOKEN_SYMBOL ? 10n ** BigInt(18 - TOKEN_DECIMALS) : 1n);
+const fmt18 = (v: bigint): string => `${v / 10n ** 18n}.${(v % 10n ** 18n).toString().padStart(18, '0')}`;
+const dateMs = (s: string): number => Date.parse(`${s.replace(' ', 'T')}Z`);
+
+export class Checker {
+  readonly violations: Violation[] = [];
+  readonly notRun: string[] = [];
+  readonly notes: string[] = [];
+  private blocks = new Map<number, { hash: string; timestamp: number }>();
+  private txs = new Map<string, { from: string; to: string; value: bigint; block: number; input: string }>();
+  private receipts = new Map<string, RpcReceipt | null>();
+  private inflows: Inflow[] = [];
+  private head = 0;
+
+  constructor(
+    private readonly chain: SimChain,
+    private readonly api: Api,
+    private readonly work: Workload,
+  ) {}
+
+  violate(check: string, object: string, detail: string): void {
+    this.violations.push({ check, object, detail });
+  }
+
+  /** Reads every block, transaction and token log up to the head. */
+  async scan(): Promise<void> {
+    this.head = await this.chain.head();
+    for (let n = 0; n <= this.head; n++) {
+      const b = await this.chain.block(n);
+      this.blocks.set(n, { hash: lc(b.hash), timestamp: Number(BigInt(b.timestamp)) });
+      for (const t of b.transactions) this.txs.set(lc(t.hash), { from: lc(t.from), to: lc(t.to), value: BigInt(t.value), block: n, input: t.input });
+    }
+    for (const [hash, t] of this.txs) {
+      if (t.value > 0n && t.to) this.inflows.push({ hash, from: t.from, to: t.to, token: 'ETH', amount18: t.value, block: t.block });
+    }
+    for (const l of await this.chain.tokenTransfers()) this.inflows.push({ hash: l.hash, from: l.from, to: l.to, token: TOKEN_SYMBOL, amount18: l.amount * scale(TOKEN_SYMBOL), block: l.block });
+    for (const [hash, p] of this.chain.internalNative) {
+      const t = this.txs.get(hash);
+      if (t && (await this.receipt(hash))?.status === '0x1') this.inflows.push({ hash, from: t.from, to: p.to, token: 'ETH', amount18: p.amount, block: t.block });
+    }
+    this.inflows = await this.onlySucceeded(this.inflows);
+  }
+
+  private async onlySucceeded(list: Inflow[]): Promise<Inflow[]> {
+    const out: Inflow[] = [];
+    for (const f of list) if ((await this.receipt(f.hash))?.status === '0x1') out.push(f);
+    return out;
+  }
+
+  async receipt(hash: string): Promise<RpcReceipt | null> {
+    const h = lc(hash);
+    if (!this.receipts.has(h)) this.receipts.set(h, await this.chain.receipt(h));
+    return this.receipts.get(h)!;
+  }
+
+  /** Mined on the canonical chain (its block's hash is the chain's at that height). */
+  private canonical(r: RpcReceipt | null): boolean {
+    return r !== null && this.blocks.get(Number(BigInt(r.blockNumber)))?.hash === lc(r.blockHash);
+  }
+
+  /** Every check, in the order of the brief. */
+  async run(o: Observed): Promise<void> {
+    const service = this.serviceAddresses(o);
+    this.checkIdempotency(o);
+    await this.checkOutflows(o, service);
+    for (const { w, txs } of o.wallets) await this.checkStates(w, txs);
+    for (const { w, txs } of o.wallets) this.checkReceipts(w, txs);
+    for (const { w, charges } of o.wallets) for (const c of charges) await this.checkCharge(w, c);
+    this.checkEvents(o);
+  }
+
+  /** Main address → wallet; deposit address → charge. */
+  private serviceAddresses(o: Observed): Map<string, { walletId: number; charge: any | null }> {
+    const m = new Map<string, { walletId: number; charge: any | null }>();
+    for (const { w, charges } of o.wallets) {
+      m.set(lc(w.address), { walletId: w.id, charge: null });
+      for (const c of charges) m.set(lc(c.address), { walletId: w.id, charge: c });
+    }
+    return m;
+  }
+
+  /** Each accepted create is one transaction; every outgoing transaction answers a request or is a top-up. */
+  private checkIdempotency(o: Observed): void {
+    for (const k of this.work.keyConflicts) this.violate('idempotency', `key ${k.split(':')[0]}`, k);
+    const ids = new Map<number, string>();
+    for (const a of this.work.accepted) {
+      if (ids.has(a.id)) this.violate('idempotency', `transaction ${a.id}`, `answered to two keys: ${ids.get(a.id)} and ${a.key}`);
+      ids.set(a.id, a.key);
+    }
+    const chargeIds = new Set(this.work.charges.map((c) => c.id));
+    for (const { w, txs, charges } of o.wallets) {
+      for (const c of charges) if (!chargeIds.has(c.id)) this.violate('chain exactly once', `wallet ${w.id} charge ${c.id}`, 'a charge that no accepted create was answered with (a create done twice?)');
+      const deposits = new Set(charges.map((c) => lc(c.address)));
+      for (const t of txs) {
+        if (t.type === 'receipt' || ids.has(t.id)) continue;
+        const to = this.txs.get(lc(t.tx_hash))?.to ?? '';
+        const topUp = deposits.has(to) || [t.tx_hash, ...(t.replaced_hashes ?? [])].some((h: string) => deposits.has(this.txs.get(lc(h))?.to ?? ''));
+        if (!topUp && t.status !== 'failed') this.violate('chain exactly once', `wallet ${w.id} transaction ${t.id}`, `an outgoing ${t.type} of ${t.amount} ${t.symbol} (${t.status}) that no accepted request was answered with and that is not a top-up`);
+      }
+    }
+  }
+
+  /** Every transaction from a service address is one the service reports (transfer, top-up, sweep). */
+  private async checkOutflows(o: Observed, service: Map<string, { walletId: number; charge: any | null }>): Promise<void> {
+    const reported = new Map<string, string>();
+    for (const { w, txs, charges } of o.wallets) {
+      for (const t of txs) if (t.type !== 'receipt' && t.tx_hash) reported.set(lc(t.tx_hash), `wallet ${w.id} transaction ${t.id}`);
+      for (const c of charges) for (const s of c.sweeps ?? []) if (s.tx_hash) reported.set(lc(s.tx_hash), `charge ${c.id} sweep`);
+    }
+    for (const [hash, t] of this.txs) {
+      const owner = service.get(t.from);
+      if (!owner) continue;
+      const what = reported.get(hash);
+      const where = owner.charge ? `charge ${owner.charge.id} deposit ${t.from}` : `wallet ${owner.walletId} main ${t.from}`;
+      if (!what) {
+        this.violate('nothing unrequested leaves', where, `transaction ${hash} (block ${t.block}, ${fmt18(t.value)} ETH to ${t.to}) matches no transaction, sweep or top-up the service reports`);
+        continue;
+      }
+      if (owner.charge && !what.startsWith(`charge ${owner.charge.id} `)) this.violate('nothing unrequested leaves', where, `transaction ${hash} is reported as ${what}`);
+      if (owner.charge) await this.checkSweepTarget(where, hash, t, lc(o.wallets.find((x) => x.w.id === owner.walletId)!.w.address));
+    }
+  }
+
+  /** A sweep pays the main address: its value, or its token Transfer log. */
+  private async checkSweepTarget(where: string, hash: string, t: { to: string; value: bigint }, main: string): Promise<void> {
+    if (t.to === main) return;
+    const token = this.inflows.filter((f) => f.hash === hash && f.token === TOKEN_SYMBOL);
+    if (t.to === lc(this.chain.token) && token.length > 0 && token.every((f) => f.to === main)) return;
+    if (t.to === lc(this.chain.token) && (await this.receipt(hash))?.status === '0x0') return;
+    this.violate('nothing unrequested leaves', where, `sweep ${hash} pays ${token.length > 0 ? token.map((f) => f.to).join(', ') : t.to}, not the main address ${main}`);
+  }
+
+  /** Every state the API shows is the chain's. */
+  private async checkStates(w: SimWallet, txs: any[]): Promise<void> {
+    const chainNonce = await this.chain.nonce(w.address);
+    for (const t of txs) {
+      const obj = `wallet ${w.id} transaction ${t.id} (${t.type} ${t.amount} ${t.symbol})`;
+      const r = t.tx_hash ? await this.receipt(t.tx_hash) : null;
+      if (t.status === 'pending') this.violate('states are the chain', obj, `still pending after quiescence (tx ${t.tx_hash})`);
+      else if (t.status === 'confirmed') {
+        if (!r || r.status !== '0x1' || !this.canonical(r)) this.violate('states are the chain', obj, `confirmed, but ${t.tx_hash} is ${r ? `status ${r.status} in block ${Number(BigInt(r.blockNumber))}${this.canonical(r) ? '' : ' (not canonical)'}` : 'not mined'}`);
+        else if (Number(BigInt(r.blockNumber)) !== t.block_number) this.violate('states are the chain', obj, `block_number ${t.block_number}, chain ${Number(BigInt(r.blockNumber))}`);
+      } else if (t.status === 'failed' && t.type !== 'receipt') await this.checkFailed(obj, t, r, chainNonce);
+      else if (t.status === 'failed' && r?.status === '0x1' && this.canonical(r)) this.violate('states are the chain', obj, `a receipt marked failed whose ${t.tx_hash} is mined with status 1`);
+    }
+  }
+
+  private async checkFailed(obj: string, t: any, r: RpcReceipt | null, chainNonce: number): Promise<void> {
+    const hashes: string[] = [t.tx_hash, ...(t.replaced_hashes ?? [])].filter(Boolean);
+    const mined = [];
+    for (const h of hashes) {
+      const rr = await this.receipt(h);
+      if (rr && this.canonical(rr)) mined.push({ h, rr });
+    }
+    switch (t.failure_reason) {
+      case 'reverted':
+        if (!r || r.status !== '0x0') this.violate('states are the chain', obj, `failed (reverted), but ${t.tx_hash} is ${r ? `status ${r.status}` : 'not mined'}`);
+        return;
+      case 'cancelled':
+        if (!r || r.status !== '0x1' || lc(r.to) !== lc(r.from)) this.violate('states are the chain', obj, `failed (cancelled), but ${t.tx_hash} is not a mined self-transfer`);
+        return;
+      case 'dropped':
+      case 'rejected':
+        if (mined.length > 0) this.violate('states are the chain', obj, `failed (${t.failure_reason}), but ${mined[0]!.h} is mined with status ${mined[0]!.rr.status}`);
+        if (t.failure_reason === 'dropped' && t.nonce !== null && chainNonce <= t.nonce) this.violate('states are the chain', obj, `failed (dropped), but nonce ${t.nonce} is not taken (chain nonce ${chainNonce})`);
+        return;
+      default:
+        this.violate('states are the chain', obj, `failed with failure_reason ${t.failure_reason}`);
+    }
+  }
+
+  /** Every transfer into the main address is one confirmed receipt, and every receipt is one transfer. */
+  private checkReceipts(w: SimWallet, txs: any[]): void {
+    const chain = this.inflows.filter((f) => f.to === lc(w.address));
+    const receipts = txs.filter((t) => t.type === 'receipt' && t.status === 'confirmed');
+    const key = (hash: string, token: string, amount18: bigint) => `${lc(hash)}|${token}|${amount18}`;
+    const left = new Map<string, number>();
+    for (const f of chain) left.set(key(f.hash, f.token, f.amount18), (left.get(key(f.hash, f.token, f.amount18)) ?? 0) + 1);
+    for (const t of receipts) {
+      const k = key(t.tx_hash, t.symbol, parse18(t.amount));
+      const n = left.get(k) ?? 0;
+      if (n === 0) this.violate('one receipt per transfer', `wallet ${w.id} transaction ${t.id}`, `receipt of ${t.amount} ${t.symbol} in ${t.tx_hash} matches no transfer on chain (or is recorded twice)`);
+      else left.set(k, n - 1);
+    }
+    for (const [k, n] of left) if (n > 0) this.violate('one receipt per transfer', `wallet ${w.id} main ${w.address}`, `chain transfer ${k} has no confirmed receipt`);
+  }
+
+  /** Payments are the transfers into the address; the status follows the contract. */
+  private async checkCharge(w: SimWallet, c: any): Promise<void> {
+    const obj = `wallet ${w.id} charge ${c.id} (${c.token} ${c.amount}, plan ${this.work.charges.find((x) => x.id === c.id)?.plan ?? '?'})`;
+    const mainAddr = lc(w.address);
+    const chainIn = this.inflows.filter((f) => f.to === lc(c.address) && f.token === c.token && f.from !== mainAddr);
+    const listed = (c.payments ?? []).map((p: any) => `${lc(p.tx_hash)}|${parse18(p.amount)}`).sort();
+    const expected = chainIn.map((f) => `${f.hash}|${f.amount18}`).sort();
+    if (JSON.stringify(listed) !== JSON.stringify(expected)) this.violate('charge payments', obj, `payments ${JSON.stringify(listed)} but the chain has ${JSON.stringify(expected)}`);
+    const expiresS = dateMs(c.expires_at) / 1000;
+    const onTime = chainIn.filter((f) => (this.blocks.get(f.block)?.timestamp ?? Infinity) <= expiresS).reduce((s, f) => s + f.amount18, 0n);
+    const want = onTime >= parse18(c.amount) ? 'paid' : onTime > 0n ? 'failed' : 'expired';
+    if (c.status !== want) this.violate('charge status', obj, `status ${c.status}, but payments by expires_at (${c.expires_at}) on chain sum to ${fmt18(onTime)}: ${want}`);
+    if (c.status !== 'paid' && parse18(c.paid_amount) !== onTime) this.violate('charge status', obj, `paid_amount ${c.paid_amount}, payments by expiry sum to ${fmt18(onTime)}`);
+    for (const s of c.sweeps ?? []) if (s.status === 'pending') this.violate('states are the chain', `${obj} sweep ${s.tx_hash}`, 'still pending after quiescence');
+    for (const s of c.sweeps ?? []) {
+      const r = s.tx_hash ? await this.receipt(s.tx_hash) : null;
+      const minedOk = r !== null && r.status === '0x1' && this.canonical(r);
+      if (s.status === 'confirmed' && !minedOk) this.violate('states are the chain', `${obj} sweep ${s.tx_hash}`, `confirmed, but the chain has ${r ? `status ${r.status}` : 'no receipt'}`);
+      if (s.status === 'failed' && minedOk) this.violate('states are the chain', `${obj} sweep ${s.tx_hash}`, `failed, but it is mined with status 1 in block ${Number(BigInt(r.blockNumber))}`);
+    }
+  }
+
+  /** Its address is empty, or reconciliation lists it as unswept. */
+  async checkDepositEmpty(w: SimWallet, c: any, unswept: Array<{ address: string; token: string }> | null): Promise<void> {
+    const obj = `wallet ${w.id} charge ${c.id} (${c.token} ${c.amount}, ${c.status}) deposit ${c.address}`;
+    const held = { ETH: await this.chain.nativeBalance(c.address), [TOKEN_SYMBOL]: await this.chain.tokenBalance(c.address) } as Record<string, bigint>;
+    for (const [token, v] of Object.entries(held)) {
+      if (v === 0n) continue;
+      const amount = fmt18(v * scale(token));
+      if (unswept?.some((u) => lc(u.address) === lc(c.address) && u.token === token)) continue;
+      if (unswept === null && token === 'ETH' && v < 10n ** 15n && c.token !== 'ETH') {
+        this.notes.push(`${obj} keeps ${amount} ETH (gas left from a token sweep?); reconciliation did not run, so whether it is listed unswept is NOT CHECKED`);
+        continue;
+      }
+      this.violate('deposit addresses emptied', obj, `holds ${amount} ${token} with ${unswept === null ? 'no reconciliation to list it (NOT RUN) and no sweep pending' : 'no unswept entry'}; sweeps ${JSON.stringify((c.sweeps ?? []).map((s: any) => `${s.token} ${s.amount} ${s.status}`))}`);
+    }
+  }
+
+  /** Every event delivered at least once; each object's events end in its final state. */
+  private checkEvents(o: Observed): void {
+    const finalTx = new Map<number, any>();
+    const finalCharge = new Map<number, any>();
+    for (const { txs, charges } of o.wallets) {
+      for (const t of txs) finalTx.set(t.id, t);
+      for (const c of charges) finalCharge.set(c.id, c);
+    }
+    const byTx = new Map<number, string[]>();
+    const byCharge = new Map<number, string[]>();
+    for (const e of o.events) {
+      if (e.event.startsWith('transaction.')) push(byTx, e.data.transaction_id, e.event);
+      if (e.event.startsWith('charge.')) push(byCharge, e.data.charge_id, e.event);
+    }
+    for (const [id, t] of finalTx) {
+      const evs = (byTx.get(id) ?? []).filter((e) => e !== 'transaction.created' && e !== 'transaction.approval_required');
+      const want = t.status === 'confirmed' ? 'transaction.confirmed' : t.status === 'failed' ? 'transaction.failed' : null;
+      if (want && evs[evs.length - 1] !== want) this.violate('event story', `transaction ${id} (${t.type}, ${t.status})`, `its events are ${JSON.stringify(byTx.get(id) ?? [])}`);
+      if (t.type !== 'receipt' && (byTx.get(id) ?? [])[0] !== 'transaction.created') this.violate('event story', `transaction ${id} (${t.type})`, `does not start with transaction.created: ${JSON.stringify(byTx.get(id) ?? [])}`);
+    }
+    for (const [id, c] of finalCharge) {
+      const evs = byCharge.get(id) ?? [];
+      const outcomes = evs.filter((e) => ['charge.paid', 'charge.expired', 'charge.failed', 'charge.reopened'].includes(e));
+      if (evs[0] !== 'charge.created' || outcomes[outcomes.length - 1] !== `charge.${c.status}`) this.violate('event story', `charge ${id} (${c.status})`, `its events are ${JSON.stringify(evs)}`);
+    }
+    this.checkBalanceOrder(o.events);
+  }
+
+  /** balance.updated moves forward in chain order (contract: `block_number`). */
+  private checkBalanceOrder(events: any[]): void {
+    const bal = events.filter((e) => e.event === 'balance.updated');
+    if (bal.length > 0 && bal.every((e) => e.data.block_number === undefined)) {
+      this.notRun.push('balance.updated in chain order: the events carry no block_number yet');
+      return;
+    }
+    const last = new Map<string, number>();
+    for (const e of bal) {
+      const k = `${e.wallet_id}|${e.data.token}`;
+      if (typeof e.data.block_number !== 'number') continue;
+      if ((last.get(k) ?? -1) > e.data.block_number) this.violate('event story', `wallet ${e.wallet_id} ${e.data.token} balance.updated event ${e.id}`, `block_number ${e.data.block_number} after ${last.get(k)}`);
+      last.set(k, Math.max(last.get(k) ?? -1, e.data.block_number));
+    }
+  }
+
+  /** Each event's body arrived at the receiver at least once. */
+  checkDelivered(events: any[], deliveries: Delivery[]): void {
+    const got = new Set(deliveries.map((d) => canonical({ event: d.event, data: d.data })));
+    for (const e of events) {
+      if (!got.has(canonical({ event: e.event, data: e.data }))) this.violate('events delivered', `event ${e.id} ${e.event}`, `never delivered to the receiver: ${JSON.stringify(e.data).slice(0, 200)}`);
+    }
+  }
+
+  /** The main address's balances, as the API shows them, equal the chain's. */
+  async balancesMatch(w: SimWallet, balance: any): Promise<string[]> {
+    const problems: string[] = [];
+    const native = await this.chain.nativeBalance(w.address);
+    if (parse18(balance.balance) !== native) problems.push(`ETH: API ${balance.balance}, chain ${fmt18(native)}`);
+    const tok = (balance.tokens ?? []).find((t: any) => t.symbol === TOKEN_SYMBOL);
+    const chainTok = (await this.chain.tokenBalance(w.address)) * scale(TOKEN_SYMBOL);
+    if (!tok || parse18(tok.balance) !== chainTok) problems.push(`${TOKEN_SYMBOL}: API ${tok?.balance}, chain ${fmt18(chainTok)}`);
+    return problems;
+  }
+}
+
+function push<K>(m: Map<K, string[]>, k: K, v: string): void {
+  const l = m.get(k) ?? [];
+  l.push(v);
+  m.set(k, l);
+}
+
+/** JSON with sorted keys, to compare bodies whatever their key order. */
+export function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  return JSON.stringify(v);
+}
+
+export { getAddress };

@@ -1,0 +1,54 @@
+/**
+ * `npm run sim -- --seed N --seconds S [--db sqlite|postgres] [--faults kill,reorg,rpc,receiver]
+ * [--quiesce S]`: one seeded fault simulation (docs/simulation.md). Prints a summary; exits 1 on
+ * any violation, 2 on a usage error or a run that could not finish.
+ */
+import { FAULT_KINDS, runSim, type FaultKind } from './run.js';
+import { summary } from './summary.js';
+
+const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
+
+function parseArgs(argv: string[]): { seed: number; seconds: number; postgresUrl: string | null; faults: Set<FaultKind>; quiesceS: number } {
+  const args = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (!a.startsWith('--')) throw new Error(`unexpected argument "${a}"`);
+    const [k, inline] = a.slice(2).split('=', 2);
+    args.set(k!, inline ?? argv[++i] ?? '');
+  }
+  for (const k of args.keys()) if (!['seed', 'seconds', 'db', 'faults', 'quiesce'].includes(k)) throw new Error(`unknown option --${k}`);
+  const int = (k: string, d: number) => {
+    const v = Number(args.get(k) ?? d);
+    if (!Number.isInteger(v) || v < 0) throw new Error(`--${k} must be a whole number`);
+    return v;
+  };
+  const db = args.get('db') ?? 'sqlite';
+  if (db !== 'sqlite' && db !== 'postgres') throw new Error('--db must be sqlite or postgres');
+  const faults = (args.get('faults') ?? FAULT_KINDS.join(',')).split(',').map((f) => f.trim()).filter(Boolean);
+  for (const f of faults) if (!(FAULT_KINDS as readonly string[]).includes(f)) throw new Error(`--faults: unknown fault "${f}" (${FAULT_KINDS.join(', ')})`);
+  return {
+    seed: int('seed', Math.floor(Math.random() * 1_000_000)),
+    seconds: int('seconds', 60),
+    postgresUrl: db === 'postgres' ? (process.env.DATABASE_URL ?? DEFAULT_PG_URL) : null,
+    faults: new Set(faults as FaultKind[]),
+    quiesceS: int('quiesce', 240),
+  };
+}
+
+async function main(): Promise<void> {
+  let opts;
+  try {
+    opts = parseArgs(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`sim: ${(e as Error).message}\n`);
+    process.exit(2);
+  }
+  const r = await runSim({ ...opts, log: (l) => process.stdout.write(`${new Date().toISOString()} ${l}\n`) });
+  process.stdout.write(`${summary(r)}\n`);
+  process.exit(r.violations.length > 0 ? 1 : 0);
+}
+
+main().catch((e) => {
+  process.stderr.write(`sim: the run could not finish: ${(e as Error).stack ?? e}\n`);
+  process.exit(2);
+});

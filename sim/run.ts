@@ -1,0 +1,275 @@
+/**
+ * One simulation run: chain, fault proxy, receiver, service process; set-up; the seeded workload
+ * under faults (RPC faults, SIGKILLs, reorgs, failing deliveries); quiescence; the checks.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { findFreePort } from '../src/chain/devnet.js';
+import { createTestDatabase } from '../test/helpers/db.js';
+import { SimChain, TOKEN_SYMBOL } from './chain.js';
+import { Checker, type Observed, type Violation } from './checks.js';
+import { Prng } from './prng.js';
+import { FaultProxy } from './proxy.js';
+import { SimReceiver } from './receiver.js';
+import { Api, ServiceProcess, SIM_EMAIL, SIM_PASSWORD, sleep } from './service.js';
+import { Workload, type SimWallet } from './workload.js';
+
+export const FAULT_KINDS = ['kill', 'reorg', 'rpc', 'receiver'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export interface SimOptions {
+  seed: number;
+  seconds: number;
+  /** PostgreSQL server to create the run's database on, or null for SQLite. */
+  postgresUrl: string | null;
+  faults: ReadonlySet<FaultKind>;
+  /** Longest wait for quiescence after the workload. */
+  quiesceS: number;
+  log: (line: string) => void;
+}
+
+export interface SimResult {
+  seed: number;
+  ops: Record<string, number>;
+  faults: Record<string, number>;
+  violations: Violation[];
+  notRun: string[];
+  notes: string[];
+  serverErrors: Record<string, number>;
+  logPath: string;
+}
+
+function serviceEnv(proxyUrl: string, dataDir: string, databaseUrl: string | null): Record<string, string> {
+  return {
+    NODE_ENV: 'development',
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    APP_KEY: randomBytes(32).toString('base64'),
+    DEVNET_RPC_URL: proxyUrl,
+    BOOTSTRAP_EMAIL: SIM_EMAIL,
+    BOOTSTRAP_PASSWORD: SIM_PASSWORD,
+    PASSWORD_SCRYPT_N: '16384',
+    RATE_LIMIT_PER_MINUTE: '0',
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    WEBHOOK_RETRY_DELAYS: '1,1,2,2,3,5',
+    WEBHOOK_POLL_MS: '200',
+    WATCHER_POLL_MS: '300',
+    WATCHER_RECHECK_MS: '3000',
+    CHARGES_POLL_MS: '500',
+    BALANCE_MAX_AGE_S: '1',
+    SHUTDOWN_TIMEOUT_MS: '5000',
+    LOG_LEVEL: 'info',
+  };
+}
+
+export async function runSim(opts: SimOptions): Promise<SimResult> {
+  const prng = new Prng(opts.seed);
+  const chain = await SimChain.start(1);
+  const proxy = await FaultProxy.start(chain.rpcUrl, prng.fork('proxy'), { rate: 0.08, timeoutMs: 6_000, lagMs: 4_000 });
+  const receiver = await SimReceiver.start(prng.fork('receiver'), 0.25);
+  const db = await createTestDatabase(opts.postgresUrl, 'sim');
+  const logDir = join(tmpdir(), 'wallet-sim-logs');
+  mkdirSync(logDir, { recursive: true });
+  const logPath = join(logDir, `seed-${opts.seed}-${db.databaseUrl ? 'postgres' : 'sqlite'}-${new Date().toISOString().replace(/[:.]/g, '')}.log`);
+  const svc = new ServiceProcess(await findFreePort(), serviceEnv(proxy.url, db.dataDir, db.databaseUrl), logPath);
+  opts.log(`seed ${opts.seed}: anvil ${chain.rpcUrl}, proxy ${proxy.url}, service ${svc.url} (${db.databaseUrl ? 'PostgreSQL' : 'SQLite'}), log ${svc.logPath}`);
+  try {
+    await svc.start();
+    const api = new Api(svc);
+    await api.login();
+    const { wallets, firstEvent } = await setUp(api, chain, receiver);
+    const work = new Workload(api, chain, prng.fork('workload'), wallets, opts.seed);
+    for (const w of wallets) await work.fund(w, 50n * 10n ** 18n, 1_000_000n * 10n ** 6n);
+    await underFaults(opts, prng, work, svc, chain, proxy, receiver);
+    proxy.setFaults(false);
+    receiver.setFaults(false);
+    if (!svc.running) await svc.start();
+    opts.log(`seed ${opts.seed}: quiescing (faults off, no kills, mining on)`);
+    const checker = new Checker(chain, api, work);
+    await quiesceAndCheck(opts, api, work, chain, receiver, checker, firstEvent);
+    // A 503 (node unavailable) is the contract's answer to a node fault; a 500 is a defect (e.g. a deadlock).
+    // A rate limit of the node is transient: 503 with Retry-After, never a 4xx (contract, "Chains as they are").
+    for (const u of work.unexpected) if (/: 4\d\d .*(rate limit|exceeds defined limit)/i.test(u)) checker.violate('node faults answer 503', u.split(':')[0]!, `answered ${u.slice(u.indexOf(':') + 2)}`);
+    for (const [k, n] of api.stats.serverErrors) if (k.startsWith('500')) checker.violate('no internal errors', `${n} answer(s)`, `HTTP ${k} (the request was retried with the same key); see the service log`);
+    return {
+      seed: opts.seed,
+      ops: work.ops,
+      faults: { kill: svc.kills, reorg: chain.reorgs, 'receiver-500': receiver.failed, ...Object.fromEntries(Object.entries(proxy.injected).map(([k, v]) => [`rpc-${k}`, v])) },
+      violations: checker.violations,
+      notRun: checker.notRun,
+      notes: [...checker.notes, ...work.unexpected.map((u) => `unexpected answer: ${u}`)],
+      serverErrors: Object.fromEntries(api.stats.serverErrors),
+      logPath: svc.logPath,
+    };
+  } finally {
+    await svc.stop().catch(() => undefined);
+    await proxy.close();
+    await receiver.close();
+    await chain.stop();
+    if (!process.env.SIM_KEEP) await db.drop().catch(() => undefined);
+  }
+}
+
+/** Two wallets, the token, a webhook of every type per wallet; returns the last event id before the webhooks. */
+async function setUp(api: Api, chain: SimChain, receiver: SimReceiver): Promise<{ wallets: SimWallet[]; firstEvent: number }> {
+  const nets = await api.call<Array<{ id: number; name: string }>>('GET', '/api/networks');
+  const net = nets.data.find((n) => n.name === 'Local devnet');
+  if (!net) throw new Error(`no Local devnet network: ${JSON.stringify(nets.data)}`);
+  const wallets: SimWallet[] = [];
+  for (const name of ['sim-a', 'sim-b']) {
+    const r = await api.call<{ id: number; address: `0x${string}` }>('POST', '/api/wallet/create', { name, network_id: net.id }, { key: `setup-${name}` });
+    if (r.status !== 200) throw new Error(`wallet create: ${r.status} ${r.message}`);
+    wallets.push({ id: r.data.id, address: r.data.address });
+  }
+  const before = await api.call('GET', '/api/events?limit=1000');
+  const firstEvent = Number(before.headers.get('x-next-cursor') ?? 0);
+  for (const w of wallets) {
+    for (const type of ['charge', 'transaction', 'balance', 'token', 'wallet']) {
+      const r = await api.call('POST', `/api/wallet/${w.id}/webhook/create`, { url: `${receiver.url}/w${w.id}/${type}`, type, events: ['*'] }, { key: `setup-hook-${w.id}-${type}` });
+      if (r.status !== 200) throw new Error(`webhook create: ${r.status} ${r.message} ${JSON.stringify(r.data)}`);
+    }
+    const t = await api.call('POST', `/api/wallet/${w.id}/token/add`, { contract: chain.token }, { key: `setup-token-${w.id}` });
+    if (t.status !== 200) throw new Error(`token add: ${t.status} ${t.message}`);
+  }
+  return { wallets, firstEvent };
+}
+
+/** The workload lanes, the killer and the reorger, until the time is up. */
+async function underFaults(opts: SimOptions, prng: Prng, work: Workload, svc: ServiceProcess, chain: SimChain, proxy: FaultProxy, receiver: SimReceiver): Promise<void> {
+  proxy.setFaults(opts.faults.has('rpc'));
+  receiver.setFaults(opts.faults.has('receiver'));
+  const end = Date.now() + opts.seconds * 1000;
+  const lane = async (p: Prng) => {
+    while (Date.now() < end) {
+      await work.step().catch((e) => void work.unexpected.push(`step: ${(e as Error).message}`));
+      await sleep(p.int(200, 900));
+    }
+  };
+  const killer = async (p: Prng) => {
+    for (;;) {
+      await sleep(p.int(6_000, 15_000));
+      if (Date.now() >= end) return;
+      await svc.kill();
+      opts.log(`seed ${opts.seed}: SIGKILL ${svc.kills}`);
+      await sleep(p.int(300, 2_000));
+      await svc.start();
+    }
+  };
+  const reorger = async (p: Prng) => {
+    for (;;) {
+      await sleep(p.int(5_000, 12_000));
+      if (Date.now() >= end) return;
+      const depth = p.int(1, 3);
+      await chain.reorg(depth).catch((e) => void work.unexpected.push(`reorg: ${(e as Error).message}`));
+      opts.log(`seed ${opts.seed}: reorg of depth ${depth}`);
+    }
+  };
+  await Promise.all([
+    lane(prng.fork('lane-1')),
+    lane(prng.fork('lane-2')),
+    opts.faults.has('kill') ? killer(prng.fork('killer')) : null,
+    opts.faults.has('reorg') ? reorger(prng.fork('reorger')) : null,
+  ]);
+}
+
+async function observe(api: Api, wallets: SimWallet[]): Promise<Observed> {
+  const out: Observed = { wallets: [], events: [] };
+  for (const w of wallets) {
+    const txs = await api.all(`/api/wallet/${w.id}/transaction`);
+    const list = await api.all<{ id: number }>(`/api/wallet/${w.id}/charge`);
+    const charges = [];
+    for (const c of list) charges.push((await api.call('GET', `/api/wallet/${w.id}/charge/show/${c.id}`)).data);
+    out.wallets.push({ w, txs, charges });
+  }
+  for (let after = 0; ; ) {
+    const r = await api.call<any[]>('GET', `/api/events?after=${after}&limit=1000`);
+    out.events.push(...r.data);
+    if (r.data.length < 1000) break;
+    after = Number(r.headers.get('x-next-cursor'));
+  }
+  return out;
+}
+
+const busy = (o: Observed): string[] =>
+  o.wallets.flatMap(({ w, txs, charges }) => [
+    ...txs.filter((t) => t.status === 'pending').map((t) => `wallet ${w.id} transaction ${t.id}`),
+    ...charges.filter((c) => c.status === 'pending').map((c) => `charge ${c.id}`),
+    ...charges.flatMap((c) => (c.sweeps ?? []).filter((s: any) => s.status === 'pending').map((s: any) => `charge ${c.id} sweep ${s.tx_hash}`)),
+  ]);
+
+/** Waits (bounded) until nothing is pending, the deposits are swept and the events delivered; then checks. */
+async function quiesceAndCheck(opts: SimOptions, api: Api, work: Workload, chain: SimChain, receiver: SimReceiver, checker: Checker, firstEvent: number): Promise<void> {
+  const deadline = Date.now() + opts.quiesceS * 1000;
+  await Promise.race([work.settled(), sleep(opts.quiesceS * 1000)]);
+  let o = await observe(api, work.wallets);
+  while (busy(o).length > 0 && Date.now() < deadline) {
+    await sleep(2_000);
+    o = await observe(api, work.wallets);
+  }
+  // Sweeps start after settlement: give the last ones a moment to appear and confirm.
+  const sweepDeadline = Math.min(deadline, Date.now() + 30_000);
+  while (Date.now() < sweepDeadline && (busy(o).length > 0 || (await unswept(chain, o)) > 0)) {
+    await sleep(2_000);
+    o = await observe(api, work.wallets);
+  }
+  const events = o.events.filter((e) => e.id > firstEvent);
+  const eventsDeadline = Date.now() + 60_000;
+  while (Date.now() < eventsDeadline && !allDelivered(events, receiver)) await sleep(1_000);
+  await chain.rpc('evm_mine').catch(() => undefined);
+  await checker.scan();
+  await checker.run({ ...o, events });
+  checker.checkDelivered(events, receiver.delivered);
+  await checkBalancesAndReconciliation(api, o, checker);
+}
+
+async function unswept(chain: SimChain, o: Observed): Promise<number> {
+  let n = 0;
+  for (const { charges } of o.wallets) {
+    for (const c of charges) if (c.status !== 'pending' && ((await chain.tokenBalance(c.address)) > 0n || (c.token === 'ETH' && (await chain.nativeBalance(c.address)) > 0n))) n++;
+  }
+  return n;
+}
+
+function allDelivered(events: any[], receiver: SimReceiver): boolean {
+  const got = new Set(receiver.delivered.map((d) => `${d.event}|${JSON.stringify(d.data)}`));
+  return events.every((e) => got.has(`${e.event}|${JSON.stringify(e.data)}`));
+}
+
+/** The lines of a reconciliation answer that are not ok: differences and unswept funds. */
+function reconciliationProblems(rec: any): string {
+  const out: string[] = [];
+  for (const a of rec.addresses ?? []) {
+    for (const t of a.tokens ?? []) if (!/^-?0\.0+$/.test(t.difference)) out.push(`${a.kind} ${a.address}${a.charge_id ? ` (charge ${a.charge_id})` : ''} ${t.token}: difference ${t.difference} (chain ${t.chain_balance}, checkpoint ${t.checkpoint_balance} at ${t.checkpoint_block}, recorded ${t.recorded_change})`);
+  }
+  for (const u of rec.unswept ?? []) out.push(`unswept ${u.address} (charge ${u.charge_id}) ${u.amount} ${u.token}: ${u.reason}`);
+  return out.join('; ') || JSON.stringify(rec).slice(0, 1500);
+}
+
+async function checkBalancesAndReconciliation(api: Api, o: Observed, checker: Checker): Promise<void> {
+  let reconciliationRan = false;
+  for (const { w, charges } of o.wallets) {
+    let problems: string[] = [];
+    const deadline = Date.now() + 15_000;
+    do {
+      const b = await api.call('GET', `/api/wallet/${w.id}/balance`);
+      problems = await checker.balancesMatch(w, b.data);
+      if (problems.length > 0) await sleep(1_000);
+    } while (problems.length > 0 && Date.now() < deadline);
+    for (const p of problems) checker.violate('balances equal the chain', `wallet ${w.id} main ${w.address}`, p);
+    const r = await api.call('GET', `/api/wallet/${w.id}/reconciliation`);
+    if (r.status === 404 && r.message === 'Route not found') {
+      for (const c of charges) if (c.status !== 'pending') await checker.checkDepositEmpty(w, c, null);
+      continue;
+    }
+    reconciliationRan = true;
+    if (r.status !== 200) checker.violate('reconciliation', `wallet ${w.id}`, `${r.status} ${r.message}`);
+    else if (r.data.ok !== true) checker.violate('reconciliation', `wallet ${w.id}`, `ok is ${r.data.ok} at block ${r.data.block_number}: ${reconciliationProblems(r.data)}`);
+    for (const c of charges) if (c.status !== 'pending') await checker.checkDepositEmpty(w, c, r.status === 200 ? (r.data.unswept ?? []) : []);
+  }
+  if (!reconciliationRan) checker.notRun.push('RECONCILIATION: GET /api/wallet/{id}/reconciliation answers 404 Route not found (not merged yet): reconciliation ok, and deposit remainders listed as unswept, NOT CHECKED');
+}
+
+export { TOKEN_SYMBOL };

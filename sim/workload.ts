@@ -1,0 +1,195 @@
+/**
+ * The seeded workload: every money operation, through the HTTP API only, each POST with an
+ * Idempotency-Key (the Api client sends it again with the same key when an answer is cut).
+ * Outside accounts fund the wallets with real transfers and pay the charges on chain.
+ */
+import { formatUnits, type Address } from 'viem';
+import type { SimChain } from './chain.js';
+import { TOKEN_DECIMALS, TOKEN_SYMBOL } from './chain.js';
+import type { Prng } from './prng.js';
+import { sleep, type Api } from './service.js';
+
+export interface SimWallet {
+  id: number;
+  address: Address;
+}
+
+export type PayPlan = 'exact' | 'under' | 'over' | 'split' | 'late' | 'never' | 'contract';
+
+export interface SimCharge {
+  id: number;
+  walletId: number;
+  address: Address;
+  token: 'ETH' | typeof TOKEN_SYMBOL;
+  amount: bigint;
+  plan: PayPlan;
+  expiresAtMs: number;
+}
+
+/** An accepted create: the request's key and the transaction the service answered with. */
+export interface Accepted {
+  key: string;
+  walletId: number;
+  id: number;
+  kind: string;
+}
+
+export const decimalsOf = (token: string): number => (token === TOKEN_SYMBOL ? TOKEN_DECIMALS : 18);
+const fmt = (v: bigint, token: string): string => formatUnits(v, decimalsOf(token));
+const ETH = 10n ** 18n;
+const UNIT = 10n ** BigInt(TOKEN_DECIMALS);
+
+export class Workload {
+  readonly ops: Record<string, number> = {};
+  readonly accepted: Accepted[] = [];
+  readonly charges: SimCharge[] = [];
+  /** Keys answered with two different transactions (a double create). */
+  readonly keyConflicts: string[] = [];
+  /** 4xx answers the workload did not expect (its requests are valid), by status and message. */
+  readonly unexpected: string[] = [];
+  private readonly tasks: Promise<void>[] = [];
+  private n = 0;
+
+  constructor(
+    private readonly api: Api,
+    private readonly chain: SimChain,
+    private readonly prng: Prng,
+    readonly wallets: SimWallet[],
+    private readonly seed: number,
+  ) {}
+
+  private count(op: string): void {
+    this.ops[op] = (this.ops[op] ?? 0) + 1;
+  }
+
+  private key(): string {
+    return `sim-${this.seed}-${++this.n}`;
+  }
+
+  private outsider() {
+    return this.prng.pick(this.chain.outsiders.slice(1));
+  }
+
+  private recipient(): Address {
+    let hex = '';
+    while (hex.length < 40) hex += Math.floor(this.prng.next() * 16).toString(16);
+    return `0x${hex}` as Address;
+  }
+
+  /** One operation, picked by the seeded stream. */
+  async step(): Promise<void> {
+    const op = this.prng.weighted({ native: 4, token: 3, contract: 1, 'wallet-to-wallet': 1, fund: 1, charge: 5 });
+    const w = this.prng.pick(this.wallets);
+    switch (op) {
+      case 'native':
+        return this.transfer(w, 'ETH', this.prng.bigint(ETH / 1000n, ETH / 50n), this.recipient());
+      case 'token':
+        return this.transfer(w, TOKEN_SYMBOL, this.prng.bigint(UNIT, 500n * UNIT), this.recipient());
+      case 'contract':
+        return this.contractCall(w);
+      case 'wallet-to-wallet': {
+        const other = this.wallets.find((x) => x.id !== w.id) ?? w;
+        return this.transfer(w, this.prng.chance(0.5) ? 'ETH' : TOKEN_SYMBOL, this.prng.chance(0.5) ? ETH / 100n : 3n * UNIT, other.address, 'wallet-to-wallet');
+      }
+      case 'fund':
+        return this.fund(w);
+      case 'charge':
+        return this.charge(w);
+    }
+  }
+
+  /** Sends funds to a wallet from outside (real transfers; never anvil_setBalance). */
+  async fund(w: SimWallet, eth = 2n * ETH, tokens = 5_000n * UNIT): Promise<void> {
+    const o = this.outsider();
+    await this.chain.payNative(o, w.address, eth);
+    await this.chain.payToken(o, w.address, tokens);
+    this.count('fund');
+  }
+
+  private async create(w: SimWallet, body: Record<string, unknown>, kind: string): Promise<number | null> {
+    const key = this.key();
+    const r = await this.api.call<{ id: number }>('POST', `/api/wallet/${w.id}/transaction/create`, body, { key }).catch((e: Error) => {
+      this.keyConflicts.push(`${key}: never answered: ${e.message}`);
+      return null;
+    });
+    if (!r) return null;
+    if (r.status === 200) {
+      // The same key once more: it must answer the same transaction.
+      const again = await this.api.call<{ id: number }>('POST', `/api/wallet/${w.id}/transaction/create`, body, { key });
+      if (again.status !== 200 || again.data.id !== r.data.id) this.keyConflicts.push(`${key}: first ${r.data.id}, again ${again.status} ${again.data?.id ?? again.message}`);
+      this.accepted.push({ key, walletId: w.id, id: r.data.id, kind });
+      this.count(kind);
+      return r.data.id;
+    }
+    this.count(`${kind} refused (${r.status} ${r.message})`);
+    if (r.status !== 400 || !/Insufficient balance|Too many pending/.test(r.message)) this.unexpected.push(`${kind}: ${r.status} ${r.message}`);
+    return null;
+  }
+
+  private async transfer(w: SimWallet, token: string, amount: bigint, to: Address, kind = `transfer-${token === 'ETH' ? 'native' : 'token'}`): Promise<void> {
+    const id = await this.create(w, { amount: fmt(amount, token), token, address: to }, kind);
+    if (id !== null && this.prng.chance(0.3)) await this.replace(w, id, this.prng.chance(0.5) ? 'speed-up' : 'cancel');
+  }
+
+  private async contractCall(w: SimWallet): Promise<void> {
+    const body = { amount: '0', token: 'ETH', address: this.chain.token, function: 'approve(address,uint256)', args: [this.recipient(), String(this.prng.int(1, 1_000_000))] };
+    const id = await this.create(w, body, 'contract-call');
+    if (id !== null && this.prng.chance(0.2)) await this.replace(w, id, 'speed-up');
+  }
+
+  private async replace(w: SimWallet, id: number, kind: 'speed-up' | 'cancel'): Promise<void> {
+    const r = await this.api.call('POST', `/api/wallet/${w.id}/transaction/${id}/${kind}`, {}, { key: this.key() });
+    if (r.status === 200) this.count(kind);
+    else if (r.status === 400 && r.message === 'Transaction cannot be replaced') this.count(`${kind} too late`);
+    else this.unexpected.push(`${kind} of ${id}: ${r.status} ${r.message}`);
+  }
+
+  private async charge(w: SimWallet): Promise<void> {
+    const token = this.prng.chance(0.5) ? 'ETH' : TOKEN_SYMBOL;
+    const amount = token === 'ETH' ? this.prng.bigint(ETH / 100n, ETH / 2n) : this.prng.bigint(UNIT, 200n * UNIT);
+    const plan = this.prng.weighted<PayPlan>({ exact: 3, under: 2, over: 2, split: 2, late: 1, never: 1, contract: 2 });
+    const r = await this.api.call<{ id: number; address: Address; expires_at: string }>('POST', `/api/wallet/${w.id}/charge/create`, { amount: fmt(amount, token), token, expires: 60 }, { key: this.key() });
+    if (r.status !== 200) {
+      this.unexpected.push(`charge create: ${r.status} ${r.message}`);
+      return;
+    }
+    const c: SimCharge = { id: r.data.id, walletId: w.id, address: r.data.address, token, amount, plan, expiresAtMs: Date.parse(`${r.data.expires_at.replace(' ', 'T')}Z`) };
+    this.charges.push(c);
+    this.count(`charge-${token === 'ETH' ? 'native' : 'token'}-${plan}`);
+    this.tasks.push(this.pay(c, this.prng.fork(`pay-${c.id}`)).catch((e) => void this.unexpected.push(`payment of charge ${c.id}: ${(e as Error).message}`)));
+  }
+
+  /** The payer's side of a charge, as its plan says; late payments wait for the expiry. */
+  private async pay(c: SimCharge, p: Prng): Promise<void> {
+    const o = p.pick(this.chain.outsiders.slice(1));
+    const send = (amount: bigint) => (c.token === 'ETH' ? this.chain.payNative(o, c.address, amount) : this.chain.payToken(o, c.address, amount));
+    await sleep(p.int(500, 4000));
+    switch (c.plan) {
+      case 'exact':
+        return void (await send(c.amount));
+      case 'under':
+        return void (await send((c.amount * BigInt(p.int(30, 90))) / 100n));
+      case 'over':
+        return void (await send((c.amount * BigInt(p.int(101, 150))) / 100n));
+      case 'split': {
+        const first = (c.amount * 4n) / 10n;
+        await send(first);
+        await sleep(p.int(1000, 3000));
+        return void (await send(c.amount - first));
+      }
+      case 'late':
+        await sleep(Math.max(0, c.expiresAtMs + 8_000 - Date.now()));
+        return void (await send(c.amount));
+      case 'contract':
+        await (c.token === 'ETH' ? this.chain.payNativeViaContract(o, c.address, c.amount) : this.chain.payTokenViaContract(o, c.address, c.amount));
+        return;
+      case 'never':
+        return;
+    }
+  }
+
+  /** Waits for every scheduled payment (late ones included). */
+  async settled(): Promise<void> {
+    await Promise.all(this.tasks);
+  }
+}
