@@ -5,6 +5,7 @@
  */
 import { getAddress, type Address, type Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkNetworkInput } from '../../src/modules/networks/networks.service.js';
 import { findPreset, findPresetToken, NETWORK_PRESETS } from '../../src/modules/networks/presets.js';
 import { startTestApp, TEST_APP_KEY, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
@@ -62,6 +63,24 @@ describe('the preset table', () => {
     expect(p.confirmations_reason.length).toBeGreaterThan(20);
     for (const [symbol, contract] of Object.entries(e.tokens)) expect(findPresetToken(key, symbol.toLowerCase())?.contract).toBe(contract);
     expect(findPresetToken(key, 'DAI')).toBeUndefined();
+  });
+});
+
+describe('a definition with a preset (CLI or NETWORKS_FILE)', () => {
+  it('takes what it does not give from the preset; what it gives wins', () => {
+    expect(checkNetworkInput({ preset: 'Polygon', rpc_url: 'https://polygon.example/KEY', confirmations: 3, name: 'Polygon (ours)' })).toEqual({
+      name: 'Polygon (ours)',
+      rpc_url: 'https://polygon.example/KEY',
+      rpc_urls: ['https://polygon.example/KEY'],
+      chain_id: 137,
+      currency_symbol: 'POL',
+      block_explorer: 'https://polygonscan.com',
+      is_mainnet: true,
+      confirmations: 3,
+      preset: 'polygon',
+    });
+    expect(checkNetworkInput({ name: 'Plain', rpc_url: 'https://x.example', chain_id: 5, currency_symbol: 'ETH' }).preset).toBeNull();
+    expect(() => checkNetworkInput({ preset: 'nope', rpc_url: 'https://x.example' })).toThrow(expect.objectContaining({ data: { preset: [expect.stringContaining('ethereum, base, arbitrum')] } }));
   });
 });
 
