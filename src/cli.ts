@@ -9,6 +9,7 @@ import { createLogger } from './logger.js';
 import { createContext, openStore } from './runtime.js';
 import { AuthService } from './modules/auth/auth.service.js';
 import { registerNetwork } from './modules/networks/networks.service.js';
+import { findPreset, presetKeys } from './modules/networks/presets.js';
 import { networkView } from './modules/networks/networks.views.js';
 import { isAppError } from './errors.js';
 import { formatDateTime } from './lib/time.js';
@@ -22,6 +23,7 @@ import { reconcileWallets } from './modules/reconciliation/reconciliation.run.js
 const USAGE = `usage:
   cli user:create <email> <password> [--name NAME]
   cli network:add --name N --rpc-url U [--rpc-url U2 ...] --chain-id C --symbol S [--explorer URL] [--mainnet] [--confirmations K]
+  cli network:add --preset P --rpc-url U [--rpc-url U2 ...] [--name N] [--chain-id C] [--confirmations K] ...   (flags override the preset)
   cli key:create <email> --name N --scopes read,charges:write [--expires-in SECONDS]
   cli migrate
   cli keys:rotate      re-encrypt every secret under the current APP_KEY
@@ -88,11 +90,15 @@ async function createUser(ctx: AppContext, args: string[]) {
 /** How long network:add waits for the endpoints' first head read (their health is in its output). */
 const CLI_HEALTH_WAIT_MS = 2_000;
 
-/** network:add --name N --rpc-url U [--rpc-url U2 ...] --chain-id C --symbol S [--explorer URL] [--mainnet] [--confirmations K] */
+/**
+ * network:add --name N --rpc-url U [--rpc-url U2 ...] --chain-id C --symbol S [--explorer URL] [--mainnet] [--confirmations K];
+ * with --preset P the preset gives whatever the flags do not (src/modules/networks/presets.ts).
+ */
 async function addNetwork(ctx: AppContext, args: string[]) {
   const { values } = parseArgs({
     args,
     options: {
+      preset: { type: 'string' },
       name: { type: 'string' },
       'rpc-url': { type: 'string', multiple: true },
       'chain-id': { type: 'string' },
@@ -102,15 +108,19 @@ async function addNetwork(ctx: AppContext, args: string[]) {
       confirmations: { type: 'string' },
     },
   });
+  if (values.preset !== undefined && !findPreset(values.preset)) {
+    throw new Error(`unknown preset ${JSON.stringify(values.preset)}; the presets are: ${presetKeys().join(', ')}`);
+  }
   const n = await registerNetwork(
     ctx.store.db,
     {
+      preset: values.preset,
       name: values.name,
       ...(values['rpc-url'] !== undefined && values['rpc-url'].length > 1 ? { rpc_urls: values['rpc-url'] } : { rpc_url: values['rpc-url']?.[0] }),
       chain_id: values['chain-id'],
       currency_symbol: values.symbol,
-      block_explorer: values.explorer ?? '',
-      is_mainnet: values.mainnet === true,
+      block_explorer: values.explorer,
+      is_mainnet: values.mainnet === true ? true : undefined,
       confirmations: values.confirmations,
     },
     ctx.clock.nowMs(),

@@ -56,6 +56,8 @@ export interface NetworksTable {
   block_explorer: string;
   is_mainnet: number;
   confirmations: number;
+  /** The preset it was registered from (src/modules/networks/presets.ts), or NULL (migration 017). */
+  preset: string | null;
   created_at: number;
   updated_at: number;
 }

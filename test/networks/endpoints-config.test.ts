@@ -56,6 +56,7 @@ describe('network:add --rpc-url repeated', () => {
       chain_id: 31337,
       currency_symbol: 'ETH',
       block_explorer: '',
+      preset: null,
       is_mainnet: false,
       confirmations: 1,
     });

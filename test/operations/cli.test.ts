@@ -36,6 +36,7 @@ describe('cli', () => {
       chain_id: 11155111,
       currency_symbol: 'ETH',
       block_explorer: 'https://sepolia.etherscan.io',
+      preset: null,
       is_mainnet: false,
       confirmations: 3,
     });
@@ -55,6 +56,7 @@ describe('cli', () => {
           chain_id: 11155111,
           currency_symbol: 'ETH',
           block_explorer: 'https://sepolia.etherscan.io',
+          preset: null,
         },
       ]);
     } finally {

@@ -71,8 +71,8 @@ describe('GET /api/networks', () => {
     expect(res.body.status).toBe('success');
     expect(res.body.message).toBe('Networks retrieved');
     expect(res.body.data).toEqual([
-      { id: networkId, name: 'Local devnet', rpc_url: chain.rpcUrl, rpc_endpoints: [endpointOf(chain.rpcUrl)], chain_id: 31337, currency_symbol: 'ETH', block_explorer: '' },
-      { id: mainnetId, name: 'Ethereum', rpc_url: 'https://rpc.example.com', rpc_endpoints: [endpointOf('https://rpc.example.com')], chain_id: 1, currency_symbol: 'ETH', block_explorer: 'https://etherscan.io' },
+      { id: networkId, name: 'Local devnet', rpc_url: chain.rpcUrl, rpc_endpoints: [endpointOf(chain.rpcUrl)], chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', preset: null },
+      { id: mainnetId, name: 'Ethereum', rpc_url: 'https://rpc.example.com', rpc_endpoints: [endpointOf('https://rpc.example.com')], chain_id: 1, currency_symbol: 'ETH', block_explorer: 'https://etherscan.io', preset: null },
     ]);
     for (const n of res.body.data) expect(keysOf(n)).toEqual(NETWORK_KEYS);
     expect(res.text).not.toContain('is_mainnet');
@@ -111,7 +111,7 @@ describe('POST /api/wallet/create', () => {
     expect(createdMs).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
     expect(createdMs).toBeLessThanOrEqual(Date.now());
 
-    expect(w.network).toEqual({ id: networkId, name: 'Local devnet', rpc_url: chain.rpcUrl, rpc_endpoints: [endpointOf(chain.rpcUrl)], chain_id: 31337, currency_symbol: 'ETH', block_explorer: '' });
+    expect(w.network).toEqual({ id: networkId, name: 'Local devnet', rpc_url: chain.rpcUrl, rpc_endpoints: [endpointOf(chain.rpcUrl)], chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', preset: null });
     expect(keysOf(w.network)).toEqual(NETWORK_KEYS);
 
     expect(w.wallet_tokens).toHaveLength(1);

@@ -12,6 +12,7 @@ export const NETWORK_COLUMNS = [
   'block_explorer',
   'is_mainnet',
   'confirmations',
+  'preset',
   'created_at',
   'updated_at',
 ] as const;
@@ -47,6 +48,8 @@ export interface NetworkInput {
   block_explorer: string;
   is_mainnet: boolean;
   confirmations: number;
+  /** The preset it was registered from (presets.ts); absent or null: none. */
+  preset?: string | null;
 }
 
 /** Inserts the network, or updates the one with the same name; returns the row. */
@@ -62,6 +65,7 @@ export async function upsertNetwork(db: Executor, n: NetworkInput, nowMs: number
     block_explorer: n.block_explorer,
     is_mainnet: n.is_mainnet ? 1 : 0,
     confirmations: n.confirmations,
+    preset: n.preset ?? null,
   };
   await db
     .insertInto('networks')

@@ -19,4 +19,5 @@ export const NetworkSchema = Type.Object({
   chain_id: Type.Integer(),
   currency_symbol: Type.String(),
   block_explorer: Type.String(),
+  preset: Type.Union([Type.String(), Type.Null()], { description: 'The preset it was registered from (`network:add --preset`), or null. Its tokens can be added by symbol.', examples: ['ethereum'] }),
 });

@@ -6,6 +6,7 @@ import type { AppContext } from '../../context.js';
 import type { Executor } from '../../db/index.js';
 import * as repo from './networks.repository.js';
 import { networkView } from './networks.views.js';
+import { findPreset, presetKeys, type NetworkPreset } from './presets.js';
 
 export const DEVNET_NAME = 'Local devnet';
 export const DEVNET_CHAIN_ID = 31337;
@@ -23,8 +24,36 @@ export class NetworkService {
   }
 }
 
+/** The preset named by `preset`, or a 422 on `preset` listing every preset. */
+export function requirePreset(key: unknown): NetworkPreset {
+  const p = typeof key === 'string' ? findPreset(key) : undefined;
+  if (!p) throw fieldError('preset', `Unknown preset ${JSON.stringify(key)}; the presets are: ${presetKeys().join(', ')}.`);
+  return p;
+}
+
+/**
+ * A definition with its preset's values where it gives none (`preset`: a key of presets.ts;
+ * anything given explicitly wins, e.g. a test's chain id). Without `preset`, as it was.
+ */
+export function applyPreset(raw: Record<string, unknown>): Record<string, unknown> {
+  if (raw.preset === undefined || raw.preset === null) return raw;
+  const p = requirePreset(raw.preset);
+  const given = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
+  return {
+    name: p.name,
+    chain_id: p.chain_id,
+    currency_symbol: p.currency_symbol,
+    block_explorer: p.block_explorer,
+    is_mainnet: p.is_mainnet,
+    confirmations: p.confirmations,
+    ...given,
+    preset: p.key,
+  };
+}
+
 /** Checks a network definition (from the CLI or a file); throws a 422-style error naming the fields. */
-export function checkNetworkInput(raw: Record<string, unknown>): repo.NetworkInput {
+export function checkNetworkInput(input: Record<string, unknown>): repo.NetworkInput {
+  const raw = applyPreset(input);
   const errors: FieldErrors = {};
   const add = (f: string, m: string) => (errors[f] ??= []).push(m);
   const name = raw.name;
@@ -49,6 +78,7 @@ export function checkNetworkInput(raw: Record<string, unknown>): repo.NetworkInp
     block_explorer: explorer as string,
     is_mainnet: raw.is_mainnet === true,
     confirmations,
+    preset: typeof raw.preset === 'string' ? raw.preset : null,
   };
 }
 

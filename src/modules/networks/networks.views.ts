@@ -15,5 +15,6 @@ export function networkView(n: NetworkRow, endpoints: readonly EndpointHealth[])
     chain_id: n.chain_id,
     currency_symbol: n.currency_symbol,
     block_explorer: n.block_explorer,
+    preset: n.preset,
   };
 }

@@ -7,7 +7,7 @@ import { parseId, requireWallet } from '../../http/auth.js';
 import type { App } from '../../http/types.js';
 import { readingMessage } from '../wallets/balances.service.js';
 import { WalletParams } from '../wallets/wallets.schemas.js';
-import { AddTokenBody, parseContract, TokenParams, TokenWithBalanceSchema, WalletTokenSchema } from './tokens.schemas.js';
+import { AddTokenBody, TokenParams, TokenWithBalanceSchema, WalletTokenSchema } from './tokens.schemas.js';
 import type { TokenService } from './tokens.service.js';
 
 const TAGS = ['tokens'];
@@ -57,13 +57,18 @@ export async function tokenRoutes(app: App, tokens: TokenService): Promise<void>
     {
       schema: {
         tags: TAGS,
-        summary: 'Add an ERC-20 token by contract address (metadata read from the chain)', description: 'Adds an ERC-20 token to the wallet; its name, symbol and decimals are read from the contract, so the node must be reachable.',
+        summary: 'Add an ERC-20 token by contract address or preset symbol (metadata read from the chain)',
+        description:
+          "Adds an ERC-20 token to the wallet, given its `contract` or, on a network registered from a preset, a `symbol` of the preset's stablecoins (USDC, USDT where the preset lists them); exactly one of the two. Its name, symbol and decimals are read from the contract, so the node must be reachable.",
         params: WalletParams,
         body: AddTokenBody,
         response: responses(WalletTokenSchema),
       },
     },
-    async (req) => ok(await tokens.add(requireWallet(req), parseContract(req.body.contract)), 'Token added'),
+    async (req) => {
+      const wallet = requireWallet(req);
+      return ok(await tokens.add(wallet, await tokens.resolveContract(wallet, req.body)), 'Token added');
+    },
   );
 
   app.get(

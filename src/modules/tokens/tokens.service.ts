@@ -23,11 +23,13 @@ import { mapChainError } from '../../chain/errors.js';
 import { fieldError } from '../../errors.js';
 import { recordEvent } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
+import { findPresetToken } from '../networks/presets.js';
 import { resetCheckpoint } from '../reconciliation/reconciliation.repository.js';
 import type { BalanceService } from '../wallets/balances.service.js';
 import { tokenBalanceView } from '../wallets/balances.views.js';
 import { lockWallet, type WalletView } from '../wallets/wallets.repository.js';
 import * as repo from './tokens.repository.js';
+import { parseContract } from './tokens.schemas.js';
 import { tokenEventPayload, tokenView } from './tokens.views.js';
 
 /** ERC-20 amounts are shown with 18 decimal places, so a token with more cannot be shown exactly. */
@@ -73,6 +75,23 @@ export class TokenService {
   async show(wallet: WalletView, token: WalletTokenRow) {
     const reading = await this.balances.getBalances(wallet, [token]);
     return { data: tokenBalanceView(token, reading.values.get(token.id)!), reading };
+  }
+
+  /**
+   * The contract an add request names: its `contract`, or the token of its `symbol` in the preset
+   * of the wallet's network (the network's `preset`, so an overridden chain id does not matter).
+   * Exactly one of the two, else a 422.
+   */
+  async resolveContract(wallet: WalletView, body: { contract?: string; symbol?: string }): Promise<Address> {
+    if (body.contract !== undefined && body.symbol !== undefined) throw fieldError('symbol', 'The symbol field must not be given with the contract field.');
+    if (body.symbol === undefined) {
+      if (body.contract === undefined) throw fieldError('contract', 'The contract field is required.');
+      return parseContract(body.contract);
+    }
+    const network = await findNetwork(this.ctx.store.db, wallet.network_id);
+    const token = findPresetToken(network?.preset ?? null, body.symbol);
+    if (!token) throw fieldError('symbol', `The network of this wallet has no preset token with the symbol ${body.symbol}.`);
+    return getAddress(token.contract);
   }
 
   /** Adds the ERC-20 at `contract` (a checked address), or reactivates it if it was removed. */
