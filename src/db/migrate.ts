@@ -14,6 +14,7 @@ import * as m010 from './migrations/010_wallet_nonces.js';
 import * as m011 from './migrations/011_reconciliation.js';
 import * as m012 from './migrations/012_balance_blocks.js';
 import * as m015 from './migrations/015_network_endpoints.js';
+import * as m018 from './migrations/018_spending_policies.js';
 
 /** Migrates to the latest schema, or up to `target` (a migration's name; tests of a migration start before it). */
 export async function migrateToLatest(store: Store, target?: string): Promise<MigrationResultSet> {
@@ -32,6 +33,7 @@ export async function migrateToLatest(store: Store, target?: string): Promise<Mi
     '011_reconciliation': { up: (db) => m011.up(db, d) },
     '012_balance_blocks': { up: (db) => m012.up(db, d) },
     '015_network_endpoints': { up: (db) => m015.up(db, d) },
+    '018_spending_policies': { up: (db) => m018.up(db, d) },
   };
   const migrator = new Migrator({
     db: store.db,
