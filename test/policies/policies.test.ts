@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getAddress, type Address } from 'viem';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
-import { ETH, fundedWallet, publicClient, RECIPIENT, waitForCursor, type FundedWallet } from '../transactions/support.js';
+import { ETH, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus, type FundedWallet } from '../transactions/support.js';
 import { expectFiveUnderDaily, policyApi, race20, refusal } from './support.js';
 
 /** An address whose code is a bare STOP: any call with any value succeeds (a payable contract). */
@@ -183,6 +183,30 @@ describe('enforcement on creates', () => {
     // Raising the limit lets the next one through.
     await api.setPolicy({ daily: { ETH: '2.5' } });
     expect((await api.create({ amount: '0.5', token: 'ETH', address: RECIPIENT })).status).toBe(200);
+  });
+
+  it('the daily sum counts a pending transfer, and not a failed one (a cancelled transfer frees its share)', async () => {
+    const w = await fundedWallet(t, chain, user, networkId, 10n * ETH);
+    const api = policyApi(t, w.id, user.token);
+    await api.setPolicy({ daily: { ETH: '1' } });
+    await chain.rpc('evm_setAutomine', [false]);
+    try {
+      const first = await api.create({ amount: '1', token: 'ETH', address: RECIPIENT });
+      expect(first.status, first.text).toBe(200);
+      // In the pool, not mined: counted.
+      expect((await api.create({ amount: '0.1', token: 'ETH', address: RECIPIENT })).body).toEqual(refusal('Policy: over the daily limit'));
+      const cancel = await t.request('POST', `/api/wallet/${w.id}/transaction/${first.body.data.id}/cancel`, { token: user.token, body: {} });
+      expect(cancel.status, cancel.text).toBe(200);
+      await chain.mine(1);
+      expect(await waitForStatus(t, user, w.id, first.body.data.id, 'failed')).toMatchObject({ failure_reason: 'cancelled' });
+    } finally {
+      await chain.rpc('evm_setAutomine', [true]);
+    }
+    const before = await chainView(w);
+    const again = await api.create({ amount: '1', token: 'ETH', address: RECIPIENT });
+    expect(again.status, again.text).toBe(200);
+    await publicClient(chain.rpcUrl).waitForTransactionReceipt({ hash: again.body.data.tx_hash });
+    expect((await chainView(w)).recipient).toBe(before.recipient + ETH);
   });
 
   it('with allowlist_only, an address not on the list: 400, nothing sent; once listed: sent', async () => {
