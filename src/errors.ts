@@ -55,6 +55,7 @@ export const Errors = {
   chargeNotFound: () => new AppError(404, 'CHARGE_NOT_FOUND', 'Charge not found'),
   eventNotFound: () => new AppError(404, 'EVENT_NOT_FOUND', 'Event not found'),
   keyNotFound: () => new AppError(404, 'KEY_NOT_FOUND', 'Key not found'),
+  allowlistEntryNotFound: () => new AppError(404, 'ALLOWLIST_ENTRY_NOT_FOUND', 'Allowlist entry not found'),
   networkNotFound: () => new AppError(404, 'NETWORK_NOT_FOUND', 'Network not found'),
   routeNotFound: () => new AppError(404, 'ROUTE_NOT_FOUND', 'Route not found'),
   methodNotAllowed: (allow: string[]) =>
@@ -70,6 +71,10 @@ export const Errors = {
   tooManyRequests: (retryAfterS: number) =>
     new AppError(429, 'TOO_MANY_REQUESTS', 'Too Many Requests', { headers: { 'retry-after': String(retryAfterS) } }),
   insufficientBalance: () => new AppError(400, 'INSUFFICIENT_BALANCE', 'Insufficient balance for transaction'),
+  /** The wallet's spending policy refuses the transfer (src/modules/policies/policies.check.ts). */
+  overPerTransactionLimit: () => new AppError(400, 'POLICY_PER_TRANSACTION', 'Policy: over the per-transaction limit'),
+  overDailyLimit: () => new AppError(400, 'POLICY_DAILY', 'Policy: over the daily limit'),
+  notAllowlisted: () => new AppError(400, 'POLICY_ALLOWLIST', 'Policy: address not on the allowlist'),
   /** More than MAX_PENDING_PER_WALLET outgoing transactions of the wallet would be unconfirmed. */
   tooManyPending: () => new AppError(400, 'TOO_MANY_PENDING', 'Too many pending transactions'),
   /** Speed-up or cancel of a transaction that is not pending, not outgoing, or already mined. */

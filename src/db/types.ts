@@ -398,6 +398,31 @@ export interface ReconciliationAdjustmentsTable {
   created_at: number;
 }
 
+export interface SpendingPoliciesTable {
+  wallet_id: number;
+  allowlist_only: number;
+  updated_at: number;
+}
+
+export interface SpendingLimitsTable {
+  id: Generated<number>;
+  wallet_id: number;
+  token_id: number;
+  /** `per_transaction`, `daily` or `approval_above`. */
+  kind: string;
+  amount: Amount;
+}
+
+export interface AllowlistEntriesTable {
+  id: Generated<number>;
+  wallet_id: number;
+  address: string;
+  /** The address lowercased: unique per wallet. */
+  address_key: string;
+  label: string;
+  created_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   access_tokens: AccessTokensTable;
@@ -424,6 +449,9 @@ export interface Database {
   leases: LeasesTable;
   reconciliation_checkpoints: ReconciliationCheckpointsTable;
   reconciliation_adjustments: ReconciliationAdjustmentsTable;
+  spending_policies: SpendingPoliciesTable;
+  spending_limits: SpendingLimitsTable;
+  allowlist_entries: AllowlistEntriesTable;
 }
 
 export type NetworkRow = Selectable<NetworksTable>;

@@ -13,6 +13,8 @@ import { KeyService } from './keys/keys.service.js';
 import { ChargeService } from './charges/charges.service.js';
 import { reconciliationRoutes } from './reconciliation/reconciliation.routes.js';
 import { ReconciliationService } from './reconciliation/reconciliation.service.js';
+import { policyRoutes } from './policies/policies.routes.js';
+import { PolicyService } from './policies/policies.service.js';
 import { networkRoutes } from './networks/networks.routes.js';
 import { NetworkService } from './networks/networks.service.js';
 import { supervisorRoutes } from './supervisor/supervisor.routes.js';
@@ -39,6 +41,7 @@ export interface Services {
   keys: KeyService;
   events: EventsService;
   reconciliation: ReconciliationService;
+  policies: PolicyService;
 }
 
 export async function registerModules(app: App, ctx: AppContext, auth: AuthService): Promise<Services> {
@@ -62,5 +65,7 @@ export async function registerModules(app: App, ctx: AppContext, auth: AuthServi
   await eventRoutes(app, events);
   const reconciliation = new ReconciliationService(ctx);
   await reconciliationRoutes(app, reconciliation);
-  return { auth, wallets, balances, supervisor, webhooks, transactions, charges, keys, events, reconciliation };
+  const policies = new PolicyService(ctx);
+  await policyRoutes(app, policies);
+  return { auth, wallets, balances, supervisor, webhooks, transactions, charges, keys, events, reconciliation, policies };
 }

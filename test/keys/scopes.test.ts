@@ -21,7 +21,13 @@ const PUBLIC = [
   ...['/api/pay/:uuid', '/pay/:uuid'].flatMap((u) => [`GET ${u}`, `HEAD ${u}`]),
 ].sort();
 /** Wallet routes for a login token only (CONTRACT: an API key gets 403 `Insufficient scope`). */
-const LOGIN_ONLY = new Set(['/api/wallet/:wallet/reconciliation/accept']);
+const LOGIN_ONLY = new Set([
+  '/api/wallet/:wallet/reconciliation/accept',
+  '/api/wallet/:wallet/allowlist/add',
+  '/api/wallet/:wallet/allowlist/:entry/remove',
+]);
+/** Login-only for POST, `read` for GET (CONTRACT: "Spending policies and approvals"). */
+const LOGIN_ONLY_POST = new Set(['/api/wallet/:wallet/policy']);
 const WRITE_SCOPES = KEY_SCOPES.filter((s) => s !== '*' && s !== 'read');
 
 interface Route {
@@ -63,7 +69,7 @@ describe('API-key scopes of the routes', () => {
     for (const r of routes.filter((x) => x.scope !== null)) {
       const reads = r.method === 'GET' || r.method === 'HEAD';
       const mutatingGet = /\/(token\/remove|webhook\/delete)\//.test(r.url);
-      if (r.url.startsWith('/api/auth/key') || r.url === '/api/auth/logout' || LOGIN_ONLY.has(r.url)) expect([r.url, r.scope]).toEqual([r.url, 'login']);
+      if (r.url.startsWith('/api/auth/key') || r.url === '/api/auth/logout' || LOGIN_ONLY.has(r.url) || (r.method === 'POST' && LOGIN_ONLY_POST.has(r.url))) expect([r.url, r.scope]).toEqual([r.url, 'login']);
       else if (reads && !mutatingGet) expect([r.method, r.url, r.scope]).toEqual([r.method, r.url, 'read']);
       else expect([r.method, r.url, WRITE_SCOPES.includes(r.scope as never)]).toEqual([r.method, r.url, true]);
     }

@@ -250,6 +250,7 @@ export class ChargeSweeper {
     const claim = { charge_id: t.charge.id, kind: 'gas' as const, token_id: native.id, amount: wei, raw_tx: null, nonce: null };
     try {
       const tx = await this.transactions.create(t.wallet, { amount: wei, token: native, to: getAddress(t.charge.address) }, {
+        exemptFromPolicy: true,
         inTransaction: async (trx, rec) => {
           if ((await sw.claimLive(trx, { ...claim, tx_hash: rec.tx_hash ?? '', transaction_id: rec.id }, this.ctx.clock.nowMs())) === null) throw new TopUpTaken();
         },

@@ -36,6 +36,7 @@ import { allocateNonce, chainPendingNonce } from '../../chain/nonce.js';
 import type { TransactionSigner } from '../../chain/keys.js';
 import { recordEvent } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
+import { enforcePolicy } from '../policies/policies.check.js';
 import { findToken, listTokens } from '../tokens/tokens.repository.js';
 import { lockWallet, type WalletView } from '../wallets/wallets.repository.js';
 import type { WalletService } from '../wallets/wallets.service.js';
@@ -52,6 +53,8 @@ export interface CreateOptions {
   inTransaction?: (trx: Executor, rec: TxRecord) => Promise<void>;
   /** Sign only with exactly this nonce; any other allocation rolls back with nothing recorded. */
   requireNonce?: number;
+  /** The service's own movement (a charge's gas top-up, a gap filler): the wallet's spending policy does not apply. */
+  exemptFromPolicy?: true;
 }
 
 /** The smallest amount (1 wei) a gap filler sends to the wallet's own address. */
@@ -216,6 +219,8 @@ export class TransactionService {
     const rec = await this.ctx.store.db.transaction().execute(async (trx) => {
       const locked = await repo.lockWalletForCreate(trx, wallet.id);
       if (!locked) throw Errors.internal(new Error(`wallet ${wallet.id} missing`));
+      // Under the lock: every earlier create's row is in the daily sum (policies.check.ts).
+      if (!opts.exemptFromPolicy) await enforcePolicy(trx, { walletId: wallet.id, tokenId: p.input.token.id, amount: p.input.amount, to: p.input.to }, now);
       const state = await repo.outgoingState(trx, wallet.id, p.snap.minedNonce);
       if (!p.enough(state.reservations, p.fee)) throw Errors.insufficientBalance();
       // Under the lock, so concurrent creates cannot exceed it. The gap filler is exempt: it unsticks the others.
@@ -335,7 +340,7 @@ export class TransactionService {
     const native = (await listTokens(db, wallet.id)).find((t) => t.is_native === 1 && t.is_active === 1);
     if (!native) return null;
     this.ctx.log.warn({ wallet_id: wallet.id, nonce: next, waiting: [...held].filter((n) => n > next).sort((a, b) => a - b) }, 'nonce gap: sending a 1 wei self-transfer to fill it');
-    return this.create(wallet, { amount: GAP_FILLER_WEI, token: native, to: getAddress(wallet.address) }, { requireNonce: next });
+    return this.create(wallet, { amount: GAP_FILLER_WEI, token: native, to: getAddress(wallet.address) }, { requireNonce: next, exemptFromPolicy: true });
   }
 
   /** The fee preview: the call's gas and the most it would cost at each level; nothing is sent. */

@@ -1,0 +1,35 @@
+/**
+ * The spending policy's decision for a new outgoing transfer, taken by the create inside its
+ * database transaction, after the wallet's lock (transactions.service.ts, `record`): every
+ * earlier create of the wallet, in this process or another, has committed its row by then, so
+ * the daily sum includes it and concurrent creates cannot pass a limit together.
+ *
+ * Order: per-transaction limit, daily limit, allowlist. Only the limits of the transfer's token
+ * apply (a contract call's value is a native-token amount). `approval_above` is stored but not
+ * enforced yet (docs/money-out.md).
+ */
+import type { Executor } from '../../db/index.js';
+import { Errors } from '../../errors.js';
+import { findPolicyHead, isAllowlisted, limitsForToken, outgoingAmountsSince } from './policies.repository.js';
+
+/** The daily limit's window: the rolling last 24 hours. */
+export const DAILY_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+export interface PolicedTransfer {
+  walletId: number;
+  tokenId: number;
+  amount: bigint;
+  to: string;
+}
+
+/** Throws the policy's 400 when the transfer is refused; the caller holds the wallet's lock. */
+export async function enforcePolicy(trx: Executor, t: PolicedTransfer, nowMs: number): Promise<void> {
+  const limits = await limitsForToken(trx, t.walletId, t.tokenId);
+  if (limits.per_transaction !== undefined && t.amount > limits.per_transaction) throw Errors.overPerTransactionLimit();
+  if (limits.daily !== undefined) {
+    const sent = (await outgoingAmountsSince(trx, t.walletId, t.tokenId, nowMs - DAILY_WINDOW_MS)).reduce((s, a) => s + a, 0n);
+    if (sent + t.amount > limits.daily) throw Errors.overDailyLimit();
+  }
+  const head = await findPolicyHead(trx, t.walletId);
+  if (head.allowlist_only && !(await isAllowlisted(trx, t.walletId, t.to))) throw Errors.notAllowlisted();
+}
