@@ -205,8 +205,17 @@ export class SimChain {
     }
   }
 
-  block(n: number): Promise<RpcBlock> {
-    return this.rpc<RpcBlock>('eth_getBlockByNumber', [`0x${n.toString(16)}`, true]);
+  /**
+   * Block `n` with its transactions. Right after an `anvil_reorg` anvil may answer null for a
+   * height at or below its head for a moment: asked again (bounded) before the run gives up.
+   */
+  async block(n: number): Promise<RpcBlock> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const b = await this.rpc<RpcBlock | null>('eth_getBlockByNumber', [`0x${n.toString(16)}`, true]);
+      if (b !== null) return b;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    throw new Error(`anvil has no block ${n} (asked 20 times over 5 s)`);
   }
 
   receipt(hash: string): Promise<RpcReceipt | null> {
