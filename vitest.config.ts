@@ -2,7 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 // `*.pg.test.ts` are PostgreSQL-only (several service processes on one database); they are
 // collected only when DATABASE_URL is set, so the SQLite run neither runs nor skips them.
-const exclude = process.env.DATABASE_URL ? [] : ['**/*.pg.test.ts'];
+// `*.sqlite.test.ts` are SQLite-only likewise (a second simulation seed: the PostgreSQL run has one).
+const exclude = process.env.DATABASE_URL ? ['**/*.sqlite.test.ts'] : ['**/*.pg.test.ts'];
 
 export default defineConfig({
   test: {
