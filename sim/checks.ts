@@ -110,6 +110,30 @@ export class Checker {
     this.checkEvents(o);
   }
 
+  /**
+   * The policed wallet's accepted spending stayed within its policy: no accepted transfer of the
+   * token over the per-transaction limit, and its ETH sent by transfers and contract calls that
+   * did not fail at most the daily limit (the run is shorter than a day).
+   */
+  checkPolicy(o: Observed, walletId: number, policy: { per_transaction: Record<string, string>; daily: Record<string, string> }): void {
+    const entry = o.wallets.find((x) => x.w.id === walletId);
+    if (!entry) return;
+    // Gas top-ups to the wallet's deposit addresses are the service's own movements (never refused).
+    const deposits = new Set(entry.charges.map((c: any) => lc(c.address)));
+    const topUp = (t: any) => t.tx_hash !== null && deposits.has(this.txs.get(lc(t.tx_hash))?.to ?? '');
+    const outgoing = entry.txs.filter((t: any) => (t.type === 'transfer' || t.type === 'contract') && !topUp(t));
+    for (const [token, limit] of Object.entries(policy.per_transaction)) {
+      for (const t of outgoing) {
+        if (t.symbol === token && units18(t.amount) > units18(limit)) this.violate('spending policy', `transaction ${t.id}`, `${t.amount} ${token} accepted over the per-transaction limit ${limit}`);
+      }
+    }
+    for (const [token, limit] of Object.entries(policy.daily)) {
+      const live = outgoing.filter((t: any) => t.symbol === token && t.status !== 'failed');
+      const sum = live.reduce((a: bigint, t: any) => a + units18(t.amount), 0n);
+      if (sum > units18(limit)) this.violate('spending policy', `wallet ${walletId}`, `${live.length} transfers not failed send ${sum} (10^-18 units) of ${token}, over the daily limit ${limit}`);
+    }
+  }
+
   /** Main address → wallet; deposit address → charge. */
   private serviceAddresses(o: Observed): Map<string, { walletId: number; charge: any | null }> {
     const m = new Map<string, { walletId: number; charge: any | null }>();
@@ -342,3 +366,9 @@ export function canonical(v: unknown): string {
 }
 
 export { getAddress };
+
+/** An 18-place decimal string (or a plain decimal) as an integer of 10^-18 units. */
+function units18(v: string): bigint {
+  const [whole = '0', frac = ''] = v.split('.');
+  return BigInt(whole) * 10n ** 18n + BigInt((frac + '0'.repeat(18)).slice(0, 18));
+}

@@ -134,6 +134,10 @@ async function setUp(api: Api, chain: SimChain, receiver: SimReceiver): Promise<
     const t = await api.call('POST', `/api/wallet/${w.id}/token/add`, { contract: chain.token }, { key: `setup-token-${w.id}` });
     if (t.status !== 200) throw new Error(`token add: ${t.status} ${t.message}`);
   }
+  // The second wallet spends under a policy (docs/money-out.md): some of its creates are refused,
+  // and its own movements (sweeps, top-ups, gap fillers, cancels) must never be.
+  const policy = await api.call('POST', `/api/wallet/${wallets[1]!.id}/policy`, SIM_POLICY);
+  if (policy.status !== 200) throw new Error(`policy: ${policy.status} ${policy.message} ${JSON.stringify(policy.data)}`);
   return { wallets, firstEvent };
 }
 
@@ -221,6 +225,7 @@ async function quiesceAndCheck(opts: SimOptions, api: Api, work: Workload, chain
   await chain.rpc('evm_mine').catch(() => undefined);
   await checker.scan();
   await checker.run({ ...o, events });
+  checker.checkPolicy(o, work.wallets[1]!.id, SIM_POLICY);
   checker.checkDelivered(events, receiver.delivered);
   await checkBalancesAndReconciliation(api, o, checker);
 }
@@ -273,3 +278,6 @@ async function checkBalancesAndReconciliation(api: Api, o: Observed, checker: Ch
 }
 
 export { TOKEN_SYMBOL };
+
+/** The spending policy of the second wallet: a per-transaction limit on the token, a daily limit on ETH. */
+export const SIM_POLICY = { per_transaction: { [TOKEN_SYMBOL]: '300' }, daily: { ETH: '0.3' } };

@@ -122,7 +122,7 @@ export class Workload {
       return r.data.id;
     }
     this.count(`${kind} refused (${r.status} ${r.message})`);
-    if (r.status !== 400 || !/Insufficient balance|Too many pending/.test(r.message)) this.unexpected.push(`${kind}: ${r.status} ${r.message}`);
+    if (r.status !== 400 || !/Insufficient balance|Too many pending|^Policy: over the (per-transaction|daily) limit$/.test(r.message)) this.unexpected.push(`${kind}: ${r.status} ${r.message}`);
     return null;
   }
 
