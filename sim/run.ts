@@ -280,4 +280,4 @@ async function checkBalancesAndReconciliation(api: Api, o: Observed, checker: Ch
 export { TOKEN_SYMBOL };
 
 /** The spending policy of the second wallet: a per-transaction limit on the token, a daily limit on ETH. */
-export const SIM_POLICY = { per_transaction: { [TOKEN_SYMBOL]: '300' }, daily: { ETH: '0.3' } };
+export const SIM_POLICY = { per_transaction: { [TOKEN_SYMBOL]: '150' }, daily: { ETH: '0.3' } };
