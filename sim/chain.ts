@@ -117,6 +117,9 @@ export class SimChain {
   /** Native payments made through the forwarder: tx hash → (to, amount). Only the sender knows them. */
   readonly internalNative = new Map<string, { to: string; amount: bigint }>();
   reorgs = 0;
+  /** Heights anvil answered null for although at or below its head (see `block`). */
+  readonly missingBlocks: number[] = [];
+  private blockTimeS = 1;
 
   private constructor(
     readonly devnet: Devnet,
@@ -129,6 +132,7 @@ export class SimChain {
   static async start(blockTimeS: number): Promise<SimChain> {
     const devnet = await startDevnet({ port: await findFreePort(), blockTimeS, accounts: 10 });
     const c = new SimChain(devnet, devnet.rpcUrl);
+    c.blockTimeS = blockTimeS;
     c.token = await c.outsiders[0]!.run(() => deployErc20(devnet.rpcUrl, { name: 'Sim Token', symbol: TOKEN_SYMBOL, decimals: TOKEN_DECIMALS }));
     c.forwarder = await c.outsiders[0]!.run(() => c.deployForwarder());
     for (const o of c.outsiders.slice(1)) {
@@ -196,8 +200,15 @@ export class SimChain {
     const head = await this.head();
     if (head <= depth + 1) return;
     const removed: RpcTx[] = [];
-    for (let n = head - depth + 1; n <= head; n++) removed.push(...(await this.block(n)).transactions);
-    await this.rpc('anvil_reorg', [depth, []]);
+    for (let n = head - depth + 1; n <= head; n++) removed.push(...((await this.block(n))?.transactions ?? []));
+    // Interval mining paused around the reorg: a block mined while anvil replaces the last ones
+    // could leave a height it answers null for.
+    await this.rpc('evm_setIntervalMining', [0]);
+    try {
+      await this.rpc('anvil_reorg', [depth, []]);
+    } finally {
+      await this.rpc('evm_setIntervalMining', [this.blockTimeS]);
+    }
     this.reorgs += 1;
     for (const tx of removed) {
       const raw = rawOf(tx);
@@ -209,13 +220,16 @@ export class SimChain {
    * Block `n` with its transactions. Right after an `anvil_reorg` anvil may answer null for a
    * height at or below its head for a moment: asked again (bounded) before the run gives up.
    */
-  async block(n: number): Promise<RpcBlock> {
+  async block(n: number): Promise<RpcBlock | null> {
     for (let attempt = 0; attempt < 20; attempt++) {
       const b = await this.rpc<RpcBlock | null>('eth_getBlockByNumber', [`0x${n.toString(16)}`, true]);
       if (b !== null) return b;
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
-    throw new Error(`anvil has no block ${n} (asked 20 times over 5 s)`);
+    // anvil (1.x) can lose a height after an `anvil_reorg` that met interval mining: reported by
+    // the run as a note naming the height, not a crash; the node itself has no such block.
+    this.missingBlocks.push(n);
+    return null;
   }
 
   receipt(hash: string): Promise<RpcReceipt | null> {
