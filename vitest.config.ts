@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 // `*.pg.test.ts` are PostgreSQL-only (several service processes on one database); they are
 // collected only when DATABASE_URL is set, so the SQLite run neither runs nor skips them.
-// `*.sqlite.test.ts` are SQLite-only likewise (a second simulation seed: the PostgreSQL run has one).
+// `*.sqlite.test.ts` would be SQLite-only likewise (none today).
 const exclude = process.env.DATABASE_URL ? ['**/*.sqlite.test.ts'] : ['**/*.pg.test.ts'];
 
 export default defineConfig({
