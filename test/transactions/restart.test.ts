@@ -171,7 +171,9 @@ describe('restart', () => {
     await stop();
     const before = await publicClient(chain.rpcUrl).getBalance({ address: RECIPIENT });
     t = await boot();
-    await waitForStatus(t, user, w.id, second.body.data.id, 'confirmed');
+    // The new process's start-up pass, the 1 wei filler and its confirmation: a few ticks, longer
+    // on a loaded CI machine (one PostgreSQL run timed out at 20 s; alone it takes ~3 s).
+    await waitForStatus(t, user, w.id, second.body.data.id, 'confirmed', 45_000);
     const toSelf = await t.store.db
       .selectFrom('transactions')
       .select(['id', 'type', 'nonce', 'status', 'amount'])
