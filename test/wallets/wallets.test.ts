@@ -242,6 +242,11 @@ describe('POST /api/wallet/create', () => {
       const events = await countEvents(t);
       const res = await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'W', network_id: 987654 } });
       expectValidationError(res, { network_id: ['The selected network_id is invalid.'] });
+      // Past any bigint (PostgreSQL refused the query: a 500 the fuzz test found) and past 2^53.
+      for (const networkId of [1.1046037050869437e26, 2 ** 53 + 2]) {
+        const huge = await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'W', network_id: networkId } });
+        expectValidationError(huge, { network_id: ['The selected network_id is invalid.'] });
+      }
       expect((await t.request('GET', '/api/wallets', { token: alice.token })).body.data).toHaveLength(wallets);
       expect(await countEvents(t)).toBe(events);
     });

@@ -27,7 +27,8 @@ export class WalletService {
     const db = this.ctx.store.db;
     const name = input.name.trim();
     if (name === '') throw fieldError('name', 'The name field is required.');
-    const network = await findNetwork(db, input.network_id);
+    // An integer past 2^53 is no id the database holds (PostgreSQL would refuse it as a bigint).
+    const network = Number.isSafeInteger(input.network_id) ? await findNetwork(db, input.network_id) : undefined;
     if (!network) throw fieldError('network_id', 'The selected network_id is invalid.');
     const keys = newWalletKeys();
     const now = this.ctx.clock.nowMs();
