@@ -195,12 +195,12 @@ describe('password hashing', () => {
   });
 
   it('salts every hash', async () => {
-    const [a, b] = await Promise.all([hashPassword('same'), hashPassword('same')]);
+    const [a, b] = await Promise.all([hashPassword('same', 1024), hashPassword('same', 1024)]);
     expect(a).not.toBe(b);
   });
 
   it('returns false for malformed encodings', async () => {
-    const good = await hashPassword('pw');
+    const good = await hashPassword('pw', 1024);
     const [, , , , salt, hash] = good.split('$');
     const malformed = [
       '',

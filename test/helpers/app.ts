@@ -91,7 +91,7 @@ export async function startTestApp(opts: StartOptions = {}): Promise<TestApp> {
     RATE_LIMIT_PER_MINUTE: '100000',
     LOGIN_ATTEMPTS_PER_MINUTE: '1000',
     // 2^14 instead of the production 2^17: every test logs users in (see test/ops/password-rehash.test.ts).
-    PASSWORD_SCRYPT_N: '16384',
+    PASSWORD_SCRYPT_N: '1024',
     PUBLIC_RATE_LIMIT_PER_MINUTE: '100000',
     WEBHOOK_ALLOW_PRIVATE: 'true',
     WATCHER_POLL_MS: '100',

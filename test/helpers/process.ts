@@ -78,7 +78,7 @@ export async function startService(database: { dataDir: string; databaseUrl: str
     DEVNET: 'off',
     WORKERS: 'false',
     LOG_LEVEL: 'warn',
-    PASSWORD_SCRYPT_N: '16384',
+    PASSWORD_SCRYPT_N: '1024',
     PUBLIC_RATE_LIMIT_PER_MINUTE: '100000',
     // Test receivers listen on loopback (the default is on only for development on loopback).
     WEBHOOK_ALLOW_PRIVATE: 'true',

@@ -95,8 +95,12 @@ async function nativeTransfers(s: SyncScope, block: FullBlock, watched: WatchedD
   return found;
 }
 
-/** Networks whose node answered that it has no trace API, with when to ask again. */
-const noTraces = new Map<number, number>();
+/**
+ * Networks whose node answered that it has no trace API, with when to ask again: keyed by the
+ * network's client (one per network and service context), not by the network id, so two
+ * services in one process (tests) do not share what one's node answered.
+ */
+const noTraces = new WeakMap<object, number>();
 /** How long a network whose node has no trace API is not asked again (a provider may add it). */
 const TRACES_RETRY_MS = 10 * 60_000;
 
@@ -110,19 +114,19 @@ const TRACES_RETRY_MS = 10 * 60_000;
  * balance when the charge is settled; docs/charges.md, "Internal transfers").
  */
 async function internalNative(s: SyncScope, block: FullBlock, watched: WatchedDeposit[]): Promise<Found> {
-  const skipUntil = noTraces.get(s.networkId);
+  const skipUntil = noTraces.get(s.client);
   if (skipUntil !== undefined && skipUntil > Date.now()) return { payments: [], other: [] };
   let moves: InternalTransfer[];
   try {
     moves = await s.net(internalTransfers(s.client, block.hash));
   } catch (e) {
     if (!(e instanceof TracesUnsupported)) throw e;
-    const warned = (noTraces.get(s.networkId) ?? 0) > Date.now(); // another block read at the same time
-    noTraces.set(s.networkId, Date.now() + TRACES_RETRY_MS);
+    const warned = (noTraces.get(s.client) ?? 0) > Date.now(); // another block read at the same time
+    noTraces.set(s.client, Date.now() + TRACES_RETRY_MS);
     if (!warned) s.log.warn({ err: e.cause }, 'the node has no trace API (debug_traceBlockByHash): money reaching deposit addresses through a contract is not seen as a payment');
     return { payments: [], other: [] };
   }
-  noTraces.delete(s.networkId);
+  noTraces.delete(s.client);
   const byAddress = new Map(watched.map((w) => [w.address.toLowerCase(), w]));
   const found: Found = { payments: [], other: [] };
   for (const m of moves) {
