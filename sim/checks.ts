@@ -138,6 +138,28 @@ export class Checker {
     }
   }
 
+  /**
+   * Nothing over `approval_above` left the policed wallet without a person's approval: every such
+   * transfer that was signed (has a hash) is one the workload approved; one rejected or expired
+   * was never signed. (An approve whose answer a kill cut counts as approved: the service may have
+   * signed it before dying.)
+   */
+  checkApprovals(o: Observed, walletId: number, approvalAbove: Record<string, string>): void {
+    const entry = o.wallets.find((x) => x.w.id === walletId);
+    if (!entry) return;
+    const decisions = new Map(this.work.held.map((h) => [h.id, h.decision]));
+    for (const [token, limit] of Object.entries(approvalAbove)) {
+      for (const t of entry.txs) {
+        if ((t.type !== 'transfer' && t.type !== 'contract') || t.symbol !== token || units18(t.amount) <= units18(limit)) continue;
+        const obj = `transaction ${t.id} (${t.amount} ${token}, ${t.status}${t.failure_reason ? ` ${t.failure_reason}` : ''})`;
+        const decision = decisions.get(t.id);
+        if (t.tx_hash !== null && decision !== 'approved') this.violate('approvals', obj, `signed (${t.tx_hash}) over approval_above ${limit} though the workload ${decision ?? 'never saw it held'}`);
+        if (t.status === 'failed' && (t.failure_reason === 'rejected_by_approver' || t.failure_reason === 'approval_expired') && (t.tx_hash !== null || t.nonce !== null)) this.violate('approvals', obj, 'failed unsigned, but it has a hash or a nonce');
+        if (decision === 'rejected' && t.status !== 'failed') this.violate('approvals', obj, 'rejected by the workload, but not failed');
+      }
+    }
+  }
+
   /** Main address → wallet; deposit address → charge. */
   private serviceAddresses(o: Observed): Map<string, { walletId: number; charge: any | null }> {
     const m = new Map<string, { walletId: number; charge: any | null }>();
@@ -206,6 +228,7 @@ export class Checker {
       const obj = `wallet ${w.id} transaction ${t.id} (${t.type} ${t.amount} ${t.symbol})`;
       const r = t.tx_hash ? await this.receipt(t.tx_hash) : null;
       if (t.status === 'pending') this.violate('states are the chain', obj, `still pending after quiescence (tx ${t.tx_hash})`);
+      else if (t.status === 'awaiting_approval') this.violate('states are the chain', obj, 'still awaiting approval after quiescence (APPROVAL_TTL_S passed)');
       else if (t.status === 'confirmed') {
         if (!r || r.status !== '0x1' || !this.canonical(r)) this.violate('states are the chain', obj, `confirmed, but ${t.tx_hash} is ${r ? `status ${r.status} in block ${Number(BigInt(r.blockNumber))}${this.canonical(r) ? '' : ' (not canonical)'}` : 'not mined'}`);
         else if (Number(BigInt(r.blockNumber)) !== t.block_number) this.violate('states are the chain', obj, `block_number ${t.block_number}, chain ${Number(BigInt(r.blockNumber))}`);
@@ -227,6 +250,10 @@ export class Checker {
         return;
       case 'cancelled':
         if (!r || r.status !== '0x1' || lc(r.to) !== lc(r.from)) this.violate('states are the chain', obj, `failed (cancelled), but ${t.tx_hash} is not a mined self-transfer`);
+        return;
+      case 'rejected_by_approver':
+      case 'approval_expired':
+        if (hashes.length > 0 || t.nonce !== null) this.violate('states are the chain', obj, `failed (${t.failure_reason}) unsigned, but it has hash ${hashes[0]} / nonce ${t.nonce}`);
         return;
       case 'dropped':
       case 'rejected':
@@ -310,7 +337,11 @@ export class Checker {
       const evs = (byTx.get(id) ?? []).filter((e) => e !== 'transaction.created' && e !== 'transaction.approval_required');
       const want = t.status === 'confirmed' ? 'transaction.confirmed' : t.status === 'failed' ? 'transaction.failed' : null;
       if (want && evs[evs.length - 1] !== want) this.violate('event story', `transaction ${id} (${t.type}, ${t.status})`, `its events are ${JSON.stringify(byTx.get(id) ?? [])}`);
-      if (t.type !== 'receipt' && (byTx.get(id) ?? [])[0] !== 'transaction.created') this.violate('event story', `transaction ${id} (${t.type})`, `does not start with transaction.created: ${JSON.stringify(byTx.get(id) ?? [])}`);
+      const all = byTx.get(id) ?? [];
+      // A held transfer starts with approval_required; approved (signed), transaction.created follows.
+      const start = all[0] === 'transaction.approval_required' && t.tx_hash !== null ? all.slice(0, 2).join() : all[0];
+      const wantStart = all[0] === 'transaction.approval_required' ? (t.tx_hash !== null ? 'transaction.approval_required,transaction.created' : 'transaction.approval_required') : 'transaction.created';
+      if (t.type !== 'receipt' && start !== wantStart) this.violate('event story', `transaction ${id} (${t.type})`, `does not start with ${wantStart}: ${JSON.stringify(all)}`);
     }
     for (const [id, c] of finalCharge) {
       const evs = byCharge.get(id) ?? [];

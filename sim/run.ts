@@ -59,6 +59,8 @@ function serviceEnv(proxyUrl: string, dataDir: string, databaseUrl: string | nul
     WATCHER_POLL_MS: '300',
     WATCHER_RECHECK_MS: '3000',
     CHARGES_POLL_MS: '500',
+    // Held transfers the workload leaves undecided expire within the run (docs/money-out.md).
+    APPROVAL_TTL_S: '10',
     BALANCE_MAX_AGE_S: '1',
     SHUTDOWN_TIMEOUT_MS: '5000',
     LOG_LEVEL: 'info',
@@ -199,7 +201,7 @@ async function observe(api: Api, wallets: SimWallet[]): Promise<Observed> {
 
 const busy = (o: Observed): string[] =>
   o.wallets.flatMap(({ w, txs, charges }) => [
-    ...txs.filter((t) => t.status === 'pending').map((t) => `wallet ${w.id} transaction ${t.id}`),
+    ...txs.filter((t) => t.status === 'pending' || t.status === 'awaiting_approval').map((t) => `wallet ${w.id} transaction ${t.id}`),
     ...charges.filter((c) => c.status === 'pending').map((c) => `charge ${c.id}`),
     ...charges.flatMap((c) => (c.sweeps ?? []).filter((s: any) => s.status === 'pending').map((s: any) => `charge ${c.id} sweep ${s.tx_hash}`)),
   ]);
@@ -226,6 +228,7 @@ async function quiesceAndCheck(opts: SimOptions, api: Api, work: Workload, chain
   await checker.scan();
   await checker.run({ ...o, events });
   checker.checkPolicy(o, work.wallets[1]!.id, SIM_POLICY);
+  checker.checkApprovals(o, work.wallets[1]!.id, SIM_POLICY.approval_above);
   checker.checkDelivered(events, receiver.delivered);
   await checkBalancesAndReconciliation(api, o, checker);
 }
@@ -279,5 +282,9 @@ async function checkBalancesAndReconciliation(api: Api, o: Observed, checker: Ch
 
 export { TOKEN_SYMBOL };
 
-/** The spending policy of the second wallet: a per-transaction limit on the token, a daily limit on ETH. */
-export const SIM_POLICY = { per_transaction: { [TOKEN_SYMBOL]: '150' }, daily: { ETH: '0.3' } };
+/**
+ * The spending policy of the second wallet: a per-transaction limit on the token, a daily limit
+ * on ETH, and token transfers over 100 held for approval (the workload approves, rejects or
+ * leaves each; undecided ones expire after the service's APPROVAL_TTL_S).
+ */
+export const SIM_POLICY = { per_transaction: { [TOKEN_SYMBOL]: '150' }, daily: { ETH: '0.3' }, approval_above: { [TOKEN_SYMBOL]: '100' } };

@@ -34,6 +34,14 @@ export interface Accepted {
   kind: string;
 }
 
+/** A create the policy held for approval, and what the workload did with it. */
+export interface Held {
+  walletId: number;
+  id: number;
+  /** `approved`: an approve was answered 200 (or its answer was lost and the retry found it decided). */
+  decision: 'approved' | 'rejected' | 'left' | 'refused';
+}
+
 export const decimalsOf = (token: string): number => (token === TOKEN_SYMBOL ? TOKEN_DECIMALS : 18);
 const fmt = (v: bigint, token: string): string => formatUnits(v, decimalsOf(token));
 const ETH = 10n ** 18n;
@@ -43,6 +51,8 @@ export class Workload {
   readonly ops: Record<string, number> = {};
   readonly accepted: Accepted[] = [];
   readonly charges: SimCharge[] = [];
+  /** Creates answered `awaiting_approval` (the policed wallet's token transfers over its approval_above). */
+  readonly held: Held[] = [];
   /** Keys answered with two different transactions (a double create). */
   readonly keyConflicts: string[] = [];
   /** 4xx answers the workload did not expect (its requests are valid), by status and message. */
@@ -108,7 +118,7 @@ export class Workload {
 
   private async create(w: SimWallet, body: Record<string, unknown>, kind: string): Promise<number | null> {
     const key = this.key();
-    const r = await this.api.call<{ id: number }>('POST', `/api/wallet/${w.id}/transaction/create`, body, { key }).catch((e: Error) => {
+    const r = await this.api.call<{ id: number; status: string }>('POST', `/api/wallet/${w.id}/transaction/create`, body, { key }).catch((e: Error) => {
       this.keyConflicts.push(`${key}: never answered: ${e.message}`);
       return null;
     });
@@ -118,6 +128,11 @@ export class Workload {
       const again = await this.api.call<{ id: number }>('POST', `/api/wallet/${w.id}/transaction/create`, body, { key });
       if (again.status !== 200 || again.data.id !== r.data.id) this.keyConflicts.push(`${key}: first ${r.data.id}, again ${again.status} ${again.data?.id ?? again.message}`);
       this.accepted.push({ key, walletId: w.id, id: r.data.id, kind });
+      if (r.data.status === 'awaiting_approval') {
+        this.count(`${kind} held for approval`);
+        this.tasks.push(this.decide(w, r.data.id, this.prng.fork(`decide-${r.data.id}`)).catch((e) => void this.unexpected.push(`decision on ${r.data.id}: ${(e as Error).message}`)));
+        return null; // nothing on chain to speed up or cancel
+      }
       this.count(kind);
       return r.data.id;
     }
@@ -142,6 +157,30 @@ export class Workload {
     if (r.status === 200) this.count(kind);
     else if (r.status === 400 && r.message === 'Transaction cannot be replaced') this.count(`${kind} too late`);
     else this.unexpected.push(`${kind} of ${id}: ${r.status} ${r.message}`);
+  }
+
+  /**
+   * A person's decision on a held transfer, a moment later: approve (half), reject, or leave it
+   * to expire. An approve refused for the balance is a legit answer; "not awaiting approval"
+   * after a retry means the first approve (its answer cut by a kill) or the expiry decided it.
+   */
+  private async decide(w: SimWallet, id: number, p: Prng): Promise<void> {
+    await sleep(p.int(200, 3000));
+    const choice = p.weighted({ approve: 5, reject: 3, leave: 2 });
+    if (choice === 'leave') {
+      this.held.push({ walletId: w.id, id, decision: 'left' });
+      return this.count('held left to expire');
+    }
+    const r = await this.api.call('POST', `/api/wallet/${w.id}/transaction/${id}/${choice}`, {}, { key: this.key() });
+    const decided = (decision: Held['decision'], op: string) => {
+      this.held.push({ walletId: w.id, id, decision });
+      this.count(op);
+    };
+    if (r.status === 200) return decided(choice === 'approve' ? 'approved' : 'rejected', choice);
+    if (r.status === 400 && r.message === 'Insufficient balance for transaction' && choice === 'approve') return decided('refused', 'approve refused (balance)');
+    // A retried request whose first answer a kill cut finds it decided: by that first request, or by the expiry.
+    if (r.status === 400 && r.message === 'Transaction is not awaiting approval') return decided(choice === 'approve' ? 'approved' : 'rejected', `${choice} (already decided)`);
+    this.unexpected.push(`${choice} of ${id}: ${r.status} ${r.message}`);
   }
 
   private async charge(w: SimWallet): Promise<void> {

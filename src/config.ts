@@ -78,6 +78,8 @@ export interface Config {
   readonly chargesPollMs: number;
   /** How long after `expires_at` a charge's deposit address is still watched for late payments (seconds). */
   readonly chargeWatchAfterS: number;
+  /** How long a transfer held by the policy's `approval_above` waits for a decision before it fails (`approval_expired`), seconds. */
+  readonly approvalTtlS: number;
   readonly workers: boolean;
   readonly bootstrap: { readonly email: string; readonly password: string } | null;
   readonly shutdownTimeoutMs: number;
@@ -291,6 +293,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     chargesPollMs: int(env, 'CHARGES_POLL_MS', 1000, 10, 600_000),
     chargeWatchAfterS: int(env, 'CHARGE_WATCH_AFTER_S', 86_400, 0, 31_536_000),
+    approvalTtlS: int(env, 'APPROVAL_TTL_S', 86_400, 1, 31_536_000),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
     workers: bool(env, 'WORKERS', true),
     bootstrap: bootstrapEmail !== null && bootstrapPassword !== null ? { email: bootstrapEmail, password: bootstrapPassword } : null,

@@ -79,6 +79,8 @@ export const Errors = {
   tooManyPending: () => new AppError(400, 'TOO_MANY_PENDING', 'Too many pending transactions'),
   /** Speed-up or cancel of a transaction that is not pending, not outgoing, or already mined. */
   cannotReplace: () => new AppError(400, 'CANNOT_REPLACE', 'Transaction cannot be replaced'),
+  /** Approve or reject of a transaction that is not (or no longer) `awaiting_approval`. */
+  notAwaitingApproval: () => new AppError(400, 'NOT_AWAITING_APPROVAL', 'Transaction is not awaiting approval'),
   idempotencyMismatch: () =>
     validationError({ 'Idempotency-Key': ['Idempotency-Key already used with a different request.'] }),
   idempotencyInProgress: () =>

@@ -168,8 +168,10 @@ export interface TransactionsTable {
   data: string | null;
   /** OP-stack L1 data fee (wei) included in `fee_reserved`, 0 elsewhere (migration 005). */
   l1_fee: Generated<Amount>;
-  /** reverted | dropped | cancelled | rejected on a failed row, else null (migration 006). */
+  /** reverted | dropped | cancelled | rejected (migration 006), rejected_by_approver | approval_expired (019) on a failed row, else null. */
   failure_reason: string | null;
+  /** The create's fee choice while the row awaits approval (JSON), else null (migration 019). */
+  requested_fees: string | null;
   /** Sends attempted: a refusal ends the row at once only on the first (migration 006). */
   broadcast_attempts: Generated<number>;
   /** When the watcher next checks the unmined row with the node; null: at once (migration 006). */

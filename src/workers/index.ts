@@ -5,6 +5,7 @@
 import type { AppContext } from '../context.js';
 import type { Worker } from './worker.js';
 import type { Services } from '../modules/index.js';
+import { startApprovalsWorker } from './approvals.js';
 import { startChargeWorker } from './charges.js';
 import { startHousekeeping } from './housekeeping.js';
 import { startDeliveryWorker } from './deliveries.js';
@@ -20,6 +21,7 @@ export function startWorkers(ctx: AppContext, services: Services): Workers {
   list.push(startDeliveryWorker(ctx, { webhooks: services.webhooks }));
   list.push(startWatcherWorker(ctx, { balances: services.balances, transactions: services.transactions }));
   list.push(startChargeWorker(ctx, services.charges));
+  list.push(startApprovalsWorker(ctx, services.transactions));
   list.push(startHousekeeping(ctx));
   ctx.log.info({ workers: list.map((w) => w.name) }, 'workers started');
   services.supervisor.attachWorkers({ status: (name) => list.find((w) => w.name === name)?.status() ?? 'disabled' });

@@ -25,6 +25,9 @@ const LOGIN_ONLY = new Set([
   '/api/wallet/:wallet/reconciliation/accept',
   '/api/wallet/:wallet/allowlist/add',
   '/api/wallet/:wallet/allowlist/:entry/remove',
+  // A person decides a held transfer (CONTRACT: "Spending policies and approvals").
+  '/api/wallet/:wallet/transaction/:transaction/approve',
+  '/api/wallet/:wallet/transaction/:transaction/reject',
 ]);
 /** Login-only for POST, `read` for GET (CONTRACT: "Spending policies and approvals"). */
 const LOGIN_ONLY_POST = new Set(['/api/wallet/:wallet/policy']);

@@ -12,7 +12,7 @@ const AMOUNT = /^-?\d+\.\d{18}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
-type Kind = 'int' | 'amount' | 'string' | 'datetime' | 'uuid' | 'address' | 'hash' | 'bool' | 'int|null' | 'payment';
+type Kind = 'int' | 'amount' | 'string' | 'datetime' | 'uuid' | 'address' | 'hash' | 'bool' | 'int|null' | 'payment' | 'null';
 const CHARGE: Record<string, Kind> = {
   charge_id: 'int',
   wallet_id: 'int',
@@ -66,6 +66,8 @@ const SHAPES: Record<string, Record<string, Kind>> = {
   'transaction.confirmed': TX_CONFIRMED,
   'transaction.failed': { ...TX_BASE, block_number: 'int|null', type: 'string', failed_at: 'datetime' },
   'transaction.reorged': { ...TX_BASE, type: 'string', reorged_at: 'datetime' },
+  // Held for approval: nothing signed yet, so no hash and no block.
+  'transaction.approval_required': { ...TX_BASE, tx_hash: 'null', block_number: 'null', type: 'string', created_at: 'datetime' },
   'balance.updated': {
     wallet_id: 'int',
     token: 'string',
@@ -87,6 +89,8 @@ function checkKind(v: unknown, k: Kind): boolean {
       return Number.isInteger(v);
     case 'int|null':
       return v === null || Number.isInteger(v);
+    case 'null':
+      return v === null;
     case 'amount':
       return typeof v === 'string' && AMOUNT.test(v);
     case 'datetime':

@@ -4,9 +4,10 @@
  * earlier create of the wallet, in this process or another, has committed its row by then, so
  * the daily sum includes it and concurrent creates cannot pass a limit together.
  *
- * Order: per-transaction limit, daily limit, allowlist. Only the limits of the transfer's token
- * apply (a contract call's value is a native-token amount). `approval_above` is stored but not
- * enforced yet (docs/money-out.md).
+ * Order: per-transaction limit, daily limit, allowlist, then approval. Only the limits of the
+ * transfer's token apply (a contract call's value is a native-token amount). A transfer that
+ * passes every limit but is over `approval_above` is held for a person's approval (`'hold'`:
+ * recorded `awaiting_approval`, nothing signed; transactions.service.ts).
  */
 import type { Executor } from '../../db/index.js';
 import { Errors } from '../../errors.js';
@@ -22,8 +23,11 @@ export interface PolicedTransfer {
   to: string;
 }
 
-/** Throws the policy's 400 when the transfer is refused; the caller holds the wallet's lock. */
-export async function enforcePolicy(trx: Executor, t: PolicedTransfer, nowMs: number): Promise<void> {
+/** What the policy lets the create do: sign and send now, or hold the transfer for approval. */
+export type PolicyDecision = 'send' | 'hold';
+
+/** Throws the policy's 400 when the transfer is refused, else decides; the caller holds the wallet's lock. */
+export async function enforcePolicy(trx: Executor, t: PolicedTransfer, nowMs: number): Promise<PolicyDecision> {
   const limits = await limitsForToken(trx, t.walletId, t.tokenId);
   if (limits.per_transaction !== undefined && t.amount > limits.per_transaction) throw Errors.overPerTransactionLimit();
   if (limits.daily !== undefined) {
@@ -32,4 +36,5 @@ export async function enforcePolicy(trx: Executor, t: PolicedTransfer, nowMs: nu
   }
   const head = await findPolicyHead(trx, t.walletId);
   if (head.allowlist_only && !(await isAllowlisted(trx, t.walletId, t.to))) throw Errors.notAllowlisted();
+  return limits.approval_above !== undefined && t.amount > limits.approval_above ? 'hold' : 'send';
 }

@@ -39,7 +39,7 @@ function policyReadRoutes(app: App, policies: PolicyService): void {
       schema: {
         tags: ['policies'],
         summary: 'The wallet\'s spending policy',
-        description: 'Per token symbol: `per_transaction` (the most one transfer may send), `daily` (the most sent in any 24 hours, pending and confirmed transfers counted) and `approval_above` (stored; approvals are not enforced yet); `allowlist_only`. Empty objects and `false` by default.',
+        description: 'Per token symbol: `per_transaction` (the most one transfer may send), `daily` (the most sent in any 24 hours, pending, awaiting-approval and confirmed transfers counted) and `approval_above` (a transfer over it waits as `awaiting_approval` until a login token approves or rejects it); `allowlist_only`. Empty objects and `false` by default.',
         params: WalletParams,
         response: responses(PolicySchema),
       },

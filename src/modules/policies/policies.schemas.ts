@@ -19,7 +19,7 @@ const LimitMap = (what: string) =>
 export const PolicySchema = Type.Object({
   per_transaction: LimitMap('the most one transfer may send'),
   daily: LimitMap('the most the wallet may send in any 24 hours (pending and confirmed transfers counted)'),
-  approval_above: LimitMap('approval threshold (stored; approvals are not enforced yet)'),
+  approval_above: LimitMap('approval threshold: a transfer over it is held awaiting_approval'),
   allowlist_only: Type.Boolean({ description: 'Transfers only to addresses on the allowlist' }),
   updated_at: Nullable(Type.String({ description: 'YYYY-MM-DD HH:MM:SS (UTC); null while the policy was never set' })),
 });

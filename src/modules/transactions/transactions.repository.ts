@@ -16,9 +16,12 @@ import type { Database } from '../../db/types.js';
 export type TxType = 'transfer' | 'receipt' | 'contract';
 /** Types the wallet sends (signed by the service, with a nonce, reserved until final). */
 export const OUTGOING_TYPES: TxType[] = ['transfer', 'contract'];
-export type TxStatus = 'pending' | 'confirmed' | 'failed';
+/** `awaiting_approval`: held by the spending policy's `approval_above`, nothing signed (migration 019). */
+export type TxStatus = 'pending' | 'confirmed' | 'failed' | 'awaiting_approval';
 /** Why a failed transaction failed (migration 006). */
-export type FailureReason = 'reverted' | 'dropped' | 'cancelled' | 'rejected';
+export type FailureReason = 'reverted' | 'dropped' | 'cancelled' | 'rejected' | 'rejected_by_approver' | 'approval_expired';
+/** Why a transfer held for approval failed without being signed. */
+export type ApprovalFailure = Extract<FailureReason, 'rejected_by_approver' | 'approval_expired'>;
 /** What a signed version of an outgoing transaction is: the first one, or a replacement at its nonce. */
 export type BroadcastKind = 'original' | 'speed-up' | 'cancel';
 /**
@@ -241,44 +244,52 @@ export interface OutgoingState {
   pendingNonces: number[];
 }
 
+/** A transfer held for approval: it holds no nonce, and reserves its amount and maximum fee until it is approved, rejected or expires. */
+export const AWAITING = 'awaiting_approval';
+
 /**
  * `reservations`, `countPendingOutgoing` and `heldNonces` in one query: the outgoing rows that
- * are pending or that reserve against a balance read at `minedNonce` (at most the wallet's
- * unconfirmed transfers, bounded by MAX_PENDING_PER_WALLET, and those the watcher has not
- * settled yet), split here with the same conditions.
+ * are pending, awaiting approval, or that reserve against a balance read at `minedNonce` (at
+ * most the wallet's unconfirmed transfers, bounded by MAX_PENDING_PER_WALLET, those awaiting
+ * approval, and those the watcher has not settled yet), split here with the same conditions.
  */
-// Two index ranges, not one OR (which SQLite answers by reading every outgoing row the wallet
-// ever had): the pending rows by (wallet_id, status), the rest from `minedNonce` up by
-// (wallet_id, type, nonce). Compiled once (src/db/prepared.ts): every create runs it.
+// Index ranges, not one OR (which SQLite answers by reading every outgoing row the wallet
+// ever had): the pending and awaiting rows by (wallet_id, status), the rest from `minedNonce` up
+// by (wallet_id, type, nonce). Compiled once (src/db/prepared.ts): every create runs it.
 const outgoingRows = prepare((db: Executor, walletId: number, minedNonce: number) => {
   const outgoing = () =>
     db
       .selectFrom('transactions')
-      .select(['token_id', 'amount', 'fee_reserved', 'nonce', 'status', 'block_number'])
+      .select(['id', 'token_id', 'amount', 'fee_reserved', 'nonce', 'status', 'block_number'])
       .where('wallet_id', '=', walletId)
       .where('type', 'in', OUTGOING_TYPES);
   return outgoing()
-    .where('status', '=', 'pending')
+    .where('status', 'in', ['pending', AWAITING])
     .unionAll(
       outgoing()
         .where('nonce', '>=', minedNonce)
-        .where('status', '!=', 'pending')
+        .where('status', 'not in', ['pending', AWAITING])
         .where((eb) => eb.not(eb.and([eb('status', '=', 'failed'), eb('block_number', 'is', null)]))),
     );
 });
 
-export async function outgoingState(db: Executor, walletId: number, minedNonce: number): Promise<OutgoingState> {
+/** Does this outgoing row reserve against a balance read at `minedNonce`? (One rule for both readers below.) */
+function reserves(r: { nonce: number | string | null; status: string; block_number: number | null }, minedNonce: number): boolean {
+  if (r.status === AWAITING) return true;
+  return r.nonce !== null && Number(r.nonce) >= minedNonce && !(r.status === 'failed' && r.block_number === null);
+}
+
+/** `excludeId`: a row awaiting approval being approved, whose own reservation is what it spends. */
+export async function outgoingState(db: Executor, walletId: number, minedNonce: number, excludeId?: number): Promise<OutgoingState> {
   const rows = await outgoingRows.execute(db, walletId, minedNonce);
   const state: OutgoingState = { reservations: [], pendingCount: 0, pendingNonces: [] };
   for (const r of rows) {
-    const nonce = r.nonce === null ? null : Number(r.nonce);
+    if (r.id === excludeId) continue;
     if (r.status === 'pending') {
       state.pendingCount += 1;
-      if (nonce !== null) state.pendingNonces.push(nonce);
+      if (r.nonce !== null) state.pendingNonces.push(Number(r.nonce));
     }
-    if (nonce !== null && nonce >= minedNonce && !(r.status === 'failed' && r.block_number === null)) {
-      state.reservations.push({ token_id: r.token_id, amount: BigInt(r.amount), fee_reserved: BigInt(r.fee_reserved) });
-    }
+    if (reserves(r, minedNonce)) state.reservations.push({ token_id: r.token_id, amount: BigInt(r.amount), fee_reserved: BigInt(r.fee_reserved) });
   }
   return state;
 }
@@ -295,21 +306,31 @@ export interface Reservation {
  * wallet's address, so the ones with a nonce below that count are already in the balance at B
  * and the ones at or above it are not: each of those reserves its amount and its maximum fee.
  * This is exact whatever the watcher has seen so far. Transfers that failed without ever being
- * mined took nothing and reserve nothing (their nonce may have been handed out again).
+ * mined took nothing and reserve nothing (their nonce may have been handed out again). A
+ * transfer awaiting approval has no nonce and reserves until it is decided.
  */
 const reservationRows = prepare((db: Executor, walletId: number, minedNonce: number) =>
   db
     .selectFrom('transactions')
-    .select(['token_id', 'amount', 'fee_reserved'])
+    .select(['id', 'token_id', 'amount', 'fee_reserved', 'nonce', 'status', 'block_number'])
     .where('wallet_id', '=', walletId)
     .where('type', 'in', OUTGOING_TYPES)
     .where('nonce', '>=', minedNonce)
-    .where((eb) => eb.not(eb.and([eb('status', '=', 'failed'), eb('block_number', 'is', null)]))),
+    .unionAll(
+      db
+        .selectFrom('transactions')
+        .select(['id', 'token_id', 'amount', 'fee_reserved', 'nonce', 'status', 'block_number'])
+        .where('wallet_id', '=', walletId)
+        .where('type', 'in', OUTGOING_TYPES)
+        .where('status', '=', AWAITING),
+    ),
 );
 
-export async function reservations(db: Executor, walletId: number, minedNonce: number): Promise<Reservation[]> {
+export async function reservations(db: Executor, walletId: number, minedNonce: number, excludeId?: number): Promise<Reservation[]> {
   const rows = await reservationRows.execute(db, walletId, minedNonce);
-  return rows.map((r) => ({ token_id: r.token_id, amount: BigInt(r.amount), fee_reserved: BigInt(r.fee_reserved) }));
+  return rows
+    .filter((r) => r.id !== excludeId && reserves(r, minedNonce))
+    .map((r) => ({ token_id: r.token_id, amount: BigInt(r.amount), fee_reserved: BigInt(r.fee_reserved) }));
 }
 
 /** Nonces ≥ `from` held by the wallet's pending outgoing transactions. */
@@ -335,7 +356,8 @@ export interface NewTx {
   fee_reserved: bigint;
   from_address: string;
   to_address: string;
-  tx_hash: string;
+  /** Null only for a transfer held for approval (nothing signed). */
+  tx_hash: string | null;
   log_index: number;
   block_number: number | null;
   block_hash: string | null;
@@ -356,6 +378,8 @@ export interface NewTx {
   l1_fee?: bigint;
   /** Sends already counted (`claimAttempt`); a new transfer about to be sent by its create counts its first here. */
   broadcast_attempts?: number;
+  /** A transfer held for approval: the create's fee choice, JSON (migration 019). */
+  requested_fees?: string | null;
 }
 
 const str = (v: bigint | null): string | null => (v === null ? null : v.toString());
@@ -400,6 +424,7 @@ function insertValues(t: NewTx, n: { seq: RawBuilder<number>; symbolKey: string;
     data: t.data ?? null,
     l1_fee: (t.l1_fee ?? 0n).toString(),
     ...(t.broadcast_attempts === undefined ? {} : { broadcast_attempts: t.broadcast_attempts }),
+    ...(t.requested_fees === undefined ? {} : { requested_fees: t.requested_fees }),
   };
 }
 

@@ -4,6 +4,7 @@
  * GET  /wallet/{wallet}/transaction/show/{transaction}   one, with its wallet_token
  * POST /wallet/{wallet}/transaction/{transaction}/speed-up, /cancel   replace at its nonce
  * GET  /wallet/{wallet}/transaction/fees                 fee preview at each level (sends nothing)
+ * POST /wallet/{wallet}/transaction/{transaction}/approve, /reject   decide a held transfer (login token only)
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
@@ -39,6 +40,8 @@ export async function transactionRoutes(app: App, txs: TransactionService): Prom
   showRoute(app, txs);
   replaceRoute(app, txs, 'speed-up');
   replaceRoute(app, txs, 'cancel');
+  decideRoute(app, txs, 'approve');
+  decideRoute(app, txs, 'reject');
 }
 
 const LIST_MESSAGE = 'Transactions retrieved';
@@ -173,6 +176,39 @@ function replaceRoute(app: App, txs: TransactionService, kind: 'speed-up' | 'can
       if (Object.keys(errors).length > 0) throw validationError(errors);
       const rec = await txs.replace(requireWallet(req), loaded.get(req)!, { kind, fees });
       return ok(transactionView(rec), kind === 'cancel' ? 'Transaction cancel sent' : 'Transaction sped up');
+    },
+  );
+}
+
+const DECIDE_DOCS = {
+  approve: {
+    summary: 'Approve a transaction awaiting approval (login token only): sign and send it',
+    description:
+      'A transfer over the policy\'s `approval_above` waits as `awaiting_approval`, nothing signed. Approving quotes it again (gas, fees at the level or explicit fees it was created with), checks the balance again, takes a nonce, signs and broadcasts it: it is then `pending` as any transfer (`transaction.created`). 400 `Transaction is not awaiting approval` once it is approved, rejected or expired; 400 `Insufficient balance for transaction` leaves it awaiting. Needs a login token: an API key gets 403.',
+    message: 'Transaction approved',
+  },
+  reject: {
+    summary: 'Reject a transaction awaiting approval (login token only)',
+    description:
+      'The held transfer becomes `failed` with `failure_reason` `rejected_by_approver` (`transaction.failed`); nothing was signed and its reservation is released. 400 `Transaction is not awaiting approval` once it is decided. Needs a login token: an API key gets 403.',
+    message: 'Transaction rejected',
+  },
+} as const;
+
+function decideRoute(app: App, txs: TransactionService, kind: 'approve' | 'reject'): void {
+  const loaded = new WeakMap<FastifyRequest, TxRecord>();
+  const { summary, description, message } = DECIDE_DOCS[kind];
+  app.post(
+    `/wallet/:wallet/transaction/:transaction/${kind}`,
+    {
+      config: { scope: 'login' },
+      schema: { tags: ['transactions'], summary, description, params: TransactionParams, response: responses(TransactionSchema, [403]) },
+      preValidation: transactionLoader(txs, loaded),
+    },
+    async (req) => {
+      const rec = loaded.get(req)!;
+      const after = kind === 'approve' ? await txs.approve(requireWallet(req), rec) : await txs.approvals.reject(rec);
+      return ok(transactionView(after), message);
     },
   );
 }

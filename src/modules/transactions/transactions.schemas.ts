@@ -23,14 +23,14 @@ const HEAD = {
   id: Type.Integer(),
   amount: Type.String({ description: 'Decimal with 18 places' }),
   type: Type.String({ enum: ['transfer', 'receipt', 'contract'] }),
-  status: Type.String({ enum: ['pending', 'confirmed', 'failed'] }),
+  status: Type.String({ enum: ['pending', 'confirmed', 'failed', 'awaiting_approval'], description: '`awaiting_approval`: held by the policy\'s approval_above, nothing signed yet (tx_hash and nonce null)' }),
   tx_hash: Nullable(Type.String()),
   block_number: Nullable(Type.Integer()),
 };
 
 /** Finality fields, in every Transaction object (list, show, create and the replacement routes). */
 const FINALITY = {
-  failure_reason: Nullable(Type.String({ enum: ['reverted', 'dropped', 'cancelled', 'rejected'], description: 'Why a failed transaction failed; null otherwise' })),
+  failure_reason: Nullable(Type.String({ enum: ['reverted', 'dropped', 'cancelled', 'rejected', 'rejected_by_approver', 'approval_expired'], description: 'Why a failed transaction failed; null otherwise' })),
   replaced_hashes: Type.Array(Type.String(), { description: 'Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined' }),
   stuck: Type.Boolean({ description: 'Pending longer than TX_STUCK_AFTER_S' }),
 };

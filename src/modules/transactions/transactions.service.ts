@@ -46,6 +46,8 @@ import type { TxRecord } from './transactions.repository.js';
 import type { FeeChoice, TransferInput } from './transactions.schemas.js';
 import { failUnmined } from './transactions.state.js';
 import { ReplaceService, type Replacement } from './transactions.replace.js';
+import { Approvals } from './transactions.approvals.js';
+import type { SignedApproval } from './transactions.approvals.repository.js';
 import { transactionEventPayload, type FeePreview } from './transactions.views.js';
 
 export interface CreateOptions {
@@ -110,12 +112,15 @@ function transferCall(input: TransferInput): Prepared['call'] {
 
 export class TransactionService {
   private readonly marks: BroadcastMarks;
+  /** Transfers held for approval: reject and the expiry pass (the routes and the approvals worker call them here). */
+  readonly approvals: Approvals;
 
   constructor(
     private readonly ctx: AppContext,
     private readonly wallets: WalletService,
   ) {
     this.marks = new BroadcastMarks(ctx);
+    this.approvals = new Approvals(ctx);
   }
 
   /** Speed-up or cancel at the transaction's nonce (transactions.replace.ts). */
@@ -150,15 +155,43 @@ export class TransactionService {
     return listTokens(this.ctx.store.db, wallet.id, { activeOnly: true });
   }
 
-  /** Steps 2 to 4 of the create flow (above): quote, then reserve, sign and record, then broadcast. */
+  /**
+   * Steps 2 to 4 of the create flow (above): quote, then reserve, sign and record, then
+   * broadcast. A transfer the policy holds for approval is recorded `awaiting_approval` in step
+   * 3 (reserved, nothing signed) and not broadcast.
+   */
   async create(wallet: WalletView, input: TransferInput, opts: CreateOptions = {}): Promise<TxRecord> {
     const log = this.ctx.log.child({ component: 'transactions', wallet_id: wallet.id });
     const prepared = await this.prepare(wallet, input);
     const { rec, raw } = await this.record(wallet, prepared, opts);
+    if (raw === undefined) {
+      log.info({ transaction_id: rec.id, token: input.token.symbol }, 'transaction held for approval');
+      return rec;
+    }
     log.info({ transaction_id: rec.id, tx_hash: rec.tx_hash, nonce: rec.nonce, token: input.token.symbol }, 'transaction recorded');
     await this.broadcast(prepared.client, rec, raw, log);
     // The row as recorded: a broadcast that returns leaves it as it was (only a final refusal,
     // which throws, changes it; `broadcast_at` is written later and not shown).
+    return rec;
+  }
+
+  /**
+   * Approves a transfer held for approval (login token only, at the route): quoted again now
+   * (gas, fees at the level or explicit fees it was created with), then under the wallet's lock
+   * the balance is checked again without its own reservation, a nonce taken, and it is signed,
+   * recorded pending (`transaction.created`) and broadcast as a create is. 400 `Transaction is
+   * not awaiting approval` once it is decided (approved, rejected, expired), also when two
+   * approvals race: the second finds it pending. The policy's limits are not applied again (it
+   * passed them when created, and it is in the daily sum since).
+   */
+  async approve(wallet: WalletView, held: TxRecord): Promise<TxRecord> {
+    const log = this.ctx.log.child({ component: 'transactions', wallet_id: wallet.id });
+    await this.approvals.expireIfDue(held);
+    const input = await this.approvals.inputOf(held);
+    const prepared = await this.prepare(wallet, input, held.id);
+    const { rec, raw } = await this.record(wallet, prepared, { approving: held.id });
+    log.info({ transaction_id: rec.id, tx_hash: rec.tx_hash, nonce: rec.nonce }, 'held transaction approved, signed and recorded');
+    await this.broadcast(prepared.client, rec, raw!, log);
     return rec;
   }
 
@@ -169,7 +202,7 @@ export class TransactionService {
    * `recentFeeMarket`), the wallet's tokens and its key. Errors are reported in the order the
    * reads used to run one after the other: contract check, node, balance, estimate, fees.
    */
-  private async prepare(wallet: WalletView, input: TransferInput): Promise<Prepared> {
+  private async prepare(wallet: WalletView, input: TransferInput, approving?: number): Promise<Prepared> {
     const { db } = this.ctx.store;
     const { token, amount } = input;
     const isNative = token.is_native === 1;
@@ -185,7 +218,7 @@ export class TransactionService {
     const [code, snapshot, early, estimate, quote, tokens, key] = await Promise.allSettled([
       input.data !== undefined ? requireContract(client, input.to) : Promise.resolve(),
       snapRead,
-      snapRead.then((s) => repo.reservations(db, wallet.id, s.minedNonce)),
+      snapRead.then((s) => repo.reservations(db, wallet.id, s.minedNonce, approving)),
       estimateGas(client, { from, ...call }),
       quoteFor(client, input.fees),
       ...ownReads,
@@ -211,31 +244,26 @@ export class TransactionService {
    * Step 3: reserve, take the nonce, sign and record, under the wallet's lock. The first send
    * is counted here (`broadcast_attempts` 1, committed with the row), not in a commit of its own
    * before sending: from its commit on, the row counts as possibly sent, so a crash before the
-   * send can only make a later refusal non-final (the safe side), never the reverse.
+   * send can only make a later refusal non-final (the safe side), never the reverse. A transfer
+   * the policy holds is recorded awaiting approval instead (reserved; no nonce, nothing signed:
+   * `raw` undefined). With `approving`, the held row of that id is signed and recorded pending.
    */
-  private async record(wallet: WalletView, p: Prepared, opts: CreateOptions): Promise<{ rec: TxRecord; raw: Hex }> {
+  private async record(wallet: WalletView, p: Prepared, opts: CreateOptions & { approving?: number }): Promise<{ rec: TxRecord; raw?: Hex }> {
     const now = this.ctx.clock.nowMs();
     let raw: Hex | undefined;
     const rec = await this.ctx.store.db.transaction().execute(async (trx) => {
       const locked = await repo.lockWalletForCreate(trx, wallet.id);
       if (!locked) throw Errors.internal(new Error(`wallet ${wallet.id} missing`));
-      // Under the lock: every earlier create's row is in the daily sum (policies.check.ts).
-      if (!opts.exemptFromPolicy) await enforcePolicy(trx, { walletId: wallet.id, tokenId: p.input.token.id, amount: p.input.amount, to: p.input.to }, now);
-      const state = await repo.outgoingState(trx, wallet.id, p.snap.minedNonce);
+      const hold = await this.policyDecision(trx, wallet, p, opts, now);
+      const state = await repo.outgoingState(trx, wallet.id, p.snap.minedNonce, opts.approving);
       if (!p.enough(state.reservations, p.fee)) throw Errors.insufficientBalance();
+      if (hold) return this.approvals.hold(trx, wallet, p.input, heldFields(wallet, p), now, opts.inTransaction);
       // Under the lock, so concurrent creates cannot exceed it. The gap filler is exempt: it unsticks the others.
       if (opts.requireNonce === undefined && state.pendingCount >= this.ctx.config.maxPendingPerWallet) throw Errors.tooManyPending();
       const nonce = takeNonce(locked.nextNonce, p.snap.pendingNonce, new Set(state.pendingNonces), opts.requireNonce);
-      raw = await p.signer.signTransaction({
-        chainId: p.chainId,
-        nonce,
-        gas: p.gas,
-        ...feeFields(p.fees),
-        to: p.call.to,
-        value: p.call.value,
-        data: p.call.data,
-      });
-      const created = await insertTransfer(trx, wallet, p, nonce, raw, now);
+      raw = await p.signer.signTransaction({ chainId: p.chainId, nonce, gas: p.gas, ...feeFields(p.fees), to: p.call.to, value: p.call.value, data: p.call.data });
+      const created =
+        opts.approving === undefined ? await insertTransfer(trx, wallet, p, nonce, raw, now) : await this.approvals.signed(trx, wallet, opts.approving, signedFields(p, nonce, raw), now);
       await recordEvent(trx, {
         userId: wallet.user_id,
         walletId: wallet.id,
@@ -246,7 +274,22 @@ export class TransactionService {
       await opts.inTransaction?.(trx, created);
       return created;
     });
-    return { rec, raw: raw! };
+    return { rec, raw };
+  }
+
+  /**
+   * Under the wallet's lock: true when the policy holds the transfer for approval; throws its
+   * 400 when it refuses it. An approval checks that the row still awaits one (the policy was
+   * applied at its create); the service's own movements are not policed.
+   */
+  private async policyDecision(trx: Executor, wallet: WalletView, p: Prepared, opts: CreateOptions & { approving?: number }, nowMs: number): Promise<boolean> {
+    if (opts.approving !== undefined) {
+      await this.approvals.requireAwaiting(trx, opts.approving);
+      return false;
+    }
+    if (opts.exemptFromPolicy) return false;
+    const decision = await enforcePolicy(trx, { walletId: wallet.id, tokenId: p.input.token.id, amount: p.input.amount, to: p.input.to }, nowMs);
+    return decision === 'hold';
   }
 
   /** Step 4, after the commit: a definitive rejection fails the row and answers 400. */
@@ -432,45 +475,57 @@ class BroadcastMarks {
   }
 }
 
+/** The row of a new outgoing transfer, but what signing gives it (status, nonce, hash, signed bytes). */
+function heldFields(wallet: WalletView, p: Prepared): Omit<repo.NewTx, 'status' | 'nonce' | 'raw_tx' | 'tx_hash'> {
+  const { token, amount, to } = p.input;
+  return {
+    wallet_id: wallet.id,
+    token_id: token.id,
+    symbol: token.symbol,
+    type: p.input.data === undefined ? 'transfer' : 'contract',
+    amount,
+    fee_reserved: p.fee,
+    from_address: p.from,
+    to_address: to,
+    log_index: -1,
+    block_number: null,
+    block_hash: null,
+    block_timestamp: null,
+    gas: p.gas,
+    gas_price: p.fees.maxFeePerGas,
+    tx_kind: p.fees.kind,
+    max_fee_per_gas: p.fees.kind === 'eip1559' ? p.fees.maxFeePerGas : null,
+    max_priority_fee_per_gas: p.fees.kind === 'eip1559' ? p.fees.maxPriorityFeePerGas : null,
+    data: p.input.data ?? null,
+    l1_fee: p.l1Fee,
+    gas_used: null,
+    cumulative_gas_used: null,
+    receipt_status: null,
+    confirmed_at: null,
+  };
+}
+
+/** What an approval writes on the held row: the version signed now. */
+function signedFields(p: Prepared, nonce: number, raw: Hex): SignedApproval {
+  return {
+    nonce,
+    txHash: keccak256(raw),
+    raw,
+    gas: p.gas,
+    gasPrice: p.fees.maxFeePerGas,
+    txKind: p.fees.kind,
+    maxFeePerGas: p.fees.kind === 'eip1559' ? p.fees.maxFeePerGas : null,
+    maxPriorityFeePerGas: p.fees.kind === 'eip1559' ? p.fees.maxPriorityFeePerGas : null,
+    l1Fee: p.l1Fee,
+    feeReserved: p.fee,
+  };
+}
+
 /** Inserts the signed transfer as pending, moves next_nonce past it, and returns the row. */
 async function insertTransfer(trx: Executor, wallet: WalletView, p: Prepared, nonce: number, raw: Hex, nowMs: number): Promise<TxRecord> {
-  const { token, amount, to } = p.input;
-  return repo.insertSentTransfer(
-    trx,
-    {
-      wallet_id: wallet.id,
-      token_id: token.id,
-      symbol: token.symbol,
-      type: p.input.data === undefined ? 'transfer' : 'contract',
-      status: 'pending',
-      amount,
-      fee_reserved: p.fee,
-      from_address: p.from,
-      to_address: to,
-      tx_hash: keccak256(raw),
-      log_index: -1,
-      block_number: null,
-      block_hash: null,
-      block_timestamp: null,
-      nonce,
-      gas: p.gas,
-      gas_price: p.fees.maxFeePerGas,
-      tx_kind: p.fees.kind,
-      max_fee_per_gas: p.fees.kind === 'eip1559' ? p.fees.maxFeePerGas : null,
-      max_priority_fee_per_gas: p.fees.kind === 'eip1559' ? p.fees.maxPriorityFeePerGas : null,
-      data: p.input.data ?? null,
-      l1_fee: p.l1Fee,
-      gas_used: null,
-      cumulative_gas_used: null,
-      receipt_status: null,
-      raw_tx: raw,
-      confirmed_at: null,
-      // The create sends it right after the commit: its first send is counted with the row.
-      broadcast_attempts: 1,
-    },
-    nonce + 1,
-    nowMs,
-  );
+  // The create sends it right after the commit: its first send is counted with the row.
+  const row = { ...heldFields(wallet, p), status: 'pending' as const, nonce, raw_tx: raw, tx_hash: keccak256(raw), broadcast_attempts: 1 };
+  return repo.insertSentTransfer(trx, row, nonce + 1, nowMs);
 }
 
 /** 422 on `address` when it holds no code (a contract call needs a contract). */

@@ -20,7 +20,12 @@ import { lockEventsOf, recordEvent } from '../events/outbox.js';
 import { lockWallet, lockWalletOfUser } from '../wallets/wallets.repository.js';
 import * as repo from './transactions.repository.js';
 import type { FailureReason, TxRecord } from './transactions.repository.js';
-import { transactionEventPayload } from './transactions.views.js';
+import { transactionEventPayload, type TxEventName } from './transactions.views.js';
+
+/** Writes a transaction.* event of this row in the caller's database transaction (the outbox). */
+export async function announce(trx: Executor, rec: TxRecord, name: TxEventName, nowMs: number): Promise<void> {
+  await recordEvent(trx, { userId: rec.user_id, walletId: rec.wallet_id, name, payload: transactionEventPayload(rec, name, nowMs), nowMs });
+}
 
 /** Locks several wallets in ascending id order (one global order: no deadlock between lockers). */
 export async function lockWallets(trx: Executor, walletIds: Iterable<number>): Promise<void> {
@@ -66,13 +71,7 @@ export async function failUnmined(
     if (healed !== nextNonce) await repo.setNextNonce(trx, before.wallet_id, healed);
   }
   const after = (await repo.findRecord(trx, txId))!;
-  await recordEvent(trx, {
-    userId: after.user_id,
-    walletId: after.wallet_id,
-    name: 'transaction.failed',
-    payload: transactionEventPayload(after, 'transaction.failed', opts.nowMs),
-    nowMs: opts.nowMs,
-  });
+  await announce(trx, after, 'transaction.failed', opts.nowMs);
   return after;
 }
 
@@ -104,13 +103,7 @@ export async function recordReceipt(trx: Executor, row: repo.NewTx, nowMs: numbe
   if (id === null) return null;
   const rec = (await repo.findRecord(trx, id))!;
   if (rec.status === 'confirmed') {
-    await recordEvent(trx, {
-      userId: rec.user_id,
-      walletId: rec.wallet_id,
-      name: 'transaction.confirmed',
-      payload: transactionEventPayload(rec, 'transaction.confirmed', nowMs),
-      nowMs,
-    });
+    await announce(trx, rec, 'transaction.confirmed', nowMs);
   }
   return rec;
 }
@@ -168,12 +161,6 @@ export async function dropReceipt(trx: Executor, txId: number, reason: string, n
   await lockWallet(trx, before.wallet_id);
   if (!(await repo.markFailed(trx, txId, reason, 'dropped', nowMs))) return null;
   const after = (await repo.findRecord(trx, txId))!;
-  await recordEvent(trx, {
-    userId: after.user_id,
-    walletId: after.wallet_id,
-    name: 'transaction.failed',
-    payload: transactionEventPayload(after, 'transaction.failed', nowMs),
-    nowMs,
-  });
+  await announce(trx, after, 'transaction.failed', nowMs);
   return after;
 }

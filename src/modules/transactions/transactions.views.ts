@@ -117,10 +117,11 @@ export function createdView(t: TxRecord) {
   };
 }
 
-export type TxEventName = 'transaction.created' | 'transaction.confirmed' | 'transaction.failed' | 'transaction.reorged';
+export type TxEventName = 'transaction.created' | 'transaction.confirmed' | 'transaction.failed' | 'transaction.reorged' | 'transaction.approval_required';
 
 const EVENT_TIME_FIELD: Record<TxEventName, string> = {
   'transaction.created': 'created_at',
+  'transaction.approval_required': 'created_at',
   'transaction.confirmed': 'confirmed_at',
   'transaction.failed': 'failed_at',
   'transaction.reorged': 'reorged_at',

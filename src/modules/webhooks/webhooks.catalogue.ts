@@ -135,6 +135,11 @@ const CATALOGUE: Record<EventName, Omit<EventInfo, 'event_name'>> = {
       'A reorg removed the block of a confirmed transaction (outgoing or received): it is pending again, `block_number` the removed block. Mined again, it is confirmed again (transaction.confirmed); a received one whose sender’s nonce another transaction took is failed (dropped).',
     payload: { ...TX, block_number: 19436602, status: 'pending', type: 'transfer', reorged_at: '2025-03-14 10:03:33' },
   },
+  'transaction.approval_required': {
+    description:
+      'An outgoing transaction is over the wallet policy’s `approval_above`: recorded `awaiting_approval`, nothing signed or sent (`tx_hash` and `nonce` null), its amount and maximum fee reserved. A person approves it (then `transaction.created` when it is signed and sent) or rejects it; undecided within APPROVAL_TTL_S it fails (`approval_expired`, transaction.failed).',
+    payload: { ...TX, tx_hash: null, block_number: null, status: 'awaiting_approval', type: 'transfer', created_at: '2025-03-14 10:02:45' },
+  },
   'balance.updated': {
     description:
       'The wallet’s balance of a token changed (after a confirmed transaction or a detected transfer). `block_number` is the block `new_balance` was read at; for one wallet and token it never goes down from one event to the next.',
