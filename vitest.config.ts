@@ -10,6 +10,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const ONCE = [
   'src/**/*.test.ts',
   'test/checkout/checkout-browser.test.ts',
+  'test/refunds/refund-browser.test.ts',
   'test/ops/docs-browser.test.ts',
   'test/ops/openapi.test.ts',
   'test/checkout/links.test.ts',

@@ -80,6 +80,8 @@ export interface Config {
   readonly chargeWatchAfterS: number;
   /** How long a transfer held by the policy's `approval_above` waits for a decision before it fails (`approval_expired`), seconds. */
   readonly approvalTtlS: number;
+  /** REFUND_CLAIM_TTL_S: how long a refund claim's link can be used (CONTRACT.md, "Refunds"). */
+  readonly refundClaimTtlS: number;
   readonly workers: boolean;
   readonly bootstrap: { readonly email: string; readonly password: string } | null;
   readonly shutdownTimeoutMs: number;
@@ -294,6 +296,7 @@ export function loadConfig(env: Env = process.env): Config {
     chargesPollMs: int(env, 'CHARGES_POLL_MS', 1000, 10, 600_000),
     chargeWatchAfterS: int(env, 'CHARGE_WATCH_AFTER_S', 86_400, 0, 31_536_000),
     approvalTtlS: int(env, 'APPROVAL_TTL_S', 86_400, 1, 31_536_000),
+    refundClaimTtlS: int(env, 'REFUND_CLAIM_TTL_S', 604_800, 1, 31_536_000),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
     workers: bool(env, 'WORKERS', true),
     bootstrap: bootstrapEmail !== null && bootstrapPassword !== null ? { email: bootstrapEmail, password: bootstrapPassword } : null,

@@ -55,6 +55,7 @@ export const Errors = {
   chargeNotFound: () => new AppError(404, 'CHARGE_NOT_FOUND', 'Charge not found'),
   eventNotFound: () => new AppError(404, 'EVENT_NOT_FOUND', 'Event not found'),
   keyNotFound: () => new AppError(404, 'KEY_NOT_FOUND', 'Key not found'),
+  refundNotFound: () => new AppError(404, 'REFUND_NOT_FOUND', 'Refund not found'),
   allowlistEntryNotFound: () => new AppError(404, 'ALLOWLIST_ENTRY_NOT_FOUND', 'Allowlist entry not found'),
   networkNotFound: () => new AppError(404, 'NETWORK_NOT_FOUND', 'Network not found'),
   routeNotFound: () => new AppError(404, 'ROUTE_NOT_FOUND', 'Route not found'),
@@ -81,6 +82,11 @@ export const Errors = {
   cannotReplace: () => new AppError(400, 'CANNOT_REPLACE', 'Transaction cannot be replaced'),
   /** Approve or reject of a transaction that is not (or no longer) `awaiting_approval`. */
   notAwaitingApproval: () => new AppError(400, 'NOT_AWAITING_APPROVAL', 'Transaction is not awaiting approval'),
+  /** Refunds (CONTRACT.md, "Refunds"): the bound, a charge with no payment, a claim used or over. */
+  refundExceeds: () => new AppError(400, 'REFUND_EXCEEDS', 'Refund exceeds the amount received'),
+  nothingToRefund: () => new AppError(400, 'NOTHING_TO_REFUND', 'Nothing to refund'),
+  refundClaimed: () => new AppError(400, 'REFUND_CLAIMED', 'Refund already claimed'),
+  refundExpired: () => new AppError(400, 'REFUND_EXPIRED', 'Refund claim expired'),
   idempotencyMismatch: () =>
     validationError({ 'Idempotency-Key': ['Idempotency-Key already used with a different request.'] }),
   idempotencyInProgress: () =>

@@ -18,6 +18,7 @@ import * as m016 from './migrations/016_internal_payments.js';
 import * as m017 from './migrations/017_network_presets.js';
 import * as m018 from './migrations/018_spending_policies.js';
 import * as m019 from './migrations/019_approvals.js';
+import * as m020 from './migrations/020_refunds.js';
 
 /** Migrates to the latest schema, or up to `target` (a migration's name; tests of a migration start before it). */
 export async function migrateToLatest(store: Store, target?: string): Promise<MigrationResultSet> {
@@ -40,6 +41,7 @@ export async function migrateToLatest(store: Store, target?: string): Promise<Mi
     '017_network_presets': { up: (db) => m017.up(db, d) },
     '018_spending_policies': { up: (db) => m018.up(db, d) },
     '019_approvals': { up: (db) => m019.up(db, d) },
+    '020_refunds': { up: (db) => m020.up(db, d) },
   };
   const migrator = new Migrator({
     db: store.db,

@@ -172,6 +172,8 @@ export interface TransactionsTable {
   failure_reason: string | null;
   /** The create's fee choice while the row awaits approval (JSON), else null (migration 019). */
   requested_fees: string | null;
+  /** The refund this transfer pays (unique), else null (migration 020). */
+  refund_id: number | null;
   /** Sends attempted: a refusal ends the row at once only on the first (migration 006). */
   broadcast_attempts: Generated<number>;
   /** When the watcher next checks the unmined row with the node; null: at once (migration 006). */
@@ -425,6 +427,23 @@ export interface AllowlistEntriesTable {
   created_at: number;
 }
 
+export interface RefundsTable {
+  id: Generated<number>;
+  uuid: string;
+  charge_id: number;
+  wallet_id: number;
+  /** The charge's token; `amount` in its base units. */
+  token_id: number;
+  amount: Amount;
+  /** Where it is sent: given at create, or by the payer's claim; null while claimable. */
+  address: string | null;
+  reason: string | null;
+  /** A claim's end (null for a refund created with an address). */
+  claim_expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   access_tokens: AccessTokensTable;
@@ -454,6 +473,7 @@ export interface Database {
   spending_policies: SpendingPoliciesTable;
   spending_limits: SpendingLimitsTable;
   allowlist_entries: AllowlistEntriesTable;
+  refunds: RefundsTable;
 }
 
 export type NetworkRow = Selectable<NetworksTable>;

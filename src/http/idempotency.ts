@@ -1,6 +1,7 @@
 /**
  * `Idempotency-Key` for every authenticated `POST .../create` route (attached by an onRoute
- * hook, so a new create route gets it without doing anything).
+ * hook, so a new create route gets it without doing anything), and for a POST that declares
+ * `config.idempotency: true` (a charge's refund).
  *
  * - The key is per user, kept 24 hours. The request it belongs to is identified by a SHA-256
  *   of method, path and the body in canonical JSON (keys sorted), so key order and whitespace
@@ -160,8 +161,8 @@ export function installIdempotency(app: App, ctx: AppContext): void {
 
   app.addHook('onRoute', (route: RouteOptions) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (!methods.some((m) => m.toUpperCase() === 'POST') || !/\/create\/?$/.test(route.url)) return;
-    if (route.config?.idempotency === false) return;
+    if (!methods.some((m) => m.toUpperCase() === 'POST') || route.config?.idempotency === false) return;
+    if (!/\/create\/?$/.test(route.url) && route.config?.idempotency !== true) return;
     route.preHandler = [...asList(route.preHandler), claim];
     route.onSend = [...asList(route.onSend), store];
   });

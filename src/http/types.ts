@@ -20,7 +20,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** What an API key needs to call this route (src/modules/keys/keys.scopes.ts). */
     scope?: RouteScope;
-    /** false: the route takes no Idempotency-Key (its response must not be stored). */
+    /** false: the route takes no Idempotency-Key (its response must not be stored); true: a POST that is not `.../create` takes one. */
     idempotency?: boolean;
     /** The answer carries a secret or a credential: `Cache-Control: no-store` (CONTRACT.md, "Hardening"). */
     noStore?: boolean;

@@ -13,6 +13,8 @@ import { KeyService } from './keys/keys.service.js';
 import { ChargeService } from './charges/charges.service.js';
 import { reconciliationRoutes } from './reconciliation/reconciliation.routes.js';
 import { ReconciliationService } from './reconciliation/reconciliation.service.js';
+import { refundRoutes } from './refunds/refunds.routes.js';
+import { RefundService } from './refunds/refunds.service.js';
 import { policyRoutes } from './policies/policies.routes.js';
 import { PolicyService } from './policies/policies.service.js';
 import { networkRoutes } from './networks/networks.routes.js';
@@ -42,6 +44,7 @@ export interface Services {
   events: EventsService;
   reconciliation: ReconciliationService;
   policies: PolicyService;
+  refunds: RefundService;
 }
 
 export async function registerModules(app: App, ctx: AppContext, auth: AuthService): Promise<Services> {
@@ -59,6 +62,8 @@ export async function registerModules(app: App, ctx: AppContext, auth: AuthServi
   await transactionRoutes(app, transactions);
   const charges = new ChargeService(ctx, wallets, transactions);
   await chargeRoutes(app, charges, ctx.config.publicUrl);
+  const refunds = new RefundService(ctx, transactions);
+  await refundRoutes(app, refunds, charges, ctx.config.publicUrl);
   const keys = new KeyService(ctx);
   await keyRoutes(app, keys);
   const events = new EventsService(ctx);
@@ -67,5 +72,5 @@ export async function registerModules(app: App, ctx: AppContext, auth: AuthServi
   await reconciliationRoutes(app, reconciliation);
   const policies = new PolicyService(ctx);
   await policyRoutes(app, policies);
-  return { auth, wallets, balances, supervisor, webhooks, transactions, charges, keys, events, reconciliation, policies };
+  return { auth, wallets, balances, supervisor, webhooks, transactions, charges, keys, events, reconciliation, policies, refunds };
 }

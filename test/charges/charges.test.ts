@@ -45,7 +45,7 @@ describe('charges', () => {
     expect(res.status).toBe(200);
     const c = res.body.data;
     expect(Object.keys(c).sort()).toEqual(
-      ['address', 'amount', 'content', 'created_at', 'expires', 'expires_at', 'hosted_url', 'id', 'info', 'mode', 'paid_amount', 'paid_at', 'payment_uri', 'payments', 'status', 'sub_wallet_id', 'sweeps', 'token', 'token_id', 'updated_at', 'uuid', 'wallet_id'].sort(),
+      ['address', 'amount', 'content', 'created_at', 'expires', 'expires_at', 'hosted_url', 'id', 'info', 'mode', 'paid_amount', 'paid_at', 'payment_uri', 'payments', 'refunds', 'status', 'sub_wallet_id', 'sweeps', 'token', 'token_id', 'updated_at', 'uuid', 'wallet_id'].sort(),
     );
     expect(c).toMatchObject({
       wallet_id: wallet.id,

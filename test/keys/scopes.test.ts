@@ -19,6 +19,9 @@ const PUBLIC = [
   ...['/api/openapi.json', '/api/docs', '/api/docs/static/index.html', '/api/docs/static/swagger-initializer.js', '/api/docs/json', '/api/docs/yaml', '/api/docs/static/*', '/metrics'].flatMap((u) => [`GET ${u}`, `HEAD ${u}`]),
   // The payer's side of a charge: the checkout page and its JSON.
   ...['/api/pay/:uuid', '/pay/:uuid'].flatMap((u) => [`GET ${u}`, `HEAD ${u}`]),
+  // The payer's side of a refund claim: its page, its JSON and the claim itself.
+  ...['/api/refund/:uuid', '/refund/:uuid'].flatMap((u) => [`GET ${u}`, `HEAD ${u}`]),
+  'POST /api/refund/:uuid',
 ].sort();
 /** Wallet routes for a login token only (CONTRACT: an API key gets 403 `Insufficient scope`). */
 const LOGIN_ONLY = new Set([

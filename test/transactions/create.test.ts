@@ -30,6 +30,7 @@ const LIST_KEYS = [
   'id',
   'nonce',
   'receipt_status',
+  'refund_id',
   'replaced_hashes',
   'status',
   'stuck',

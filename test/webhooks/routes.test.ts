@@ -12,7 +12,7 @@ const AMOUNT = /^-?\d+\.\d{18}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
-type Kind = 'int' | 'amount' | 'string' | 'datetime' | 'uuid' | 'address' | 'hash' | 'bool' | 'int|null' | 'payment' | 'null';
+type Kind = 'int' | 'amount' | 'string' | 'datetime' | 'uuid' | 'address' | 'hash' | 'bool' | 'int|null' | 'payment' | 'refund' | 'null';
 const CHARGE: Record<string, Kind> = {
   charge_id: 'int',
   wallet_id: 'int',
@@ -62,6 +62,7 @@ const SHAPES: Record<string, Record<string, Kind>> = {
   'charge.failed': { ...CHARGE_SETTLED, failed_at: 'datetime' },
   'charge.delayed': { ...CHARGE_SETTLED, payment: 'payment' },
   'charge.reopened': { ...CHARGE_SETTLED, reopened_at: 'datetime' },
+  'charge.refunded': { ...CHARGE_SETTLED, refund: 'refund', refunded_at: 'datetime' },
   'transaction.created': { ...TX_BASE, block_number: 'int|null', type: 'string', created_at: 'datetime' },
   'transaction.confirmed': TX_CONFIRMED,
   'transaction.failed': { ...TX_BASE, block_number: 'int|null', type: 'string', failed_at: 'datetime' },
@@ -107,6 +108,12 @@ function checkKind(v: unknown, k: Kind): boolean {
       const p = v as Record<string, unknown>;
       const fields: Record<string, Kind> = { tx_hash: 'hash', from: 'address', amount: 'amount', block_number: 'int', block_timestamp: 'datetime', late: 'bool', internal: 'bool' };
       return Object.keys(p).sort().join() === Object.keys(fields).sort().join() && Object.entries(fields).every(([f, k]) => checkKind(p[f], k));
+    }
+    case 'refund': {
+      // CONTRACT "Refunds": the charge's `refunds` entry (a confirmed one, sent with an address).
+      const r = v as Record<string, unknown>;
+      const fields: Record<string, Kind> = { id: 'int', uuid: 'uuid', amount: 'amount', address: 'address', status: 'string', transaction_id: 'int', tx_hash: 'hash', reason: 'string', claim_url: 'null', expires_at: 'null', created_at: 'datetime' };
+      return Object.keys(r).sort().join() === Object.keys(fields).sort().join() && Object.entries(fields).every(([f, k]) => checkKind(r[f], k)) && r.status === 'confirmed';
     }
     case 'string':
       return typeof v === 'string' && v !== '';
@@ -179,7 +186,8 @@ describe('webhook routes', () => {
         }
         if (type === 'charge') {
           expect(data.payload.expires).toBe(300);
-          const settled = name === 'charge.delayed' ? 'expired' : name.split('.')[1]; // delayed: a late payment to a settled charge
+          // delayed: a late payment to a settled charge; refunded: a refund of a paid one
+          const settled = name === 'charge.delayed' ? 'expired' : name === 'charge.refunded' ? 'paid' : name.split('.')[1];
           expect(data.payload.status).toBe(name === 'charge.created' || name === 'charge.reopened' ? 'pending' : settled);
         }
       }

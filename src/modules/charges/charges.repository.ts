@@ -2,6 +2,7 @@
 import type { Executor } from '../../db/index.js';
 import type { SecretPlace } from '../../lib/crypto.js';
 import type { PaymentRow } from './charges.payments.repository.js';
+import type { RefundRow } from '../refunds/refunds.repository.js';
 import type { SweepRow } from './charges.sweeps.repository.js';
 
 export interface ChargeRow {
@@ -27,6 +28,9 @@ export interface ChargeRow {
   /** Attached by the service: the confirmed payments and the sweeps (charges.service.ts `withActivity`). */
   payments?: PaymentRow[];
   sweeps?: SweepRow[];
+  /** Attached with them: the refunds, and the time they were read (a claim's status depends on it). */
+  refunds?: RefundRow[];
+  viewed_at?: number;
   /** Joined: the deposit address and the token. */
   address: string;
   symbol: string;

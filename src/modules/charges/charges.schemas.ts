@@ -6,6 +6,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { WalletTokenRow } from '../../db/types.js';
 import { validationError, type FieldErrors } from '../../errors.js';
 import { checkAmountAndToken, orderErrors } from '../tokens/amount-field.js';
+import { RefundSchema } from '../refunds/refunds.schemas.js';
 
 const CHARGE_EXPIRES_DEFAULT_S = 300;
 const CHARGE_EXPIRES_MIN_S = 60;
@@ -55,6 +56,7 @@ export const ChargeSchema = Type.Object({
   updated_at: Type.String(),
   payments: Type.Array(PaymentSchema, { description: 'Confirmed transfers to the deposit address; `late` for those after settlement (not counted)' }),
   sweeps: Type.Array(SweepSchema, { description: 'Transfers of what the deposit address received to the wallet’s main address' }),
+  refunds: Type.Array(RefundSchema, { description: 'Refunds of the charge, oldest first (POST .../charge/{charge}/refund)' }),
   hosted_url: Type.String({ description: 'The public checkout page: PUBLIC_URL + /pay/{uuid}', examples: ['https://pay.example.com/pay/6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10'] }),
   payment_uri: Type.String({ description: 'EIP-681 payment request: ethereum:{address}@{chain_id}?value={wei}, or ethereum:{contract}@{chain_id}/transfer?address={address}&uint256={units} for an ERC-20' }),
 });

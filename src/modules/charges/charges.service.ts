@@ -4,7 +4,7 @@
  *
  * The charge worker's tick (`tick`) runs settlement (charges.settlement.ts: from the payments the
  * chain follower recorded, charges.chain-sync.ts) and then sweeping (charges.sweeps.ts). Reads
- * attach the charge's confirmed payments and its sweeps (`withActivity`). docs/charges.md has
+ * attach the charge's confirmed payments, its sweeps and its refunds (`withActivity`). docs/charges.md has
  * the rules and the reasons.
  */
 import { randomUUID } from 'node:crypto';
@@ -21,6 +21,7 @@ import * as repo from './charges.repository.js';
 import type { ChargeRow } from './charges.repository.js';
 import { listPayments } from './charges.payments.repository.js';
 import { listSweeps } from './charges.sweeps.repository.js';
+import { listRefunds } from '../refunds/refunds.repository.js';
 import type { ChargeInput } from './charges.schemas.js';
 import { ChargeSettlement, type ConfirmedHeights } from './charges.settlement.js';
 import { ChargeSweeper } from './charges.sweeps.js';
@@ -128,7 +129,14 @@ export class ChargeService {
   private async withActivity(rows: ChargeRow[]): Promise<ChargeRow[]> {
     const db = this.ctx.store.db;
     const ids = rows.map((c) => c.id);
-    const [payments, sweeps] = await Promise.all([listPayments(db, ids, { confirmedOnly: true }), listSweeps(db, ids)]);
-    return rows.map((c) => ({ ...c, payments: payments.filter((p) => p.charge_id === c.id), sweeps: sweeps.filter((w) => w.charge_id === c.id) }));
+    const [payments, sweeps, refunds] = await Promise.all([listPayments(db, ids, { confirmedOnly: true }), listSweeps(db, ids), listRefunds(db, ids)]);
+    const viewedAt = this.ctx.clock.nowMs();
+    return rows.map((c) => ({
+      ...c,
+      payments: payments.filter((p) => p.charge_id === c.id),
+      sweeps: sweeps.filter((w) => w.charge_id === c.id),
+      refunds: refunds.filter((r) => r.charge_id === c.id),
+      viewed_at: viewedAt,
+    }));
   }
 }

@@ -6,6 +6,7 @@ import type { ChargeRow } from './charges.repository.js';
 import type { PaymentRow } from './charges.payments.repository.js';
 import type { SweepRow } from './charges.sweeps.repository.js';
 import { isLate } from './charges.decide.js';
+import { refundView } from '../refunds/refunds.views.js';
 
 function parseObject(text: string | null): Record<string, unknown> | null {
   return text === null ? null : (JSON.parse(text) as Record<string, unknown>);
@@ -34,6 +35,7 @@ export function chargeView(c: ChargeRow, publicUrl: string) {
     updated_at: formatDateTime(c.updated_at),
     payments: (c.payments ?? []).map((p) => paymentView(c, p)),
     sweeps: (c.sweeps ?? []).map(sweepView),
+    refunds: (c.refunds ?? []).map((r) => refundView(r, c.viewed_at ?? c.updated_at, publicUrl)),
     hosted_url: hostedUrl(publicUrl, c.uuid),
     payment_uri: paymentUri(c),
   };

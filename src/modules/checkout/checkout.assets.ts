@@ -222,22 +222,28 @@ export const CHECKOUT_JS = `
 })();
 `;
 
-function sha256(text: string): string {
+/** The CSP source of an inline block: its SHA-256, base64. */
+export function inlineHash(text: string): string {
   return `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
 }
 
 /**
- * The page's policy: only this origin, the two inline blocks by hash, the QR code as a
- * data: image, polling to this origin only; no frames, forms, plugins or <base>.
+ * A payer's page's policy: only this origin, its inline blocks by hash, images from this origin
+ * or data: (the QR code), requests to this origin only; no frames, forms, plugins or <base>.
  */
-export const CHECKOUT_CSP = [
-  "default-src 'self'",
-  `script-src ${sha256(CHECKOUT_JS)}`,
-  `style-src ${sha256(CHECKOUT_CSS)}`,
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-  "object-src 'none'",
-].join('; ');
+export function pagePolicy(blocks: { scripts: string[]; styles: string[] }): string {
+  return [
+    "default-src 'self'",
+    `script-src ${blocks.scripts.map(inlineHash).join(' ')}`,
+    `style-src ${blocks.styles.map(inlineHash).join(' ')}`,
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+    "object-src 'none'",
+  ].join('; ');
+}
+
+/** The checkout page's policy: its one script and its one stylesheet. */
+export const CHECKOUT_CSP = pagePolicy({ scripts: [CHECKOUT_JS], styles: [CHECKOUT_CSS] });

@@ -56,7 +56,7 @@ export function stateTexts(c: CheckoutRow) {
   };
 }
 
-const ICONS = {
+export const ICONS = {
   mark: '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2.2" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="M12 2 4 12l8 10 8-10z"/><path d="M4 12h16"/></svg>',
   copy: '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><rect x="9" y="9" width="12" height="12" rx="2"/><path d="M5 15H4a1 1 0 0 1-1-1V4a1 1 0 0 1 1-1h10a1 1 0 0 1 1 1v1"/></svg>',
   wallet: '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="M20 7H5a2 2 0 0 1 0-4h13v4"/><path d="M3 5v14a2 2 0 0 0 2 2h15V7"/><circle cx="16" cy="14" r="1.5"/></svg>',
@@ -66,7 +66,8 @@ const ICONS = {
   external: '<svg viewBox="0 0 24 24" width="16" height="16" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="M14 4h6v6"/><path d="M20 4 10 14"/><path d="M19 14v5a1 1 0 0 1-1 1H5a1 1 0 0 1-1-1V6a1 1 0 0 1 1-1h5"/></svg>',
 };
 
-function document(title: string, body: string): string {
+/** A page of the payer's side: the checkout stylesheet, and `extraStyle` after it (the refund page's). */
+export function document(title: string, body: string, extraStyle?: string): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -76,7 +77,7 @@ function document(title: string, body: string): string {
 <meta name="referrer" content="no-referrer">
 <title>${escapeHtml(title)}</title>
 <link rel="icon" href="data:,">
-<style>${CHECKOUT_CSS}</style>
+<style>${CHECKOUT_CSS}</style>${extraStyle === undefined ? '' : `\n<style>${extraStyle}</style>`}
 </head>
 <body>
 ${body}

@@ -14,7 +14,7 @@ import { PayParams, PublicChargeSchema } from './checkout.schemas.js';
 import type { CheckoutService } from './checkout.service.js';
 import { checkoutPageView, publicChargeView } from './checkout.views.js';
 
-const PAGE_HEADERS = {
+export const CHECKOUT_PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
   'content-security-policy': CHECKOUT_CSP,
   'cache-control': 'no-store',
@@ -46,7 +46,7 @@ export async function checkoutRoutes(app: App, checkout: CheckoutService): Promi
 
   app.get('/pay/:uuid', { schema: { hide: true } }, async (req, reply) => {
     const charge = await checkout.find((req.params as { uuid: string }).uuid);
-    reply.headers(PAGE_HEADERS);
+    reply.headers(CHECKOUT_PAGE_HEADERS);
     if (!charge) return reply.code(404).send(notFoundPage());
     return reply.send(await checkoutPageView(charge, { nowMs: checkout.nowMs(), txHashes: await checkout.paymentHashes(charge) }));
   });

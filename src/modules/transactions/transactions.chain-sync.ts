@@ -36,6 +36,7 @@ import { receiptFee } from '../../chain/receipt-fee.js';
 import { findBlockHash, type ChainCursor } from '../networks/networks.repository.js';
 import * as repo from './transactions.repository.js';
 import type { QueuedTransfer, TxRecord, WatchedToken, WatchedWallet } from './transactions.repository.js';
+import { announceRefunded } from '../refunds/refunds.events.js';
 import { dropReceipt, failUnmined, lockWallets, lockWalletsAndEvents, recordReceipt, settleMined } from './transactions.state.js';
 
 /** Rows settled, and unmined transfers checked, per tick (at most RECHECK_PER_WALLET of one wallet). */
@@ -305,6 +306,7 @@ export async function settleConfirmed(s: SyncScope, cursorBlock: number, confirm
     const out = [];
     for (const rec of ready) {
       const after = await settleMined(trx, rec, now);
+      if (after?.status === 'confirmed' && after.refund_id !== null) await announceRefunded(trx, after.refund_id, after.user_id, now, s.ctx.config.publicUrl);
       if (after) out.push(after);
     }
     return out;

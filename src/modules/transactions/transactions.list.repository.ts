@@ -46,6 +46,7 @@ export interface ListRow {
   stuck_at: number | null;
   symbol: string;
   decimals: number;
+  refund_id: number | null;
 }
 
 export interface ListPage {
@@ -80,6 +81,7 @@ const LIST_COLUMNS = [
   'tx.stuck_at',
   'wt.symbol',
   'wt.decimals',
+  'tx.refund_id',
 ] as const;
 
 function listRows(db: Executor, walletId: number) {
@@ -149,6 +151,7 @@ function toListRow(a: unknown[]): ListRow {
     stuck_at: a[19] as number | null,
     symbol: a[20] as string,
     decimals: a[21] as number,
+    refund_id: a[22] === null ? null : Number(a[22]),
   };
 }
 

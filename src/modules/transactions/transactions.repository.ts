@@ -76,6 +76,8 @@ export interface TxRecord {
   broadcast_attempts: number;
   replaced_hashes: string[];
   stuck_at: number | null;
+  /** Migration 020: the refund this transfer pays, else null. */
+  refund_id: number | null;
 }
 
 const RECORD_COLUMNS = [
@@ -119,6 +121,7 @@ const RECORD_COLUMNS = [
   'tx.broadcast_attempts',
   'tx.replaced_hashes',
   'tx.stuck_at',
+  'tx.refund_id',
 ] as const;
 
 const big = (v: string | null): bigint | null => (v === null ? null : BigInt(v));
@@ -164,6 +167,7 @@ function toRecord(r: RawRecord): TxRecord {
     broadcast_kind: r.broadcast_kind as BroadcastKind,
     broadcast_attempts: Number(r.broadcast_attempts),
     replaced_hashes: r.replaced_hashes ? r.replaced_hashes.split(',') : [],
+    refund_id: r.refund_id === null ? null : Number(r.refund_id),
   };
 }
 
@@ -380,6 +384,8 @@ export interface NewTx {
   broadcast_attempts?: number;
   /** A transfer held for approval: the create's fee choice, JSON (migration 019). */
   requested_fees?: string | null;
+  /** The refund it pays (migration 020). */
+  refund_id?: number | null;
 }
 
 const str = (v: bigint | null): string | null => (v === null ? null : v.toString());
@@ -425,6 +431,7 @@ function insertValues(t: NewTx, n: { seq: RawBuilder<number>; symbolKey: string;
     l1_fee: (t.l1_fee ?? 0n).toString(),
     ...(t.broadcast_attempts === undefined ? {} : { broadcast_attempts: t.broadcast_attempts }),
     ...(t.requested_fees === undefined ? {} : { requested_fees: t.requested_fees }),
+    ...(t.refund_id === undefined ? {} : { refund_id: t.refund_id }),
   };
 }
 

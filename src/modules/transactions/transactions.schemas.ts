@@ -48,6 +48,7 @@ export const TransactionSchema = Type.Object({
   cumulative_gas_used: Nullable(Type.String()),
   receipt_status: Nullable(Type.Boolean()),
   symbol: Type.String(),
+  refund_id: Nullable(Type.Integer({ description: 'The refund this transfer pays (a charge\'s refund); null otherwise' })),
   created_at: Type.String(),
   updated_at: Type.String(),
 });
@@ -67,6 +68,7 @@ export const CreatedTransactionSchema = Type.Object({
   cumulative_gas_used: Nullable(Type.Number()),
   receipt_status: Nullable(Type.Boolean()),
   symbol: Type.String(),
+  refund_id: Nullable(Type.Integer({ description: 'The refund this transfer pays (a charge\'s refund); null otherwise' })),
   created_at: Type.String(),
   updated_at: Type.String(),
 });
@@ -144,19 +146,25 @@ export function parseCreateInput(body: Record<string, unknown>, activeTokens: Wa
   const fees = parseFeeChoice(body, errors);
   const data = isCall ? parseCallData(body, errors) : undefined;
 
+  const to = checkAddressField(body, errors);
+
+  // Field order of the request (amount, token, address, ...), as the envelope message uses the first.
+  if (Object.keys(errors).length > 0) throw validationError(orderErrors(errors, CREATE_FIELDS));
+  const input: TransferInput = { amount, token: token!, to: to! };
+  if (fees) input.fees = fees;
+  if (data) input.data = data;
+  return input;
+}
+
+/** `address`: required, an EVM address (EIP-55 checksum if mixed case), not the zero address; checksummed. */
+export function checkAddressField(body: Record<string, unknown>, errors: FieldErrors): Address | undefined {
   const address = body.address;
   if (address === undefined || address === null || (typeof address === 'string' && address.trim() === '')) {
     errors.address = ['The address field is required.'];
   } else if (typeof address !== 'string' || !isValidAddress(address) || address.toLowerCase() === zeroAddress) {
     errors.address = ['The address field must be a valid address.'];
-  }
-
-  // Field order of the request (amount, token, address, ...), as the envelope message uses the first.
-  if (Object.keys(errors).length > 0) throw validationError(orderErrors(errors, CREATE_FIELDS));
-  const input: TransferInput = { amount, token: token!, to: getAddress(address as string) };
-  if (fees) input.fees = fees;
-  if (data) input.data = data;
-  return input;
+  } else return getAddress(address);
+  return undefined;
 }
 
 const CREATE_FIELDS = ['amount', 'token', 'address', 'fee_level', 'max_fee_per_gas', 'max_priority_fee_per_gas', 'data', 'function', 'args'];

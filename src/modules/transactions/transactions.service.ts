@@ -57,6 +57,18 @@ export interface CreateOptions {
   requireNonce?: number;
   /** The service's own movement (a charge's gas top-up, a gap filler): the wallet's spending policy does not apply. */
   exemptFromPolicy?: true;
+  /**
+   * Runs first under the wallet's lock, in the recording transaction, before the policy, the
+   * balance or the nonce: what ties the new row to its cause (a refund's bound checked and its
+   * row written here, so two refunds of one charge are decided one after the other). Throwing
+   * refuses the transfer with nothing recorded or signed.
+   */
+  link?: (trx: Executor) => Promise<TxLink>;
+}
+
+/** What a transfer pays, stored on its row. */
+export interface TxLink {
+  refund_id?: number;
 }
 
 /** The smallest amount (1 wei) a gap filler sends to the wallet's own address. */
@@ -254,16 +266,17 @@ export class TransactionService {
     const rec = await this.ctx.store.db.transaction().execute(async (trx) => {
       const locked = await repo.lockWalletForCreate(trx, wallet.id);
       if (!locked) throw Errors.internal(new Error(`wallet ${wallet.id} missing`));
+      const link = (await opts.link?.(trx)) ?? {};
       const hold = await this.policyDecision(trx, wallet, p, opts, now);
       const state = await repo.outgoingState(trx, wallet.id, p.snap.minedNonce, opts.approving);
       if (!p.enough(state.reservations, p.fee)) throw Errors.insufficientBalance();
-      if (hold) return this.approvals.hold(trx, wallet, p.input, heldFields(wallet, p), now, opts.inTransaction);
+      if (hold) return this.approvals.hold(trx, wallet, p.input, { ...heldFields(wallet, p), ...link }, now, opts.inTransaction);
       // Under the lock, so concurrent creates cannot exceed it. The gap filler is exempt: it unsticks the others.
       if (opts.requireNonce === undefined && state.pendingCount >= this.ctx.config.maxPendingPerWallet) throw Errors.tooManyPending();
       const nonce = takeNonce(locked.nextNonce, p.snap.pendingNonce, new Set(state.pendingNonces), opts.requireNonce);
       raw = await p.signer.signTransaction({ chainId: p.chainId, nonce, gas: p.gas, ...feeFields(p.fees), to: p.call.to, value: p.call.value, data: p.call.data });
       const created =
-        opts.approving === undefined ? await insertTransfer(trx, wallet, p, nonce, raw, now) : await this.approvals.signed(trx, wallet, opts.approving, signedFields(p, nonce, raw), now);
+        opts.approving === undefined ? await insertTransfer(trx, wallet, p, nonce, raw, link, now) : await this.approvals.signed(trx, wallet, opts.approving, signedFields(p, nonce, raw), now);
       await recordEvent(trx, {
         userId: wallet.user_id,
         walletId: wallet.id,
@@ -522,9 +535,9 @@ function signedFields(p: Prepared, nonce: number, raw: Hex): SignedApproval {
 }
 
 /** Inserts the signed transfer as pending, moves next_nonce past it, and returns the row. */
-async function insertTransfer(trx: Executor, wallet: WalletView, p: Prepared, nonce: number, raw: Hex, nowMs: number): Promise<TxRecord> {
+async function insertTransfer(trx: Executor, wallet: WalletView, p: Prepared, nonce: number, raw: Hex, link: TxLink, nowMs: number): Promise<TxRecord> {
   // The create sends it right after the commit: its first send is counted with the row.
-  const row = { ...heldFields(wallet, p), status: 'pending' as const, nonce, raw_tx: raw, tx_hash: keccak256(raw), broadcast_attempts: 1 };
+  const row = { ...heldFields(wallet, p), ...link, status: 'pending' as const, nonce, raw_tx: raw, tx_hash: keccak256(raw), broadcast_attempts: 1 };
   return repo.insertSentTransfer(trx, row, nonce + 1, nowMs);
 }
 

@@ -48,6 +48,7 @@ export function transactionView(t: TxRecord) {
     cumulative_gas_used: dec(t.cumulative_gas_used, 0),
     receipt_status: receiptStatus(t.receipt_status),
     symbol: t.symbol,
+    refund_id: t.refund_id,
     created_at: formatDateTime(t.created_at),
     updated_at: formatDateTime(t.updated_at),
   };
@@ -83,6 +84,7 @@ export function transactionListItem(r: ListRow) {
     cumulative_gas_used: stored(r.cumulative_gas_used, 0),
     receipt_status: receiptStatus(r.receipt_status),
     symbol: r.symbol,
+    refund_id: r.refund_id,
     created_at: formatDateTime(r.created_at),
     updated_at: formatDateTime(r.updated_at),
   };
@@ -112,6 +114,7 @@ export function createdView(t: TxRecord) {
     cumulative_gas_used: num(t.cumulative_gas_used, 0),
     receipt_status: receiptStatus(t.receipt_status),
     symbol: t.symbol,
+    refund_id: t.refund_id,
     created_at: formatDateTime(t.created_at),
     updated_at: formatDateTime(t.updated_at),
   };
@@ -144,6 +147,7 @@ export function transactionEventPayload(t: TxRecord, name: TxEventName, atMs: nu
     status: t.status,
     type: t.type,
     ...(name === 'transaction.failed' ? { failure_reason: t.failure_reason } : {}),
+    ...(t.refund_id !== null ? { refund_id: t.refund_id } : {}),
     [at]: formatDateTime(atMs),
   };
 }

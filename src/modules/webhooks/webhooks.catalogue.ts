@@ -118,6 +118,30 @@ const CATALOGUE: Record<EventName, Omit<EventInfo, 'event_name'>> = {
       reopened_at: '2025-03-14 09:28:40',
     },
   },
+  'charge.refunded': {
+    description:
+      'A refund of the charge was confirmed on chain (its transfer reached the network’s confirmations): the charge’s fields and the `refund` (as in the charge’s `refunds`). Sent when the refund’s transfer confirms; again if a reorg removed that block and it confirms again.',
+    payload: {
+      ...CHARGE,
+      status: 'paid',
+      address: DEPOSIT_ADDRESS,
+      paid_amount: '25.000000000000000000',
+      refund: {
+        id: 3,
+        uuid: '5b0d7f3e-2c41-4d8a-9f6e-1a2b3c4d5e6f',
+        amount: '5.000000000000000000',
+        address: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+        status: 'confirmed',
+        transaction_id: 57,
+        tx_hash: '0x8f2d4b6a1c3e5f7a9b0d2c4e6f8a1b3d5c7e9f0a2b4d6c8e1f3a5b7d9c0e2f4a',
+        reason: 'Order cancelled',
+        claim_url: null,
+        expires_at: null,
+        created_at: '2025-03-14 11:20:05',
+      },
+      refunded_at: '2025-03-14 11:20:31',
+    },
+  },
   'transaction.created': {
     description: 'An outgoing transaction was signed, recorded and broadcast; it is pending until confirmed on chain.',
     payload: { ...TX, block_number: null, status: 'pending', type: 'transfer', created_at: '2025-03-14 10:02:45' },

@@ -1,0 +1,31 @@
+/** `charge.refunded`: written by the chain watcher in the transaction that confirms the refund's transfer. */
+import type { Executor } from '../../db/index.js';
+import { recordEvent } from '../events/outbox.js';
+import { findChargeById } from '../charges/charges.repository.js';
+import { findRefund } from './refunds.repository.js';
+import type { ChargeRow } from '../charges/charges.repository.js';
+import { chargeCreatedPayload } from '../charges/charges.views.js';
+import type { RefundRow } from './refunds.repository.js';
+import { refundView } from './refunds.views.js';
+import { formatUnits18 } from '../../lib/money.js';
+import { formatDateTime } from '../../lib/time.js';
+
+/** Caller holds the wallet's lock and its user's event order (the watcher's settle batch). */
+export async function announceRefunded(trx: Executor, refundId: number, userId: number, nowMs: number, publicUrl: string): Promise<void> {
+  const refund = await findRefund(trx, refundId);
+  const charge = refund ? await findChargeById(trx, refund.charge_id) : undefined;
+  if (!refund || !charge) return;
+  await recordEvent(trx, { userId, walletId: charge.wallet_id, name: 'charge.refunded', payload: chargeRefundedPayload(charge, refund, nowMs, publicUrl), nowMs });
+}
+
+/** charge.refunded: the charge's fields (as in charge.paid) and the confirmed `refund`. */
+export function chargeRefundedPayload(c: ChargeRow, r: RefundRow, atMs: number, publicUrl: string) {
+  return {
+    ...chargeCreatedPayload(c),
+    status: c.status,
+    address: c.address,
+    paid_amount: formatUnits18(c.paid_amount, c.decimals),
+    refund: refundView(r, atMs, publicUrl),
+    refunded_at: formatDateTime(atMs),
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * POST /api/wallet/{wallet}/charge/{charge}/refund   a refund of the charge (Idempotency-Key aware; scope charges:write)
+ *
+ * Public, outside the authenticated scope (the link is the capability, as with the checkout):
+ * GET  /api/refund/{uuid}   the refund as its payer may see it
+ * POST /api/refund/{uuid}   the payer's address for a claim: the transfer is sent, once
+ * GET  /refund/{uuid}       the claim page (HTML)
+ */
+import type { FastifyRequest } from 'fastify';
+import { Errors } from '../../errors.js';
+import { ok, responses } from '../../http/envelope.js';
+import { requireWallet } from '../../http/auth.js';
+import { commitResponse } from '../../http/idempotency.js';
+import type { App } from '../../http/types.js';
+import { ChargeParams } from '../charges/charges.schemas.js';
+import type { ChargeService } from '../charges/charges.service.js';
+import { CHECKOUT_PAGE_HEADERS } from '../checkout/checkout.routes.js';
+import type { RefundRow } from './refunds.repository.js';
+import { ClaimBody, CreateRefundBody, parseClaimAddress, parseRefundInput, PublicRefundSchema, RefundParams, RefundSchema } from './refunds.schemas.js';
+import type { RefundService } from './refunds.service.js';
+import { publicRefundView, refundView } from './refunds.views.js';
+import { REFUND_CSP, refundNotFoundPage, refundPage } from './refunds.page.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export async function refundRoutes(app: App, refunds: RefundService, charges: ChargeService, publicUrl: string): Promise<void> {
+  const view = (r: RefundRow) => refundView(r, refunds.nowMs(), publicUrl);
+  app.post(
+    '/wallet/:wallet/charge/:charge/refund',
+    {
+      config: { idempotency: true },
+      schema: {
+        tags: ['charges'],
+        summary: 'Refund a charge (whole, partial, or as a claim the payer completes)',
+        description:
+          'With `address`: a transfer of the charge’s token from the main address, reserved, policed and tracked like any transaction (`refund_id` on it). Without: a claim, whose public `claim_url` lets the payer give an address once. The refunds not failed or expired never pass what the charge’s confirmed payments brought (400 `Refund exceeds the amount received`); a charge with no payment: 400 `Nothing to refund`. Idempotency-Key honoured as on creates.',
+        params: ChargeParams,
+        body: CreateRefundBody,
+        response: responses(RefundSchema),
+      },
+      preValidation: async (req: FastifyRequest) => {
+        const charge = await charges.find(requireWallet(req).id, (req.params as { charge: string }).charge);
+        if (!charge) throw Errors.chargeNotFound();
+        req.charge = charge;
+      },
+    },
+    async (req) => {
+      const charge = req.charge!;
+      const input = parseRefundInput(req.body as Record<string, unknown>, charge.decimals);
+      const refund = await refunds.create(requireWallet(req), charge, input, commitResponse(req, 'Refund created', view));
+      return ok(view(refund), 'Refund created');
+    },
+  );
+}
+
+export async function publicRefundRoutes(app: App, refunds: RefundService): Promise<void> {
+  const find = async (uuid: string) => (UUID.test(uuid) ? refunds.findByUuid(uuid) : undefined);
+  app.get(
+    '/api/refund/:uuid',
+    {
+      schema: {
+        tags: ['refunds'],
+        summary: 'A refund as its payer sees it (public)',
+        description: 'What the claim page polls. Public, no token: anyone holding the uuid may read it, so nothing of the merchant, the wallet or the charge is in it. Unknown: 404 `Refund not found`.',
+        params: RefundParams,
+        security: [],
+        response: responses(PublicRefundSchema),
+      },
+    },
+    async (req) => {
+      const refund = await find(req.params.uuid);
+      if (!refund) throw Errors.refundNotFound();
+      return ok(publicRefundView(refund, refunds.nowMs()), 'Refund retrieved');
+    },
+  );
+
+  app.post(
+    '/api/refund/:uuid',
+    {
+      schema: {
+        tags: ['refunds'],
+        summary: 'Claim a refund: the payer gives the address (public)',
+        description:
+          'Sends the refund to `address`, once: a bad address is 422; a refund already claimed (or created with an address) 400 `Refund already claimed`; after REFUND_CLAIM_TTL_S 400 `Refund claim expired`. The wallet’s spending policy applies as to any transfer.',
+        params: RefundParams,
+        body: ClaimBody,
+        security: [],
+        response: responses(PublicRefundSchema),
+      },
+      preValidation: async (req: FastifyRequest) => {
+        if (!(await find((req.params as { uuid: string }).uuid))) throw Errors.refundNotFound();
+      },
+    },
+    async (req) => {
+      const to = parseClaimAddress(req.body as Record<string, unknown>);
+      const refund = await refunds.claim(req.params.uuid, to);
+      return ok(publicRefundView(refund, refunds.nowMs()), 'Refund claimed');
+    },
+  );
+
+  app.get('/refund/:uuid', { schema: { hide: true } }, async (req, reply) => {
+    const refund = await find((req.params as { uuid: string }).uuid);
+    reply.headers({ ...CHECKOUT_PAGE_HEADERS, 'content-security-policy': REFUND_CSP });
+    if (!refund) return reply.code(404).send(refundNotFoundPage());
+    return reply.send(refundPage(publicRefundView(refund, refunds.nowMs())));
+  });
+}

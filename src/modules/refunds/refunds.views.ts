@@ -1,0 +1,57 @@
+/** The Refund as the API, the charge and `charge.refunded` show it, and its public side. */
+import { formatUnits18 } from '../../lib/money.js';
+import { formatDateTime, formatDateTimeOrNull } from '../../lib/time.js';
+import type { RefundRow } from './refunds.repository.js';
+
+export type RefundStatus = 'claimable' | 'pending' | 'confirmed' | 'failed' | 'expired';
+
+/**
+ * Its transfer's status (awaiting approval counts as pending); with no transfer yet, a claim is
+ * `claimable` until `claim_expires_at`, then `expired` (read at this time, no worker needed).
+ */
+export function refundStatus(r: RefundRow, nowMs: number): RefundStatus {
+  if (r.tx_status === null) return r.claim_expires_at !== null && r.claim_expires_at <= nowMs ? 'expired' : 'claimable';
+  if (r.tx_status === 'confirmed') return 'confirmed';
+  if (r.tx_status === 'failed') return 'failed';
+  return 'pending';
+}
+
+/** What the refunds not failed or expired hold of what the charge received. */
+export function committedAmount(rows: RefundRow[], nowMs: number): bigint {
+  let sum = 0n;
+  for (const r of rows) {
+    const s = refundStatus(r, nowMs);
+    if (s !== 'failed' && s !== 'expired') sum += r.amount;
+  }
+  return sum;
+}
+
+export const claimUrl = (publicUrl: string, uuid: string) => `${publicUrl.replace(/\/+$/, '')}/refund/${uuid}`;
+
+/** A refund in the charge's `refunds` and in the refund routes' answers. */
+export function refundView(r: RefundRow, nowMs: number, publicUrl: string) {
+  return {
+    id: r.id,
+    uuid: r.uuid,
+    amount: formatUnits18(r.amount, r.decimals),
+    address: r.address,
+    status: refundStatus(r, nowMs),
+    transaction_id: r.transaction_id,
+    tx_hash: r.tx_hash,
+    reason: r.reason,
+    claim_url: r.claim_expires_at === null ? null : claimUrl(publicUrl, r.uuid),
+    expires_at: formatDateTimeOrNull(r.claim_expires_at),
+    created_at: formatDateTime(r.created_at),
+  };
+}
+
+/** GET /api/refund/{uuid}: what the payer holding the link may see. */
+export function publicRefundView(r: RefundRow, nowMs: number) {
+  return {
+    uuid: r.uuid,
+    status: refundStatus(r, nowMs),
+    amount: formatUnits18(r.amount, r.decimals),
+    token: r.symbol,
+    expires_at: formatDateTimeOrNull(r.claim_expires_at),
+  };
+}
