@@ -111,6 +111,8 @@ export class Checker {
     for (const { w, txs } of o.wallets) await this.checkStates(w, txs);
     for (const { w, txs } of o.wallets) this.checkReceipts(w, txs);
     for (const { w, charges } of o.wallets) for (const c of charges) await this.checkCharge(w, c);
+    for (const { w, txs, charges } of o.wallets) for (const c of charges) await this.checkRefunds(w, c, txs);
+    this.checkRefundRequests(o);
     this.checkEvents(o);
   }
 
@@ -182,8 +184,10 @@ export class Checker {
     for (const { w, txs, charges } of o.wallets) {
       for (const c of charges) if (!chargeIds.has(c.id)) this.violate('chain exactly once', `wallet ${w.id} charge ${c.id}`, 'a charge that no accepted create was answered with (a create done twice?)');
       const deposits = new Set(charges.map((c) => lc(c.address)));
+      const refunds = new Set(this.work.refunds.map((r) => r.id));
       for (const t of txs) {
         if (t.type === 'receipt' || ids.has(t.id)) continue;
+        if (t.refund_id !== null && refunds.has(t.refund_id)) continue; // answers a refund request (or its claim)
         const to = this.txs.get(lc(t.tx_hash))?.to ?? '';
         const topUp = deposits.has(to) || [t.tx_hash, ...(t.replaced_hashes ?? [])].some((h: string) => deposits.has(this.txs.get(lc(h))?.to ?? ''));
         if (!topUp && t.status !== 'failed') this.violate('chain exactly once', `wallet ${w.id} transaction ${t.id}`, `an outgoing ${t.type} of ${t.amount} ${t.symbol} (${t.status}) that no accepted request was answered with and that is not a top-up`);
@@ -303,6 +307,49 @@ export class Checker {
     }
   }
 
+  /**
+   * A charge's refunds: those not failed or expired never pass what its payments brought; each
+   * one's state is its transfer's and the chain's (confirmed: the exact amount reached its
+   * address from the main address, in a canonical block with status 1); nothing is still
+   * pending; a claim the payer completed has its transfer.
+   */
+  private async checkRefunds(w: SimWallet, c: any, txs: any[]): Promise<void> {
+    const obj = (r: any) => `wallet ${w.id} charge ${c.id} refund ${r.id} (${r.amount} ${c.token}, ${r.status})`;
+    const received = (c.payments ?? []).reduce((a: bigint, p: any) => a + parse18(p.amount), 0n);
+    const live = (c.refunds ?? []).filter((r: any) => r.status !== 'failed' && r.status !== 'expired');
+    const committed = live.reduce((a: bigint, r: any) => a + parse18(r.amount), 0n);
+    if (committed > received) this.violate('refunds', `wallet ${w.id} charge ${c.id}`, `refunds not failed or expired sum to ${fmt18(committed)}, more than its payments brought (${fmt18(received)})`);
+    for (const r of c.refunds ?? []) {
+      const work = this.work.refunds.find((x) => x.id === r.id);
+      if (r.status === 'pending') this.violate('states are the chain', obj(r), 'still pending after quiescence');
+      if (work?.claim === 'claimed' && r.transaction_id === null) this.violate('refunds', obj(r), 'claimed by the payer, but it has no transfer');
+      if (r.transaction_id === null) continue;
+      const t = txs.find((x) => x.id === r.transaction_id);
+      const want = t?.status === 'confirmed' ? 'confirmed' : t?.status === 'failed' ? 'failed' : 'pending';
+      if (!t || t.refund_id !== r.id || t.amount !== r.amount || want !== r.status) {
+        this.violate('refunds', obj(r), `its transaction ${r.transaction_id} is ${t ? `${t.status}, ${t.amount}, refund_id ${t.refund_id}` : 'not in the wallet'}`);
+        continue;
+      }
+      if (r.status === 'confirmed') await this.checkRefundOnChain(obj(r), r, c.token, lc(w.address));
+    }
+  }
+
+  private async checkRefundOnChain(obj: string, r: any, token: string, main: string): Promise<void> {
+    const rc = r.tx_hash ? await this.receipt(r.tx_hash) : null;
+    if (!rc || rc.status !== '0x1' || !this.canonical(rc)) return this.violate('refunds', obj, `confirmed, but ${r.tx_hash} is ${rc ? `status ${rc.status}${this.canonical(rc) ? '' : ' (not canonical)'}` : 'not mined'}`);
+    const paid = this.inflows.filter((f) => f.hash === lc(r.tx_hash) && f.token === token && f.from === main && f.to === lc(r.address));
+    if (paid.length !== 1 || paid[0]!.amount18 !== parse18(r.amount)) this.violate('refunds', obj, `${r.tx_hash} pays ${JSON.stringify(paid.map((f) => `${fmt18(f.amount18)} to ${f.to}`))}, not ${r.amount} to ${r.address} from the main address`);
+  }
+
+  /** Every refund the workload was answered with is on its charge, and no other refund is. */
+  private checkRefundRequests(o: Observed): void {
+    const shown = new Map<number, any>();
+    for (const { charges } of o.wallets) for (const c of charges) for (const r of c.refunds ?? []) shown.set(r.id, r);
+    const answered = new Set(this.work.refunds.map((r) => r.id));
+    for (const r of this.work.refunds) if (!shown.has(r.id)) this.violate('refunds', `charge ${r.chargeId} refund ${r.id}`, 'answered to a refund request, but not on the charge');
+    for (const [id] of shown) if (!answered.has(id)) this.violate('refunds', `refund ${id}`, 'on a charge, but no refund request was answered with it (a refund made twice?)');
+  }
+
   /** Its address is empty, or reconciliation lists it as unswept. */
   async checkDepositEmpty(w: SimWallet, c: any, unswept: Array<{ address: string; token: string }> | null): Promise<void> {
     const obj = `wallet ${w.id} charge ${c.id} (${c.token} ${c.amount}, ${c.status}) deposit ${c.address}`;
@@ -329,7 +376,9 @@ export class Checker {
     }
     const byTx = new Map<number, string[]>();
     const byCharge = new Map<number, string[]>();
+    const refunded = new Set<number>();
     for (const e of o.events) {
+      if (e.event === 'charge.refunded') refunded.add(e.data.refund?.id);
       if (e.event.startsWith('transaction.')) push(byTx, e.data.transaction_id, e.event);
       if (e.event.startsWith('charge.')) push(byCharge, e.data.charge_id, e.event);
     }
@@ -347,6 +396,10 @@ export class Checker {
       const evs = byCharge.get(id) ?? [];
       const outcomes = evs.filter((e) => ['charge.paid', 'charge.expired', 'charge.failed', 'charge.reopened'].includes(e));
       if (evs[0] !== 'charge.created' || outcomes[outcomes.length - 1] !== `charge.${c.status}`) this.violate('event story', `charge ${id} (${c.status})`, `its events are ${JSON.stringify(evs)}`);
+      // Each confirmed refund was told by charge.refunded (with that refund).
+      for (const r of (c.refunds ?? []).filter((x: any) => x.status === 'confirmed')) {
+        if (!refunded.has(r.id)) this.violate('event story', `charge ${id} refund ${r.id} (confirmed)`, 'no charge.refunded event with it');
+      }
     }
     this.checkBalanceOrder(o.events);
   }

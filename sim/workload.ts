@@ -42,8 +42,23 @@ export interface Held {
   decision: 'approved' | 'rejected' | 'left' | 'refused';
 }
 
+/** A refund the service answered a refund request with, and what became of its claim. */
+export interface SimRefund {
+  walletId: number;
+  chargeId: number;
+  id: number;
+  kind: 'partial' | 'whole' | 'overpaid' | 'claim' | 'rest';
+  /** A claim: `claimed` once a claim was answered 200 (or "already claimed" after a cut answer). */
+  claim?: 'claimed' | 'unclaimed';
+}
+
 export const decimalsOf = (token: string): number => (token === TOKEN_SYMBOL ? TOKEN_DECIMALS : 18);
 const fmt = (v: bigint, token: string): string => formatUnits(v, decimalsOf(token));
+/** An 18-place amount of the API in the token's base units. */
+const units = (v: string, token: string): bigint => {
+  const [i, f = ''] = v.split('.');
+  return BigInt(i! + f.padEnd(18, '0').slice(0, 18)) / 10n ** BigInt(18 - decimalsOf(token));
+};
 const ETH = 10n ** 18n;
 const UNIT = 10n ** BigInt(TOKEN_DECIMALS);
 
@@ -53,6 +68,8 @@ export class Workload {
   readonly charges: SimCharge[] = [];
   /** Creates answered `awaiting_approval` (the policed wallet's token transfers over its approval_above). */
   readonly held: Held[] = [];
+  /** Refunds the service answered a refund request with (by the request's key: a retry answers the same one). */
+  readonly refunds: SimRefund[] = [];
   /** Keys answered with two different transactions (a double create). */
   readonly keyConflicts: string[] = [];
   /** 4xx answers the workload did not expect (its requests are valid), by status and message. */
@@ -195,7 +212,80 @@ export class Workload {
     const c: SimCharge = { id: r.data.id, walletId: w.id, address: r.data.address, token, amount, plan, expiresAtMs: Date.parse(`${r.data.expires_at.replace(' ', 'T')}Z`) };
     this.charges.push(c);
     this.count(`charge-${token === 'ETH' ? 'native' : 'token'}-${plan}`);
-    this.tasks.push(this.pay(c, this.prng.fork(`pay-${c.id}`)).catch((e) => void this.unexpected.push(`payment of charge ${c.id}: ${(e as Error).message}`)));
+    const p = this.prng.fork(`pay-${c.id}`);
+    const refund = c.plan !== 'never' && p.chance(0.5);
+    this.tasks.push(
+      this.pay(c, p)
+        .then(() => (refund ? this.refund(w, c, p.fork('refund')) : undefined))
+        .catch((e) => void this.unexpected.push(`payment or refund of charge ${c.id}: ${(e as Error).message}`)),
+    );
+  }
+
+  /**
+   * The merchant refunds a paid charge, once its payments are confirmed: the overpaid part of an
+   * overpaid charge, else a part or the whole of what it received to an address, or a claim the
+   * payer completes (or never does); sometimes then the rest, which may find nothing left. A
+   * refund the policy holds is decided like a held transfer.
+   */
+  private async refund(w: SimWallet, c: SimCharge, p: Prng): Promise<void> {
+    const shown = await this.paidCharge(w, c);
+    if (!shown) return this.count('refund skipped (no confirmed payment)');
+    const received = shown.payments.reduce((a: bigint, x: any) => a + units(x.amount, c.token), 0n);
+    const over = units(shown.paid_amount, c.token) - c.amount;
+    const kind = c.plan === 'over' && shown.status === 'paid' && over > 0n ? 'overpaid' : p.weighted({ partial: 3, whole: 2, claim: 3 } as const);
+    const amount = kind === 'overpaid' ? over : kind === 'partial' ? (received * BigInt(p.int(10, 60))) / 100n : undefined;
+    await this.requestRefund(w, c, kind, { ...(amount === undefined ? {} : { amount: fmt(amount, c.token) }), ...(kind === 'claim' ? {} : { address: this.recipient() }), reason: `sim ${kind}` }, p);
+    if (p.chance(0.3)) await this.requestRefund(w, c, 'rest', { address: this.recipient() }, p);
+  }
+
+  private async requestRefund(w: SimWallet, c: SimCharge, kind: SimRefund['kind'], body: Record<string, unknown>, p: Prng): Promise<void> {
+    const r = await this.api.call<{ id: number; uuid: string; transaction_id: number | null }>('POST', `/api/wallet/${w.id}/charge/${c.id}/refund`, body, { key: this.key() });
+    if (r.status !== 200) {
+      this.count(`refund-${kind} refused (${r.status} ${r.message})`);
+      if (r.status !== 400 || !/^(Refund exceeds the amount received|Nothing to refund|Insufficient balance for transaction|Too many pending transactions|Policy: over the (per-transaction|daily) limit)$/.test(r.message)) this.unexpected.push(`refund-${kind} of charge ${c.id}: ${r.status} ${r.message}`);
+      return;
+    }
+    const refund: SimRefund = { walletId: w.id, chargeId: c.id, id: r.data.id, kind };
+    this.refunds.push(refund);
+    this.count(`refund-${kind}`);
+    if (r.data.transaction_id !== null) return this.decideIfHeld(w, r.data.transaction_id, p);
+    if (p.chance(0.2)) {
+      refund.claim = 'unclaimed';
+      return this.count('refund claim left unclaimed');
+    }
+    await sleep(p.int(200, 2000));
+    const claim = await this.api.call<{ status: string }>('POST', `/api/refund/${r.data.uuid}`, { address: this.recipient() }, { auth: false });
+    // A claim whose answer a kill cut is asked again: "already claimed" is then its own.
+    if (claim.status === 200 || (claim.status === 400 && claim.message === 'Refund already claimed')) {
+      refund.claim = 'claimed';
+      this.count(claim.status === 200 ? 'refund claimed' : 'refund claimed (answer cut)');
+      const shown = await this.api.call<any>('GET', `/api/wallet/${w.id}/charge/show/${c.id}`);
+      const txId = shown.data?.refunds?.find((x: any) => x.id === r.data.id)?.transaction_id;
+      if (txId) await this.decideIfHeld(w, txId, p);
+      return;
+    }
+    refund.claim = 'unclaimed';
+    this.count(`refund claim refused (${claim.status} ${claim.message})`);
+    if (claim.status !== 400 || !/^(Insufficient balance for transaction|Too many pending transactions|Policy: over the (per-transaction|daily) limit)$/.test(claim.message)) this.unexpected.push(`claim of refund ${r.data.id}: ${claim.status} ${claim.message}`);
+  }
+
+  /** A refund's transfer the policy held waits for a person's decision, as a held create does. */
+  private async decideIfHeld(w: SimWallet, txId: number, p: Prng): Promise<void> {
+    const t = await this.api.call<{ status: string }>('GET', `/api/wallet/${w.id}/transaction/show/${txId}`);
+    if (t.data?.status !== 'awaiting_approval') return;
+    this.count('refund held for approval');
+    await this.decide(w, txId, p.fork(`decide-${txId}`));
+  }
+
+  /** The charge once it has a confirmed payment (bounded wait); null if none comes. */
+  private async paidCharge(w: SimWallet, c: SimCharge): Promise<any | null> {
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      const r = await this.api.call<any>('GET', `/api/wallet/${w.id}/charge/show/${c.id}`);
+      if (r.status === 200 && r.data.status !== 'pending' && r.data.payments.length > 0) return r.data;
+      await sleep(1_000);
+    }
+    return null;
   }
 
   /** The payer's side of a charge, as its plan says; late payments wait for the expiry. */
