@@ -120,7 +120,7 @@ describe('events API', () => {
       ['after=-1', { after: ['The after field must be at least 0.'] }],
       ['after=1.5', { after: ['The after field must be an integer.'] }],
       ['type=payment', { type: ['The selected type is invalid.'] }],
-      ['event=charge.refunded', { event: ['The selected event is invalid.'] }],
+      ['event=charge.refund_claimed', { event: ['The selected event is invalid.'] }],
     ];
     for (const [query, fields] of cases) {
       const res = await t.request('GET', `/api/events?${query}`, { token: alice.token });
