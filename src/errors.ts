@@ -55,6 +55,7 @@ export const Errors = {
   chargeNotFound: () => new AppError(404, 'CHARGE_NOT_FOUND', 'Charge not found'),
   eventNotFound: () => new AppError(404, 'EVENT_NOT_FOUND', 'Event not found'),
   keyNotFound: () => new AppError(404, 'KEY_NOT_FOUND', 'Key not found'),
+  payoutNotFound: () => new AppError(404, 'PAYOUT_NOT_FOUND', 'Payout not found'),
   refundNotFound: () => new AppError(404, 'REFUND_NOT_FOUND', 'Refund not found'),
   allowlistEntryNotFound: () => new AppError(404, 'ALLOWLIST_ENTRY_NOT_FOUND', 'Allowlist entry not found'),
   networkNotFound: () => new AppError(404, 'NETWORK_NOT_FOUND', 'Network not found'),
@@ -72,6 +73,10 @@ export const Errors = {
   tooManyRequests: (retryAfterS: number) =>
     new AppError(429, 'TOO_MANY_REQUESTS', 'Too Many Requests', { headers: { 'retry-after': String(retryAfterS) } }),
   insufficientBalance: () => new AppError(400, 'INSUFFICIENT_BALANCE', 'Insufficient balance for transaction'),
+  /** A payout's total and its items' maximum fees, checked as a whole before anything is sent. */
+  insufficientBalanceForPayout: () => new AppError(400, 'INSUFFICIENT_BALANCE_FOR_PAYOUT', 'Insufficient balance for payout'),
+  /** Approve or reject of a payout that is not (or no longer) `awaiting_approval`. */
+  payoutNotAwaitingApproval: () => new AppError(400, 'NOT_AWAITING_APPROVAL', 'Payout is not awaiting approval'),
   /** The wallet's spending policy refuses the transfer (src/modules/policies/policies.check.ts). */
   overPerTransactionLimit: () => new AppError(400, 'POLICY_PER_TRANSACTION', 'Policy: over the per-transaction limit'),
   overDailyLimit: () => new AppError(400, 'POLICY_DAILY', 'Policy: over the daily limit'),

@@ -174,6 +174,9 @@ export interface TransactionsTable {
   requested_fees: string | null;
   /** The refund this transfer pays (unique), else null (migration 020). */
   refund_id: number | null;
+  /** The payout this transfer is an item of, and the item's reference (migration 021). */
+  payout_id: number | null;
+  reference: string | null;
   /** Sends attempted: a refusal ends the row at once only on the first (migration 006). */
   broadcast_attempts: Generated<number>;
   /** When the watcher next checks the unmined row with the node; null: at once (migration 006). */
@@ -444,6 +447,34 @@ export interface RefundsTable {
   updated_at: number;
 }
 
+export interface PayoutsTable {
+  id: Generated<number>;
+  wallet_id: number;
+  token_id: number;
+  total: Amount;
+  /** The items' fee level (`low`, `medium`, `high`); null: medium. */
+  fee_level: string | null;
+  /** `approval` (waits for a person), `sending`, `rejected`, `expired`. */
+  state: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PayoutItemsTable {
+  id: Generated<number>;
+  payout_id: number;
+  wallet_id: number;
+  /** The item's place in the payout (0-based): items are sent in this order. */
+  seq: number;
+  address: string;
+  amount: Amount;
+  reference: string | null;
+  /** Its transaction once sent; or `error` (and `refused_at`) when its create was refused. */
+  transaction_id: number | null;
+  error: string | null;
+  refused_at: number | null;
+}
+
 export interface Database {
   users: UsersTable;
   access_tokens: AccessTokensTable;
@@ -474,6 +505,8 @@ export interface Database {
   spending_limits: SpendingLimitsTable;
   allowlist_entries: AllowlistEntriesTable;
   refunds: RefundsTable;
+  payouts: PayoutsTable;
+  payout_items: PayoutItemsTable;
 }
 
 export type NetworkRow = Selectable<NetworksTable>;

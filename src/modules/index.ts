@@ -13,6 +13,8 @@ import { KeyService } from './keys/keys.service.js';
 import { ChargeService } from './charges/charges.service.js';
 import { reconciliationRoutes } from './reconciliation/reconciliation.routes.js';
 import { ReconciliationService } from './reconciliation/reconciliation.service.js';
+import { payoutRoutes } from './payouts/payouts.routes.js';
+import { PayoutService } from './payouts/payouts.service.js';
 import { refundRoutes } from './refunds/refunds.routes.js';
 import { RefundService } from './refunds/refunds.service.js';
 import { policyRoutes } from './policies/policies.routes.js';
@@ -45,6 +47,7 @@ export interface Services {
   reconciliation: ReconciliationService;
   policies: PolicyService;
   refunds: RefundService;
+  payouts: PayoutService;
 }
 
 export async function registerModules(app: App, ctx: AppContext, auth: AuthService): Promise<Services> {
@@ -64,6 +67,8 @@ export async function registerModules(app: App, ctx: AppContext, auth: AuthServi
   await chargeRoutes(app, charges, ctx.config.publicUrl);
   const refunds = new RefundService(ctx, transactions);
   await refundRoutes(app, refunds, charges, ctx.config.publicUrl);
+  const payouts = new PayoutService(ctx, transactions);
+  await payoutRoutes(app, payouts, transactions);
   const keys = new KeyService(ctx);
   await keyRoutes(app, keys);
   const events = new EventsService(ctx);
@@ -72,5 +77,5 @@ export async function registerModules(app: App, ctx: AppContext, auth: AuthServi
   await reconciliationRoutes(app, reconciliation);
   const policies = new PolicyService(ctx);
   await policyRoutes(app, policies);
-  return { auth, wallets, balances, supervisor, webhooks, transactions, charges, keys, events, reconciliation, policies, refunds };
+  return { auth, wallets, balances, supervisor, webhooks, transactions, charges, keys, events, reconciliation, policies, refunds, payouts };
 }

@@ -10,6 +10,7 @@ import { startChargeWorker } from './charges.js';
 import { startHousekeeping } from './housekeeping.js';
 import { startDeliveryWorker } from './deliveries.js';
 import { startWatcherWorker } from './watcher.js';
+import { startPayoutsWorker } from './payouts.js';
 
 export interface Workers {
   list: Worker[];
@@ -22,6 +23,7 @@ export function startWorkers(ctx: AppContext, services: Services): Workers {
   list.push(startWatcherWorker(ctx, { balances: services.balances, transactions: services.transactions }));
   list.push(startChargeWorker(ctx, services.charges));
   list.push(startApprovalsWorker(ctx, services.transactions));
+  list.push(startPayoutsWorker(ctx, services.payouts));
   list.push(startHousekeeping(ctx));
   ctx.log.info({ workers: list.map((w) => w.name) }, 'workers started');
   services.supervisor.attachWorkers({ status: (name) => list.find((w) => w.name === name)?.status() ?? 'disabled' });

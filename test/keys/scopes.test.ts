@@ -31,6 +31,8 @@ const LOGIN_ONLY = new Set([
   // A person decides a held transfer (CONTRACT: "Spending policies and approvals").
   '/api/wallet/:wallet/transaction/:transaction/approve',
   '/api/wallet/:wallet/transaction/:transaction/reject',
+  '/api/wallet/:wallet/payout/:payout/approve',
+  '/api/wallet/:wallet/payout/:payout/reject',
 ]);
 /** Login-only for POST, `read` for GET (CONTRACT: "Spending policies and approvals"). */
 const LOGIN_ONLY_POST = new Set(['/api/wallet/:wallet/policy']);

@@ -5,7 +5,7 @@
  * nothing stops the service from starting, so a new route cannot slip through unguarded.
  *
  * - `read`: every GET that only reads.
- * - `charges:write`, `transactions:write`, `wallets:write` (wallets and their tokens),
+ * - `charges:write`, `transactions:write` (transfers and payouts), `wallets:write` (wallets and their tokens),
  *   `webhooks:write`: the POSTs of that resource, and the two GETs of SPEC.md that change
  *   something (`token/remove/{token}`, `webhook/delete/{webhook}`): a read-only key must not
  *   remove a token or delete a webhook.
@@ -39,6 +39,7 @@ const RULES: readonly Rule[] = [
   { methods: ['POST'], path: new RegExp(`${WALLET}/token/`), scope: 'wallets:write' },
   { methods: ['POST'], path: new RegExp(`${WALLET}/charge/`), scope: 'charges:write' },
   { methods: ['POST'], path: new RegExp(`${WALLET}/transaction/`), scope: 'transactions:write' },
+  { methods: ['POST'], path: new RegExp(`${WALLET}/payout/`), scope: 'transactions:write' },
   { methods: ['POST'], path: new RegExp(`${WALLET}/webhook/`), scope: 'webhooks:write' },
 ];
 

@@ -38,3 +38,25 @@ export async function enforcePolicy(trx: Executor, t: PolicedTransfer, nowMs: nu
   if (head.allowlist_only && !(await isAllowlisted(trx, t.walletId, t.to))) throw Errors.notAllowlisted();
   return limits.approval_above !== undefined && t.amount > limits.approval_above ? 'hold' : 'send';
 }
+
+/**
+ * A payout's decision as a whole (payouts.service.ts), before any item is sent: each item under
+ * `per_transaction` and on the allowlist when it is required, the total within `daily`, and the
+ * total over `approval_above` holds the whole payout for a person. Each item is policed again
+ * when its turn comes (its own create), so payouts and transfers together still never pass a
+ * limit. The caller holds the wallet's lock.
+ */
+export async function enforceBatchPolicy(trx: Executor, b: { walletId: number; tokenId: number; items: { amount: bigint; to: string }[] }, nowMs: number): Promise<PolicyDecision> {
+  const limits = await limitsForToken(trx, b.walletId, b.tokenId);
+  const total = b.items.reduce((s, i) => s + i.amount, 0n);
+  if (limits.per_transaction !== undefined && b.items.some((i) => i.amount > limits.per_transaction!)) throw Errors.overPerTransactionLimit();
+  if (limits.daily !== undefined) {
+    const sent = (await outgoingAmountsSince(trx, b.walletId, b.tokenId, nowMs - DAILY_WINDOW_MS)).reduce((s, a) => s + a, 0n);
+    if (sent + total > limits.daily) throw Errors.overDailyLimit();
+  }
+  const head = await findPolicyHead(trx, b.walletId);
+  if (head.allowlist_only) {
+    for (const i of b.items) if (!(await isAllowlisted(trx, b.walletId, i.to))) throw Errors.notAllowlisted();
+  }
+  return limits.approval_above !== undefined && total > limits.approval_above ? 'hold' : 'send';
+}

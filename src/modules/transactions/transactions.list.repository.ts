@@ -47,6 +47,8 @@ export interface ListRow {
   symbol: string;
   decimals: number;
   refund_id: number | null;
+  payout_id: number | null;
+  reference: string | null;
 }
 
 export interface ListPage {
@@ -82,6 +84,8 @@ const LIST_COLUMNS = [
   'wt.symbol',
   'wt.decimals',
   'tx.refund_id',
+  'tx.payout_id',
+  'tx.reference',
 ] as const;
 
 function listRows(db: Executor, walletId: number) {
@@ -152,6 +156,8 @@ function toListRow(a: unknown[]): ListRow {
     symbol: a[20] as string,
     decimals: a[21] as number,
     refund_id: a[22] === null ? null : Number(a[22]),
+    payout_id: a[23] === null ? null : Number(a[23]),
+    reference: a[24] as string | null,
   };
 }
 

@@ -78,6 +78,9 @@ export interface TxRecord {
   stuck_at: number | null;
   /** Migration 020: the refund this transfer pays, else null. */
   refund_id: number | null;
+  /** Migration 021: the payout it is an item of, and the item's reference. */
+  payout_id: number | null;
+  reference: string | null;
 }
 
 const RECORD_COLUMNS = [
@@ -122,6 +125,8 @@ const RECORD_COLUMNS = [
   'tx.replaced_hashes',
   'tx.stuck_at',
   'tx.refund_id',
+  'tx.payout_id',
+  'tx.reference',
 ] as const;
 
 const big = (v: string | null): bigint | null => (v === null ? null : BigInt(v));
@@ -168,6 +173,7 @@ function toRecord(r: RawRecord): TxRecord {
     broadcast_attempts: Number(r.broadcast_attempts),
     replaced_hashes: r.replaced_hashes ? r.replaced_hashes.split(',') : [],
     refund_id: r.refund_id === null ? null : Number(r.refund_id),
+    payout_id: r.payout_id === null ? null : Number(r.payout_id),
   };
 }
 
@@ -384,8 +390,10 @@ export interface NewTx {
   broadcast_attempts?: number;
   /** A transfer held for approval: the create's fee choice, JSON (migration 019). */
   requested_fees?: string | null;
-  /** The refund it pays (migration 020). */
+  /** The refund it pays (migration 020); the payout it is an item of and its reference (021). */
   refund_id?: number | null;
+  payout_id?: number | null;
+  reference?: string | null;
 }
 
 const str = (v: bigint | null): string | null => (v === null ? null : v.toString());
@@ -432,6 +440,7 @@ function insertValues(t: NewTx, n: { seq: RawBuilder<number>; symbolKey: string;
     ...(t.broadcast_attempts === undefined ? {} : { broadcast_attempts: t.broadcast_attempts }),
     ...(t.requested_fees === undefined ? {} : { requested_fees: t.requested_fees }),
     ...(t.refund_id === undefined ? {} : { refund_id: t.refund_id }),
+    ...(t.payout_id === undefined ? {} : { payout_id: t.payout_id, reference: t.reference ?? null }),
   };
 }
 

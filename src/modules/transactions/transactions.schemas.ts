@@ -49,6 +49,8 @@ export const TransactionSchema = Type.Object({
   receipt_status: Nullable(Type.Boolean()),
   symbol: Type.String(),
   refund_id: Nullable(Type.Integer({ description: 'The refund this transfer pays (a charge\'s refund); null otherwise' })),
+  payout_id: Nullable(Type.Integer({ description: 'The payout this transfer is an item of; null otherwise' })),
+  reference: Nullable(Type.String({ description: 'The payout item\'s reference; null otherwise' })),
   created_at: Type.String(),
   updated_at: Type.String(),
 });
@@ -69,6 +71,8 @@ export const CreatedTransactionSchema = Type.Object({
   receipt_status: Nullable(Type.Boolean()),
   symbol: Type.String(),
   refund_id: Nullable(Type.Integer({ description: 'The refund this transfer pays (a charge\'s refund); null otherwise' })),
+  payout_id: Nullable(Type.Integer({ description: 'The payout this transfer is an item of; null otherwise' })),
+  reference: Nullable(Type.String({ description: 'The payout item\'s reference; null otherwise' })),
   created_at: Type.String(),
   updated_at: Type.String(),
 });

@@ -64,11 +64,15 @@ export interface CreateOptions {
    * refuses the transfer with nothing recorded or signed.
    */
   link?: (trx: Executor) => Promise<TxLink>;
+  /** A payout's item: the policy's limits and allowlist apply, its approval was decided for the payout as a whole. */
+  approvalDecided?: true;
 }
 
 /** What a transfer pays, stored on its row. */
 export interface TxLink {
   refund_id?: number;
+  payout_id?: number;
+  reference?: string | null;
 }
 
 /** The smallest amount (1 wei) a gap filler sends to the wallet's own address. */
@@ -160,6 +164,18 @@ export class TransactionService {
       log.warn({ nonce: rec.nonce, err: e }, 'could not sign the refused transfer again; trying again at its next check');
       return null;
     }
+  }
+
+  /**
+   * A payout's balance check as a whole (payouts.service.ts): one transfer of the whole
+   * `input.amount` is quoted as a create quotes it (gas, fees at its level, the node's balances
+   * and the wallet's reservations); the returned check, run under the wallet's lock in the
+   * caller's transaction, tells whether the balance less the reservations then covers that
+   * amount and `count` times the transfer's maximum fee.
+   */
+  async quoteBatch(wallet: WalletView, input: TransferInput, count: number): Promise<(trx: Executor) => Promise<boolean>> {
+    const p = await this.prepare(wallet, input);
+    return async (trx) => p.enough((await repo.outgoingState(trx, wallet.id, p.snap.minedNonce)).reservations, p.fee * BigInt(count));
   }
 
   /** The tokens a create body may name: the wallet's active ones. */
@@ -302,7 +318,7 @@ export class TransactionService {
     }
     if (opts.exemptFromPolicy) return false;
     const decision = await enforcePolicy(trx, { walletId: wallet.id, tokenId: p.input.token.id, amount: p.input.amount, to: p.input.to }, nowMs);
-    return decision === 'hold';
+    return decision === 'hold' && !opts.approvalDecided;
   }
 
   /** Step 4, after the commit: a definitive rejection fails the row and answers 400. */

@@ -49,6 +49,8 @@ export function transactionView(t: TxRecord) {
     receipt_status: receiptStatus(t.receipt_status),
     symbol: t.symbol,
     refund_id: t.refund_id,
+    payout_id: t.payout_id,
+    reference: t.reference,
     created_at: formatDateTime(t.created_at),
     updated_at: formatDateTime(t.updated_at),
   };
@@ -85,6 +87,8 @@ export function transactionListItem(r: ListRow) {
     receipt_status: receiptStatus(r.receipt_status),
     symbol: r.symbol,
     refund_id: r.refund_id,
+    payout_id: r.payout_id,
+    reference: r.reference,
     created_at: formatDateTime(r.created_at),
     updated_at: formatDateTime(r.updated_at),
   };
@@ -115,6 +119,8 @@ export function createdView(t: TxRecord) {
     receipt_status: receiptStatus(t.receipt_status),
     symbol: t.symbol,
     refund_id: t.refund_id,
+    payout_id: t.payout_id,
+    reference: t.reference,
     created_at: formatDateTime(t.created_at),
     updated_at: formatDateTime(t.updated_at),
   };
@@ -148,6 +154,7 @@ export function transactionEventPayload(t: TxRecord, name: TxEventName, atMs: nu
     type: t.type,
     ...(name === 'transaction.failed' ? { failure_reason: t.failure_reason } : {}),
     ...(t.refund_id !== null ? { refund_id: t.refund_id } : {}),
+    ...(t.payout_id !== null ? { payout_id: t.payout_id, reference: t.reference } : {}),
     [at]: formatDateTime(atMs),
   };
 }

@@ -1,0 +1,189 @@
+/**
+ * payouts and payout_items (migration 021), each item read with its transaction (when it has
+ * one): an item's status is its transaction's, never stored twice.
+ */
+import type { Executor } from '../../db/index.js';
+
+export type PayoutState = 'approval' | 'sending' | 'rejected' | 'expired';
+
+export interface PayoutRow {
+  id: number;
+  wallet_id: number;
+  token_id: number;
+  total: bigint;
+  fee_level: string | null;
+  state: PayoutState;
+  created_at: number;
+  updated_at: number;
+  /** Joined: the token. */
+  symbol: string;
+  decimals: number;
+}
+
+export interface ItemRow {
+  id: number;
+  payout_id: number;
+  seq: number;
+  address: string;
+  amount: bigint;
+  reference: string | null;
+  transaction_id: number | null;
+  error: string | null;
+  refused_at: number | null;
+  /** Joined: its transaction's status, hash, failure reason and when it became final. */
+  tx_status: string | null;
+  tx_hash: string | null;
+  failure_reason: string | null;
+  final_at: number | null;
+}
+
+export interface NewItem {
+  address: string;
+  amount: bigint;
+  reference: string | null;
+}
+
+function payouts(db: Executor) {
+  return db
+    .selectFrom('payouts as p')
+    .innerJoin('wallet_tokens as t', 't.id', 'p.token_id')
+    .select(['p.id', 'p.wallet_id', 'p.token_id', 'p.total', 'p.fee_level', 'p.state', 'p.created_at', 'p.updated_at', 't.symbol', 't.decimals']);
+}
+
+type RawPayout = Omit<PayoutRow, 'total' | 'state'> & { total: string; state: string };
+const toPayout = (r: RawPayout): PayoutRow => ({
+  ...r,
+  id: Number(r.id),
+  wallet_id: Number(r.wallet_id),
+  token_id: Number(r.token_id),
+  total: BigInt(r.total),
+  state: r.state as PayoutState,
+  created_at: Number(r.created_at),
+  updated_at: Number(r.updated_at),
+});
+
+export async function insertPayout(trx: Executor, p: { wallet_id: number; token_id: number; total: bigint; fee_level: string | null; state: PayoutState }, items: NewItem[], nowMs: number): Promise<number> {
+  const row = await trx
+    .insertInto('payouts')
+    .values({ ...p, total: p.total.toString(), created_at: nowMs, updated_at: nowMs })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const id = Number(row.id);
+  // Chunks keep each statement's parameters well under SQLite's limit (8 columns an item).
+  for (let i = 0; i < items.length; i += 100) {
+    const chunk = items.slice(i, i + 100).map((it, k) => ({ payout_id: id, wallet_id: p.wallet_id, seq: i + k, address: it.address, amount: it.amount.toString(), reference: it.reference, transaction_id: null, error: null, refused_at: null }));
+    await trx.insertInto('payout_items').values(chunk).execute();
+  }
+  return id;
+}
+
+/** The references among `refs` the wallet's payouts already use. */
+export async function takenReferences(trx: Executor, walletId: number, refs: string[]): Promise<Set<string>> {
+  if (refs.length === 0) return new Set();
+  const rows = await trx.selectFrom('payout_items').select('reference').where('wallet_id', '=', walletId).where('reference', 'in', refs).execute();
+  return new Set(rows.map((r) => r.reference!));
+}
+
+export async function findPayout(db: Executor, walletId: number, id: number): Promise<PayoutRow | undefined> {
+  const r = await payouts(db).where('p.id', '=', id).where('p.wallet_id', '=', walletId).executeTakeFirst();
+  return r ? toPayout(r as RawPayout) : undefined;
+}
+
+export async function findPayoutById(db: Executor, id: number): Promise<PayoutRow | undefined> {
+  const r = await payouts(db).where('p.id', '=', id).executeTakeFirst();
+  return r ? toPayout(r as RawPayout) : undefined;
+}
+
+/** The wallet's payouts, newest first. */
+export async function listPayouts(db: Executor, walletId: number, page: { offset: number; limit: number }): Promise<PayoutRow[]> {
+  const rows = await payouts(db).where('p.wallet_id', '=', walletId).orderBy('p.id', 'desc').offset(page.offset).limit(page.limit).execute();
+  return rows.map((r) => toPayout(r as RawPayout));
+}
+
+export async function countPayouts(db: Executor, walletId: number): Promise<number> {
+  const r = await db.selectFrom('payouts').select((eb) => eb.fn.countAll<number>().as('n')).where('wallet_id', '=', walletId).executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+/** The items of some payouts, in order, with their transactions. */
+export async function listItems(db: Executor, payoutIds: number[]): Promise<ItemRow[]> {
+  if (payoutIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('payout_items as i')
+    .leftJoin('transactions as tx', 'tx.id', 'i.transaction_id')
+    .select(['i.id', 'i.payout_id', 'i.seq', 'i.address', 'i.amount', 'i.reference', 'i.transaction_id', 'i.error', 'i.refused_at', 'tx.status as tx_status', 'tx.tx_hash', 'tx.failure_reason', 'tx.confirmed_at', 'tx.failed_at'])
+    .where('i.payout_id', 'in', payoutIds)
+    .orderBy('i.payout_id', 'asc')
+    .orderBy('i.seq', 'asc')
+    .execute();
+  return rows.map((r) => ({
+    id: Number(r.id),
+    payout_id: Number(r.payout_id),
+    seq: Number(r.seq),
+    address: r.address,
+    amount: BigInt(r.amount),
+    reference: r.reference,
+    transaction_id: r.transaction_id === null ? null : Number(r.transaction_id),
+    error: r.error,
+    refused_at: r.refused_at === null ? null : Number(r.refused_at),
+    tx_status: r.tx_status,
+    tx_hash: r.tx_hash,
+    failure_reason: r.failure_reason,
+    final_at: r.tx_status === 'confirmed' ? Number(r.confirmed_at) : r.tx_status === 'failed' ? Number(r.failed_at) : null,
+  }));
+}
+
+/** The next item of a payout to send (lowest `seq` with neither a transaction nor a refusal). */
+export async function nextUnsent(db: Executor, payoutId: number): Promise<{ id: number; address: string; amount: bigint; reference: string | null } | undefined> {
+  const r = await db
+    .selectFrom('payout_items')
+    .select(['id', 'address', 'amount', 'reference'])
+    .where('payout_id', '=', payoutId)
+    .where('transaction_id', 'is', null)
+    .where('error', 'is', null)
+    .orderBy('seq', 'asc')
+    .limit(1)
+    .executeTakeFirst();
+  return r ? { id: Number(r.id), address: r.address, amount: BigInt(r.amount), reference: r.reference } : undefined;
+}
+
+/** Under the wallet's lock: the item is still unsent (the guard against sending it twice). */
+export async function isUnsent(trx: Executor, itemId: number): Promise<boolean> {
+  const r = await trx.selectFrom('payout_items').select('id').where('id', '=', itemId).where('transaction_id', 'is', null).where('error', 'is', null).executeTakeFirst();
+  return r !== undefined;
+}
+
+export async function setItemTransaction(trx: Executor, itemId: number, txId: number): Promise<boolean> {
+  const r = await trx.updateTable('payout_items').set({ transaction_id: txId }).where('id', '=', itemId).where('transaction_id', 'is', null).where('error', 'is', null).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** The item's create was refused (balance, policy): it fails with that reason, the others go on. */
+export async function refuseItem(db: Executor, itemId: number, error: string, nowMs: number): Promise<void> {
+  await db.updateTable('payout_items').set({ error: error.slice(0, 300), refused_at: nowMs }).where('id', '=', itemId).where('transaction_id', 'is', null).where('error', 'is', null).execute();
+}
+
+/** Payouts whose items may go out and one of which is unsent (bounded, oldest first). */
+export async function listSending(db: Executor, limit: number): Promise<number[]> {
+  const rows = await db
+    .selectFrom('payouts as p')
+    .select('p.id')
+    .where('p.state', '=', 'sending')
+    .where((eb) => eb.exists(eb.selectFrom('payout_items as i').select('i.id').whereRef('i.payout_id', '=', 'p.id').where('i.transaction_id', 'is', null).where('i.error', 'is', null)))
+    .orderBy('p.id', 'asc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => Number(r.id));
+}
+
+/** Moves a payout from one decision state to another; false when it was no longer in `from`. */
+export async function moveState(trx: Executor, id: number, from: PayoutState, to: PayoutState, nowMs: number): Promise<boolean> {
+  const r = await trx.updateTable('payouts').set({ state: to, updated_at: nowMs }).where('id', '=', id).where('state', '=', from).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Payouts awaiting approval since before `cutoffMs` (bounded). */
+export async function listApprovalExpired(db: Executor, cutoffMs: number, limit: number): Promise<{ id: number; wallet_id: number }[]> {
+  const rows = await db.selectFrom('payouts').select(['id', 'wallet_id']).where('state', '=', 'approval').where('created_at', '<=', cutoffMs).orderBy('id', 'asc').limit(limit).execute();
+  return rows.map((r) => ({ id: Number(r.id), wallet_id: Number(r.wallet_id) }));
+}
