@@ -175,7 +175,9 @@ export class PayoutService {
         return !(await repo.isUnsent(db, item.id)); // never the same item again in this pass
 
       }
-      log.warn({ err: e }, 'payout item not sent now; the next pass tries again');
+      // The wallet's pending limit is a wait, not a fault: the next pass goes on once some confirm.
+      if (e instanceof AppError && e.code === 'TOO_MANY_PENDING') log.debug('payout waits for the wallet’s pending transfers to confirm');
+      else log.warn({ err: e }, 'payout item not sent now; the next pass tries again');
       return false;
     }
   }
