@@ -17,7 +17,7 @@ export interface Violation {
 
 /** What the service shows, read once after quiescence. */
 export interface Observed {
-  wallets: Array<{ w: SimWallet; txs: any[]; charges: any[] }>;
+  wallets: Array<{ w: SimWallet; txs: any[]; charges: any[]; payouts: any[] }>;
   events: any[];
 }
 
@@ -113,6 +113,8 @@ export class Checker {
     for (const { w, charges } of o.wallets) for (const c of charges) await this.checkCharge(w, c);
     for (const { w, txs, charges } of o.wallets) for (const c of charges) await this.checkRefunds(w, c, txs);
     this.checkRefundRequests(o);
+    for (const { w, txs, payouts } of o.wallets) for (const p of payouts) await this.checkPayout(w, p, txs);
+    this.checkPayoutRequests(o);
     this.checkEvents(o);
   }
 
@@ -151,8 +153,14 @@ export class Checker {
     if (!entry) return;
     const decisions = new Map(this.work.held.map((h) => [h.id, h.decision]));
     for (const [token, limit] of Object.entries(approvalAbove)) {
+      // A payout over it as a whole: nothing of it sent unless the workload approved it.
+      for (const p of entry.payouts.filter((x: any) => x.token === token && units18(x.total) > units18(limit))) {
+        const decision = this.work.payouts.find((x) => x.id === p.id)?.decision;
+        if (p.items.some((i: any) => i.transaction_id !== null) && decision !== 'approved') this.violate('approvals', `payout ${p.id} (${p.total} ${token})`, `items sent over approval_above ${limit} though the workload ${decision ?? 'never saw it held'}`);
+      }
       for (const t of entry.txs) {
-        if ((t.type !== 'transfer' && t.type !== 'contract') || t.symbol !== token || units18(t.amount) <= units18(limit)) continue;
+        // A payout's items are decided with the payout (its total): checked in checkPayouts.
+        if ((t.type !== 'transfer' && t.type !== 'contract') || t.symbol !== token || units18(t.amount) <= units18(limit) || t.payout_id !== null) continue;
         const obj = `transaction ${t.id} (${t.amount} ${token}, ${t.status}${t.failure_reason ? ` ${t.failure_reason}` : ''})`;
         const decision = decisions.get(t.id);
         if (t.tx_hash !== null && decision !== 'approved') this.violate('approvals', obj, `signed (${t.tx_hash}) over approval_above ${limit} though the workload ${decision ?? 'never saw it held'}`);
@@ -185,9 +193,11 @@ export class Checker {
       for (const c of charges) if (!chargeIds.has(c.id)) this.violate('chain exactly once', `wallet ${w.id} charge ${c.id}`, 'a charge that no accepted create was answered with (a create done twice?)');
       const deposits = new Set(charges.map((c) => lc(c.address)));
       const refunds = new Set(this.work.refunds.map((r) => r.id));
+      const payouts = new Set(this.work.payouts.map((p) => p.id));
       for (const t of txs) {
         if (t.type === 'receipt' || ids.has(t.id)) continue;
         if (t.refund_id !== null && refunds.has(t.refund_id)) continue; // answers a refund request (or its claim)
+        if (t.payout_id !== null && payouts.has(t.payout_id)) continue; // an item of a payout the workload created
         const to = this.txs.get(lc(t.tx_hash))?.to ?? '';
         const topUp = deposits.has(to) || [t.tx_hash, ...(t.replaced_hashes ?? [])].some((h: string) => deposits.has(this.txs.get(lc(h))?.to ?? ''));
         if (!topUp && t.status !== 'failed') this.violate('chain exactly once', `wallet ${w.id} transaction ${t.id}`, `an outgoing ${t.type} of ${t.amount} ${t.symbol} (${t.status}) that no accepted request was answered with and that is not a top-up`);
@@ -330,15 +340,55 @@ export class Checker {
         this.violate('refunds', obj(r), `its transaction ${r.transaction_id} is ${t ? `${t.status}, ${t.amount}, refund_id ${t.refund_id}` : 'not in the wallet'}`);
         continue;
       }
-      if (r.status === 'confirmed') await this.checkRefundOnChain(obj(r), r, c.token, lc(w.address));
+      if (r.status === 'confirmed') await this.checkPaidOnChain(obj(r), r, c.token, lc(w.address));
     }
   }
 
-  private async checkRefundOnChain(obj: string, r: any, token: string, main: string): Promise<void> {
+  /** A confirmed refund or payout item: mined with status 1 in a canonical block, exactly its amount of the token from the main address to its address. */
+  private async checkPaidOnChain(obj: string, r: { tx_hash: string | null; address: string; amount: string }, token: string, main: string): Promise<void> {
     const rc = r.tx_hash ? await this.receipt(r.tx_hash) : null;
     if (!rc || rc.status !== '0x1' || !this.canonical(rc)) return this.violate('refunds', obj, `confirmed, but ${r.tx_hash} is ${rc ? `status ${rc.status}${this.canonical(rc) ? '' : ' (not canonical)'}` : 'not mined'}`);
     const paid = this.inflows.filter((f) => f.hash === lc(r.tx_hash) && f.token === token && f.from === main && f.to === lc(r.address));
     if (paid.length !== 1 || paid[0]!.amount18 !== parse18(r.amount)) this.violate('refunds', obj, `${r.tx_hash} pays ${JSON.stringify(paid.map((f) => `${fmt18(f.amount18)} to ${f.to}`))}, not ${r.amount} to ${r.address} from the main address`);
+  }
+
+  /**
+   * A payout is final after quiescence; each item's state is its transaction's (which carries the
+   * payout's id, the item's reference and amount) and the chain's (confirmed: the exact amount
+   * reached the item's address from the main address); items were sent in item order (nonces
+   * rising); a payout the workload rejected or left, or one over approval_above it never
+   * approved, sent nothing; every payout answered to the workload is listed, and no other.
+   */
+  private async checkPayout(w: SimWallet, p: any, txs: any[]): Promise<void> {
+    const obj = `wallet ${w.id} payout ${p.id} (${p.total} ${p.token}, ${p.status})`;
+    const work = this.work.payouts.find((x) => x.id === p.id);
+    if (!work) this.violate('payouts', obj, 'listed, but no payout create was answered with it (a payout made twice?)');
+    if (p.status === 'processing' || p.status === 'awaiting_approval') this.violate('states are the chain', obj, 'not final after quiescence');
+    const sent = p.items.filter((i: any) => i.transaction_id !== null);
+    if (sent.length > 0 && work?.decision !== undefined && work.decision !== 'approved') this.violate('payouts', obj, `${sent.length} items sent, but the workload ${work.decision} it`);
+    let lastNonce = -1;
+    for (const i of p.items) {
+      const io = `${obj} item ${i.id} (${i.reference}, ${i.amount}, ${i.status})`;
+      if (i.transaction_id === null) {
+        if (i.status !== 'failed') this.violate('payouts', io, 'no transaction, but not failed');
+        continue;
+      }
+      const t = txs.find((x) => x.id === i.transaction_id);
+      const want = t?.status === 'confirmed' ? 'confirmed' : t?.status === 'failed' ? 'failed' : 'pending';
+      if (!t || t.payout_id !== p.id || t.reference !== i.reference || t.amount !== i.amount || want !== i.status) {
+        this.violate('payouts', io, `its transaction ${i.transaction_id} is ${t ? `${t.status}, ${t.amount}, payout ${t.payout_id}, reference ${t.reference}` : 'not in the wallet'}`);
+        continue;
+      }
+      if (t.nonce !== null && t.nonce < lastNonce) this.violate('payouts', io, `nonce ${t.nonce} after an earlier item's ${lastNonce}: not in item order`);
+      lastNonce = Math.max(lastNonce, t.nonce ?? -1);
+      if (i.status === 'confirmed') await this.checkPaidOnChain(io, { tx_hash: i.tx_hash, address: i.address, amount: i.amount }, p.token, lc(w.address));
+    }
+  }
+
+  /** Every payout answered to the workload is listed. */
+  private checkPayoutRequests(o: Observed): void {
+    const shown = new Set(o.wallets.flatMap(({ payouts }) => payouts.map((p: any) => p.id)));
+    for (const p of this.work.payouts) if (!shown.has(p.id)) this.violate('payouts', `wallet ${p.walletId} payout ${p.id}`, 'answered to a payout create, but not listed');
   }
 
   /** Every refund the workload was answered with is on its charge, and no other refund is. */

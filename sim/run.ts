@@ -188,7 +188,8 @@ async function observe(api: Api, wallets: SimWallet[]): Promise<Observed> {
     const list = await api.all<{ id: number }>(`/api/wallet/${w.id}/charge`);
     const charges = [];
     for (const c of list) charges.push((await api.call('GET', `/api/wallet/${w.id}/charge/show/${c.id}`)).data);
-    out.wallets.push({ w, txs, charges });
+    const payouts = await api.all(`/api/wallet/${w.id}/payout`);
+    out.wallets.push({ w, txs, charges, payouts });
   }
   for (let after = 0; ; ) {
     const r = await api.call<any[]>('GET', `/api/events?after=${after}&limit=1000`);
@@ -200,7 +201,8 @@ async function observe(api: Api, wallets: SimWallet[]): Promise<Observed> {
 }
 
 const busy = (o: Observed): string[] =>
-  o.wallets.flatMap(({ w, txs, charges }) => [
+  o.wallets.flatMap(({ w, txs, charges, payouts }) => [
+    ...payouts.filter((p) => p.status === 'processing' || p.status === 'awaiting_approval').map((p) => `wallet ${w.id} payout ${p.id}`),
     ...txs.filter((t) => t.status === 'pending' || t.status === 'awaiting_approval').map((t) => `wallet ${w.id} transaction ${t.id}`),
     ...charges.filter((c) => c.status === 'pending').map((c) => `charge ${c.id}`),
     ...charges.flatMap((c) => (c.sweeps ?? []).filter((s: any) => s.status === 'pending').map((s: any) => `charge ${c.id} sweep ${s.tx_hash}`)),

@@ -52,6 +52,14 @@ export interface SimRefund {
   claim?: 'claimed' | 'unclaimed';
 }
 
+/** A payout the service answered a create with, and the workload's decision when it was held. */
+export interface SimPayout {
+  walletId: number;
+  id: number;
+  token: string;
+  decision?: 'approved' | 'rejected' | 'left';
+}
+
 export const decimalsOf = (token: string): number => (token === TOKEN_SYMBOL ? TOKEN_DECIMALS : 18);
 const fmt = (v: bigint, token: string): string => formatUnits(v, decimalsOf(token));
 /** An 18-place amount of the API in the token's base units. */
@@ -68,6 +76,8 @@ export class Workload {
   readonly charges: SimCharge[] = [];
   /** Creates answered `awaiting_approval` (the policed wallet's token transfers over its approval_above). */
   readonly held: Held[] = [];
+  /** Payouts the service answered a create with (a retried key answers the same one). */
+  readonly payouts: SimPayout[] = [];
   /** Refunds the service answered a refund request with (by the request's key: a retry answers the same one). */
   readonly refunds: SimRefund[] = [];
   /** Keys answered with two different transactions (a double create). */
@@ -105,7 +115,7 @@ export class Workload {
 
   /** One operation, picked by the seeded stream. */
   async step(): Promise<void> {
-    const op = this.prng.weighted({ native: 4, token: 3, contract: 1, 'wallet-to-wallet': 1, fund: 1, charge: 5 });
+    const op = this.prng.weighted({ native: 4, token: 3, contract: 1, 'wallet-to-wallet': 1, fund: 1, charge: 5, payout: 1 });
     const w = this.prng.pick(this.wallets);
     switch (op) {
       case 'native':
@@ -122,7 +132,49 @@ export class Workload {
         return this.fund(w);
       case 'charge':
         return this.charge(w);
+      case 'payout':
+        return this.payout(w);
     }
+  }
+
+  /**
+   * A payout of 2 to 6 items to outside addresses, each with a unique reference; one the policy
+   * holds (the policed wallet's token payouts over its approval_above) is approved, rejected or
+   * left to expire, like a held transfer.
+   */
+  private async payout(w: SimWallet): Promise<void> {
+    const token = this.prng.chance(0.5) ? 'ETH' : TOKEN_SYMBOL;
+    const items = Array.from({ length: this.prng.int(2, 6) }, () => ({
+      address: this.recipient(),
+      amount: fmt(token === 'ETH' ? this.prng.bigint(ETH / 1000n, ETH / 100n) : this.prng.bigint(UNIT, 60n * UNIT), token),
+      reference: `${this.key()}-ref`,
+    }));
+    const r = await this.api.call<{ id: number; status: string }>('POST', `/api/wallet/${w.id}/payout/create`, { token, items }, { key: this.key() });
+    const kind = `payout-${token === 'ETH' ? 'native' : 'token'}`;
+    if (r.status !== 200) {
+      this.count(`${kind} refused (${r.status} ${r.message})`);
+      if (r.status !== 400 || !/^(Insufficient balance for payout|Policy: over the (per-transaction|daily) limit)$/.test(r.message)) this.unexpected.push(`${kind}: ${r.status} ${r.message}`);
+      return;
+    }
+    const payout: SimPayout = { walletId: w.id, id: r.data.id, token };
+    this.payouts.push(payout);
+    this.count(r.data.status === 'awaiting_approval' ? `${kind} held for approval` : kind);
+    if (r.data.status === 'awaiting_approval') this.tasks.push(this.decidePayout(w, payout, this.prng.fork(`payout-${payout.id}`)).catch((e) => void this.unexpected.push(`decision on payout ${payout.id}: ${(e as Error).message}`)));
+  }
+
+  private async decidePayout(w: SimWallet, payout: SimPayout, p: Prng): Promise<void> {
+    await sleep(p.int(200, 3000));
+    const choice = p.weighted({ approve: 5, reject: 3, leave: 2 });
+    if (choice === 'leave') {
+      payout.decision = 'left';
+      return this.count('payout left to expire');
+    }
+    const r = await this.api.call('POST', `/api/wallet/${w.id}/payout/${payout.id}/${choice}`, {}, { key: this.key() });
+    payout.decision = choice === 'approve' ? 'approved' : 'rejected';
+    if (r.status === 200) return this.count(`payout ${choice}`);
+    // A retry whose first answer a kill cut finds it decided (by that request, or by the expiry).
+    if (r.status === 400 && r.message === 'Payout is not awaiting approval') return this.count(`payout ${choice} (already decided)`);
+    this.unexpected.push(`${choice} of payout ${payout.id}: ${r.status} ${r.message}`);
   }
 
   /** Sends funds to a wallet from outside (real transfers; never anvil_setBalance). */
