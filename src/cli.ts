@@ -1,5 +1,5 @@
 /**
- * The command line: user:create, network:add, key:create, migrate, keys:rotate, reconcile. Each prints one JSON object
+ * The command line: user:create, network:add, key:create, migrate, keys:rotate, reconcile, devnet:fund. Each prints one JSON object
  * for what it made (reconcile: one line per wallet, exit 1 when any is not ok); an error prints one JSON object with
  * `error` (and `fields` for bad input), exit 1.
  */
@@ -19,6 +19,10 @@ import { createdKeyView } from './modules/keys/keys.views.js';
 import type { AppContext } from './context.js';
 import { rotateSecrets } from './modules/secrets/secrets.service.js';
 import { reconcileWallets } from './modules/reconciliation/reconciliation.run.js';
+import { fundFromDevnet } from './modules/networks/devnet-fund.js';
+import { findNetwork } from './modules/networks/networks.repository.js';
+import { findWalletView } from './modules/wallets/wallets.repository.js';
+import { formatUnits18, parseAmount } from './lib/money.js';
 
 const USAGE = `usage:
   cli user:create <email> <password> [--name NAME]
@@ -27,7 +31,8 @@ const USAGE = `usage:
   cli key:create <email> --name N --scopes read,charges:write [--expires-in SECONDS]
   cli migrate
   cli keys:rotate      re-encrypt every secret under the current APP_KEY
-  cli reconcile [--wallet ID]   the chain against the records, one JSON line per wallet; exit 1 when any is not ok`;
+  cli reconcile [--wallet ID]   the chain against the records, one JSON line per wallet; exit 1 when any is not ok
+  cli devnet:fund <wallet> <amount>   send <amount> ETH to the wallet from the local devnet's dev account (the local devnet only)`;
 
 function print(obj: unknown): void {
   process.stdout.write(`${JSON.stringify(obj)}\n`);
@@ -50,6 +55,7 @@ const COMMANDS: Record<string, Command> = {
   migrate: async (ctx) => ({ migrated: true, driver: ctx.store.driver }),
   'keys:rotate': (ctx) => rotateSecrets(ctx),
   reconcile,
+  'devnet:fund': devnetFund,
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -158,6 +164,26 @@ async function reconcile(ctx: AppContext, args: string[]) {
   if (id !== undefined && !/^[1-9][0-9]{0,14}$/.test(id)) throw new Error('--wallet must be a wallet id');
   const results = await reconcileWallets(ctx, id === undefined ? undefined : Number(id));
   return new Lines(results.map((r) => r.line), results.every((r) => r.ok) ? 0 : 1);
+}
+
+/** devnet:fund <wallet> <amount>: ETH from the local devnet's first dev account, in a real transfer (devnet-fund.ts). */
+async function devnetFund(ctx: AppContext, args: string[]) {
+  const { positionals } = parseArgs({ args, allowPositionals: true });
+  const [id, amount] = positionals;
+  if (!id || !/^[1-9][0-9]{0,14}$/.test(id) || amount === undefined) throw new Error('devnet:fund needs <wallet id> <amount in ETH>');
+  let wei: bigint;
+  try {
+    wei = parseAmount(amount, 18);
+  } catch {
+    throw new Error(`amount "${amount}" is not an ETH amount (at most 18 decimal places)`);
+  }
+  if (wei <= 0n) throw new Error('amount must be greater than 0');
+  const wallet = await findWalletView(ctx.store.db, Number(id));
+  if (!wallet) throw new Error(`no wallet ${id}`);
+  const network = await findNetwork(ctx.store.db, wallet.network_id);
+  if (!network) throw new Error(`wallet ${id} has no network`);
+  const sent = await fundFromDevnet(network, wallet.address, wei);
+  return { wallet_id: wallet.id, address: wallet.address, amount: formatUnits18(wei, 18), token: 'ETH', ...sent };
 }
 
 main(process.argv.slice(2))

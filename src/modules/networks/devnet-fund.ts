@@ -1,0 +1,32 @@
+/**
+ * Funding from the local devnet (a newcomer's first minutes, README "Start"): one of anvil's
+ * unlocked dev accounts sends ether to an address in a real transfer, so the service sees it
+ * as any payment (a receipt, `balance.updated`, reconciliation in agreement), never by
+ * `anvil_setBalance`, which reconciliation would rightly flag.
+ *
+ * Refused on every network but the local devnet: the network must be the one `npm start`
+ * registers (chain id 31337) AND its node must say it is anvil (`web3_clientVersion`), so a
+ * misconfigured production network can never be "funded" by this path.
+ */
+import { createPublicClient, getAddress, http, type Address, type Hex } from 'viem';
+import type { NetworkRow } from '../../db/types.js';
+import { DEVNET_CHAIN_ID } from './networks.service.js';
+
+export class NotDevnet extends Error {
+  constructor(what: string) {
+    super(`only the local devnet (chain id ${DEVNET_CHAIN_ID}, an anvil node) can fund from its dev accounts; ${what}`);
+  }
+}
+
+/** Sends `wei` from anvil's first dev account to `to` and waits for its receipt. */
+export async function fundFromDevnet(network: NetworkRow, to: string, wei: bigint): Promise<{ tx_hash: Hex; block_number: number }> {
+  if (network.chain_id !== DEVNET_CHAIN_ID) throw new NotDevnet(`network ${network.id} (${network.name}) has chain id ${network.chain_id}`);
+  const client = createPublicClient({ transport: http(network.rpc_url, { retryCount: 0, timeout: 10_000 }) });
+  const version = await client.request({ method: 'web3_clientVersion' as never }).catch(() => '');
+  if (!String(version).toLowerCase().startsWith('anvil')) throw new NotDevnet(`the node of network ${network.id} is not anvil (${String(version) || 'no client version'})`);
+  const [from] = (await client.request({ method: 'eth_accounts' as never })) as Address[];
+  if (!from) throw new NotDevnet(`the node of network ${network.id} has no dev account`);
+  const hash = (await client.request({ method: 'eth_sendTransaction' as never, params: [{ from, to: getAddress(to), value: `0x${wei.toString(16)}` }] as never })) as Hex;
+  const receipt = await client.waitForTransactionReceipt({ hash, timeout: 30_000, pollingInterval: 100 });
+  return { tx_hash: hash, block_number: Number(receipt.blockNumber) };
+}

@@ -1,0 +1,58 @@
+/**
+ * `npm run cli -- devnet:fund <wallet> <amount>` (a newcomer's first minutes, README "Start"):
+ * on the local devnet, anvil's dev account sends the amount in a real transfer that the service
+ * records as a receipt; on any other network (another chain id) it is refused, exit 1, nothing
+ * sent.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseEther } from 'viem';
+import { startTestApp, TEST_APP_KEY, type TestApp, type TestUser } from '../helpers/app.js';
+import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { runCli } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
+import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
+import { balanceOf } from '../charges/support.js';
+
+let chain: TestChain;
+let t: TestApp;
+let user: TestUser;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  chain = await startTestChain();
+  t = await startTestApp({ workers: true, env: { WATCHER_POLL_MS: '50' } });
+  user = await t.createUser();
+  const db = t.database;
+  env = { NODE_ENV: 'test', DATA_DIR: db.dataDir, APP_KEY: TEST_APP_KEY, ...(db.databaseUrl ? { DATABASE_URL: db.databaseUrl } : {}) };
+});
+
+afterAll(async () => {
+  await t?.close();
+  await chain?.stop();
+});
+
+describe('devnet:fund', () => {
+  it('sends the amount from the devnet in a real transfer, recorded as a receipt', async () => {
+    const networkId = await chain.register(t);
+    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'New', network_id: networkId } })).body.data;
+    const r = await runCli(['devnet:fund', String(w.id), '1.5'], env);
+    expect([r.code, r.json], r.stdout).toEqual([0, { wallet_id: w.id, address: w.address, amount: '1.500000000000000000', token: 'ETH', tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/), block_number: expect.any(Number) }]);
+    expect(await balanceOf(chain, w.address)).toBe(parseEther('1.5'));
+    const receipt = await waitFor(async () => {
+      const list = await t.request('GET', `/api/wallet/${w.id}/transaction`, { token: user.token });
+      return list.body.data.find((x: any) => x.type === 'receipt' && x.status === 'confirmed') ?? null;
+    }, { message: 'the funding recorded as a confirmed receipt' });
+    expect([receipt.amount, receipt.tx_hash]).toEqual(['1.500000000000000000', r.json.tx_hash]);
+  });
+
+  it('is refused on any other network, with nothing sent', async () => {
+    const other = await upsertNetwork(t.store.db, { name: 'Not a devnet', rpc_url: chain.rpcUrl, chain_id: 1, currency_symbol: 'ETH', block_explorer: '', is_mainnet: true, confirmations: 1 }, Date.now());
+    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Prod', network_id: other.id } })).body.data;
+    const r = await runCli(['devnet:fund', String(w.id), '1'], env);
+    expect(r.code).toBe(1);
+    expect(r.json.error).toBe(`only the local devnet (chain id 31337, an anvil node) can fund from its dev accounts; network ${other.id} (Not a devnet) has chain id 1`);
+    expect(await balanceOf(chain, w.address)).toBe(0n);
+    const bad = await runCli(['devnet:fund', String(w.id), 'lots'], env);
+    expect([bad.code, bad.json.error]).toEqual([1, 'amount "lots" is not an ETH amount (at most 18 decimal places)']);
+  });
+});
