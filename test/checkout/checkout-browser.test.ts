@@ -173,6 +173,19 @@ describe('the checkout page in Chromium', () => {
     await b.context.close();
   }, 90_000);
 
+  it('on the local devnet, "Pay from the devnet" pays it and the page turns paid without a reload', async () => {
+    const c = await createCharge({ amount: '0.05', token: 'ETH', expires: 900 });
+    const { context, page } = await open(DESKTOP, c.uuid);
+    expect(await page.textContent('#devnet-pay')).toBe('Pay from the devnet');
+    await page.screenshot({ path: join(ARTIFACTS, 'checkout-desktop-devnet.png') });
+    await page.click('#devnet-pay');
+    await page.waitForFunction(() => document.getElementById('status-badge')?.textContent === 'Paid', null, { timeout: 20_000 });
+    expect(await page.textContent('#paid-text')).toBe('0.05 ETH received.');
+    const charge = await t.request('GET', `/api/wallet/${walletId}/charge/show/${c.uuid}`, { token: alice.token });
+    expect(charge.body.data.payments.map((p: { amount: string }) => p.amount)).toEqual(['0.050000000000000000']);
+    await context.close();
+  }, 60_000);
+
   it('shows a plain 404 page for an unknown uuid', async () => {
     const context = await browser.newContext({ viewport: PHONE });
     const page = await context.newPage();

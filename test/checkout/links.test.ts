@@ -45,7 +45,7 @@ describe('hosted_url and PUBLIC_URL', () => {
 describe('checkout page texts', () => {
   const row = (over: Partial<CheckoutRow>): CheckoutRow => ({
     id: 1, uuid: 'u', status: 'pending', mode: 'test', amount: 2_000_000n, paid_amount: 0n, expires_at: 0, content: null, address: DEPOSIT,
-    symbol: 'USDC', decimals: 6, contract: USDC, chain_id: 1, network_name: 'Ethereum', block_explorer: '', ...over,
+    symbol: 'USDC', decimals: 6, contract: USDC, chain_id: 1, network_name: 'Ethereum', block_explorer: '', network_id: 1, is_native: 0, ...over,
   });
 
   it('escapes every HTML-special character', () => {

@@ -22,6 +22,8 @@ const PUBLIC = [
   // The payer's side of a refund claim: its page, its JSON and the claim itself.
   ...['/api/refund/:uuid', '/refund/:uuid'].flatMap((u) => [`GET ${u}`, `HEAD ${u}`]),
   'POST /api/refund/:uuid',
+  // The local devnet's payer button on the checkout page (400 on any other network).
+  'POST /api/pay/:uuid/devnet',
 ].sort();
 /** Wallet routes for a login token only (CONTRACT: an API key gets 403 `Insufficient scope`). */
 const LOGIN_ONLY = new Set([

@@ -59,6 +59,9 @@ h1{font-size:1.35rem;line-height:1.3;margin:18px 0 4px;letter-spacing:-.01em;ove
 .btn-primary{background:var(--accent);color:#fff}
 .btn-primary:hover{background:var(--accent-hover)}
 .btn svg{width:18px;height:18px}
+.btn-secondary{background:#fff;color:var(--accent);border:1px solid var(--line);font:inherit;font-weight:650;cursor:pointer;margin-top:10px}
+.btn-secondary:hover{background:#eef2ff}
+.btn-secondary:disabled{cursor:progress;opacity:.7}
 .note{border-radius:11px;padding:10px 12px;font-size:.9rem;margin:0 0 16px}
 .note-warn{background:#fff7ed;color:#9a3412;border:1px solid #fed7aa}
 .result{text-align:center;padding:20px 4px 8px}
@@ -213,6 +216,17 @@ export const CHECKOUT_JS = `
     var done = function () { copied(btn); };
     if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(done, function () { fallbackCopy(text); done(); });
     else { fallbackCopy(text); done(); }
+  });
+
+  // The local devnet's payer button (README "Start"): the dev account pays; the poll shows it paid.
+  var dev = $('devnet-pay');
+  if (dev) dev.addEventListener('click', function () {
+    dev.disabled = true;
+    dev.textContent = 'Paying\u2026';
+    fetch('/api/pay/' + encodeURIComponent(d.uuid) + '/devnet', { method: 'POST', headers: { accept: 'application/json' } })
+      .then(function (res) { return res.json(); })
+      .then(function (body) { dev.textContent = body && body.status === 'success' ? 'Sent from the devnet' : (body && body.message) || 'Could not pay'; })
+      .catch(function () { dev.disabled = false; dev.textContent = 'Pay from the devnet'; });
   });
 
   render();

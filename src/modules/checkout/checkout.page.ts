@@ -114,6 +114,17 @@ export function amountDue(c: CheckoutRow): bigint {
   return c.paid_amount > 0n && c.paid_amount < c.amount ? c.amount - c.paid_amount : c.amount;
 }
 
+/** A pending native charge on the local devnet (chain id 31337) gets a payer button (README "Start"). */
+export function devnetPayable(c: CheckoutRow): boolean {
+  return c.chain_id === 31337 && c.is_native === 1 && c.status === 'pending' && amountDue(c) > 0n;
+}
+
+function devnetButton(c: CheckoutRow): string {
+  if (!devnetPayable(c)) return '';
+  return `<button type="button" class="btn btn-secondary" id="devnet-pay">Pay from the devnet</button>
+<p class="footer">Local devnet only: anvil's dev account pays it, as a payer would.</p>`;
+}
+
 function payPanel(c: CheckoutRow, qrDataUrl: string, paymentUri: string, texts: ReturnType<typeof stateTexts>): string {
   const amount = shortAmount(amountDue(c), c.decimals);
   const token = escapeHtml(c.symbol);
@@ -125,6 +136,7 @@ function payPanel(c: CheckoutRow, qrDataUrl: string, paymentUri: string, texts: 
 ${copyField('Deposit address', 'address', c.address)}
 ${copyField('Amount', 'amount-copy', amount, c.symbol)}
 <a class="btn btn-primary" id="open-wallet" href="${escapeHtml(paymentUri)}">${ICONS.wallet}Open in wallet app</a>
+${devnetButton(c)}
 </div>`;
 }
 

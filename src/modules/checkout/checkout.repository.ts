@@ -21,6 +21,9 @@ export interface CheckoutRow {
   chain_id: number;
   network_name: string;
   block_explorer: string;
+  /** Internal: the network (for the devnet's payer button) and whether the token is the native one. */
+  network_id: number;
+  is_native: number;
 }
 
 export async function findCheckoutCharge(db: Executor, uuid: string): Promise<CheckoutRow | undefined> {
@@ -46,6 +49,8 @@ export async function findCheckoutCharge(db: Executor, uuid: string): Promise<Ch
       'n.chain_id',
       'n.name as network_name',
       'n.block_explorer',
+      'n.id as network_id',
+      't.is_native',
     ])
     .where('c.uuid', '=', uuid)
     .executeTakeFirst();

@@ -4,7 +4,9 @@
  *
  * GET /api/pay/{uuid}   the charge as the payer may see it (envelope)
  * GET /pay/{uuid}       the checkout page (HTML; a plain 404 page for an unknown uuid)
+ * POST /api/pay/{uuid}/devnet   the local devnet's payer button (400 anywhere else)
  */
+import { Type } from '@sinclair/typebox';
 import { Errors } from '../../errors.js';
 import { ok, responses } from '../../http/envelope.js';
 import type { App } from '../../http/types.js';
@@ -41,6 +43,26 @@ export async function checkoutRoutes(app: App, checkout: CheckoutService): Promi
       const charge = await checkout.find(req.params.uuid);
       if (!charge) throw Errors.chargeNotFound();
       return ok(publicChargeView(charge), 'Charge retrieved');
+    },
+  );
+
+  app.post(
+    '/api/pay/:uuid/devnet',
+    {
+      schema: {
+        tags: ['checkout'],
+        summary: 'Pay a local-devnet charge from the devnet (public; the local devnet only)',
+        description:
+          'The checkout page’s payer button on the local devnet (chain id 31337, an anvil node): anvil’s dev account sends what the charge still asks, in a real transfer the service then sees as a payment. 400 for any other charge (a token charge, one not pending, any other network).',
+        params: PayParams,
+        security: [],
+        response: responses(Type.Object({ tx_hash: Type.String() })),
+      },
+    },
+    async (req) => {
+      const charge = await checkout.find(req.params.uuid);
+      if (!charge) throw Errors.chargeNotFound();
+      return ok({ tx_hash: await checkout.payFromDevnet(charge) }, 'Paid from the devnet');
     },
   );
 
