@@ -11,6 +11,8 @@ const ONCE = [
   'src/**/*.test.ts',
   'test/checkout/checkout-browser.test.ts',
   'test/refunds/refund-browser.test.ts',
+  'test/dashboard/dashboard-browser.test.ts',
+  'test/dashboard/api-types.test.ts',
   'test/ops/docs-browser.test.ts',
   'test/ops/openapi.test.ts',
   'test/checkout/links.test.ts',
@@ -50,6 +52,8 @@ export default defineConfig({
     // Each file starts its own service, database and (where needed) anvil chain; two cores.
     poolOptions: { forks: { maxForks: 3, minForks: 1 } },
     sequence: { sequencer: SlowFirstSequencer },
+    // The dashboard is built once before the files run (test/global-setup.ts).
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     reporters: ['default'],

@@ -26,6 +26,7 @@ import { AuthService } from './modules/auth/auth.service.js';
 import { checkoutRoutes } from './modules/checkout/checkout.routes.js';
 import { CheckoutService } from './modules/checkout/checkout.service.js';
 import { publicRefundRoutes } from './modules/refunds/refunds.routes.js';
+import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
 import { registerModules, type Services } from './modules/index.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -180,6 +181,8 @@ async function registerApi(app: App, ctx: AppContext): Promise<Services> {
   );
   // The payer's side of a charge (GET /api/pay/{uuid}, GET /pay/{uuid}): public, outside the authenticated scope.
   await app.register(async (pub) => checkoutRoutes(pub as unknown as App, new CheckoutService(ctx)));
+  // The dashboard's page and assets (GET /dashboard): public HTML; its data comes through the API.
+  await app.register(async (pub) => dashboardRoutes(pub as unknown as App));
   // The payer's side of a refund claim (GET/POST /api/refund/{uuid}, GET /refund/{uuid}): public too.
   await app.register(async (pub) => publicRefundRoutes(pub as unknown as App, services.refunds));
   return services;

@@ -21,10 +21,10 @@ const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.en
 
 /**
  * Routes whose success response is not the envelope (CONTRACT.md: the OpenAPI document, the
- * docs page and its assets, /metrics, the checkout and the refund claim pages are served bare).
+ * docs page and its assets, /metrics, the checkout and the refund claim pages, the dashboard's page and assets are served bare).
  * Their errors are still the envelope, except the two pages' 404, a plain HTML page (HTML_NOT_FOUND).
  */
-const BARE_SUCCESS = { has: (route: string) => /^(GET|HEAD) (\/api\/openapi\.json|\/api\/docs(\/.*)?|\/metrics|\/pay\/:uuid|\/refund\/:uuid)$/.test(route) };
+const BARE_SUCCESS = { has: (route: string) => /^(GET|HEAD) (\/api\/openapi\.json|\/api\/docs(\/.*)?|\/metrics|\/pay\/:uuid|\/refund\/:uuid|\/dashboard|\/dashboard\/assets\/:file)$/.test(route) };
 const HTML_NOT_FOUND = { has: (route: string) => /^(GET|HEAD) \/(pay|refund)\/:uuid$/.test(route) };
 
 interface Route {

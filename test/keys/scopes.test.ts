@@ -24,6 +24,8 @@ const PUBLIC = [
   'POST /api/refund/:uuid',
   // The local devnet's payer button on the checkout page (400 on any other network).
   'POST /api/pay/:uuid/devnet',
+  // The dashboard's page and its built assets (its data comes through the authenticated API).
+  ...['/dashboard', '/dashboard/assets/:file'].flatMap((u) => [`GET ${u}`, `HEAD ${u}`]),
 ].sort();
 /** Wallet routes for a login token only (CONTRACT: an API key gets 403 `Insufficient scope`). */
 const LOGIN_ONLY = new Set([

@@ -242,14 +242,16 @@ export function inlineHash(text: string): string {
 }
 
 /**
- * A payer's page's policy: only this origin, its inline blocks by hash, images from this origin
- * or data: (the QR code), requests to this origin only; no frames, forms, plugins or <base>.
+ * The policy of a page of this service (the checkout, the refund claim, the dashboard): only
+ * this origin, the given script and style sources (inline blocks by their hash, or `'self'` for
+ * files of this origin), images from this origin or data: (the QR code), requests to this
+ * origin only; no frames, forms, plugins or <base>.
  */
-export function pagePolicy(blocks: { scripts: string[]; styles: string[] }): string {
+export function pagePolicy(sources: { scripts: string[]; styles: string[] }): string {
   return [
     "default-src 'self'",
-    `script-src ${blocks.scripts.map(inlineHash).join(' ')}`,
-    `style-src ${blocks.styles.map(inlineHash).join(' ')}`,
+    `script-src ${sources.scripts.join(' ')}`,
+    `style-src ${sources.styles.join(' ')}`,
     "img-src 'self' data:",
     "connect-src 'self'",
     "base-uri 'none'",
@@ -259,5 +261,5 @@ export function pagePolicy(blocks: { scripts: string[]; styles: string[] }): str
   ].join('; ');
 }
 
-/** The checkout page's policy: its one script and its one stylesheet. */
-export const CHECKOUT_CSP = pagePolicy({ scripts: [CHECKOUT_JS], styles: [CHECKOUT_CSS] });
+/** The checkout page's policy: its one inline script and its one inline stylesheet, by hash. */
+export const CHECKOUT_CSP = pagePolicy({ scripts: [inlineHash(CHECKOUT_JS)], styles: [inlineHash(CHECKOUT_CSS)] });

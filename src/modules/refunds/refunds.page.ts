@@ -6,7 +6,7 @@
  * form: the policy has `form-action 'none'`); the page then polls `GET /api/refund/{uuid}` and
  * shows the refund sent, then confirmed, without a reload.
  */
-import { CHECKOUT_CSS, pagePolicy } from '../checkout/checkout.assets.js';
+import { CHECKOUT_CSS, inlineHash, pagePolicy } from '../checkout/checkout.assets.js';
 import { document, escapeHtml, ICONS } from '../checkout/checkout.page.js';
 import type { publicRefundView } from './refunds.views.js';
 
@@ -92,7 +92,7 @@ export const REFUND_JS = `
 `;
 
 /** The checkout page's policy with this page's script, and its stylesheet after the checkout one. */
-export const REFUND_CSP = pagePolicy({ scripts: [REFUND_JS], styles: [CHECKOUT_CSS, REFUND_CSS] });
+export const REFUND_CSP = pagePolicy({ scripts: [inlineHash(REFUND_JS)], styles: [inlineHash(CHECKOUT_CSS), inlineHash(REFUND_CSS)] });
 
 const hidden = (r: PublicRefund, s: string) => (r.status === s ? '' : ' hidden');
 

@@ -1,0 +1,60 @@
+/** Small pieces every view uses: loading, empty and error states, exact amounts, times, hashes, statuses. */
+import { amount, explorerUrl, localTime, shortHash } from './format.js';
+
+export function Loading({ what }: { what: string }) {
+  return (
+    <p class="state" role="status">
+      Loading {what}…
+    </p>
+  );
+}
+
+export function Empty({ text }: { text: string }) {
+  return <p class="state">{text}</p>;
+}
+
+export function Problem({ text }: { text: string }) {
+  return (
+    <p class="error" role="alert">
+      {text}
+    </p>
+  );
+}
+
+/** An exact amount (the API's decimal string, trailing zeros dropped), never a float. */
+export function Amount({ value, symbol }: { value: string; symbol?: string }) {
+  return (
+    <span class="amount" title={value}>
+      {amount(value)}
+      {symbol ? ` ${symbol}` : ''}
+    </span>
+  );
+}
+
+/** The viewer's local time; the UTC time the API gave on hover. */
+export function Time({ utc }: { utc: string }) {
+  return (
+    <time dateTime={`${utc.replace(' ', 'T')}Z`} title={`${utc} UTC`}>
+      {localTime(utc)}
+    </time>
+  );
+}
+
+/** A transaction hash, linked to the network's explorer when it has one. */
+export function Hash({ hash, explorer }: { hash: string; explorer: string }) {
+  const url = explorerUrl(explorer, 'tx', hash);
+  const text = <span class="mono">{shortHash(hash)}</span>;
+  return url ? (
+    <a href={url} target="_blank" rel="noopener noreferrer" title={hash} aria-label={`${shortHash(hash)}: transaction ${hash} on the explorer`}>
+      {text}
+    </a>
+  ) : (
+    <span title={hash} data-hash={hash}>
+      {text}
+    </span>
+  );
+}
+
+export function StatusBadge({ status }: { status: string }) {
+  return <span class={`badge badge-${status}`}>{status.replace(/_/g, ' ')}</span>;
+}

@@ -1,0 +1,75 @@
+/**
+ * The dashboard (CONTRACT.md, "The dashboard"), public HTML outside the authenticated scope:
+ * everything it shows comes through the public API with the login token the page keeps in the
+ * tab's session storage.
+ *
+ * GET /dashboard                  the page (one <div> the script renders into)
+ * GET /dashboard/assets/{file}    its built script and stylesheet (dashboard/dist, `npm run build:dashboard`)
+ *
+ * Strict CSP: only this origin's script and stylesheet files, requests to this origin only, no
+ * inline code, no frames, no forms posting elsewhere.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { App } from '../../http/types.js';
+import { pagePolicy } from '../checkout/checkout.assets.js';
+import { AppError, Errors } from '../../errors.js';
+
+const DIST = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'dashboard', 'dist');
+const ASSETS: Record<string, string> = { 'app.js': 'text/javascript; charset=utf-8', 'app.css': 'text/css; charset=utf-8' };
+
+/** Only this origin's files: no inline code at all. */
+export const DASHBOARD_CSP = pagePolicy({ scripts: ["'self'"], styles: ["'self'"] });
+
+const HEADERS = {
+  'content-security-policy': DASHBOARD_CSP,
+  'referrer-policy': 'no-referrer',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+};
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex, nofollow">
+<title>Wallet service dashboard</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/dashboard/assets/app.css">
+</head>
+<body>
+<div id="app"><p class="state boot">Loading the dashboard…</p></div>
+<noscript>The dashboard needs JavaScript.</noscript>
+<script type="module" src="/dashboard/assets/app.js"></script>
+</body>
+</html>
+`;
+
+/** A built asset, read once; null when the dashboard was not built. */
+function asset(name: string): Buffer | null {
+  try {
+    return readFileSync(join(DIST, name));
+  } catch {
+    return null;
+  }
+}
+
+export async function dashboardRoutes(app: App): Promise<void> {
+  const built = new Map<string, Buffer | null>();
+  app.get('/dashboard', { schema: { hide: true } }, async (_req, reply) => {
+    reply.headers({ ...HEADERS, 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+    return reply.send(PAGE);
+  });
+  app.get('/dashboard/assets/:file', { schema: { hide: true } }, async (req, reply) => {
+    const file = (req.params as { file: string }).file;
+    const type = ASSETS[file];
+    if (!type) throw Errors.routeNotFound();
+    if (!built.has(file) || built.get(file) === null) built.set(file, asset(file));
+    const body = built.get(file);
+    if (!body) throw new AppError(503, 'DASHBOARD_NOT_BUILT', 'The dashboard is not built: run npm run build:dashboard');
+    reply.headers({ ...HEADERS, 'content-type': type, 'cache-control': 'no-cache' });
+    return reply.send(body);
+  });
+}

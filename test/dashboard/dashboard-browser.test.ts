@@ -1,0 +1,159 @@
+/**
+ * The dashboard in a real browser (Debian's Chromium, playwright-core, no download), first
+ * views (CONTRACT.md, "The dashboard"): sign in with the form (`Email`, `Password`, `Sign in`),
+ * find a wallet's balance, a confirmed transaction's hash (linked to the network's explorer) and
+ * a charge — each checked against the API too. The token is only in the tab's session storage
+ * (no cookie, nothing in local storage); no request leaves the service's host; no console error;
+ * axe-core finds no serious or critical violation on any view; a 401 (token revoked) returns to
+ * the sign-in form. Screenshots at 390 px and 1280 px go to test/artifacts/ (copies in
+ * docs/images/).
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { parseEther } from 'viem';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
+import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { ROOT } from '../helpers/process.js';
+import { RECIPIENT, waitForStatus } from '../transactions/support.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARTIFACTS = join(ROOT, 'test/artifacts');
+const PHONE = { width: 390, height: 844 };
+const DESKTOP = { width: 1280, height: 800 };
+const EXPLORER = 'https://explorer.example';
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+describe('the dashboard in Chromium', () => {
+  let chain: TestChain;
+  let t: TestApp;
+  let user: TestUser;
+  let browser: Browser;
+  let wallet: { id: number; name: string; address: string };
+  let txHash: string;
+  const foreign: string[] = [];
+  const failed: string[] = [];
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    chain = await startTestChain();
+    t = await startTestApp({ workers: true, env: { WATCHER_POLL_MS: '50', CHARGES_POLL_MS: '50' } });
+    const networkId = await chain.register(t, { name: 'Local devnet' });
+    await t.store.db.updateTable('networks').set({ block_explorer: EXPLORER }).where('id', '=', networkId).execute();
+    user = await t.createUser();
+    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop till', network_id: networkId } })).body.data;
+    await chain.setBalance(wallet.address, parseEther('3'));
+    const sent = await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, { token: user.token, body: { amount: '0.25', token: 'ETH', address: RECIPIENT } });
+    expect(sent.status, sent.text).toBe(200);
+    txHash = (await waitForStatus(t, user, wallet.id, sent.body.data.id, 'confirmed')).tx_hash;
+    const charge = await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, { token: user.token, body: { amount: '0.125', token: 'ETH', expires: 900 } });
+    expect(charge.status, charge.text).toBe(200);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  }, 90_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+    await chain?.stop();
+  });
+
+  async function open(viewport: { width: number; height: number }): Promise<{ context: BrowserContext; page: Page }> {
+    const phone = viewport === PHONE;
+    // bypassCSP only so the test can inject axe-core; the page's own CSP is checked on the response.
+    const context = await browser.newContext({ viewport, deviceScaleFactor: phone ? 2 : 1, isMobile: phone, hasTouch: phone, bypassCSP: true });
+    const page = await context.newPage();
+    page.on('request', (r) => {
+      const u = new URL(r.url());
+      if (u.protocol !== 'data:' && u.origin !== t.url) foreign.push(r.url());
+    });
+    page.on('requestfailed', (r) => failed.push(`${r.url()} ${r.failure()?.errorText}`));
+    page.on('console', (m) => {
+      if (m.type() === 'error') failed.push(`console: ${m.text()}`);
+    });
+    const res = await page.goto(`${t.url}/dashboard`, { waitUntil: 'networkidle' });
+    expect(res?.status()).toBe(200);
+    expect(res?.headers()['content-security-policy']).toBe("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'");
+    return { context, page };
+  }
+
+  /** axe-core in the page: no serious or critical violation. */
+  async function accessible(page: Page, view: string): Promise<void> {
+    await page.addScriptTag({ content: AXE });
+    const violations = await page.evaluate(async () => {
+      const r = await (window as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }).axe.run();
+      return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length} nodes)`);
+    });
+    expect(violations, view).toEqual([]);
+  }
+
+  for (const [name, viewport] of [['phone', PHONE], ['desktop', DESKTOP]] as const) {
+    it(`${name}: signs in, shows the balance, a confirmed transaction's hash and a charge`, async () => {
+      const { context, page } = await open(viewport);
+      await page.getByLabel('Email').waitFor();
+      await accessible(page, 'sign-in');
+      await page.screenshot({ path: join(ARTIFACTS, `dashboard-signin-${name}.png`), fullPage: true });
+      await page.getByLabel('Email').fill(user.email);
+      await page.getByLabel('Password').fill('not the password');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('alert').filter({ hasText: 'Invalid credentials' }).waitFor();
+      await page.getByLabel('Password').fill(user.password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+
+      await page.getByRole('heading', { name: 'Wallets' }).waitFor();
+      const api = await t.request('GET', `/api/wallet/${wallet.id}/balance`, { token: user.token });
+      const eth = api.body.data.tokens.find((x: { symbol: string }) => x.symbol === 'ETH').balance as string;
+      const shown = page.getByLabel(`Balances of ${wallet.name}`).locator('div', { hasText: 'ETH' }).locator('dd');
+      await expect.poll(() => shown.textContent()).toBe(eth.replace(/0+$/, '').replace(/\.$/, ''));
+      expect(await shown.locator('span').getAttribute('title')).toBe(eth);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(viewport.width);
+      expect(await page.getByText('Loading the dashboard…').count()).toBe(0);
+      await accessible(page, 'wallets');
+      await page.screenshot({ path: join(ARTIFACTS, `dashboard-wallets-${name}.png`), fullPage: true });
+
+      await page.getByRole('link', { name: wallet.name }).click();
+      await page.getByRole('heading', { name: 'Transactions' }).waitFor();
+      const link = page.getByRole('link', { name: `transaction ${txHash} on the explorer` });
+      await link.waitFor();
+      expect(await link.getAttribute('href')).toBe(`${EXPLORER}/tx/${txHash}`);
+      const row = page.locator('tr', { has: link });
+      expect(await row.locator('.badge').textContent()).toBe('confirmed');
+      expect(await row.locator('.amount').textContent()).toBe('0.25 ETH');
+      const charges = await t.request('GET', `/api/wallet/${wallet.id}/charge`, { token: user.token });
+      const chargeRow = page.locator(`tr[data-charge="${charges.body.data[0].id}"]`);
+      await chargeRow.waitFor();
+      expect(await chargeRow.locator('.amount').first().textContent()).toBe('0.125 ETH');
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(viewport.width);
+      await accessible(page, 'wallet');
+      await page.screenshot({ path: join(ARTIFACTS, `dashboard-wallet-${name}.png`), fullPage: true });
+
+      // The token: in this tab's session storage only.
+      const stored = await page.evaluate(() => ({ session: Object.keys(sessionStorage), local: localStorage.length, cookie: document.cookie }));
+      expect(stored).toEqual({ session: ['wallet-service.token'], local: 0, cookie: '' });
+      expect(await context.cookies()).toEqual([]);
+      await context.close();
+    }, 60_000);
+  }
+
+  it('returns to the sign-in form when the token is refused (401)', async () => {
+    const { context, page } = await open(DESKTOP);
+    await page.getByLabel('Email').fill(user.email);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Wallets' }).waitFor();
+    const token = await page.evaluate(() => sessionStorage.getItem('wallet-service.token'));
+    expect((await t.request('POST', '/api/auth/logout', { token: token! })).status).toBe(200);
+    await page.evaluate(() => (window.location.hash = `#/wallet/1`));
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await context.close();
+    // The refused request is the one expected console error of this test.
+    failed.splice(0, failed.length, ...failed.filter((f) => !f.includes('401')));
+  }, 60_000);
+
+  it('made no request to another host, and none failed', () => {
+    expect(foreign).toEqual([]);
+    expect(failed.filter((f) => !f.includes('401 (Unauthorized)'))).toEqual([]);
+  });
+});
