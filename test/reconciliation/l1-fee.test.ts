@@ -13,6 +13,7 @@ import { upsertNetwork } from '../../src/modules/networks/networks.repository.js
 import { chargeApi, clockToChain, pay } from '../charges/support.js';
 import { RECIPIENT, waitForCursor, waitForStatus } from '../transactions/support.js';
 import { L1FeeProxy } from './support.js';
+import { waitFor } from '../helpers/wait.js';
 
 const L1_FEE = 10n ** 15n; // 0.001 ETH per receipt
 
@@ -42,7 +43,9 @@ describe('L1 data fee in the fee paid', () => {
 
   it('is stored with the transfer and the sweep, and counted out', async () => {
     const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'L2 shop', network_id: networkId } })).body.data as { id: number; address: Address };
-    await pay(chain.rpcUrl, wallet.address, parseEther('3'));
+    // Mined before the create reads the balance (anvil may answer the send before its block is in).
+    const funding = await pay(chain.rpcUrl, wallet.address, parseEther('3'));
+    await waitFor(() => chain.rpc('eth_getTransactionReceipt', [funding]), { message: 'the funding mined' });
     const sent = await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, { token: alice.token, body: { amount: '1', token: 'ETH', address: RECIPIENT } });
     expect(sent.status, sent.text).toBe(200);
     await waitForStatus(t, alice, wallet.id, sent.body.data.id, 'confirmed');
