@@ -8,10 +8,14 @@ import { useEffect, useState } from 'preact/hooks';
 import './styles.css';
 import { api, failure, session } from './api.js';
 import { Time, Hash, Loading, Problem, Empty, StatusBadge, Amount } from './ui.js';
+import { ChargeDetail, Keys, Payouts } from './actions.js';
 
-type Route = { view: 'wallets' } | { view: 'wallet'; id: string };
+type Route = { view: 'wallets' } | { view: 'keys' } | { view: 'wallet'; id: string } | { view: 'charge'; id: string; charge: string };
 
 function parseRoute(hash: string): Route {
+  if (hash === '#/keys') return { view: 'keys' };
+  const c = /^#\/wallet\/([1-9][0-9]*)\/charge\/([1-9][0-9]*)$/.exec(hash);
+  if (c) return { view: 'charge', id: c[1]!, charge: c[2]! };
   const m = /^#\/wallet\/([1-9][0-9]*)$/.exec(hash);
   return m ? { view: 'wallet', id: m[1]! } : { view: 'wallets' };
 }
@@ -236,7 +240,9 @@ function Charges({ wallet }: { wallet: string }) {
             {rows?.map((c) => (
               <tr key={c.id} data-charge={c.id}>
                 <td>
-                  <StatusBadge status={c.status} />
+                  <a href={`#/wallet/${wallet}/charge/${c.id}`} aria-label={`Charge ${c.id}: ${c.status}`}>
+                    <StatusBadge status={c.status} />
+                  </a>
                 </td>
                 <td class="num">
                   <Amount value={c.amount} symbol={c.token} />
@@ -295,8 +301,28 @@ function Wallet({ id }: { id: string }) {
       </section>
       <Transactions wallet={id} explorer={w.explorer} />
       <Charges wallet={id} />
+      <Payouts wallet={id} />
     </div>
   );
+}
+
+function View({ route }: { route: Route }) {
+  if (route.view === 'keys') return <Keys />;
+  if (route.view === 'wallet') return <Wallet id={route.id} />;
+  if (route.view === 'charge') return <ChargeOf wallet={route.id} charge={route.charge} />;
+  return <Wallets />;
+}
+
+/** A charge's view needs its wallet's explorer for the payment links. */
+function ChargeOf({ wallet, charge }: { wallet: string; charge: string }) {
+  const [explorer, setExplorer] = useState<string | null>(null);
+  useEffect(() => {
+    api
+      .GET('/api/wallet/{wallet}', { params: { path: { wallet } } })
+      .then((r) => setExplorer(r.data?.data.network.block_explorer ?? ''))
+      .catch(() => setExplorer(''));
+  }, [wallet]);
+  return explorer === null ? <Loading what="the charge" /> : <ChargeDetail wallet={wallet} charge={charge} explorer={explorer} />;
 }
 
 function App() {
@@ -319,11 +345,17 @@ function App() {
         <a href="#/" class="brand">
           Wallet service
         </a>
+        <nav aria-label="Main">
+          <a href="#/">Wallets</a>
+          <a href="#/keys">API keys</a>
+        </nav>
         <button type="button" onClick={signOut}>
           Sign out
         </button>
       </header>
-      <main class="page">{route.view === 'wallet' ? <Wallet id={route.id} /> : <Wallets />}</main>
+      <main class="page">
+        <View route={route} />
+      </main>
     </>
   );
 }

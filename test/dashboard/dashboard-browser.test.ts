@@ -17,6 +17,7 @@ import { parseEther } from 'viem';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { ROOT } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { RECIPIENT, waitForStatus } from '../transactions/support.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -132,6 +133,82 @@ describe('the dashboard in Chromium', () => {
       const stored = await page.evaluate(() => ({ session: Object.keys(sessionStorage), local: localStorage.length, cookie: document.cookie }));
       expect(stored).toEqual({ session: ['wallet-service.token'], local: 0, cookie: '' });
       expect(await context.cookies()).toEqual([]);
+      await context.close();
+    }, 60_000);
+  }
+
+  /** Signs in on a fresh page at `viewport` and waits for the wallets. */
+  async function signedIn(viewport: { width: number; height: number }) {
+    const opened = await open(viewport);
+    await opened.page.getByLabel('Email').fill(user.email);
+    await opened.page.getByLabel('Password').fill(user.password);
+    await opened.page.getByRole('button', { name: 'Sign in' }).click();
+    await opened.page.getByRole('heading', { name: 'Wallets' }).waitFor();
+    return opened;
+  }
+
+  it('refunds a paid charge from its page: its payment shown, the refund sent (checked through the API)', async () => {
+    const charge = (await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, { token: user.token, body: { amount: '0.2', token: 'ETH', expires: 900 } })).body.data;
+    expect((await t.request('POST', `/api/pay/${charge.uuid}/devnet`)).status).toBe(200);
+    const paid = await waitFor(async () => {
+      const c = (await t.request('GET', `/api/wallet/${wallet.id}/charge/show/${charge.id}`, { token: user.token })).body.data;
+      return c.status === 'paid' ? c : null;
+    }, { message: 'charge paid' });
+    const { context, page } = await signedIn(DESKTOP);
+    await page.evaluate((hash) => (window.location.hash = hash), `#/wallet/${wallet.id}/charge/${charge.id}`);
+    await page.getByRole('heading', { name: `Charge ${charge.id}` }).waitFor();
+    await page.locator(`li[data-payment="${paid.payments[0].tx_hash}"]`).waitFor();
+    await accessible(page, 'charge');
+    await page.getByLabel(/Refund amount/).fill('0.05');
+    await page.getByLabel(/Refund address/).fill(RECIPIENT);
+    await page.getByRole('button', { name: 'Refund', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Refund of 0.05 ETH sent' }).waitFor();
+    await page.locator('li[data-refund]').first().waitFor();
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-charge-desktop.png'), fullPage: true });
+    const api = (await t.request('GET', `/api/wallet/${wallet.id}/charge/show/${charge.id}`, { token: user.token })).body.data;
+    expect(api.refunds.map((r: any) => [r.amount, r.address])).toEqual([['0.050000000000000000', RECIPIENT]]);
+    await context.close();
+  }, 60_000);
+
+  it('approves a payout awaiting approval (checked through the API)', async () => {
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/policy`, { token: user.token, body: { approval_above: { ETH: '0.1' } } })).status).toBe(200);
+    const payout = (await t.request('POST', `/api/wallet/${wallet.id}/payout/create`, { token: user.token, body: { token: 'ETH', items: [{ address: RECIPIENT, amount: '0.15', reference: 'dash-1' }] } })).body.data;
+    expect(payout.status).toBe('awaiting_approval');
+    const { context, page } = await signedIn(DESKTOP);
+    await page.getByRole('link', { name: wallet.name }).click();
+    await page.getByRole('button', { name: `Approve payout ${payout.id}` }).click();
+    await page.getByRole('status').filter({ hasText: `Payout ${payout.id} approved.` }).waitFor();
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-payouts-desktop.png'), fullPage: true });
+    const after = await waitFor(async () => {
+      const p = (await t.request('GET', `/api/wallet/${wallet.id}/payout/${payout.id}`, { token: user.token })).body.data;
+      return p.status === 'completed' ? p : null;
+    }, { message: 'payout completed' });
+    expect(after.items[0].status).toBe('confirmed');
+    await context.close();
+  }, 60_000);
+
+  for (const [name, viewport] of [['phone', PHONE], ['desktop', DESKTOP]] as const) {
+    it(`${name}: creates a key (shown once) and revokes it (checked through the API)`, async () => {
+      const { context, page } = await signedIn(viewport);
+      await page.getByRole('link', { name: 'API keys' }).click();
+      await page.getByRole('heading', { name: 'API keys' }).waitFor();
+      await page.getByLabel('Key name').fill(`till ${name}`);
+      await page.getByRole('button', { name: 'Create key' }).click();
+      const shown = page.locator('[data-created-key]');
+      await shown.waitFor();
+      const key = (await shown.textContent())!.trim();
+      expect(key).toMatch(/^wps_[A-Za-z0-9_-]{43}$/);
+      const listed = (await t.request('GET', '/api/auth/key', { token: user.token })).body.data.find((k: any) => k.name === `till ${name}`);
+      expect([listed.scopes, listed.revoked_at]).toEqual([['read'], null]);
+      expect((await t.request('GET', '/api/wallets', { token: key })).status).toBe(200);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(viewport.width);
+      await accessible(page, 'keys');
+      await page.screenshot({ path: join(ARTIFACTS, `dashboard-keys-${name}.png`), fullPage: true });
+      await page.getByRole('button', { name: `Revoke till ${name}` }).click();
+      await page.getByRole('status').filter({ hasText: `Key ${listed.id} revoked.` }).waitFor();
+      const revoked = (await t.request('GET', '/api/auth/key', { token: user.token })).body.data.find((k: any) => k.id === listed.id);
+      expect(revoked.revoked_at).not.toBeNull();
+      expect((await t.request('GET', '/api/wallets', { token: key })).status).toBe(401);
       await context.close();
     }, 60_000);
   }

@@ -1,0 +1,239 @@
+/**
+ * The views where a person acts: a charge with its payments and refunds (`Refund`), the
+ * wallet's payouts (`Approve`, `Reject` for one awaiting approval), and API keys (`Create key`
+ * shows the key once, `Revoke`). Every action is a call of the public API; its answer (or its
+ * error, in words) is shown, and the list is read again.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import { api, failure } from './api.js';
+import { Amount, Empty, Hash, Loading, Problem, StatusBadge, Time } from './ui.js';
+import { amount as short } from './format.js';
+
+/** Reads `load` when `deps` change and again after `reload()`. */
+function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { value: T | null; error: string | null; reload: () => void } {
+  const [value, setValue] = useState<T | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [n, setN] = useState(0);
+  useEffect(() => {
+    load()
+      .then((v) => {
+        setValue(v);
+        setError(null);
+      })
+      .catch((e: unknown) => setError(e instanceof Error ? e.message : 'The service could not be reached.'));
+  }, [...deps, n]);
+  return { value, error, reload: () => setN(n + 1) };
+}
+
+function ok<T>(r: { data?: T; error?: unknown }, fallback: string): T {
+  if (r.data === undefined) throw new Error(failure(r.error, fallback));
+  return r.data;
+}
+
+export function ChargeDetail({ wallet, charge, explorer }: { wallet: string; charge: string; explorer: string }) {
+  const { value: c, error, reload } = useLoad(async () => ok(await api.GET('/api/wallet/{wallet}/charge/show/{charge}', { params: { path: { wallet, charge } } }), 'The charge could not be read.').data, [wallet, charge]);
+  if (error) return <Problem text={error} />;
+  if (!c) return <Loading what="the charge" />;
+  return (
+    <div class="stack">
+      <section class="card" aria-labelledby="charge-title">
+        <p>
+          <a href={`#/wallet/${wallet}`}>← Wallet</a>
+        </p>
+        <h1 id="charge-title">Charge {c.id}</h1>
+        <p>
+          <StatusBadge status={c.status} /> <Amount value={c.paid_amount} symbol={c.token} /> paid of <Amount value={c.amount} symbol={c.token} />
+        </p>
+        <p class="mono address">{c.address}</p>
+      </section>
+      <section aria-labelledby="payments-title">
+        <h2 id="payments-title">Payments</h2>
+        {c.payments.length === 0 ? (
+          <Empty text="No payment yet." />
+        ) : (
+          <ul class="plain">
+            {c.payments.map((p) => (
+              <li key={`${p.tx_hash}`} data-payment={p.tx_hash}>
+                <Amount value={p.amount} symbol={c.token} /> from <span class="mono">{p.from}</span> · <Hash hash={p.tx_hash} explorer={explorer} /> · <Time utc={p.block_timestamp} />
+                {p.late ? ' · late' : ''}
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+      <section aria-labelledby="refunds-title">
+        <h2 id="refunds-title">Refunds</h2>
+        {c.refunds.length === 0 ? (
+          <Empty text="No refund yet." />
+        ) : (
+          <ul class="plain">
+            {c.refunds.map((r) => (
+              <li key={r.id} data-refund={r.id}>
+                <StatusBadge status={r.status} /> <Amount value={r.amount} symbol={c.token} /> {r.address ? <span class="mono">to {r.address}</span> : r.claim_url ? <a href={r.claim_url}>claim link</a> : null}
+              </li>
+            ))}
+          </ul>
+        )}
+        <RefundForm wallet={wallet} charge={charge} token={c.token} onDone={reload} />
+      </section>
+    </div>
+  );
+}
+
+function RefundForm({ wallet, charge, token, onDone }: { wallet: string; charge: string; token: string; onDone: () => void }) {
+  const [amount, setAmount] = useState('');
+  const [address, setAddress] = useState('');
+  const [message, setMessage] = useState<{ error: boolean; text: string } | null>(null);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const body = { ...(amount.trim() ? { amount: amount.trim() } : {}), ...(address.trim() ? { address: address.trim() } : {}) };
+    const r = await api.POST('/api/wallet/{wallet}/charge/{charge}/refund', { params: { path: { wallet, charge } }, body }).catch(() => ({ data: undefined, error: undefined }));
+    if (!r.data) return setMessage({ error: true, text: failure(r.error, 'The refund could not be made.') });
+    const refund = r.data.data;
+    setMessage({ error: false, text: refund.claim_url ? `Refund of ${short(refund.amount)} ${token} created: send the payer ${refund.claim_url}` : `Refund of ${short(refund.amount)} ${token} sent (${refund.status}).` });
+    setAmount('');
+    setAddress('');
+    onDone();
+  };
+  return (
+    <form class="inline-form" onSubmit={submit} aria-label="Refund this charge">
+      <label for="refund-amount">Refund amount ({token}, empty: all that is left)</label>
+      <input id="refund-amount" inputMode="decimal" autocomplete="off" value={amount} onInput={(e) => setAmount((e.target as HTMLInputElement).value)} />
+      <label for="refund-address">Refund address (empty: a claim link for the payer)</label>
+      <input id="refund-address" class="mono" autocomplete="off" spellcheck={false} value={address} onInput={(e) => setAddress((e.target as HTMLInputElement).value)} />
+      <button type="submit" class="primary">
+        Refund
+      </button>
+      {message && (
+        <p class={message.error ? 'error' : 'notice'} role={message.error ? 'alert' : 'status'}>
+          {message.text}
+        </p>
+      )}
+    </form>
+  );
+}
+
+export function Payouts({ wallet }: { wallet: string }) {
+  const { value, error, reload } = useLoad(async () => ok(await api.GET('/api/wallet/{wallet}/payout', { params: { path: { wallet }, query: { limit: 20 } } }), 'The payouts could not be listed.').data, [wallet]);
+  const [message, setMessage] = useState<string | null>(null);
+  const decide = async (id: number, kind: 'approve' | 'reject') => {
+    const path = { wallet, payout: String(id) };
+    const r = kind === 'approve' ? await api.POST('/api/wallet/{wallet}/payout/{payout}/approve', { params: { path } }) : await api.POST('/api/wallet/{wallet}/payout/{payout}/reject', { params: { path } });
+    setMessage(r.data ? `Payout ${id} ${kind === 'approve' ? 'approved' : 'rejected'}.` : failure(r.error, `The payout could not be ${kind === 'approve' ? 'approved' : 'rejected'}.`));
+    reload();
+  };
+  return (
+    <section aria-labelledby="payouts-title">
+      <h2 id="payouts-title">Payouts</h2>
+      {message && (
+        <p class="notice" role="status">
+          {message}
+        </p>
+      )}
+      {error ? (
+        <Problem text={error} />
+      ) : !value ? (
+        <Loading what="payouts" />
+      ) : value.length === 0 ? (
+        <Empty text="No payouts yet." />
+      ) : (
+        <ul class="plain">
+          {value.map((p) => (
+            <li key={p.id} data-payout={p.id}>
+              <StatusBadge status={p.status} /> Payout {p.id}: <Amount value={p.total} symbol={p.token} /> to {p.items.length} recipients · <Time utc={p.created_at} />
+              {p.status === 'awaiting_approval' && (
+                <span class="actions">
+                  <button type="button" onClick={() => decide(p.id, 'approve')} aria-label={`Approve payout ${p.id}`}>
+                    Approve
+                  </button>
+                  <button type="button" onClick={() => decide(p.id, 'reject')} aria-label={`Reject payout ${p.id}`}>
+                    Reject
+                  </button>
+                </span>
+              )}
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+const SCOPES = ['read', 'charges:write', 'transactions:write', 'wallets:write', 'webhooks:write'] as const;
+
+export function Keys() {
+  const { value, error, reload } = useLoad(async () => ok(await api.GET('/api/auth/key'), 'The keys could not be listed.').data, []);
+  const [name, setName] = useState('');
+  const [scopes, setScopes] = useState<string[]>(['read']);
+  const [created, setCreated] = useState<string | null>(null);
+  const [message, setMessage] = useState<string | null>(null);
+  const create = async (e: Event) => {
+    e.preventDefault();
+    const r = await api.POST('/api/auth/key/create', { body: { name, scopes: scopes as (typeof SCOPES)[number][] } });
+    if (!r.data) return setMessage(failure(r.error, 'The key could not be created.'));
+    setCreated(r.data.data.key);
+    setMessage(null);
+    setName('');
+    reload();
+  };
+  const revoke = async (id: number) => {
+    const r = await api.POST('/api/auth/key/{key}/revoke', { params: { path: { key: String(id) } } });
+    setMessage(r.data ? `Key ${id} revoked.` : failure(r.error, 'The key could not be revoked.'));
+    reload();
+  };
+  return (
+    <div class="stack">
+      <section aria-labelledby="keys-title">
+        <h1 id="keys-title">API keys</h1>
+        {message && (
+          <p class="notice" role="status">
+            {message}
+          </p>
+        )}
+        {created && (
+          <div class="shown-once" role="status">
+            <p>The new key, shown this once: copy it now.</p>
+            <p class="mono address" data-created-key>
+              {created}
+            </p>
+          </div>
+        )}
+        {error ? (
+          <Problem text={error} />
+        ) : !value ? (
+          <Loading what="keys" />
+        ) : value.length === 0 ? (
+          <Empty text="No API keys yet." />
+        ) : (
+          <ul class="plain">
+            {value.map((k) => (
+              <li key={k.id} data-key={k.id}>
+                <strong>{k.name}</strong> <span class="mono">{k.prefix}…</span> · {k.scopes.join(', ')} · {k.revoked_at ? 'revoked' : 'active'}
+                {!k.revoked_at && (
+                  <button type="button" onClick={() => revoke(k.id)} aria-label={`Revoke ${k.name}`}>
+                    Revoke
+                  </button>
+                )}
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+      <form class="inline-form card" onSubmit={create} aria-label="Create an API key">
+        <label for="key-name">Key name</label>
+        <input id="key-name" required maxLength={255} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
+        <fieldset>
+          <legend>Scopes</legend>
+          {SCOPES.map((s) => (
+            <label key={s} class="check">
+              <input type="checkbox" checked={scopes.includes(s)} onChange={(e) => setScopes((e.target as HTMLInputElement).checked ? [...scopes, s] : scopes.filter((x) => x !== s))} /> {s}
+            </label>
+          ))}
+        </fieldset>
+        <button type="submit" class="primary">
+          Create key
+        </button>
+      </form>
+    </div>
+  );
+}
