@@ -237,3 +237,68 @@ export function Keys() {
     </div>
   );
 }
+
+/** A wallet's webhooks, each with its latest deliveries (`Retry`) and `Send test`. */
+export function Webhooks({ wallet }: { wallet: string }) {
+  const { value, error, reload } = useLoad(async () => {
+    const hooks = ok(await api.GET('/api/wallet/{wallet}/webhook', { params: { path: { wallet } } }), 'The webhooks could not be listed.').data;
+    return Promise.all(
+      hooks.map(async (h) => {
+        const d = await api.GET('/api/wallet/{wallet}/webhook/{webhook}/deliveries', { params: { path: { wallet, webhook: String(h.id) }, query: { limit: 10 } } });
+        return { hook: h, deliveries: d.data?.data ?? [] };
+      }),
+    );
+  }, [wallet]);
+  const [message, setMessage] = useState<string | null>(null);
+  const act = async (label: string, call: () => Promise<{ data?: unknown; error?: unknown }>) => {
+    const r = await call().catch(() => ({ data: undefined, error: undefined }));
+    setMessage(r.data ? `${label}: done.` : failure(r.error, `${label}: it could not be done.`));
+    reload();
+  };
+  return (
+    <section aria-labelledby="webhooks-title">
+      <h2 id="webhooks-title">Webhooks</h2>
+      {message && (
+        <p class="notice" role="status">
+          {message}
+        </p>
+      )}
+      {error ? (
+        <Problem text={error} />
+      ) : !value ? (
+        <Loading what="webhooks" />
+      ) : value.length === 0 ? (
+        <Empty text="No webhooks yet." />
+      ) : (
+        value.map(({ hook, deliveries }) => {
+          const webhook = String(hook.id);
+          return (
+            <div key={hook.id} class="hook" data-webhook={hook.id}>
+              <p>
+                <StatusBadge status={hook.status} /> <span class="mono">{hook.url}</span> · {hook.type}
+                <button type="button" aria-label={`Send test to webhook ${hook.id}`} onClick={() => act(`Test sent to webhook ${hook.id}`, () => api.POST('/api/wallet/{wallet}/webhook/{webhook}/test', { params: { path: { wallet, webhook } } }))}>
+                  Send test
+                </button>
+              </p>
+              {deliveries.length === 0 ? (
+                <Empty text="No deliveries yet." />
+              ) : (
+                <ul class="plain">
+                  {deliveries.map((d) => (
+                    <li key={d.id} data-delivery={d.id}>
+                      <StatusBadge status={d.status} /> {d.event} · {d.attempts} attempts{d.response_status !== null ? ` · HTTP ${d.response_status}` : ''}
+                      {d.last_error ? ` · ${d.last_error}` : ''} · <Time utc={d.created_at} />
+                      <button type="button" aria-label={`Retry delivery ${d.id}`} onClick={() => act(`Delivery ${d.id} retried`, () => api.POST('/api/wallet/{wallet}/webhook/{webhook}/deliveries/{delivery}/retry', { params: { path: { wallet, webhook, delivery: String(d.id) } } }))}>
+                        Retry
+                      </button>
+                    </li>
+                  ))}
+                </ul>
+              )}
+            </div>
+          );
+        })
+      )}
+    </section>
+  );
+}

@@ -8,7 +8,7 @@ import { useEffect, useState } from 'preact/hooks';
 import './styles.css';
 import { api, failure, session } from './api.js';
 import { Time, Hash, Loading, Problem, Empty, StatusBadge, Amount } from './ui.js';
-import { ChargeDetail, Keys, Payouts } from './actions.js';
+import { ChargeDetail, Keys, Payouts, Webhooks } from './actions.js';
 
 type Route = { view: 'wallets' } | { view: 'keys' } | { view: 'wallet'; id: string } | { view: 'charge'; id: string; charge: string };
 
@@ -302,6 +302,7 @@ function Wallet({ id }: { id: string }) {
       <Transactions wallet={id} explorer={w.explorer} />
       <Charges wallet={id} />
       <Payouts wallet={id} />
+      <Webhooks wallet={id} />
     </div>
   );
 }

@@ -18,6 +18,7 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { ROOT } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
+import { startReceiver } from '../helpers/receiver.js';
 import { RECIPIENT, waitForStatus } from '../transactions/support.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -185,6 +186,39 @@ describe('the dashboard in Chromium', () => {
     }, { message: 'payout completed' });
     expect(after.items[0].status).toBe('confirmed');
     await context.close();
+  }, 60_000);
+
+  it('retries a failed delivery and sends a test (checked through the API and at the receiver)', async () => {
+    const receiver = await startReceiver();
+    try {
+      let failing = true;
+      receiver.on('/hook', () => (failing ? { status: 500, body: 'down' } : { status: 200, body: 'ok' }));
+      const hook = (await t.request('POST', `/api/wallet/${wallet.id}/webhook/create`, { token: user.token, body: { url: `${receiver.url}/hook`, type: 'transaction', events: ['*'] } })).body.data;
+      const sent = await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, { token: user.token, body: { amount: '0.01', token: 'ETH', address: RECIPIENT } });
+      expect(sent.status, sent.text).toBe(200);
+      const deliveries = (q = '') => t.request('GET', `/api/wallet/${wallet.id}/webhook/${hook.id}/deliveries${q}`, { token: user.token });
+      const failed = await waitFor(async () => (await deliveries()).body.data.find((d: any) => d.response_status === 500) ?? null, { message: 'a failed delivery' });
+      failing = false;
+      const { context, page } = await signedIn(DESKTOP);
+      await page.getByRole('link', { name: wallet.name }).click();
+      const before = receiver.to('/hook').length;
+      await page.getByRole('button', { name: `Retry delivery ${failed.id}` }).click();
+      await page.getByRole('status').filter({ hasText: `Delivery ${failed.id} retried: done.` }).waitFor();
+      const delivered = await waitFor(async () => {
+        const d = (await deliveries()).body.data.find((x: any) => x.id === failed.id);
+        return d.status === 'delivered' ? d : null;
+      }, { timeoutMs: 5_000, message: 'the retried delivery delivered' });
+      expect(delivered.response_status).toBe(200);
+      expect(receiver.to('/hook').length).toBeGreaterThan(before);
+      await page.getByRole('button', { name: `Send test to webhook ${hook.id}` }).click();
+      await page.getByRole('status').filter({ hasText: `Test sent to webhook ${hook.id}: done.` }).waitFor();
+      await waitFor(() => receiver.to('/hook').find((r) => JSON.parse(r.body).event === 'webhook.test') ?? null, { timeoutMs: 5_000, message: 'the test event at the receiver' });
+      await accessible(page, 'wallet with webhooks');
+      await page.screenshot({ path: join(ARTIFACTS, 'dashboard-webhooks-desktop.png'), fullPage: true });
+      await context.close();
+    } finally {
+      await receiver.close();
+    }
   }, 60_000);
 
   for (const [name, viewport] of [['phone', PHONE], ['desktop', DESKTOP]] as const) {
