@@ -9,11 +9,13 @@ import './styles.css';
 import { api, failure, session } from './api.js';
 import { Time, Hash, Loading, Problem, Empty, StatusBadge, Amount } from './ui.js';
 import { ChargeDetail, Keys, Payouts, Webhooks } from './actions.js';
+import { Chart, Events, Reconciliation } from './insights.js';
 
-type Route = { view: 'wallets' } | { view: 'keys' } | { view: 'wallet'; id: string } | { view: 'charge'; id: string; charge: string };
+type Route = { view: 'wallets' } | { view: 'keys' } | { view: 'events' } | { view: 'wallet'; id: string } | { view: 'charge'; id: string; charge: string };
 
 function parseRoute(hash: string): Route {
   if (hash === '#/keys') return { view: 'keys' };
+  if (hash === '#/events') return { view: 'events' };
   const c = /^#\/wallet\/([1-9][0-9]*)\/charge\/([1-9][0-9]*)$/.exec(hash);
   if (c) return { view: 'charge', id: c[1]!, charge: c[2]! };
   const m = /^#\/wallet\/([1-9][0-9]*)$/.exec(hash);
@@ -162,15 +164,28 @@ function Listing({ label, rows, error, empty, children }: { label: string; rows:
 function Transactions({ wallet, explorer }: { wallet: string; explorer: string }) {
   const [page, setPage] = useState(1);
   const [pages, setPages] = useState(1);
+  const [version, setVersion] = useState(0);
+  const [message, setMessage] = useState<string | null>(null);
+  const decide = async (id: number, kind: 'approve' | 'reject') => {
+    const path = { wallet, transaction: String(id) };
+    const r = kind === 'approve' ? await api.POST('/api/wallet/{wallet}/transaction/{transaction}/approve', { params: { path } }) : await api.POST('/api/wallet/{wallet}/transaction/{transaction}/reject', { params: { path } });
+    setMessage(r.data ? `Transaction ${id} ${kind === 'approve' ? 'approved' : 'rejected'}.` : failure(r.error, `The transaction could not be ${kind === 'approve' ? 'approved' : 'rejected'}.`));
+    setVersion(version + 1);
+  };
   const { rows, error } = useList<any>(async () => {
     const { data, error: err, response } = await api.GET('/api/wallet/{wallet}/transaction', { params: { path: { wallet }, query: { page, limit: PAGE } } });
     if (!data) return { error: failure(err, 'The transactions could not be listed.') };
     setPages(Number(response.headers.get('x-pagination-pages') ?? '1') || 1);
     return { rows: data.data };
-  }, [wallet, page]);
+  }, [wallet, page, version]);
   return (
     <section aria-labelledby="tx-title">
       <h2 id="tx-title">Transactions</h2>
+      {message && (
+        <p class="notice" role="status">
+          {message}
+        </p>
+      )}
       <Listing label="Transactions" rows={rows} error={error} empty="No transactions yet.">
         <table>
           <thead>
@@ -187,6 +202,16 @@ function Transactions({ wallet, explorer }: { wallet: string; explorer: string }
               <tr key={t.id} data-transaction={t.id}>
                 <td>
                   <StatusBadge status={t.status} />
+                  {t.status === 'awaiting_approval' && (
+                    <span class="actions">
+                      <button type="button" onClick={() => decide(t.id, 'approve')} aria-label={`Approve transaction ${t.id}`}>
+                        Approve
+                      </button>
+                      <button type="button" onClick={() => decide(t.id, 'reject')} aria-label={`Reject transaction ${t.id}`}>
+                        Reject
+                      </button>
+                    </span>
+                  )}
                 </td>
                 <td>{t.type}</td>
                 <td class="num">
@@ -299,16 +324,19 @@ function Wallet({ id }: { id: string }) {
           </dl>
         )}
       </section>
+      <Chart wallet={id} />
       <Transactions wallet={id} explorer={w.explorer} />
       <Charges wallet={id} />
       <Payouts wallet={id} />
       <Webhooks wallet={id} />
+      <Reconciliation wallet={id} />
     </div>
   );
 }
 
 function View({ route }: { route: Route }) {
   if (route.view === 'keys') return <Keys />;
+  if (route.view === 'events') return <Events />;
   if (route.view === 'wallet') return <Wallet id={route.id} />;
   if (route.view === 'charge') return <ChargeOf wallet={route.id} charge={route.charge} />;
   return <Wallets />;
@@ -349,6 +377,7 @@ function App() {
         <nav aria-label="Main">
           <a href="#/">Wallets</a>
           <a href="#/keys">API keys</a>
+          <a href="#/events">Events</a>
         </nav>
         <button type="button" onClick={signOut}>
           Sign out

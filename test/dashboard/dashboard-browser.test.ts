@@ -188,6 +188,60 @@ describe('the dashboard in Chromium', () => {
     await context.close();
   }, 60_000);
 
+  it('approves a transaction awaiting approval; shows the 30-day chart; accepts a reconciliation difference (checked through the API)', async () => {
+    // approval_above ETH 0.1 since the payout test; anvil_setBalance at the start is a difference reconciliation reports.
+    const held = (await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, { token: user.token, body: { amount: '0.12', token: 'ETH', address: RECIPIENT } })).body.data;
+    expect(held.status).toBe('awaiting_approval');
+    const { context, page } = await signedIn(DESKTOP);
+    await page.getByRole('link', { name: wallet.name }).click();
+    await page.getByRole('button', { name: `Approve transaction ${held.id}` }).click();
+    await page.getByRole('status').filter({ hasText: `Transaction ${held.id} approved.` }).waitFor();
+    await waitForStatus(t, user, wallet.id, held.id, 'confirmed');
+
+    const list = (await t.request('GET', `/api/wallet/${wallet.id}/transaction?limit=1000`, { token: user.token })).body.data as { type: string; status: string; amount: string }[];
+    const sum = (pred: (x: { type: string }) => boolean) => list.filter((x) => x.status === 'confirmed' && pred(x)).reduce((s, x) => s + BigInt(x.amount.replace('.', '')), 0n);
+    const asText = (u: bigint) => { const s = u.toString().padStart(19, '0'); return `${s.slice(0, -18)}.${s.slice(-18)}`.replace(/0+$/, '').replace(/\.$/, ''); };
+    await page.reload();
+    const chart = page.locator('figure[data-chart="ETH"] svg');
+    await chart.waitFor();
+    expect(await chart.getAttribute('aria-label')).toBe(`ETH: received ${asText(sum((x) => x.type === 'receipt'))}, sent ${asText(sum((x) => x.type !== 'receipt'))} in the last 30 days`);
+
+    const rec = (await t.request('GET', `/api/wallet/${wallet.id}/reconciliation`, { token: user.token })).body.data;
+    expect(rec.ok).toBe(false);
+    await page.locator('[data-reconciliation-ok="false"]').waitFor();
+    await page.locator('li[data-difference="ETH"]').first().waitFor();
+    await accessible(page, 'wallet with reconciliation');
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-reconciliation-desktop.png'), fullPage: true });
+    await page.getByLabel('Note for the adjustment').fill('funded by anvil_setBalance in the test');
+    await page.getByRole('button', { name: 'Accept' }).click();
+    await page.getByRole('status').filter({ hasText: 'The differences were accepted as adjustments.' }).waitFor();
+    await page.locator('[data-reconciliation-ok="true"]').waitFor();
+    const after = (await t.request('GET', `/api/wallet/${wallet.id}/reconciliation`, { token: user.token })).body.data;
+    expect(after.ok).toBe(true);
+    expect(after.adjustments.map((a: { note: string }) => a.note)).toContain('funded by anvil_setBalance in the test');
+    await context.close();
+  }, 60_000);
+
+  it('shows the events feed, newest first (checked through the API)', async () => {
+    const { context, page } = await signedIn(PHONE);
+    await page.getByRole('link', { name: 'Events' }).click();
+    await page.getByRole('heading', { name: 'Events' }).waitFor();
+    let newest = 0;
+    for (let after = 0; ; ) {
+      const r = await t.request('GET', `/api/events?after=${after}&limit=1000`, { token: user.token });
+      if (r.body.data.length > 0) newest = r.body.data[r.body.data.length - 1].id;
+      if (r.body.data.length < 1000) break;
+      after = Number(r.headers.get('x-next-cursor'));
+    }
+    const first = page.locator('li[data-event]').first();
+    await first.waitFor();
+    expect(Number(await first.getAttribute('data-event'))).toBe(newest);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
+    await accessible(page, 'events');
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-events-phone.png'), fullPage: false });
+    await context.close();
+  }, 60_000);
+
   it('retries a failed delivery and sends a test (checked through the API and at the receiver)', async () => {
     const receiver = await startReceiver();
     try {
