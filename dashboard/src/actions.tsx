@@ -302,3 +302,94 @@ export function Webhooks({ wallet }: { wallet: string }) {
     </section>
   );
 }
+
+type Limits = Record<string, string>;
+
+/** The wallet's spending policy (read) and its allowlist (`Add to allowlist`, `Remove`); changed with the login token only. */
+export function Policy({ wallet }: { wallet: string }) {
+  const { value, error, reload } = useLoad(async () => {
+    const [policy, allowlist] = await Promise.all([
+      api.GET('/api/wallet/{wallet}/policy', { params: { path: { wallet } } }),
+      api.GET('/api/wallet/{wallet}/allowlist', { params: { path: { wallet } } }),
+    ]);
+    return { policy: ok(policy, 'The policy could not be read.').data, allowlist: ok(allowlist, 'The allowlist could not be read.').data };
+  }, [wallet]);
+  const [address, setAddress] = useState('');
+  const [label, setLabel] = useState('');
+  const [message, setMessage] = useState<{ error: boolean; text: string } | null>(null);
+  const add = async (e: Event) => {
+    e.preventDefault();
+    const r = await api.POST('/api/wallet/{wallet}/allowlist/add', { params: { path: { wallet } }, body: { address: address.trim(), label: label.trim() } });
+    setMessage(r.data ? { error: false, text: `${r.data.data.address} added to the allowlist.` } : { error: true, text: failure(r.error, 'The address could not be added.') });
+    if (r.data) {
+      setAddress('');
+      setLabel('');
+    }
+    reload();
+  };
+  const remove = async (id: number) => {
+    const r = await api.POST('/api/wallet/{wallet}/allowlist/{entry}/remove', { params: { path: { wallet, entry: String(id) } } });
+    setMessage(r.data ? { error: false, text: 'Removed from the allowlist.' } : { error: true, text: failure(r.error, 'The address could not be removed.') });
+    reload();
+  };
+  const limits = (name: string, l: Limits) => {
+    const entries = Object.entries(l);
+    return (
+      <div>
+        <dt>{name}</dt>
+        <dd>{entries.length === 0 ? 'none' : entries.map(([token, v]) => `${short(v)} ${token}`).join(', ')}</dd>
+      </div>
+    );
+  };
+  return (
+    <section aria-labelledby="policy-title">
+      <h2 id="policy-title">Spending policy</h2>
+      {message && (
+        <p class={message.error ? 'error' : 'notice'} role={message.error ? 'alert' : 'status'}>
+          {message.text}
+        </p>
+      )}
+      {error ? (
+        <Problem text={error} />
+      ) : !value ? (
+        <Loading what="the policy" />
+      ) : (
+        <>
+          <dl class="balances" aria-label="Limits">
+            {limits('Per transaction', value.policy.per_transaction as Limits)}
+            {limits('Daily', value.policy.daily as Limits)}
+            {limits('Approval above', value.policy.approval_above as Limits)}
+            <div>
+              <dt>Allowlist only</dt>
+              <dd>{value.policy.allowlist_only ? 'yes' : 'no'}</dd>
+            </div>
+          </dl>
+          <h3>Allowlist</h3>
+          {value.allowlist.length === 0 ? (
+            <Empty text="No addresses on the allowlist." />
+          ) : (
+            <ul class="plain">
+              {value.allowlist.map((a) => (
+                <li key={a.id} data-allowlist={a.id}>
+                  <strong>{a.label}</strong> <span class="mono">{a.address}</span>
+                  <button type="button" onClick={() => remove(a.id)} aria-label={`Remove ${a.label} from the allowlist`}>
+                    Remove
+                  </button>
+                </li>
+              ))}
+            </ul>
+          )}
+          <form class="inline-form" onSubmit={add} aria-label="Add to the allowlist">
+            <label for="allow-address">Address to allow</label>
+            <input id="allow-address" class="mono" required autocomplete="off" spellcheck={false} value={address} onInput={(e) => setAddress((e.target as HTMLInputElement).value)} />
+            <label for="allow-label">Label</label>
+            <input id="allow-label" required maxLength={255} value={label} onInput={(e) => setLabel((e.target as HTMLInputElement).value)} />
+            <button type="submit" class="primary">
+              Add to allowlist
+            </button>
+          </form>
+        </>
+      )}
+    </section>
+  );
+}

@@ -8,7 +8,7 @@ import { useEffect, useState } from 'preact/hooks';
 import './styles.css';
 import { api, failure, session } from './api.js';
 import { Time, Hash, Loading, Problem, Empty, StatusBadge, Amount } from './ui.js';
-import { ChargeDetail, Keys, Payouts, Webhooks } from './actions.js';
+import { ChargeDetail, Keys, Payouts, Policy, Webhooks } from './actions.js';
 import { Chart, Events, Reconciliation } from './insights.js';
 
 type Route = { view: 'wallets' } | { view: 'keys' } | { view: 'events' } | { view: 'wallet'; id: string } | { view: 'charge'; id: string; charge: string };
@@ -329,6 +329,7 @@ function Wallet({ id }: { id: string }) {
       <Charges wallet={id} />
       <Payouts wallet={id} />
       <Webhooks wallet={id} />
+      <Policy wallet={id} />
       <Reconciliation wallet={id} />
     </div>
   );

@@ -222,6 +222,25 @@ describe('the dashboard in Chromium', () => {
     await context.close();
   }, 60_000);
 
+  it('shows the policy, adds an address to the allowlist and removes it (checked through the API)', async () => {
+    const { context, page } = await signedIn(DESKTOP);
+    await page.getByRole('link', { name: wallet.name }).click();
+    const limits = page.getByLabel('Limits');
+    await limits.waitFor();
+    expect(await limits.locator('div', { hasText: 'Approval above' }).locator('dd').textContent()).toBe('0.1 ETH');
+    await page.getByLabel('Address to allow').fill(RECIPIENT.toLowerCase());
+    await page.getByLabel('Label').fill('Supplier GmbH');
+    await page.getByRole('button', { name: 'Add to allowlist' }).click();
+    await page.getByRole('status').filter({ hasText: `${RECIPIENT} added to the allowlist.` }).waitFor();
+    const listed = (await t.request('GET', `/api/wallet/${wallet.id}/allowlist`, { token: user.token })).body.data;
+    expect(listed.map((a: { address: string; label: string }) => [a.address, a.label])).toEqual([[RECIPIENT, 'Supplier GmbH']]);
+    await accessible(page, 'wallet with policy');
+    await page.getByRole('button', { name: 'Remove Supplier GmbH from the allowlist' }).click();
+    await page.getByRole('status').filter({ hasText: 'Removed from the allowlist.' }).waitFor();
+    expect((await t.request('GET', `/api/wallet/${wallet.id}/allowlist`, { token: user.token })).body.data).toEqual([]);
+    await context.close();
+  }, 60_000);
+
   it('shows the events feed, newest first (checked through the API)', async () => {
     const { context, page } = await signedIn(PHONE);
     await page.getByRole('link', { name: 'Events' }).click();
