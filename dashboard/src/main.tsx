@@ -69,6 +69,7 @@ interface WalletSummary {
   address: string;
   network: string;
   explorer: string;
+  chainId: number | null;
   balances: { symbol: string; balance: string }[] | null;
   error: string | null;
 }
@@ -85,6 +86,7 @@ async function loadWallet(id: number, name: string, address: string): Promise<Wa
     address,
     network: network?.name ?? '',
     explorer: network?.block_explorer ?? '',
+    chainId: network?.chain_id ?? null,
     balances: balance.data ? balance.data.data.tokens.map((t) => ({ symbol: t.symbol, balance: t.balance })) : null,
     error: balance.data ? null : failure(balance.error, 'The balance could not be read.'),
   };
@@ -289,16 +291,43 @@ function Charges({ wallet }: { wallet: string }) {
   );
 }
 
+/** The local devnet's "Fund from devnet" (anvil's dev account sends ETH in a real transfer). */
+function FundFromDevnet({ wallet, onFunded }: { wallet: string; onFunded: () => void }) {
+  const [value, setValue] = useState('1');
+  const [message, setMessage] = useState<{ error: boolean; text: string } | null>(null);
+  const fund = async (e: Event) => {
+    e.preventDefault();
+    const r = await api.POST('/api/wallet/{wallet}/devnet/fund', { params: { path: { wallet } }, body: { amount: value.trim() } }).catch(() => ({ data: undefined, error: undefined }));
+    setMessage(r.data ? { error: false, text: `Funded with ${r.data.data.amount.replace(/0+$/, '').replace(/\.$/, '')} ETH from the devnet.` } : { error: true, text: failure(r.error, 'The wallet could not be funded.') });
+    if (r.data) onFunded();
+  };
+  return (
+    <form class="inline-form" onSubmit={fund} aria-label="Fund from the local devnet">
+      <label for="fund-amount">ETH from the local devnet</label>
+      <input id="fund-amount" inputMode="decimal" autocomplete="off" value={value} onInput={(e) => setValue((e.target as HTMLInputElement).value)} />
+      <button type="submit" class="primary">
+        Fund from devnet
+      </button>
+      {message && (
+        <p class={message.error ? 'error' : 'notice'} role={message.error ? 'alert' : 'status'}>
+          {message.text}
+        </p>
+      )}
+    </form>
+  );
+}
+
 function Wallet({ id }: { id: string }) {
   const [w, setW] = useState<WalletSummary | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [version, setVersion] = useState(0);
   useEffect(() => {
     (async () => {
       const { data, error: err } = await api.GET('/api/wallet/{wallet}', { params: { path: { wallet: id } } });
       if (!data) return setError(failure(err, 'The wallet could not be read.'));
       setW(await loadWallet(data.data.id, data.data.name, data.data.address));
     })().catch(() => setError('The service could not be reached.'));
-  }, [id]);
+  }, [id, version]);
   if (error) return <Problem text={error} />;
   if (!w) return <Loading what="the wallet" />;
   return (
@@ -323,6 +352,7 @@ function Wallet({ id }: { id: string }) {
             ))}
           </dl>
         )}
+        {w.chainId === 31337 && <FundFromDevnet wallet={id} onFunded={() => setVersion(version + 1)} />}
       </section>
       <Chart wallet={id} />
       <Transactions wallet={id} explorer={w.explorer} />

@@ -3205,6 +3205,340 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/wallet/{wallet}/devnet/fund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fund the wallet from the local devnet (the local devnet only)
+         * @description Anvil’s first dev account sends `amount` ETH to the wallet’s main address in a real transfer, which the service then records as a receipt. 400 `Only the local devnet can fund a wallet` on any other network (chain id other than 31337, or a node that is not anvil), with nothing sent.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    wallet: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "amount": "1.500000000000000000"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description ETH, a decimal string or number, > 0 */
+                        amount?: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Success: the envelope with `data` */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "success",
+                         *       "message": "OK",
+                         *       "data": {
+                         *         "wallet_id": 1,
+                         *         "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                         *         "amount": "1.500000000000000000",
+                         *         "token": "ETH",
+                         *         "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                         *         "block_number": 1
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                wallet_id: number;
+                                address: string;
+                                /** @description 18 decimal places */
+                                amount: string;
+                                token: string;
+                                tx_hash: string;
+                                block_number: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Malformed JSON, or a business rule refused the request (e.g. insufficient balance) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "Malformed JSON body",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "Unauthenticated",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Success: the envelope with `data` */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "OK",
+                         *       "data": {}
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The wallet (or another object in the path) does not exist or belongs to another user */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "Wallet not found",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The body is larger than 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "Payload too large",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The body is not application/json */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "Unsupported media type",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Validation failed: `data` maps each field to its messages */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "The amount field is required",
+                         *       "data": {
+                         *         "amount": [
+                         *           "The amount field is required."
+                         *         ]
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "Too Many Requests",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description An internal error; the details are in the log under the X-Request-Id */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "Internal server error",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "The blockchain node is unavailable",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/wallet/{wallet}/balance": {
         parameters: {
             query?: never;

@@ -20,6 +20,7 @@ import { RefundService } from './refunds/refunds.service.js';
 import { policyRoutes } from './policies/policies.routes.js';
 import { PolicyService } from './policies/policies.service.js';
 import { networkRoutes } from './networks/networks.routes.js';
+import { devnetRoutes } from './networks/devnet.routes.js';
 import { NetworkService } from './networks/networks.service.js';
 import { supervisorRoutes } from './supervisor/supervisor.routes.js';
 import { SupervisorService } from './supervisor/supervisor.service.js';
@@ -57,6 +58,7 @@ export async function registerModules(app: App, ctx: AppContext, auth: AuthServi
   await supervisorRoutes(app, supervisor);
   await networkRoutes(app, new NetworkService(ctx));
   await walletRoutes(app, wallets);
+  await devnetRoutes(app, ctx);
   await balanceRoutes(app, balances);
   await tokenRoutes(app, new TokenService(ctx, balances));
   const webhooks = new WebhooksService(ctx);

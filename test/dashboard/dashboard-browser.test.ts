@@ -241,6 +241,23 @@ describe('the dashboard in Chromium', () => {
     await context.close();
   }, 60_000);
 
+  it('funds the wallet from the local devnet (checked on the chain and through the API)', async () => {
+    const before = BigInt(await chain.rpc<string>('eth_getBalance', [wallet.address, 'latest']));
+    const { context, page } = await signedIn(PHONE);
+    await page.getByRole('link', { name: wallet.name }).click();
+    await page.getByLabel('ETH from the local devnet').fill('1.25');
+    await page.getByRole('button', { name: 'Fund from devnet' }).click();
+    await page.getByRole('status').filter({ hasText: 'Funded with 1.25 ETH from the devnet.' }).waitFor();
+    expect(BigInt(await chain.rpc<string>('eth_getBalance', [wallet.address, 'latest']))).toBe(before + parseEther('1.25'));
+    const receipts = await waitFor(async () => {
+      const list = (await t.request('GET', `/api/wallet/${wallet.id}/transaction`, { token: user.token })).body.data;
+      return list.find((x: any) => x.type === 'receipt' && x.amount === '1.250000000000000000' && x.status === 'confirmed') ?? null;
+    }, { message: 'the funding recorded as a receipt' });
+    expect(receipts.symbol).toBe('ETH');
+    await accessible(page, 'wallet with devnet funding');
+    await context.close();
+  }, 60_000);
+
   it('shows the events feed, newest first (checked through the API)', async () => {
     const { context, page } = await signedIn(PHONE);
     await page.getByRole('link', { name: 'Events' }).click();

@@ -1,8 +1,9 @@
 /**
- * `npm run cli -- devnet:fund <wallet> <amount>` (a newcomer's first minutes, README "Start"):
- * on the local devnet, anvil's dev account sends the amount in a real transfer that the service
- * records as a receipt; on any other network (another chain id) it is refused, exit 1, nothing
- * sent.
+ * `npm run cli -- devnet:fund <wallet> <amount>` and `POST /api/wallet/{wallet}/devnet/fund` (a
+ * newcomer's first minutes, README "Start"; the dashboard's "Fund from devnet"): on the local
+ * devnet, anvil's dev account sends the amount in a real transfer that the service records as a
+ * receipt; on any other network (another chain id) it is refused (exit 1, or 400), nothing sent;
+ * another user's wallet is 404.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEther } from 'viem';
@@ -54,5 +55,22 @@ describe('devnet:fund', () => {
     expect(await balanceOf(chain, w.address)).toBe(0n);
     const bad = await runCli(['devnet:fund', String(w.id), 'lots'], env);
     expect([bad.code, bad.json.error]).toEqual([1, 'amount "lots" is not an ETH amount (at most 18 decimal places)']);
+  });
+
+  it('through the API: funds a devnet wallet, refuses another network (400) and a stranger (404)', async () => {
+    const networkId = await chain.register(t);
+    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'API', network_id: networkId } })).body.data;
+    const res = await t.request('POST', `/api/wallet/${w.id}/devnet/fund`, { token: user.token, body: { amount: '0.75' } });
+    expect([res.status, res.body.message, res.body.data?.amount], res.text).toEqual([200, 'Funded from the devnet', '0.750000000000000000']);
+    expect(await balanceOf(chain, w.address)).toBe(parseEther('0.75'));
+    const bad = await t.request('POST', `/api/wallet/${w.id}/devnet/fund`, { token: user.token, body: { amount: '-1' } });
+    expect(bad.status).toBe(422);
+    const stranger = await t.createUser();
+    expect((await t.request('POST', `/api/wallet/${w.id}/devnet/fund`, { token: stranger.token, body: { amount: '1' } })).status).toBe(404);
+    const other = await upsertNetwork(t.store.db, { name: 'Elsewhere', rpc_url: chain.rpcUrl, chain_id: 10, currency_symbol: 'ETH', block_explorer: '', is_mainnet: true, confirmations: 1 }, Date.now());
+    const o = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Prod', network_id: other.id } })).body.data;
+    const refused = await t.request('POST', `/api/wallet/${o.id}/devnet/fund`, { token: user.token, body: { amount: '1' } });
+    expect([refused.status, refused.body]).toEqual([400, { status: 'error', message: 'Only the local devnet can fund a wallet', data: null }]);
+    expect(await balanceOf(chain, o.address)).toBe(0n);
   });
 });

@@ -1,0 +1,58 @@
+/**
+ * POST /wallet/{wallet}/devnet/fund   {amount}: ETH from the local devnet's dev account to the
+ * wallet, in a real transfer (devnet-fund.ts; the dashboard's "Fund from devnet"). 400 on any
+ * network but the local devnet, with nothing sent. Scope `wallets:write`.
+ */
+import { Type } from '@sinclair/typebox';
+import { Errors, validationError, type FieldErrors } from '../../errors.js';
+import { ok, responses } from '../../http/envelope.js';
+import { requireWallet } from '../../http/auth.js';
+import type { App } from '../../http/types.js';
+import { formatUnits18 } from '../../lib/money.js';
+import { checkDecimalField } from '../tokens/amount-field.js';
+import { WalletParams } from '../wallets/wallets.schemas.js';
+import type { AppContext } from '../../context.js';
+import { fundFromDevnet, NotDevnet } from './devnet-fund.js';
+import { findNetwork } from './networks.repository.js';
+
+const FundedSchema = Type.Object({
+  wallet_id: Type.Integer(),
+  address: Type.String(),
+  amount: Type.String({ description: '18 decimal places' }),
+  token: Type.String(),
+  tx_hash: Type.String(),
+  block_number: Type.Integer(),
+});
+
+export async function devnetRoutes(app: App, ctx: AppContext): Promise<void> {
+  app.post(
+    '/wallet/:wallet/devnet/fund',
+    {
+      config: { scope: 'wallets:write' },
+      schema: {
+        tags: ['wallets'],
+        summary: 'Fund the wallet from the local devnet (the local devnet only)',
+        description:
+          'Anvil’s first dev account sends `amount` ETH to the wallet’s main address in a real transfer, which the service then records as a receipt. 400 `Only the local devnet can fund a wallet` on any other network (chain id other than 31337, or a node that is not anvil), with nothing sent.',
+        params: WalletParams,
+        body: Type.Object({ amount: Type.Optional(Type.Unknown({ description: 'ETH, a decimal string or number, > 0' })) }),
+        response: responses(FundedSchema),
+      },
+    },
+    async (req) => {
+      const wallet = requireWallet(req);
+      const errors: FieldErrors = {};
+      const wei = checkDecimalField(req.body as Record<string, unknown>, 'amount', 18, errors, { required: true });
+      if (wei === null) throw validationError(errors);
+      const network = await findNetwork(ctx.store.db, wallet.network_id);
+      if (!network) throw Errors.internal(new Error(`network ${wallet.network_id} missing`));
+      try {
+        const sent = await fundFromDevnet(network, wallet.address, wei);
+        return ok({ wallet_id: wallet.id, address: wallet.address, amount: formatUnits18(wei, 18), token: 'ETH', ...sent }, 'Funded from the devnet');
+      } catch (e) {
+        if (e instanceof NotDevnet) throw Errors.badRequest('Only the local devnet can fund a wallet');
+        throw e;
+      }
+    },
+  );
+}
