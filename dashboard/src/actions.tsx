@@ -6,7 +6,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, failure } from './api.js';
-import { Amount, Empty, Hash, Loading, Problem, StatusBadge, Time } from './ui.js';
+import { Amount, Empty, Hash, Loading, Problem, StatusBadge, Time, Notice } from './ui.js';
 import { amount as short } from './format.js';
 
 /** Reads `load` when `deps` change and again after `reload()`. */
@@ -104,11 +104,7 @@ function RefundForm({ wallet, charge, token, onDone }: { wallet: string; charge:
       <button type="submit" class="primary">
         Refund
       </button>
-      {message && (
-        <p class={message.error ? 'error' : 'notice'} role={message.error ? 'alert' : 'status'}>
-          {message.text}
-        </p>
-      )}
+      <Notice message={message} />
     </form>
   );
 }
@@ -125,11 +121,7 @@ export function Payouts({ wallet }: { wallet: string }) {
   return (
     <section aria-labelledby="payouts-title">
       <h2 id="payouts-title">Payouts</h2>
-      {message && (
-        <p class="notice" role="status">
-          {message}
-        </p>
-      )}
+      <Notice message={message} />
       {error ? (
         <Problem text={error} />
       ) : !value ? (
@@ -185,11 +177,7 @@ export function Keys() {
     <div class="stack">
       <section aria-labelledby="keys-title">
         <h1 id="keys-title">API keys</h1>
-        {message && (
-          <p class="notice" role="status">
-            {message}
-          </p>
-        )}
+        <Notice message={message} />
         {created && (
           <div class="shown-once" role="status">
             <p>The new key, shown this once: copy it now.</p>
@@ -258,11 +246,7 @@ export function Webhooks({ wallet }: { wallet: string }) {
   return (
     <section aria-labelledby="webhooks-title">
       <h2 id="webhooks-title">Webhooks</h2>
-      {message && (
-        <p class="notice" role="status">
-          {message}
-        </p>
-      )}
+      <Notice message={message} />
       {error ? (
         <Problem text={error} />
       ) : !value ? (
@@ -344,11 +328,7 @@ export function Policy({ wallet }: { wallet: string }) {
   return (
     <section aria-labelledby="policy-title">
       <h2 id="policy-title">Spending policy</h2>
-      {message && (
-        <p class={message.error ? 'error' : 'notice'} role={message.error ? 'alert' : 'status'}>
-          {message.text}
-        </p>
-      )}
+      <Notice message={message} />
       {error ? (
         <Problem text={error} />
       ) : !value ? (

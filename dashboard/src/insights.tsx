@@ -7,7 +7,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, failure } from './api.js';
 import { amount as short } from './format.js';
-import { Amount, Empty, Loading, Problem, StatusBadge, Time } from './ui.js';
+import { Amount, Empty, Loading, Problem, StatusBadge, Time, Notice } from './ui.js';
 
 const zero = (v: string) => /^-?0(\.0+)?$/.test(v);
 
@@ -34,11 +34,7 @@ export function Reconciliation({ wallet }: { wallet: string }) {
   return (
     <section aria-labelledby="rec-title">
       <h2 id="rec-title">Reconciliation</h2>
-      {message && (
-        <p class="notice" role="status">
-          {message}
-        </p>
-      )}
+      <Notice message={message} />
       {error ? (
         <Problem text={error} />
       ) : !report ? (

@@ -7,7 +7,7 @@ import { render, type ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import './styles.css';
 import { api, failure, session } from './api.js';
-import { Time, Hash, Loading, Problem, Empty, StatusBadge, Amount } from './ui.js';
+import { Time, Hash, Loading, Problem, Empty, StatusBadge, Amount, Notice } from './ui.js';
 import { ChargeDetail, Keys, Payouts, Policy, Webhooks } from './actions.js';
 import { Chart, Events, Reconciliation } from './insights.js';
 
@@ -183,11 +183,7 @@ function Transactions({ wallet, explorer }: { wallet: string; explorer: string }
   return (
     <section aria-labelledby="tx-title">
       <h2 id="tx-title">Transactions</h2>
-      {message && (
-        <p class="notice" role="status">
-          {message}
-        </p>
-      )}
+      <Notice message={message} />
       <Listing label="Transactions" rows={rows} error={error} empty="No transactions yet.">
         <table>
           <thead>
@@ -308,11 +304,7 @@ function FundFromDevnet({ wallet, onFunded }: { wallet: string; onFunded: () => 
       <button type="submit" class="primary">
         Fund from devnet
       </button>
-      {message && (
-        <p class={message.error ? 'error' : 'notice'} role={message.error ? 'alert' : 'status'}>
-          {message.text}
-        </p>
-      )}
+      <Notice message={message} />
     </form>
   );
 }

@@ -58,3 +58,14 @@ export function Hash({ hash, explorer }: { hash: string; explorer: string }) {
 export function StatusBadge({ status }: { status: string }) {
   return <span class={`badge badge-${status}`}>{status.replace(/_/g, ' ')}</span>;
 }
+
+/** The answer to an action: a status in words, or an alert when it failed. */
+export function Notice({ message }: { message: { error: boolean; text: string } | string | null }) {
+  if (message === null) return null;
+  const m = typeof message === 'string' ? { error: false, text: message } : message;
+  return (
+    <p class={m.error ? 'error' : 'notice'} role={m.error ? 'alert' : 'status'}>
+      {m.text}
+    </p>
+  );
+}
