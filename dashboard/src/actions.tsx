@@ -272,6 +272,7 @@ export function Webhooks({ wallet }: { wallet: string }) {
                     <li key={d.id} data-delivery={d.id}>
                       <StatusBadge status={d.status} /> {d.event} · {d.attempts} attempts{d.response_status !== null ? ` · HTTP ${d.response_status}` : ''}
                       {d.last_error ? ` · ${d.last_error}` : ''} · <Time utc={d.created_at} />
+                      <Attempts wallet={wallet} webhook={webhook} delivery={d.id} />
                       <button type="button" aria-label={`Retry delivery ${d.id}`} onClick={() => act(`Delivery ${d.id} retried`, () => api.POST('/api/wallet/{wallet}/webhook/{webhook}/deliveries/{delivery}/retry', { params: { path: { wallet, webhook, delivery: String(d.id) } } }))}>
                         Retry
                       </button>
@@ -371,5 +372,34 @@ export function Policy({ wallet }: { wallet: string }) {
         </>
       )}
     </section>
+  );
+}
+
+/** A delivery's HTTP attempts, read when asked for: when, the status answered, how long, the error. */
+function Attempts({ wallet, webhook, delivery }: { wallet: string; webhook: string; delivery: number }) {
+  const [rows, setRows] = useState<{ attempt: number; at: string; response_status: number | null; duration_ms: number; error: string | null }[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const show = async () => {
+    if (rows) return setRows(null);
+    const r = await api.GET('/api/wallet/{wallet}/webhook/{webhook}/deliveries/{delivery}', { params: { path: { wallet, webhook, delivery: String(delivery) } } }).catch(() => ({ data: undefined, error: undefined }));
+    if (!r.data) return setError(failure(r.error, 'The attempts could not be read.'));
+    setRows(r.data.data.attempts);
+  };
+  return (
+    <>
+      <button type="button" aria-expanded={rows !== null} aria-label={`Attempts of delivery ${delivery}`} onClick={show}>
+        Attempts
+      </button>
+      {error && <Problem text={error} />}
+      {rows && (
+        <ol class="attempts" data-attempts={delivery}>
+          {rows.map((a) => (
+            <li key={a.attempt}>
+              <Time utc={a.at} /> · {a.response_status === null ? 'no answer' : `HTTP ${a.response_status}`} · {a.duration_ms} ms{a.error ? ` · ${a.error}` : ''}
+            </li>
+          ))}
+        </ol>
+      )}
+    </>
   );
 }

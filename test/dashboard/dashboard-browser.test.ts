@@ -80,6 +80,18 @@ describe('the dashboard in Chromium', () => {
     return { context, page };
   }
 
+  /** The view as it is, at 390 px and at 1280 px (test/artifacts/dashboard-{name}-{phone,desktop}.png), then back to its width. */
+  async function shots(page: Page, name: string, fullPage = true): Promise<void> {
+    const was = page.viewportSize()!;
+    for (const [size, vp] of [['phone', PHONE], ['desktop', DESKTOP]] as const) {
+      await page.setViewportSize(vp);
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r(null)))); // one frame laid out at the new width
+      expect(await page.evaluate(() => document.documentElement.scrollWidth), `${name} at ${vp.width} px`).toBeLessThanOrEqual(vp.width);
+      await page.screenshot({ path: join(ARTIFACTS, `dashboard-${name}-${size}.png`), fullPage });
+    }
+    await page.setViewportSize(was);
+  }
+
   /** axe-core in the page: no serious or critical violation. */
   async function accessible(page: Page, view: string): Promise<void> {
     await page.addScriptTag({ content: AXE });
@@ -165,7 +177,7 @@ describe('the dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Refund', exact: true }).click();
     await page.getByRole('status').filter({ hasText: 'Refund of 0.05 ETH sent' }).waitFor();
     await page.locator('li[data-refund]').first().waitFor();
-    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-charge-desktop.png'), fullPage: true });
+    await shots(page, 'charge');
     const api = (await t.request('GET', `/api/wallet/${wallet.id}/charge/show/${charge.id}`, { token: user.token })).body.data;
     expect(api.refunds.map((r: any) => [r.amount, r.address])).toEqual([['0.050000000000000000', RECIPIENT]]);
     await context.close();
@@ -211,7 +223,7 @@ describe('the dashboard in Chromium', () => {
     await page.locator('[data-reconciliation-ok="false"]').waitFor();
     await page.locator('li[data-difference="ETH"]').first().waitFor();
     await accessible(page, 'wallet with reconciliation');
-    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-reconciliation-desktop.png'), fullPage: true });
+    await shots(page, 'wallet-full');
     await page.getByLabel('Note for the adjustment').fill('funded by anvil_setBalance in the test');
     await page.getByRole('button', { name: 'Accept' }).click();
     await page.getByRole('status').filter({ hasText: 'The differences were accepted as adjustments.' }).waitFor();
@@ -274,7 +286,7 @@ describe('the dashboard in Chromium', () => {
     expect(Number(await first.getAttribute('data-event'))).toBe(newest);
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
     await accessible(page, 'events');
-    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-events-phone.png'), fullPage: false });
+    await shots(page, 'events', false);
     await context.close();
   }, 60_000);
 
@@ -300,6 +312,16 @@ describe('the dashboard in Chromium', () => {
       }, { timeoutMs: 5_000, message: 'the retried delivery delivered' });
       expect(delivered.response_status).toBe(200);
       expect(receiver.to('/hook').length).toBeGreaterThan(before);
+      // Its attempts: the failed one(s), then the 200 of the retry.
+      await page.reload();
+      await page.getByRole('button', { name: `Attempts of delivery ${failed.id}` }).click();
+      const attempts = page.locator(`ol[data-attempts="${failed.id}"] li`);
+      await attempts.last().waitFor();
+      const shown = await attempts.allTextContents();
+      const api = (await t.request('GET', `/api/wallet/${wallet.id}/webhook/${hook.id}/deliveries/${failed.id}`, { token: user.token })).body.data.attempts;
+      expect(shown.length).toBe(api.length);
+      expect(shown[0]).toContain('HTTP 500');
+      expect(shown[shown.length - 1]).toContain('HTTP 200');
       await page.getByRole('button', { name: `Send test to webhook ${hook.id}` }).click();
       await page.getByRole('status').filter({ hasText: `Test sent to webhook ${hook.id}: done.` }).waitFor();
       await waitFor(() => receiver.to('/hook').find((r) => JSON.parse(r.body).event === 'webhook.test') ?? null, { timeoutMs: 5_000, message: 'the test event at the receiver' });
