@@ -11,7 +11,7 @@
  *   cancelled; undecided within APPROVAL_TTL_S it fails `approval_expired`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
+import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus, type FundedWallet } from '../transactions/support.js';
@@ -183,5 +183,24 @@ describe('APPROVAL_TTL_S', () => {
     const late = await decide(short, w.id, held.id, 'approve', owner.token);
     expect([late.status, late.body]).toEqual([400, refusal('Transaction is not awaiting approval')]);
     expect(await nodeNonce(w.address)).toBe(0);
+  });
+
+  it('a reject after the time, before the expiry pass came by, expires it (400), as an approve does', async () => {
+    const clock = new ManualClock();
+    const idle = await startTestApp({ clock, env: { APPROVAL_TTL_S: '60' } }); // no workers: no expiry pass
+    try {
+      const idleNetwork = await chain.register(idle);
+      const owner = await idle.createUser();
+      const w = await fundedWallet(idle, chain, owner, idleNetwork, 1n * ETH);
+      expect((await policyApi(idle, w.id, owner.token).setPolicy({ approval_above: { ETH: '0.1' } })).status).toBe(200);
+      const heldTx = (await policyApi(idle, w.id, owner.token).create({ amount: '0.5', token: 'ETH', address: RECIPIENT })).body.data;
+      clock.advance(61_000);
+      const late = await decide(idle, w.id, heldTx.id, 'reject', owner.token);
+      expect([late.status, late.body]).toEqual([400, refusal('Transaction is not awaiting approval')]);
+      const shown = await idle.request('GET', `/api/wallet/${w.id}/transaction/show/${heldTx.id}`, { token: owner.token });
+      expect(shown.body.data).toMatchObject({ status: 'failed', failure_reason: 'approval_expired', tx_hash: null });
+    } finally {
+      await idle.close();
+    }
   });
 });

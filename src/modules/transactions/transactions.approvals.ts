@@ -93,9 +93,13 @@ export class Approvals {
     return input;
   }
 
-  /** Reject (login token): failed, `rejected_by_approver`, its reservation released. */
+  /**
+   * Reject (login token): failed, `rejected_by_approver`, its reservation released. A row past
+   * its time is expired instead (`approval_expired`, and 400), as an approval finds it, whether
+   * or not the expiry pass has come by yet.
+   */
   async reject(rec: TxRecord): Promise<TxRecord> {
-    if (rec.status !== AWAITING) throw Errors.notAwaitingApproval();
+    await this.expireIfDue(rec);
     const after = await this.decide(rec.id, 'rejected_by_approver');
     if (!after) throw Errors.notAwaitingApproval();
     return after;
