@@ -121,7 +121,9 @@ export class Workload {
       case 'native':
         return this.transfer(w, 'ETH', this.prng.bigint(ETH / 1000n, ETH / 50n), this.recipient());
       case 'token':
-        return this.transfer(w, TOKEN_SYMBOL, this.prng.bigint(UNIT, 500n * UNIT), this.recipient());
+        // The policed wallet's amounts straddle its approval_above (100) and per-transaction (150)
+        // limits, so held, refused and plain transfers all come up in a short run.
+        return this.transfer(w, TOKEN_SYMBOL, w === this.wallets[1] ? this.prng.bigint(50n * UNIT, 170n * UNIT) : this.prng.bigint(UNIT, 500n * UNIT), this.recipient());
       case 'contract':
         return this.contractCall(w);
       case 'wallet-to-wallet': {
