@@ -345,6 +345,7 @@ export function Policy({ wallet }: { wallet: string }) {
               <dd>{value.policy.allowlist_only ? 'yes' : 'no'}</dd>
             </div>
           </dl>
+          <LimitsForm wallet={wallet} allowlistOnly={Boolean(value.policy.allowlist_only)} onSaved={(text, failed) => { setMessage({ error: failed, text }); if (!failed) reload(); }} />
           <h3>Allowlist</h3>
           {value.allowlist.length === 0 ? (
             <Empty text="No addresses on the allowlist." />
@@ -401,5 +402,47 @@ function Attempts({ wallet, webhook, delivery }: { wallet: string; webhook: stri
         </ol>
       )}
     </>
+  );
+}
+
+const LIMIT_KINDS = [
+  ['per_transaction', 'Per-transaction limit'],
+  ['daily', 'Daily limit'],
+  ['approval_above', 'Approval above'],
+] as const;
+
+/** One token's three limits (an empty field leaves a limit as it is; `none` removes it) and allowlist_only. */
+function LimitsForm({ wallet, allowlistOnly, onSaved }: { wallet: string; allowlistOnly: boolean; onSaved: (text: string, failed: boolean) => void }) {
+  const [token, setToken] = useState('ETH');
+  const [values, setValues] = useState<Record<string, string>>({});
+  const [only, setOnly] = useState(allowlistOnly);
+  const save = async (e: Event) => {
+    e.preventDefault();
+    const body: Record<string, unknown> = { allowlist_only: only };
+    for (const [kind] of LIMIT_KINDS) {
+      const v = (values[kind] ?? '').trim();
+      if (v !== '') body[kind] = { [token.trim()]: v.toLowerCase() === 'none' ? null : v };
+    }
+    const r = await api.POST('/api/wallet/{wallet}/policy', { params: { path: { wallet } }, body }).catch(() => ({ data: undefined, error: undefined }));
+    if (r.data) setValues({});
+    onSaved(r.data ? 'The policy was saved.' : failure(r.error, 'The policy could not be saved.'), !r.data);
+  };
+  return (
+    <form class="inline-form" onSubmit={save} aria-label="Change the limits">
+      <label for="limit-token">Token</label>
+      <input id="limit-token" required maxLength={64} value={token} onInput={(e) => setToken((e.target as HTMLInputElement).value)} />
+      {LIMIT_KINDS.map(([kind, label]) => (
+        <div key={kind} class="field">
+          <label for={`limit-${kind}`}>{label} (empty: unchanged, none: removed)</label>
+          <input id={`limit-${kind}`} inputMode="decimal" autocomplete="off" value={values[kind] ?? ''} onInput={(e) => setValues({ ...values, [kind]: (e.target as HTMLInputElement).value })} />
+        </div>
+      ))}
+      <label class="check">
+        <input type="checkbox" checked={only} onChange={(e) => setOnly((e.target as HTMLInputElement).checked)} /> Only send to addresses on the allowlist
+      </label>
+      <button type="submit" class="primary">
+        Save policy
+      </button>
+    </form>
   );
 }

@@ -237,7 +237,7 @@ describe('the dashboard in Chromium', () => {
   it('shows the policy, adds an address to the allowlist and removes it (checked through the API)', async () => {
     const { context, page } = await signedIn(DESKTOP);
     await page.getByRole('link', { name: wallet.name }).click();
-    const limits = page.getByLabel('Limits');
+    const limits = page.getByLabel('Limits', { exact: true });
     await limits.waitFor();
     expect(await limits.locator('div', { hasText: 'Approval above' }).locator('dd').textContent()).toBe('0.1 ETH');
     await page.getByLabel('Address to allow').fill(RECIPIENT.toLowerCase());
@@ -250,6 +250,17 @@ describe('the dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Remove Supplier GmbH from the allowlist' }).click();
     await page.getByRole('status').filter({ hasText: 'Removed from the allowlist.' }).waitFor();
     expect((await t.request('GET', `/api/wallet/${wallet.id}/allowlist`, { token: user.token })).body.data).toEqual([]);
+    // The limits: a daily limit set from the page, then removed; approval_above left as it was.
+    const policy = () => t.request('GET', `/api/wallet/${wallet.id}/policy`, { token: user.token }).then((r) => r.body.data);
+    await page.getByLabel(/^Daily limit/).fill('5');
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await page.getByRole('status').filter({ hasText: 'The policy was saved.' }).waitFor();
+    expect(await policy()).toMatchObject({ daily: { ETH: '5.000000000000000000' }, approval_above: { ETH: '0.100000000000000000' }, allowlist_only: false });
+    await expect.poll(() => limits.locator('div', { hasText: 'Daily' }).locator('dd').textContent()).toBe('5 ETH');
+    await page.getByLabel(/^Daily limit/).fill('none');
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await expect.poll(async () => (await policy()).daily).toEqual({});
+    await accessible(page, 'wallet with the limits form');
     await context.close();
   }, 60_000);
 
