@@ -67,6 +67,8 @@ export interface Config {
   };
   readonly watcher: {
     readonly pollIntervalMs: number;
+    /** The tick interval while a transfer of the network is unconfirmed (its confirmation is what users wait for); at most pollIntervalMs. */
+    readonly pendingPollMs: number;
     readonly maxBlocksPerTick: number;
     readonly leaseTtlMs: number;
     /** How long a pending transfer not seen in a block goes before the node is asked about it again (and it is re-sent if unknown). */
@@ -289,6 +291,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     watcher: {
       pollIntervalMs: int(env, 'WATCHER_POLL_MS', 1000, 10, 600_000),
+      pendingPollMs: int(env, 'WATCHER_PENDING_POLL_MS', 200, 10, 600_000),
       maxBlocksPerTick: int(env, 'WATCHER_MAX_BLOCKS', 100, 1, 10_000),
       leaseTtlMs: int(env, 'WATCHER_LEASE_MS', 10_000, 1000, 600_000),
       recheckMs: int(env, 'WATCHER_RECHECK_MS', 30_000, 100, 3_600_000),

@@ -11,8 +11,13 @@ export interface LoopOptions {
   name: string;
   intervalMs: number;
   log: Logger;
-  /** One round of work; `true` when more is waiting (the loop goes on at once, not after `intervalMs`). */
-  tick: (stopping: () => boolean) => Promise<void | boolean>;
+  /**
+   * One round of work; `true` when more is waiting (the loop goes on at once, not after
+   * `intervalMs`); `'soon'` when something is expected shortly (the next round after `soonMs`).
+   */
+  tick: (stopping: () => boolean) => Promise<void | boolean | 'soon'>;
+  /** The pause after a round that answered `'soon'` (at most `intervalMs`). */
+  soonMs?: number;
   /** Called at once when stop is asked for (e.g. to abandon calls in flight). */
   onStopRequested?: () => void;
   /** Called after the last tick, before stop resolves. */
@@ -28,8 +33,11 @@ export function startLoop(o: LoopOptions): Worker {
   const run = async () => {
     while (!stopping) {
       let more = false;
+      let soon = false;
       try {
-        more = (await o.tick(isStopping)) === true;
+        const r = await o.tick(isStopping);
+        more = r === true;
+        soon = r === 'soon';
       } catch (e) {
         o.log.warn({ err: e }, `${o.name} tick failed; retrying`);
       }
@@ -40,7 +48,7 @@ export function startLoop(o: LoopOptions): Worker {
         continue;
       }
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, o.intervalMs);
+        const timer = setTimeout(resolve, soon ? Math.min(o.soonMs ?? o.intervalMs, o.intervalMs) : o.intervalMs);
         wake = () => {
           clearTimeout(timer);
           resolve();

@@ -63,6 +63,7 @@ import {
   type ChainCursor,
 } from '../modules/networks/networks.repository.js';
 import { listTokens } from '../modules/tokens/tokens.repository.js';
+import { hasPendingTransfers } from '../modules/transactions/transactions.repository.js';
 import {
   loadWatched,
   readBlockTransfers,
@@ -139,9 +140,12 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
     log,
     // A network whose follower is behind the head is worked on again at once (CONTRACT.md:
     // a backlog is not paced by WATCHER_POLL_MS).
+    // While a transfer is unconfirmed, the next tick comes after WATCHER_PENDING_POLL_MS: its
+    // confirmation is what a sender (a payout's next items, a user) waits for.
+    soonMs: ctx.config.watcher.pendingPollMs,
     tick: async (stopping) => {
       const networks = await listNetworks(ctx.store.db);
-      const behind = await Promise.all(
+      const states = await Promise.all(
         networks.map((n) => {
           let w = watchers.get(n.id);
           if (!w) {
@@ -151,7 +155,8 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
           return w.tick(n, stopping);
         }),
       );
-      return behind.some(Boolean);
+      if (states.includes('behind')) return true;
+      return states.includes('pending') ? 'soon' : false;
     },
     onStopRequested: () => abort(),
     onStop: async () => {
@@ -191,10 +196,11 @@ class NetworkWatcher {
 
   /**
    * One tick (bounded work). Never throws: errors are logged and the next tick retries.
-   * Returns true when the cursor is still behind the node's head (more to read at once).
+   * `behind`: the cursor is still behind the node's head (more to read at once); `pending`: a
+   * transfer of the network is unconfirmed (the next tick soon); else `idle`.
    */
-  async tick(network: NetworkRow, shouldStop: () => boolean): Promise<boolean> {
-    if (!(await this.holdLease())) return false;
+  async tick(network: NetworkRow, shouldStop: () => boolean): Promise<'behind' | 'pending' | 'idle'> {
+    if (!(await this.holdLease())) return 'idle';
     const affected = new Set<number>();
     const s = this.scope(network, affected);
     let behind = false;
@@ -211,7 +217,17 @@ class NetworkWatcher {
     } finally {
       await this.refreshBalances(affected, shouldStop);
     }
-    return behind;
+    if (behind) return 'behind';
+    return (await this.hasUnconfirmed(network.id)) ? 'pending' : 'idle';
+  }
+
+  /** A transfer of the network not yet confirmed or failed (false when the database cannot say). */
+  private async hasUnconfirmed(networkId: number): Promise<boolean> {
+    try {
+      return await hasPendingTransfers(this.deps.ctx.store.db, networkId);
+    } catch {
+      return false;
+    }
   }
 
   /** Gives the lease up (on a clean stop), so another process takes over at once. */

@@ -730,6 +730,12 @@ function onNetwork(db: Executor, networkId: number) {
   return db.selectFrom('wallets').select('id').where('network_id', '=', networkId);
 }
 
+/** Whether a transfer (outgoing or received) of the network is pending: mined or not, not yet confirmed or failed. */
+export async function hasPendingTransfers(db: Executor, networkId: number): Promise<boolean> {
+  const r = await db.selectFrom('transactions as tx').select('tx.id').where('tx.status', '=', 'pending').where('tx.wallet_id', 'in', onNetwork(db, networkId)).limit(1).executeTakeFirst();
+  return r !== undefined;
+}
+
 /** Pending rows (any type) mined at or below `maxBlock`: their confirmations are reached. */
 export async function listSettleable(db: Executor, networkId: number, maxBlock: number, limit: number): Promise<TxRecord[]> {
   const rows = await records(db)
