@@ -19,10 +19,9 @@ import { createdKeyView } from './modules/keys/keys.views.js';
 import type { AppContext } from './context.js';
 import { rotateSecrets } from './modules/secrets/secrets.service.js';
 import { reconcileWallets } from './modules/reconciliation/reconciliation.run.js';
-import { fundFromDevnet } from './modules/networks/devnet-fund.js';
-import { findNetwork } from './modules/networks/networks.repository.js';
+import { fundWalletFromDevnet } from './modules/networks/devnet-fund.js';
 import { findWalletView } from './modules/wallets/wallets.repository.js';
-import { formatUnits18, parseAmount } from './lib/money.js';
+import { parseAmount } from './lib/money.js';
 
 const USAGE = `usage:
   cli user:create <email> <password> [--name NAME]
@@ -180,10 +179,7 @@ async function devnetFund(ctx: AppContext, args: string[]) {
   if (wei <= 0n) throw new Error('amount must be greater than 0');
   const wallet = await findWalletView(ctx.store.db, Number(id));
   if (!wallet) throw new Error(`no wallet ${id}`);
-  const network = await findNetwork(ctx.store.db, wallet.network_id);
-  if (!network) throw new Error(`wallet ${id} has no network`);
-  const sent = await fundFromDevnet(network, wallet.address, wei);
-  return { wallet_id: wallet.id, address: wallet.address, amount: formatUnits18(wei, 18), token: 'ETH', ...sent };
+  return fundWalletFromDevnet(ctx.store.db, wallet, wei);
 }
 
 main(process.argv.slice(2))

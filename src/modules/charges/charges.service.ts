@@ -7,6 +7,7 @@
  * attach the charge's confirmed payments, its sweeps and its refunds (`withActivity`). docs/charges.md has
  * the rules and the reasons.
  */
+import { isUuid } from '../../lib/uuid.js';
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import type { Executor, InTransaction } from '../../db/index.js';
@@ -27,7 +28,6 @@ import { ChargeSettlement, type ConfirmedHeights } from './charges.settlement.js
 import { ChargeSweeper } from './charges.sweeps.js';
 import { chargeCreatedPayload } from './charges.views.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export class ChargeService {
   private readonly settlement: ChargeSettlement;
@@ -97,7 +97,7 @@ export class ChargeService {
   async find(walletId: number, ref: string): Promise<ChargeRow | undefined> {
     let row: ChargeRow | undefined;
     if (/^[1-9][0-9]{0,14}$/.test(ref)) row = await repo.findCharge(this.ctx.store.db, walletId, { id: Number(ref) });
-    else if (UUID.test(ref)) row = await repo.findCharge(this.ctx.store.db, walletId, { uuid: ref.toLowerCase() });
+    else if (isUuid(ref)) row = await repo.findCharge(this.ctx.store.db, walletId, { uuid: ref.toLowerCase() });
     return row ? (await this.withActivity([row]))[0] : undefined;
   }
 

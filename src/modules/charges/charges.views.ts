@@ -101,13 +101,12 @@ export function sweepView(s: SweepRow) {
   };
 }
 
+/** The fields of charge.paid without its time: those of charge.created, the status, the address and what was paid. */
+export function chargeStateFields(c: ChargeRow) {
+  return { ...chargeCreatedPayload(c), status: c.status, address: c.address, paid_amount: formatUnits18(c.paid_amount, c.decimals) };
+}
+
 /** charge.delayed: the charge's fields (as in charge.paid) and the late `payment`. */
 export function chargeDelayedPayload(c: ChargeRow, p: PaymentRow) {
-  return {
-    ...chargeCreatedPayload(c),
-    status: c.status,
-    address: c.address,
-    paid_amount: formatUnits18(c.paid_amount, c.decimals),
-    payment: paymentView(c, p),
-  };
+  return { ...chargeStateFields(c), payment: paymentView(c, p) };
 }

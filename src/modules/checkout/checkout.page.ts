@@ -5,6 +5,7 @@
  */
 import { formatUnits18 } from '../../lib/money.js';
 import { CHECKOUT_CSS, CHECKOUT_JS } from './checkout.assets.js';
+import { DEVNET_CHAIN_ID } from '../networks/networks.service.js';
 import type { CheckoutRow } from './checkout.repository.js';
 
 /** Longest title and description shown (the rest is cut): `content` itself may hold 16 KiB. */
@@ -116,7 +117,7 @@ export function amountDue(c: CheckoutRow): bigint {
 
 /** A pending native charge on the local devnet (chain id 31337) gets a payer button (README "Start"). */
 export function devnetPayable(c: CheckoutRow): boolean {
-  return c.chain_id === 31337 && c.is_native === 1 && c.status === 'pending' && amountDue(c) > 0n;
+  return c.chain_id === DEVNET_CHAIN_ID && c.is_native === 1 && c.status === 'pending' && amountDue(c) > 0n;
 }
 
 function devnetButton(c: CheckoutRow): string {

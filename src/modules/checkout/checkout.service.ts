@@ -2,6 +2,7 @@
  * The public side of a charge: what the checkout page and its JSON show to anyone holding the
  * charge's uuid (a random v4 uuid: the link is the capability, as with a hosted invoice).
  */
+import { isUuid } from '../../lib/uuid.js';
 import type { AppContext } from '../../context.js';
 import { Errors } from '../../errors.js';
 import { fundFromDevnet, NotDevnet } from '../networks/devnet-fund.js';
@@ -9,14 +10,13 @@ import { findNetwork } from '../networks/networks.repository.js';
 import { amountDue, devnetPayable } from './checkout.page.js';
 import { findCheckoutCharge, listPaymentHashes, type CheckoutRow } from './checkout.repository.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export class CheckoutService {
   constructor(private readonly ctx: AppContext) {}
 
   /** The charge with this uuid; undefined when there is none or `uuid` is not a uuid. */
   find(uuid: string): Promise<CheckoutRow | undefined> {
-    if (!UUID.test(uuid)) return Promise.resolve(undefined);
+    if (!isUuid(uuid)) return Promise.resolve(undefined);
     return findCheckoutCharge(this.ctx.store.db, uuid.toLowerCase());
   }
 

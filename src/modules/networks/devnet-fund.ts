@@ -9,7 +9,10 @@
  * misconfigured production network can never be "funded" by this path.
  */
 import { createPublicClient, getAddress, http, type Address, type Hex } from 'viem';
+import type { Executor } from '../../db/index.js';
 import type { NetworkRow } from '../../db/types.js';
+import { formatUnits18 } from '../../lib/money.js';
+import { findNetwork } from './networks.repository.js';
 import { DEVNET_CHAIN_ID } from './networks.service.js';
 
 export class NotDevnet extends Error {
@@ -29,4 +32,12 @@ export async function fundFromDevnet(network: NetworkRow, to: string, wei: bigin
   const hash = (await client.request({ method: 'eth_sendTransaction' as never, params: [{ from, to: getAddress(to), value: `0x${wei.toString(16)}` }] as never })) as Hex;
   const receipt = await client.waitForTransactionReceipt({ hash, timeout: 30_000, pollingInterval: 100 });
   return { tx_hash: hash, block_number: Number(receipt.blockNumber) };
+}
+
+/** Funds a wallet's main address (the CLI's devnet:fund and POST .../devnet/fund): what was sent, in the API's shape. */
+export async function fundWalletFromDevnet(db: Executor, wallet: { id: number; address: string; network_id: number }, wei: bigint) {
+  const network = await findNetwork(db, wallet.network_id);
+  if (!network) throw new NotDevnet(`wallet ${wallet.id} has no network`);
+  const sent = await fundFromDevnet(network, wallet.address, wei);
+  return { wallet_id: wallet.id, address: wallet.address, amount: formatUnits18(wei, 18), token: 'ETH', ...sent };
 }

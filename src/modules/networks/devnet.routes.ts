@@ -8,12 +8,10 @@ import { Errors, validationError, type FieldErrors } from '../../errors.js';
 import { ok, responses } from '../../http/envelope.js';
 import { requireWallet } from '../../http/auth.js';
 import type { App } from '../../http/types.js';
-import { formatUnits18 } from '../../lib/money.js';
 import { checkDecimalField } from '../tokens/amount-field.js';
 import { WalletParams } from '../wallets/wallets.schemas.js';
 import type { AppContext } from '../../context.js';
-import { fundFromDevnet, NotDevnet } from './devnet-fund.js';
-import { findNetwork } from './networks.repository.js';
+import { fundWalletFromDevnet, NotDevnet } from './devnet-fund.js';
 
 const FundedSchema = Type.Object({
   wallet_id: Type.Integer(),
@@ -44,11 +42,8 @@ export async function devnetRoutes(app: App, ctx: AppContext): Promise<void> {
       const errors: FieldErrors = {};
       const wei = checkDecimalField(req.body as Record<string, unknown>, 'amount', 18, errors, { required: true });
       if (wei === null) throw validationError(errors);
-      const network = await findNetwork(ctx.store.db, wallet.network_id);
-      if (!network) throw Errors.internal(new Error(`network ${wallet.network_id} missing`));
       try {
-        const sent = await fundFromDevnet(network, wallet.address, wei);
-        return ok({ wallet_id: wallet.id, address: wallet.address, amount: formatUnits18(wei, 18), token: 'ETH', ...sent }, 'Funded from the devnet');
+        return ok(await fundWalletFromDevnet(ctx.store.db, wallet, wei), 'Funded from the devnet');
       } catch (e) {
         if (e instanceof NotDevnet) throw Errors.badRequest('Only the local devnet can fund a wallet');
         throw e;

@@ -27,20 +27,13 @@ export interface PolicedTransfer {
 export type PolicyDecision = 'send' | 'hold';
 
 /** Throws the policy's 400 when the transfer is refused, else decides; the caller holds the wallet's lock. */
-export async function enforcePolicy(trx: Executor, t: PolicedTransfer, nowMs: number): Promise<PolicyDecision> {
-  const limits = await limitsForToken(trx, t.walletId, t.tokenId);
-  if (limits.per_transaction !== undefined && t.amount > limits.per_transaction) throw Errors.overPerTransactionLimit();
-  if (limits.daily !== undefined) {
-    const sent = (await outgoingAmountsSince(trx, t.walletId, t.tokenId, nowMs - DAILY_WINDOW_MS)).reduce((s, a) => s + a, 0n);
-    if (sent + t.amount > limits.daily) throw Errors.overDailyLimit();
-  }
-  const head = await findPolicyHead(trx, t.walletId);
-  if (head.allowlist_only && !(await isAllowlisted(trx, t.walletId, t.to))) throw Errors.notAllowlisted();
-  return limits.approval_above !== undefined && t.amount > limits.approval_above ? 'hold' : 'send';
+export function enforcePolicy(trx: Executor, t: PolicedTransfer, nowMs: number): Promise<PolicyDecision> {
+  return enforceBatchPolicy(trx, { walletId: t.walletId, tokenId: t.tokenId, items: [{ amount: t.amount, to: t.to }] }, nowMs);
 }
 
 /**
- * A payout's decision as a whole (payouts.service.ts), before any item is sent: each item under
+ * The decision for one transfer or a payout's items as a whole (payouts.service.ts), before
+ * any is sent: each item under
  * `per_transaction` and on the allowlist when it is required, the total within `daily`, and the
  * total over `approval_above` holds the whole payout for a person. Each item is policed again
  * when its turn comes (its own create), so payouts and transfers together still never pass a

@@ -4,10 +4,9 @@ import { recordEvent } from '../events/outbox.js';
 import { findChargeById } from '../charges/charges.repository.js';
 import { findRefund } from './refunds.repository.js';
 import type { ChargeRow } from '../charges/charges.repository.js';
-import { chargeCreatedPayload } from '../charges/charges.views.js';
+import { chargeStateFields } from '../charges/charges.views.js';
 import type { RefundRow } from './refunds.repository.js';
 import { refundView } from './refunds.views.js';
-import { formatUnits18 } from '../../lib/money.js';
 import { formatDateTime } from '../../lib/time.js';
 
 /** Caller holds the wallet's lock and its user's event order (the watcher's settle batch). */
@@ -21,10 +20,7 @@ export async function announceRefunded(trx: Executor, refundId: number, userId: 
 /** charge.refunded: the charge's fields (as in charge.paid) and the confirmed `refund`. */
 export function chargeRefundedPayload(c: ChargeRow, r: RefundRow, atMs: number, publicUrl: string) {
   return {
-    ...chargeCreatedPayload(c),
-    status: c.status,
-    address: c.address,
-    paid_amount: formatUnits18(c.paid_amount, c.decimals),
+    ...chargeStateFields(c),
     refund: refundView(r, atMs, publicUrl),
     refunded_at: formatDateTime(atMs),
   };

@@ -6,6 +6,7 @@
  * POST /api/refund/{uuid}   the payer's address for a claim: the transfer is sent, once
  * GET  /refund/{uuid}       the claim page (HTML)
  */
+import { isUuid } from '../../lib/uuid.js';
 import type { FastifyRequest } from 'fastify';
 import { Errors } from '../../errors.js';
 import { ok, responses } from '../../http/envelope.js';
@@ -21,7 +22,6 @@ import type { RefundService } from './refunds.service.js';
 import { publicRefundView, refundView } from './refunds.views.js';
 import { REFUND_CSP, refundNotFoundPage, refundPage } from './refunds.page.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export async function refundRoutes(app: App, refunds: RefundService, charges: ChargeService, publicUrl: string): Promise<void> {
   const view = (r: RefundRow) => refundView(r, refunds.nowMs(), publicUrl);
@@ -54,7 +54,7 @@ export async function refundRoutes(app: App, refunds: RefundService, charges: Ch
 }
 
 export async function publicRefundRoutes(app: App, refunds: RefundService): Promise<void> {
-  const find = async (uuid: string) => (UUID.test(uuid) ? refunds.findByUuid(uuid) : undefined);
+  const find = async (uuid: string) => (isUuid(uuid) ? refunds.findByUuid(uuid) : undefined);
   app.get(
     '/api/refund/:uuid',
     {
