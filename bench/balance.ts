@@ -1,35 +1,31 @@
 /**
- * Benchmark: GET /api/wallet/{wallet}/balance against a bare Fastify route that returns a
- * constant JSON object, in the same run, on SQLite and on PostgreSQL.
+ * Benchmark: GET /api/wallet/{wallet}/balance as a user meets it, against a bare Fastify
+ * process answering the same JSON, in the same run, on SQLite and on PostgreSQL.
  *
- *   npm run bench:balance [-- --duration 10 --connections 10 --max-age 5 --db sqlite,postgres --redis redis://127.0.0.1:6379]
+ *   npm run bench:balance [-- --duration 10 --connections 50 --db sqlite,postgres --processes 1|2]
  *
- * It starts anvil, deploys an ERC-20 (solc), and for each database starts the real service
- * (fresh SQLite folder; fresh PostgreSQL database on DATABASE_URL, default
- * postgres://postgres@127.0.0.1:5432/test, dropped afterwards), creates a user and a wallet
- * holding native currency and a token, then runs autocannon (a separate process, so the load
- * generator does not share the server's event loop) against the bare route and the balance
- * route with the same duration and connections. The balance route goes through everything a
- * real request does: bearer-token lookup, rate limit, wallet guard, tokens, the balance cache,
- * and a chain re-read whenever the cache is older than BALANCE_MAX_AGE_S (default 5 s, so
- * most requests are answered from the cache; with --max-age 0 every request waits for a chain
- * read, concurrent requests sharing one).
+ * It starts anvil, deploys an ERC-20 (solc), and for each database starts the service with
+ * `npm start` in its own process (bench/process.ts: the defaults, BALANCE_MAX_AGE_S=5 among
+ * them, LOG_LEVEL=info with its line per request; only the rate limit raised out of reach), logs
+ * in as its bootstrap user, creates a wallet holding native currency and a token, and captures
+ * the balance answer. The baseline is bench/bare-server.ts in its own process returning that
+ * same JSON object from a Fastify route (serialised per request). autocannon, in a third process,
+ * drives each for the same time and connections. On PostgreSQL `--processes 2` starts a second
+ * service process on the same database and splits the connections between the two (two
+ * autocannons, their requests summed).
  *
- * `--redis URL` sets REDIS_URL, so the per-user rate limit counts in Redis instead of in
- * PostgreSQL (with PostgreSQL) or in memory (with SQLite).
- *
- * Prints a markdown table and writes it to bench/results/balance.md. Never run by `npm test`.
+ * Printed: req/s, latency, the server process's CPU per request and its peak resident memory.
+ * Writes bench/results/balance.md. Never run by `npm test`.
  */
 import { execFile } from 'node:child_process';
-import { nonNegativeInt, parseDatabases, positiveInt, startBenchService, runBench, writeReport } from './common.js';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
-import Fastify from 'fastify';
-import pg from 'pg';
 import type { Address, Hex } from 'viem';
+import { nonNegativeInt, parseDatabases, positiveInt, runBench, writeReport, type Driver } from './common.js';
+import { BENCH_SETTINGS, profileSignal, startBareProcess, startServiceProcess, type ServiceProcess } from './process.js';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
 import { deployErc20, mintErc20 } from '../test/helpers/erc20.js';
 
@@ -39,70 +35,68 @@ const RESULTS_FILE = join(HERE, 'results', 'balance.md');
 const { values: flags } = parseArgs({
   options: {
     duration: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '10' },
-    'max-age': { type: 'string', default: '5' },
+    connections: { type: 'string', default: '50' },
     db: { type: 'string', default: 'sqlite,postgres' },
     warmup: { type: 'string', default: '2' },
-    redis: { type: 'string' },
+    processes: { type: 'string', default: '1' },
   },
 });
 const durationS = positiveInt('duration', flags.duration);
 const connections = positiveInt('connections', flags.connections);
 const warmupS = nonNegativeInt('warmup', flags.warmup);
-const maxAgeS = nonNegativeInt('max-age', flags['max-age']);
+const processes = positiveInt('processes', flags.processes);
 const databases = parseDatabases(flags.db);
+// BENCH_ENV="K=V,K=V": settings beside the defaults (reported in the command line).
+const extraEnv = Object.fromEntries((process.env.BENCH_ENV ?? "").split(",").filter(Boolean).map((kv) => kv.split("=") as [string, string]));
 
-
-interface LoadResult {
+export interface LoadResult {
   rps: number;
   p50Ms: number;
   p99Ms: number;
   requests: number;
-  non2xx: number;
-  errors: number;
-  /** CPU time of this process (the server) per request, in µs: steadier than req/s on a busy machine. */
+  /** CPU time of the server process(es) per request, µs: steadier than req/s on a shared machine. */
   cpuUsPerRequest: number;
+  peakRssMiB: number;
 }
 
 const autocannonBin = join(dirname(createRequire(import.meta.url).resolve('autocannon/package.json')), 'autocannon.js');
 
-/** Runs autocannon in its own process and returns its JSON summary. */
-function autocannon(url: string, seconds: number, headers: Record<string, string>): Promise<Omit<LoadResult, 'cpuUsPerRequest'>> {
-  const args = [autocannonBin, '-c', String(connections), '-d', String(seconds), '-j', '-n'];
+interface Cannon { rps: number; p50Ms: number; p99Ms: number; requests: number; non2xx: number; errors: number }
+
+function autocannon(url: string, seconds: number, conns: number, headers: Record<string, string>): Promise<Cannon> {
+  const args = [autocannonBin, '-c', String(conns), '-d', String(seconds), '-j', '-n'];
   for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}=${v}`);
   args.push(url);
   return new Promise((resolve, reject) => {
     execFile(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 }, (err, stdout) => {
       if (err) return reject(err);
-      const r = JSON.parse(stdout) as {
-        requests: { average: number; total: number };
-        latency: { p50: number; p99: number };
-        non2xx: number;
-        errors: number;
-      };
+      const r = JSON.parse(stdout) as { requests: { average: number; total: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
       resolve({ rps: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, requests: r.requests.total, non2xx: r.non2xx, errors: r.errors });
     });
   });
 }
 
-async function measure(url: string, headers: Record<string, string> = {}): Promise<LoadResult> {
-  if (warmupS > 0) await autocannon(url, warmupS, headers);
-  const cpuBefore = process.cpuUsage();
-  const r = await autocannon(url, durationS, headers);
-  const cpu = process.cpuUsage(cpuBefore);
-  if (r.non2xx > 0 || r.errors > 0) throw new Error(`${url}: ${r.non2xx} non-2xx answers and ${r.errors} errors`);
-  return { ...r, cpuUsPerRequest: (cpu.user + cpu.system) / r.requests };
-}
+interface Target { url: string; pid: number; cpuMs(): number; peakRssMiB(): number; service?: boolean }
 
-/** A bare Fastify app with one constant JSON route: the ceiling for this machine. */
-async function startBare() {
-  const app = Fastify({ logger: false });
-  const body = { status: 'success', message: 'OK', data: { balance: '1.500000000000000000' } };
-  app.get('/const', async () => body);
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no address');
-  return { url: `http://127.0.0.1:${address.port}/const`, close: () => app.close() };
+/** autocannon against every target at once (the connections split between them). */
+async function measure(targets: Target[], headers: Record<string, string> = {}): Promise<LoadResult> {
+  const conns = Math.max(1, Math.floor(connections / targets.length));
+  if (warmupS > 0) await Promise.all(targets.map((t) => autocannon(t.url, warmupS, conns, headers)));
+  const cpu0 = targets.map((t) => t.cpuMs());
+  profileSignal(targets.filter((t) => t.service));
+  const runs = await Promise.all(targets.map((t) => autocannon(t.url, durationS, conns, headers)));
+  profileSignal(targets.filter((t) => t.service));
+  const cpuMs = targets.reduce((s, t, i) => s + t.cpuMs() - cpu0[i]!, 0);
+  for (const r of runs) if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx answers and ${r.errors} errors`);
+  const requests = runs.reduce((s, r) => s + r.requests, 0);
+  return {
+    rps: runs.reduce((s, r) => s + r.rps, 0),
+    p50Ms: Math.max(...runs.map((r) => r.p50Ms)),
+    p99Ms: Math.max(...runs.map((r) => r.p99Ms)),
+    requests,
+    cpuUsPerRequest: (cpuMs * 1000) / requests,
+    peakRssMiB: Math.max(...targets.map((t) => t.peakRssMiB())),
+  };
 }
 
 async function call(url: string, method: string, path: string, token: string | null, body?: unknown) {
@@ -111,28 +105,9 @@ async function call(url: string, method: string, path: string, token: string | n
     headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  const json = (await res.json()) as { status: string; message: string; data: any };
-  if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
-/** Starts the service on one database with a funded wallet; returns the balance URL and token. */
-async function startService(driver: 'sqlite' | 'postgres', devnet: Devnet, token20: Address) {
-  const service = await startBenchService({
-    driver,
-    rpcUrl: devnet.rpcUrl,
-    env: { BALANCE_MAX_AGE_S: String(maxAgeS), ...(flags.redis ? { REDIS_URL: flags.redis } : {}) },
-  });
-  const { base, token } = service;
-  const wallet = (await call(base, 'POST', '/api/wallet/create', token, { name: 'Bench', network_id: service.networkId })).data as { id: number; address: Address };
-  await rpc(devnet.rpcUrl, 'anvil_setBalance', [wallet.address, `0x${(1_500_000_000_000_000_000n).toString(16)}` as Hex]);
-  await call(base, 'POST', `/api/wallet/${wallet.id}/token/add`, token, { contract: token20 });
-  await mintErc20(devnet.rpcUrl, token20, wallet.address, 2_500_000n);
-  const check = await call(base, 'GET', `/api/wallet/${wallet.id}/balance`, token);
-  if (check.data.balance !== '1.500000000000000000' || check.data.tokens[1]?.balance !== '2.500000000000000000') {
-    throw new Error(`unexpected balance before the run: ${JSON.stringify(check.data)}`);
-  }
-  return { url: `${base}/api/wallet/${wallet.id}/balance`, token, databaseUrl: service.database.databaseUrl, close: service.close };
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return { json: JSON.parse(text) as { data: any }, text };
 }
 
 async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
@@ -142,116 +117,88 @@ async function rpc(url: string, method: string, params: unknown[]): Promise<unkn
   return json.result;
 }
 
-interface Row {
-  driver: string;
-  bare: LoadResult;
-  balance: LoadResult;
-  /** PostgreSQL only: the bare route plus one primary-key SELECT per request. */
-  floor?: LoadResult;
+/** A wallet with 1.5 ETH and 2.5 of a token; returns its balance path and the answer's text. */
+async function fundedWallet(service: ServiceProcess, devnet: Devnet, token20: Address) {
+  const { base, token } = service;
+  const wallet = (await call(base, 'POST', '/api/wallet/create', token, { name: 'Bench', network_id: service.networkId })).json.data as { id: number; address: Address };
+  await rpc(devnet.rpcUrl, 'anvil_setBalance', [wallet.address, `0x${(1_500_000_000_000_000_000n).toString(16)}` as Hex]);
+  await call(base, 'POST', `/api/wallet/${wallet.id}/token/add`, token, { contract: token20 });
+  await mintErc20(devnet.rpcUrl, token20, wallet.address, 2_500_000n);
+  const path = `/api/wallet/${wallet.id}/balance`;
+  const check = await call(base, 'GET', path, token);
+  if (check.json.data.balance !== '1.500000000000000000' || check.json.data.tokens[1]?.balance !== '2.500000000000000000') {
+    throw new Error(`unexpected balance before the run: ${check.text}`);
+  }
+  return { path, text: check.text };
+}
+
+interface Row { driver: string; processes: number; bare: LoadResult; balance: LoadResult }
+
+async function runOne(driver: Driver, devnet: Devnet, token20: Address): Promise<Row> {
+  const services: ServiceProcess[] = [await startServiceProcess({ driver, rpcUrl: devnet.rpcUrl, env: extraEnv })];
+  try {
+    const n = driver === 'postgres' ? processes : 1;
+    for (let i = 1; i < n; i++) services.push(await startServiceProcess({ driver, rpcUrl: devnet.rpcUrl, database: services[0]!.database, appKey: (services[0] as { appKey: string } & ServiceProcess).appKey, label: String(i + 1) }));
+    const { path, text } = await fundedWallet(services[0]!, devnet, token20);
+    const bare = await startBareProcess(text, 'object', services[0]!.database.dataDir);
+    try {
+      process.stderr.write(`${driver}: bare ${durationS}s ... `);
+      const bareResult = await measure([bare]);
+      process.stderr.write(`balance ${durationS}s (${n} process${n > 1 ? 'es' : ''}) ... `);
+      const balance = await measure(services.map((s) => ({ url: `${s.base}${path}`, pid: s.pid, cpuMs: s.cpuMs, peakRssMiB: s.peakRssMiB, service: true })), { authorization: `Bearer ${services[0]!.token}` });
+      process.stderr.write('done\n');
+      return { driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL', processes: n, bare: bareResult, balance };
+    } finally {
+      await bare.stop();
+    }
+  } finally {
+    for (const s of services.reverse()) await s.stop();
+  }
 }
 
 function table(rows: Row[]): string {
   const f = (n: number, d = 0) => n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
-  // autocannon's latency histogram has 1 ms resolution: 0 means under 1 ms.
   const ms = (n: number) => (n === 0 ? '< 1' : f(n));
   const lines = [
-    '| Database | Route | Requests/s (mean) | p50 (ms) | p99 (ms) | Server CPU µs/request | Requests | **/ bare (req/s)** | / bare (CPU per request) |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| Database | Server | Requests/s | p50 / p99 (ms) | CPU µs/request | Peak RSS (MiB) | **/ bare (req/s)** | / bare (CPU per request) |',
+    '|---|---|---:|---:|---:|---:|---:|---:|',
   ];
-  const line = (driver: string, name: string, r: LoadResult, bare: LoadResult | null) =>
-    `| ${driver} | ${name} | ${f(r.rps)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${f(r.cpuUsPerRequest)} | ${f(r.requests)} | ` +
-    (bare ? `**${f(r.rps / bare.rps, 3)}×** | ${f(bare.cpuUsPerRequest / r.cpuUsPerRequest, 3)}× |` : '1.000× | 1.000× |');
   for (const r of rows) {
-    lines.push(line(r.driver, 'bare Fastify, constant JSON', r.bare, null));
-    if (r.floor) lines.push(line(r.driver, 'bare Fastify + one PostgreSQL SELECT by primary key', r.floor, r.bare));
-    lines.push(line(r.driver, 'GET /api/wallet/{wallet}/balance', r.balance, r.bare));
+    lines.push(`| ${r.driver} | bare Fastify, the same JSON | ${f(r.bare.rps)} | ${ms(r.bare.p50Ms)} / ${ms(r.bare.p99Ms)} | ${f(r.bare.cpuUsPerRequest)} | ${f(r.bare.peakRssMiB)} | 1.000× | 1.000× |`);
+    lines.push(
+      `| ${r.driver} | GET balance, ${r.processes} service process${r.processes > 1 ? 'es' : ''} | ${f(r.balance.rps)} | ${ms(r.balance.p50Ms)} / ${ms(r.balance.p99Ms)} | ` +
+        `${f(r.balance.cpuUsPerRequest)} | ${f(r.balance.peakRssMiB)} | **${f(r.balance.rps / r.bare.rps, 3)}×** | ${f(r.bare.cpuUsPerRequest / r.balance.cpuUsPerRequest, 3)}× |`,
+    );
   }
   return lines.join('\n');
-}
-
-/**
- * The bare route plus one indexed SELECT through a pg pool of the service's size: the least any
- * route that must ask PostgreSQL once per request (a logout seen at once by every process) costs.
- */
-async function startFloor(databaseUrl: string) {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
-  const app = Fastify({ logger: false });
-  app.get('/one', async () => {
-    const r = await pool.query('SELECT id, email FROM users WHERE id = $1', [1]);
-    return { status: 'success', message: 'OK', data: { balance: '1.500000000000000000', n: r.rowCount } };
-  });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no address');
-  return {
-    url: `http://127.0.0.1:${address.port}/one`,
-    close: async () => {
-      await app.close();
-      await pool.end();
-    },
-  };
 }
 
 async function main(): Promise<void> {
   const started = Date.now();
   const devnet = await startDevnet({ port: await findFreePort() });
-  const bare = await startBare();
   const rows: Row[] = [];
   try {
     const token20 = await deployErc20(devnet.rpcUrl, { name: 'Bench USD', symbol: 'BUSD', decimals: 6 });
-    for (const driver of databases as Array<'sqlite' | 'postgres'>) {
-      const service = await startService(driver, devnet, token20);
-      try {
-        process.stderr.write(`${driver}: bare route ${durationS}s ... `);
-        const bareResult = await measure(bare.url);
-        let floorResult: LoadResult | undefined;
-        if (service.databaseUrl) {
-          process.stderr.write(`one-query route ${durationS}s ... `);
-          const floor = await startFloor(service.databaseUrl);
-          floorResult = await measure(floor.url).finally(() => floor.close());
-        }
-        process.stderr.write(`balance route ${durationS}s ... `);
-        const balanceResult = await measure(service.url, { authorization: `Bearer ${service.token}` });
-        process.stderr.write('done\n');
-        rows.push({ driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL', bare: bareResult, balance: balanceResult, floor: floorResult });
-      } finally {
-        await service.close();
-      }
-    }
+    for (const driver of databases) rows.push(await runOne(driver, devnet, token20));
   } finally {
-    await bare.close();
     await devnet.stop();
   }
-
   const extra: string[] = [];
   if (flags.duration !== '10') extra.push(`--duration ${durationS}`);
-  if (flags.connections !== '10') extra.push(`--connections ${connections}`);
-  if (flags['max-age'] !== '5') extra.push(`--max-age ${maxAgeS}`);
+  if (flags.connections !== '50') extra.push(`--connections ${connections}`);
   if (flags.db !== 'sqlite,postgres') extra.push(`--db ${flags.db}`);
   if (flags.warmup !== '2') extra.push(`--warmup ${warmupS}`);
-  if (flags.redis) extra.push(`--redis ${flags.redis}`);
-  const command = `npm run bench:balance${extra.length ? ` -- ${extra.join(' ')}` : ''}`;
+  if (flags.processes !== '1') extra.push(`--processes ${processes}`);
   const cpu = cpus();
   const report = [
-    '## GET /api/wallet/{wallet}/balance vs a bare Fastify route',
+    '## GET /api/wallet/{wallet}/balance vs a bare Fastify process answering the same JSON',
     '',
     table(rows),
     '',
-    `Command: \`${command}\` (autocannon, ${connections} connections, ${durationS} s per route after a ${warmupS} s warm-up, ` +
-      `the two routes measured one after the other in the same run). ` +
+    `Command: \`npm run bench:balance${extra.length ? ` -- ${extra.join(' ')}` : ''}\` (\`npm start\` with its defaults and ${BENCH_SETTINGS}; ` +
+      `autocannon in its own process, ${connections} connections, ${durationS} s per server after a ${warmupS} s warm-up). ` +
       `${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}; ` +
-      `anvil, PostgreSQL and the load generator on the same machine. Latencies have autocannon's 1 ms resolution.`,
-    '',
-    `BALANCE_MAX_AGE_S=${maxAgeS}: ` +
-      (maxAgeS > 0
-        ? `the balance is re-read from the chain at most once every ${maxAgeS} s per wallet (a shared read), so almost every request ` +
-          'is answered from the WalletBalance cache. Such a request reads the bearer token and user, the wallet guard and the active ' +
-          'tokens with their cached balances, counts the rate limit and serialises the answer. On SQLite the three reads come from ' +
-          "the read cache; on PostgreSQL the wallet guard and balances do, and the token's lookup (with the request's count when the " +
-          'counters are in PostgreSQL) is one statement, shared by the requests that arrive while two are out. The bare route is ' +
-          'the ceiling of this machine for Fastify itself.'
-        : 'every request waits for a chain read of the native and the token balance (two JSON-RPC calls to anvil, shared by the ' +
-          'requests that arrive while it runs) and its cache write.'),
+      'anvil, PostgreSQL and the load generator on the same machine. CPU per request is the server process\'s own (/proc).',
     '',
   ].join('\n');
   writeReport(RESULTS_FILE, report, started);
