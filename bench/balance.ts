@@ -17,15 +17,14 @@
  * Printed: req/s, latency, the server process's CPU per request and its peak resident memory.
  * Writes bench/results/balance.md. Never run by `npm test`.
  */
-import { execFile } from 'node:child_process';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import type { Address, Hex } from 'viem';
 import { nonNegativeInt, parseDatabases, positiveInt, runBench, writeReport, type Driver } from './common.js';
-import { BENCH_SETTINGS, profileSignal, startBareProcess, startServiceProcess, type ServiceProcess } from './process.js';
+import { BENCH_SETTINGS, startBareProcess, startServiceProcess, type ServiceProcess } from './process.js';
+import { measure, serviceTarget, type LoadResult } from './load.js';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
 import { deployErc20, mintErc20 } from '../test/helpers/erc20.js';
 
@@ -47,57 +46,8 @@ const warmupS = nonNegativeInt('warmup', flags.warmup);
 const processes = positiveInt('processes', flags.processes);
 const databases = parseDatabases(flags.db);
 // BENCH_ENV="K=V,K=V": settings beside the defaults (reported in the command line).
+const load = { connections, durationS, warmupS };
 const extraEnv = Object.fromEntries((process.env.BENCH_ENV ?? "").split(",").filter(Boolean).map((kv) => kv.split("=") as [string, string]));
-
-export interface LoadResult {
-  rps: number;
-  p50Ms: number;
-  p99Ms: number;
-  requests: number;
-  /** CPU time of the server process(es) per request, µs: steadier than req/s on a shared machine. */
-  cpuUsPerRequest: number;
-  peakRssMiB: number;
-}
-
-const autocannonBin = join(dirname(createRequire(import.meta.url).resolve('autocannon/package.json')), 'autocannon.js');
-
-interface Cannon { rps: number; p50Ms: number; p99Ms: number; requests: number; non2xx: number; errors: number }
-
-function autocannon(url: string, seconds: number, conns: number, headers: Record<string, string>): Promise<Cannon> {
-  const args = [autocannonBin, '-c', String(conns), '-d', String(seconds), '-j', '-n'];
-  for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}=${v}`);
-  args.push(url);
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 }, (err, stdout) => {
-      if (err) return reject(err);
-      const r = JSON.parse(stdout) as { requests: { average: number; total: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
-      resolve({ rps: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, requests: r.requests.total, non2xx: r.non2xx, errors: r.errors });
-    });
-  });
-}
-
-interface Target { url: string; pid: number; cpuMs(): number; peakRssMiB(): number; service?: boolean }
-
-/** autocannon against every target at once (the connections split between them). */
-async function measure(targets: Target[], headers: Record<string, string> = {}): Promise<LoadResult> {
-  const conns = Math.max(1, Math.floor(connections / targets.length));
-  if (warmupS > 0) await Promise.all(targets.map((t) => autocannon(t.url, warmupS, conns, headers)));
-  const cpu0 = targets.map((t) => t.cpuMs());
-  profileSignal(targets.filter((t) => t.service));
-  const runs = await Promise.all(targets.map((t) => autocannon(t.url, durationS, conns, headers)));
-  profileSignal(targets.filter((t) => t.service));
-  const cpuMs = targets.reduce((s, t, i) => s + t.cpuMs() - cpu0[i]!, 0);
-  for (const r of runs) if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx answers and ${r.errors} errors`);
-  const requests = runs.reduce((s, r) => s + r.requests, 0);
-  return {
-    rps: runs.reduce((s, r) => s + r.rps, 0),
-    p50Ms: Math.max(...runs.map((r) => r.p50Ms)),
-    p99Ms: Math.max(...runs.map((r) => r.p99Ms)),
-    requests,
-    cpuUsPerRequest: (cpuMs * 1000) / requests,
-    peakRssMiB: Math.max(...targets.map((t) => t.peakRssMiB())),
-  };
-}
 
 async function call(url: string, method: string, path: string, token: string | null, body?: unknown) {
   const res = await fetch(`${url}${path}`, {
@@ -143,9 +93,9 @@ async function runOne(driver: Driver, devnet: Devnet, token20: Address): Promise
     const bare = await startBareProcess(text, 'object', services[0]!.database.dataDir);
     try {
       process.stderr.write(`${driver}: bare ${durationS}s ... `);
-      const bareResult = await measure([bare]);
+      const bareResult = await measure([bare], load);
       process.stderr.write(`balance ${durationS}s (${n} process${n > 1 ? 'es' : ''}) ... `);
-      const balance = await measure(services.map((s) => ({ url: `${s.base}${path}`, pid: s.pid, cpuMs: s.cpuMs, peakRssMiB: s.peakRssMiB, service: true })), { authorization: `Bearer ${services[0]!.token}` });
+      const balance = await measure(services.map((s) => serviceTarget(s, path)), { ...load, headers: { authorization: `Bearer ${services[0]!.token}` } });
       process.stderr.write('done\n');
       return { driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL', processes: n, bare: bareResult, balance };
     } finally {

@@ -1,8 +1,8 @@
 /**
  * Transaction list on 1,000,000 rows: does the cost of a page depend on the page number?
  *
- *   npm run bench:list                                                   # SQLite (temp dir)
- *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench:list   # PostgreSQL
+ *   npm run bench:list-pages                                                   # SQLite (temp dir)
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench:list-pages   # PostgreSQL
  *
  * Builds the real service (migrations, routes, auth) on a fresh database, seeds one wallet with
  * 1,000,000 transactions in one SQL statement (a recursive CTE on SQLite, generate_series on
@@ -27,7 +27,7 @@ import { Pool } from 'undici';
 import { freshDatabase, percentile } from './common.js';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
+import { seedTransactions } from './seed.js';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
@@ -142,30 +142,7 @@ async function main(): Promise<void> {
     const tusd = await token('TUSD', '0x5FbDB2315678afecb367f032d93F642f64180aa3', 6, 0);
 
     const seedStart = Date.now();
-    // Row x: seq x; every 4th row TUSD (symbol_seq x/4), the others ETH (symbol_seq x - x/4).
-    const columns = sql`(wallet_id, token_id, type, status, amount, fee_reserved, from_address, to_address, tx_hash, log_index,
-      block_number, block_hash, block_timestamp, nonce, gas, gas_price, gas_used, cumulative_gas_used, receipt_status,
-      raw_tx, input, info, error, broadcast_at, confirmed_at, failed_at, created_at, updated_at, seq, symbol_key, symbol_seq)`;
-    // Literals, not parameters: PostgreSQL types a parameter in a SELECT list as text.
-    const [wid, tid, eid, at] = [sql.lit(wallet.id), sql.lit(tusd.id), sql.lit(eth.id), sql.lit(now)];
-    const select = (x: string, hash: string, div: string) => sql`SELECT ${wid}, CASE WHEN ${sql.raw(x)} % 4 = 0 THEN ${tid} ELSE ${eid} END,
-      'transfer', 'confirmed', '1000000000000000000', '21000000000000', '0x000000000000000000000000000000000000bEEF',
-      '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720', ${sql.raw(hash)}, -1, ${sql.raw(x)}, ${sql.raw(hash)}, ${at}, ${sql.raw(x)},
-      '21000', '1000000000', '21000', '21000', 1, NULL, NULL, NULL, NULL, ${at}, ${at}, NULL, ${at}, ${at}, ${sql.raw(x)},
-      CASE WHEN ${sql.raw(x)} % 4 = 0 THEN 'TUSD' ELSE 'ETH' END,
-      CASE WHEN ${sql.raw(x)} % 4 = 0 THEN ${sql.raw(div)} ELSE ${sql.raw(x)} - ${sql.raw(div)} END`;
-    if (driver === 'postgres') {
-      await sql`INSERT INTO transactions ${columns}
-        ${select('x', `'0x' || lpad(to_hex(x), 64, '0')`, 'x / 4')}
-        FROM generate_series(1, ${sql.lit(ROWS)}) AS g(x)`.execute(db);
-      await sql`ANALYZE transactions`.execute(db);
-    } else {
-      await sql`INSERT INTO transactions ${columns}
-        WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ${sql.lit(ROWS)})
-        ${select('x', `printf('0x%064x', x)`, 'x / 4')}
-        FROM c`.execute(db);
-      await sql`ANALYZE`.execute(db);
-    }
+    await seedTransactions(db, driver, { walletId: wallet.id, tokenId: eth.id, tokenEvery4th: tusd.id, rows: ROWS, nowMs: now });
     const seedS = (Date.now() - seedStart) / 1000;
 
     const login = await app.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'bench@example.com', password: 'bench-password' } });
@@ -241,7 +218,7 @@ async function main(): Promise<void> {
       rows.push(`| naive OFFSET query (for contrast) | ${c.label} | ${c.page} | ${c.limit} | ${r.median.toFixed(2)} | ${r.p95.toFixed(2)} |`);
     }
 
-    const command = driver === 'postgres' ? 'DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench:list' : 'npm run bench:list';
+    const command = driver === 'postgres' ? 'DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench:list-pages' : 'npm run bench:list-pages';
     const section = [
       `## ${driver === 'postgres' ? 'PostgreSQL' : 'SQLite'}`,
       '',

@@ -1,80 +1,82 @@
 /**
- * Benchmark: webhook deliveries per second, against a bare undici POST loop to the same
- * receiver in the same run, and event-to-delivery latency (p50, p99), on SQLite and PostgreSQL.
+ * Benchmark: webhook deliveries as a user meets them — while the events are being made by
+ * requests over HTTP — against a bare undici POST loop to the same receiver in the same run,
+ * with event-to-delivery latency, on SQLite and PostgreSQL.
  *
- *   npm run bench:webhooks [-- --events 2000 --webhooks 2 --concurrency 16 --latency-events 200 --poll 500,50 --db sqlite,postgres]
+ *   npm run bench:webhooks [-- --updates 1000 --concurrency 20 --webhooks 1 --db sqlite,postgres --processes 1|2]
  *
- * The receiver is a plain node:http server in its own process (answers 200 `ok` at once), so it
- * does not share the worker's event loop. For each database the real service pieces are built
- * (config, migrated store, secret box), a user, a wallet and `--webhooks` signed webhooks with
- * an extra header are created through WebhooksService, then:
+ * The service runs with `npm start` in its own process (bench/process.ts: the defaults —
+ * WEBHOOK_CONCURRENCY 16, WEBHOOK_POLL_MS 500, LOG_LEVEL info — only the rate limit raised out
+ * of reach). A wallet gets `--webhooks` signed `wallet` webhooks (events `wallet.updated`, one
+ * extra header) pointing at a receiver, a plain node:http server in a process of its own that
+ * notes when each delivery arrives. Then `--updates` `POST /api/wallet/{wallet}/update`
+ * requests, `--concurrency` at a time over keep-alive connections, each renaming the wallet to a
+ * name of its own: each answer means a committed `wallet.updated` event, so
  *
- * - throughput: `--events` events are written to the outbox in one transaction and the delivery
- *   worker is started; the clock runs until every delivery (events × webhooks) is `delivered`.
- *   That is the whole path: fan-out, claim, sign, POST, read the answer, record the attempt.
- *   The baseline posts the same number of same-sized bodies with undici, `--concurrency` in
- *   parallel over one keep-alive pool: the ceiling of this machine for the HTTP part alone.
- * - latency: with the worker idle, `--latency-events` events are recorded one at a time, 20 ms
- *   apart, as a module would; latency is `delivered_at - event created_at` (both from the
- *   service's clock), for each `--poll` value (WEBHOOK_POLL_MS). Events written by other
- *   modules do not wake the worker, so the poll interval dominates.
+ * - deliveries/s = updates × webhooks ÷ (last delivery's arrival − first request's start);
+ * - event → delivery = a delivery's arrival at the receiver − its update's answer at the client.
  *
- * PostgreSQL: a fresh database on DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test),
- * dropped afterwards. Prints a markdown table and writes it to bench/results/webhooks.md.
- * Never run by `npm test`.
+ * The baseline posts the same number of bodies of the size the receiver saw, 16 in parallel
+ * (WEBHOOK_CONCURRENCY's default) over one undici pool, to the same receiver: the floor of the
+ * HTTP part alone on this machine. On PostgreSQL `--processes 2` starts a second service process
+ * on the same database (both running the workers) and sends half the updates to each.
+ *
+ * Writes bench/results/webhooks.md. Never run by `npm test`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { freshDatabase, parseDatabases, percentile, positiveInt, postgresBase } from './common.js';
-import { cpus, loadavg } from 'node:os';
+import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { Agent, request } from 'undici';
-import { loadConfig } from '../src/config.js';
-import type { AppContext } from '../src/context.js';
-import { createLogger } from '../src/logger.js';
-import { recordEvent } from '../src/modules/events/outbox.js';
-import { upsertNetwork } from '../src/modules/networks/networks.repository.js';
-import { WebhooksService } from '../src/modules/webhooks/webhooks.service.js';
-import { eventInfo } from '../src/modules/webhooks/webhooks.catalogue.js';
-import { deliveryBody } from '../src/modules/webhooks/webhooks.signing.js';
-import { createContext, openStore } from '../src/runtime.js';
-import { startDeliveryWorker } from '../src/workers/deliveries.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Agent, Pool, request } from 'undici';
+import { parseDatabases, percentile, positiveInt, runBench, writeReport, type Driver } from './common.js';
+import { BENCH_SETTINGS, profileSignal, startServiceProcess, type ServiceProcess } from './process.js';
+import { findFreePort, startDevnet } from '../src/chain/devnet.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'webhooks.md');
-const LATENCY_SPACING_MS = 20;
+const BARE_PARALLEL = 16;
 
 const { values: flags } = parseArgs({
   options: {
-    events: { type: 'string', default: '2000' },
-    webhooks: { type: 'string', default: '2' },
-    concurrency: { type: 'string', default: '16' },
-    'latency-events': { type: 'string', default: '200' },
-    poll: { type: 'string', default: '500,50' },
+    updates: { type: 'string', default: '1000' },
+    concurrency: { type: 'string', default: '20' },
+    webhooks: { type: 'string', default: '1' },
     db: { type: 'string', default: 'sqlite,postgres' },
+    processes: { type: 'string', default: '1' },
   },
 });
-const events = positiveInt('events', flags.events);
-const webhookCount = positiveInt('webhooks', flags.webhooks);
+const updates = positiveInt('updates', flags.updates);
 const concurrency = positiveInt('concurrency', flags.concurrency);
-const latencyEvents = positiveInt('latency-events', flags['latency-events']);
-const polls = flags.poll.split(',').map((p) => positiveInt('poll', p.trim()));
+const webhookCount = positiveInt('webhooks', flags.webhooks);
+const processes = positiveInt('processes', flags.processes);
 const databases = parseDatabases(flags.db);
 
-
+/** Answers 200 at once; GET /stats gives the arrivals (ms since the epoch, sub-ms) by wallet name and the body size. */
 const RECEIVER_SOURCE = `
 const http = require('node:http');
-let n = 0;
-const s = http.createServer((q, r) => { q.resume(); q.on('end', () => { n++; r.writeHead(200, { 'content-type': 'text/plain' }); r.end('ok'); }); });
+const { performance } = require('node:perf_hooks');
+let arrivals = {}, count = 0, bytes = 0;
+const s = http.createServer((q, r) => {
+  if (q.method === 'GET') { r.writeHead(200, { 'content-type': 'application/json' }); r.end(JSON.stringify({ count, bytes, arrivals })); return; }
+  if (q.method === 'DELETE') { arrivals = {}; count = 0; r.end('ok'); return; }
+  const chunks = [];
+  q.on('data', (c) => chunks.push(c));
+  q.on('end', () => {
+    const at = performance.timeOrigin + performance.now();
+    const body = Buffer.concat(chunks);
+    count++; bytes = body.length;
+    try { const name = JSON.parse(body).data.name; if (name) (arrivals[name] ??= []).push(at); } catch {}
+    r.writeHead(200, { 'content-type': 'text/plain' }); r.end('ok');
+  });
+});
 s.keepAliveTimeout = 60000;
 s.listen(0, '127.0.0.1', () => process.stdout.write(String(s.address().port) + '\\n'));
 `;
 
-async function startReceiverProcess(): Promise<{ url: string; child: ChildProcess }> {
+async function startReceiver(): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, ['-e', RECEIVER_SOURCE], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve, reject) => {
     child.stdout!.once('data', (c: Buffer) => resolve(c.toString().trim()));
@@ -83,7 +85,24 @@ async function startReceiverProcess(): Promise<{ url: string; child: ChildProces
   return { url: `http://127.0.0.1:${port}/hook`, child };
 }
 
-/** `total` POSTs of `body`, `parallel` at a time, over one keep-alive pool. */
+interface Stats { count: number; bytes: number; arrivals: Record<string, number[]> }
+
+async function receiverStats(url: string): Promise<Stats> {
+  return (await (await fetch(url)).json()) as Stats;
+}
+
+async function api(base: string, token: string, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return (JSON.parse(text) as { data: unknown }).data;
+}
+
+/** `total` POSTs of `body`, `parallel` at a time, over one keep-alive pool; seconds. */
 async function bareLoop(url: string, body: string, total: number, parallel: number): Promise<number> {
   const agent = new Agent({ connections: parallel, pipelining: 1 });
   let next = 0;
@@ -98,209 +117,146 @@ async function bareLoop(url: string, body: string, total: number, parallel: numb
       }
     }),
   );
-  const elapsed = (performance.now() - started) / 1000;
+  const s = (performance.now() - started) / 1000;
   await agent.close();
-  return elapsed;
+  return s;
 }
 
-interface Env {
-  ctx: AppContext;
-  userId: number;
-  walletId: number;
-  close(): Promise<void>;
+interface LoadRun {
+  seconds: number;
+  deliveries: number;
+  updateRps: number;
+  updateP50Ms: number;
+  latencies: number[];
+  bodyBytes: number;
 }
 
-async function openEnv(db: 'sqlite' | 'postgres', pollMs: number): Promise<Env> {
-  const database = await freshDatabase(db === 'postgres' ? postgresBase() : null, 'bench');
-  const dbUrl = database.databaseUrl;
-  const config = loadConfig({
-    NODE_ENV: 'test',
-    DATA_DIR: database.dataDir,
-    APP_KEY: randomBytes(32).toString('base64'),
-    LOG_LEVEL: 'warn',
-    DEVNET: 'off',
-    WEBHOOK_ALLOW_PRIVATE: 'true',
-    WEBHOOK_CONCURRENCY: String(concurrency),
-    WEBHOOK_POLL_MS: String(pollMs),
-    ...(dbUrl ? { DATABASE_URL: dbUrl } : {}),
-  });
-  const log = createLogger(config.logLevel);
-  const store = await openStore(config, log);
-  const ctx = createContext(config, store, log);
-  const now = Date.now();
-  const user = await store.db
-    .insertInto('users')
-    .values({ name: 'bench', email: `bench-${randomBytes(4).toString('hex')}@example.com`, password_hash: 'x', created_at: now, updated_at: now })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  const network = await upsertNetwork(
-    store.db,
-    { name: 'Bench', rpc_url: 'http://127.0.0.1:1', chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
-    now,
-  );
-  const wallet = await store.db
-    .insertInto('wallets')
-    .values({
-      user_id: user.id,
-      network_id: network.id,
-      name: 'bench',
-      description: '',
-      address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
-      private_key_enc: ctx.secrets.encrypt('0x00', { table: 'wallets', column: 'private_key_enc', id: 0 }), // never decrypted
-      mnemonic_enc: ctx.secrets.encrypt('x', { table: 'wallets', column: 'mnemonic_enc', id: 0 }),
-      next_sub_index: 1,
-      created_at: now,
-      updated_at: now,
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  return {
-    ctx,
-    userId: user.id,
-    walletId: wallet.id,
-    async close() {
-      await store.destroy();
-      await database.drop();
-    },
-  };
-}
-
-function payload(walletId: number, i: number) {
-  return { ...eventInfo('transaction.confirmed')!.payload, wallet_id: walletId, transaction_id: i };
-}
-
-async function countDelivered(ctx: AppContext): Promise<number> {
-  const row = await ctx.store.db
-    .selectFrom('webhook_deliveries')
-    .select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .where('status', '=', 'delivered')
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
-async function until(cond: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-async function createWebhooks(env: Env, url: string, n: number): Promise<void> {
-  const service = new WebhooksService(env.ctx);
-  for (let i = 0; i < n; i++) {
-    await service.create(env.walletId, {
-      url,
-      type: 'transaction',
-      events: ['*'],
-      signature: `whsec_bench_${i}`,
-      with_headers: { 'X-Bench': String(i) },
-    });
-  }
-}
-
-async function throughput(db: 'sqlite' | 'postgres', url: string): Promise<{ seconds: number; deliveries: number }> {
-  const env = await openEnv(db, 500);
-  try {
-    await createWebhooks(env, url, webhookCount);
-    const now = Date.now();
-    await env.ctx.store.db.transaction().execute(async (trx) => {
-      for (let i = 1; i <= events; i++) {
-        await recordEvent(trx, { userId: env.userId, walletId: env.walletId, name: 'transaction.confirmed', payload: payload(env.walletId, i), nowMs: now });
+/** `n` updates named `${prefix}-i`, spread over the services, `concurrency` at a time; waits for every delivery. */
+async function updateLoad(services: ServiceProcess[], walletId: number, receiverUrl: string, prefix: string, n: number): Promise<LoadRun> {
+  await fetch(receiverUrl, { method: 'DELETE' });
+  const pools = services.map((s) => new Pool(s.base, { connections: Math.ceil(concurrency / services.length), pipelining: 1 }));
+  const answered = new Map<string, number>();
+  const took: number[] = [];
+  let next = 0;
+  const t0 = performance.timeOrigin + performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, lane) => {
+      while (next < n) {
+        const i = next++;
+        const name = `${prefix}-${i}`;
+        const s = lane % services.length;
+        const sent = performance.now();
+        const res = await pools[s]!.request({
+          path: `/api/wallet/${walletId}/update`,
+          method: 'POST',
+          headers: { authorization: `Bearer ${services[s]!.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ name }),
+        });
+        const text = await res.body.text();
+        if (res.statusCode !== 200) throw new Error(`update: ${res.statusCode} ${text}`);
+        answered.set(name, performance.timeOrigin + performance.now());
+        took.push(performance.now() - sent);
       }
-    });
-    const total = events * webhookCount;
-    const started = performance.now();
-    const worker = startDeliveryWorker(env.ctx);
-    await until(async () => (await countDelivered(env.ctx)) === total, 300_000, `${total} deliveries`);
-    const seconds = (performance.now() - started) / 1000;
-    await worker.stop();
-    return { seconds, deliveries: total };
-  } finally {
-    await env.close();
+    }),
+  );
+  const tUpdates = performance.timeOrigin + performance.now();
+  await Promise.all(pools.map((p) => p.close()));
+  const want = n * webhookCount;
+  const deadline = Date.now() + 300_000;
+  let stats = await receiverStats(receiverUrl);
+  while (stats.count < want) {
+    if (Date.now() > deadline) throw new Error(`${stats.count} of ${want} deliveries after 300 s`);
+    await sleep(20);
+    stats = await receiverStats(receiverUrl);
   }
-}
-
-
-async function latency(db: 'sqlite' | 'postgres', url: string, pollMs: number): Promise<{ p50: number; p99: number; max: number }> {
-  const env = await openEnv(db, pollMs);
-  try {
-    await createWebhooks(env, url, 1);
-    const worker = startDeliveryWorker(env.ctx);
-    for (let i = 1; i <= latencyEvents; i++) {
-      await recordEvent(env.ctx.store.db, { userId: env.userId, walletId: env.walletId, name: 'transaction.confirmed', payload: payload(env.walletId, i), nowMs: env.ctx.clock.nowMs() });
-      await new Promise((r) => setTimeout(r, LATENCY_SPACING_MS));
+  let last = 0;
+  const latencies: number[] = [];
+  for (const [name, at] of answered) {
+    const arrivals = stats.arrivals[name];
+    if (!arrivals || arrivals.length !== webhookCount) throw new Error(`${name}: ${arrivals?.length ?? 0} deliveries`);
+    for (const a of arrivals) {
+      latencies.push(a - at);
+      last = Math.max(last, a);
     }
-    await until(async () => (await countDelivered(env.ctx)) === latencyEvents, 60_000, 'latency deliveries');
-    await worker.stop();
-    const rows = await env.ctx.store.db
-      .selectFrom('webhook_deliveries')
-      .innerJoin('events', 'events.id', 'webhook_deliveries.event_id')
-      .select(['webhook_deliveries.delivered_at', 'events.created_at'])
-      .execute();
-    const ms = rows.map((r) => r.delivered_at! - r.created_at).sort((a, b) => a - b);
-    return { p50: percentile(ms, 50), p99: percentile(ms, 99), max: ms[ms.length - 1]! };
+  }
+  latencies.sort((a, b) => a - b);
+  took.sort((a, b) => a - b);
+  return { seconds: (last - t0) / 1000, deliveries: want, updateRps: n / ((tUpdates - t0) / 1000), updateP50Ms: percentile(took, 50), latencies, bodyBytes: stats.bytes };
+}
+
+interface Row { driver: string; processes: number; run: LoadRun; bareS: number; peakRssMiB: number }
+
+async function runOne(driver: Driver, rpcUrl: string, receiverUrl: string): Promise<Row> {
+  const first = await startServiceProcess({ driver, rpcUrl });
+  const services: ServiceProcess[] = [first];
+  try {
+    const n = driver === 'postgres' ? processes : 1;
+    for (let i = 1; i < n; i++) services.push(await startServiceProcess({ driver, rpcUrl, database: first.database, appKey: first.appKey, label: String(i + 1) }));
+    const wallet = (await api(first.base, first.token, 'POST', '/api/wallet/create', { name: 'Bench', network_id: first.networkId })) as { id: number };
+    for (let i = 0; i < webhookCount; i++) {
+      await api(first.base, first.token, 'POST', `/api/wallet/${wallet.id}/webhook/create`, {
+        url: receiverUrl,
+        type: 'wallet',
+        events: ['wallet.updated'],
+        signature: `whsec_bench_${i}`,
+        with_headers: { 'X-Bench': String(i) },
+      });
+    }
+    process.stderr.write(`${driver}: warm-up ... `);
+    await updateLoad(services, wallet.id, receiverUrl, 'warm', 100);
+    process.stderr.write(`${updates} updates at ${concurrency} ... `);
+    profileSignal(services);
+    const run = await updateLoad(services, wallet.id, receiverUrl, 'u', updates);
+    profileSignal(services);
+    process.stderr.write('bare loop ... ');
+    const body = JSON.stringify({ event: 'wallet.updated', data: { pad: 'x'.repeat(Math.max(0, run.bodyBytes - 40)) } });
+    const bareS = await bareLoop(receiverUrl, body, run.deliveries, BARE_PARALLEL);
+    process.stderr.write('done\n');
+    return { driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL', processes: n, run, bareS, peakRssMiB: Math.max(...services.map((s) => s.peakRssMiB())) };
   } finally {
-    await env.close();
+    for (const s of services.reverse()) await s.stop();
   }
 }
 
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-const label = (db: string) => (db === 'sqlite' ? 'SQLite' : 'PostgreSQL');
+const f = (n: number, d = 0) => n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
 
 async function main(): Promise<void> {
-  const receiver = await startReceiverProcess();
+  const started = Date.now();
+  const devnet = await startDevnet({ port: await findFreePort() });
+  const receiver = await startReceiver();
+  const rows: Row[] = [];
   try {
-    const body = deliveryBody('transaction.confirmed', JSON.stringify(payload(1, 1)));
-    const total = events * webhookCount;
-    // Warm the receiver and the pool once, then measure.
-    await bareLoop(receiver.url, body, Math.min(500, total), concurrency);
-    const bareS = await bareLoop(receiver.url, body, total, concurrency);
-    const bareRate = total / bareS;
-
-    const tp: string[] = [];
-    const lat: string[] = [];
-    tp.push(`| — | bare undici POST loop, ${concurrency} in parallel | ${fmt(total)} | ${fmt(bareS, 2)} | ${fmt(bareRate)} | 1.00× |`);
-    for (const db of databases as Array<'sqlite' | 'postgres'>) {
-      const r = await throughput(db, receiver.url);
-      const rate = r.deliveries / r.seconds;
-      tp.push(`| ${label(db)} | delivery worker: outbox → delivered, ${concurrency} in flight | ${fmt(r.deliveries)} | ${fmt(r.seconds, 2)} | ${fmt(rate)} | ${fmt(rate / bareRate, 2)}× |`);
-      for (const poll of polls) {
-        const l = await latency(db, receiver.url, poll);
-        lat.push(`| ${label(db)} | ${poll} | ${fmt(latencyEvents)} | ${l.p50} | ${l.p99} | ${l.max} |`);
-      }
-    }
-
-    const cpu = cpus();
-    const argv = process.argv.slice(2).join(' ');
-    const md = [
-      '## Webhook deliveries',
-      '',
-      '| Database | What | Deliveries | Time (s) | Deliveries/s | vs bare POST |',
-      '|---|---|---:|---:|---:|---:|',
-      ...tp,
-      '',
-      '### Event-to-delivery latency (`delivered_at` − event `created_at`)',
-      '',
-      '| Database | WEBHOOK_POLL_MS | Events | p50 (ms) | p99 (ms) | max (ms) |',
-      '|---|---:|---:|---:|---:|---:|',
-      ...lat,
-      '',
-      `Command: \`npm run bench:webhooks${argv ? ` -- ${argv}` : ''}\` (${fmt(events)} events × ${webhookCount} signed webhooks with one extra header; ` +
-        `receiver: a bare node:http server in its own process answering 200 at once; latency events recorded one at a time, ${LATENCY_SPACING_MS} ms apart). ` +
-        `${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${cpu.length} × ${cpu[0]?.model.trim() ?? 'CPU'}; PostgreSQL, receiver and service on the same machine ` +
-        `(load average ${loadavg()[0]!.toFixed(1)} at the end of the run).`,
-      '',
-      'The worker\'s figure covers the whole path of each delivery: fan-out from the outbox, claim with a lease, HMAC signing (both schemes), the POST, reading the answer, and recording the attempt and the new status (the worker claims ahead into a queue, one transaction for many rows, and records outcomes in batches, one transaction each). ' +
-        'At most half of the in-flight slots go to one webhook, hence several webhooks. Latency does not depend on WEBHOOK_POLL_MS: recording an event wakes the worker (in the same process at once; on PostgreSQL through a NOTIFY delivered at commit to every process), so the poll interval only bounds how late a missed signal is noticed.',
-      '',
-    ].join('\n');
-    process.stdout.write(`${md}\n`);
-    mkdirSync(dirname(RESULTS_FILE), { recursive: true });
-    writeFileSync(RESULTS_FILE, md);
+    for (const driver of databases) rows.push(await runOne(driver, devnet.rpcUrl, receiver.url));
   } finally {
     receiver.child.kill();
+    await devnet.stop();
   }
+  const lines = [
+    '| Database | Service processes | Updates/s (p50 ms) | Deliveries | Time (s) | Deliveries/s | Bare undici/s | **/ bare** | Event → delivery p50 / p99 (ms) | Peak RSS (MiB) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const r of rows) {
+    const rate = r.run.deliveries / r.run.seconds;
+    const bare = r.run.deliveries / r.bareS;
+    lines.push(
+      `| ${r.driver} | ${r.processes} | ${f(r.run.updateRps)} (${f(r.run.updateP50Ms, 1)}) | ${f(r.run.deliveries)} | ${f(r.run.seconds, 2)} | ${f(rate)} | ${f(bare)} | **${f(rate / bare, 3)}×** | ` +
+        `${f(percentile(r.run.latencies, 50), 1)} / ${f(percentile(r.run.latencies, 99), 1)} | ${f(r.peakRssMiB)} |`,
+    );
+  }
+  const argv = process.argv.slice(2).join(' ');
+  const cpu = cpus();
+  const report = [
+    '## Webhook deliveries while their events are made over HTTP',
+    '',
+    ...lines,
+    '',
+    `Command: \`npm run bench:webhooks${argv ? ` -- ${argv}` : ''}\` (\`npm start\` with its defaults and ${BENCH_SETTINGS}; ${f(updates)} wallet updates, ` +
+      `${concurrency} at a time, × ${webhookCount} signed webhook(s) with one extra header; the receiver a bare node:http process; the baseline ` +
+      `${BARE_PARALLEL} undici POSTs in parallel of the same size). ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ` +
+      `${cpu.length} × ${cpu[0]?.model.trim() ?? 'CPU'}; anvil, PostgreSQL, the receiver and the load generator on the same machine.`,
+    '',
+  ].join('\n');
+  writeReport(RESULTS_FILE, report, started);
 }
 
-await main();
+runBench(main);
