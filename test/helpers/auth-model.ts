@@ -105,6 +105,9 @@ export const PARAMS: Readonly<Record<string, ParamModel>> = {
   /** `/api/events/{id}` */
   id: { notFound: 'Event not found', owned: true },
   key: { notFound: 'Key not found', owned: true },
+  payout: { notFound: 'Payout not found', owned: true },
+  /** `.../allowlist/{entry}/remove` */
+  entry: { notFound: 'Allowlist entry not found', owned: true },
   /** `.../webhook/event/{event}`: a catalogue name, not an object of anyone's. */
   event: { notFound: 'Event not found', owned: false },
 };
