@@ -170,6 +170,8 @@ class Endpoint {
   headAtMs = 0;
   latencyMs: number | null = null;
   restUntilMs = 0;
+  /** When the current (or last) rest began. */
+  restFromMs = 0;
   restMs = 0;
   checking = false;
   calls = 0;
@@ -204,11 +206,16 @@ class Endpoint {
     this.restMs = 0;
   }
 
-  /** A transient fault: down until a call or head read succeeds; rested when it rate-limited. */
-  failed(err: unknown, nowMs: number): void {
+  /**
+   * A transient fault: down until a call or head read succeeds; rested when it rate-limited. A
+   * limit met by a call sent before the current rest began (it was in flight) is the same limit:
+   * it neither doubles nor moves the rest.
+   */
+  failed(err: unknown, nowMs: number, sentAtMs: number): void {
     this.up = false;
-    if (!isRateLimit(err)) return;
+    if (!isRateLimit(err) || sentAtMs < this.restFromMs) return;
     this.restMs = this.restMs === 0 ? REST_FIRST_MS : Math.min(this.restMs * 2, REST_MAX_MS);
+    this.restFromMs = nowMs;
     this.restUntilMs = nowMs + (retryAfterMs(err, nowMs) ?? this.restMs);
   }
 }
@@ -304,6 +311,7 @@ export class EndpointSet {
 
   private async call(e: Endpoint, method: string, params: unknown): Promise<unknown> {
     const t0 = performance.now();
+    const sentAtMs = Date.now();
     e.calls += 1;
     try {
       const result = await e.request({ method, params } as never);
@@ -316,7 +324,7 @@ export class EndpointSet {
     } catch (err) {
       e.errors += 1;
       // A range refused is an answer about the request (split by getLogs), not a fault of the node.
-      if (isTransient(err) && !isRangeRefused(err)) e.failed(err, Date.now());
+      if (isTransient(err) && !isRangeRefused(err)) e.failed(err, Date.now(), sentAtMs);
       else e.succeeded(performance.now() - t0);
       throw err;
     }

@@ -24,26 +24,38 @@ export const ETH = 10n ** 18n;
 /**
  * What the proxy does with a call to one method, instead of just forwarding it (as another node
  * behind a load balancer, or a flaky one, would answer):
- * - `error`: answers a JSON-RPC error without forwarding; `forward-error`: forwards (the node
- *   acts on it) then answers the error; `forward-timeout`: forwards, then never answers (the
+ * - `error`: answers a JSON-RPC error without forwarding (with HTTP `status`, 200 unless told);
+ *   `forward-error`: forwards (the node acts on it) then answers the error; `forward-timeout`: forwards, then never answers (the
  *   connection is cut after `ms`);
  * - `null`: answers `result: null` without forwarding (e.g. eth_getTransactionByHash of a node
  *   that never saw the transaction);
  * - `lower`: forwards eth_blockNumber and answers `by` blocks less (a lagging node);
- * - `other-node`: asks the node at `url` instead (a node on another fork behind the same balancer).
+ * - `other-node`: asks the node at `url` instead (a node on another fork behind the same balancer);
+ * - `result`: answers `result` without forwarding (e.g. `[]` for eth_getLogs of a node that does
+ *   not have the blocks yet).
  * `times` limits the rule to that many calls (then it is removed); `match` to calls whose
- * params it accepts; `delayMs` holds the call that long first (a slow node).
+ * params it accepts; `delayMs` holds the call that long first (a slow node); `headers` are sent
+ * with an error's answer (e.g. `retry-after`). A rule set for the method `*` applies to every
+ * method without a rule of its own.
  */
 export type RpcRule = { times?: number; match?: (params: unknown[]) => boolean; delayMs?: number } & (
-  | { action: 'error'; message: string; code?: number }
-  | { action: 'forward-error'; message: string; code?: number; status?: number }
+  | { action: 'error'; message: string; code?: number; status?: number; headers?: Record<string, string> }
+  | { action: 'forward-error'; message: string; code?: number; status?: number; headers?: Record<string, string> }
   | { action: 'forward-timeout'; ms: number }
   | { action: 'null' }
   | { action: 'lower'; by: number }
   | { action: 'other-node'; url: string }
+  | { action: 'result'; result: unknown }
 );
 
-type Answer = { kind: 'json'; status: number; body: unknown } | { kind: 'cut'; afterMs: number };
+type Answer = { kind: 'json'; status: number; body: unknown; headers?: Record<string, string> } | { kind: 'cut'; afterMs: number };
+
+/** One call as the proxy saw it: when it arrived, and the action of the rule it met (if any). */
+export interface SeenCall {
+  method: string;
+  atMs: number;
+  action: RpcRule['action'] | null;
+}
 
 interface RpcCall {
   jsonrpc?: string;
@@ -64,6 +76,8 @@ export class RpcProxy {
   private readonly dropped = new Set<string>();
   private readonly rules = new Map<string, RpcRule>();
   calls: string[] = [];
+  /** Every call with its arrival time (Date.now()) and the rule it met: `calls` with times. */
+  seen: SeenCall[] = [];
 
   private constructor(
     readonly target: string,
@@ -95,11 +109,12 @@ export class RpcProxy {
 
   /** The rule for a single call, used up when its `times` run out. */
   private take(call: RpcCall): RpcRule | undefined {
-    const r = this.rules.get(String(call.method));
+    const key = this.rules.has(String(call.method)) ? String(call.method) : '*';
+    const r = this.rules.get(key);
     if (!r || (r.match && !r.match(call.params ?? []))) return undefined;
     if (r.times !== undefined) {
       r.times -= 1;
-      if (r.times <= 0) this.rules.delete(String(call.method));
+      if (r.times <= 0) this.rules.delete(key);
     }
     return r;
   }
@@ -113,8 +128,9 @@ export class RpcProxy {
   private async answer(call: RpcCall): Promise<Answer> {
     const body = JSON.stringify(call);
     const rule = this.take(call);
+    this.seen.push({ method: String(call.method), atMs: Date.now(), action: rule?.action ?? null });
     if (rule?.delayMs) await new Promise((r) => setTimeout(r, rule.delayMs));
-    const json = (status: number, payload: object): Answer => ({ kind: 'json', status, body: { jsonrpc: '2.0', id: call.id ?? null, ...payload } });
+    const json = (status: number, payload: object, headers?: Record<string, string>): Answer => ({ kind: 'json', status, body: { jsonrpc: '2.0', id: call.id ?? null, ...payload }, headers });
     const forwarded = async (url?: string): Promise<Answer> => {
       const up = await this.forward(body, url);
       return { kind: 'json', status: up.status, body: JSON.parse(up.text) as unknown };
@@ -123,10 +139,12 @@ export class RpcProxy {
       case undefined:
         return forwarded();
       case 'error':
-        return json(200, { error: { code: rule.code ?? -32000, message: rule.message } });
+        return json(rule.status ?? 200, { error: { code: rule.code ?? -32000, message: rule.message } }, rule.headers);
       case 'forward-error':
         await this.forward(body);
-        return json(rule.status ?? 200, { error: { code: rule.code ?? -32603, message: rule.message } });
+        return json(rule.status ?? 200, { error: { code: rule.code ?? -32603, message: rule.message } }, rule.headers);
+      case 'result':
+        return json(200, { result: rule.result });
       case 'forward-timeout':
         await this.forward(body);
         return { kind: 'cut', afterMs: rule.ms };
@@ -192,7 +210,7 @@ export class RpcProxy {
         return;
       }
       const json = answers as Array<Extract<Answer, { kind: 'json' }>>;
-      res.writeHead(Math.max(...json.map((a) => a.status)), { 'content-type': 'application/json' });
+      res.writeHead(Math.max(...json.map((a) => a.status)), Object.assign({ 'content-type': 'application/json' }, ...json.map((a) => a.headers ?? {})));
       res.end(JSON.stringify(Array.isArray(parsed) ? json.map((a) => a.body) : json[0]!.body));
     } catch {
       req.socket.destroy();
