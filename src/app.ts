@@ -60,7 +60,7 @@ export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
   installBodyParsing(app);
   installErrorHandling(app);
   installRequestId(app);
-  installLifecycleHooks(app);
+  installLifecycleHooks(app, ctx.log);
   await installDocs(app, VERSION);
   const metrics = installMetrics(app, ctx);
   const services = await registerApi(app, ctx);
@@ -135,7 +135,7 @@ function installBodyParsing(app: App): void {
 }
 
 /** Draining on close, and one summary log line per request. */
-function installLifecycleHooks(app: App): void {
+function installLifecycleHooks(app: App, log: Logger): void {
   // Draining: a response finished after close() began tells the client to drop the
   // connection, so a keep-alive socket cannot hold the shutdown open.
   let closing = false;
@@ -147,7 +147,7 @@ function installLifecycleHooks(app: App): void {
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
-  const access = accessLogger(app.log as Logger);
+  const access = accessLogger(log);
   app.addHook('onResponse', (req, reply, done) => {
     if (access.isLevelEnabled('info')) {
       // The route's template; an unknown path as sent, without its query (as before: redaction,

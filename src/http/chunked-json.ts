@@ -35,9 +35,15 @@ function* chunks(head: string, items: readonly object[], serialize: SerializeIte
   yield Buffer.from(`${s}]}`);
 }
 
-/** Sends `{"status":"success","message":…,"data":[…items]}`, each item serialised by `itemSchema`. */
-export function sendEnvelopeInChunks(reply: FastifyReply, items: readonly object[], itemSchema: TSchema, message: string): FastifyReply {
-  const serialize = reply.compileSerializationSchema(itemSchema as unknown as Record<string, unknown>) as SerializeItem;
+/**
+ * Sends `{"status":"success","message":…,"data":[…items]}`, each item serialised by `itemSchema`,
+ * or by `JSON.stringify` when `item` is `'exact'`: the items are built field for field in the
+ * schema's order with the schema's types (a test holds the two serialisations byte-equal), and V8's
+ * native stringify does in one pass what the schema's serialiser does with a JavaScript escape
+ * loop per string (a fifth of a 1000-row page's time).
+ */
+export function sendEnvelopeInChunks(reply: FastifyReply, items: readonly object[], itemSchema: TSchema | 'exact', message: string): FastifyReply {
+  const serialize = itemSchema === 'exact' ? (JSON.stringify as SerializeItem) : (reply.compileSerializationSchema(itemSchema as unknown as Record<string, unknown>) as SerializeItem);
   const head = `{"status":"success","message":${JSON.stringify(message)},"data":[`;
   return reply.type('application/json; charset=utf-8').send(Readable.from(chunks(head, items, serialize), { objectMode: false }));
 }

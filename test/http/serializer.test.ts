@@ -6,6 +6,9 @@ import { Type } from '@sinclair/typebox';
 import fastJson from 'fast-json-stringify';
 import { describe, expect, it } from 'vitest';
 import { nullableAsTypeList, serializerCompiler } from '../../src/http/serializer.js';
+import type { ListRow } from '../../src/modules/transactions/transactions.list.repository.js';
+import { TransactionSchema } from '../../src/modules/transactions/transactions.schemas.js';
+import { transactionListItem } from '../../src/modules/transactions/transactions.views.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 
@@ -41,6 +44,32 @@ describe('serializer compiler', () => {
     ]) {
       expect(compiled(value)).toBe(plain(value));
       expect(compiled(value)).toBe(JSON.stringify(value));
+    }
+  });
+});
+
+describe('the transaction list page', () => {
+  const row = (over: Partial<ListRow>): ListRow => ({
+    id: 7, type: 'transfer', status: 'confirmed', amount: '1500000000000000000', tx_hash: `0x${'ab'.repeat(32)}`, block_number: 12,
+    block_timestamp: 1_764_000_000, block_hash: `0x${'cd'.repeat(32)}`, nonce: 3, gas: '21000', gas_price: '1000000000', gas_used: '21000',
+    cumulative_gas_used: '42000', receipt_status: 1, created_at: 1_764_000_000_123, updated_at: 1_764_000_001_456, data: null,
+    failure_reason: null, replaced_hashes: null, stuck_at: null, symbol: 'ETH', decimals: 18, refund_id: null, payout_id: null, reference: null,
+    ...over,
+  });
+
+  it('writes each item with JSON.stringify byte for byte as the schema serialiser does', () => {
+    const schemaSerializer = serializerCompiler({ schema: TransactionSchema });
+    const rows = [
+      row({}),
+      row({ status: 'pending', tx_hash: `0x${'01'.repeat(32)}`, block_number: null, block_timestamp: null, block_hash: null, gas_used: null, cumulative_gas_used: null, receipt_status: null, stuck_at: 1 }),
+      row({ status: 'failed', failure_reason: 'cancelled', replaced_hashes: `0x${'02'.repeat(32)},0x${'03'.repeat(32)}`, receipt_status: 0 }),
+      row({ type: 'contract', data: '0xa9059cbb0000', symbol: 'TUSD', decimals: 6, amount: '0' }),
+      row({ status: 'awaiting_approval', tx_hash: null, nonce: null, gas: null, gas_price: null, block_number: null, block_timestamp: null, block_hash: null }),
+      row({ type: 'receipt', refund_id: 4, payout_id: 9, reference: 'inv "42" \\ é ✓ \u0001', symbol: 'Ünicode "sym"' }),
+    ];
+    for (const r of rows) {
+      const item = transactionListItem(r);
+      expect(JSON.stringify(item)).toBe(schemaSerializer(item));
     }
   });
 });

@@ -52,11 +52,24 @@ export class MetricsService {
     this.chainMetrics();
   }
 
+  /**
+   * The counter and histogram children of each (method, route pattern, status): prom-client hashes
+   * a label object on every call (sorting its keys); a child keeps its hash. Bounded: routes are
+   * patterns ('unmatched' for the rest), methods those Node's parser takes, statuses a few.
+   */
+  private readonly children = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+
   /** Called once per answered request. */
   observeRequest(method: string, route: string, status: number, seconds: number): void {
-    const labels = { method, route, status: String(status) };
-    this.requests.inc(labels);
-    this.durations.observe(labels, seconds);
+    const key = `${method} ${status} ${route}`;
+    let child = this.children.get(key);
+    if (child === undefined) {
+      const labels = { method, route, status: String(status) };
+      child = { count: this.requests.labels(labels), time: this.durations.labels(labels) };
+      this.children.set(key, child);
+    }
+    child.count.inc();
+    child.time.observe(seconds);
   }
 
   async text(): Promise<string> {

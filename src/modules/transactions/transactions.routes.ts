@@ -63,8 +63,9 @@ function listRoute(app: App, txs: TransactionService): void {
       const page = await txs.list(requireWallet(req), q);
       setPaginationHeaders(req, reply, page, { token: q.token });
       const items = page.items.map(transactionListItem);
-      // A long page in chunks (src/http/chunked-json.ts): the same bytes, without one large string.
-      if (items.length >= CHUNKED_FROM_ITEMS) return sendEnvelopeInChunks(reply, items, TransactionSchema, LIST_MESSAGE);
+      // A long page in chunks (src/http/chunked-json.ts): the same bytes, without one large string;
+      // transactionListItem builds exactly TransactionSchema (test/http/serializer.test.ts).
+      if (items.length >= CHUNKED_FROM_ITEMS) return sendEnvelopeInChunks(reply, items, 'exact', LIST_MESSAGE);
       return ok(items, LIST_MESSAGE);
     },
   );
