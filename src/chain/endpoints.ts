@@ -11,11 +11,15 @@
  *   for its `Retry-After`, else 1 s doubling up to 60 s while it keeps limiting (a success
  *   starts the doubling over). When every endpoint is rested, the one whose rest ends first is
  *   still tried: a call is never refused without asking a node.
- * - Lagging: an endpoint whose head is more than `maxLagBlocks` behind the best head of the
- *   endpoints that are up serves no reads (it still receives broadcasts).
- * - Heights: a call about block H (a block, its receipts, logs up to H, state at H) goes first
- *   to endpoints whose head is at or above H; `null` for a block, a transaction or a receipt is
- *   asked of the next endpoint, and is the answer only when none has it.
+ * - Lagging: an endpoint whose head is more than `maxLagBlocks` behind the best head serves no
+ *   reads, whatever befalls the others (it still receives broadcasts and head reads). The best
+ *   head is the highest of the endpoints that are up, or that failed but whose head was read in
+ *   the last HEAD_KNOWN_MS: a node that fails a call has not taken its blocks with it.
+ * - Heights: a call about block H (a block, its receipts, logs up to H, state at H) goes only to
+ *   endpoints whose head is known to be at or above H (none known: every head is read again
+ *   first; still none: `null` for a block, else NotYetAtHeightError, a transient fault); `null`
+ *   for a block, a transaction or a receipt is asked of the next such endpoint, and is the
+ *   answer only when none has it. A block or receipt an endpoint answers raises its known head.
  * - Logs: an `eth_getLogs` refused for its range or result size is split in halves and retried.
  * - Broadcast: `eth_sendRawTransaction` goes to every endpoint that is `ok`, at once; one
  *   acceptance is the answer; else the first answer that is not a transient fault.
@@ -25,7 +29,7 @@
  */
 import { custom, http, HttpRequestError, RpcRequestError, type EIP1193RequestFn, type Transport } from 'viem';
 import { redactUrl } from '../lib/redact.js';
-import { isTransient } from './errors.js';
+import { isTransient, NotYetAtHeightError } from './errors.js';
 import { rpcFetch } from './rpc-fetch.js';
 
 export interface EndpointHealth {
@@ -50,6 +54,8 @@ export interface EndpointOptions {
 }
 
 const REST_FIRST_MS = 1_000;
+/** How long the head of an endpoint that failed since still counts toward the best head. */
+const HEAD_KNOWN_MS = 60_000;
 const REST_MAX_MS = 60_000;
 const RATE_LIMITED = /rate.?limit|too many requests/i;
 /**
@@ -101,6 +107,14 @@ export function heightOf(method: string, params: unknown): number | null {
   }
   const i = BLOCK_PARAM[method];
   return i === undefined ? null : hexHeight(params[i]);
+}
+
+/** The block a successful answer shows its endpoint has (a block's number, a receipt's block), or null. */
+function heightAnswered(method: string, result: unknown): number | null {
+  if (result === null || typeof result !== 'object') return null;
+  if (method === 'eth_getBlockByNumber' || method === 'eth_getBlockByHash') return hexHeight((result as { number?: unknown }).number);
+  if (method === 'eth_getTransactionReceipt') return hexHeight((result as { blockNumber?: unknown }).blockNumber);
+  return null;
 }
 
 function hexHeight(v: unknown): number | null {
@@ -173,7 +187,8 @@ class Endpoint {
   /** When the current (or last) rest began. */
   restFromMs = 0;
   restMs = 0;
-  checking = false;
+  /** The head read under way, if any. */
+  checking: Promise<void> | null = null;
   calls = 0;
   errors = 0;
 
@@ -284,29 +299,52 @@ export class EndpointSet {
     return this.endpoints.map((e) => ({ host: e.host, calls: e.calls, errors: e.errors }));
   }
 
-  /** The best head among endpoints that are up (a node that is down does not set the pace). */
-  bestHead(): number | null {
+  /**
+   * The best head: the highest of the endpoints that are up, or that failed but whose head was
+   * read in the last HEAD_KNOWN_MS (one failed call does not make a lagging endpoint the best; a
+   * node down for longer no longer sets the pace).
+   */
+  bestHead(nowMs = Date.now()): number | null {
     let best: number | null = null;
-    for (const e of this.endpoints) if (e.up === true && e.head !== null && (best === null || e.head > best)) best = e.head;
+    for (const e of this.endpoints) {
+      const counts = e.up === true || nowMs - e.headAtMs <= HEAD_KNOWN_MS;
+      if (counts && e.head !== null && (best === null || e.head > best)) best = e.head;
+    }
     return best;
   }
 
-  /** A head read of every endpoint not rested, not already being read, and (unless `all`) not read by a call just now. */
+  /**
+   * A head read of every endpoint not rested and (unless `all`) not read by a call just now; one
+   * already being read is not read twice (with `all`, that read is awaited).
+   */
   async refresh(all = false): Promise<void> {
     const now = Date.now();
-    const due = this.endpoints.filter((e) => !e.checking && !e.rested(now) && (all || now - e.headAtMs >= this.opts.healthEveryMs));
-    await Promise.all(
-      due.map(async (e) => {
-        e.checking = true;
-        try {
-          await this.call(e, 'eth_blockNumber', []);
-        } catch {
-          // recorded on the endpoint
-        } finally {
-          e.checking = false;
-        }
-      }),
-    );
+    const due = this.endpoints.filter((e) => !e.rested(now) && (all || now - e.headAtMs >= this.opts.healthEveryMs));
+    await Promise.all(due.map((e) => (e.checking ? (all ? e.checking : undefined) : this.readHead(e))));
+  }
+
+  /** Reads every head again (not a rested one's), until one is at or above `height` or all have answered. */
+  private async reach(height: number): Promise<void> {
+    const now = Date.now();
+    const reads = this.endpoints
+      .filter((e) => !e.rested(now))
+      .map(async (e) => {
+        await (e.checking ?? this.readHead(e));
+        if (e.head === null || e.head < height) throw new NotYetAtHeightError(height);
+      });
+    await Promise.any(reads).catch(() => undefined);
+  }
+
+  private readHead(e: Endpoint): Promise<void> {
+    e.checking = this.call(e, 'eth_blockNumber', [])
+      .then(
+        () => undefined,
+        () => undefined, // recorded on the endpoint
+      )
+      .finally(() => {
+        e.checking = null;
+      });
+    return e.checking;
   }
 
   private async call(e: Endpoint, method: string, params: unknown): Promise<unknown> {
@@ -319,6 +357,9 @@ export class EndpointSet {
       if (method === 'eth_blockNumber' && typeof result === 'string') {
         e.head = Number(BigInt(result));
         e.headAtMs = Date.now();
+      } else {
+        const at = heightAnswered(method, result);
+        if (at !== null && (e.head === null || at > e.head)) e.head = at;
       }
       return result;
     } catch (err) {
@@ -356,9 +397,19 @@ export class EndpointSet {
   }
 
   private async read(method: string, params: unknown): Promise<unknown> {
+    const height = heightOf(method, params);
+    let order = this.readOrder(height);
+    if (order.length === 0 && height !== null) {
+      await this.reach(height);
+      order = this.readOrder(height);
+    }
+    if (order.length === 0) {
+      if (NULL_MEANS_NOT_HERE.has(method)) return null;
+      throw new NotYetAtHeightError(height ?? 0);
+    }
     let lastErr: unknown = null;
     let notHere = false;
-    for (const e of this.readOrder(heightOf(method, params))) {
+    for (const e of order) {
       try {
         const result = await this.call(e, method, params);
         if (result === null && NULL_MEANS_NOT_HERE.has(method)) {
@@ -376,28 +427,24 @@ export class EndpointSet {
   }
 
   /**
-   * Who serves a read, in order: endpoints up (or never asked) and not lagging, those at or above
-   * `height` first (the highest head first); then those that failed their last call (not lagging); never a rested one,
-   * unless every endpoint is rested (then the one whose rest ends first).
+   * Who serves a read, in order: of the endpoints not lagging and (for a read about block
+   * `height`) whose head is known to be at or above it, those up (or never asked) and not rested,
+   * the highest head first; then those that failed their last call, not rested. When every one of
+   * them is rested, the one whose rest ends first. Empty when none is at `height`.
    */
   private readOrder(height: number | null): Endpoint[] {
     const now = Date.now();
-    const best = this.bestHead();
-    const lagging = (e: Endpoint) => e.up === true && best !== null && e.head !== null && best - e.head > this.opts.maxLagBlocks;
-    const usable = this.endpoints.filter((e) => !e.rested(now) && !lagging(e));
-    const high = (e: Endpoint) => height === null || e.head === null || e.head >= height;
+    const best = this.bestHead(now);
+    const lagging = (e: Endpoint) => best !== null && e.head !== null && best - e.head > this.opts.maxLagBlocks;
+    const high = (e: Endpoint) => height === null || (e.head !== null && e.head >= height);
+    const serving = this.endpoints.filter((e) => !lagging(e) && high(e));
+    const usable = serving.filter((e) => !e.rested(now));
     // The freshest first (ties keep the configured order): a block read by hash, or logs by block
     // hash, then go where the block just read came from.
     const freshest = (list: Endpoint[]) => [...list].sort((a, b) => (b.head ?? -1) - (a.head ?? -1));
-    const order = [
-      ...freshest(usable.filter((e) => e.up !== false && high(e))),
-      ...usable.filter((e) => e.up !== false && !high(e)),
-      ...usable.filter((e) => e.up === false),
-    ];
+    const order = [...freshest(usable.filter((e) => e.up !== false)), ...usable.filter((e) => e.up === false)];
     if (order.length > 0) return order;
-    const notRested = this.endpoints.filter((e) => !e.rested(now));
-    if (notRested.length > 0) return notRested;
-    return [...this.endpoints].sort((a, b) => a.restUntilMs - b.restUntilMs).slice(0, 1);
+    return [...serving].sort((a, b) => a.restUntilMs - b.restUntilMs).slice(0, 1);
   }
 
   /** Every endpoint that is ok at once (else every one not rested, else all): one acceptance wins. */

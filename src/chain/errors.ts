@@ -23,6 +23,16 @@ export function httpStatusOf(err: unknown): number | null {
   return found?.status ?? null;
 }
 
+/**
+ * A read about block H when no endpoint (head read again just now) has reached H: no node could
+ * answer it yet, and no endpoint below H is asked (its "not found" or "no logs" would be false).
+ */
+export class NotYetAtHeightError extends BaseError {
+  constructor(height: number) {
+    super(`No RPC endpoint has reached block ${height} yet`, { name: 'NotYetAtHeightError' });
+  }
+}
+
 /** A JSON-RPC error that says the node limits this client (rate limits and quotas). */
 const RATE_LIMITED = /rate.?limit|too many requests|request limit|quota|daily request count/i;
 /** JSON-RPC "limit exceeded" (EIP-1474), which providers answer when they rate-limit. */
@@ -32,10 +42,12 @@ const LIMIT_EXCEEDED = -32005;
  * True for a fault of the node, not of the request, that a retry later may not meet (CONTRACT.md,
  * "Chains as they are"): a time-out, a connection that fails, HTTP 5xx or 429 (viem's
  * HttpRequestError: `isUnreachable`; or an RpcRequestError with that status when the body was a
- * JSON-RPC error), JSON-RPC -32005, or an error that says rate limit.
+ * JSON-RPC error), JSON-RPC -32005, or an error that says rate limit; or no endpoint at the
+ * height a read is about yet (NotYetAtHeightError).
  */
 export function isTransient(err: unknown): boolean {
   if (isUnreachable(err)) return true;
+  if (err instanceof BaseError && err.walk((e) => e instanceof NotYetAtHeightError)) return true;
   const status = httpStatusOf(err);
   if (status !== null && (status >= 500 || status === 429)) return true;
   if (!(err instanceof BaseError)) return false;
