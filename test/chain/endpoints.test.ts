@@ -2,7 +2,7 @@
  * Several RPC endpoints per network (CONTRACT.md, "Chains as they are"): two real JSON-RPC
  * proxies in front of ONE anvil, the network registered with both. The first endpoint answers
  * HTTP 503, then HTTP 429, then JSON-RPC -32005, then lags 5 blocks (its eth_blockNumber
- * lowered), then hangs. Under each fault, through the second endpoint: a balance read from the
+ * lowered), then hangs, then refuses connections (its port closed). Under each fault, through the second endpoint: a balance read from the
  * chain, a transfer created, sent and confirmed, a charge paid and settled; every state the
  * service shows is on the chain (each confirmed transfer's receipt at its block, each charge
  * payment's transaction with its value); and `rpc_endpoints` says why the first endpoint is not
@@ -214,6 +214,29 @@ describe('two endpoints in front of one anvil, the first one faulty', () => {
     } finally {
       healFirst();
     }
+  });
+
+  it('the first refusing connections (its port closed): reads, a create, its confirmation and a charge payment go through the second; health says ok false', async () => {
+    await bothHealthy();
+    await first.down();
+    try {
+      // The very first read after the port closed (the first endpoint still level, ok, first in order) answers.
+      const res = await t.request('GET', `/api/wallet/${wallet.id}/balance`, { token: user.token });
+      expect({ status: res.status, message: res.body.message }).toMatchObject({ status: 200 });
+      await expectBalanceFromChain();
+      await transferConfirmed();
+      await chargePaid();
+      const e = await waitFor(async () => {
+        const x = await endpoints();
+        return !x[0]!.ok && x[1]!.ok ? x : null;
+      }, { message: 'first endpoint reported down while refusing connections' });
+      expect(e[0]).toMatchObject({ url: first.url, ok: false });
+      expect(e[1]).toMatchObject({ url: second.url, ok: true, lag_blocks: 0 });
+      await nothingFalse();
+    } finally {
+      await first.up();
+    }
+    await bothHealthy();
   });
 
   it('/metrics counts calls and errors per endpoint host, never a path', async () => {
