@@ -19,6 +19,7 @@ const ONCE = [
   'test/ops/deploy.test.ts',
   'test/http/serializer.test.ts',
   'test/webhooks/schedule.test.ts',
+  'test/webhooks/claim-plan.test.ts',
   'test/helpers/erc20.test.ts',
   'test/chain/transport.test.ts',
 ];

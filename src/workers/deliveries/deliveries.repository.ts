@@ -20,6 +20,7 @@ export interface DueDelivery {
   event_name: string;
   body: string;
   attempts: number;
+  next_attempt_at: number;
 }
 
 export interface DueQuery {
@@ -33,15 +34,29 @@ export interface DueQuery {
  * Due rows (`pending` or `retrying`, `next_attempt_at` reached, no live lease), oldest first,
  * locked for this transaction and skipping rows another worker has locked.
  */
-export function lockDueDeliveries(trx: Db, dialect: SqlDialect, q: DueQuery): Promise<DueDelivery[]> {
+export async function lockDueDeliveries(trx: Db, dialect: SqlDialect, q: DueQuery): Promise<DueDelivery[]> {
+  // One query a status, merged here: with `status IN (…)` the (status, next_attempt_at) index
+  // gives each status's rows in order but not the union's, so SQLite read every due row (bodies
+  // too) and sorted them all for each claim, the more the further a worker fell behind.
+  const [pending, retrying] = [
+    await dialect.forUpdateSkipLocked(dueDeliveriesQuery(trx, 'pending', q)).execute(),
+    await dialect.forUpdateSkipLocked(dueDeliveriesQuery(trx, 'retrying', q)).execute(),
+  ];
+  if (retrying.length === 0) return pending;
+  const all = [...pending, ...retrying].sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.id - b.id);
+  return all.slice(0, q.limit);
+}
+
+/** Due rows of one status, oldest first, along the (status, next_attempt_at) index (no sort). */
+export function dueDeliveriesQuery(trx: Db, status: 'pending' | 'retrying', q: DueQuery) {
   let sel = trx
     .selectFrom('webhook_deliveries')
-    .select(['id', 'uuid', 'webhook_id', 'event_name', 'body', 'attempts'])
-    .where('status', 'in', ['pending', 'retrying'])
+    .select(['id', 'uuid', 'webhook_id', 'event_name', 'body', 'attempts', 'next_attempt_at'])
+    .where('status', '=', status)
     .where('next_attempt_at', '<=', q.nowMs)
     .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', q.nowMs)]));
   if (q.excludeWebhooks.length > 0) sel = sel.where('webhook_id', 'not in', q.excludeWebhooks);
-  return dialect.forUpdateSkipLocked(sel.orderBy('next_attempt_at', 'asc').orderBy('id', 'asc').limit(q.limit)).execute();
+  return sel.orderBy('next_attempt_at', 'asc').orderBy('id', 'asc').limit(q.limit);
 }
 
 export interface TargetWebhook {
