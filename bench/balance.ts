@@ -22,7 +22,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Address, Hex } from 'viem';
-import { nonNegativeInt, parseDatabases, positiveInt, runBench, writeReport, type Driver } from './common.js';
+import { nonNegativeInt, parseDatabases, positiveInt, rpc, runBench, writeReport, type Driver } from './common.js';
 import { BENCH_SETTINGS, startBareProcess, startServiceProcess, type ServiceProcess } from './process.js';
 import { measure, serviceTarget, type LoadResult } from './load.js';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
@@ -60,13 +60,6 @@ async function call(url: string, method: string, path: string, token: string | n
   return { json: JSON.parse(text) as { data: any }, text };
 }
 
-async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
-  const json = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (json.error) throw new Error(`${method}: ${json.error.message}`);
-  return json.result;
-}
-
 /** A wallet with 1.5 ETH and 2.5 of a token; returns its balance path and the answer's text. */
 async function fundedWallet(service: ServiceProcess, devnet: Devnet, token20: Address) {
   const { base, token } = service;
@@ -88,7 +81,7 @@ async function runOne(driver: Driver, devnet: Devnet, token20: Address): Promise
   const services: ServiceProcess[] = [await startServiceProcess({ driver, rpcUrl: devnet.rpcUrl, env: extraEnv })];
   try {
     const n = driver === 'postgres' ? processes : 1;
-    for (let i = 1; i < n; i++) services.push(await startServiceProcess({ driver, rpcUrl: devnet.rpcUrl, database: services[0]!.database, appKey: (services[0] as { appKey: string } & ServiceProcess).appKey, label: String(i + 1) }));
+    for (let i = 1; i < n; i++) services.push(await startServiceProcess({ driver, rpcUrl: devnet.rpcUrl, database: services[0]!.database, appKey: services[0]!.appKey, label: String(i + 1) }));
     const { path, text } = await fundedWallet(services[0]!, devnet, token20);
     const bare = await startBareProcess(text, 'object', services[0]!.database.dataDir);
     try {

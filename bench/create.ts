@@ -29,7 +29,7 @@ import { Pool } from 'undici';
 import { createPublicClient, http, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
-import { nonNegativeInt, parseDatabases, percentile, positiveInt, runBench, writeReport, type Driver } from './common.js';
+import { nonNegativeInt, parseDatabases, percentile, positiveInt, rpc, runBench, writeReport, type Driver } from './common.js';
 import { BENCH_SETTINGS, startServiceProcess, type ServiceProcess } from './process.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -79,13 +79,6 @@ async function drive(total: number, loops: number, job: (loop: number) => Promis
   const elapsed = performance.now() - started;
   times.sort((a, b) => a - b);
   return { perSecond: (times.length / elapsed) * 1000, p50: percentile(times, 50), p99: percentile(times, 99), refusals, cpuUsPerOp: ((cpuMs() - cpu0) * 1000) / times.length };
-}
-
-async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
-  const json = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (json.error) throw new Error(`${method}: ${json.error.message}`);
-  return json.result;
 }
 
 const fund = (devnet: Devnet, address: string) => rpc(devnet.rpcUrl, 'anvil_setBalance', [address, `0x${FUNDS.toString(16)}`]);

@@ -51,7 +51,7 @@ const processes = positiveInt('processes', flags.processes);
 const databases = parseDatabases(flags.db);
 
 /** The wallet's rows, written through a connection of this process to the service's database. */
-async function seed(service: ServiceProcess & { appKey: string }, walletId: number, rows: number): Promise<number> {
+async function seed(service: ServiceProcess, walletId: number, rows: number): Promise<number> {
   const config = loadConfig({
     NODE_ENV: 'production',
     APP_KEY: service.appKey,

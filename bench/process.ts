@@ -31,6 +31,8 @@ export interface ServiceProcess {
   token: string;
   networkId: number;
   database: TestDatabase;
+  /** Its APP_KEY (a second process on the same database needs the same). */
+  appKey: string;
   /** Peak resident memory of the service process so far (VmHWM), MiB. */
   peakRssMiB(): number;
   /** Resident memory now (VmRSS), MiB. */
@@ -130,7 +132,7 @@ export async function startServiceProcess(opts: {
   database?: TestDatabase;
   appKey?: string;
   label?: string;
-}): Promise<ServiceProcess & { appKey: string }> {
+}): Promise<ServiceProcess> {
   const database = opts.database ?? (await freshDatabase(opts.driver === 'postgres' ? postgresBase() : null, 'bench'));
   const port = await findFreePort();
   const appKey = opts.appKey ?? randomBytes(32).toString('base64');

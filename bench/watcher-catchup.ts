@@ -27,7 +27,7 @@ import { createPublicClient, http, type Address, type Hex } from 'viem';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
 import { findCursor } from '../src/modules/networks/networks.repository.js';
 import { startWatcherWorker } from '../src/workers/watcher.js';
-import { parseDatabases, positiveInt, startBenchService, runBench } from './common.js';
+import { parseDatabases, positiveInt, rpc, startBenchService, runBench } from './common.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'watcher-catchup.md');
@@ -45,13 +45,6 @@ const { values: flags } = parseArgs({
 const blocks = positiveInt('blocks', flags.blocks);
 const maxBlocks = positiveInt('max-blocks', flags['max-blocks']);
 const driver = parseDatabases(flags.db)[0]!;
-
-async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
-  const json = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (json.error) throw new Error(`${method}: ${json.error.message}`);
-  return json.result;
-}
 
 async function call(url: string, method: string, path: string, token: string | null, body?: unknown) {
   const res = await fetch(`${url}${path}`, {
