@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Address, Hex } from 'viem';
 import { nonNegativeInt, parseDatabases, positiveInt, rpc, runBench, writeReport, type Driver } from './common.js';
-import { BENCH_SETTINGS, startBareProcess, startServiceProcess, type ServiceProcess } from './process.js';
+import { settingsNote, startBareProcess, startServiceProcess, type ServiceProcess } from './process.js';
 import { measure, serviceTarget, type LoadResult } from './load.js';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
 import { deployErc20, mintErc20 } from '../test/helpers/erc20.js';
@@ -45,9 +45,7 @@ const connections = positiveInt('connections', flags.connections);
 const warmupS = nonNegativeInt('warmup', flags.warmup);
 const processes = positiveInt('processes', flags.processes);
 const databases = parseDatabases(flags.db);
-// BENCH_ENV="K=V,K=V": settings beside the defaults (reported in the command line).
 const load = { connections, durationS, warmupS };
-const extraEnv = Object.fromEntries((process.env.BENCH_ENV ?? "").split(",").filter(Boolean).map((kv) => kv.split("=") as [string, string]));
 
 async function call(url: string, method: string, path: string, token: string | null, body?: unknown) {
   const res = await fetch(`${url}${path}`, {
@@ -78,7 +76,7 @@ async function fundedWallet(service: ServiceProcess, devnet: Devnet, token20: Ad
 interface Row { driver: string; processes: number; bare: LoadResult; balance: LoadResult }
 
 async function runOne(driver: Driver, devnet: Devnet, token20: Address): Promise<Row> {
-  const services: ServiceProcess[] = [await startServiceProcess({ driver, rpcUrl: devnet.rpcUrl, env: extraEnv })];
+  const services: ServiceProcess[] = [await startServiceProcess({ driver, rpcUrl: devnet.rpcUrl })];
   try {
     const n = driver === 'postgres' ? processes : 1;
     for (let i = 1; i < n; i++) services.push(await startServiceProcess({ driver, rpcUrl: devnet.rpcUrl, database: services[0]!.database, appKey: services[0]!.appKey, label: String(i + 1) }));
@@ -138,7 +136,7 @@ async function main(): Promise<void> {
     '',
     table(rows),
     '',
-    `Command: \`npm run bench:balance${extra.length ? ` -- ${extra.join(' ')}` : ''}\` (\`npm start\` with its defaults and ${BENCH_SETTINGS}; ` +
+    `Command: \`npm run bench:balance${extra.length ? ` -- ${extra.join(' ')}` : ''}\` (\`npm start\` with its defaults and ${settingsNote()}; ` +
       `autocannon in its own process, ${connections} connections, ${durationS} s per server after a ${warmupS} s warm-up). ` +
       `${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}; ` +
       'anvil, PostgreSQL and the load generator on the same machine. CPU per request is the server process\'s own (/proc).',

@@ -30,7 +30,7 @@ import { createPublicClient, http, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
 import { nonNegativeInt, parseDatabases, percentile, positiveInt, rpc, runBench, writeReport, type Driver } from './common.js';
-import { BENCH_SETTINGS, startServiceProcess, type ServiceProcess } from './process.js';
+import { profileSignal, settingsNote, startServiceProcess, type ServiceProcess } from './process.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'create.md');
@@ -126,7 +126,10 @@ async function serviceRun(services: ServiceProcess[], wallets: number[]): Promis
   };
   try {
     await drive(Math.min(warmup, count), concurrency, job);
-    return await drive(count, concurrency, job, () => services.reduce((s, p) => s + p.cpuMs(), 0));
+    profileSignal(services);
+    const run = await drive(count, concurrency, job, () => services.reduce((s, p) => s + p.cpuMs(), 0));
+    profileSignal(services);
+    return run;
   } finally {
     await Promise.all(pools.map((p) => p.close()));
   }
@@ -196,7 +199,7 @@ async function main(): Promise<void> {
     '',
     ...lines,
     '',
-    `Command: \`npm run bench:create${argv ? ` -- ${argv}` : ''}\` (\`npm start\` with its defaults and ${BENCH_SETTINGS}; ${count} creates at concurrency ${concurrency}). ` +
+    `Command: \`npm run bench:create${argv ? ` -- ${argv}` : ''}\` (\`npm start\` with its defaults and ${settingsNote()}; ${count} creates at concurrency ${concurrency}). ` +
       `${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${cpu.length} × ${cpu[0]?.model.trim() ?? 'CPU'}; anvil (automine), PostgreSQL and the load generator on the same machine.`,
     '',
   ].join('\n');

@@ -27,7 +27,7 @@ import { openStore } from '../src/runtime.js';
 import { findFreePort, startDevnet } from '../src/chain/devnet.js';
 import { nonNegativeInt, parseDatabases, positiveInt, runBench, writeReport, type Driver } from './common.js';
 import { measure, serviceTarget, type LoadResult } from './load.js';
-import { BENCH_SETTINGS, startBareProcess, startServiceProcess, type ServiceProcess } from './process.js';
+import { settingsNote, startBareProcess, startServiceProcess, type ServiceProcess } from './process.js';
 import { seedTransactions } from './seed.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -145,7 +145,7 @@ async function main(): Promise<void> {
     '',
     ...lines,
     '',
-    `Command: \`npm run bench:list${argv ? ` -- ${argv}` : ''}\` (\`npm start\` with its defaults and ${BENCH_SETTINGS}; autocannon in its own process, ` +
+    `Command: \`npm run bench:list${argv ? ` -- ${argv}` : ''}\` (\`npm start\` with its defaults and ${settingsNote()}; autocannon in its own process, ` +
       `${load.connections} connections, ${load.durationS} s per server after a ${load.warmupS} s warm-up). ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ` +
       `${cpu.length} × ${cpu[0]?.model.trim() ?? 'CPU'}; anvil, PostgreSQL and the load generator on the same machine. "Idle" is the service's RSS after ` +
       'the seed and one page, before the load; "peak" its VmHWM after it.',

@@ -24,6 +24,25 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** What the bench had to set beyond a fresh database and a port, said in every report. */
 export const BENCH_SETTINGS = 'RATE_LIMIT_PER_MINUTE=1000000';
 
+/**
+ * BENCH_ENV="K=V,K=V": settings beside the defaults, for a figure with a tuned setting reported
+ * beside the default one (each bench's report prints them).
+ */
+export function benchEnv(): Record<string, string> {
+  return Object.fromEntries(
+    (process.env.BENCH_ENV ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+}
+
+/** What a report says of the settings: the bench's own and any BENCH_ENV. */
+export function settingsNote(): string {
+  const extra = Object.entries(benchEnv()).map(([k, v]) => `${k}=${v}`);
+  return extra.length ? `${BENCH_SETTINGS}, and beside the defaults ${extra.join(', ')}` : BENCH_SETTINGS;
+}
+
 export interface ServiceProcess {
   base: string;
   /** The node process running src/server.ts (not npm's or tsx's wrapper). */
@@ -149,8 +168,9 @@ export async function startServiceProcess(opts: {
     BOOTSTRAP_PASSWORD: password,
     RATE_LIMIT_PER_MINUTE: '1000000',
     ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
-    // BENCH_NODE_OPTIONS: e.g. --cpu-prof --cpu-prof-dir=/tmp/prof, to profile the service.
+    // BENCH_NODE_OPTIONS="--import ./bench/cpu-profile.mjs": CPU profiles of the measured part.
     ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
+    ...benchEnv(),
     ...opts.env,
   };
   const logFile = join(database.dataDir, `service${opts.label ? `-${opts.label}` : ''}.log`);

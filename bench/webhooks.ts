@@ -32,7 +32,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, Pool, request } from 'undici';
 import { parseDatabases, percentile, positiveInt, runBench, writeReport, type Driver } from './common.js';
-import { BENCH_SETTINGS, profileSignal, startServiceProcess, type ServiceProcess } from './process.js';
+import { settingsNote, profileSignal, startServiceProcess, type ServiceProcess } from './process.js';
 import { findFreePort, startDevnet } from '../src/chain/devnet.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -250,7 +250,7 @@ async function main(): Promise<void> {
     '',
     ...lines,
     '',
-    `Command: \`npm run bench:webhooks${argv ? ` -- ${argv}` : ''}\` (\`npm start\` with its defaults and ${BENCH_SETTINGS}; ${f(updates)} wallet updates, ` +
+    `Command: \`npm run bench:webhooks${argv ? ` -- ${argv}` : ''}\` (\`npm start\` with its defaults and ${settingsNote()}; ${f(updates)} wallet updates, ` +
       `${concurrency} at a time, × ${webhookCount} signed webhook(s) with one extra header; the receiver a bare node:http process; the baseline ` +
       `${BARE_PARALLEL} undici POSTs in parallel of the same size). ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ` +
       `${cpu.length} × ${cpu[0]?.model.trim() ?? 'CPU'}; anvil, PostgreSQL, the receiver and the load generator on the same machine.`,
