@@ -1003,7 +1003,8 @@ export interface paths {
                          *                 "ok": true,
                          *                 "head_block": 1,
                          *                 "lag_blocks": 1,
-                         *                 "latency_ms": 1
+                         *                 "latency_ms": 1,
+                         *                 "error": "HTTP 429: rested 2 s"
                          *               }
                          *             ]
                          *           }
@@ -1055,6 +1056,11 @@ export interface paths {
                                         head_block: number | null;
                                         lag_blocks: number | null;
                                         latency_ms: number | null;
+                                        /**
+                                         * @description Why it is not ok, or why its last call failed: "HTTP 503", "HTTP 429: rested 2 s", "JSON-RPC -32005 rate limited: rested 1 s", "timed out", "connection refused"… (never a URL); null when its last call succeeded.
+                                         * @example HTTP 429: rested 2 s
+                                         */
+                                        error: string | null;
                                     }[];
                                 }[];
                                 webhooks: {
@@ -1382,7 +1388,8 @@ export interface paths {
                          *               "ok": true,
                          *               "head_block": 1,
                          *               "lag_blocks": 1,
-                         *               "latency_ms": 1
+                         *               "latency_ms": 1,
+                         *               "error": "HTTP 429: rested 2 s"
                          *             }
                          *           ],
                          *           "chain_id": 1,
@@ -1409,6 +1416,11 @@ export interface paths {
                                     head_block: number | null;
                                     lag_blocks: number | null;
                                     latency_ms: number | null;
+                                    /**
+                                     * @description Why it is not ok, or why its last call failed: "HTTP 503", "HTTP 429: rested 2 s", "JSON-RPC -32005 rate limited: rested 1 s", "timed out", "connection refused"… (never a URL); null when its last call succeeded.
+                                     * @example HTTP 429: rested 2 s
+                                     */
+                                    error: string | null;
                                 }[];
                                 chain_id: number;
                                 currency_symbol: string;
@@ -2088,7 +2100,8 @@ export interface paths {
                          *               "ok": true,
                          *               "head_block": 1,
                          *               "lag_blocks": 1,
-                         *               "latency_ms": 1
+                         *               "latency_ms": 1,
+                         *               "error": "HTTP 429: rested 2 s"
                          *             }
                          *           ],
                          *           "chain_id": 1,
@@ -2136,6 +2149,11 @@ export interface paths {
                                         head_block: number | null;
                                         lag_blocks: number | null;
                                         latency_ms: number | null;
+                                        /**
+                                         * @description Why it is not ok, or why its last call failed: "HTTP 503", "HTTP 429: rested 2 s", "JSON-RPC -32005 rate limited: rested 1 s", "timed out", "connection refused"… (never a URL); null when its last call succeeded.
+                                         * @example HTTP 429: rested 2 s
+                                         */
+                                        error: string | null;
                                     }[];
                                     chain_id: number;
                                     currency_symbol: string;
@@ -2476,7 +2494,8 @@ export interface paths {
                          *               "ok": true,
                          *               "head_block": 1,
                          *               "lag_blocks": 1,
-                         *               "latency_ms": 1
+                         *               "latency_ms": 1,
+                         *               "error": "HTTP 429: rested 2 s"
                          *             }
                          *           ],
                          *           "chain_id": 1,
@@ -2524,6 +2543,11 @@ export interface paths {
                                         head_block: number | null;
                                         lag_blocks: number | null;
                                         latency_ms: number | null;
+                                        /**
+                                         * @description Why it is not ok, or why its last call failed: "HTTP 503", "HTTP 429: rested 2 s", "JSON-RPC -32005 rate limited: rested 1 s", "timed out", "connection refused"… (never a URL); null when its last call succeeded.
+                                         * @example HTTP 429: rested 2 s
+                                         */
+                                        error: string | null;
                                     }[];
                                     chain_id: number;
                                     currency_symbol: string;
@@ -2881,7 +2905,8 @@ export interface paths {
                          *               "ok": true,
                          *               "head_block": 1,
                          *               "lag_blocks": 1,
-                         *               "latency_ms": 1
+                         *               "latency_ms": 1,
+                         *               "error": "HTTP 429: rested 2 s"
                          *             }
                          *           ],
                          *           "chain_id": 1,
@@ -2929,6 +2954,11 @@ export interface paths {
                                         head_block: number | null;
                                         lag_blocks: number | null;
                                         latency_ms: number | null;
+                                        /**
+                                         * @description Why it is not ok, or why its last call failed: "HTTP 503", "HTTP 429: rested 2 s", "JSON-RPC -32005 rate limited: rested 1 s", "timed out", "connection refused"… (never a URL); null when its last call succeeded.
+                                         * @example HTTP 429: rested 2 s
+                                         */
+                                        error: string | null;
                                     }[];
                                     chain_id: number;
                                     currency_symbol: string;

@@ -23,11 +23,12 @@
  * - Logs: an `eth_getLogs` refused for its range or result size is split in halves and retried.
  * - Broadcast: `eth_sendRawTransaction` goes to every endpoint that is `ok`, at once; one
  *   acceptance is the answer; else the first answer that is not a transient fault.
- * - Health: `ok` (its last call or head read succeeded and it is not rested), head, lag and
- *   latency, kept in memory by this process; a head read of every endpoint at least every
+ * - Health: `ok` (its last call or head read succeeded and it is not rested), head, lag,
+ *   latency and `error` (why its last call failed, from a fixed vocabulary: never a URL), kept
+ *   in memory by this process; a head read of every endpoint at least every
  *   `healthEveryMs` (WATCHER_POLL_MS), skipped for one whose head a call has just read.
  */
-import { custom, http, HttpRequestError, RpcRequestError, type EIP1193RequestFn, type Transport } from 'viem';
+import { custom, http, HttpRequestError, RpcRequestError, TimeoutError, type EIP1193RequestFn, type Transport } from 'viem';
 import { redactUrl } from '../lib/redact.js';
 import { isTransient, NotYetAtHeightError } from './errors.js';
 import { rpcFetch } from './rpc-fetch.js';
@@ -39,6 +40,8 @@ export interface EndpointHealth {
   head_block: number | null;
   lag_blocks: number | null;
   latency_ms: number | null;
+  /** Why it is not ok or why its last call failed ("HTTP 503", "HTTP 429: rested 2 s", "timed out"…); null when its last call succeeded. Never a URL. */
+  error: string | null;
 }
 
 export interface EndpointStats {
@@ -149,6 +152,39 @@ function wordsOf(err: unknown): string {
   return out.join(' ');
 }
 
+/** Connection error codes (Node's and undici's) as the health's words. */
+const CONNECTION_FAULTS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  UND_ERR_SOCKET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host not found',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'host unreachable',
+};
+
+/**
+ * A transient fault in a few fixed words for the endpoint's health (never the error's own
+ * message, which may carry the URL and its key): "timed out", "HTTP 503", "JSON-RPC -32005 rate
+ * limited", "connection refused", "rate limited", else "request failed".
+ */
+export function faultOf(err: unknown): string {
+  let status: number | null = null;
+  let rpcLimit = false;
+  let connection: string | null = null;
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if (e instanceof TimeoutError) return 'timed out';
+    if ((e instanceof HttpRequestError || e instanceof RpcRequestError) && typeof e.status === 'number' && status === null) status = e.status;
+    const code = (e as { code?: unknown }).code;
+    if (code === -32005) rpcLimit = true;
+    if (typeof code === 'string' && connection === null) connection = CONNECTION_FAULTS[code] ?? 'connection failed';
+  }
+  if (status !== null && (status < 200 || status >= 300)) return `HTTP ${status}`;
+  if (rpcLimit) return 'JSON-RPC -32005 rate limited';
+  if (connection !== null) return connection;
+  return isRateLimit(err) ? 'rate limited' : 'request failed';
+}
+
 export function isRangeRefused(err: unknown): boolean {
   return RANGE_REFUSED.test(wordsOf(err));
 }
@@ -187,6 +223,8 @@ class Endpoint {
   /** When the current (or last) rest began. */
   restFromMs = 0;
   restMs = 0;
+  /** Why its last call failed (`faultOf`, with its rest), or null after a success. */
+  lastError: string | null = null;
   /** The head read under way, if any. */
   checking: Promise<void> | null = null;
   calls = 0;
@@ -217,6 +255,7 @@ class Endpoint {
 
   succeeded(latencyMs: number): void {
     this.up = true;
+    this.lastError = null;
     this.latencyMs = Math.round(latencyMs * 100) / 100;
     this.restMs = 0;
   }
@@ -228,10 +267,14 @@ class Endpoint {
    */
   failed(err: unknown, nowMs: number, sentAtMs: number): void {
     this.up = false;
-    if (!isRateLimit(err) || sentAtMs < this.restFromMs) return;
-    this.restMs = this.restMs === 0 ? REST_FIRST_MS : Math.min(this.restMs * 2, REST_MAX_MS);
-    this.restFromMs = nowMs;
-    this.restUntilMs = nowMs + (retryAfterMs(err, nowMs) ?? this.restMs);
+    const limited = isRateLimit(err);
+    if (limited && sentAtMs >= this.restFromMs) {
+      this.restMs = this.restMs === 0 ? REST_FIRST_MS : Math.min(this.restMs * 2, REST_MAX_MS);
+      this.restFromMs = nowMs;
+      this.restUntilMs = nowMs + (retryAfterMs(err, nowMs) ?? this.restMs);
+    }
+    const restS = Math.round((this.restUntilMs - this.restFromMs) / 100) / 10;
+    this.lastError = limited ? `${faultOf(err)}: rested ${restS} s` : faultOf(err);
   }
 }
 
@@ -274,6 +317,7 @@ export class EndpointSet {
       head_block: e.head,
       lag_blocks: e.head !== null && best !== null ? Math.max(0, best - e.head) : null,
       latency_ms: e.latencyMs,
+      error: e.lastError,
     }));
   }
 

@@ -6,8 +6,9 @@
  * chain, a transfer created, sent and confirmed, a charge paid and settled; every state the
  * service shows is on the chain (each confirmed transfer's receipt at its block, each charge
  * payment's transaction with its value); and `rpc_endpoints` says why the first endpoint is not
- * used (ok false, or lag_blocks 5 while the lagging one serves no reads at all), and the
- * supervisor's `endpoints` the same.
+ * used (ok false with its `error`: "HTTP 503", "HTTP 429: rested N s", "JSON-RPC -32005 rate
+ * limited: rested N s", "timed out", "connection refused"; or lag_blocks 5 while the lagging one
+ * serves no reads at all), and the supervisor's `endpoints` the same.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEther, type Hex } from 'viem';
@@ -57,7 +58,7 @@ afterAll(async () => {
   await chain?.stop();
 });
 
-async function endpoints(): Promise<Array<{ url: string; ok: boolean; head_block: number | null; lag_blocks: number | null; latency_ms: number | null }>> {
+async function endpoints(): Promise<Array<{ url: string; ok: boolean; head_block: number | null; lag_blocks: number | null; latency_ms: number | null; error: string | null }>> {
   const res = await t.request('GET', '/api/networks', { token: user.token });
   return res.body.data.find((n: { id: number }) => n.id === networkId).rpc_endpoints;
 }
@@ -130,14 +131,15 @@ async function nothingFalse(): Promise<void> {
 async function bothHealthy(): Promise<void> {
   await waitFor(async () => {
     const e = await endpoints();
-    return e.length === 2 && e.every((x) => x.ok && x.lag_blocks === 0) ? e : null;
+    return e.length === 2 && e.every((x) => x.ok && x.lag_blocks === 0 && x.error === null) ? e : null;
   }, { timeoutMs: 45_000, message: 'both endpoints ok and level' });
 }
 
-const FAULTS: Array<{ name: string; rule: RpcRule }> = [
-  { name: 'HTTP 503', rule: { action: 'forward-error', status: 503, message: 'Service Unavailable' } },
-  { name: 'HTTP 429', rule: { action: 'forward-error', status: 429, code: -32005, message: 'Too Many Requests' } },
-  { name: 'JSON-RPC -32005', rule: { action: 'error', code: -32005, message: 'Request exceeds defined limit' } },
+/** Each fault, and the reason the first endpoint's health gives for it (`error`). */
+const FAULTS: Array<{ name: string; rule: RpcRule; error: RegExp }> = [
+  { name: 'HTTP 503', rule: { action: 'forward-error', status: 503, message: 'Service Unavailable' }, error: /^HTTP 503$/ },
+  { name: 'HTTP 429', rule: { action: 'forward-error', status: 429, code: -32005, message: 'Too Many Requests' }, error: /^HTTP 429: rested \d+(\.\d)? s$/ },
+  { name: 'JSON-RPC -32005', rule: { action: 'error', code: -32005, message: 'Request exceeds defined limit' }, error: /^JSON-RPC -32005 rate limited: rested \d+(\.\d)? s$/ },
 ];
 
 describe('two endpoints in front of one anvil, the first one faulty', () => {
@@ -145,11 +147,11 @@ describe('two endpoints in front of one anvil, the first one faulty', () => {
     await bothHealthy();
     const e = await endpoints();
     expect(e.map((x) => x.url)).toEqual([first.url, second.url]);
-    for (const x of e) expect(x).toEqual({ url: x.url, ok: true, head_block: expect.any(Number), lag_blocks: 0, latency_ms: expect.any(Number) });
+    for (const x of e) expect(x).toEqual({ url: x.url, ok: true, head_block: expect.any(Number), lag_blocks: 0, latency_ms: expect.any(Number), error: null });
   });
 
   for (const f of FAULTS) {
-    it(`${f.name} on the first: reads, a create, its confirmation and a charge payment go through the second; health says ok false`, async () => {
+    it(`${f.name} on the first: reads, a create, its confirmation and a charge payment go through the second; health says ok false and why`, async () => {
       await bothHealthy();
       breakFirst(f.rule);
       try {
@@ -160,8 +162,8 @@ describe('two endpoints in front of one anvil, the first one faulty', () => {
           const x = await endpoints();
           return !x[0]!.ok && x[1]!.ok ? x : null;
         }, { message: `first endpoint reported down under ${f.name}` });
-        expect(e[0]).toMatchObject({ url: first.url, ok: false });
-        expect(e[1]).toMatchObject({ url: second.url, ok: true, lag_blocks: 0 });
+        expect(e[0]).toMatchObject({ url: first.url, ok: false, error: expect.stringMatching(f.error) });
+        expect(e[1]).toMatchObject({ url: second.url, ok: true, lag_blocks: 0, error: null });
         await nothingFalse();
       } finally {
         healFirst();
@@ -177,7 +179,7 @@ describe('two endpoints in front of one anvil, the first one faulty', () => {
         const x = await endpoints();
         return x[0]!.lag_blocks === 5 && x[1]!.lag_blocks === 0 ? x : null;
       }, { message: 'lag seen' });
-      expect(e[0]).toMatchObject({ url: first.url, ok: true, lag_blocks: 5 });
+      expect(e[0]).toMatchObject({ url: first.url, ok: true, lag_blocks: 5, error: null });
       expect(e[0]!.head_block).toBe(e[1]!.head_block! - 5);
       // The supervisor's entry carries the same list (read afresh) and the best head.
       const sup = await waitFor(async () => {
@@ -186,7 +188,10 @@ describe('two endpoints in front of one anvil, the first one faulty', () => {
         return n.endpoints[0].lag_blocks === 5 ? n : null;
       }, { message: 'supervisor sees the lag' });
       expect(sup).toMatchObject({ rpc_ok: true, head_block: sup.endpoints[1].head_block });
-      expect(sup.endpoints.map((x: { url: string; ok: boolean; lag_blocks: number }) => [x.url, x.ok, x.lag_blocks])).toEqual([[first.url, true, 5], [second.url, true, 0]]);
+      expect(sup.endpoints.map((x: { url: string; ok: boolean; lag_blocks: number; error: string | null }) => [x.url, x.ok, x.lag_blocks, x.error])).toEqual([
+        [first.url, true, 5, null],
+        [second.url, true, 0, null],
+      ]);
       first.calls = [];
       await expectBalanceFromChain();
       await transferConfirmed();
@@ -200,7 +205,7 @@ describe('two endpoints in front of one anvil, the first one faulty', () => {
     }
   });
 
-  it('the first hanging: after its time-out everything goes through the second; health says ok false', async () => {
+  it('the first hanging: after its time-out everything goes through the second; health says ok false, timed out', async () => {
     await bothHealthy();
     breakFirst({ action: 'forward-timeout', ms: 60_000 });
     try {
@@ -208,15 +213,19 @@ describe('two endpoints in front of one anvil, the first one faulty', () => {
       await transferConfirmed();
       await chargePaid();
       const e = await endpoints();
-      expect(e[0]).toMatchObject({ url: first.url, ok: false });
-      expect(e[1]).toMatchObject({ url: second.url, ok: true, lag_blocks: 0 });
+      expect(e[0]).toMatchObject({ url: first.url, ok: false, error: 'timed out' });
+      expect(e[1]).toMatchObject({ url: second.url, ok: true, lag_blocks: 0, error: null });
       await nothingFalse();
+      // The supervisor's entry says the same.
+      const r = await t.request('GET', '/api/supervisor', { token: user.token });
+      const sup = r.body.data.networks.find((x: { id: number }) => x.id === networkId);
+      expect(sup.endpoints[0]).toMatchObject({ url: first.url, ok: false, error: 'timed out' });
     } finally {
       healFirst();
     }
   });
 
-  it('the first refusing connections (its port closed): reads, a create, its confirmation and a charge payment go through the second; health says ok false', async () => {
+  it('the first refusing connections (its port closed): reads, a create, its confirmation and a charge payment go through the second; health says ok false, connection refused', async () => {
     await bothHealthy();
     await first.down();
     try {
@@ -230,8 +239,8 @@ describe('two endpoints in front of one anvil, the first one faulty', () => {
         const x = await endpoints();
         return !x[0]!.ok && x[1]!.ok ? x : null;
       }, { message: 'first endpoint reported down while refusing connections' });
-      expect(e[0]).toMatchObject({ url: first.url, ok: false });
-      expect(e[1]).toMatchObject({ url: second.url, ok: true, lag_blocks: 0 });
+      expect(e[0]).toMatchObject({ url: first.url, ok: false, error: 'connection refused' });
+      expect(e[1]).toMatchObject({ url: second.url, ok: true, lag_blocks: 0, error: null });
       await nothingFalse();
     } finally {
       await first.up();

@@ -72,7 +72,7 @@ function keepReading(client: PublicClient): { stop(): Promise<{ answered: number
  * was over, and one came soon after it. The limit is lifted once the last expected one is met.
  * Returns the gaps measured.
  */
-async function expectRests(restsMs: number[]): Promise<number[]> {
+async function expectRests(n: NetworkLike, reason: string, restsMs: number[]): Promise<number[]> {
   const gaps: number[] = [];
   let from = 0;
   for (const [k, restMs] of restsMs.entries()) {
@@ -83,6 +83,11 @@ async function expectRests(restsMs: number[]): Promise<number[]> {
     expect(limitedAt, `a call met the rate limit (calls: ${JSON.stringify(a.seen.slice(from, from + 5))})`).toBeGreaterThanOrEqual(0);
     const t0 = a.seen[limitedAt]!.atMs;
     if (k === restsMs.length - 1) a.allow('*');
+    // Its health says why, with the rest.
+    await waitFor(() => chains.health(n)[0]!.error === `${reason}: rested ${restMs / 1000} s`, {
+      timeoutMs: 2_000,
+      message: `health error "${reason}: rested ${restMs / 1000} s" (is ${JSON.stringify(chains.health(n)[0])})`,
+    });
     const next = await waitFor(() => {
       const i = a.seen.findIndex((c, j) => j > limitedAt && c.atMs > t0 + IN_FLIGHT_MS);
       return i >= 0 ? i : null;
@@ -102,10 +107,10 @@ async function expectUsedAgain(n: NetworkLike): Promise<void> {
     timeoutMs: 5_000,
     message: 'the rested endpoint serving a read again',
   });
-  expect(chains.health(n)[0]).toMatchObject({ url: a.url, ok: true });
+  expect(chains.health(n)[0]).toMatchObject({ url: a.url, ok: true, error: null });
 }
 
-async function restScenario(rule: RpcRule, restsMs: number[]): Promise<void> {
+async function restScenario(rule: RpcRule, reason: string, restsMs: number[]): Promise<void> {
   chains?.close();
   chains = new ChainClients({ healthEveryMs: 100 });
   const n = network();
@@ -117,7 +122,7 @@ async function restScenario(rule: RpcRule, restsMs: number[]): Promise<void> {
   const reader = keepReading(client);
   let reads: Awaited<ReturnType<ReturnType<typeof keepReading>['stop']>>;
   try {
-    const gaps = await expectRests(restsMs);
+    const gaps = await expectRests(n, reason, restsMs);
     for (const [i, restMs] of restsMs.entries()) {
       expect(gaps[i], `rest ${i + 1} (${restMs} ms)`).toBeGreaterThanOrEqual(restMs);
       expect(gaps[i], `rest ${i + 1} (${restMs} ms)`).toBeLessThanOrEqual(restMs + LATE_MS);
@@ -135,14 +140,14 @@ async function restScenario(rule: RpcRule, restsMs: number[]): Promise<void> {
 
 describe('a rate-limited endpoint is rested, then used again', () => {
   it('HTTP 429 with Retry-After: 3: no call for 3 s', async () => {
-    await restScenario({ action: 'error', status: 429, code: -32603, message: 'busy', headers: { 'retry-after': '3' } }, [3_000]);
+    await restScenario({ action: 'error', status: 429, code: -32603, message: 'busy', headers: { 'retry-after': '3' } }, 'HTTP 429', [3_000]);
   });
 
   it('HTTP 429 without Retry-After, limiting twice in a row: rested 1 s, then 2 s', async () => {
-    await restScenario({ action: 'error', status: 429, code: -32603, message: 'busy' }, [1_000, 2_000]);
+    await restScenario({ action: 'error', status: 429, code: -32603, message: 'busy' }, 'HTTP 429', [1_000, 2_000]);
   });
 
   it('JSON-RPC -32005 (HTTP 200): rested 1 s', async () => {
-    await restScenario({ action: 'error', code: -32005, message: 'Request exceeds defined limit' }, [1_000]);
+    await restScenario({ action: 'error', code: -32005, message: 'Request exceeds defined limit' }, 'JSON-RPC -32005 rate limited', [1_000]);
   });
 });

@@ -7,8 +7,13 @@ export const EndpointSchema = Type.Object({
   url: Type.String({ description: 'The origin only (scheme, host and port): a path or query may hold an API key.' }),
   ok: Type.Boolean({ description: 'Its last call or head read succeeded and it is not rested after a rate limit.' }),
   head_block: Nullable(Type.Integer()),
-  lag_blocks: Nullable(Type.Integer({ description: 'Blocks behind the best head of the endpoints that are up; over RPC_MAX_LAG_BLOCKS it serves no reads.' })),
+  lag_blocks: Nullable(Type.Integer({ description: 'Blocks behind the best head (of the endpoints that are up or were read in the last minute); over RPC_MAX_LAG_BLOCKS it serves no reads.' })),
   latency_ms: Nullable(Type.Number()),
+  error: Type.Union([Type.String(), Type.Null()], {
+    description:
+      'Why it is not ok, or why its last call failed: "HTTP 503", "HTTP 429: rested 2 s", "JSON-RPC -32005 rate limited: rested 1 s", "timed out", "connection refused"… (never a URL); null when its last call succeeded.',
+    examples: ['HTTP 429: rested 2 s'],
+  }),
 });
 
 export const NetworkSchema = Type.Object({
