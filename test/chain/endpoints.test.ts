@@ -260,3 +260,38 @@ describe('two endpoints in front of one anvil, the first one faulty', () => {
     expect(res.text).toMatch(new RegExp(`^network_rpc_up\\{network_id="${networkId}",network="Two providers"\\} 1$`, 'm'));
   });
 });
+
+describe('an RPC URL with a key in its path and query', () => {
+  it('is called as given, and shows only as its host in /metrics and its origin in the Network object and the supervisor', async () => {
+    const keyed = await RpcProxy.start(chain.rpcUrl);
+    try {
+      const url1 = `${keyed.url}/v3/SECRETKEY123?x=1`;
+      const url2 = `${second.url}/v2/OTHERKEY456?apikey=QUERYKEY789`;
+      const n = await upsertNetwork(
+        t.store.db,
+        { name: 'Keyed providers', rpc_url: url1, rpc_urls: [url1, url2], chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
+        Date.now(),
+      );
+      await waitForCursor(t, n.id);
+      // The service did call the URL with its key (the proxy answers at any path).
+      expect([...keyed.paths]).toContain('/v3/SECRETKEY123?x=1');
+      const secrets = /SECRETKEY123|OTHERKEY456|QUERYKEY789|\/v3\/|\/v2\/|apikey|\?x=1/;
+
+      const metrics = await (await fetch(`${t.url}/metrics`)).text();
+      const calls = (p: RpcProxy) => new RegExp(`^rpc_calls_total\\{network_id="${n.id}",host="${new URL(p.url).host.replace(/\./g, '\\.')}"\\} (\\d+)$`, 'm').exec(metrics);
+      expect(Number(calls(keyed)?.[1])).toBeGreaterThan(0);
+      expect(Number(calls(second)?.[1])).toBeGreaterThan(0);
+      expect(metrics).not.toMatch(secrets);
+
+      const nets = await t.request('GET', '/api/networks', { token: user.token });
+      const net = nets.body.data.find((x: { id: number }) => x.id === n.id);
+      expect({ rpc_url: net.rpc_url, urls: net.rpc_endpoints.map((e: { url: string }) => e.url) }).toEqual({ rpc_url: keyed.url, urls: [keyed.url, second.url] });
+      expect(nets.text).not.toMatch(secrets);
+      const sup = await t.request('GET', '/api/supervisor', { token: user.token });
+      expect(sup.body.data.networks.find((x: { id: number }) => x.id === n.id).endpoints.map((e: { url: string }) => e.url)).toEqual([keyed.url, second.url]);
+      expect(sup.text).not.toMatch(secrets);
+    } finally {
+      await keyed.down();
+    }
+  });
+});

@@ -78,6 +78,8 @@ export class RpcProxy {
   calls: string[] = [];
   /** Every call with its arrival time (Date.now()) and the rule it met: `calls` with times. */
   seen: SeenCall[] = [];
+  /** The request paths (with their query) the proxy was called at: it answers at any path, as providers whose key is in the URL do. */
+  readonly paths = new Set<string>();
 
   private constructor(
     readonly target: string,
@@ -191,6 +193,7 @@ export class RpcProxy {
     const calls = parsed === null ? [] : Array.isArray(parsed) ? parsed : [parsed];
     const methods = calls.map((m) => String(m.method));
     this.calls.push(...methods);
+    this.paths.add(req.url ?? '');
     if (methods.some((m) => this.dropped.has(m))) {
       req.socket.destroy();
       return;
