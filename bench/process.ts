@@ -176,8 +176,11 @@ export async function startServiceProcess(opts: {
   const logFile = join(database.dataDir, `service${opts.label ? `-${opts.label}` : ''}.log`);
   const log = createWriteStream(logFile);
   const child = spawn('npm', ['start', '--silent'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout!.pipe(log);
-  child.stderr!.pipe(log);
+  // Both into one file, which ends only when both pipes have (the server, npm's grandchild, may
+  // write its last lines after npm itself exited).
+  child.stdout!.pipe(log, { end: false });
+  child.stderr!.pipe(log, { end: false });
+  const drained = Promise.all([child.stdout!, child.stderr!].map((s) => new Promise((r) => s.once('close', r))));
   const base = `http://127.0.0.1:${port}`;
   let exited = false;
   child.once('exit', () => (exited = true));
@@ -204,8 +207,10 @@ export async function startServiceProcess(opts: {
     cpuMs: () => processCpuMs(pid),
     stop: async () => {
       killGroup(child, 'SIGTERM');
-      if (!(await waitExit(child, 15_000))) killGroup(child, 'SIGKILL');
-      log.end();
+      const closed = await Promise.race([drained.then(() => true), sleep(15_000).then(() => false)]);
+      if (!closed || !(await waitExit(child, 1000))) killGroup(child, 'SIGKILL');
+      await drained;
+      await new Promise((r) => log.end(r));
       if (!opts.database) await database.drop();
     },
   };

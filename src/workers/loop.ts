@@ -24,10 +24,19 @@ export interface LoopOptions {
   onStop?: () => Promise<void>;
 }
 
-export function startLoop(o: LoopOptions): Worker {
+/** A loop's worker, and `nudge(ms)`: the next round comes at most `ms` from now (never later than planned). */
+export interface Loop extends Worker {
+  nudge(ms: number): void;
+}
+
+export function startLoop(o: LoopOptions): Loop {
   let stopping = false;
   let state: 'running' | 'stopped' = 'running';
   let wake: (() => void) | null = null;
+  /** The sleep in progress: when it ends, and how to end it earlier. */
+  let sleeping: { until: number; reschedule(ms: number): void } | null = null;
+  /** A nudge during a round: the pause after it is at most this long. */
+  let nudgedMs: number | null = null;
   const isStopping = () => stopping;
 
   const run = async () => {
@@ -47,14 +56,25 @@ export function startLoop(o: LoopOptions): Worker {
         await new Promise<void>((resolve) => setImmediate(resolve));
         continue;
       }
+      const planned = soon ? Math.min(o.soonMs ?? o.intervalMs, o.intervalMs) : o.intervalMs;
+      const pause = nudgedMs === null ? planned : Math.min(planned, nudgedMs);
+      nudgedMs = null;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, soon ? Math.min(o.soonMs ?? o.intervalMs, o.intervalMs) : o.intervalMs);
+        let timer = setTimeout(resolve, pause);
+        sleeping = {
+          until: Date.now() + pause,
+          reschedule: (ms) => {
+            clearTimeout(timer);
+            timer = setTimeout(resolve, ms);
+          },
+        };
         wake = () => {
           clearTimeout(timer);
           resolve();
         };
       });
       wake = null;
+      sleeping = null;
     }
     await o.onStop?.();
   };
@@ -62,6 +82,14 @@ export function startLoop(o: LoopOptions): Worker {
 
   return {
     name: o.name,
+    nudge: (ms) => {
+      if (stopping) return;
+      if (sleeping === null) nudgedMs = Math.min(nudgedMs ?? ms, ms);
+      else if (sleeping.until - Date.now() > ms) {
+        sleeping.until = Date.now() + ms;
+        sleeping.reschedule(ms);
+      }
+    },
     status: () => state,
     stop: async () => {
       stopping = true;

@@ -50,6 +50,7 @@ import type { AppContext } from '../context.js';
 import type { Executor } from '../db/index.js';
 import type { NetworkRow } from '../db/types.js';
 import { acquireLease, fence, releaseLease } from '../db/leases.repository.js';
+import { onBroadcast } from '../chain/broadcast.js';
 import { blockAt, ChainMoved, fullBlockAt, headNumber, type FullBlock } from '../chain/blocks.js';
 import {
   deleteBlocksAbove,
@@ -92,6 +93,16 @@ const KEEP_BLOCKS = 128;
  */
 const BATCH_BLOCKS = 20;
 const READ_AHEAD = 4;
+/**
+ * Where blocks come faster than the watcher polls (a tick found two or more new ones: a devnet
+ * mining each transaction at once, a chain with sub-second blocks), a transfer this process
+ * broadcasts brings the next tick to at most NUDGE_MS later, so its confirmation (what frees the
+ * wallet's MAX_PENDING_PER_WALLET places) is not paced by WATCHER_PENDING_POLL_MS. A chain slower
+ * than the poll keeps the poll: no node call is added there. FAST_FOR_MS: how long one such tick
+ * counts.
+ */
+const NUDGE_MS = 50;
+const FAST_FOR_MS = 10_000;
 
 const leaseName = (networkId: number) => `watcher:${networkId}`;
 
@@ -134,7 +145,10 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
     : undefined;
 
   log.info({ holder }, 'chain watcher started');
-  return startLoop({
+  const offBroadcast = onBroadcast(() => {
+    for (const w of watchers.values()) if (w.fast) return loop.nudge(NUDGE_MS);
+  });
+  const loop = startLoop({
     name: 'watcher',
     intervalMs: ctx.config.watcher.pollIntervalMs,
     log,
@@ -158,11 +172,15 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
       if (states.includes('behind')) return true;
       return states.includes('pending') ? 'soon' : false;
     },
-    onStopRequested: () => abort(),
+    onStopRequested: () => {
+      offBroadcast();
+      abort();
+    },
     onStop: async () => {
       await Promise.all([...watchers.values()].map((w) => w.release()));
     },
   });
+  return loop;
 }
 
 interface NetworkWatcherDeps {
@@ -185,6 +203,8 @@ class NetworkWatcher {
   private hasLease = false;
   private recoverySweepDone = false;
   private failing = false;
+  /** Until when this network counts as making blocks faster than the watcher polls (NUDGE_MS). */
+  private fastUntil = 0;
 
   constructor(
     private readonly deps: NetworkWatcherDeps,
@@ -192,6 +212,11 @@ class NetworkWatcher {
   ) {
     this.log = deps.ctx.log.child({ component: 'watcher', network_id: networkId });
     this.lease = leaseName(networkId);
+  }
+
+  /** Blocks came faster than the polls lately (a tick found two or more new ones). */
+  get fast(): boolean {
+    return this.deps.ctx.clock.nowMs() < this.fastUntil;
   }
 
   /**
@@ -332,6 +357,7 @@ class NetworkWatcher {
 
     const to = Math.min(head, cursor.block_number + ctx.config.watcher.maxBlocksPerTick);
     if (to <= cursor.block_number) return false;
+    if (head - cursor.block_number >= 2) this.fastUntil = ctx.clock.nowMs() + FAST_FOR_MS;
     // Read after the head: a wallet (or token) created after this read can only receive in
     // blocks mined after it, which are above `head`, so this tick cannot miss a transfer to it.
     const watched = await loadWatched(ctx.store.db, this.networkId);

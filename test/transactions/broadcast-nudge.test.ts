@@ -1,0 +1,44 @@
+/**
+ * Where blocks come faster than the watcher polls (here anvil mining each transaction at once,
+ * after a tick that found two new blocks), a transfer this process broadcasts brings the
+ * watcher's next tick to within 50 ms, so its confirmation is not paced by
+ * WATCHER_PENDING_POLL_MS (set to 3 s here: without the nudge each of the five transfers below
+ * waits up to 3 s, 1.5 s on average, for its confirming tick).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
+import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { ETH, fundedWallet, RECIPIENT, waitForCursor, waitForStatus } from './support.js';
+
+let chain: TestChain;
+let t: TestApp;
+let user: TestUser;
+
+beforeAll(async () => {
+  chain = await startTestChain();
+  t = await startTestApp({ env: { WATCHER_POLL_MS: '3000', WATCHER_PENDING_POLL_MS: '3000' } });
+  user = await t.createUser();
+});
+
+afterAll(async () => {
+  await t?.close();
+  await chain?.stop();
+});
+
+describe('a broadcast on a chain faster than the watcher polls', () => {
+  it('is confirmed within a second, five times in a row, with the pending poll at 3 s', async () => {
+    const networkId = await chain.register(t);
+    const w = await fundedWallet(t, chain, user, networkId, ETH);
+    t.startWorkers();
+    const start = await waitForCursor(t, networkId); // the first tick: the cursor at the head
+    await chain.mine(3);
+    await waitForCursor(t, networkId, start + 3); // a tick that found three new blocks
+    for (let i = 0; i < 5; i++) {
+      const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '0.01', token: 'ETH', address: RECIPIENT } });
+      expect(res.status, res.text).toBe(200);
+      const sent = Date.now();
+      await waitForStatus(t, user, w.id, res.body.data.id, 'confirmed', 10_000);
+      expect(Date.now() - sent, `transfer ${i + 1}`).toBeLessThan(1000);
+    }
+  });
+});
