@@ -29,14 +29,49 @@ export interface Loop extends Worker {
   nudge(ms: number): void;
 }
 
+/**
+ * The pause between rounds: `sleep(ms)` resolves after `ms`, or earlier by `wake()` (at once) or
+ * `nudge(ms)` (at most `ms` from now); a nudge while no pause runs shortens the next one.
+ */
+class Pause {
+  #timer: NodeJS.Timeout | null = null;
+  #resolve: (() => void) | null = null;
+  #until = 0;
+  #nudgedMs: number | null = null;
+
+  sleep(planned: number): Promise<void> {
+    const ms = this.#nudgedMs === null ? planned : Math.min(planned, this.#nudgedMs);
+    this.#nudgedMs = null;
+    return new Promise<void>((resolve) => {
+      this.#resolve = resolve;
+      this.#arm(ms);
+    }).finally(() => {
+      this.#resolve = null;
+    });
+  }
+
+  nudge(ms: number): void {
+    if (this.#resolve === null) this.#nudgedMs = Math.min(this.#nudgedMs ?? ms, ms);
+    else if (this.#until - Date.now() > ms) this.#arm(ms);
+  }
+
+  wake(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#resolve?.();
+  }
+
+  #arm(ms: number): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#until = Date.now() + ms;
+    const resolve = this.#resolve!;
+    this.#timer = setTimeout(resolve, ms);
+  }
+}
+
 export function startLoop(o: LoopOptions): Loop {
   let stopping = false;
   let state: 'running' | 'stopped' = 'running';
-  let wake: (() => void) | null = null;
-  /** The sleep in progress: when it ends, and how to end it earlier. */
-  let sleeping: { until: number; reschedule(ms: number): void } | null = null;
-  /** A nudge during a round: the pause after it is at most this long. */
-  let nudgedMs: number | null = null;
+  const pause = new Pause();
   const isStopping = () => stopping;
 
   const run = async () => {
@@ -56,25 +91,7 @@ export function startLoop(o: LoopOptions): Loop {
         await new Promise<void>((resolve) => setImmediate(resolve));
         continue;
       }
-      const planned = soon ? Math.min(o.soonMs ?? o.intervalMs, o.intervalMs) : o.intervalMs;
-      const pause = nudgedMs === null ? planned : Math.min(planned, nudgedMs);
-      nudgedMs = null;
-      await new Promise<void>((resolve) => {
-        let timer = setTimeout(resolve, pause);
-        sleeping = {
-          until: Date.now() + pause,
-          reschedule: (ms) => {
-            clearTimeout(timer);
-            timer = setTimeout(resolve, ms);
-          },
-        };
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wake = null;
-      sleeping = null;
+      await pause.sleep(soon ? Math.min(o.soonMs ?? o.intervalMs, o.intervalMs) : o.intervalMs);
     }
     await o.onStop?.();
   };
@@ -83,18 +100,13 @@ export function startLoop(o: LoopOptions): Loop {
   return {
     name: o.name,
     nudge: (ms) => {
-      if (stopping) return;
-      if (sleeping === null) nudgedMs = Math.min(nudgedMs ?? ms, ms);
-      else if (sleeping.until - Date.now() > ms) {
-        sleeping.until = Date.now() + ms;
-        sleeping.reschedule(ms);
-      }
+      if (!stopping) pause.nudge(ms);
     },
     status: () => state,
     stop: async () => {
       stopping = true;
       o.onStopRequested?.();
-      wake?.();
+      pause.wake();
       await running;
       state = 'stopped';
     },

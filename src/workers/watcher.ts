@@ -131,18 +131,7 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
   });
   stopped.catch(() => undefined);
 
-  const fillNonceGap = deps.transactions
-    ? async (walletId: number) => {
-        const wallet = await findWalletView(ctx.store.db, walletId);
-        if (wallet) await deps.transactions!.fillNonceGap(wallet);
-      }
-    : undefined;
-  const reprice = deps.transactions
-    ? async (walletId: number, txId: number) => {
-        const wallet = await findWalletView(ctx.store.db, walletId);
-        if (wallet) await deps.transactions!.reprice(wallet, txId);
-      }
-    : undefined;
+  const { fillNonceGap, reprice } = transferRepairs(ctx, deps.transactions);
 
   log.info({ holder }, 'chain watcher started');
   const offBroadcast = onBroadcast(() => {
@@ -181,6 +170,21 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
     },
   });
   return loop;
+}
+
+/** The transfer service's repairs the watcher asks for, by wallet id (none without the service). */
+function transferRepairs(ctx: AppContext, transactions: TransactionService | undefined): Pick<NetworkWatcherDeps, 'fillNonceGap' | 'reprice'> {
+  if (!transactions) return {};
+  return {
+    fillNonceGap: async (walletId) => {
+      const wallet = await findWalletView(ctx.store.db, walletId);
+      if (wallet) await transactions.fillNonceGap(wallet);
+    },
+    reprice: async (walletId, txId) => {
+      const wallet = await findWalletView(ctx.store.db, walletId);
+      if (wallet) await transactions.reprice(wallet, txId);
+    },
+  };
 }
 
 interface NetworkWatcherDeps {
