@@ -6,7 +6,7 @@
  *   npm run bench:webhooks [-- --updates 1000 --concurrency 20 --webhooks 1 --db sqlite,postgres --processes 1|2]
  *
  * The service runs with `npm start` in its own process (bench/process.ts: the defaults —
- * WEBHOOK_CONCURRENCY 16, WEBHOOK_POLL_MS 500, LOG_LEVEL info — only the rate limit raised out
+ * WEBHOOK_CONCURRENCY 64, WEBHOOK_POLL_MS 500, LOG_LEVEL info — only the rate limit raised out
  * of reach). A wallet gets `--webhooks` signed `wallet` webhooks (events `wallet.updated`, one
  * extra header) pointing at a receiver, a plain node:http server in a process of its own that
  * notes when each delivery arrives. Then `--updates` `POST /api/wallet/{wallet}/update`
@@ -16,8 +16,8 @@
  * - deliveries/s = updates × webhooks ÷ (last delivery's arrival − first request's start);
  * - event → delivery = a delivery's arrival at the receiver − its update's answer at the client.
  *
- * The baseline posts the same number of bodies of the size the receiver saw, 16 in parallel
- * (WEBHOOK_CONCURRENCY's default) over one undici pool, to the same receiver: the floor of the
+ * The baseline posts the same number of bodies of the size the receiver saw, 32 in parallel
+ * (what the service sends one webhook at most with its defaults) over one undici pool, to the same receiver: the floor of the
  * HTTP part alone on this machine. On PostgreSQL `--processes 2` starts a second service process
  * on the same database (both running the workers) and sends half the updates to each.
  *
@@ -37,7 +37,7 @@ import { findFreePort, startDevnet } from '../src/chain/devnet.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'webhooks.md');
-const BARE_PARALLEL = 16;
+const BARE_PARALLEL = 32;
 
 const { values: flags } = parseArgs({
   options: {

@@ -281,7 +281,7 @@ export function loadConfig(env: Env = process.env): Config {
       // Private targets are a development convenience: on by default only for development on a
       // loopback address (a development build exposed on a network must not reach its LAN).
       allowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', nodeEnv === 'development' && isLoopbackHost(host)),
-      concurrency: int(env, 'WEBHOOK_CONCURRENCY', 16, 1, 256),
+      concurrency: int(env, 'WEBHOOK_CONCURRENCY', 64, 1, 256),
       pollIntervalMs: int(env, 'WEBHOOK_POLL_MS', 500, 10, 60_000),
       connectTimeoutMs: int(env, 'WEBHOOK_CONNECT_TIMEOUT_MS', 10_000, 100, 60_000),
       readTimeoutMs: int(env, 'WEBHOOK_READ_TIMEOUT_MS', 20_000, 100, 120_000),

@@ -10,8 +10,8 @@
  *      row stays leased. Every query of these steps is in deliveries/deliveries.repository.ts
  *      (events: modules/events/events.repository.ts).
  *
- * Bounds: at most `WEBHOOK_CONCURRENCY` (16) sends in flight per process, and at most half of
- * them (8) to one webhook, so one slow or hanging receiver (up to 30 s an attempt) holds some
+ * Bounds: at most `WEBHOOK_CONCURRENCY` (64) sends in flight per process, and at most half of
+ * them (32) to one webhook, so one slow or hanging receiver (up to 30 s an attempt) holds some
  * slots while the others keep flowing; one webhook also holds at most half of the queue. A
  * queued row not sent within QUEUE_MAX_WAIT_MS is given back. Ticks run every
  * `WEBHOOK_POLL_MS` (500 ms), and at once when new work is signalled, when the queue runs low,

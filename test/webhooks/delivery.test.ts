@@ -20,6 +20,8 @@ describe('webhook delivery worker', () => {
         WEBHOOK_CONNECT_TIMEOUT_MS: '500',
         WEBHOOK_READ_TIMEOUT_MS: '400',
         WEBHOOK_TOTAL_TIMEOUT_MS: '700',
+        // The bound per webhook is what one test below measures: 8 of 16.
+        WEBHOOK_CONCURRENCY: '16',
       },
     });
     rx = await startReceiver();
