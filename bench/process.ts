@@ -1,6 +1,7 @@
 /**
  * The service as users run it, for the benches: `npm start` in its own process (the defaults,
- * TypeScript through tsx, one log line per request on stdout at LOG_LEVEL=info), reached over a
+ * TypeScript through tsx, one log line per request at LOG_LEVEL=info, its output appended to a
+ * file as `npm start >> service.log 2>&1` would), reached over a
  * real socket, with its peak memory and CPU read from /proc. The bench's own settings are only
  * what a bench cannot do without: a fresh database, a free port, a bootstrap user, the bench's
  * anvil as the devnet (DEVNET_RPC_URL), and a per-user rate limit no bench reaches (a user with
@@ -12,7 +13,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -174,13 +175,9 @@ export async function startServiceProcess(opts: {
     ...opts.env,
   };
   const logFile = join(database.dataDir, `service${opts.label ? `-${opts.label}` : ''}.log`);
-  const log = createWriteStream(logFile);
-  const child = spawn('npm', ['start', '--silent'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  // Both into one file, which ends only when both pipes have (the server, npm's grandchild, may
-  // write its last lines after npm itself exited).
-  child.stdout!.pipe(log, { end: false });
-  child.stderr!.pipe(log, { end: false });
-  const drained = Promise.all([child.stdout!, child.stderr!].map((s) => new Promise((r) => s.once('close', r))));
+  // As `npm start >> service.log 2>&1`: the file itself, no process of the bench's relaying it.
+  const log = openSync(logFile, 'a');
+  const child = spawn('npm', ['start', '--silent'], { cwd: ROOT, env, detached: true, stdio: ['ignore', log, log] });
   const base = `http://127.0.0.1:${port}`;
   let exited = false;
   child.once('exit', () => (exited = true));
@@ -207,10 +204,10 @@ export async function startServiceProcess(opts: {
     cpuMs: () => processCpuMs(pid),
     stop: async () => {
       killGroup(child, 'SIGTERM');
-      const closed = await Promise.race([drained.then(() => true), sleep(15_000).then(() => false)]);
-      if (!closed || !(await waitExit(child, 1000))) killGroup(child, 'SIGKILL');
-      await drained;
-      await new Promise((r) => log.end(r));
+      if (!(await waitExit(child, 15_000))) killGroup(child, 'SIGKILL');
+      // npm may exit before the server (its grandchild) has: wait for the server too.
+      for (let i = 0; i < 150 && existsSync(`/proc/${pid}`); i++) await sleep(100);
+      closeSync(log);
       if (!opts.database) await database.drop();
     },
   };
