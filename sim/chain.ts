@@ -268,7 +268,7 @@ export class SimChain {
 }
 
 /** The signed bytes of a transaction as a node returns it (legacy or EIP-1559). */
-function rawOf(tx: RpcTx): Hex | null {
+export function rawOf(tx: RpcTx): Hex | null {
   const t = tx as Record<string, string | undefined> & RpcTx;
   const common = { chainId: Number(BigInt(t.chainId ?? '0x7a69')), nonce: Number(BigInt(t.nonce)), gas: BigInt(t.gas!), to: t.to ?? undefined, value: BigInt(t.value), data: t.input };
   const sig = { r: t.r as Hex, s: t.s as Hex };

@@ -34,6 +34,7 @@ import { findWalletView } from '../wallets/wallets.repository.js';
 import { findChargeById } from './charges.repository.js';
 import { chargeReopenedPayload } from './charges.views.js';
 import * as pay from './charges.payments.repository.js';
+import * as sweepRepo from './charges.sweeps.repository.js';
 import type { NewPayment, WatchedDeposit } from './charges.payments.repository.js';
 import { decide } from './charges.decide.js';
 
@@ -168,6 +169,8 @@ async function tokenTransfers(s: SyncScope, block: FullBlock, watched: WatchedDe
 export async function rollBackChargePayments(trx: Executor, networkId: number, ancestor: number, nowMs: number, log: Logger): Promise<void> {
   const touched = await pay.deleteAbove(trx, networkId, ancestor);
   const reopened = await pay.reopenSettledAbove(trx, networkId, ancestor, nowMs);
+  const sweeps = await sweepRepo.forgetMinedAbove(trx, networkId, ancestor, nowMs);
+  if (sweeps > 0) log.info({ ancestor, sweeps }, 'reorg: the fees of sweeps mined above the common ancestor are read from their receipts again');
   if (touched.length + reopened.length === 0) return;
   for (const id of new Set([...touched, ...reopened])) {
     const terms = await pay.findTerms(trx, id);

@@ -140,3 +140,22 @@ export async function clearDueWhileLive(db: Executor, chargeId: number, seenDueM
     .where((eb) => eb.exists(eb.selectFrom('charge_sweeps').select('id').where('charge_id', '=', chargeId).where('live_key', 'is not', null)))
     .execute();
 }
+
+/**
+ * A reorg below their block: the network's sweeps mined above `ancestor` may be mined again
+ * elsewhere (a real node puts the removed transactions back in its pool), at another block's
+ * base fee. Their recorded fee and block no longer hold; the reconciliation reads them from the
+ * sweep's receipt while `fee_paid` is null (as for rows mined before migration 011).
+ */
+export async function forgetMinedAbove(trx: Executor, networkId: number, ancestor: number, nowMs: number): Promise<number> {
+  const rows = await trx
+    .updateTable('charge_sweeps')
+    .set({ fee_paid: null, updated_at: nowMs })
+    .where('block_number', '>', ancestor)
+    .where('fee_paid', 'is not', null)
+    .where('charge_id', 'in', (eb) =>
+      eb.selectFrom('charges as c').innerJoin('wallets as w', 'w.id', 'c.wallet_id').select('c.id').where('w.network_id', '=', networkId),
+    )
+    .executeTakeFirst();
+  return Number(rows.numUpdatedRows);
+}

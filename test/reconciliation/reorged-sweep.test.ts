@@ -1,0 +1,83 @@
+/**
+ * A reorg deeper than the network's confirmations removes the block of a confirmed sweep, and the
+ * sweep is mined again in another block at another base fee (a real node puts removed
+ * transactions back in its pool). The fee the sweep really paid is the new block's: the
+ * reconciliation must count that one, not the one recorded from the first receipt (found by the
+ * fault simulation, seed 1801 under load: a deposit address off by the sweep's gas × the
+ * difference of the two blocks' fees).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Address, Hex } from 'viem';
+import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
+import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { waitFor } from '../helpers/wait.js';
+import { chargeApi, clockToChain } from '../charges/support.js';
+import { deployErc20, mintErc20 } from '../helpers/erc20.js';
+import { waitForCursor } from '../transactions/support.js';
+import { rawOf, type RpcTx } from '../../sim/chain.js';
+
+const ZERO = '0.000000000000000000';
+
+describe('reconciliation: a sweep mined again after a reorg', () => {
+  const clock = new ManualClock();
+  let chain: TestChain;
+  let t: TestApp;
+  let alice: TestUser;
+  let networkId: number;
+
+  beforeAll(async () => {
+    chain = await startTestChain();
+    t = await startTestApp({ clock, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
+    networkId = await chain.register(t);
+    alice = await t.createUser();
+    t.startWorkers();
+    await waitForCursor(t, networkId);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await chain?.stop();
+  });
+
+  it('counts the fee of the block it was mined in again, not the first receipt’s: every difference zero', async () => {
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } })).body.data as { id: number; address: Address };
+    await chain.setBalance(wallet.address, 10n ** 18n); // gas for the deposit's token sweep
+    const usd = await deployErc20(chain.rpcUrl, { name: 'Test USD', symbol: 'TUSD', decimals: 6 });
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: alice.token, body: { contract: usd } })).status).toBe(200);
+    const api = chargeApi(t, wallet.id, alice.token);
+    await clockToChain(clock, chain);
+    const c = await api.create({ amount: '5', token: 'TUSD', expires: 600 });
+    await mintErc20(chain.rpcUrl, usd, c.address as Address, 5_000_000n);
+    await api.until(c.id, (x) => x.status === 'paid', 'paid');
+    const tokenId = (await t.store.db.selectFrom('charges').select('token_id').where('id', '=', c.id).executeTakeFirstOrThrow()).token_id;
+    const sweep = await waitFor(
+      async () =>
+        (await t.store.db.selectFrom('charge_sweeps').selectAll().where('charge_id', '=', c.id).where('kind', '=', 'sweep').where('token_id', '=', tokenId).where('status', '=', 'confirmed').executeTakeFirst()) ?? null,
+      { timeoutMs: 20_000, message: 'the token sweep confirmed' },
+    );
+    expect(sweep.fee_paid).not.toBeNull();
+    const first = await chain.rpc<{ blockNumber: Hex; effectiveGasPrice: Hex }>('eth_getTransactionReceipt', [sweep.tx_hash]);
+    const tx = await chain.rpc<RpcTx>('eth_getTransactionByHash', [sweep.tx_hash]);
+    const raw = rawOf(tx);
+    expect(raw).not.toBeNull();
+    // Let the rest settle (the gas left is swept too), two blocks on top, then a reorg removing
+    // everything from the token sweep's block on; the token sweep alone is mined again.
+    await waitFor(async () => (await t.store.db.selectFrom('charges').select('sweep_due_at').where('id', '=', c.id).executeTakeFirstOrThrow()).sweep_due_at === null, { timeoutMs: 20_000, message: 'nothing more due' });
+    await chain.mine(2);
+    await waitForCursor(t, networkId, await chain.blockNumber());
+    const depth = (await chain.blockNumber()) - Number(BigInt(first.blockNumber)) + 1;
+    await chain.rpc('anvil_reorg', [depth, []]);
+    await chain.rpc('anvil_setNextBlockBaseFeePerGas', [`0x${(BigInt(first.effectiveGasPrice) / 3n).toString(16)}`]);
+    await chain.rpc('eth_sendRawTransaction', [raw]);
+    const again = await chain.rpc<{ blockNumber: Hex; effectiveGasPrice: Hex }>('eth_getTransactionReceipt', [sweep.tx_hash]);
+    expect(BigInt(again.effectiveGasPrice)).not.toBe(BigInt(first.effectiveGasPrice));
+    await chain.mine(2);
+    await waitFor(() => t.logs.some((l) => l.includes('reorg: rolled back to the common ancestor')), { timeoutMs: 15_000, message: 'the watcher saw the reorg' });
+    await waitForCursor(t, networkId, await chain.blockNumber());
+
+    const r = (await t.request('GET', `/api/wallet/${wallet.id}/reconciliation`, { token: alice.token })).body.data;
+    const deposit = r.addresses.find((a: { kind: string }) => a.kind === 'deposit');
+    const eth = deposit.tokens.find((x: { token: string }) => x.token === 'ETH');
+    expect(eth.difference, JSON.stringify(eth)).toBe(ZERO);
+    expect(eth.recorded_change).toBe(eth.chain_balance);
+  });
+});
