@@ -225,6 +225,8 @@ class Endpoint {
   restMs = 0;
   /** Why its last call failed (`faultOf`, with its rest), or null after a success. */
   lastError: string | null = null;
+  /** When the call whose outcome `up` and `lastError` hold was sent: an older call's outcome, arriving later, says nothing newer. */
+  outcomeSentAtMs = 0;
   /** The head read under way, if any. */
   checking: Promise<void> | null = null;
   calls = 0;
@@ -253,10 +255,13 @@ class Endpoint {
     return nowMs < this.restUntilMs;
   }
 
-  succeeded(latencyMs: number): void {
+  /** A call (sent at `sentAtMs`) answered; one sent before the newest outcome's call (in flight through a rate limit) changes nothing. */
+  succeeded(latencyMs: number, sentAtMs: number): void {
+    this.latencyMs = Math.round(latencyMs * 100) / 100;
+    if (sentAtMs < this.outcomeSentAtMs) return;
+    this.outcomeSentAtMs = sentAtMs;
     this.up = true;
     this.lastError = null;
-    this.latencyMs = Math.round(latencyMs * 100) / 100;
     this.restMs = 0;
   }
 
@@ -266,8 +271,10 @@ class Endpoint {
    * it neither doubles nor moves the rest.
    */
   failed(err: unknown, nowMs: number, sentAtMs: number): void {
-    this.up = false;
     const limited = isRateLimit(err);
+    if (sentAtMs < this.outcomeSentAtMs && !limited) return;
+    this.outcomeSentAtMs = Math.max(this.outcomeSentAtMs, sentAtMs);
+    this.up = false;
     if (limited && sentAtMs >= this.restFromMs) {
       this.restMs = this.restMs === 0 ? REST_FIRST_MS : Math.min(this.restMs * 2, REST_MAX_MS);
       this.restFromMs = nowMs;
@@ -397,7 +404,7 @@ export class EndpointSet {
     e.calls += 1;
     try {
       const result = await e.request({ method, params } as never);
-      e.succeeded(performance.now() - t0);
+      e.succeeded(performance.now() - t0, sentAtMs);
       if (method === 'eth_blockNumber' && typeof result === 'string') {
         e.head = Number(BigInt(result));
         e.headAtMs = Date.now();
@@ -410,7 +417,7 @@ export class EndpointSet {
       e.errors += 1;
       // A range refused is an answer about the request (split by getLogs), not a fault of the node.
       if (isTransient(err) && !isRangeRefused(err)) e.failed(err, Date.now(), sentAtMs);
-      else e.succeeded(performance.now() - t0);
+      else e.succeeded(performance.now() - t0, sentAtMs);
       throw err;
     }
   }

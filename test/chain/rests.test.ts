@@ -151,3 +151,37 @@ describe('a rate-limited endpoint is rested, then used again', () => {
     await restScenario({ action: 'error', code: -32005, message: 'Request exceeds defined limit' }, 'JSON-RPC -32005 rate limited', [1_000]);
   });
 });
+
+describe('an answer to a call sent before the rate limit', () => {
+  it('does not end the rest nor clear its reason: health stays ok false, "HTTP 429: rested 1 s"', async () => {
+    chains?.close();
+    chains = new ChainClients({ healthEveryMs: 100 });
+    const n = network();
+    const client = chains.get(n);
+    await chains.freshHealth(n, 5_000);
+    expect(chains.health(n)[0]).toMatchObject({ url: a.url, ok: true, error: null });
+    a.seen = [];
+    // A balance read the first endpoint answers (rightly) only after 700 ms; meanwhile it limits every other call.
+    a.rule('eth_getBalance', { action: 'other-node', url: chain.rpcUrl, delayMs: 700, times: 1 });
+    a.rule('*', { action: 'error', status: 429, code: -32603, message: 'busy' });
+    try {
+      const slow = client.getBalance({ address: RECIPIENT });
+      await waitFor(() => chains.health(n)[0]!.error === 'HTTP 429: rested 1 s', { timeoutMs: 2_000, message: 'the first endpoint rested' });
+      const limitedAt = a.seen.find((c) => c.action === 'error')!.atMs;
+      expect(typeof (await slow)).toBe('bigint');
+      const answeredAt = Date.now();
+      // The answer came inside the rest (else this test shows nothing).
+      expect(answeredAt).toBeLessThan(limitedAt + 1_000);
+      expect(chains.health(n)[0]).toMatchObject({ url: a.url, ok: false, error: 'HTTP 429: rested 1 s' });
+    } finally {
+      a.allow('eth_getBalance');
+      a.allow('*');
+    }
+    const reader = keepReading(client);
+    try {
+      await expectUsedAgain(n);
+    } finally {
+      expect((await reader.stop()).failures).toEqual([]);
+    }
+  });
+});
