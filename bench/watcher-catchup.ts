@@ -1,33 +1,36 @@
 /**
- * Benchmark: the chain watcher catching up N blocks of backlog, against a bare viem loop that
- * fetches the same blocks (getBlock with transactions) and the receipt of every transaction in
- * them, in the same run, on the same anvil.
+ * Benchmark: the chain watcher of a running service (`npm start`, its defaults) catching up N
+ * blocks of backlog, against a bare viem loop that fetches the same blocks (getBlock with
+ * transactions) and the receipt of every transaction in them, in the same run, on the same anvil.
  *
- *   npm run bench:watcher [-- --blocks 2000 --db sqlite|postgres --max-blocks 100]
+ *   npm run bench:watcher [-- --blocks 2000 --db sqlite|postgres]
  *
- * It starts anvil and the real service (fresh SQLite folder, or a fresh PostgreSQL database on
- * DATABASE_URL), creates a user and a wallet, starts the watcher once so it sets its cursor at the
- * head, stops it, then mines N blocks each holding one native transfer to the wallet (anvil's
- * first dev account, automine; the few blocks lost to two transfers sharing an interval-mined
- * block are made up with empty blocks). The baseline reads those N blocks and their receipts with viem,
- * one block at a time; then the watcher is started again with the service's defaults
- * (WATCHER_POLL_MS 1000: a backlog is worked through batch after batch without waiting it;
- * `--poll-ms` sets another, reported beside; WATCHER_MAX_BLOCKS from --max-blocks, the service's
- * default 100) and timed until its cursor reaches the head. The
- * watcher does more than the loop: it records each transfer (a receipt row and its event) and
- * moves its cursor in one database transaction per block. The watcher's code is not changed.
+ * The backlog is what a user meets after their node stalled (or answered a head that stood
+ * still) while blocks kept coming: a small JSON-RPC proxy in front of anvil (the service's only
+ * endpoint, DEVNET_RPC_URL) answers `eth_blockNumber` with a head frozen at the watcher's cursor
+ * while N blocks are mined, each holding one native transfer to the service's wallet (anvil's
+ * first dev account; the few blocks lost to two transfers sharing an interval-mined block are
+ * made up with empty blocks). The baseline reads those N blocks and their receipts with viem
+ * straight from anvil, one block at a time (the service's calls go through the proxy, an extra
+ * hop the baseline does not pay). Then the head is let go, and the watcher, which
+ * polls on its own with the service's defaults (WATCHER_POLL_MS 1000, WATCHER_MAX_BLOCKS 100; a
+ * backlog is worked through batch after batch without waiting for the poll), is timed from that
+ * moment until `GET /api/supervisor` shows its `synced_block` at the head (polled every 10 ms over
+ * HTTP). It does more than the loop: it records each transfer (a receipt row and its event) and
+ * moves its cursor in one database transaction per block; the count of receipts recorded is read
+ * back through the API. `BENCH_ENV=K=V,…` runs it with other settings, reported as such.
  *
  * Prints a markdown table and writes it to bench/results/watcher-catchup.md. Never run by `npm test`.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createPublicClient, http, type Address, type Hex } from 'viem';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
-import { findCursor } from '../src/modules/networks/networks.repository.js';
-import { startWatcherWorker } from '../src/workers/watcher.js';
-import { parseDatabases, positiveInt, rpc, startBenchService, runBench } from './common.js';
+import { parseDatabases, positiveInt, rpc, runBench, writeReport } from './common.js';
+import { profileSignal, settingsNote, startServiceProcess, type ServiceProcess } from './process.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'watcher-catchup.md');
@@ -38,32 +41,83 @@ const { values: flags } = parseArgs({
   options: {
     blocks: { type: 'string', default: '2000' },
     db: { type: 'string', default: 'sqlite' },
-    'max-blocks': { type: 'string', default: '100' },
-    'poll-ms': { type: 'string' },
   },
 });
 const blocks = positiveInt('blocks', flags.blocks);
-const maxBlocks = positiveInt('max-blocks', flags['max-blocks']);
 const driver = parseDatabases(flags.db)[0]!;
 
-async function call(url: string, method: string, path: string, token: string | null, body?: unknown) {
-  const res = await fetch(`${url}${path}`, {
+interface RpcCall { id?: unknown; method?: string }
+
+/** A JSON-RPC proxy to `target` whose `eth_blockNumber` answers `frozen` while it is set (single calls and batches). */
+async function headFreezingProxy(target: string): Promise<{ url: string; frozen: number | null; close(): Promise<void> }> {
+  const state = { frozen: null as number | null };
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      void (async () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        const parsed = JSON.parse(body) as RpcCall | RpcCall[];
+        const calls = Array.isArray(parsed) ? parsed : [parsed];
+        const frozen = state.frozen;
+        const answers = await Promise.all(
+          calls.map(async (c) => {
+            if (frozen !== null && c.method === 'eth_blockNumber') return { jsonrpc: '2.0', id: c.id ?? null, result: `0x${frozen.toString(16)}` };
+            const up = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(c) });
+            return (await up.json()) as unknown;
+          }),
+        );
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]));
+      })().catch((err: unknown) => {
+        res.writeHead(502);
+        res.end(String(err));
+      });
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    get frozen() {
+      return state.frozen;
+    },
+    set frozen(v: number | null) {
+      state.frozen = v;
+    },
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+async function call(s: ServiceProcess, method: string, path: string, body?: unknown): Promise<{ data: any; headers: Headers }> {
+  const res = await fetch(`${s.base}${path}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: { authorization: `Bearer ${s.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = (await res.json()) as { data: any };
   if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
+  return { data: json.data, headers: res.headers };
 }
 
-async function waitUntil(what: string, cond: () => Promise<boolean>, timeoutMs: number, pollMs = 5): Promise<void> {
+/** The watcher's cursor on the devnet, as the supervisor reports it. */
+async function syncedBlock(s: ServiceProcess): Promise<number | null> {
+  const r = await call(s, 'GET', '/api/supervisor');
+  return (r.data.networks as Array<{ id: number; synced_block: number | null }>).find((n) => n.id === s.networkId)?.synced_block ?? null;
+}
+
+async function waitUntil(what: string, cond: () => Promise<boolean>, timeoutMs: number, pollMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await cond())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, pollMs));
   }
 }
+
+const headOf = async (url: string) => Number(BigInt((await rpc(url, 'eth_blockNumber', [])) as Hex));
 
 /** The bare loop: every block with its transactions, then the receipt of each, one block at a time. */
 async function bareLoop(rpcUrl: string, from: bigint, to: bigint): Promise<{ ms: number; receipts: number }> {
@@ -80,70 +134,70 @@ async function bareLoop(rpcUrl: string, from: bigint, to: bigint): Promise<{ ms:
   return { ms: performance.now() - started, receipts };
 }
 
+interface Run { n: number; bare: { ms: number; receipts: number }; watcherMs: number; received: number; cpuMs: number; peakRssMiB: number }
+
 /** The markdown of one run. */
-function report(n: number, bare: { ms: number; receipts: number }, watcherMs: number, received: number): string {
+function report(r: Run): string {
   const f = (x: number, d = 0) => x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
-  const bareRate = (n * 1000) / bare.ms;
-  const watcherRate = (n * 1000) / watcherMs;
   return [
     '## Watcher catch-up vs a bare viem getBlock + receipts loop',
     '',
-    '| What | Blocks | Time (s) | Blocks/s | vs bare |',
-    '|---|---:|---:|---:|---:|',
-    `| bare viem loop: getBlock (with transactions) + every receipt, ${f(bare.receipts)} receipts | ${f(n)} | ${f(bare.ms / 1000, 2)} | ${f(bareRate)} | 1.00× |`,
-    `| watcher (${driver}, WATCHER_MAX_BLOCKS=${maxBlocks}, WATCHER_POLL_MS=${flags['poll-ms'] ?? '1000 (default)'}), ${f(received)} receipts recorded | ${f(n)} | ${f(watcherMs / 1000, 2)} | ${f(watcherRate)} | **${f(watcherRate / bareRate, 3)}×** (1/${f(bareRate / watcherRate, 1)}) |`,
+    '| What | Blocks | Time (s) | Blocks/s | Service CPU (s) | Service peak RSS | **Time / bare** |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    `| bare viem loop: getBlock (with transactions) + every receipt, ${f(r.bare.receipts)} receipts | ${f(r.n)} | ${f(r.bare.ms / 1000, 2)} | ${f((r.n * 1000) / r.bare.ms)} | | | 1.00× |`,
+    `| the service's watcher (\`npm start\`, ${driver}), ${f(r.received)} receipts recorded | ${f(r.n)} | ${f(r.watcherMs / 1000, 2)} | ${f((r.n * 1000) / r.watcherMs)} | ${f(r.cpuMs / 1000, 2)} | ${f(r.peakRssMiB)} MiB | **${f(r.watcherMs / r.bare.ms, 2)}×** |`,
     '',
-    `Command: \`npm run bench:watcher -- --blocks ${blocks} --db ${driver}${maxBlocks !== 100 ? ` --max-blocks ${maxBlocks}` : ''}\` ` +
-      `(${new Date().toISOString().slice(0, 10)}, Node ${process.version}; one native transfer to the watched wallet per block; anvil on the same machine).`,
-    '',
+    `Command: \`npm run bench:watcher -- --blocks ${blocks} --db ${driver}\` (\`npm start\` with its defaults and ${settingsNote()}; ` +
+      `${new Date().toISOString().slice(0, 10)}, Node ${process.version}; one native transfer to the watched wallet per block; the head held still by a proxy while the blocks were mined, then let go; anvil on the same machine).`,
   ].join('\n');
 }
 
-async function main(): Promise<void> {
-  const devnet: Devnet = await startDevnet({ port: await findFreePort() });
-  const pollEnv: Record<string, string> = flags['poll-ms'] === undefined ? {} : { WATCHER_POLL_MS: String(positiveInt('poll-ms', flags['poll-ms'])) };
-  const service = await startBenchService({ driver, rpcUrl: devnet.rpcUrl, env: { ...pollEnv, WATCHER_MAX_BLOCKS: String(maxBlocks) } });
-  const { base, token, store, ctx, services } = service;
-  const network = { id: service.networkId };
+/** Mines `n` blocks above the current head, each (nearly all) with one transfer to `to`; returns the new head. */
+async function mineBacklog(rpcUrl: string, to: Address, n: number, from: number): Promise<number> {
+  for (let i = 0; i < n; i++) await rpc(rpcUrl, 'eth_sendTransaction', [{ from: DEV_ACCOUNT, to, value: '0x1' }]);
+  // The devnet also mines on an interval, so a few blocks hold two transfers: top up with empty blocks.
+  const mined = (await headOf(rpcUrl)) - from;
+  if (mined < n) await rpc(rpcUrl, 'anvil_mine', [`0x${(n - mined).toString(16)}`]);
+  return headOf(rpcUrl);
+}
+
+async function runOnce(devnet: Devnet): Promise<Run> {
+  const proxy = await headFreezingProxy(devnet.rpcUrl);
+  const service = await startServiceProcess({ driver, rpcUrl: proxy.url });
   try {
-    const wallet = (await call(base, 'POST', '/api/wallet/create', token, { name: 'Bench', network_id: network.id })).data as { address: Address };
-
-    // The watcher's cursor at the head, then the backlog.
-    const deps = { balances: services.balances, transactions: services.transactions };
-    let worker = startWatcherWorker(ctx, deps);
-    await waitUntil('the first cursor', async () => (await findCursor(store.db, network.id)) !== undefined, 30_000);
-    await worker.stop();
-    const startBlock = (await findCursor(store.db, network.id))!.block_number;
+    const wallet = (await call(service, 'POST', '/api/wallet/create', { name: 'Bench', network_id: service.networkId })).data as { id: number; address: Address };
+    // The watcher's cursor at the head, then the head held there while the backlog is mined.
+    const start = await headOf(devnet.rpcUrl);
+    await waitUntil('the first cursor at the head', async () => ((await syncedBlock(service)) ?? -1) >= start, 60_000, 50);
+    proxy.frozen = start;
     process.stderr.write(`mining ${blocks} blocks ... `);
-    for (let i = 0; i < blocks; i++) {
-      await rpc(devnet.rpcUrl, 'eth_sendTransaction', [{ from: DEV_ACCOUNT, to: wallet.address, value: '0x1' }]);
-    }
-    // The devnet also mines on an interval, so a few blocks hold two transfers: top up with empty blocks.
-    const mined = Number(BigInt((await rpc(devnet.rpcUrl, 'eth_blockNumber', [])) as Hex)) - startBlock;
-    if (mined < blocks) await rpc(devnet.rpcUrl, 'anvil_mine', [`0x${(blocks - mined).toString(16)}`]);
-    const head = Number(BigInt((await rpc(devnet.rpcUrl, 'eth_blockNumber', [])) as Hex));
-
+    const head = await mineBacklog(devnet.rpcUrl, wallet.address, blocks, start);
     process.stderr.write('bare loop ... ');
-    const bare = await bareLoop(devnet.rpcUrl, BigInt(startBlock + 1), BigInt(head));
+    const bare = await bareLoop(devnet.rpcUrl, BigInt(start + 1), BigInt(head));
     process.stderr.write('watcher ... ');
+    profileSignal([service]);
+    const cpu0 = service.cpuMs();
     const started = performance.now();
-    worker = startWatcherWorker(ctx, deps);
-    await waitUntil('the watcher to reach the head', async () => ((await findCursor(store.db, network.id))?.block_number ?? 0) >= head, 30 * 60_000);
+    proxy.frozen = null;
+    await waitUntil('the watcher at the head', async () => ((await syncedBlock(service)) ?? 0) >= head, 30 * 60_000, 10);
     const watcherMs = performance.now() - started;
-    await worker.stop();
+    profileSignal([service]);
+    const cpuMs = service.cpuMs() - cpu0;
     process.stderr.write('done\n');
-    const received = await store.db
-      .selectFrom('transactions')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('type', '=', 'receipt')
-      .executeTakeFirstOrThrow();
-
-    const text = report(head - startBlock, bare, watcherMs, Number(received.n));
-    mkdirSync(dirname(RESULTS_FILE), { recursive: true });
-    writeFileSync(RESULTS_FILE, text);
-    process.stdout.write(`${text}\n(written to ${RESULTS_FILE})\n`);
+    const list = await call(service, 'GET', `/api/wallet/${wallet.id}/transaction?limit=1`);
+    return { n: head - start, bare, watcherMs, received: Number(list.headers.get('x-pagination-total')), cpuMs, peakRssMiB: service.peakRssMiB() };
   } finally {
-    await service.close();
+    await service.stop();
+    await proxy.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const startedMs = Date.now();
+  const devnet: Devnet = await startDevnet({ port: await findFreePort() });
+  try {
+    writeReport(RESULTS_FILE, report(await runOnce(devnet)), startedMs);
+  } finally {
     await devnet.stop();
   }
 }

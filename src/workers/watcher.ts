@@ -19,7 +19,7 @@
  *    because a number is lower (that would un-confirm transfers and announce them twice).
  * 2. Blocks cursor+1 .. min(head, cursor + WATCHER_MAX_BLOCKS), in batches of BATCH_BLOCKS:
  *    each batch is read from the node first (READ_AHEAD blocks at once, each with its receipts
- *    and logs for the wallets), then the blocks that link up from the cursor (each one's parent
+ *    and logs for the wallets; the next batch is read while this one is recorded), then the blocks that link up from the cursor (each one's parent
  *    hash the previous one's hash) are recorded, their hashes stored and the cursor moved past
  *    the last of them, all in one database transaction. The first block that does not link is a
  *    reorg (step 3). An RPC error stops the tick where it is: the cursor only ever moves past
@@ -365,9 +365,18 @@ class NetworkWatcher {
     // Read after the head: a wallet (or token) created after this read can only receive in
     // blocks mined after it, which are above `head`, so this tick cannot miss a transfer to it.
     const watched = await loadWatched(ctx.store.db, this.networkId);
+    // The next batch is read from the node while this one is recorded (reading records nothing:
+    // a batch read ahead of a reorg, or of a stop, is dropped unrecorded).
+    const readFrom = (n: number) => {
+      const p = this.net(readBlocks(s, n, Math.min(to, n + BATCH_BLOCKS - 1), watched));
+      p.catch(() => undefined); // awaited below, unless dropped
+      return p;
+    };
+    let ahead = readFrom(cursor.block_number + 1);
     for (let n = cursor.block_number + 1; n <= to && !shouldStop(); ) {
-      const last = Math.min(to, n + BATCH_BLOCKS - 1);
-      const read = await this.net(readBlocks(s, n, last, watched));
+      const read = await ahead;
+      n += read.length;
+      if (n <= to && !shouldStop()) ahead = readFrom(n);
       // Only an unbroken chain from the cursor is recorded; a break is a reorg (or a node that
       // answered from two forks): what links is kept, then the rollback finds the ancestor.
       const linked: BlockRead[] = [];
@@ -380,7 +389,6 @@ class NetworkWatcher {
         cursor = await this.rollBack(s, cursor, head);
         return false; // the new chain is processed from the ancestor on the next tick (paced: a flapping node cannot spin the loop)
       }
-      n = last + 1;
     }
     this.log.debug({ head, cursor: cursor.block_number }, 'tick');
     return cursor.block_number < head;
