@@ -5,7 +5,7 @@
 import Fastify, { LogController, type onSendHookHandler, type RouteOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
-import { accessLogger, lazyChildLogger } from './logger.js';
+import { accessLine, lazyChildLogger } from './logger.js';
 import type { AppContext } from './context.js';
 import type { Config } from './config.js';
 import { installAnonymousLimit } from './http/anonymous-limit.js';
@@ -147,13 +147,10 @@ function installLifecycleHooks(app: App, log: Logger): void {
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
-  const access = accessLogger(log);
+  const access = accessLine(log, REQUEST_ID_LOG_LABEL);
   app.addHook('onResponse', (req, reply, done) => {
-    if (access.isLevelEnabled('info')) {
-      // The route's template; an unknown path as sent, without its query (as before: redaction,
-      // by key, never touched a value here).
-      access.info({ [REQUEST_ID_LOG_LABEL]: req.id, method: req.method, route: req.routeOptions.url ?? req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
-    }
+    // The route's template; an unknown path as sent, without its query.
+    access(req.id, req.method, req.routeOptions.url ?? req.url.split('?')[0]!, reply.statusCode, Math.round(reply.elapsedTime));
     done();
   });
 }

@@ -56,43 +56,100 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     },
     dest,
   );
-  // The same lines, to the same place, without the redaction pass: only for the request summary,
-  // whose fields (method, route, status, time, request id) are none of REDACT_PATHS' keys.
-  ACCESS_LOGGERS.set(log, pino({ level, base: { service: 'wallet-service' }, timestamp: pino.stdTimeFunctions.isoTime }, dest));
+  // The request summary's lines go to the same place (`accessLine`).
+  ACCESS_DESTINATIONS.set(log, dest);
   return log;
 }
 
-const ACCESS_LOGGERS = new WeakMap<Logger, Logger>();
+const ACCESS_DESTINATIONS = new WeakMap<Logger, DestinationStream>();
 
-/** Lines wait at most this long in the buffer when fewer than LOG_BATCH_BYTES arrive. */
+/** Lines wait at most this long in the buffer when fewer than LOG_BATCH_CHARS arrive. */
 const LOG_FLUSH_MS = 200;
-const LOG_BATCH_BYTES = 4096;
+const LOG_BATCH_CHARS = 4096;
+
+/**
+ * Lines gathered into batches before they reach sonic-boom (pino's destination), which writes
+ * them. sonic-boom appends each line to its pending string and measures that whole string
+ * (`Buffer.byteLength`) on every write, so a line cost ~5 µs with 4 KiB pending against ~0.2 µs
+ * here (an array and a character count; BENCHMARKS.md, "Issue 23"). A batch goes on at
+ * LOG_BATCH_CHARS or after LOG_FLUSH_MS; sonic-boom keeps the rest of the job (async writes,
+ * EAGAIN on a full pipe, the synchronous flush at exit).
+ */
+class LineBatches {
+  private lines: string[] = [];
+  private chars = 0;
+
+  constructor(private readonly out: pino.DestinationStream & { flush(cb?: (err?: Error) => void): void; flushSync(): void; destroyed?: boolean }) {}
+
+  write(line: string): void {
+    this.lines.push(line);
+    this.chars += line.length;
+    if (this.chars >= LOG_BATCH_CHARS) this.handOn();
+  }
+
+  /** pino's `logger.flush(cb)`: the batch on, then sonic-boom's own flush. */
+  flush(cb?: (err?: Error) => void): void {
+    this.handOn();
+    this.out.flush(cb);
+  }
+
+  /** At exit (a fatal error included): what is gathered, written before the process ends. */
+  flushSync(): void {
+    this.handOn();
+    try {
+      this.out.flushSync();
+    } catch {
+      // sonic-boom is busy with an async write: it writes the rest itself before exit
+    }
+  }
+
+  handOn(): void {
+    if (this.chars === 0 || this.out.destroyed === true) return;
+    const batch = this.lines.length === 1 ? this.lines[0]! : this.lines.join('');
+    this.lines = [];
+    this.chars = 0;
+    this.out.write(batch);
+  }
+}
 
 /**
  * Standard output, written in batches: a line a request written on its own (pino's default,
  * one write each through libuv's threads) cost more than the rest of a cached request, mostly in
- * waking whatever reads the other end (journald, a container's logger, a pipe); batches of 4 KiB,
- * or what came in LOG_FLUSH_MS, cut the cached balance route from 40 to 36 µs a request
- * (BENCHMARKS.md, "Issue 23"). On exit, a fatal error included, pino writes what is left
+ * waking whatever reads the other end (journald, a container's logger, a pipe). Batches of about
+ * 4 KiB, or what came in LOG_FLUSH_MS. On exit, a fatal error included, what is left is written
  * synchronously; a SIGKILL loses at most the last LOG_FLUSH_MS of lines.
  */
 function stdoutInBatches(): DestinationStream {
-  const dest = pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES });
-  // sonic-boom's `_len` (the characters waiting; a flush of nothing would still write) and `destroyed`.
-  const state = dest as unknown as { _len?: number; destroyed?: boolean };
-  setInterval(() => {
-    if ((state._len ?? 1) > 0 && state.destroyed !== true) dest.flush();
-  }, LOG_FLUSH_MS).unref();
-  return dest;
+  // Registered before sonic-boom's own exit hook (pino.destination), so it runs first.
+  let batches: LineBatches | null = null;
+  process.once('exit', () => batches?.flushSync());
+  const dest = pino.destination({ dest: 1, sync: false });
+  batches = new LineBatches(dest);
+  const b = batches;
+  setInterval(() => b.handOn(), LOG_FLUSH_MS).unref();
+  return b;
 }
 
+/** The per-request summary line: its request id, method, route template, status and time. */
+export type AccessLine = (requestId: string, method: string, route: string, status: number, ms: number) => void;
+
 /**
- * The logger of `log`'s per-request summary line: pino's redaction of every line (a walk of
- * REDACT_PATHS' wildcards) and a child per request (its bindings stringified and redacted) were a
- * fifth of a cached request's CPU; the summary holds no secret to redact.
+ * The writer of `log`'s per-request summary line, the same JSON line pino writes for
+ * `info({ [idLabel]: id, method, route, status, ms }, 'request')`, built as one template string:
+ * pino's redaction of every line (a walk of REDACT_PATHS' wildcards), a child per request and its
+ * generic object walk were a fifth of a cached request's CPU; the summary holds no secret to
+ * redact (its strings are JSON-escaped all the same). A logger not made by `createLogger` logs
+ * it through pino.
  */
-export function accessLogger(log: Logger): Logger {
-  return ACCESS_LOGGERS.get(log) ?? log;
+export function accessLine(log: Logger, idLabel: string): AccessLine {
+  const dest = ACCESS_DESTINATIONS.get(log);
+  if (dest === undefined) return (id, method, route, status, ms) => log.info({ [idLabel]: id, method, route, status, ms }, 'request');
+  const head = `{"level":${log.levels.values.info},"time":"`;
+  const tail = `","service":"wallet-service",${JSON.stringify(idLabel)}:`;
+  return (id, method, route, status, ms) => {
+    if (!log.isLevelEnabled('info')) return;
+    dest.write(`${head}${new Date().toISOString()}${tail}${JSON.stringify(id)},"method":${JSON.stringify(method)},"route":${JSON.stringify(route)},"status":${status},"ms":${ms},"msg":"request"}\n`);
+  };
 }
 
 /** pino's error serializer, with every URL in the error reduced to its origin. */
