@@ -2,7 +2,7 @@
 // are produced/consumed with pure integer arithmetic (never floats).
 
 /** Number of decimal places used for API-facing decimal strings. */
-const OUTPUT_DECIMALS = 18;
+export const OUTPUT_DECIMALS = 18;
 
 /** ERC-20 `decimals()` is a uint8, so this is the widest we ever accept on input. */
 const MAX_INPUT_DECIMALS = 255;

@@ -7,7 +7,7 @@ export const systemClock: Clock = { nowMs: () => Date.now() };
 
 const MS_PER_DAY = 86_400_000;
 /** 9999-12-31 23:59:59.999 UTC: the last instant with a four-digit year. */
-const LAST_FOUR_DIGIT_YEAR_MS = 253_402_300_799_999;
+export const LAST_FOUR_DIGIT_YEAR_MS = 253_402_300_799_999;
 /** PAD2[n] is n on two digits (0 ≤ n ≤ 99). */
 const PAD2 = Array.from({ length: 100 }, (_, n) => (n < 10 ? `0${n}` : String(n)));
 

@@ -12,6 +12,7 @@ import { createWalletRow } from '../helpers/factories.js';
 import { driverName } from '../helpers/db.js';
 import { insertTransaction, orphanTransaction, type NewTx } from '../../src/modules/transactions/transactions.repository.js';
 import { CHUNKED_FROM_ITEMS } from '../../src/http/chunked-json.js';
+import { listPageJson } from '../../src/modules/transactions/transactions.list.repository.js';
 
 let t: TestApp;
 let user: TestUser;
@@ -190,5 +191,56 @@ describe(`transaction list (${driverName})`, () => {
     }
     expect(head).toBe('{"status":"success","message":"Transactions retrieved","data":[');
     expect(long.text).toBe(`${head}${pieces.join(',')}]}`);
+  });
+});
+
+describe(`transaction list, a long page's items as the database writes them (${driverName})`, () => {
+  it('gives the bytes of the short pages over every field and escape, and falls back for a row it does not format', async () => {
+    const other = (await createWalletRow(t, user.id)).id;
+    const db = t.store.db;
+    const now = Date.now();
+    const addToken = async (symbol: string, decimals: number) =>
+      (
+        await db
+          .insertInto('wallet_tokens')
+          .values({ wallet_id: other, name: symbol, symbol, decimals, contract: `0x${'cd'.repeat(19)}${decimals.toString(16).padStart(2, '0')}`, is_native: 0, is_active: 1, is_testnet: 1, created_at: now, updated_at: now })
+          .returning('id')
+          .executeTakeFirstOrThrow()
+      ).id;
+    const odd = { id: await addToken('Q"u\\o\u00e9', 6), symbol: 'Q"u\\o\u00e9' };
+    const eth = { id: (await db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', other).where('is_native', '=', 1).executeTakeFirstOrThrow()).id, symbol: 'ETH' };
+    const rows: Array<[{ id: number; symbol: string }, Partial<NewTx>]> = [
+      [odd, { amount: 0n }],
+      [odd, { amount: 999_999n, status: 'failed', receipt_status: 0 }],
+      [odd, { amount: 10n ** 30n + 1n, status: 'pending', block_number: null, block_hash: null, block_timestamp: null, gas_used: null, cumulative_gas_used: null, receipt_status: null }],
+      [eth, { amount: 1n, type: 'contract', data: '0x' }],
+      [eth, { amount: MAX_UINT256, gas: 0n, gas_price: 0n, block_timestamp: 0 }],
+      [eth, { amount: 123n, type: 'receipt', gas: null, gas_price: null, nonce: null, log_index: 2, block_timestamp: 253_402_300_799_999 }],
+    ];
+    const made: number[] = [];
+    for (const [i, [tok, over]] of rows.entries()) made.push((await insertTransaction(db, { ...row(i, tok, over), wallet_id: other }, T0 + i * 1_001))!);
+    await db.updateTable('transactions').set({ failure_reason: 'said "low"\n\t\u0001\u007f\u2028😀\\', replaced_hashes: `${hash(5)},${hash(6)},${hash(7)}` }).where('id', '=', made[1]!).execute();
+    await db.updateTable('transactions').set({ stuck_at: T0, reference: 'order "7" / naïve \u001f end' }).where('id', '=', made[2]!).execute();
+    await db.updateTable('transactions').set({ reference: '' }).where('id', '=', made[3]!).execute();
+    // Stuck once, then confirmed: not stuck any more; a reason left on a row that did not fail: none.
+    await db.updateTable('transactions').set({ stuck_at: T0, failure_reason: 'dropped' }).where('id', '=', made[0]!).execute();
+    const get = async (qs: string) => (await t.request('GET', `/api/wallet/${other}/transaction${qs}`, { token: user.token })).text;
+    const inner = (text: string) => text.slice(text.indexOf('"data":[') + 8, text.lastIndexOf(']'));
+    const shortPages = async (n: number) => {
+      const pieces: string[] = [];
+      for (let page = 1; page <= Math.ceil(n / 4); page++) pieces.push(inner(await get(`?limit=4&page=${page}`)));
+      return pieces.join(',');
+    };
+    const q = { page: 1, limit: 1000 };
+    // SQLite writes these items itself; PostgreSQL never does.
+    const written = await listPageJson(db, other, q);
+    expect(written === null ? null : written.json.length).toBe(driverName === 'sqlite' ? rows.length : null);
+    expect(inner(await get('?limit=1000'))).toBe(await shortPages(rows.length));
+    expect(inner(await get(`?limit=1000&token=${encodeURIComponent('q"U\\O\u00c9')}`))).toBe(inner(await get(`?limit=10&token=${encodeURIComponent('q"U\\O\u00c9')}`)));
+    // A stored amount the expression leaves to JavaScript (not a canonical non-negative integer):
+    // the page is read the usual way, the same bytes still.
+    await insertTransaction(db, { ...row(rows.length, eth, { amount: -5n }), wallet_id: other }, T0 + 99_000);
+    expect(await listPageJson(db, other, q)).toBeNull();
+    expect(inner(await get('?limit=1000'))).toBe(await shortPages(rows.length + 1));
   });
 });

@@ -60,7 +60,16 @@ function listRoute(app: App, txs: TransactionService): void {
     },
     async (req, reply) => {
       const q = { ...pageOf(req.query), token: req.query.token };
-      const page = await txs.list(requireWallet(req), q);
+      const wallet = requireWallet(req);
+      if (q.limit >= CHUNKED_FROM_ITEMS) {
+        // SQLite writes each item's JSON itself (transactions.list.repository.ts), the same bytes.
+        const json = await txs.listJson(wallet, q);
+        if (json !== null) {
+          setPaginationHeaders(req, reply, json, { token: q.token });
+          return sendEnvelopeInChunks(reply, json.json, 'json', LIST_MESSAGE);
+        }
+      }
+      const page = await txs.list(wallet, q);
       setPaginationHeaders(req, reply, page, { token: q.token });
       const items = page.items.map(transactionListItem);
       // A long page in chunks (src/http/chunked-json.ts): the same bytes, without one large string;

@@ -41,7 +41,7 @@ import { findToken, listTokens } from '../tokens/tokens.repository.js';
 import { lockWallet, type WalletView } from '../wallets/wallets.repository.js';
 import type { WalletService } from '../wallets/wallets.service.js';
 import * as repo from './transactions.repository.js';
-import { listPage, type ListPage, type ListQuery } from './transactions.list.repository.js';
+import { listPage, listPageJson, type JsonListPage, type ListPage, type ListQuery } from './transactions.list.repository.js';
 import type { TxRecord } from './transactions.repository.js';
 import type { FeeChoice, TransferInput } from './transactions.schemas.js';
 import { failUnmined } from './transactions.state.js';
@@ -443,6 +443,11 @@ export class TransactionService {
   /** A page of the wallet's list, newest first (transactions.list.repository.ts). */
   list(wallet: WalletView, q: ListQuery): Promise<ListPage> {
     return listPage(this.ctx.store.db, wallet.id, q);
+  }
+
+  /** The same page with each item as its JSON, where the database writes it (null: use `list`). */
+  listJson(wallet: WalletView, q: ListQuery): Promise<JsonListPage | null> {
+    return listPageJson(this.ctx.store.db, wallet.id, q);
   }
 
   find(wallet: WalletView, id: number): Promise<TxRecord | undefined> {
