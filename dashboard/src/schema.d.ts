@@ -12276,7 +12276,7 @@ export interface paths {
                                     tx_hash: string | null;
                                     token: string;
                                     amount: string;
-                                    /** @description `pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one) */
+                                    /** @description `pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one; a confirmed one whose block a reorg removed goes back to `pending`) */
                                     status: string;
                                     created_at: string;
                                 }[];
@@ -12707,7 +12707,7 @@ export interface paths {
                                     tx_hash: string | null;
                                     token: string;
                                     amount: string;
-                                    /** @description `pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one) */
+                                    /** @description `pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one; a confirmed one whose block a reorg removed goes back to `pending`) */
                                     status: string;
                                     created_at: string;
                                 }[];
@@ -13144,7 +13144,7 @@ export interface paths {
                                     tx_hash: string | null;
                                     token: string;
                                     amount: string;
-                                    /** @description `pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one) */
+                                    /** @description `pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one; a confirmed one whose block a reorg removed goes back to `pending`) */
                                     status: string;
                                     created_at: string;
                                 }[];

@@ -4,7 +4,8 @@
  * transactions back in its pool). The fee the sweep really paid is the new block's: the
  * reconciliation must count that one, not the one recorded from the first receipt (found by the
  * fault simulation, seed 1801 under load: a deposit address off by the sweep's gas × the
- * difference of the two blocks' fees).
+ * difference of the two blocks' fees). The sweep's row follows: back in flight with the
+ * rollback, then confirmed again with the new block and the new receipt's fee.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Address, Hex } from 'viem';
@@ -68,10 +69,35 @@ describe('reconciliation: a sweep mined again after a reorg', () => {
     await chain.rpc('anvil_reorg', [depth, []]);
     await chain.rpc('anvil_setNextBlockBaseFeePerGas', [`0x${(BigInt(first.effectiveGasPrice) / 3n).toString(16)}`]);
     await chain.rpc('eth_sendRawTransaction', [raw]);
-    const again = await chain.rpc<{ blockNumber: Hex; effectiveGasPrice: Hex }>('eth_getTransactionReceipt', [sweep.tx_hash]);
+    // Polled: anvil mines a transaction just after answering its send, not always before.
+    const again = await waitFor(() => chain.rpc<{ blockNumber: Hex; gasUsed: Hex; effectiveGasPrice: Hex } | null>('eth_getTransactionReceipt', [sweep.tx_hash]), { message: 'the sweep mined again' });
     expect(BigInt(again.effectiveGasPrice)).not.toBe(BigInt(first.effectiveGasPrice));
+    expect(again.blockNumber).not.toBe(first.blockNumber);
     await chain.mine(2);
     await waitFor(() => t.logs.some((l) => l.includes('reorg: rolled back to the common ancestor')), { timeoutMs: 15_000, message: 'the watcher saw the reorg' });
+    await waitForCursor(t, networkId, await chain.blockNumber());
+
+    // The row went back in flight with the rollback and is confirmed again, once, from its new
+    // receipt: the new block and the fee paid there (before, it kept the removed block).
+    const reconfirmed = await waitFor(
+      async () => {
+        const rows = await t.store.db.selectFrom('charge_sweeps').select(['status', 'block_number', 'fee_paid', 'live_key']).where('tx_hash', '=', sweep.tx_hash).execute();
+        return rows.length === 1 && rows[0]!.status === 'confirmed' && rows[0]!.block_number === Number(BigInt(again.blockNumber)) ? rows[0]! : null;
+      },
+      { timeoutMs: 20_000, message: 'the sweep confirmed again in its new block' },
+    );
+    expect(BigInt(reconfirmed.fee_paid!)).toBe(BigInt(again.gasUsed) * BigInt(again.effectiveGasPrice));
+    // The gas remainder's sweep, removed with it and not sent again by the test, is sent again by
+    // the sweeper (it came back in flight under its own key while the token sweep held the kind's).
+    await waitFor(
+      async () => {
+        const rows = await t.store.db.selectFrom('charge_sweeps').select(['status', 'tx_hash', 'live_key']).where('charge_id', '=', c.id).where('kind', '=', 'sweep').execute();
+        if (rows.some((r) => r.live_key !== null || r.status !== 'confirmed')) return null;
+        for (const r of rows) if (!(await chain.rpc('eth_getTransactionReceipt', [r.tx_hash]))) return null;
+        return rows;
+      },
+      { timeoutMs: 20_000, message: 'every sweep of the charge confirmed on the new chain' },
+    );
     await waitForCursor(t, networkId, await chain.blockNumber());
 
     const r = (await t.request('GET', `/api/wallet/${wallet.id}/reconciliation`, { token: alice.token })).body.data;

@@ -21,6 +21,8 @@
  *   and block times above the common ancestor are deleted; a settlement decided on a block above
  *   it is undone (the charge is `pending` again, `charge.reopened` is written in the same
  *   transaction, and it is decided anew on the new chain, its outcome's event written again).
+ *   The sweeps (and gas top-ups) mined above it are in flight again, never left `confirmed` on
+ *   a block the chain no longer has (charges.sweeps.repository.ts `reopenMinedAbove`).
  */
 import { getAddress, type Hex, type Transaction } from 'viem';
 import type { Logger } from 'pino';
@@ -164,13 +166,15 @@ async function tokenTransfers(s: SyncScope, block: FullBlock, watched: WatchedDe
 
 /**
  * Inside the follower's reorg transaction: forgets the charge payments and block times above
- * `ancestor` and reopens the settlements decided on a block above it.
+ * `ancestor`, reopens the settlements decided on a block above it, and puts the sweeps and gas
+ * top-ups mined above it back in flight (`reopenMinedAbove`: the sweeper follows them again,
+ * and sends a sweep the new chain and the node no longer have again as signed).
  */
 export async function rollBackChargePayments(trx: Executor, networkId: number, ancestor: number, nowMs: number, log: Logger): Promise<void> {
   const touched = await pay.deleteAbove(trx, networkId, ancestor);
   const reopened = await pay.reopenSettledAbove(trx, networkId, ancestor, nowMs);
-  const sweeps = await sweepRepo.forgetMinedAbove(trx, networkId, ancestor, nowMs);
-  if (sweeps > 0) log.info({ ancestor, sweeps }, 'reorg: the fees of sweeps mined above the common ancestor are read from their receipts again');
+  const sweeps = await sweepRepo.reopenMinedAbove(trx, networkId, ancestor, nowMs);
+  if (sweeps.length > 0) log.warn({ ancestor, sweeps: sweeps.map((r) => r.id), charges: [...new Set(sweeps.map((r) => r.charge_id))] }, 'reorg: charge sweeps and gas top-ups mined above the common ancestor are in flight again');
   if (touched.length + reopened.length === 0) return;
   for (const id of new Set([...touched, ...reopened])) {
     const terms = await pay.findTerms(trx, id);

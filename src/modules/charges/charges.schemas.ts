@@ -31,7 +31,7 @@ const SweepSchema = Type.Object({
   tx_hash: Nullable(Type.String()),
   token: Type.String(),
   amount: Type.String(),
-  status: Type.String({ description: '`pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one)' }),
+  status: Type.String({ description: '`pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one; a confirmed one whose block a reorg removed goes back to `pending`)' }),
   created_at: Type.String(),
 });
 

@@ -65,12 +65,32 @@ export async function hasLive(db: Executor, chargeId: number): Promise<boolean> 
 }
 
 /**
+ * A row a reorg put back in flight while another row of its kind already was (`reopenMinedAbove`):
+ * its own key, so both are followed; no new row of the kind is claimed while either is in flight.
+ */
+const reopenedKey = (chargeId: number, kind: SweepKind, id: number) => `${liveKey(chargeId, kind)}:${id}`;
+
+/** Whether a sweep of the charge is in flight with a nonce in [from, to). */
+export async function hasLiveNonceIn(db: Executor, chargeId: number, from: number, to: number): Promise<boolean> {
+  const r = await db
+    .selectFrom('charge_sweeps')
+    .select('id')
+    .where('charge_id', '=', chargeId)
+    .where('kind', '=', 'sweep')
+    .where('live_key', 'is not', null)
+    .where('nonce', '>=', from)
+    .where('nonce', '<', to)
+    .executeTakeFirst();
+  return r !== undefined;
+}
+
+/**
  * Inserts a row in flight unless one of its kind already is for the charge (null then). The
  * unique `live_key` backs the check: two processes never both hold one.
  */
 export async function claimLive(trx: Executor, s: NewSweep, nowMs: number): Promise<number | null> {
   const key = liveKey(s.charge_id, s.kind);
-  const taken = await trx.selectFrom('charge_sweeps').select('id').where('live_key', '=', key).executeTakeFirst();
+  const taken = await trx.selectFrom('charge_sweeps').select('id').where('charge_id', '=', s.charge_id).where('kind', '=', s.kind).where('live_key', 'is not', null).executeTakeFirst();
   if (taken) return null;
   const r = await trx
     .insertInto('charge_sweeps')
@@ -81,7 +101,11 @@ export async function claimLive(trx: Executor, s: NewSweep, nowMs: number): Prom
   return r?.id ?? null;
 }
 
-/** A row in flight becomes final (`confirmed` or `failed`); false when it already was. */
+/**
+ * A row in flight becomes final (`confirmed` or `failed`); false when it already was. A sweep's
+ * signed bytes (`raw_tx`) are kept: a reorg deeper than the confirmations may remove its block
+ * and the node drop it, and then it is sent again exactly as signed (`reopenMinedAbove`).
+ */
 export async function finishLive(
   db: Executor,
   id: number,
@@ -90,7 +114,7 @@ export async function finishLive(
 ): Promise<boolean> {
   const r = await db
     .updateTable('charge_sweeps')
-    .set({ status: f.status, live_key: null, raw_tx: null, tx_hash: f.tx_hash ?? undefined, block_number: f.block_number ?? null, error: f.error?.slice(0, 300) ?? null, fee_paid: f.fee_paid?.toString(), updated_at: nowMs })
+    .set({ status: f.status, live_key: null, tx_hash: f.tx_hash ?? undefined, block_number: f.block_number ?? null, error: f.error?.slice(0, 300) ?? null, fee_paid: f.fee_paid?.toString(), updated_at: nowMs })
     .where('id', '=', id)
     .where('live_key', 'is not', null)
     .executeTakeFirst();
@@ -141,21 +165,55 @@ export async function clearDueWhileLive(db: Executor, chargeId: number, seenDueM
     .execute();
 }
 
+/** A mined row back in flight (a reorg removed its block). */
+interface Reopened {
+  id: number;
+  charge_id: number;
+  kind: SweepKind;
+}
+
 /**
- * A reorg below their block: the network's sweeps mined above `ancestor` may be mined again
- * elsewhere (a real node puts the removed transactions back in its pool), at another block's
- * base fee. Their recorded fee and block no longer hold; the reconciliation reads them from the
- * sweep's receipt while `fee_paid` is null (as for rows mined before migration 011).
+ * Inside the follower's rollback transaction, a reorg below `ancestor`: the network's rows whose
+ * mining it undid go back in flight (`pending`, no block, no fee), as the transaction service
+ * puts a wallet's transfers back to pending. The chain no longer shows them: a real node puts
+ * the removed transactions back in its pool and may mine them again in another block at another
+ * fee, or may drop them. The sweeper follows them again (`trackSweep`, `trackTopUp`): mined again,
+ * confirmed with the new block and fee; gone from the chain and the node, a sweep is sent again
+ * from its kept `raw_tx` (same nonce, so it can only mine once).
+ *
+ * - Sweeps: those with a block above `ancestor` (confirmed, or failed on a reverted receipt).
+ * - Gas top-ups: final rows whose `transactions` row is pending again (`rollBackAbove` ran first
+ *   in this transaction). In flight again, the charge waits for it (`hasLive`) instead of the
+ *   sweeper sending a second top-up while the first may still be mined.
+ *
+ * The unique `live_key`: a newer row of the same kind can be in flight (after a token sweep
+ * confirmed, the sweep of the gas left; after a top-up, the next), or several rows of a kind can
+ * come back at once. The oldest takes `liveKey` if no row holds it, every other its own key
+ * (`reopenedKey`); `claimLive` claims nothing for a kind with any row in flight. On PostgreSQL a
+ * claim committing between the look and the update fails the update on the unique key: the
+ * rollback's transaction aborts whole and the follower makes it again on its next tick.
  */
-export async function forgetMinedAbove(trx: Executor, networkId: number, ancestor: number, nowMs: number): Promise<number> {
-  const rows = await trx
-    .updateTable('charge_sweeps')
-    .set({ fee_paid: null, updated_at: nowMs })
-    .where('block_number', '>', ancestor)
-    .where('fee_paid', 'is not', null)
-    .where('charge_id', 'in', (eb) =>
-      eb.selectFrom('charges as c').innerJoin('wallets as w', 'w.id', 'c.wallet_id').select('c.id').where('w.network_id', '=', networkId),
-    )
-    .executeTakeFirst();
-  return Number(rows.numUpdatedRows);
+export async function reopenMinedAbove(trx: Executor, networkId: number, ancestor: number, nowMs: number): Promise<Reopened[]> {
+  const ofNetwork = trx.selectFrom('charges as c').innerJoin('wallets as n', 'n.id', 'c.wallet_id').select('c.id').where('n.network_id', '=', networkId);
+  const sweeps = await trx.selectFrom('charge_sweeps').select(['id', 'charge_id', 'kind']).where('kind', '=', 'sweep').where('live_key', 'is', null).where('block_number', '>', ancestor).where('charge_id', 'in', ofNetwork).execute();
+  const topUps = await trx
+    .selectFrom('charge_sweeps as w')
+    .innerJoin('transactions as x', 'x.id', 'w.transaction_id')
+    .select(['w.id', 'w.charge_id', 'w.kind'])
+    .where('w.kind', '=', 'gas')
+    .where('w.live_key', 'is', null)
+    .where('x.status', '=', 'pending')
+    .where('w.charge_id', 'in', ofNetwork)
+    .execute();
+  const rows = [...sweeps, ...topUps].map((r) => ({ id: r.id, charge_id: Number(r.charge_id), kind: r.kind as SweepKind })).sort((a, b) => a.id - b.id);
+  for (const r of rows) {
+    const key = liveKey(r.charge_id, r.kind);
+    const held = await trx.selectFrom('charge_sweeps').select('id').where('live_key', '=', key).executeTakeFirst();
+    await trx
+      .updateTable('charge_sweeps')
+      .set({ status: 'pending', live_key: held ? reopenedKey(r.charge_id, r.kind, r.id) : key, block_number: null, fee_paid: null, error: null, updated_at: nowMs })
+      .where('id', '=', r.id)
+      .execute();
+  }
+  return rows;
 }

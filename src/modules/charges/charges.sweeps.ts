@@ -22,6 +22,11 @@
  *   when its nonce is used at confirmed depth without it (it is then sent again as a new sweep);
  *   a sweep the node forgot is sent again as signed, and a refusal of that re-send is not final.
  *   Each final step and the charge's next look are one transaction (`finish`).
+ * - Reorgs: the rollback puts the sweeps and top-ups mined above the common ancestor back in
+ *   flight (charges.sweeps.repository.ts `reopenMinedAbove`); they are followed as above. A sweep
+ *   keeps its signed bytes once final, so one the new chain and the node no longer have is sent
+ *   again as signed, in nonce order (`sendAgain`); a receipt is taken only if its block is the
+ *   one the follower holds at that height when the row is finished (`stillMined`).
  * - Only an "execution reverted" of a token's gas estimate leaves the token there; any other
  *   error of the estimate (a rate limit, a lagging node) is tried again SWEEP_RETRY_MS later.
  * - OP-stack networks: the L1 data fee (src/chain/fees.ts `l1Fee`, with its headroom) is part of
@@ -30,6 +35,7 @@
 import { BaseError, ExecutionRevertedError, getAddress, keccak256, type Address, type Hex, type PublicClient } from 'viem';
 import type { Logger } from 'pino';
 import type { AppContext } from '../../context.js';
+import type { Executor } from '../../db/index.js';
 import type { NetworkRow, WalletTokenRow } from '../../db/types.js';
 import { confirmedHeight, receiptOrNull } from '../../chain/blocks.js';
 import { broadcastRaw, nodeKnows } from '../../chain/broadcast.js';
@@ -38,12 +44,13 @@ import { receiptFee } from '../../chain/receipt-fee.js';
 import { isUnreachable } from '../../chain/errors.js';
 import { l1Fee, type Fees } from '../../chain/fees.js';
 import { accountFromKey } from '../../chain/keys.js';
-import { findCursor, findNetwork } from '../networks/networks.repository.js';
+import { findBlockHash, findCursor, findNetwork } from '../networks/networks.repository.js';
 import { findToken, listTokens } from '../tokens/tokens.repository.js';
 import { findWalletView, type WalletView } from '../wallets/wallets.repository.js';
 import type { TransactionService } from '../transactions/transactions.service.js';
 import * as repo from './charges.repository.js';
 import type { ChargeRow } from './charges.repository.js';
+import * as pay from './charges.payments.repository.js';
 import * as sw from './charges.sweeps.repository.js';
 import type { SweepRow } from './charges.sweeps.repository.js';
 import type { ConfirmedHeights } from './charges.settlement.js';
@@ -79,6 +86,13 @@ class TopUpTaken extends Error {
   constructor() {
     super('a gas top-up of this deposit address is already in flight');
   }
+}
+
+/** Where a sweep's receipt was read: its block, to check against the follower's. */
+interface Mined {
+  network: NetworkRow;
+  block: number;
+  hash: string;
 }
 
 interface Target {
@@ -301,13 +315,37 @@ export class ChargeSweeper {
       if (!receipt) return this.finish(row, { status: 'failed', error: 'dropped' }, SWEEP_RETRY_MS);
     }
     if (receipt) {
-      if (Number(receipt.blockNumber) > final) return; // not deep enough yet
+      const block = Number(receipt.blockNumber);
+      if (block > final) return; // not deep enough yet
       const ok = receipt.status === 'success';
-      await this.finish(row, { status: ok ? 'confirmed' : 'failed', block_number: Number(receipt.blockNumber), error: ok ? null : 'reverted', fee_paid: receiptFee(receipt) }, ok ? 0 : SWEEP_RETRY_MS);
+      const mined = { network: t.network, block, hash: receipt.blockHash };
+      await this.finish(row, { status: ok ? 'confirmed' : 'failed', block_number: block, error: ok ? null : 'reverted', fee_paid: receiptFee(receipt) }, ok ? 0 : SWEEP_RETRY_MS, mined);
       return;
     }
-    const known = await nodeKnows(t.client, row.tx_hash as Hex);
-    if (known === false) await this.broadcast(t, row, 'again');
+    if ((await nodeKnows(t.client, row.tx_hash as Hex)) === false) await this.sendAgain(t, row);
+  }
+
+  /**
+   * A sweep in flight that neither the chain nor the node has (the node dropped it, or a reorg
+   * removed its block and it came back in flight: `reopenMinedAbove`), sent again as signed, in
+   * nonce order: never into a nonce gap, where the node would hold it behind a nonce that may
+   * never be used and the charge would wait for it forever.
+   * - Its nonce above the node's next one: the sweep in flight with a nonce in between goes
+   *   first; with none (it failed: e.g. its re-send refused for the funds a removed gas top-up
+   *   was to bring), this one fails too (`dropped`), unsent, and the sweeper signs anew from the
+   *   free nonce up, so at most one transaction per nonce can mine.
+   * - Without its signed bytes (confirmed before they were kept): it cannot be sent again, and
+   *   fails once the node's next nonce is its own; the next sweep is signed at that nonce.
+   */
+  private async sendAgain(t: Target, row: SweepRow): Promise<void> {
+    const next = await t.client.getTransactionCount({ address: t.charge.address as Address, blockTag: 'pending' });
+    const nonce = row.nonce ?? next;
+    if (nonce > next) {
+      if (await sw.hasLiveNonceIn(this.ctx.store.db, row.charge_id, next, nonce)) return;
+      return this.finish(row, { status: 'failed', error: 'dropped: its nonce follows one no sweep in flight will use' }, SWEEP_RETRY_MS);
+    }
+    if (row.raw_tx !== null) return this.broadcast(t, row, 'again');
+    if (nonce === next) await this.finish(row, { status: 'failed', error: 'dropped: removed by a reorg; its signed transaction was not kept' }, SWEEP_RETRY_MS);
   }
 
   /** The node's pending nonce of the deposit address has not passed `nonce` (nothing it holds uses it). */
@@ -332,10 +370,13 @@ export class ChargeSweeper {
    * A row in flight becomes final and the charge's next look is scheduled in ONE transaction:
    * apart, a crash or a lost connection between the two left the address's money (the tokens a
    * confirmed top-up was for, the balance a reverted sweep left) with nothing due to move it.
+   * `mined`: the outcome was read from a receipt, which must still be in the chain as the
+   * follower knows it when this commits (`stillMined`).
    */
-  private async finish(row: SweepRow, f: Parameters<typeof sw.finishLive>[2], retryMs: number): Promise<void> {
+  private async finish(row: SweepRow, f: Parameters<typeof sw.finishLive>[2], retryMs: number, mined?: Mined): Promise<void> {
     const now = this.ctx.clock.nowMs();
     const done = await this.ctx.store.db.transaction().execute(async (trx) => {
+      if (mined && !(await this.stillMined(trx, row, mined))) return false;
       if (!(await sw.finishLive(trx, row.id, f, now))) return false;
       await sw.setDue(trx, row.charge_id, now + retryMs);
       return true;
@@ -344,5 +385,20 @@ export class ChargeSweeper {
     const level = f.status === 'confirmed' ? 'info' : 'warn';
     this.log[level]({ charge_id: row.charge_id, kind: row.kind, tx_hash: f.tx_hash ?? row.tx_hash, status: f.status, error: f.error ?? undefined }, `charge ${row.kind === 'gas' ? 'gas top-up' : 'sweep'} ${f.status}`);
   }
-}
 
+  /**
+   * The receipt's block is at or below the confirmed height and is the block the follower
+   * recorded at that height, read under the cursor's lock (the follower moves the cursor first in
+   * each of its transactions, a reorg's rollback included). Without it, a rollback committing
+   * between the receipt's read and this write (it puts mined sweeps back in flight, and this row
+   * was still in flight, so it was not among them) would leave the sweep `confirmed` on a block
+   * the chain no longer has. A block older than the hashes the follower keeps is taken as is.
+   */
+  private async stillMined(trx: Executor, row: SweepRow, m: Mined): Promise<boolean> {
+    const cursor = await pay.lockedCursorHeight(trx, m.network.id);
+    const stored = cursor === undefined || m.block > confirmedHeight(cursor, m.network.confirmations) ? null : await findBlockHash(trx, m.network.id, m.block);
+    if (stored === undefined || stored?.toLowerCase() === m.hash.toLowerCase()) return true;
+    this.log.info({ charge_id: row.charge_id, tx_hash: row.tx_hash, block: m.block }, 'a reorg moved the chain while a charge sweep was being finished: looked at again');
+    return false;
+  }
+}
