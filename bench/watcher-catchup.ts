@@ -15,7 +15,7 @@
  * hop the baseline does not pay). Then the head is let go, and the watcher, which
  * polls on its own with the service's defaults (WATCHER_POLL_MS 1000, WATCHER_MAX_BLOCKS 100; a
  * backlog is worked through batch after batch without waiting for the poll), is timed from that
- * moment until `GET /api/supervisor` shows its `synced_block` at the head (polled every 10 ms over
+ * moment until `GET /api/supervisor` shows its `synced_block` at the head (polled every 25 ms over
  * HTTP). It does more than the loop: it records each transfer (a receipt row and its event) and
  * moves its cursor in one database transaction per block; the count of receipts recorded is read
  * back through the API. `BENCH_ENV=K=V,…` runs it with other settings, reported as such.
@@ -179,7 +179,7 @@ async function runOnce(devnet: Devnet): Promise<Run> {
     const cpu0 = service.cpuMs();
     const started = performance.now();
     proxy.frozen = null;
-    await waitUntil('the watcher at the head', async () => ((await syncedBlock(service)) ?? 0) >= head, 30 * 60_000, 10);
+    await waitUntil('the watcher at the head', async () => ((await syncedBlock(service)) ?? 0) >= head, 30 * 60_000, 25);
     const watcherMs = performance.now() - started;
     profileSignal([service]);
     const cpuMs = service.cpuMs() - cpu0;
