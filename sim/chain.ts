@@ -104,6 +104,9 @@ class Outsider {
   }
 }
 
+/** anvil's dev accounts (the outsiders and the devnet's own): every other sender is the service. */
+const DEV_ADDRESSES = new Set(Array.from({ length: 10 }, (_, i) => mnemonicToAccount(DEV_MNEMONIC, { addressIndex: i }).address.toLowerCase()));
+
 function makeWallet(rpcUrl: string, index: number) {
   return createWalletClient({ account: mnemonicToAccount(DEV_MNEMONIC, { addressIndex: index }), chain: foundry, transport: http(rpcUrl), pollingInterval: 100, cacheTime: 0 });
 }
@@ -117,6 +120,8 @@ export class SimChain {
   /** Native payments made through the forwarder: tx hash → (to, amount). Only the sender knows them. */
   readonly internalNative = new Map<string, { to: string; amount: bigint }>();
   reorgs = 0;
+  /** Service transactions a reorg removed and the simulated node did not put back (`reorg`'s `dropOne`). */
+  droppedByReorg = 0;
   /** Heights anvil answered null for although at or below its head (see `block`). */
   readonly missingBlocks: number[] = [];
   private blockTimeS = 1;
@@ -195,10 +200,16 @@ export class SimChain {
     return hash;
   }
 
-  /** `anvil_reorg` of `depth` blocks; the removed transactions go back to the node's pool. */
-  async reorg(depth: number): Promise<void> {
+  /**
+   * `anvil_reorg` of `depth` blocks; the removed transactions go back to the node's pool, all of
+   * them, or (`dropOne`) all but the first one the service sent (from none of anvil's dev
+   * accounts): a node that lost it, as a real pool may after a reorg. The service must send it
+   * again itself (its signed bytes: a transfer by the watcher's recheck, a sweep by its tracker).
+   * Returns the hash of the transaction dropped, if any.
+   */
+  async reorg(depth: number, dropOne = false): Promise<Hex | null> {
     const head = await this.head();
-    if (head <= depth + 1) return;
+    if (head <= depth + 1) return null;
     const removed: RpcTx[] = [];
     for (let n = head - depth + 1; n <= head; n++) removed.push(...((await this.block(n))?.transactions ?? []));
     // Interval mining paused around the reorg: a block mined while anvil replaces the last ones
@@ -210,10 +221,13 @@ export class SimChain {
       await this.rpc('evm_setIntervalMining', [this.blockTimeS]);
     }
     this.reorgs += 1;
+    const dropped = dropOne ? (removed.find((tx) => !DEV_ADDRESSES.has(tx.from.toLowerCase())) ?? null) : null;
     for (const tx of removed) {
       const raw = rawOf(tx);
-      if (raw) await this.rpc('eth_sendRawTransaction', [raw]).catch(() => undefined);
+      if (raw && tx !== dropped) await this.rpc('eth_sendRawTransaction', [raw]).catch(() => undefined);
     }
+    if (dropped) this.droppedByReorg += 1;
+    return dropped ? (dropped.hash as Hex) : null;
   }
 
   /**

@@ -99,7 +99,7 @@ export async function runSim(opts: SimOptions): Promise<SimResult> {
     return {
       seed: opts.seed,
       ops: work.ops,
-      faults: { kill: svc.kills, reorg: chain.reorgs, 'receiver-500': receiver.failed, ...Object.fromEntries(Object.entries(proxy.injected).map(([k, v]) => [`rpc-${k}`, v])) },
+      faults: { kill: svc.kills, reorg: chain.reorgs, 'reorg-lost-tx': chain.droppedByReorg, 'receiver-500': receiver.failed, ...Object.fromEntries(Object.entries(proxy.injected).map(([k, v]) => [`rpc-${k}`, v])) },
       violations: checker.violations,
       notRun: checker.notRun,
       notes: [...checker.notes, ...work.unexpected.map((u) => `unexpected answer: ${u}`)],
@@ -169,8 +169,10 @@ async function underFaults(opts: SimOptions, prng: Prng, work: Workload, svc: Se
       await sleep(p.int(5_000, 12_000));
       if (Date.now() >= end) return;
       const depth = p.int(1, 3);
-      await chain.reorg(depth).catch((e) => void work.unexpected.push(`reorg: ${(e as Error).message}`));
-      opts.log(`seed ${opts.seed}: reorg of depth ${depth}`);
+      // One reorg in two: the node loses one of the service's removed transactions (if it removed any).
+      const dropOne = p.int(1, 2) === 1;
+      const dropped = await chain.reorg(depth, dropOne).catch((e) => void work.unexpected.push(`reorg: ${(e as Error).message}`));
+      opts.log(`seed ${opts.seed}: reorg of depth ${depth}${dropped ? `, the node lost ${dropped}` : ''}`);
     }
   };
   await Promise.all([

@@ -175,7 +175,7 @@ export class ChargeSweeper {
     const l1 = await l1Fee(t.client, { chainId: t.network.chain_id, nonce: 0, gas, to, value: balance }, asFees(exact));
     const maxFee = gas * perGas(fees) + l1;
     if (balance <= maxFee) {
-      t.log.info({ address: from, balance: balance.toString(), max_fee: maxFee.toString(), token: native.symbol }, 'dust left on a charge deposit address: the balance does not cover the fee of sweeping it');
+      t.log.info({ address: from, balance: balance.toString(), max_fee: maxFee.toString(), symbol: native.symbol }, 'dust left on a charge deposit address: the balance does not cover the fee of sweeping it');
       return false;
     }
     await this.send(t, native, balance - maxFee, { to, value: balance - maxFee, gas, fees: exact });
@@ -196,7 +196,7 @@ export class ChargeSweeper {
       gas = await t.client.estimateContractGas({ address: contract, abi: ERC20_ABI, functionName: 'transfer', args: [to, amount], account: from });
     } catch (e) {
       if (!reverts(e)) throw e; // tried again SWEEP_RETRY_MS later (tick)
-      t.log.warn({ err: e, token: token.symbol, amount: amount.toString() }, 'a token on a charge deposit address cannot be moved (its transfer would revert); left there');
+      t.log.warn({ err: e, symbol: token.symbol, amount: amount.toString() }, 'a token on a charge deposit address cannot be moved (its transfer would revert); left there');
       return false;
     }
     const data = erc20TransferData(to, amount);
@@ -220,7 +220,7 @@ export class ChargeSweeper {
     const row = { charge_id: t.charge.id, kind: 'sweep' as const, token_id: token.id, amount, tx_hash: hash, raw_tx: raw, nonce, transaction_id: null };
     const id = await sw.claimLive(db, row, this.ctx.clock.nowMs());
     if (id === null) return; // another process is sweeping this address
-    t.log.info({ tx_hash: hash, token: token.symbol, amount: amount.toString() }, 'charge deposit address swept to the main address');
+    t.log.info({ tx_hash: hash, symbol: token.symbol, amount: amount.toString() }, 'charge deposit address swept to the main address');
     await this.broadcast(t, { id, charge_id: t.charge.id, raw_tx: raw, tx_hash: hash, nonce }, 'first');
   }
 

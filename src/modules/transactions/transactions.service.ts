@@ -193,10 +193,10 @@ export class TransactionService {
     const prepared = await this.prepare(wallet, input);
     const { rec, raw } = await this.record(wallet, prepared, opts);
     if (raw === undefined) {
-      log.info({ transaction_id: rec.id, token: input.token.symbol }, 'transaction held for approval');
+      log.info({ transaction_id: rec.id, symbol: input.token.symbol }, 'transaction held for approval');
       return rec;
     }
-    log.info({ transaction_id: rec.id, tx_hash: rec.tx_hash, nonce: rec.nonce, token: input.token.symbol }, 'transaction recorded');
+    log.info({ transaction_id: rec.id, tx_hash: rec.tx_hash, nonce: rec.nonce, symbol: input.token.symbol }, 'transaction recorded');
     await this.broadcast(prepared.client, rec, raw, log);
     // The row as recorded: a broadcast that returns leaves it as it was (only a final refusal,
     // which throws, changes it; `broadcast_at` is written later and not shown).
