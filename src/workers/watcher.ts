@@ -60,7 +60,7 @@ import {
   listNetworks,
   moveCursor,
   pruneBlocks,
-  saveBlock,
+  saveBlocks,
   type ChainCursor,
 } from '../modules/networks/networks.repository.js';
 import { listTokens } from '../modules/tokens/tokens.repository.js';
@@ -78,7 +78,7 @@ import {
   type Watched,
 } from '../modules/transactions/transactions.chain-sync.js';
 import { lockWalletsAndEvents, rollBackAbove } from '../modules/transactions/transactions.state.js';
-import { readChargePayments, rollBackChargePayments } from '../modules/charges/charges.chain-sync.js';
+import { readChargePayments, recordChargeBlockTimes, rollBackChargePayments } from '../modules/charges/charges.chain-sync.js';
 import type { TransactionService } from '../modules/transactions/transactions.service.js';
 import type { BalanceService } from '../modules/wallets/balances.service.js';
 import { findWalletView } from '../modules/wallets/wallets.repository.js';
@@ -402,7 +402,7 @@ class NetworkWatcher {
     await this.fenced(async (trx) => {
       const now = this.deps.ctx.clock.nowMs();
       await initCursor(trx, this.networkId, start, now);
-      await saveBlock(trx, this.networkId, { number: head, hash: b.hash, parentHash: b.parentHash }, now);
+      await saveBlocks(trx, this.networkId, [{ number: head, hash: b.hash, parentHash: b.parentHash }], now);
     });
     this.log.info({ block: head }, 'no cursor yet: watching from the current head');
   }
@@ -420,8 +420,10 @@ class NetworkWatcher {
       if (!(await moveCursor(trx, this.networkId, cursor, next, now))) throw new LostLease();
       // The whole batch's wallets, then their users' event orders, before the first block (one lock order).
       await lockWalletsAndEvents(trx, blocks.flatMap((b) => walletsOfBlock(b.found)));
-      for (const { block, found, charges } of blocks) {
-        await saveBlock(trx, this.networkId, { number: found.number, hash: found.hash, parentHash: block.parentHash }, now);
+      // The batch's hashes and times in one statement each; then each block's records in order.
+      await saveBlocks(trx, this.networkId, blocks.map(({ block, found }) => ({ number: found.number, hash: found.hash, parentHash: block.parentHash })), now);
+      await recordChargeBlockTimes(trx, this.networkId, blocks.map((b) => b.charges));
+      for (const { found, charges } of blocks) {
         await recordBlockTransfers(trx, found, { settledNow: network.confirmations <= 1, nowMs: now, log: this.log });
         await charges.record(trx, now);
       }

@@ -171,6 +171,14 @@ describe('charge sweeps: a confirmed sweep removed by a reorg and not mined agai
     await reorgFrom(from, [topUp.tx_hash!, before[1]!.tx_hash!, before[2]!.tx_hash!]);
     await expectNoPhantom(api, c.id);
 
+    // The deposit address emptied (the gas remainder's sweep comes after the token's), then the rows settled.
+    await waitFor(
+      async () => {
+        clock.advance(SWEEP_RETRY_MS);
+        return (await balanceOf(chain, c.address)) === 0n && (await erc20BalanceOf(chain.rpcUrl, usd, c.address as Address)) === 0n ? true : null;
+      },
+      { timeoutMs: 40_000, intervalMs: 100, message: 'the deposit address emptied on the new chain' },
+    );
     const rows = await settled(c.id, 'swept again on the new chain');
     await expectNoPhantom(api, c.id);
     // Every row is the chain's: a confirmed one mined with status 1 in a canonical block at its

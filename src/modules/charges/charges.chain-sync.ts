@@ -43,6 +43,8 @@ import { decide } from './charges.decide.js';
 /** A block's charge payments, read from the node, and the step that records them. */
 export interface ChargeBlockPayments {
   payments: NewPayment[];
+  /** The block's height and time, recorded with the batch's (`recordChargeBlockTimes`). */
+  block: { number: number; timestampMs: number };
   /** Inside the follower's block transaction. */
   record: (trx: Executor, nowMs: number) => Promise<void>;
 }
@@ -67,11 +69,17 @@ export async function readChargePayments(s: SyncScope, block: FullBlock): Promis
   if (found.payments.length + found.other.length > 0) s.log.info({ block: b.number, payments: found.payments.length, other_tokens: found.other.length }, 'charge payments seen');
   return {
     payments: found.payments,
+    block: { number: b.number, timestampMs },
     record: async (trx, nowMs) => {
       await pay.recordBlockPayments(trx, b, nowMs);
       await pay.makeSettledDue(trx, [...new Set(found.other)], nowMs);
     },
   };
+}
+
+/** The times of a batch of blocks the follower records (charge expiry is decided on them), in its transaction. */
+export function recordChargeBlockTimes(trx: Executor, networkId: number, blocks: ReadonlyArray<ChargeBlockPayments>): Promise<void> {
+  return pay.recordBlockTimes(trx, networkId, blocks.map((b) => b.block));
 }
 
 function merge(into: Found, f: Found): void {

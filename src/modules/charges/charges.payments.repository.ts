@@ -67,21 +67,29 @@ export async function makeSettledDue(trx: Executor, ids: number[], nowMs: number
   await trx.updateTable('charges').set({ sweep_due_at: nowMs }).where('id', 'in', ids).where('status', '<>', 'pending').execute();
 }
 
-/** Records a block's time and its payments (inside the follower's block transaction). */
+/**
+ * Records the times of some blocks of a network (one statement, in the follower's block
+ * transaction); older times are pruned each time the batch reaches a multiple of PRUNE_EVERY.
+ */
+export async function recordBlockTimes(trx: Executor, networkId: number, blocks: ReadonlyArray<{ number: number; timestampMs: number }>): Promise<void> {
+  if (blocks.length === 0) return;
+  await trx
+    .insertInto('charge_blocks')
+    .values(blocks.map((b) => ({ network_id: networkId, block_number: b.number, block_timestamp: b.timestampMs })))
+    .onConflict((oc) => oc.columns(['network_id', 'block_number']).doUpdateSet((eb) => ({ block_timestamp: eb.ref('excluded.block_timestamp') })))
+    .execute();
+  const newest = Math.max(...blocks.map((b) => b.number));
+  if (blocks.some((b) => b.number % PRUNE_EVERY === 0)) {
+    await trx.deleteFrom('charge_blocks').where('network_id', '=', networkId).where('block_number', '<', newest - KEEP_BLOCK_TIMES).execute();
+  }
+}
+
+/** Records a block's payments (inside the follower's block transaction; its time: `recordBlockTimes`). */
 export async function recordBlockPayments(
   trx: Executor,
   b: { networkId: number; number: number; hash: string; timestampMs: number; payments: NewPayment[] },
   nowMs: number,
 ): Promise<void> {
-  await trx
-    .insertInto('charge_blocks')
-    .values({ network_id: b.networkId, block_number: b.number, block_timestamp: b.timestampMs })
-    .onConflict((oc) => oc.columns(['network_id', 'block_number']).doUpdateSet((eb) => ({ block_timestamp: eb.ref('excluded.block_timestamp') })))
-    .execute();
-  // Older times are pruned every PRUNE_EVERY blocks, not every block (one statement a block less).
-  if (b.number % PRUNE_EVERY === 0) {
-    await trx.deleteFrom('charge_blocks').where('network_id', '=', b.networkId).where('block_number', '<', b.number - KEEP_BLOCK_TIMES).execute();
-  }
   for (const p of b.payments) {
     await trx
       .insertInto('charge_payments')

@@ -110,11 +110,19 @@ export async function moveCursor(db: Executor, networkId: number, from: ChainCur
   return Number(r.numUpdatedRows) === 1;
 }
 
-export async function saveBlock(db: Executor, networkId: number, b: { number: number; hash: string; parentHash: string }, nowMs: number): Promise<void> {
+/** Stores the hashes of some blocks of a network (one statement; a height stored before takes the new hash). */
+export async function saveBlocks(db: Executor, networkId: number, blocks: ReadonlyArray<{ number: number; hash: string; parentHash: string }>, nowMs: number): Promise<void> {
+  if (blocks.length === 0) return;
   await db
     .insertInto('chain_blocks')
-    .values({ network_id: networkId, block_number: b.number, block_hash: b.hash, parent_hash: b.parentHash, created_at: nowMs })
-    .onConflict((oc) => oc.columns(['network_id', 'block_number']).doUpdateSet({ block_hash: b.hash, parent_hash: b.parentHash, created_at: nowMs }))
+    .values(blocks.map((b) => ({ network_id: networkId, block_number: b.number, block_hash: b.hash, parent_hash: b.parentHash, created_at: nowMs })))
+    .onConflict((oc) =>
+      oc.columns(['network_id', 'block_number']).doUpdateSet((eb) => ({
+        block_hash: eb.ref('excluded.block_hash'),
+        parent_hash: eb.ref('excluded.parent_hash'),
+        created_at: eb.ref('excluded.created_at'),
+      })),
+    )
     .execute();
 }
 
