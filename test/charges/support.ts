@@ -2,8 +2,9 @@
 import { createWalletClient, http, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
-import type { ManualClock, TestApp } from '../helpers/app.js';
-import type { TestChain } from '../helpers/chain.js';
+import { startTestApp, type ManualClock, type TestApp, type TestUser } from '../helpers/app.js';
+import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { waitForCursor } from '../transactions/support.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** anvil's dev account #2: the payer, outside the service. */
@@ -64,4 +65,19 @@ export function chargeApi(t: TestApp, walletId: number, token: string) {
 
 export async function balanceOf(chain: TestChain, address: string): Promise<bigint> {
   return BigInt(await chain.rpc<string>('eth_getBalance', [address, 'latest']));
+}
+
+/**
+ * The set-up of the sweep and reconciliation tests: a fresh anvil registered as a network, a test
+ * app on `clock` with its workers on (charges and the watcher polled every 50 ms), a user, and the
+ * watcher's cursor set. The caller closes `t` and stops `chain` after its tests.
+ */
+export async function startSweepingService(clock: ManualClock): Promise<{ chain: TestChain; t: TestApp; alice: TestUser; networkId: number }> {
+  const chain = await startTestChain();
+  const t = await startTestApp({ clock, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
+  const networkId = await chain.register(t);
+  const alice = await t.createUser();
+  t.startWorkers();
+  await waitForCursor(t, networkId);
+  return { chain, t, alice, networkId };
 }

@@ -13,13 +13,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEther, type Address, type Hex } from 'viem';
-import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
-import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { ManualClock, type TestApp, type TestUser } from '../helpers/app.js';
+import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { sendFromOutsider, waitForCursor } from '../transactions/support.js';
 import { SWEEP_RETRY_MS } from '../../src/modules/charges/charges.sweeps.js';
-import { balanceOf, chargeApi, clockToChain, pay } from './support.js';
+import { balanceOf, chargeApi, clockToChain, pay, startSweepingService } from './support.js';
 
 type Receipt = { blockNumber: Hex; blockHash: Hex; status: Hex; gasUsed: Hex; effectiveGasPrice: Hex };
 
@@ -31,12 +31,7 @@ describe('charge sweeps: a confirmed sweep removed by a reorg and not mined agai
   let networkId: number;
 
   beforeAll(async () => {
-    chain = await startTestChain();
-    t = await startTestApp({ clock, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
-    networkId = await chain.register(t);
-    alice = await t.createUser();
-    t.startWorkers();
-    await waitForCursor(t, networkId);
+    ({ chain, t, alice, networkId } = await startSweepingService(clock));
   });
   afterAll(async () => {
     await t?.close();

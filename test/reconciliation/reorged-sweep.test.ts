@@ -9,10 +9,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Address, Hex } from 'viem';
-import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
-import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { ManualClock, type TestApp, type TestUser } from '../helpers/app.js';
+import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { chargeApi, clockToChain } from '../charges/support.js';
+import { chargeApi, clockToChain, startSweepingService } from '../charges/support.js';
 import { deployErc20, mintErc20 } from '../helpers/erc20.js';
 import { waitForCursor } from '../transactions/support.js';
 import { rawOf, type RpcTx } from '../../sim/chain.js';
@@ -27,12 +27,7 @@ describe('reconciliation: a sweep mined again after a reorg', () => {
   let networkId: number;
 
   beforeAll(async () => {
-    chain = await startTestChain();
-    t = await startTestApp({ clock, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
-    networkId = await chain.register(t);
-    alice = await t.createUser();
-    t.startWorkers();
-    await waitForCursor(t, networkId);
+    ({ chain, t, alice, networkId } = await startSweepingService(clock));
   });
   afterAll(async () => {
     await t?.close();

@@ -5,10 +5,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Address } from 'viem';
-import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
-import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { ManualClock, type TestApp, type TestUser } from '../helpers/app.js';
+import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { chargeApi, clockToChain, pay } from '../charges/support.js';
+import { chargeApi, clockToChain, pay, startSweepingService } from '../charges/support.js';
 import { waitForCursor } from '../transactions/support.js';
 
 const ZERO = '0.000000000000000000';
@@ -22,12 +22,7 @@ describe('reconciliation: unswept funds', () => {
   let networkId: number;
 
   beforeAll(async () => {
-    chain = await startTestChain();
-    t = await startTestApp({ clock, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
-    networkId = await chain.register(t);
-    alice = await t.createUser();
-    t.startWorkers();
-    await waitForCursor(t, networkId);
+    ({ chain, t, alice, networkId } = await startSweepingService(clock));
   });
   afterAll(async () => {
     await t?.close();
