@@ -3246,7 +3246,7 @@ export interface paths {
         put?: never;
         /**
          * Fund the wallet from the local devnet (the local devnet only)
-         * @description Anvil’s first dev account sends `amount` ETH to the wallet’s main address in a real transfer, which the service then records as a receipt. 400 `Only the local devnet can fund a wallet` on any other network (chain id other than 31337, or a node that is not anvil), with nothing sent.
+         * @description Anvil’s first dev account sends `amount` ETH to the wallet’s main address in a real transfer, which the service then records as a receipt. 400 `Only the local devnet can fund a wallet` on any other network (chain id other than 31337, or a node that is not anvil), and 400 `The devnet account cannot fund that amount` when the dev account holds less than the amount and its fee; nothing is sent either way.
          */
         post: {
             parameters: {

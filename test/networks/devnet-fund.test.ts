@@ -2,8 +2,8 @@
  * `npm run cli -- devnet:fund <wallet> <amount>` and `POST /api/wallet/{wallet}/devnet/fund` (a
  * newcomer's first minutes, README "Start"; the dashboard's "Fund from devnet"): on the local
  * devnet, anvil's dev account sends the amount in a real transfer that the service records as a
- * receipt; on any other network (another chain id) it is refused (exit 1, or 400), nothing sent;
- * another user's wallet is 404.
+ * receipt; on any other network (another chain id), or for more than the dev account holds, it
+ * is refused (exit 1, or 400), nothing sent; another user's wallet is 404.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEther } from 'viem';
@@ -72,5 +72,16 @@ describe('devnet:fund', () => {
     const refused = await t.request('POST', `/api/wallet/${o.id}/devnet/fund`, { token: user.token, body: { amount: '1' } });
     expect([refused.status, refused.body]).toEqual([400, { status: 'error', message: 'Only the local devnet can fund a wallet', data: null }]);
     expect(await balanceOf(chain, o.address)).toBe(0n);
+  });
+
+  it('more than the dev account holds: 400 through the API, exit 1 with the CLI, nothing sent (was a 500, found by the fuzz test)', async () => {
+    const networkId = await chain.register(t);
+    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Greedy', network_id: networkId } })).body.data;
+    const res = await t.request('POST', `/api/wallet/${w.id}/devnet/fund`, { token: user.token, body: { amount: 461948329 } });
+    expect([res.status, res.body]).toEqual([400, { status: 'error', message: 'The devnet account cannot fund that amount', data: null }]);
+    const r = await runCli(['devnet:fund', String(w.id), '461948329'], env);
+    expect(r.code).toBe(1);
+    expect(r.json.error).toMatch(/^the devnet's dev account holds \d+\.\d{18} ETH, less than that amount and its fee$/);
+    expect(await balanceOf(chain, w.address)).toBe(0n);
   });
 });

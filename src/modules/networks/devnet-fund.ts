@@ -21,7 +21,17 @@ export class NotDevnet extends Error {
   }
 }
 
-/** Sends `wei` from anvil's first dev account to `to` and waits for its receipt. */
+/** The dev account holds less than the amount and its fee: nothing is sent. */
+export class DevnetShort extends Error {
+  constructor(readonly available: bigint) {
+    super(`the devnet's dev account holds ${formatUnits18(available, 18)} ETH, less than that amount and its fee`);
+  }
+}
+
+/** A transfer's gas on anvil, with a margin for its fee (a plain transfer uses 21,000). */
+const FEE_GAS = 21_000n;
+
+/** Sends `wei` from anvil's first dev account to `to` and waits for its receipt (DevnetShort when it cannot pay it). */
 export async function fundFromDevnet(network: NetworkRow, to: string, wei: bigint): Promise<{ tx_hash: Hex; block_number: number }> {
   if (network.chain_id !== DEVNET_CHAIN_ID) throw new NotDevnet(`network ${network.id} (${network.name}) has chain id ${network.chain_id}`);
   const client = createPublicClient({ transport: http(network.rpc_url, { retryCount: 0, timeout: 10_000 }) });
@@ -29,6 +39,8 @@ export async function fundFromDevnet(network: NetworkRow, to: string, wei: bigin
   if (!String(version).toLowerCase().startsWith('anvil')) throw new NotDevnet(`the node of network ${network.id} is not anvil (${String(version) || 'no client version'})`);
   const [from] = (await client.request({ method: 'eth_accounts' as never })) as Address[];
   if (!from) throw new NotDevnet(`the node of network ${network.id} has no dev account`);
+  const [balance, gasPrice] = await Promise.all([client.getBalance({ address: from }), client.getGasPrice()]);
+  if (wei + FEE_GAS * gasPrice * 2n > balance) throw new DevnetShort(balance);
   const hash = (await client.request({ method: 'eth_sendTransaction' as never, params: [{ from, to: getAddress(to), value: `0x${wei.toString(16)}` }] as never })) as Hex;
   const receipt = await client.waitForTransactionReceipt({ hash, timeout: 30_000, pollingInterval: 100 });
   return { tx_hash: hash, block_number: Number(receipt.blockNumber) };

@@ -11,7 +11,7 @@ import type { App } from '../../http/types.js';
 import { checkDecimalField } from '../tokens/amount-field.js';
 import { WalletParams } from '../wallets/wallets.schemas.js';
 import type { AppContext } from '../../context.js';
-import { fundWalletFromDevnet, NotDevnet } from './devnet-fund.js';
+import { DevnetShort, fundWalletFromDevnet, NotDevnet } from './devnet-fund.js';
 
 const FundedSchema = Type.Object({
   wallet_id: Type.Integer(),
@@ -31,7 +31,7 @@ export async function devnetRoutes(app: App, ctx: AppContext): Promise<void> {
         tags: ['wallets'],
         summary: 'Fund the wallet from the local devnet (the local devnet only)',
         description:
-          'Anvil’s first dev account sends `amount` ETH to the wallet’s main address in a real transfer, which the service then records as a receipt. 400 `Only the local devnet can fund a wallet` on any other network (chain id other than 31337, or a node that is not anvil), with nothing sent.',
+          'Anvil’s first dev account sends `amount` ETH to the wallet’s main address in a real transfer, which the service then records as a receipt. 400 `Only the local devnet can fund a wallet` on any other network (chain id other than 31337, or a node that is not anvil), and 400 `The devnet account cannot fund that amount` when the dev account holds less than the amount and its fee; nothing is sent either way.',
         params: WalletParams,
         body: Type.Object({ amount: Type.Optional(Type.Unknown({ description: 'ETH, a decimal string or number, > 0' })) }),
         response: responses(FundedSchema),
@@ -46,6 +46,7 @@ export async function devnetRoutes(app: App, ctx: AppContext): Promise<void> {
         return ok(await fundWalletFromDevnet(ctx.store.db, wallet, wei), 'Funded from the devnet');
       } catch (e) {
         if (e instanceof NotDevnet) throw Errors.badRequest('Only the local devnet can fund a wallet');
+        if (e instanceof DevnetShort) throw Errors.badRequest('The devnet account cannot fund that amount');
         throw e;
       }
     },
