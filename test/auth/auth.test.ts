@@ -165,16 +165,17 @@ describe('authentication', () => {
     };
     const known: number[] = [];
     const unknown: number[] = [];
-    for (let i = 0; i < 6; i++) {
+    for (let i = 0; i < 10; i++) {
       known.push(await time(user.email));
       unknown.push(await time(`missing-${i}@example.com`));
     }
     const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const ratio = median(unknown) / median(known);
-    // Both paths run one scrypt verification (tens of ms); without the dummy hash the
-    // unknown email would answer in well under a tenth of the time.
+    // Both paths run one scrypt verification; without the dummy hash the unknown email would
+    // answer in well under a tenth of the time. (Test services hash at a low cost, so a loaded
+    // machine moves single timings a lot: ten of each, and the bounds a factor of 2.5 apart.)
     expect(ratio).toBeGreaterThan(0.5);
-    expect(ratio).toBeLessThan(2);
+    expect(ratio).toBeLessThan(2.5);
   });
 });
 
