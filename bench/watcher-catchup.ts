@@ -6,8 +6,8 @@
  *   npm run bench:watcher [-- --blocks 2000 --db sqlite|postgres]
  *
  * The backlog is what a user meets after their node stalled (or answered a head that stood
- * still) while blocks kept coming: a small JSON-RPC proxy in front of anvil (the service's only
- * endpoint, DEVNET_RPC_URL) answers `eth_blockNumber` with a head frozen at the watcher's cursor
+ * still) while blocks kept coming: a JSON-RPC proxy in front of anvil (the tests' RpcProxy; the
+ * service's only endpoint, DEVNET_RPC_URL) answers `eth_blockNumber` with a head frozen at the watcher's cursor
  * while N blocks are mined, each holding one native transfer to the service's wallet (anvil's
  * first dev account; the few blocks lost to two transfers sharing an interval-mined block are
  * made up with empty blocks). The baseline reads those N blocks and their receipts with viem
@@ -22,15 +22,14 @@
  *
  * Prints a markdown table and writes it to bench/results/watcher-catchup.md. Never run by `npm test`.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createPublicClient, http, type Address, type Hex } from 'viem';
+import { createPublicClient, http, toHex, type Address, type Hex } from 'viem';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
 import { parseDatabases, positiveInt, rpc, runBench, writeReport } from './common.js';
 import { profileSignal, settingsNote, startServiceProcess, type ServiceProcess } from './process.js';
+import { RpcProxy } from '../test/transactions/support.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'watcher-catchup.md');
@@ -45,52 +44,6 @@ const { values: flags } = parseArgs({
 });
 const blocks = positiveInt('blocks', flags.blocks);
 const driver = parseDatabases(flags.db)[0]!;
-
-interface RpcCall { id?: unknown; method?: string }
-
-/** A JSON-RPC proxy to `target` whose `eth_blockNumber` answers `frozen` while it is set (single calls and batches). */
-async function headFreezingProxy(target: string): Promise<{ url: string; frozen: number | null; close(): Promise<void> }> {
-  const state = { frozen: null as number | null };
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      void (async () => {
-        const body = Buffer.concat(chunks).toString('utf8');
-        const parsed = JSON.parse(body) as RpcCall | RpcCall[];
-        const calls = Array.isArray(parsed) ? parsed : [parsed];
-        const frozen = state.frozen;
-        const answers = await Promise.all(
-          calls.map(async (c) => {
-            if (frozen !== null && c.method === 'eth_blockNumber') return { jsonrpc: '2.0', id: c.id ?? null, result: `0x${frozen.toString(16)}` };
-            const up = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(c) });
-            return (await up.json()) as unknown;
-          }),
-        );
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]));
-      })().catch((err: unknown) => {
-        res.writeHead(502);
-        res.end(String(err));
-      });
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    url,
-    get frozen() {
-      return state.frozen;
-    },
-    set frozen(v: number | null) {
-      state.frozen = v;
-    },
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
 
 async function call(s: ServiceProcess, method: string, path: string, body?: unknown): Promise<{ data: any; headers: Headers }> {
   const res = await fetch(`${s.base}${path}`, {
@@ -162,14 +115,14 @@ async function mineBacklog(rpcUrl: string, to: Address, n: number, from: number)
 }
 
 async function runOnce(devnet: Devnet): Promise<Run> {
-  const proxy = await headFreezingProxy(devnet.rpcUrl);
+  const proxy = await RpcProxy.start(devnet.rpcUrl);
   const service = await startServiceProcess({ driver, rpcUrl: proxy.url });
   try {
     const wallet = (await call(service, 'POST', '/api/wallet/create', { name: 'Bench', network_id: service.networkId })).data as { id: number; address: Address };
     // The watcher's cursor at the head, then the head held there while the backlog is mined.
     const start = await headOf(devnet.rpcUrl);
     await waitUntil('the first cursor at the head', async () => ((await syncedBlock(service)) ?? -1) >= start, 60_000, 50);
-    proxy.frozen = start;
+    proxy.rule('eth_blockNumber', { action: 'result', result: toHex(start) });
     process.stderr.write(`mining ${blocks} blocks ... `);
     const head = await mineBacklog(devnet.rpcUrl, wallet.address, blocks, start);
     process.stderr.write('bare loop ... ');
@@ -178,7 +131,7 @@ async function runOnce(devnet: Devnet): Promise<Run> {
     profileSignal([service]);
     const cpu0 = service.cpuMs();
     const started = performance.now();
-    proxy.frozen = null;
+    proxy.allow('eth_blockNumber');
     await waitUntil('the watcher at the head', async () => ((await syncedBlock(service)) ?? 0) >= head, 30 * 60_000, 25);
     const watcherMs = performance.now() - started;
     profileSignal([service]);
@@ -188,7 +141,7 @@ async function runOnce(devnet: Devnet): Promise<Run> {
     return { n: head - start, bare, watcherMs, received: Number(list.headers.get('x-pagination-total')), cpuMs, peakRssMiB: service.peakRssMiB() };
   } finally {
     await service.stop();
-    await proxy.close();
+    await proxy.down();
   }
 }
 
