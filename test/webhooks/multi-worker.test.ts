@@ -8,6 +8,7 @@ import { recordEvent } from '../../src/modules/events/outbox.js';
 import { createWebhook, owner } from './fixtures.js';
 
 const EVENTS = 1000;
+const SLOW_FIRST = 40;
 const SCRIPT = fileURLToPath(new URL('./worker-process.ts', import.meta.url));
 
 interface Proc {
@@ -59,8 +60,12 @@ describe('delivery workers in several processes', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    // A little latency per answer, so both processes have work in flight at the same time.
-    rx = await startReceiver(() => ({ status: 200, delayMs: 2 }));
+    // A little latency per answer, so both processes have work in flight at the same time. The
+    // first answers are slow: a worker holds at most its per-webhook share of one webhook's rows
+    // and writes nothing while they wait, so the other process claims rows in that window even
+    // on SQLite, where a busy worker's back-to-back commits could otherwise keep the single
+    // writer lock from it the whole run (a CI run saw one process deliver all 1000).
+    rx = await startReceiver((_req, n) => ({ status: 200, delayMs: n < SLOW_FIRST ? 250 : 2 }));
   });
   afterAll(async () => {
     for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
