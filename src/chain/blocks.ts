@@ -7,7 +7,7 @@ import { TransactionReceiptNotFoundError, type Block, type Hex, type PublicClien
 import { TRANSFER_EVENT } from './erc20.js';
 
 /** getLogs filters on the recipient topic for up to this many addresses; above, the caller filters. */
-const MAX_TOPIC_ADDRESSES = 500;
+export const MAX_TOPIC_ADDRESSES = 500;
 /** Receipts fetched at once. */
 const RECEIPT_CONCURRENCY = 8;
 
@@ -85,14 +85,15 @@ export interface TransferLog {
 
 /**
  * ERC-20 `Transfer` logs of the block `blockHash` emitted by `contracts`, filtered by the node
- * on the recipient when there are few enough `recipients` (else every transfer is returned).
+ * on the recipient when there are few enough `recipients` (else, or with `null`, every transfer
+ * is returned and the caller filters).
  */
-export async function transferLogs(client: PublicClient, blockHash: Hex, contracts: Hex[], recipients: Hex[]): Promise<TransferLog[]> {
+export async function transferLogs(client: PublicClient, blockHash: Hex, contracts: Hex[], recipients: Hex[] | null): Promise<TransferLog[]> {
   const found = await client.getLogs({
     blockHash,
     address: contracts,
     event: TRANSFER_EVENT,
-    args: recipients.length <= MAX_TOPIC_ADDRESSES ? { to: recipients } : undefined,
+    args: recipients !== null && recipients.length <= MAX_TOPIC_ADDRESSES ? { to: recipients } : undefined,
     strict: true,
   });
   return found.map((l) => ({

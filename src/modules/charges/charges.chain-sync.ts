@@ -13,7 +13,9 @@
  *   (an internal call), from the node's call traces of the block (`internalNative`).
  * - Watched: every pending charge of the network, and settled ones until `watch_until`
  *   (`expires_at` + CHARGE_WATCH_AFTER_S) compared with the block's own timestamp, so a
- *   follower catching up after an outage decides exactly as it would have live.
+ *   follower catching up after an outage decides exactly as it would have live. Up to
+ *   MAX_TOPIC_ADDRESSES watched addresses are read whole per block; with more, only the block's
+ *   recipients are looked up (`watchedAt`), so a block costs what it holds, not what is open.
  * - The block's timestamp is stored (`charge_blocks`): settlement asks "has a block stamped
  *   after `expires_at` got the network's confirmations?" from the database, in step with the
  *   payments, never from a node that may be ahead of what was recorded.
@@ -27,7 +29,7 @@
 import { getAddress, type Hex, type Transaction } from 'viem';
 import type { Logger } from 'pino';
 import type { Executor } from '../../db/index.js';
-import { blockReceipts, transferLogs, type FullBlock } from '../../chain/blocks.js';
+import { blockReceipts, MAX_TOPIC_ADDRESSES, transferLogs, type FullBlock } from '../../chain/blocks.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
 import { internalTransfers, TracesUnsupported, type InternalTransfer } from '../../chain/traces.js';
 import type { SyncScope } from '../transactions/transactions.chain-sync.js';
@@ -55,12 +57,40 @@ interface Found {
   other: number[];
 }
 
+/**
+ * The watched deposits a block is matched against. Up to MAX_TOPIC_ADDRESSES of them are read
+ * whole (and the node filters the block's token logs on them); with more (a merchant with
+ * thousands of open charges), each step looks up only the block's own recipients by address, so
+ * a block costs what it holds, not what is open.
+ */
+interface Watched {
+  /** Every watched deposit, when they are few; null when there are more. */
+  all: WatchedDeposit[] | null;
+  /** The watched deposits among some addresses, by lowercase address. */
+  among(addresses: readonly string[]): Promise<Map<string, WatchedDeposit>>;
+}
+
+function byLowerAddress(rows: readonly WatchedDeposit[]): Map<string, WatchedDeposit> {
+  return new Map(rows.map((w) => [w.address.toLowerCase(), w]));
+}
+
+async function watchedAt(s: SyncScope, blockMs: number): Promise<Watched | null> {
+  const db = s.ctx.store.db;
+  const first = await pay.listWatchedDeposits(db, s.networkId, blockMs, MAX_TOPIC_ADDRESSES + 1);
+  if (first.length === 0) return null;
+  if (first.length <= MAX_TOPIC_ADDRESSES) {
+    const map = byLowerAddress(first);
+    return { all: first, among: async () => map };
+  }
+  return { all: null, among: async (addresses) => byLowerAddress(await pay.findWatchedDeposits(db, s.networkId, blockMs, addresses)) };
+}
+
 /** Reads the block's payments to watched deposit addresses (node calls only, no transaction open). */
 export async function readChargePayments(s: SyncScope, block: FullBlock): Promise<ChargeBlockPayments> {
   const timestampMs = Number(block.timestamp) * 1000;
-  const watched = await pay.listWatchedDeposits(s.ctx.store.db, s.networkId, timestampMs);
+  const watched = await watchedAt(s, timestampMs);
   const found: Found = { payments: [], other: [] };
-  if (watched.length > 0) {
+  if (watched) {
     merge(found, await nativeTransfers(s, block, watched));
     merge(found, await tokenTransfers(s, block, watched));
     merge(found, await internalNative(s, block, watched));
@@ -91,9 +121,10 @@ function merge(into: Found, f: Found): void {
  * Native transfers to deposit addresses: payments of native charges, another token for the
  * others; what the wallet's own main address sends (the gas of a token sweep) is neither.
  */
-async function nativeTransfers(s: SyncScope, block: FullBlock, watched: WatchedDeposit[]): Promise<Found> {
-  const byAddress = new Map(watched.map((w) => [w.address.toLowerCase(), w]));
-  const txs = (block.transactions as Transaction[]).filter((tx) => tx.value > 0n && tx.to && byAddress.has(tx.to.toLowerCase()));
+async function nativeTransfers(s: SyncScope, block: FullBlock, watched: Watched): Promise<Found> {
+  const sent = (block.transactions as Transaction[]).filter((tx) => tx.value > 0n && tx.to);
+  const byAddress = await watched.among(sent.map((tx) => tx.to!));
+  const txs = sent.filter((tx) => byAddress.has(tx.to!.toLowerCase()));
   if (txs.length === 0) return { payments: [], other: [] };
   const receipts = await s.net(blockReceipts(s.client, block.hash, txs.map((tx) => tx.hash)));
   const found: Found = { payments: [], other: [] };
@@ -124,7 +155,7 @@ const TRACES_RETRY_MS = 10 * 60_000;
  * TRACES_RETRY_MS, and such money is not seen as a payment (it is still swept with the address's
  * balance when the charge is settled; docs/charges.md, "Internal transfers").
  */
-async function internalNative(s: SyncScope, block: FullBlock, watched: WatchedDeposit[]): Promise<Found> {
+async function internalNative(s: SyncScope, block: FullBlock, watched: Watched): Promise<Found> {
   const skipUntil = noTraces.get(s.client);
   if (skipUntil !== undefined && skipUntil > Date.now()) return { payments: [], other: [] };
   let moves: InternalTransfer[];
@@ -138,7 +169,7 @@ async function internalNative(s: SyncScope, block: FullBlock, watched: WatchedDe
     return { payments: [], other: [] };
   }
   noTraces.delete(s.client);
-  const byAddress = new Map(watched.map((w) => [w.address.toLowerCase(), w]));
+  const byAddress = await watched.among(moves.map((m) => m.to));
   const found: Found = { payments: [], other: [] };
   for (const m of moves) {
     const w = byAddress.get(m.to.toLowerCase());
@@ -151,16 +182,26 @@ async function internalNative(s: SyncScope, block: FullBlock, watched: WatchedDe
 
 /**
  * ERC-20 `Transfer` logs to deposit addresses from the charge's token (payments) or any other
- * active token of the wallet (swept, not counted).
+ * active token of the wallet (swept, not counted). With many watched addresses the logs of every
+ * ERC-20 contract of the network's wallets are read unfiltered (as the node would answer for
+ * more than MAX_TOPIC_ADDRESSES recipients anyway) and their recipients looked up.
  */
-async function tokenTransfers(s: SyncScope, block: FullBlock, watched: WatchedDeposit[]): Promise<Found> {
-  const own = watched.filter((w) => w.contract.toLowerCase() !== NATIVE_CONTRACT).map((w) => ({ wallet_id: w.wallet_id, contract: w.contract }));
-  const tokens = [...own, ...(await pay.listActiveContracts(s.ctx.store.db, [...new Set(watched.map((w) => w.wallet_id))]))];
-  const active = new Set(tokens.map((t) => `${t.wallet_id}:${t.contract.toLowerCase()}`));
-  const contracts = [...new Set(tokens.map((t) => t.contract.toLowerCase()))] as Hex[];
-  if (contracts.length === 0) return { payments: [], other: [] };
-  const byAddress = new Map(watched.map((w) => [w.address.toLowerCase(), w]));
-  const logs = await s.net(transferLogs(s.client, block.hash, contracts, watched.map((w) => w.address as Hex)));
+async function tokenTransfers(s: SyncScope, block: FullBlock, watched: Watched): Promise<Found> {
+  const db = s.ctx.store.db;
+  // The active ERC-20 tokens of the wallets concerned: every watched wallet's when they are few,
+  // else (looked up below) those of the wallets the block's transfers reached.
+  let activeRows = watched.all ? await pay.listActiveContracts(db, [...new Set(watched.all.map((w) => w.wallet_id))]) : null;
+  const contracts = watched.all
+    ? [...watched.all.filter((w) => w.contract.toLowerCase() !== NATIVE_CONTRACT).map((w) => w.contract), ...activeRows!.map((t) => t.contract)]
+    : await pay.listNetworkTokenContracts(db, s.networkId);
+  const distinct = [...new Set(contracts.map((c) => c.toLowerCase()))] as Hex[];
+  if (distinct.length === 0) return { payments: [], other: [] };
+  const logs = await s.net(transferLogs(s.client, block.hash, distinct, watched.all ? watched.all.map((w) => w.address as Hex) : null));
+  if (logs.length === 0) return { payments: [], other: [] };
+  const byAddress = await watched.among(logs.map((l) => l.to));
+  const hit = [...byAddress.values()];
+  activeRows ??= await pay.listActiveContracts(db, [...new Set(hit.map((w) => w.wallet_id))]);
+  const active = new Set([...hit.map((w) => ({ wallet_id: w.wallet_id, contract: w.contract })), ...activeRows].map((t) => `${t.wallet_id}:${t.contract.toLowerCase()}`));
   const found: Found = { payments: [], other: [] };
   for (const l of logs) {
     const w = byAddress.get(l.to.toLowerCase());

@@ -1,5 +1,6 @@
 /** charge_payments, charge_blocks and the charge rows the chain follower and the charge worker move. */
 import { sql } from 'kysely';
+import { getAddress } from 'viem';
 import type { Executor } from '../../db/index.js';
 import { dialectOf } from '../../db/dialect.js';
 
@@ -42,8 +43,8 @@ export interface PaymentRow {
   internal: number;
 }
 
-/** The deposit addresses of a network to watch in a block stamped `blockMs`: pending charges, and settled ones until `watch_until`. */
-export async function listWatchedDeposits(db: Executor, networkId: number, blockMs: number): Promise<WatchedDeposit[]> {
+/** Watched in a block stamped `blockMs`: pending charges, and settled ones until `watch_until`. */
+function watchedQuery(db: Executor, networkId: number, blockMs: number) {
   return db
     .selectFrom('charges as c')
     .innerJoin('wallets as w', 'w.id', 'c.wallet_id')
@@ -51,8 +52,45 @@ export async function listWatchedDeposits(db: Executor, networkId: number, block
     .innerJoin('wallet_tokens as t', 't.id', 'c.token_id')
     .select(['c.id as charge_id', 'c.wallet_id', 'w.address as main_address', 's.address', 't.contract'])
     .where('w.network_id', '=', networkId)
-    .where((eb) => eb.or([eb('c.status', '=', 'pending'), eb('c.watch_until', '>=', blockMs)]))
+    .where((eb) => eb.or([eb('c.status', '=', 'pending'), eb('c.watch_until', '>=', blockMs)]));
+}
+
+/** The deposit addresses of a network to watch in a block stamped `blockMs`, at most `limit` of them. */
+export async function listWatchedDeposits(db: Executor, networkId: number, blockMs: number, limit: number): Promise<WatchedDeposit[]> {
+  return watchedQuery(db, networkId, blockMs).limit(limit).execute();
+}
+
+/** Addresses looked up at once (each is two parameters: checksummed and lowercase). */
+const LOOKUP_CHUNK = 400;
+
+/**
+ * The watched deposits (as `listWatchedDeposits`) among some addresses, by the sub-wallets'
+ * address index: what a block with thousands of watched addresses is matched with, at the cost
+ * of the block's recipients rather than of every open charge. Each address is looked up
+ * checksummed and lowercase (a node's answers and the database may hold either form).
+ */
+export async function findWatchedDeposits(db: Executor, networkId: number, blockMs: number, addresses: readonly string[]): Promise<WatchedDeposit[]> {
+  const unique = [...new Set(addresses)];
+  const out: WatchedDeposit[] = [];
+  for (let i = 0; i < unique.length; i += LOOKUP_CHUNK) {
+    const part = unique.slice(i, i + LOOKUP_CHUNK);
+    const forms = [...new Set(part.flatMap((a) => [getAddress(a), a.toLowerCase()]))];
+    out.push(...(await watchedQuery(db, networkId, blockMs).where('s.address', 'in', forms).execute()));
+  }
+  return out;
+}
+
+/** Every ERC-20 contract a wallet of the network has (active or not): the widest set a charge's payment can come from. */
+export async function listNetworkTokenContracts(db: Executor, networkId: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('wallet_tokens as t')
+    .innerJoin('wallets as w', 'w.id', 't.wallet_id')
+    .select('t.contract')
+    .distinct()
+    .where('w.network_id', '=', networkId)
+    .where('t.is_native', '=', 0)
     .execute();
+  return rows.map((r) => r.contract);
 }
 
 /** The contracts of the active ERC-20 tokens of some wallets. */
