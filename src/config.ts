@@ -80,6 +80,11 @@ export interface Config {
   readonly chargesPollMs: number;
   /** How long after `expires_at` a charge's deposit address is still watched for late payments (seconds). */
   readonly chargeWatchAfterS: number;
+  /**
+   * Up to this many watched deposit addresses, a block is matched against all of them (read whole,
+   * the node filters the logs on them); above, the block's recipients are looked up by address.
+   */
+  readonly chargeWatchListMax: number;
   /** How long a transfer held by the policy's `approval_above` waits for a decision before it fails (`approval_expired`), seconds. */
   readonly approvalTtlS: number;
   /** REFUND_CLAIM_TTL_S: how long a refund claim's link can be used (CONTRACT.md, "Refunds"). */
@@ -298,6 +303,8 @@ export function loadConfig(env: Env = process.env): Config {
     },
     chargesPollMs: int(env, 'CHARGES_POLL_MS', 1000, 10, 600_000),
     chargeWatchAfterS: int(env, 'CHARGE_WATCH_AFTER_S', 86_400, 0, 31_536_000),
+    // At most the recipients a log query is filtered on (MAX_TOPIC_ADDRESSES, src/chain/blocks.ts).
+    chargeWatchListMax: int(env, 'CHARGE_WATCH_LIST_MAX', 500, 0, 500),
     approvalTtlS: int(env, 'APPROVAL_TTL_S', 86_400, 1, 31_536_000),
     refundClaimTtlS: int(env, 'REFUND_CLAIM_TTL_S', 604_800, 1, 31_536_000),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),

@@ -14,7 +14,7 @@
  * - Watched: every pending charge of the network, and settled ones until `watch_until`
  *   (`expires_at` + CHARGE_WATCH_AFTER_S) compared with the block's own timestamp, so a
  *   follower catching up after an outage decides exactly as it would have live. Up to
- *   MAX_TOPIC_ADDRESSES watched addresses are read whole per block; with more, only the block's
+ *   CHARGE_WATCH_LIST_MAX (500) watched addresses are read whole per block; with more, only the block's
  *   recipients are looked up (`watchedAt`), so a block costs what it holds, not what is open.
  * - The block's timestamp is stored (`charge_blocks`): settlement asks "has a block stamped
  *   after `expires_at` got the network's confirmations?" from the database, in step with the
@@ -29,7 +29,7 @@
 import { getAddress, type Hex, type Transaction } from 'viem';
 import type { Logger } from 'pino';
 import type { Executor } from '../../db/index.js';
-import { blockReceipts, MAX_TOPIC_ADDRESSES, transferLogs, type FullBlock } from '../../chain/blocks.js';
+import { blockReceipts, transferLogs, type FullBlock } from '../../chain/blocks.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
 import { internalTransfers, TracesUnsupported, type InternalTransfer } from '../../chain/traces.js';
 import type { SyncScope } from '../transactions/transactions.chain-sync.js';
@@ -58,10 +58,10 @@ interface Found {
 }
 
 /**
- * The watched deposits a block is matched against. Up to MAX_TOPIC_ADDRESSES of them are read
- * whole (and the node filters the block's token logs on them); with more (a merchant with
- * thousands of open charges), each step looks up only the block's own recipients by address, so
- * a block costs what it holds, not what is open.
+ * The watched deposits a block is matched against. Up to CHARGE_WATCH_LIST_MAX of them (default
+ * MAX_TOPIC_ADDRESSES) are read whole (and the node filters the block's token logs on them); with
+ * more (a merchant with thousands of open charges), each step looks up only the block's own
+ * recipients by address, so a block costs what it holds, not what is open.
  */
 interface Watched {
   /** Every watched deposit, when they are few; null when there are more. */
@@ -76,9 +76,10 @@ function byLowerAddress(rows: readonly WatchedDeposit[]): Map<string, WatchedDep
 
 async function watchedAt(s: SyncScope, blockMs: number): Promise<Watched | null> {
   const db = s.ctx.store.db;
-  const first = await pay.listWatchedDeposits(db, s.networkId, blockMs, MAX_TOPIC_ADDRESSES + 1);
+  const listMax = s.ctx.config.chargeWatchListMax;
+  const first = await pay.listWatchedDeposits(db, s.networkId, blockMs, listMax + 1);
   if (first.length === 0) return null;
-  if (first.length <= MAX_TOPIC_ADDRESSES) {
+  if (first.length <= listMax) {
     const map = byLowerAddress(first);
     return { all: first, among: async () => map };
   }
