@@ -6,7 +6,10 @@
  * same bytes: it can only mine once). The deposit address's funds reach the main address exactly
  * once, the sweep ends `confirmed` with a receipt in the current chain, and the reconciliation is
  * ok. Before the fix the sweep stayed `confirmed` forever on a hash the chain does not have, and
- * the funds stayed on the deposit address.
+ * the funds stayed on the deposit address. A token charge's remainder sweep, re-sent as signed
+ * after the new chain charged the token sweep less, leaves that difference: the native coin left
+ * is exactly what the rows say, and the reconciliation names it as dust (a CI run met this case
+ * by chance; the third test makes it on purpose with a lower base fee).
  *
  * The case where the removed sweep IS mined again in another block (its block and fee read again
  * from the new receipt) is test/reconciliation/reorged-sweep.test.ts.
@@ -19,6 +22,7 @@ import { waitFor } from '../helpers/wait.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { sendFromOutsider, waitForCursor } from '../transactions/support.js';
 import { SWEEP_RETRY_MS } from '../../src/modules/charges/charges.sweeps.js';
+import { formatUnits18 } from '../../src/lib/money.js';
 import { balanceOf, chargeApi, clockToChain, pay, startSweepingService } from './support.js';
 
 type Receipt = { blockNumber: Hex; blockHash: Hex; status: Hex; gasUsed: Hex; effectiveGasPrice: Hex };
@@ -62,13 +66,19 @@ describe('charge sweeps: a confirmed sweep removed by a reorg and not mined agai
    * removed transactions, are then in neither the chain nor the node's pool (read before the
    * service's follower can have seen the reorg).
    */
-  async function reorgFrom(from: number, gone: string[]): Promise<void> {
+  async function reorgFrom(from: number, gone: string[], opts: { baseFeePct?: bigint } = {}): Promise<void> {
     const head = await chain.blockNumber();
     await waitForCursor(t, networkId, head);
     const seen = t.logs.filter((l) => l.includes('reorg: rolled back to the common ancestor')).length;
     await chain.rpc('anvil_reorg', [head - from + 1, []]);
     for (const h of gone) expect(await chain.rpc('eth_getTransactionByHash', [h]), h).toBeNull();
-    await chain.mine(1);
+    if (opts.baseFeePct !== undefined) {
+      // The next block (the first re-sent transaction's, on this automining chain) gets this share of the head's base fee.
+      const b = await chain.rpc<{ baseFeePerGas: Hex }>('eth_getBlockByNumber', ['latest', false]);
+      await chain.rpc('anvil_setNextBlockBaseFeePerGas', [`0x${((BigInt(b.baseFeePerGas) * opts.baseFeePct) / 100n).toString(16)}`]);
+    } else {
+      await chain.mine(1);
+    }
     await waitFor(() => t.logs.filter((l) => l.includes('reorg: rolled back to the common ancestor')).length > seen, { timeoutMs: 15_000, message: 'the watcher saw the reorg' });
   }
 
@@ -89,6 +99,21 @@ describe('charge sweeps: a confirmed sweep removed by a reorg and not mined agai
       { timeoutMs: 40_000, intervalMs: 100, message },
     ).catch((e: Error) => {
       throw new Error(`${e.message}: ${JSON.stringify(last)}`);
+    });
+  }
+
+  /** The wallet's reconciliation once `pred` holds for it. */
+  async function reconciliationWith(walletId: number, pred: (r: any) => boolean) {
+    let last = '';
+    return waitFor(
+      async () => {
+        const r = await t.request('GET', `/api/wallet/${walletId}/reconciliation`, { token: alice.token });
+        last = r.text;
+        return r.status === 200 && pred(r.body.data) ? r.body.data : null;
+      },
+      { timeoutMs: 20_000, intervalMs: 200, message: 'reconciliation' },
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}: ${last}`);
     });
   }
 
@@ -141,8 +166,9 @@ describe('charge sweeps: a confirmed sweep removed by a reorg and not mined agai
     expect(r.unswept).toEqual([]);
   });
 
-  it('token: the gas top-up, the token sweep and the gas remainder’s sweep all removed: swept once, every row the chain’s', async () => {
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Tokens', network_id: networkId } })).body.data as { id: number; address: Address };
+  /** A token charge of 5 TUSD paid and swept: the gas top-up, the token sweep and the remainder's sweep, all confirmed. */
+  async function tokenChargeSwept(name: string) {
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name, network_id: networkId } })).body.data as { id: number; address: Address };
     await sendFromOutsider(chain.rpcUrl, wallet.address, 10n ** 18n); // gas for the deposit's token sweep (a recorded receipt)
     const usd = await deployErc20(chain.rpcUrl, { name: 'Test USD', symbol: 'TUSD', decimals: 6 });
     expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: alice.token, body: { contract: usd } })).status).toBe(200);
@@ -162,18 +188,51 @@ describe('charge sweeps: a confirmed sweep removed by a reorg and not mined agai
     expect(from).toBeLessThanOrEqual(before[1]!.block_number!);
     expect(await erc20BalanceOf(chain.rpcUrl, usd, wallet.address)).toBe(5_000_000n);
 
+    return { wallet, usd, api, c, before, topUp, from };
+  }
+
+  /**
+   * The native coin on the deposit address is what the rows say: the top-up less every confirmed
+   * sweep's fee and the native sweeps' amounts; when some is left, the reconciliation names it
+   * (dust below the fee of sweeping it), else it is ok. Returns what is left.
+   */
+  async function expectLeftAsRecorded(walletId: number, c: { id: number; address: string }, tokenId: number): Promise<bigint> {
+    const confirmed = (await sweepRows(c.id)).filter((x) => x.status === 'confirmed');
+    const left = await balanceOf(chain, c.address);
+    const expected =
+      confirmed.filter((x) => x.kind === 'gas').reduce((a, x) => a + BigInt(x.amount), 0n) -
+      confirmed.filter((x) => x.kind === 'sweep').reduce((a, x) => a + BigInt(x.fee_paid!) + (x.token_id === tokenId ? 0n : BigInt(x.amount)), 0n);
+    expect(left).toBe(expected);
+    if (left === 0n) {
+      const r = await reconciliationOk(walletId);
+      expect(r.unswept).toEqual([]);
+    } else {
+      const r = await reconciliationWith(walletId, (x) => x.unswept.length > 0);
+      expect(r.unswept).toEqual([{ address: c.address, charge_id: c.id, token: 'ETH', amount: formatUnits18(left, 18), reason: 'dust: below the fee of sweeping it' }]);
+      expect(r.addresses.flatMap((a: any) => a.tokens).filter((x: any) => x.difference !== '0.000000000000000000')).toEqual([]);
+    }
+    return left;
+  }
+
+  it('token: the gas top-up, the token sweep and the gas remainder’s sweep all removed: swept once, every row the chain’s', async () => {
+    const { wallet, usd, api, c, before, topUp, from } = await tokenChargeSwept('Tokens');
     await chain.mine(2);
     await reorgFrom(from, [topUp.tx_hash!, before[1]!.tx_hash!, before[2]!.tx_hash!]);
     await expectNoPhantom(api, c.id);
 
-    // The deposit address emptied (the gas remainder's sweep comes after the token's), then the rows settled.
+    // The token left the deposit address (the gas remainder's sweep comes after the token's), then the rows settled.
     await waitFor(
       async () => {
         clock.advance(SWEEP_RETRY_MS);
-        return (await balanceOf(chain, c.address)) === 0n && (await erc20BalanceOf(chain.rpcUrl, usd, c.address as Address)) === 0n ? true : null;
+        return (await erc20BalanceOf(chain.rpcUrl, usd, c.address as Address)) === 0n ? true : null;
       },
-      { timeoutMs: 40_000, intervalMs: 100, message: 'the deposit address emptied on the new chain' },
-    );
+      { timeoutMs: 40_000, intervalMs: 100, message: 'the token left the deposit address on the new chain' },
+    ).catch(async (e: Error) => {
+      // What a failure needs to be understood: the rows, the balances and the charge workers' log.
+      const state = { rows: await sweepRows(c.id), eth: String(await balanceOf(chain, c.address)), token: String(await erc20BalanceOf(chain.rpcUrl, usd, c.address as Address)) };
+      const log = t.logs.filter((l) => /"component":"(charges|watcher|transactions)"/.test(l) && /"level":(40|50)|sweep|reorg/.test(l)).slice(-30);
+      throw new Error(`${e.message}: ${JSON.stringify(state)}\n${log.join('')}`);
+    });
     const rows = await settled(c.id, 'swept again on the new chain');
     await expectNoPhantom(api, c.id);
     // Every row is the chain's: a confirmed one mined with status 1 in a canonical block at its
@@ -194,8 +253,31 @@ describe('charge sweeps: a confirmed sweep removed by a reorg and not mined agai
     expect(tokenSweeps.map((r) => BigInt(r.amount))).toEqual([5_000_000n]);
     expect(await erc20BalanceOf(chain.rpcUrl, usd, wallet.address)).toBe(5_000_000n);
     expect(await erc20BalanceOf(chain.rpcUrl, usd, c.address as Address)).toBe(0n);
-    expect(await balanceOf(chain, c.address)).toBe(0n);
-    const r = await reconciliationOk(wallet.id);
-    expect(r.unswept).toEqual([]);
+    // Whether the old signed sweeps were accepted again (then the remainder can leave dust: the
+    // next test) or refused and signed anew depends on when the top-up is mined again.
+    await expectLeftAsRecorded(wallet.id, c, tokenId);
+  });
+
+  it('token: only the sweeps removed, the new chain charging the token sweep less: the remainder, re-sent as signed, leaves the difference, named as dust', async () => {
+    const { wallet, usd, api, c, before } = await tokenChargeSwept('Cheaper');
+    const tokenId = (await t.store.db.selectFrom('charges').select('token_id').where('id', '=', c.id).executeTakeFirstOrThrow()).token_id;
+    await chain.mine(2);
+    await reorgFrom(before[1]!.block_number!, [before[1]!.tx_hash!, before[2]!.tx_hash!], { baseFeePct: 50n });
+    await waitFor(
+      async () => {
+        clock.advance(SWEEP_RETRY_MS);
+        return (await erc20BalanceOf(chain.rpcUrl, usd, c.address as Address)) === 0n ? true : null;
+      },
+      { timeoutMs: 40_000, intervalMs: 100, message: 'the token left the deposit address on the new chain' },
+    );
+    const rows = await settled(c.id, 'swept again on the new chain');
+    await expectNoPhantom(api, c.id);
+    // The same signed sweeps (hash and nonce), confirmed on the new chain; the token sweep cost less.
+    expect(rows.map((r) => [r.kind, r.status, r.nonce, r.tx_hash])).toEqual(before.map((r) => [r.kind, 'confirmed', r.nonce, r.tx_hash]));
+    const cheaper = BigInt(before[1]!.fee_paid!) - BigInt(rows[1]!.fee_paid!);
+    expect(cheaper > 0n).toBe(true);
+    expect(rows[2]!.fee_paid).toBe(before[2]!.fee_paid);
+    expect(await erc20BalanceOf(chain.rpcUrl, usd, wallet.address)).toBe(5_000_000n);
+    expect(await expectLeftAsRecorded(wallet.id, c, tokenId)).toBe(cheaper);
   });
 });
