@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
+import { formatUnits18 } from '../../src/lib/money.js';
 import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus, type FundedWallet } from './support.js';
 
 let t: TestApp;
@@ -131,6 +132,33 @@ describe('cancel', () => {
     expect(next.body.data.nonce).toBe(1);
     await chain.mine(1);
     await waitForStatus(t, user, w.id, next.body.data.id, 'confirmed');
+  });
+
+  // Found by the simulation (seed 2603, PostgreSQL): the watcher re-priced a cancelled transfer
+  // with a speed-up, which was recorded as a speed-up of the transfer; when it mined, the service
+  // recorded the 0.00242 ETH transfer as sent while the chain had moved nothing.
+  it('a speed-up of a cancel is the cancel at higher fees: mined, the transaction fails as cancelled and nothing moved', async () => {
+    const w = await fundedWallet(t, chain, user, networkId, 5n * ETH);
+    const before = await client().getBalance({ address: RECIPIENT });
+    const res = await create(w, '1.5');
+    const c = await replace(w, res.body.data.id, 'cancel');
+    expect(c.status).toBe(200);
+    const fast = await replace(w, res.body.data.id, 'speed-up');
+    expect(fast.status).toBe(200);
+    expect(fast.body.data.replaced_hashes).toEqual([res.body.data.tx_hash, c.body.data.tx_hash]);
+    const mined = await client().getTransaction({ hash: fast.body.data.tx_hash as Hex });
+    expect([mined.to?.toLowerCase(), mined.value]).toEqual([w.address.toLowerCase(), 0n]);
+
+    await chain.mine(1);
+    const failed = await waitForStatus(t, user, w.id, res.body.data.id, 'failed');
+    expect(failed).toMatchObject({ failure_reason: 'cancelled', tx_hash: fast.body.data.tx_hash });
+    expect(await client().getBalance({ address: w.address })).toBe(5n * ETH - (await paidFee(fast.body.data.tx_hash)));
+    expect(await client().getBalance({ address: RECIPIENT })).toBe(before);
+    // The books agree: the wallet's recorded change is the cancel's fee alone (the funding was
+    // anvil_setBalance, which no transfer records), not the 1.5 ETH as well.
+    const rec = await t.request('GET', `/api/wallet/${w.id}/reconciliation`, { token: user.token });
+    expect(rec.status).toBe(200);
+    expect(rec.body.data.addresses.map((a: any) => a.tokens[0].recorded_change)).toEqual([`-${formatUnits18(await paidFee(fast.body.data.tx_hash), 18)}`]);
   });
 });
 

@@ -7,7 +7,8 @@
  *    chosen (both fields at least 10% above the current version's, rounded up, or the level's
  *    fresh quote where that is higher; explicit fees below that minimum are 422), and the new
  *    version is signed: the same call (speed-up) or a zero-value transfer to the wallet's own
- *    address (cancel), same nonce, same gas limit (cancel: 21000).
+ *    address (cancel), same nonce, same gas limit (cancel: 21000). A speed-up of a cancel is a
+ *    cancel again (its call and its kind), so it still fails the transaction as `cancelled`.
  * 3. Under the wallet lock: the row must still be the one read (same current hash, still
  *    pending and unmined). The reservation becomes the highest maximum fee of all its versions
  *    (any of them may be the one that mines); the increase must fit in what the wallet can still
@@ -121,8 +122,11 @@ export class ReplaceService {
     if (minedNonce > rec.nonce!) throw Errors.cannotReplace(); // mined already, the watcher has not seen it yet
     const was = parseTransaction(current.raw_tx as Hex);
     const fees = await chooseFees(client, feesOf(current.raw_tx as Hex), r.fees);
+    // A speed-up of a cancel is the cancel at higher fees, and stays a cancel: mined, nothing moved
+    // (recorded as a speed-up, the mined version would be taken as the transfer itself).
+    const kind = current.kind === 'cancel' ? 'cancel' : r.kind;
     const call =
-      r.kind === 'cancel'
+      kind === 'cancel'
         ? { to: from as Address, value: 0n, data: undefined, gas: CANCEL_GAS }
         : { to: was.to as Address, value: was.value ?? 0n, data: was.data, gas: was.gas! };
     let l1 = 0n;
@@ -136,7 +140,7 @@ export class ReplaceService {
     const version: SignedVersion = {
       tx_hash: keccak256(raw),
       raw_tx: raw,
-      kind: r.kind,
+      kind,
       gas: call.gas,
       gas_price: fees.maxFeePerGas,
       tx_kind: fees.kind,
