@@ -10,6 +10,7 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { formatUnits18 } from '../../src/lib/money.js';
+import { claimAttempt } from '../../src/modules/transactions/transactions.repository.js';
 import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus, type FundedWallet } from './support.js';
 
 let t: TestApp;
@@ -132,6 +133,23 @@ describe('cancel', () => {
     expect(next.body.data.nonce).toBe(1);
     await chain.mine(1);
     await waitForStatus(t, user, w.id, next.body.data.id, 'confirmed');
+  });
+
+  it('the watcher re-sends only the current version: a re-send of the version a cancel replaced is not made', async () => {
+    const w = await fundedWallet(t, chain, user, networkId, 5n * ETH);
+    const res = await create(w, '0.5');
+    const c = await replace(w, res.body.data.id, 'cancel');
+    expect(c.status).toBe(200);
+    const attempts = async () => (await t.store.db.selectFrom('transactions').select('broadcast_attempts').where('id', '=', res.body.data.id).executeTakeFirstOrThrow()).broadcast_attempts;
+    const before = Number(await attempts());
+    // A re-send queued before the cancel was recorded names the original: not counted, not sent.
+    expect(await claimAttempt(t.store.db, res.body.data.id, res.body.data.tx_hash, Date.now())).toBe('stale');
+    expect(Number(await attempts())).toBe(before);
+    expect(await claimAttempt(t.store.db, res.body.data.id, c.body.data.tx_hash, Date.now())).toBe(false);
+    expect(Number(await attempts())).toBe(before + 1);
+    await chain.mine(1);
+    expect(await waitForStatus(t, user, w.id, res.body.data.id, 'failed')).toMatchObject({ failure_reason: 'cancelled' });
+    expect(await claimAttempt(t.store.db, res.body.data.id, c.body.data.tx_hash, Date.now())).toBe('stale');
   });
 
   // Found by the simulation (seed 2603, PostgreSQL): the watcher re-priced a cancelled transfer

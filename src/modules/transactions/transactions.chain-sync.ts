@@ -439,7 +439,10 @@ async function resendIfUnknown(s: SyncScope, row: QueuedTransfer): Promise<boole
     await repo.markBroadcast(db, row.id, s.ctx.clock.nowMs());
     return true;
   }
-  const first = await repo.claimAttempt(db, row.id, s.ctx.clock.nowMs());
+  // Only the row's current version: a speed-up or cancel recorded since the queue was read is
+  // sent by its own broadcast (re-sending the older version could undo a cancel).
+  const first = await repo.claimAttempt(db, row.id, hash, s.ctx.clock.nowMs());
+  if (first === 'stale') return false;
   const outcome = await s.net(broadcastRaw(s.client, row.raw_tx as Hex, hash));
   if (outcome.kind === 'sent' || outcome.kind === 'known') {
     await repo.markBroadcast(db, row.id, s.ctx.clock.nowMs());

@@ -794,15 +794,22 @@ export async function listWatched(db: Executor, networkId: number): Promise<{ wa
 // Finality (migration 006): send attempts, the fair re-send queue, replacements, stuck rows.
 // ---------------------------------------------------------------------------------------------
 
-/** Counts a send attempt before it is made; true when it is the first (nothing was ever sent anywhere). */
-export async function claimAttempt(db: Executor, id: number, nowMs: number): Promise<boolean> {
+/**
+ * Counts a send attempt of the version `txHash` before it is made; true when it is the first
+ * (nothing was ever sent anywhere); 'stale' (nothing counted, nothing to send) when the row is no
+ * longer pending or a speed-up or cancel has replaced that version since it was read.
+ */
+export async function claimAttempt(db: Executor, id: number, txHash: string, nowMs: number): Promise<boolean | 'stale'> {
   const r = await db
     .updateTable('transactions')
     .set({ broadcast_attempts: sql`broadcast_attempts + 1`, updated_at: nowMs })
     .where('id', '=', id)
+    .where('tx_hash', '=', txHash)
+    .where('status', '=', 'pending')
     .returning('broadcast_attempts')
     .executeTakeFirst();
-  return r !== undefined && Number(r.broadcast_attempts) === 1;
+  if (r === undefined) return 'stale';
+  return Number(r.broadcast_attempts) === 1;
 }
 
 export interface QueuedTransfer {
