@@ -214,7 +214,10 @@ export class Workload {
 
   private async transfer(w: SimWallet, token: string, amount: bigint, to: Address, kind = `transfer-${token === 'ETH' ? 'native' : 'token'}`): Promise<void> {
     const id = await this.create(w, { amount: fmt(amount, token), token, address: to }, kind);
-    if (id !== null && this.prng.chance(0.3)) await this.replace(w, id, this.prng.chance(0.5) ? 'speed-up' : 'cancel');
+    if (id === null || !this.prng.chance(0.3)) return;
+    const how = this.prng.chance(0.5) ? 'speed-up' : 'cancel';
+    // A cancel sped up must stay a cancel: mined, nothing moved (the books are checked against the chain).
+    if ((await this.replace(w, id, how)) && how === 'cancel' && this.prng.chance(0.4)) await this.replace(w, id, 'speed-up', 'speed-up of a cancel');
   }
 
   private async contractCall(w: SimWallet): Promise<void> {
@@ -223,11 +226,13 @@ export class Workload {
     if (id !== null && this.prng.chance(0.2)) await this.replace(w, id, 'speed-up');
   }
 
-  private async replace(w: SimWallet, id: number, kind: 'speed-up' | 'cancel'): Promise<void> {
+  /** True when the replacement was accepted. */
+  private async replace(w: SimWallet, id: number, kind: 'speed-up' | 'cancel', label: string = kind): Promise<boolean> {
     const r = await this.api.call('POST', `/api/wallet/${w.id}/transaction/${id}/${kind}`, {}, { key: this.key() });
-    if (r.status === 200) this.count(kind);
-    else if (r.status === 400 && r.message === 'Transaction cannot be replaced') this.count(`${kind} too late`);
-    else this.unexpected.push(`${kind} of ${id}: ${r.status} ${r.message}`);
+    if (r.status === 200) this.count(label);
+    else if (r.status === 400 && r.message === 'Transaction cannot be replaced') this.count(`${label} too late`);
+    else this.unexpected.push(`${label} of ${id}: ${r.status} ${r.message}`);
+    return r.status === 200;
   }
 
   /**

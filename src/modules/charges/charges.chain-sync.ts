@@ -83,7 +83,22 @@ async function watchedAt(s: SyncScope, blockMs: number): Promise<Watched | null>
     const map = byLowerAddress(first);
     return { all: first, among: async () => map };
   }
-  return { all: null, among: async (addresses) => byLowerAddress(await pay.findWatchedDeposits(db, s.networkId, blockMs, addresses)) };
+  // The block's steps (transactions, logs, traces) often name the same addresses: each is looked up once.
+  const seen = new Map<string, WatchedDeposit | null>();
+  return {
+    all: null,
+    among: async (addresses) => {
+      const missing = [...new Set(addresses.map((a) => a.toLowerCase()))].filter((a) => !seen.has(a));
+      if (missing.length > 0) {
+        const found = byLowerAddress(await pay.findWatchedDeposits(db, s.networkId, blockMs, missing));
+        for (const a of missing) seen.set(a, found.get(a) ?? null);
+      }
+      return new Map(addresses.flatMap((a) => {
+        const w = seen.get(a.toLowerCase());
+        return w ? [[a.toLowerCase(), w] as const] : [];
+      }));
+    },
+  };
 }
 
 /** Reads the block's payments to watched deposit addresses (node calls only, no transaction open). */
