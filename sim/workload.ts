@@ -217,7 +217,7 @@ export class Workload {
     if (id === null || !this.prng.chance(0.3)) return;
     const how = this.prng.chance(0.5) ? 'speed-up' : 'cancel';
     // A cancel sped up must stay a cancel: mined, nothing moved (the books are checked against the chain).
-    if ((await this.replace(w, id, how)) && how === 'cancel' && this.prng.chance(0.4)) await this.replace(w, id, 'speed-up', 'speed-up of a cancel');
+    if ((await this.replace(w, id, how)) && how === 'cancel' && this.prng.chance(0.6)) await this.replace(w, id, 'speed-up', 'speed-up of a cancel');
   }
 
   private async contractCall(w: SimWallet): Promise<void> {
