@@ -33,6 +33,8 @@ interface Compiles<R> {
 
 /** Where each compiled parameter comes from: an argument's index, or a constant of the query. */
 type Slot = { arg: number } | { value: unknown };
+/** The same for `prepareRow`: a field of the row, or a constant of the query. */
+type RowSlot = { key: string } | { value: unknown };
 
 interface Template<R> {
   compiled: CompiledQuery<R>;
@@ -153,4 +155,61 @@ function compileTemplate<A extends readonly unknown[], R>(db: Kysely<any>, arity
   if (compiled.sql.includes(MARK)) throw new Error(`prepared query: a placeholder was inlined into the SQL: ${compiled.sql}`);
   const arrays = dialectOf(db).driver === 'sqlite' ? { ...compiled, sql: ARRAY_ROWS_MARK + compiled.sql } : compiled;
   return { compiled, arrays, slots };
+}
+
+export interface PreparedRow<T, R> {
+  execute(db: Kysely<any>, row: T): Promise<R[]>;
+  executeTakeFirst(db: Kysely<any>, row: T): Promise<R | undefined>;
+}
+
+/**
+ * `prepare` for a query written from one row object (an insert's values, an update's set):
+ * compiled once per dialect and set of the row's keys (a key whose value is undefined is left
+ * out, as Kysely leaves it out), then run with the row's values in their places. Every value
+ * must be a plain one (string, number, bigint, null, bytes): the build function makes any SQL
+ * expression itself, from the row's fields.
+ */
+export function prepareRow<T extends object, R>(build: (db: Kysely<any>, row: T) => Compiles<R>): PreparedRow<T, R> {
+  const templates = new Map<string, { compiled: CompiledQuery<R>; slots: RowSlot[] }>();
+
+  function template(db: Kysely<any>, row: T) {
+    const keys = Object.keys(row).filter((k) => (row as Record<string, unknown>)[k] !== undefined);
+    const driver = dialectOf(db).driver;
+    const id = `${driver}\u0000${keys.join(',')}`;
+    let t = templates.get(id);
+    if (!t) {
+      const marks = Object.fromEntries(keys.map((k) => [k, `${MARK}${k}`])) as T;
+      const compiled = build(db, marks).compile();
+      const used = new Set<string>();
+      const slots: RowSlot[] = compiled.parameters.map((p) => {
+        if (typeof p === 'string' && p.startsWith(MARK)) {
+          const key = p.slice(MARK.length);
+          used.add(key);
+          return { key };
+        }
+        return { value: p };
+      });
+      if (compiled.sql.includes(MARK)) throw new Error(`prepared row query: a field was inlined into the SQL: ${compiled.sql}`);
+      const unused = keys.filter((k) => !used.has(k));
+      if (unused.length > 0) throw new Error(`prepared row query: field(s) ${unused.join(', ')} not bound as parameters in: ${compiled.sql}`);
+      t = { compiled, slots };
+      templates.set(id, t);
+      if (driver === 'postgres') preferNamed(compiled.sql);
+    }
+    return t;
+  }
+
+  async function execute(db: Kysely<any>, row: T): Promise<R[]> {
+    const values = row as Record<string, unknown>;
+    for (const k in values) {
+      const v = values[k];
+      if (v !== null && typeof v === 'object' && !(v instanceof Uint8Array)) throw new Error(`prepared row query: field ${k} is not a plain value`);
+    }
+    const { compiled, slots } = template(db, row);
+    const parameters = slots.map((s) => ('key' in s ? values[s.key] : s.value));
+    const result: QueryResult<R> = await db.executeQuery<R>({ ...compiled, parameters });
+    return result.rows;
+  }
+
+  return { execute, executeTakeFirst: async (db, row) => (await execute(db, row))[0] };
 }

@@ -3,8 +3,9 @@
  * the delivery worker's fan-out (queue state change 1, src/workers/deliveries/dispatch.ts).
  */
 import { sql } from 'kysely';
-import { dialectOf, OUTBOX_CHANNEL, type Db, type SqlDialect } from '../../db/dialect.js';
+import { dialectOf, OUTBOX_CHANNEL, type Db } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
+import { prepare, prepareRow } from '../../db/prepared.js';
 
 export interface NewEventRow {
   user_id: number;
@@ -17,13 +18,11 @@ export interface NewEventRow {
 }
 
 export async function insertEvent(db: Executor, e: NewEventRow): Promise<number> {
-  const row = await db
-    .insertInto('events')
-    .values({ ...e, dispatched_at: null })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  return row.id;
+  return (await insertEventRow.executeTakeFirst(db, e))!.id;
 }
+
+/** Every event of every request and worker: compiled once (src/db/prepared.ts). */
+const insertEventRow = prepareRow((db: Executor, e: NewEventRow) => db.insertInto('events').values({ ...e, dispatched_at: null }).returning('id'));
 
 export interface UndispatchedEvent {
   id: number;
@@ -36,20 +35,21 @@ export interface UndispatchedEvent {
 
 /** Whether any event waits for its fan-out: one indexed read, no lock. */
 export async function hasUndispatchedEvents(db: Executor): Promise<boolean> {
-  const any = await db.selectFrom('events').select('id').where('dispatched_at', 'is', null).limit(1).executeTakeFirst();
-  return any !== undefined;
+  return (await anyUndispatched.executeTakeFirst(db)) !== undefined;
 }
 
+const anyUndispatched = prepare((db: Executor) => db.selectFrom('events').select('id').where('dispatched_at', 'is', null).limit(1));
+
 /** The oldest undispatched events no other worker holds, locked for this transaction. */
-export function lockUndispatchedEvents(trx: Db, dialect: SqlDialect, limit: number): Promise<UndispatchedEvent[]> {
-  const q = trx
-    .selectFrom('events')
-    .select(['id', 'wallet_id', 'type', 'name', 'payload', 'created_at'])
-    .where('dispatched_at', 'is', null)
-    .orderBy('id', 'asc')
-    .limit(limit);
-  return dialect.forUpdateSkipLocked(q).execute();
+export function lockUndispatchedEvents(trx: Db, limit: number): Promise<UndispatchedEvent[]> {
+  return undispatched.execute(trx, limit);
 }
+
+const undispatched = prepare((db: Db, limit: number) =>
+  dialectOf(db).forUpdateSkipLocked(
+    db.selectFrom('events').select(['id', 'wallet_id', 'type', 'name', 'payload', 'created_at']).where('dispatched_at', 'is', null).orderBy('id', 'asc').limit(limit),
+  ),
+);
 
 export async function markEventsDispatched(trx: Db, ids: readonly number[], nowMs: number): Promise<void> {
   if (ids.length === 0) return;

@@ -3,6 +3,7 @@
  * `transactions` the daily limit needs. Amounts leave as bigint; nothing is summed in SQL.
  */
 import type { Executor } from '../../db/index.js';
+import { prepare } from '../../db/prepared.js';
 
 export const LIMIT_KINDS = ['per_transaction', 'daily', 'approval_above'] as const;
 export type LimitKind = (typeof LIMIT_KINDS)[number];
@@ -32,8 +33,14 @@ function toEntry(r: { id: number | string; wallet_id: number | string; address: 
   return { id: Number(r.id), wallet_id: Number(r.wallet_id), address: r.address, label: r.label, created_at: Number(r.created_at) };
 }
 
+// Every create reads both under the wallet lock: compiled once (src/db/prepared.ts).
+const policyHead = prepare((db: Executor, walletId: number) => db.selectFrom('spending_policies').select(['allowlist_only', 'updated_at']).where('wallet_id', '=', walletId));
+const tokenLimits = prepare((db: Executor, walletId: number, tokenId: number) =>
+  db.selectFrom('spending_limits').select(['kind', 'amount']).where('wallet_id', '=', walletId).where('token_id', '=', tokenId),
+);
+
 export async function findPolicyHead(db: Executor, walletId: number): Promise<PolicyHead> {
-  const row = await db.selectFrom('spending_policies').select(['allowlist_only', 'updated_at']).where('wallet_id', '=', walletId).executeTakeFirst();
+  const row = await policyHead.executeTakeFirst(db, walletId);
   return { allowlist_only: Number(row?.allowlist_only ?? 0) === 1, updated_at: row ? Number(row.updated_at) : null };
 }
 
@@ -44,7 +51,7 @@ export async function listLimits(db: Executor, walletId: number): Promise<LimitR
 
 /** The wallet's limits of one token, by kind. */
 export async function limitsForToken(db: Executor, walletId: number, tokenId: number): Promise<Partial<Record<LimitKind, bigint>>> {
-  const rows = await db.selectFrom('spending_limits').select(['kind', 'amount']).where('wallet_id', '=', walletId).where('token_id', '=', tokenId).execute();
+  const rows = await tokenLimits.execute(db, walletId, tokenId);
   const out: Partial<Record<LimitKind, bigint>> = {};
   for (const r of rows) out[r.kind as LimitKind] = BigInt(r.amount);
   return out;

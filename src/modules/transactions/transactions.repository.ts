@@ -10,7 +10,7 @@
 import { sql, type QueryCreator, type RawBuilder } from 'kysely';
 import { dialectOf } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
-import { prepare } from '../../db/prepared.js';
+import { prepare, prepareRow } from '../../db/prepared.js';
 import type { Database } from '../../db/types.js';
 
 export type TxType = 'transfer' | 'receipt' | 'contract';
@@ -399,7 +399,8 @@ export interface NewTx {
 const str = (v: bigint | null): string | null => (v === null ? null : v.toString());
 
 /** The column values of a new row, with its numbers in the wallet's list. */
-function insertValues(t: NewTx, n: { seq: RawBuilder<number>; symbolKey: string; symbolSeq: RawBuilder<number> }, nowMs: number) {
+/** A new row's plain values (the two sequence numbers are drawn by the insert: `withSequences`). */
+function insertRow(t: NewTx, nowMs: number) {
   return {
     wallet_id: t.wallet_id,
     token_id: t.token_id,
@@ -429,9 +430,7 @@ function insertValues(t: NewTx, n: { seq: RawBuilder<number>; symbolKey: string;
     failed_at: null,
     created_at: nowMs,
     updated_at: nowMs,
-    seq: n.seq,
-    symbol_key: n.symbolKey,
-    symbol_seq: n.symbolSeq,
+    symbol_key: t.symbol.toUpperCase(),
     tx_kind: t.tx_kind ?? 'legacy',
     max_fee_per_gas: str(t.max_fee_per_gas ?? null),
     max_priority_fee_per_gas: str(t.max_priority_fee_per_gas ?? null),
@@ -452,10 +451,16 @@ function insertValues(t: NewTx, n: { seq: RawBuilder<number>; symbolKey: string;
  * block under its id and number; one orphaned by an earlier version comes back with a new
  * number.
  */
+type InsertRow = ReturnType<typeof insertRow>;
+
+/** Every create runs it: compiled once per set of columns (src/db/prepared.ts). */
+const insertOutgoing = prepareRow((db: Executor, row: InsertRow) => db.insertInto('transactions').values(withSequences(row)).returning('id'));
+
 export async function insertTransaction(db: Executor, t: NewTx, nowMs: number): Promise<number | null> {
-  const insert = db.insertInto('transactions').values(insertValues(t, sequencesOf(t), nowMs));
-  if (t.type !== 'receipt') return (await insert.returning('id').executeTakeFirstOrThrow()).id;
-  const row = await insert
+  if (t.type !== 'receipt') return (await insertOutgoing.executeTakeFirst(db, insertRow(t, nowMs)))!.id;
+  const row = await db
+    .insertInto('transactions')
+    .values(withSequences(insertRow(t, nowMs)))
     .onConflict((oc) =>
       oc
         .columns(['wallet_id', 'tx_hash', 'log_index'])
@@ -524,12 +529,13 @@ export async function adoptParkedReceipt(db: Executor, t: NewTx): Promise<void> 
     .execute();
 }
 
-/** The two per-wallet numbers of a new row, drawn by the insert itself (the newest of each plus one, by index), not read first. */
-function sequencesOf(t: NewTx) {
-  const symbolKey = t.symbol.toUpperCase();
-  const seq = sql<number>`coalesce((select seq from transactions where wallet_id = ${t.wallet_id} order by seq desc limit 1), 0) + 1`;
-  const symbolSeq = sql<number>`coalesce((select symbol_seq from transactions where wallet_id = ${t.wallet_id} and symbol_key = ${symbolKey} order by symbol_seq desc limit 1), 0) + 1`;
-  return { seq, symbolKey, symbolSeq };
+/** The row with its two per-wallet numbers, drawn by the insert itself (the newest of each plus one, by index), not read first. */
+function withSequences<T extends { wallet_id: number; symbol_key: string }>(row: T) {
+  return {
+    ...row,
+    seq: sql<number>`coalesce((select seq from transactions where wallet_id = ${row.wallet_id} order by seq desc limit 1), 0) + 1`,
+    symbol_seq: sql<number>`coalesce((select symbol_seq from transactions where wallet_id = ${row.wallet_id} and symbol_key = ${row.symbol_key} order by symbol_seq desc limit 1), 0) + 1`,
+  };
 }
 
 /**
@@ -545,16 +551,20 @@ export async function insertSentTransfer(trx: Executor, t: NewTx, nextNonce: num
     await setNextNonce(trx, t.wallet_id, nextNonce);
     return (await findRecord(trx, id!))!;
   }
-  const r = await trx
-    .with('nonce', (qc) => nonceUpsert(qc, t.wallet_id, nextNonce).returning('wallet_id'))
-    .with('tx', (qc) => qc.insertInto('transactions').values(insertValues(t, sequencesOf(t), nowMs)).returningAll())
+  const r = await insertSentWithNonce.executeTakeFirst(trx, { ...insertRow(t, nowMs), next_nonce: nextNonce });
+  return toRecord(r as RawRecord);
+}
+
+/** PostgreSQL: the insert, the nonce's upsert and the row as `findRecord` reads it, in one statement compiled once per set of columns. */
+const insertSentWithNonce = prepareRow((db: Executor, { next_nonce, ...row }: InsertRow & { next_nonce: number }) =>
+  db
+    .with('nonce', (qc) => nonceUpsert(qc, row.wallet_id, next_nonce).returning('wallet_id'))
+    .with('tx', (qc) => qc.insertInto('transactions').values(withSequences(row)).returningAll())
     .selectFrom('tx')
     .innerJoin('wallet_tokens as wt', 'wt.id', 'tx.token_id')
     .innerJoin('wallets as w', 'w.id', 'tx.wallet_id')
-    .select(RECORD_COLUMNS)
-    .executeTakeFirstOrThrow();
-  return toRecord(r as RawRecord);
-}
+    .select(RECORD_COLUMNS),
+);
 
 /**
  * Removes a receipt from the wallet's history (ORPHANED, sequence 0, block fields cleared) and
@@ -651,44 +661,47 @@ export interface MinedFields {
 
 /** A pending transfer seen in a processed block: block fields and receipt, still pending. */
 export async function attachMined(db: Executor, id: number, m: MinedFields, nowMs: number): Promise<boolean> {
-  const r = await db
-    .updateTable('transactions')
-    .set({
-      block_number: m.block_number,
-      block_hash: m.block_hash,
-      block_timestamp: m.block_timestamp,
-      gas_used: m.gas_used.toString(),
-      cumulative_gas_used: m.cumulative_gas_used.toString(),
-      receipt_status: m.receipt_status,
-      ...(m.gas_price === undefined ? {} : { gas_price: m.gas_price.toString() }),
-      ...(m.fee_paid === undefined ? {} : { fee_paid: m.fee_paid.toString() }),
-      updated_at: nowMs,
-    })
-    .where('id', '=', id)
-    .where('status', '=', 'pending')
-    .where('block_number', 'is', null)
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows) === 1;
+  const rows = await attachMinedRow.execute(db, {
+    id,
+    block_number: m.block_number,
+    block_hash: m.block_hash,
+    block_timestamp: m.block_timestamp,
+    gas_used: m.gas_used.toString(),
+    cumulative_gas_used: m.cumulative_gas_used.toString(),
+    receipt_status: m.receipt_status,
+    gas_price: m.gas_price?.toString(),
+    fee_paid: m.fee_paid?.toString(),
+    updated_at: nowMs,
+  });
+  return rows.length === 1;
 }
+
+/** The watcher runs it for each transfer it sees mined: compiled once (per set of fields). */
+const attachMinedRow = prepareRow(
+  (
+    db: Executor,
+    { id, ...set }: { id: number; block_number: number; block_hash: string; block_timestamp: number; gas_used: string; cumulative_gas_used: string; receipt_status: number; gas_price?: string; fee_paid?: string; updated_at: number },
+  ) => db.updateTable('transactions').set(set).where('id', '=', id).where('status', '=', 'pending').where('block_number', 'is', null).returning('id'),
+);
 
 /** Moves a mined pending row to its final state: confirmed, or failed (it reverted, or its mined version was a cancel). */
 export async function settle(db: Executor, id: number, outcome: 'confirmed' | 'reverted' | 'cancelled', nowMs: number): Promise<boolean> {
-  const failedWith = (error: string, reason: FailureReason) => ({ status: 'failed', failed_at: nowMs, error, failure_reason: reason, updated_at: nowMs });
-  const r = await db
-    .updateTable('transactions')
-    .set(
-      outcome === 'confirmed'
-        ? { status: 'confirmed', confirmed_at: nowMs, updated_at: nowMs }
-        : outcome === 'reverted'
-          ? failedWith('execution reverted', 'reverted')
-          : failedWith('cancelled: the zero-value replacement was mined', 'cancelled'),
-    )
-    .where('id', '=', id)
-    .where('status', '=', 'pending')
-    .where('block_number', 'is not', null)
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows) === 1;
+  const failedWith = (error: string, reason: FailureReason) => ({ id, status: 'failed', failed_at: nowMs, error, failure_reason: reason, updated_at: nowMs });
+  const rows = await settleRow.execute(
+    db,
+    outcome === 'confirmed'
+      ? { id, status: 'confirmed', confirmed_at: nowMs, updated_at: nowMs }
+      : outcome === 'reverted'
+        ? failedWith('execution reverted', 'reverted')
+        : failedWith('cancelled: the zero-value replacement was mined', 'cancelled'),
+  );
+  return rows.length === 1;
 }
+
+const settleRow = prepareRow(
+  (db: Executor, { id, ...set }: { id: number; status: string; confirmed_at?: number; failed_at?: number; error?: string; failure_reason?: FailureReason; updated_at: number }) =>
+    db.updateTable('transactions').set(set).where('id', '=', id).where('status', '=', 'pending').where('block_number', 'is not', null).returning('id'),
+);
 
 /**
  * Puts a row seen in an orphaned block back to pending, with its block fields cleared. A token

@@ -5,7 +5,7 @@
 import { dialectOf } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
 import type { SecretPlace } from '../../lib/crypto.js';
-import { prepare } from '../../db/prepared.js';
+import { prepare, prepareRow } from '../../db/prepared.js';
 
 export interface WalletView {
   id: number;
@@ -49,8 +49,10 @@ export function findWalletForUser(db: Executor, userId: number, walletId: number
 }
 
 export function findWalletView(db: Executor, walletId: number): Promise<WalletView | undefined> {
-  return views(db).where('w.id', '=', walletId).executeTakeFirst();
+  return walletById.executeTakeFirst(db, walletId);
 }
+
+const walletById = prepare((db: Executor, walletId: number) => views(db).where('w.id', '=', walletId));
 
 export function listWalletsForUser(db: Executor, userId: number): Promise<WalletView[]> {
   return views(db).where('w.user_id', '=', userId).orderBy('w.id', 'asc').execute();
@@ -102,8 +104,12 @@ export async function updateWallet(
   patch: { name?: string; description?: string },
   nowMs: number,
 ): Promise<void> {
-  await db.updateTable('wallets').set({ ...patch, updated_at: nowMs }).where('id', '=', walletId).execute();
+  await walletUpdate.execute(db, { id: walletId, ...patch, updated_at: nowMs });
 }
+
+const walletUpdate = prepareRow((db: Executor, { id, ...set }: { id: number; name?: string; description?: string; updated_at: number }) =>
+  db.updateTable('wallets').set(set).where('id', '=', id),
+);
 
 /**
  * The wallet lock: serialises read-modify-writes on one wallet (its nonce, its token list, its

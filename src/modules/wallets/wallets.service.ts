@@ -83,13 +83,15 @@ export class WalletService {
     if ((clean.name ?? wallet.name) === wallet.name && (clean.description ?? wallet.description) === wallet.description) {
       return this.detail(wallet);
     }
-    await db.transaction().execute(async (trx) => {
+    // The answer is the row as this update left it (read in its transaction), not re-read after.
+    const updated = await db.transaction().execute(async (trx) => {
       await repo.updateWallet(trx, wallet.id, clean, now);
       const view = (await repo.findWalletView(trx, wallet.id))!;
       const network = (await findNetwork(trx, wallet.network_id))!;
       await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'wallet.updated', payload: walletEventPayload(view, network, 'updated_at'), nowMs: now });
+      return view;
     });
-    return this.detail((await repo.findWalletView(db, wallet.id))!);
+    return this.detail(updated);
   }
 
   /** The user's wallet with this id; undefined for another user's wallet or none. */

@@ -4,7 +4,8 @@
  * expired and was taken over changes nothing (the new holder owns the row).
  */
 import type { Insertable } from 'kysely';
-import type { Db, SqlDialect } from '../../db/dialect.js';
+import { dialectOf, type Db, type SqlDialect } from '../../db/dialect.js';
+import { prepare } from '../../db/prepared.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable } from '../../db/types.js';
 
 /** Rows per INSERT: 500 rows × 15 columns stays far below SQLite's 32,766 bound parameters. */
@@ -38,10 +39,9 @@ export async function lockDueDeliveries(trx: Db, dialect: SqlDialect, q: DueQuer
   // One query a status, merged here: with `status IN (…)` the (status, next_attempt_at) index
   // gives each status's rows in order but not the union's, so SQLite read every due row (bodies
   // too) and sorted them all for each claim, the more the further a worker fell behind.
-  const [pending, retrying] = [
-    await dialect.forUpdateSkipLocked(dueDeliveriesQuery(trx, 'pending', q)).execute(),
-    await dialect.forUpdateSkipLocked(dueDeliveriesQuery(trx, 'retrying', q)).execute(),
-  ];
+  const due = (status: 'pending' | 'retrying') =>
+    q.excludeWebhooks.length === 0 ? dueAll.execute(trx, status, q.nowMs, q.limit) : dialect.forUpdateSkipLocked(dueDeliveriesQuery(trx, status, q)).execute();
+  const [pending, retrying] = [await due('pending'), await due('retrying')];
   if (retrying.length === 0) return pending;
   const all = [...pending, ...retrying].sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.id - b.id);
   return all.slice(0, q.limit);
@@ -58,6 +58,11 @@ export function dueDeliveriesQuery(trx: Db, status: 'pending' | 'retrying', q: D
   if (q.excludeWebhooks.length > 0) sel = sel.where('webhook_id', 'not in', q.excludeWebhooks);
   return sel.orderBy('next_attempt_at', 'asc').orderBy('id', 'asc').limit(q.limit);
 }
+
+/** `dueDeliveriesQuery` with no webhook left out (each claim runs it): compiled once (src/db/prepared.ts). */
+const dueAll = prepare((db: Db, status: 'pending' | 'retrying', nowMs: number, limit: number) =>
+  dialectOf(db).forUpdateSkipLocked(dueDeliveriesQuery(db, status, { nowMs, limit, excludeWebhooks: [] })),
+);
 
 export interface TargetWebhook {
   id: number;

@@ -24,7 +24,7 @@ export async function dispatchEvents(db: Db, dialect: SqlDialect, nowMs: number,
   // Most ticks find nothing: one indexed read instead of a locking transaction.
   if (!(await hasUndispatchedEvents(db))) return { events: 0, deliveries: 0 };
   return db.transaction().execute(async (trx) => {
-    const events = await lockUndispatchedEvents(trx, dialect, batch);
+    const events = await lockUndispatchedEvents(trx, batch);
     if (events.length === 0) return { events: 0, deliveries: 0 };
     const hooks = await findActiveWebhooks(trx, [...new Set(events.map((e) => e.wallet_id))]);
     const rows = deliveriesFor(events, hooks, nowMs);
