@@ -21,14 +21,11 @@ import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createLogger } from '../src/logger.js';
-import { loadConfig } from '../src/config.js';
-import { openStore } from '../src/runtime.js';
 import { findFreePort, startDevnet } from '../src/chain/devnet.js';
 import { nonNegativeInt, parseDatabases, positiveInt, runBench, writeReport, type Driver } from './common.js';
 import { measure, serviceTarget, type LoadResult } from './load.js';
 import { settingsNote, startBareProcess, startServiceProcess, type ServiceProcess } from './process.js';
-import { seedTransactions } from './seed.js';
+import { seedServiceWallet } from './seed.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'list.md');
@@ -50,32 +47,6 @@ const load = { connections: positiveInt('connections', flags.connections), durat
 const processes = positiveInt('processes', flags.processes);
 const databases = parseDatabases(flags.db);
 
-/** The wallet's rows, written through a connection of this process to the service's database. */
-async function seed(service: ServiceProcess, walletId: number, rows: number): Promise<number> {
-  const config = loadConfig({
-    NODE_ENV: 'production',
-    APP_KEY: service.appKey,
-    DATA_DIR: service.database.dataDir,
-    DEVNET: 'off',
-    ...(service.database.databaseUrl ? { DATABASE_URL: service.database.databaseUrl } : {}),
-  });
-  const store = await openStore(config, createLogger('warn'));
-  try {
-    const now = Date.now();
-    const eth = await store.db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', walletId).where('is_native', '=', 1).executeTakeFirstOrThrow();
-    const tusd = await store.db
-      .insertInto('wallet_tokens')
-      .values({ wallet_id: walletId, name: 'TUSD', symbol: 'TUSD', decimals: 6, contract: '0x5FbDB2315678afecb367f032d93F642f64180aa3', is_native: 0, is_active: 1, is_testnet: 1, created_at: now, updated_at: now })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    const t0 = Date.now();
-    await seedTransactions(store.db, store.driver, { walletId, tokenId: eth.id, tokenEvery4th: tusd.id, rows, nowMs: now });
-    return (Date.now() - t0) / 1000;
-  } finally {
-    await store.destroy();
-  }
-}
-
 interface Row { driver: string; rows: number; processes: number; bodyBytes: number; seedS: number; bare: LoadResult; bytes: LoadResult; list: LoadResult; idleRssMiB: number }
 
 async function runOne(driver: Driver, rpcUrl: string, rows: number): Promise<Row> {
@@ -88,7 +59,7 @@ async function runOne(driver: Driver, rpcUrl: string, rows: number): Promise<Row
       body: JSON.stringify({ name: 'Bench', network_id: first.networkId }),
     });
     const walletId = ((await res.json()) as { data: { id: number } }).data.id;
-    const seedS = await seed(first, walletId, rows);
+    const seedS = await seedServiceWallet(first, walletId, rows);
     const n = driver === 'postgres' ? processes : 1;
     for (let i = 1; i < n; i++) services.push(await startServiceProcess({ driver, rpcUrl, database: first.database, appKey: first.appKey, label: String(i + 1) }));
     const path = `/api/wallet/${walletId}/transaction?page=1&limit=${LIMIT}`;

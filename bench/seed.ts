@@ -1,5 +1,10 @@
 /** Rows for the benches, made in one SQL statement each (a recursive CTE on SQLite, generate_series on PostgreSQL). */
 import { sql, type Kysely } from 'kysely';
+import { loadConfig } from '../src/config.js';
+import { createLogger } from '../src/logger.js';
+import { openStore } from '../src/runtime.js';
+import type { Store } from '../src/db/index.js';
+import type { ServiceProcess } from './process.js';
 
 /**
  * `rows` confirmed transfers of one wallet, seq 1..rows; every 4th row of `tokenEvery4th`
@@ -33,5 +38,40 @@ export async function seedTransactions(
       ${select('x', `printf('0x%064x', x)`, 'x / 4')}
       FROM c`.execute(db);
     await sql`ANALYZE`.execute(db);
+  }
+}
+
+/** A connection of this process to a running service's database (the benches' seeds and contrast queries). */
+export function openServiceStore(service: ServiceProcess): Promise<Store> {
+  const config = loadConfig({
+    NODE_ENV: 'production',
+    APP_KEY: service.appKey,
+    DATA_DIR: service.database.dataDir,
+    DEVNET: 'off',
+    ...(service.database.databaseUrl ? { DATABASE_URL: service.database.databaseUrl } : {}),
+  });
+  return openStore(config, createLogger('warn'));
+}
+
+/**
+ * `rows` transfers in a wallet of a running service (made through its API, with its native
+ * token), written through a connection of this process: every 4th row of a TUSD token added
+ * here. Returns the seconds the insert took.
+ */
+export async function seedServiceWallet(service: ServiceProcess, walletId: number, rows: number): Promise<number> {
+  const store = await openServiceStore(service);
+  try {
+    const now = Date.now();
+    const eth = await store.db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', walletId).where('is_native', '=', 1).executeTakeFirstOrThrow();
+    const tusd = await store.db
+      .insertInto('wallet_tokens')
+      .values({ wallet_id: walletId, name: 'TUSD', symbol: 'TUSD', decimals: 6, contract: '0x5FbDB2315678afecb367f032d93F642f64180aa3', is_native: 0, is_active: 1, is_testnet: 1, created_at: now, updated_at: now })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const t0 = Date.now();
+    await seedTransactions(store.db, store.driver, { walletId, tokenId: eth.id, tokenEvery4th: tusd.id, rows, nowMs: now });
+    return (Date.now() - t0) / 1000;
+  } finally {
+    await store.destroy();
   }
 }
