@@ -78,6 +78,8 @@ interface Queued {
 export interface DeliveryWorkerStats {
   delivered: number;
   failedAttempts: number;
+  /** Claim transactions run (each reads the due rows of both statuses). */
+  claims: number;
   inFlight: number;
   /** Decrypted secrets and header sets held in memory now. */
   decryptedSecrets: number;
@@ -129,7 +131,7 @@ class DeliveryRun {
   readonly #heldByWebhook = new Map<number, number>();
   /** Every send not yet recorded (stop waits for them). */
   readonly #tasks = new Set<Promise<void>>();
-  readonly #counts = { delivered: 0, failedAttempts: 0 };
+  readonly #counts = { delivered: 0, failedAttempts: 0, claims: 0 };
   /** Decrypted secrets and headers (deliveries/secret-cache.ts: bounded in time and size, dropped on a change). */
   readonly #secrets: SecretCache;
   readonly #unsubscribe: Array<() => unknown> = [];
@@ -144,6 +146,14 @@ class DeliveryRun {
    * fan-out batch. Refills after a send skip that read.
    */
   #dispatchDue = true;
+  /**
+   * Whether the next tick claims: after a poll interval, a manual wake, freed slots or queue
+   * places, or a fan-out that made deliveries. An outbox signal whose events made none (no
+   * webhook wants them) claims nothing: on a hot wallet without webhooks that was a claim
+   * transaction for every event. Rows another process fanned out are claimed by it, or here at
+   * the next poll.
+   */
+  #claimDue = true;
   #wakeSleeper: (() => void) | null = null;
   #refillTimer: NodeJS.Timeout | null = null;
 
@@ -177,9 +187,10 @@ class DeliveryRun {
   /** Manual retries in this process, new outbox events here and (PostgreSQL) elsewhere wake the worker. */
   subscribe(webhooks: WebhooksService | undefined): void {
     const wake = () => this.wake();
+    const outbox = () => this.#outboxSignal();
     if (webhooks) this.#unsubscribe.push(webhooks.onWork(wake), webhooks.onChange((id) => this.#secrets.forget(id)));
-    this.#unsubscribe.push(onOutboxEvent(wake));
-    this.#unlisten = this.#ctx.store.listenOutbox(wake, (err) => this.#log.warn({ err }, 'outbox LISTEN connection failed; reconnecting'));
+    this.#unsubscribe.push(onOutboxEvent(outbox));
+    this.#unlisten = this.#ctx.store.listenOutbox(outbox, (err) => this.#log.warn({ err }, 'outbox LISTEN connection failed; reconnecting'));
   }
 
   start(): void {
@@ -192,8 +203,16 @@ class DeliveryRun {
     this.#refill();
   }
 
+  /** New outbox events: the next tick fans them out, and claims only if that made deliveries. */
+  #outboxSignal(): void {
+    this.#dispatchDue = true;
+    this.#wakeRequested = true;
+    this.#wakeSleeper?.();
+  }
+
   /** Slots or queue places were freed: the next tick claims (the outbox is left to its signals). */
   #refill(): void {
+    this.#claimDue = true;
     this.#wakeRequested = true;
     this.#wakeSleeper?.();
   }
@@ -239,22 +258,23 @@ class DeliveryRun {
       if (this.#stopping) break;
       if (!more && !this.#wakeRequested) {
         this.#secrets.prune(this.#ctx.clock.nowMs());
-        await this.#sleep(cfg.pollIntervalMs);
-        this.#dispatchDue = true;
+        // The poll interval passed (not a signal): look at the outbox and claim (retries now due).
+        if (await this.#sleep(cfg.pollIntervalMs)) this.#dispatchDue = this.#claimDue = true;
       }
       this.#wakeRequested = false;
     }
   }
 
-  #sleep(ms: number): Promise<void> {
+  /** Resolves true when `ms` passed, false when woken before. */
+  #sleep(ms: number): Promise<boolean> {
     return new Promise((resolve) => {
-      const done = () => {
+      const done = (timedOut: boolean) => {
         clearTimeout(timer);
         this.#wakeSleeper = null;
-        resolve();
+        resolve(timedOut);
       };
-      const timer = setTimeout(done, ms);
-      this.#wakeSleeper = done;
+      const timer = setTimeout(() => done(true), ms);
+      this.#wakeSleeper = () => done(false);
     });
   }
 
@@ -280,10 +300,13 @@ class DeliveryRun {
       this.#dispatchDue = false;
       const dispatched = await dispatchEvents(db, dialect, this.#ctx.clock.nowMs(), DISPATCH_BATCH);
       if (dispatched.events === DISPATCH_BATCH) this.#dispatchDue = more = true;
+      if (dispatched.deliveries > 0) this.#claimDue = true;
     }
     this.#pump();
     const room = this.#room();
-    if (room > 0 && !this.#stopping) {
+    if (room > 0 && this.#claimDue && !this.#stopping) {
+      this.#claimDue = false;
+      this.#counts.claims += 1;
       const { claimed, deferred, cancelled } = await claimDeliveries(db, dialect, {
         workerId: this.#id,
         limit: room,
@@ -300,7 +323,7 @@ class DeliveryRun {
       }
       this.#pump();
       // Rows passed over for a busy webhook may leave room other webhooks can use now.
-      if (deferred > 0 && this.#room() > 0) more = true;
+      if (deferred > 0 && this.#room() > 0) more = this.#claimDue = true;
     }
     return more;
   }
