@@ -200,82 +200,110 @@ export async function listPage(db: Executor, walletId: number, q: ListQuery): Pr
 }
 
 // ---------------------------------------------------------------------------------------------
-// SQLite: each item's JSON written by SQLite itself.
+// Each item's JSON written by the database itself.
 //
-// A 1000-row page read as values costs SQLite's row loop plus, in JavaScript, a string per text
-// value, an array per row, the item object and its JSON (and the garbage of all of them):
-// about half of a long page's CPU. On SQLite the item's JSON is instead one expression of the
-// query, evaluated in C: the same bytes `JSON.stringify(transactionListItem(row))` gives (a test
-// holds the two equal over rows that exercise every field and escape). `json_quote` escapes
-// as JSON.stringify does (every character but a lone surrogate, which SQLite's UTF-8 cannot hold);
-// amounts are the stored base-unit integers cut at their decimals; dates `datetime()` of the
-// whole second. A row whose values fall outside what the expression formats exactly (decimals
-// over 18, an amount not a canonical non-negative integer, a time outside years 1970–9999)
-// gives NULL, and the page is read the usual way. PostgreSQL reads the usual way.
+// A 1000-row page read as values costs the database driver's row loop plus, in JavaScript, a
+// string per text value, an array (or object) per row, the item object and its JSON (and the
+// garbage of all of them): about half of a long page's CPU on SQLite, more on PostgreSQL, whose
+// driver parses every column of every row. Instead the item's JSON is one expression of the
+// query, evaluated by the database: the same bytes `JSON.stringify(transactionListItem(row))`
+// gives (a test holds the two equal over rows that exercise every field and escape, on both
+// databases). SQLite's `json_quote` and PostgreSQL's `to_json(text)` escape as JSON.stringify does
+// (every character but a lone surrogate, which neither database's UTF-8 can hold); amounts are
+// the stored base-unit integers cut at their decimals; dates are the whole second in UTC. A row
+// whose values fall outside what the expression formats exactly (decimals over 18, an amount not
+// a canonical non-negative integer, a time outside years 1970–9999) gives NULL, and the page is
+// read the usual way.
 // ---------------------------------------------------------------------------------------------
 
 const ZEROS = '0'.repeat(OUTPUT_DECIMALS);
 
-/** A canonical non-negative integer string (as `formatStoredUnits18` takes on its fast path). */
-const canonical = (c: string) => `(${c} = '0' OR (${c} GLOB '[1-9]*' AND NOT ${c} GLOB '*[^0-9]*'))`;
+/** The SQL of each piece of the item expression, per database. */
+interface JsonDialect {
+  /** A column as text (SQLite's `||` converts by itself). */
+  text(c: string): string;
+  /** A text column as a JSON string. */
+  quote(c: string): string;
+  /** A canonical non-negative integer (as `formatStoredUnits18` takes on its fast path). */
+  canonical(c: string): string;
+  /** `formatDateTime(ms)` of 0 ≤ ms ≤ the last millisecond of 9999, as a JSON string. */
+  dateTime(c: string): string;
+}
+
+const SQLITE_JSON: JsonDialect = {
+  text: (c) => c,
+  quote: (c) => `json_quote(${c})`,
+  // Stored amounts are text on SQLite.
+  canonical: (c) => `(${c} = '0' OR (${c} GLOB '[1-9]*' AND NOT ${c} GLOB '*[^0-9]*'))`,
+  dateTime: (c) => `'"' || datetime(${c} / 1000, 'unixepoch') || '"'`,
+};
+
+const POSTGRES_JSON: JsonDialect = {
+  text: (c) => `(${c})::text`,
+  quote: (c) => `to_json(${c})::text`,
+  // numeric(78, 0): an integer always, written without exponent or sign when non-negative.
+  canonical: (c) => `(${c} >= 0)`,
+  dateTime: (c) => `'"' || to_char(to_timestamp(${c} / 1000) at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') || '"'`,
+};
 
 /** `formatStoredUnits18(c, d)` of a canonical non-negative `c` and 0 ≤ `d` ≤ 18, as a JSON string. */
-function units18(c: string, d: string): string {
+function units18(j: JsonDialect, column: string, d: string): string {
+  const c = j.text(column);
   return (
     `'"' || CASE WHEN length(${c}) > ${d} THEN substr(${c}, 1, length(${c}) - ${d}) || '.' || substr(${c}, length(${c}) - ${d} + 1) ` +
     `ELSE '0.' || substr('${ZEROS}', 1, ${d} - length(${c})) || ${c} END || substr('${ZEROS}', 1, ${OUTPUT_DECIMALS} - ${d}) || '"'`
   );
 }
 
-const orNull = (c: string, json: string) => `CASE WHEN ${c} IS NULL THEN 'null' ELSE ${json} END`;
-const quoted = (c: string) => orNull(c, `json_quote(${c})`);
-const integer = (c: string) => `ifnull(${c}, 'null')`;
-/** `formatDateTime(ms)` for 0 ≤ ms ≤ the last millisecond of 9999. */
-const dateTime = (c: string) => `'"' || datetime(${c} / 1000, 'unixepoch') || '"'`;
-const inDateRange = (c: string) => `(${c} BETWEEN 0 AND ${LAST_FOUR_DIGIT_YEAR_MS})`;
+/** The item's JSON where the row is one the expression formats exactly, else NULL. */
+function itemJsonSql(j: JsonDialect): string {
+  const orNull = (c: string, json: string) => `CASE WHEN ${c} IS NULL THEN 'null' ELSE ${json} END`;
+  const quoted = (c: string) => orNull(c, j.quote(c));
+  const integer = (c: string) => `coalesce(${j.text(c)}, 'null')`;
+  const inDateRange = (c: string) => `(${c} BETWEEN 0 AND ${LAST_FOUR_DIGIT_YEAR_MS})`;
+  const exact = [
+    `wt.decimals BETWEEN 0 AND ${OUTPUT_DECIMALS}`,
+    j.canonical('tx.amount'),
+    ...['tx.gas', 'tx.gas_price', 'tx.gas_used', 'tx.cumulative_gas_used'].map((c) => `(${c} IS NULL OR ${j.canonical(c)})`),
+    inDateRange('tx.created_at'),
+    inDateRange('tx.updated_at'),
+    `(tx.block_timestamp IS NULL OR ${inDateRange('tx.block_timestamp')})`,
+  ].join(' AND ');
+  // `JSON.stringify(transactionListItem(row))`, field for field in its order.
+  const item = [
+    `'{"id":' || ${j.text('tx.id')}`,
+    `',"amount":' || ${units18(j, 'tx.amount', 'wt.decimals')}`,
+    `',"type":' || ${j.quote('tx.type')}`,
+    `',"status":' || ${j.quote('tx.status')}`,
+    `',"tx_hash":' || ${quoted('tx.tx_hash')}`,
+    `',"block_number":' || ${integer('tx.block_number')}`,
+    `',"failure_reason":' || CASE WHEN tx.status = 'failed' AND tx.failure_reason IS NOT NULL THEN ${j.quote('tx.failure_reason')} ELSE 'null' END`,
+    // Comma-separated hashes: each quoted, as split(',') then JSON (escaping never writes a comma).
+    `',"replaced_hashes":' || CASE WHEN tx.replaced_hashes IS NULL OR tx.replaced_hashes = '' THEN '[]' ELSE '[' || replace(${j.quote('tx.replaced_hashes')}, ',', '","') || ']' END`,
+    `',"stuck":' || CASE WHEN tx.status = 'pending' AND tx.stuck_at IS NOT NULL THEN 'true' ELSE 'false' END`,
+    `',"data":' || ${quoted('tx.data')}`,
+    `',"block_timestamp":' || ${orNull('tx.block_timestamp', j.dateTime('tx.block_timestamp'))}`,
+    `',"block_hash":' || ${quoted('tx.block_hash')}`,
+    `',"nonce":' || ${integer('tx.nonce')}`,
+    `',"gas":' || ${orNull('tx.gas', units18(j, 'tx.gas', '0'))}`,
+    `',"gas_price":' || ${orNull('tx.gas_price', units18(j, 'tx.gas_price', String(OUTPUT_DECIMALS)))}`,
+    `',"gas_used":' || ${orNull('tx.gas_used', units18(j, 'tx.gas_used', '0'))}`,
+    `',"cumulative_gas_used":' || ${orNull('tx.cumulative_gas_used', units18(j, 'tx.cumulative_gas_used', '0'))}`,
+    `',"receipt_status":' || CASE WHEN tx.receipt_status IS NULL THEN 'null' WHEN tx.receipt_status = 1 THEN 'true' ELSE 'false' END`,
+    `',"symbol":' || ${j.quote('wt.symbol')}`,
+    `',"refund_id":' || ${integer('tx.refund_id')}`,
+    `',"payout_id":' || ${integer('tx.payout_id')}`,
+    `',"reference":' || ${quoted('tx.reference')}`,
+    `',"created_at":' || ${j.dateTime('tx.created_at')}`,
+    `',"updated_at":' || ${j.dateTime('tx.updated_at')} || '}'`,
+  ].join(' || ');
+  return `CASE WHEN ${exact} THEN ${item} ELSE NULL END`;
+}
 
-/** The rows the expression formats exactly. */
-const EXACT = [
-  `wt.decimals BETWEEN 0 AND ${OUTPUT_DECIMALS}`,
-  canonical('tx.amount'),
-  ...['tx.gas', 'tx.gas_price', 'tx.gas_used', 'tx.cumulative_gas_used'].map((c) => `(${c} IS NULL OR ${canonical(c)})`),
-  inDateRange('tx.created_at'),
-  inDateRange('tx.updated_at'),
-  `(tx.block_timestamp IS NULL OR ${inDateRange('tx.block_timestamp')})`,
-].join(' AND ');
-
-/** `JSON.stringify(transactionListItem(row))`, field for field in its order. */
-const ITEM_JSON = [
-  `'{"id":' || tx.id`,
-  `',"amount":' || ${units18('tx.amount', 'wt.decimals')}`,
-  `',"type":' || json_quote(tx.type)`,
-  `',"status":' || json_quote(tx.status)`,
-  `',"tx_hash":' || ${quoted('tx.tx_hash')}`,
-  `',"block_number":' || ${integer('tx.block_number')}`,
-  `',"failure_reason":' || CASE WHEN tx.status = 'failed' AND tx.failure_reason IS NOT NULL THEN json_quote(tx.failure_reason) ELSE 'null' END`,
-  // Comma-separated hashes: each quoted, as split(',') then JSON (escaping never writes a comma).
-  `',"replaced_hashes":' || CASE WHEN tx.replaced_hashes IS NULL OR tx.replaced_hashes = '' THEN '[]' ELSE '[' || replace(json_quote(tx.replaced_hashes), ',', '","') || ']' END`,
-  `',"stuck":' || CASE WHEN tx.status = 'pending' AND tx.stuck_at IS NOT NULL THEN 'true' ELSE 'false' END`,
-  `',"data":' || ${quoted('tx.data')}`,
-  `',"block_timestamp":' || ${orNull('tx.block_timestamp', dateTime('tx.block_timestamp'))}`,
-  `',"block_hash":' || ${quoted('tx.block_hash')}`,
-  `',"nonce":' || ${integer('tx.nonce')}`,
-  `',"gas":' || ${orNull('tx.gas', units18('tx.gas', '0'))}`,
-  `',"gas_price":' || ${orNull('tx.gas_price', units18('tx.gas_price', String(OUTPUT_DECIMALS)))}`,
-  `',"gas_used":' || ${orNull('tx.gas_used', units18('tx.gas_used', '0'))}`,
-  `',"cumulative_gas_used":' || ${orNull('tx.cumulative_gas_used', units18('tx.cumulative_gas_used', '0'))}`,
-  `',"receipt_status":' || CASE WHEN tx.receipt_status IS NULL THEN 'null' WHEN tx.receipt_status = 1 THEN 'true' ELSE 'false' END`,
-  `',"symbol":' || json_quote(wt.symbol)`,
-  `',"refund_id":' || ${integer('tx.refund_id')}`,
-  `',"payout_id":' || ${integer('tx.payout_id')}`,
-  `',"reference":' || ${quoted('tx.reference')}`,
-  `',"created_at":' || ${dateTime('tx.created_at')}`,
-  `',"updated_at":' || ${dateTime('tx.updated_at')} || '}'`,
-].join(' || ');
-
-const itemJson = sql<string | null>`CASE WHEN ${sql.raw(EXACT)} THEN ${sql.raw(ITEM_JSON)} ELSE NULL END`;
+const ITEM_JSON = { sqlite: itemJsonSql(SQLITE_JSON), postgres: itemJsonSql(POSTGRES_JSON) };
 
 function jsonRows(db: Executor, walletId: number) {
+  const itemJson = sql<string | null>`${sql.raw(ITEM_JSON[dialectOf(db).driver])}`;
   return db.selectFrom('transactions as tx').innerJoin('wallet_tokens as wt', 'wt.id', 'tx.token_id').select(itemJson.as('j')).where('tx.wallet_id', '=', walletId);
 }
 
@@ -288,11 +316,10 @@ const rangeSymbolJson = prepare((db: Executor, walletId: number, symbolKey: stri
 );
 
 /**
- * `listPage` with each item as its JSON, written by SQLite; null on PostgreSQL, or when a row of
- * the page is one the expression does not format exactly (then `listPage` serves it).
+ * `listPage` with each item as its JSON, written by the database; null when a row of the page is
+ * one the expression does not format exactly (then `listPage` serves it).
  */
 export async function listPageJson(db: Executor, walletId: number, q: ListQuery): Promise<JsonListPage | null> {
-  if (dialectOf(db).driver !== 'sqlite') return null;
   const r = await pageRange(db, walletId, q);
   const rows =
     r.high <= 0 ? [] : r.symbolKey === null ? await rangeAllJson.executeArrays(db, walletId, r.low, r.high) : await rangeSymbolJson.executeArrays(db, walletId, r.symbolKey, r.low, r.high);

@@ -62,7 +62,7 @@ function listRoute(app: App, txs: TransactionService): void {
       const q = { ...pageOf(req.query), token: req.query.token };
       const wallet = requireWallet(req);
       if (q.limit >= CHUNKED_FROM_ITEMS) {
-        // SQLite writes each item's JSON itself (transactions.list.repository.ts), the same bytes.
+        // The database writes each item's JSON itself (transactions.list.repository.ts), the same bytes.
         const json = await txs.listJson(wallet, q);
         if (json !== null) {
           setPaginationHeaders(req, reply, json, { token: q.token });
