@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { createStore, type Store } from './db/index.js';
 import { migrateToLatest } from './db/migrate.js';
+import { syncStoredItemJson } from './modules/transactions/transactions.item-json.js';
 import { keyIdOf, loadOrCreateKeyFile, parseAppKey, SecretBox } from './lib/crypto.js';
 import { systemClock, type Clock } from './lib/time.js';
 import { ChainClients } from './chain/clients.js';
@@ -29,6 +30,9 @@ export async function openStore(config: Config, log: Logger): Promise<Store> {
   const result = await migrateToLatest(store);
   const applied = (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
   log.info({ driver: store.driver, applied }, applied.length > 0 ? 'migrations applied' : 'schema up to date');
+  const started = Date.now();
+  const rewritten = await syncStoredItemJson(store.db, store.driver);
+  if (rewritten !== null && rewritten > 0) log.info({ rows: rewritten, ms: Date.now() - started }, 'transaction list items rewritten for this version');
   return store;
 }
 
