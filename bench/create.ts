@@ -126,9 +126,9 @@ async function serviceRun(services: ServiceProcess[], wallets: number[]): Promis
   };
   try {
     await drive(Math.min(warmup, count), concurrency, job);
-    profileSignal(services);
+    await profileSignal(services);
     const run = await drive(count, concurrency, job, () => services.reduce((s, p) => s + p.cpuMs(), 0));
-    profileSignal(services);
+    await profileSignal(services);
     return run;
   } finally {
     await Promise.all(pools.map((p) => p.close()));

@@ -55,10 +55,10 @@ export async function measure(targets: Target[], o: LoadOptions): Promise<LoadRe
   const conns = Math.max(1, Math.floor(o.connections / targets.length));
   if (o.warmupS > 0) await Promise.all(targets.map((t) => autocannon(t.url, o.warmupS, conns, headers)));
   const cpu0 = targets.map((t) => t.cpuMs());
-  profileSignal(targets.filter((t) => t.service));
+  await profileSignal(targets.filter((t) => t.service));
   const runs = await Promise.all(targets.map((t) => autocannon(t.url, o.durationS, conns, headers)));
-  profileSignal(targets.filter((t) => t.service));
   const cpuMs = targets.reduce((s, t, i) => s + t.cpuMs() - cpu0[i]!, 0);
+  await profileSignal(targets.filter((t) => t.service));
   for (const r of runs) if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx answers and ${r.errors} errors`);
   const requests = runs.reduce((s, r) => s + r.requests, 0);
   return {

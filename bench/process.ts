@@ -250,8 +250,21 @@ export async function startBareProcess(body: string, mode: 'object' | 'bytes', d
   };
 }
 
-/** With BENCH_NODE_OPTIONS="--import ./bench/cpu-profile.mjs": starts, then ends and writes, each process's CPU profile. */
-export function profileSignal(targets: Array<{ pid: number }>): void {
+const profiling = new Set<number>();
+
+/**
+ * With BENCH_NODE_OPTIONS="--import ./bench/cpu-profile.mjs": starts each process's CPU profile,
+ * or (the next call) ends it and waits until the process has written it (a process stopped at
+ * once after the signal would not have).
+ */
+export async function profileSignal(targets: Array<{ pid: number }>): Promise<void> {
   if (!process.env.BENCH_NODE_OPTIONS?.includes('cpu-profile')) return;
-  for (const t of targets) process.kill(t.pid, 'SIGUSR2');
+  const dir = process.env.BENCH_PROFILE_DIR ?? '/tmp/prof';
+  const written = (pid: number) => (existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith(`${pid}-`)).length : 0);
+  const stopping = targets.filter((t) => profiling.has(t.pid)).map((t) => ({ pid: t.pid, before: written(t.pid) }));
+  for (const t of targets) {
+    process.kill(t.pid, 'SIGUSR2');
+    if (!profiling.delete(t.pid)) profiling.add(t.pid);
+  }
+  for (const s of stopping) await until(`the CPU profile of process ${s.pid}`, 60_000, async () => (written(s.pid) > s.before ? true : null));
 }

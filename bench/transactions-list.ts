@@ -146,14 +146,14 @@ async function runOne(driver: Driver, rpcUrl: string): Promise<string> {
       const [s, b] = await timeAlternating(small, big);
       return `| ${label} | ${s.toFixed(2)} | ${b.toFixed(2)} | **${(b / s).toFixed(1)}x** | ${(((b - s) / 990) * 1000).toFixed(1)} |`;
     };
-    profileSignal([service]);
+    await profileSignal([service]);
     const ratios = [
       '| page | limit 10, median ms | limit 1000, median ms | **limit 1000 / limit 10** | µs per extra row |',
       '|---|---:|---:|---:|---:|',
       await ratioRow('first page', get(1, 10), get(1, 1000)),
       await ratioRow('last page', get(ROWS / 10, 10), get(ROWS / 1000, 1000)),
     ];
-    profileSignal([service]);
+    await profileSignal([service]);
     process.stderr.write(`done (peak RSS ${Math.round(service.peakRssMiB())} MiB)\n`);
     return [
       `## ${driver === 'postgres' ? 'PostgreSQL' : 'SQLite'}`,

@@ -128,14 +128,14 @@ async function runOnce(devnet: Devnet): Promise<Run> {
     process.stderr.write('bare loop ... ');
     const bare = await bareLoop(devnet.rpcUrl, BigInt(start + 1), BigInt(head));
     process.stderr.write('watcher ... ');
-    profileSignal([service]);
+    await profileSignal([service]);
     const cpu0 = service.cpuMs();
     const started = performance.now();
     proxy.allow('eth_blockNumber');
     await waitUntil('the watcher at the head', async () => ((await syncedBlock(service)) ?? 0) >= head, 30 * 60_000, 25);
     const watcherMs = performance.now() - started;
-    profileSignal([service]);
     const cpuMs = service.cpuMs() - cpu0;
+    await profileSignal([service]);
     process.stderr.write('done\n');
     const list = await call(service, 'GET', `/api/wallet/${wallet.id}/transaction?limit=1`);
     return { n: head - start, bare, watcherMs, received: Number(list.headers.get('x-pagination-total')), cpuMs, peakRssMiB: service.peakRssMiB() };

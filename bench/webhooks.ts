@@ -205,9 +205,9 @@ async function runOne(driver: Driver, rpcUrl: string, receiverUrl: string): Prom
     process.stderr.write(`${driver}: warm-up ... `);
     await updateLoad(services, wallet.id, receiverUrl, 'warm', 100);
     process.stderr.write(`${updates} updates at ${concurrency} ... `);
-    profileSignal(services);
+    await profileSignal(services);
     const run = await updateLoad(services, wallet.id, receiverUrl, 'u', updates);
-    profileSignal(services);
+    await profileSignal(services);
     process.stderr.write('bare loop ... ');
     const body = JSON.stringify({ event: 'wallet.updated', data: { pad: 'x'.repeat(Math.max(0, run.bodyBytes - 40)) } });
     const bareS = await bareLoop(receiverUrl, body, run.deliveries, BARE_PARALLEL);
