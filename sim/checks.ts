@@ -109,6 +109,7 @@ export class Checker {
     this.checkIdempotency(o);
     await this.checkOutflows(o, service);
     for (const { w, txs } of o.wallets) await this.checkStates(w, txs);
+    for (const { w, txs } of o.wallets) await this.checkListed(w, txs);
     for (const { w, txs } of o.wallets) this.checkReceipts(w, txs);
     for (const { w, charges } of o.wallets) for (const c of charges) await this.checkCharge(w, c);
     for (const { w, txs, charges } of o.wallets) for (const c of charges) await this.checkRefunds(w, c, txs);
@@ -248,6 +249,23 @@ export class Checker {
         else if (Number(BigInt(r.blockNumber)) !== t.block_number) this.violate('states are the chain', obj, `block_number ${t.block_number}, chain ${Number(BigInt(r.blockNumber))}`);
       } else if (t.status === 'failed' && t.type !== 'receipt') await this.checkFailed(obj, t, r, chainNonce);
       else if (t.status === 'failed' && r?.status === '0x1' && this.canonical(r)) this.violate('states are the chain', obj, `a receipt marked failed whose ${t.tx_hash} is mined with status 1`);
+    }
+  }
+
+  /**
+   * Each item of the list (read in pages of 1,000: the items the database writes, stored on
+   * SQLite) says what the transaction's own route says, field for field.
+   */
+  private async checkListed(w: SimWallet, txs: any[]): Promise<void> {
+    for (const t of txs) {
+      const r = await this.api.call<Record<string, unknown>>('GET', `/api/wallet/${w.id}/transaction/show/${t.id}`);
+      const obj = `wallet ${w.id} transaction ${t.id}`;
+      if (r.status !== 200) {
+        this.violate('the list is each transaction', obj, `listed, but its route answers ${r.status} ${r.message}`);
+        continue;
+      }
+      const differ = Object.keys(t).filter((k) => canonical(t[k]) !== canonical(r.data[k]));
+      if (differ.length > 0) this.violate('the list is each transaction', obj, differ.map((k) => `${k}: listed ${canonical(t[k])}, shown ${canonical(r.data[k])}`).join('; '));
     }
   }
 
