@@ -266,15 +266,26 @@ function receiptBase(b: BlockTransfers, tx: Transaction, r: TransactionReceipt, 
 
 async function attachOurs(trx: Executor, b: BlockTransfers, nowMs: number, log: Logger): Promise<void> {
   for (const { rec, hash } of b.ours) {
-    if (rec.status === 'failed') {
-      // The chain is the truth: a transfer we took for rejected was mined after all.
-      if (!(await repo.revive(trx, rec.id, nowMs))) continue;
-      log.warn({ transaction_id: rec.id, tx_hash: hash, block: b.number }, 'a transfer marked failed was mined after all; back to pending');
-    }
-    // Whichever version mines wins: the transfer takes its hash.
-    if (hash !== rec.tx_hash) await repo.adoptVersion(trx, rec.id, hash, nowMs);
-    await repo.attachMined(trx, rec.id, minedFields(b, b.receipts.get(hash)!), nowMs);
+    const fields = minedFields(b, b.receipts.get(hash)!);
+    if (await attachVersion(trx, rec.id, hash, fields, nowMs, rec.status === 'pending' ? rec.tx_hash : null)) continue;
+    // The chain is the truth: a transfer we took for rejected was mined after all.
+    if (!(await repo.revive(trx, rec.id, nowMs))) continue;
+    log.warn({ transaction_id: rec.id, tx_hash: hash, block: b.number }, 'a transfer marked failed was mined after all; back to pending');
+    await attachVersion(trx, rec.id, hash, fields, nowMs, null);
   }
+}
+
+/**
+ * Whichever version mines wins: the transfer takes its hash. `current` is the row's current hash
+ * as read before this transaction; a replacement recorded since (a speed-up or cancel committed
+ * between that read and the wallet's lock) may have made another version current, so the
+ * attach holds only while the mined hash is current, and otherwise that version is adopted
+ * first. False when the row is not a pending, unmined transfer with that version.
+ */
+async function attachVersion(trx: Executor, id: number, hash: string, fields: repo.MinedFields, nowMs: number, current: string | null): Promise<boolean> {
+  if (hash === current && (await repo.attachMined(trx, id, hash, fields, nowMs))) return true;
+  if (!(await repo.adoptVersion(trx, id, hash, nowMs))) return false;
+  return repo.attachMined(trx, id, hash, fields, nowMs);
 }
 
 function minedFields(block: { number: number; hash: string; timestampMs: number }, r: TransactionReceipt): repo.MinedFields {
@@ -397,9 +408,7 @@ async function attachIfMined(s: SyncScope, row: QueuedTransfer, cursor: ChainCur
     const block = await s.net(blockAt(s.client, receipt.blockNumber));
     const mined = minedFields({ number: n, hash: receipt.blockHash, timestampMs: Number(block.timestamp) * 1000 }, receipt);
     await s.fenced(async (trx) => {
-      const now = s.ctx.clock.nowMs();
-      if (v.tx_hash !== row.tx_hash) await repo.adoptVersion(trx, row.id, v.tx_hash, now);
-      await repo.attachMined(trx, row.id, mined, now);
+      await attachVersion(trx, row.id, v.tx_hash, mined, s.ctx.clock.nowMs(), row.tx_hash);
     });
     s.affected.add(row.wallet_id);
     return true;

@@ -659,10 +659,14 @@ export interface MinedFields {
   fee_paid?: bigint;
 }
 
-/** A pending transfer seen in a processed block: block fields and receipt, still pending. */
-export async function attachMined(db: Executor, id: number, m: MinedFields, nowMs: number): Promise<boolean> {
+/**
+ * A pending transfer seen in a processed block: block fields and receipt, still pending. Only
+ * while `hash`, the version mined, is its current one (false otherwise: see `adoptVersion`).
+ */
+export async function attachMined(db: Executor, id: number, hash: string, m: MinedFields, nowMs: number): Promise<boolean> {
   const rows = await attachMinedRow.execute(db, {
     id,
+    hash,
     block_number: m.block_number,
     block_hash: m.block_hash,
     block_timestamp: m.block_timestamp,
@@ -680,8 +684,8 @@ export async function attachMined(db: Executor, id: number, m: MinedFields, nowM
 const attachMinedRow = prepareRow(
   (
     db: Executor,
-    { id, ...set }: { id: number; block_number: number; block_hash: string; block_timestamp: number; gas_used: string; cumulative_gas_used: string; receipt_status: number; gas_price?: string; fee_paid?: string; updated_at: number },
-  ) => db.updateTable('transactions').set(set).where('id', '=', id).where('status', '=', 'pending').where('block_number', 'is', null).returning('id'),
+    { id, hash, ...set }: { id: number; hash: string; block_number: number; block_hash: string; block_timestamp: number; gas_used: string; cumulative_gas_used: string; receipt_status: number; gas_price?: string; fee_paid?: string; updated_at: number },
+  ) => db.updateTable('transactions').set(set).where('id', '=', id).where('tx_hash', '=', hash).where('status', '=', 'pending').where('block_number', 'is', null).returning('id'),
 );
 
 /** Moves a mined pending row to its final state: confirmed, or failed (it reverted, or its mined version was a cancel). */
