@@ -11,7 +11,7 @@
  */
 import type { Executor } from '../../db/index.js';
 import { Errors } from '../../errors.js';
-import { findPolicyHead, isAllowlisted, limitsForToken, outgoingAmountsSince } from './policies.repository.js';
+import { isAllowlisted, outgoingAmountsSince, policyForToken } from './policies.repository.js';
 
 /** The daily limit's window: the rolling last 24 hours. */
 export const DAILY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -40,15 +40,14 @@ export function enforcePolicy(trx: Executor, t: PolicedTransfer, nowMs: number):
  * limit. The caller holds the wallet's lock.
  */
 export async function enforceBatchPolicy(trx: Executor, b: { walletId: number; tokenId: number; items: { amount: bigint; to: string }[] }, nowMs: number): Promise<PolicyDecision> {
-  const limits = await limitsForToken(trx, b.walletId, b.tokenId);
+  const { limits, allowlistOnly } = await policyForToken(trx, b.walletId, b.tokenId);
   const total = b.items.reduce((s, i) => s + i.amount, 0n);
   if (limits.per_transaction !== undefined && b.items.some((i) => i.amount > limits.per_transaction!)) throw Errors.overPerTransactionLimit();
   if (limits.daily !== undefined) {
     const sent = (await outgoingAmountsSince(trx, b.walletId, b.tokenId, nowMs - DAILY_WINDOW_MS)).reduce((s, a) => s + a, 0n);
     if (sent + total > limits.daily) throw Errors.overDailyLimit();
   }
-  const head = await findPolicyHead(trx, b.walletId);
-  if (head.allowlist_only) {
+  if (allowlistOnly) {
     for (const i of b.items) if (!(await isAllowlisted(trx, b.walletId, i.to))) throw Errors.notAllowlisted();
   }
   return limits.approval_above !== undefined && total > limits.approval_above ? 'hold' : 'send';

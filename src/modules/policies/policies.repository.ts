@@ -2,6 +2,7 @@
  * The `spending_policies`, `spending_limits` and `allowlist_entries` tables, and the one read of
  * `transactions` the daily limit needs. Amounts leave as bigint; nothing is summed in SQL.
  */
+import { sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
 import { prepare } from '../../db/prepared.js';
 
@@ -35,9 +36,36 @@ function toEntry(r: { id: number | string; wallet_id: number | string; address: 
 
 // Every create reads both under the wallet lock: compiled once (src/db/prepared.ts).
 const policyHead = prepare((db: Executor, walletId: number) => db.selectFrom('spending_policies').select(['allowlist_only', 'updated_at']).where('wallet_id', '=', walletId));
-const tokenLimits = prepare((db: Executor, walletId: number, tokenId: number) =>
-  db.selectFrom('spending_limits').select(['kind', 'amount']).where('wallet_id', '=', walletId).where('token_id', '=', tokenId),
+
+/** The kind under which `tokenPolicy` returns the wallet's `allowlist_only` beside its limits. */
+const ALLOWLIST_ONLY = 'allowlist_only';
+
+// One statement for what a create reads under the wallet's lock: the token's limits and the
+// wallet's allowlist switch (a row of kind ALLOWLIST_ONLY, amount '1' or '0'; none: no policy).
+const tokenPolicy = prepare((db: Executor, walletId: number, tokenId: number) =>
+  db
+    .selectFrom('spending_limits')
+    .select(['kind', sql<string>`cast(amount as text)`.as('amount')])
+    .where('wallet_id', '=', walletId)
+    .where('token_id', '=', tokenId)
+    .unionAll(
+      db
+        .selectFrom('spending_policies')
+        .select([sql<string>`${sql.lit(ALLOWLIST_ONLY)}`.as('kind'), sql<string>`cast(allowlist_only as text)`.as('amount')])
+        .where('wallet_id', '=', walletId),
+    ),
 );
+
+/** The wallet's limits of one token, by kind, and whether only its allowlist may be paid. */
+export async function policyForToken(db: Executor, walletId: number, tokenId: number): Promise<{ limits: Partial<Record<LimitKind, bigint>>; allowlistOnly: boolean }> {
+  const limits: Partial<Record<LimitKind, bigint>> = {};
+  let allowlistOnly = false;
+  for (const r of await tokenPolicy.execute(db, walletId, tokenId)) {
+    if (r.kind === ALLOWLIST_ONLY) allowlistOnly = r.amount === '1';
+    else limits[r.kind as LimitKind] = BigInt(r.amount);
+  }
+  return { limits, allowlistOnly };
+}
 
 export async function findPolicyHead(db: Executor, walletId: number): Promise<PolicyHead> {
   const row = await policyHead.executeTakeFirst(db, walletId);
@@ -47,14 +75,6 @@ export async function findPolicyHead(db: Executor, walletId: number): Promise<Po
 export async function listLimits(db: Executor, walletId: number): Promise<LimitRow[]> {
   const rows = await db.selectFrom('spending_limits').select(['token_id', 'kind', 'amount']).where('wallet_id', '=', walletId).orderBy('id').execute();
   return rows.map((r) => ({ token_id: Number(r.token_id), kind: r.kind as LimitKind, amount: BigInt(r.amount) }));
-}
-
-/** The wallet's limits of one token, by kind. */
-export async function limitsForToken(db: Executor, walletId: number, tokenId: number): Promise<Partial<Record<LimitKind, bigint>>> {
-  const rows = await tokenLimits.execute(db, walletId, tokenId);
-  const out: Partial<Record<LimitKind, bigint>> = {};
-  for (const r of rows) out[r.kind as LimitKind] = BigInt(r.amount);
-  return out;
 }
 
 /** Creates the wallet's policy row, or moves its `updated_at` (and `allowlist_only` when given). */
