@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { createStore, type Store } from './db/index.js';
 import { migrateToLatest } from './db/migrate.js';
-import { syncStoredItemJson } from './modules/transactions/transactions.item-json.js';
+import { syncStoredItemJson } from './modules/transactions/transactions.item-json.repository.js';
 import { keyIdOf, loadOrCreateKeyFile, parseAppKey, SecretBox } from './lib/crypto.js';
 import { systemClock, type Clock } from './lib/time.js';
 import { ChainClients } from './chain/clients.js';

@@ -298,7 +298,7 @@ class DeliveryRun {
     if (this.#dispatchDue) {
       // Cleared before the read: a signal arriving meanwhile makes the next tick look again.
       this.#dispatchDue = false;
-      const dispatched = await dispatchEvents(db, dialect, this.#ctx.clock.nowMs(), DISPATCH_BATCH);
+      const dispatched = await dispatchEvents(db, this.#ctx.clock.nowMs(), DISPATCH_BATCH);
       if (dispatched.events === DISPATCH_BATCH) this.#dispatchDue = more = true;
       if (dispatched.deliveries > 0) this.#claimDue = true;
     }

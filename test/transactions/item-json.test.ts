@@ -1,5 +1,5 @@
 /**
- * A long list page's items as the database keeps them (transactions.item-json.ts): on SQLite each
+ * A long list page's items as the database keeps them (transactions.item-json.repository.ts): on SQLite each
  * row's item JSON stored in `item_json` by triggers, renewed at start when they are not this
  * version's; on PostgreSQL formatted in the query (no column). Either way a long page has the bytes
  * of the short pages, which the route writes from the row itself, after any write: a token's symbol
@@ -12,7 +12,7 @@ import { createWalletRow } from '../helpers/factories.js';
 import { driverName } from '../helpers/db.js';
 import { insertTransaction, type NewTx } from '../../src/modules/transactions/transactions.repository.js';
 import { listPageJson } from '../../src/modules/transactions/transactions.list.repository.js';
-import { itemJsonTriggers, syncStoredItemJson } from '../../src/modules/transactions/transactions.item-json.js';
+import { itemJsonTriggers, syncStoredItemJson } from '../../src/modules/transactions/transactions.item-json.repository.js';
 import { reactivateToken } from '../../src/modules/tokens/tokens.repository.js';
 
 let t: TestApp;

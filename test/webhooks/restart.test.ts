@@ -39,7 +39,7 @@ describe('webhook delivery across a restart', () => {
     const other = await createWebhook(t, o, { url: `${rx.url}/orphan`, type: 'balance', events: ['*'] });
     await emit(t, o, 'balance.updated');
     const { dispatchEvents } = await import('../../src/workers/deliveries/dispatch.js');
-    await dispatchEvents(t.store.db, t.store.dialect, Date.now(), 200);
+    await dispatchEvents(t.store.db, Date.now(), 200);
     await t.store.db
       .updateTable('webhook_deliveries')
       .set({ locked_by: 'crashed-worker', locked_until: Date.now() - 1 })

@@ -437,7 +437,7 @@ describe('webhook routes', () => {
       otherHookId = (await createWebhook(t, o, { url: 'https://example.com/e', type: 'wallet', events: ['*'] })).id;
       for (let i = 0; i < 25; i++) await emit(t, o, i % 2 === 0 ? 'wallet.created' : 'wallet.updated');
       // Fan out without the worker, so nothing is sent and every delivery stays pending.
-      await dispatchEvents(t.store.db, t.store.dialect, Date.now(), 200);
+      await dispatchEvents(t.store.db, Date.now(), 200);
     });
 
     it('lists newest first, paginated with X-Pagination-* and Link headers', async () => {
@@ -527,7 +527,7 @@ describe('webhook routes', () => {
       hook = (await createWebhook(t, a, { url: 'https://example.com/private', type: 'token', events: ['*'], signature: 'whsec_a' })).id;
       bHook = (await createWebhook(t, b, { url: 'https://example.com/b', type: 'token', events: ['*'] })).id;
       await emit(t, a, 'token.added');
-      await dispatchEvents(t.store.db, t.store.dialect, Date.now(), 200);
+      await dispatchEvents(t.store.db, Date.now(), 200);
       delivery = (await t.store.db.selectFrom('webhook_deliveries').select('id').where('webhook_id', '=', hook).executeTakeFirstOrThrow()).id;
     });
 

@@ -1,6 +1,6 @@
 /**
  * SQLite: `transactions.item_json`, each row's list item as JSON, kept by triggers that
- * src/modules/transactions/transactions.item-json.ts makes and renews at start
+ * src/modules/transactions/transactions.item-json.repository.ts makes and renews at start
  * (`syncStoredItemJson`, which also writes it for the rows already there). A long page of the
  * transaction list reads it instead of formatting every row on the service's event loop.
  * PostgreSQL formats the item in the query, in its own process, and has no such column.

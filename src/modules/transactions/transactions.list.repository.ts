@@ -16,7 +16,7 @@ import { sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
 import { dialectOf } from '../../db/dialect.js';
 import { prepare } from '../../db/prepared.js';
-import { ITEM_JSON_EXPRESSION, STORED_ITEM_JSON } from './transactions.item-json.js';
+import { ITEM_JSON_EXPRESSION, STORED_ITEM_JSON } from './transactions.item-json.repository.js';
 
 export interface ListQuery {
   page: number;
@@ -198,7 +198,7 @@ export async function listPage(db: Executor, walletId: number, q: ListQuery): Pr
   return { items, page: q.page, limit: q.limit, total: r.total, pages: r.pages };
 }
 
-// Each item's JSON is written by the database (transactions.item-json.ts): on SQLite the stored
+// Each item's JSON is written by the database (transactions.item-json.repository.ts): on SQLite the stored
 // `item_json`, on PostgreSQL the expression evaluated in the query.
 const ITEM_JSON = { sqlite: `tx.${STORED_ITEM_JSON}`, postgres: ITEM_JSON_EXPRESSION.postgres };
 

@@ -9,7 +9,7 @@
  * `ON CONFLICT (webhook_id, event_id) DO NOTHING` makes a repeated fan-out harmless.
  */
 import { randomUUID } from 'node:crypto';
-import type { Db, SqlDialect } from '../../db/dialect.js';
+import type { Db } from '../../db/dialect.js';
 import { hasUndispatchedEvents, lockUndispatchedEvents, markEventsDispatched, type UndispatchedEvent } from '../../modules/events/events.repository.js';
 import { subscribes } from '../../modules/webhooks/webhooks.catalogue.js';
 import { deliveryBody } from '../../modules/webhooks/webhooks.signing.js';
@@ -20,7 +20,7 @@ export interface DispatchResult {
   deliveries: number;
 }
 
-export async function dispatchEvents(db: Db, dialect: SqlDialect, nowMs: number, batch: number): Promise<DispatchResult> {
+export async function dispatchEvents(db: Db, nowMs: number, batch: number): Promise<DispatchResult> {
   // Most ticks find nothing: one indexed read instead of a locking transaction.
   if (!(await hasUndispatchedEvents(db))) return { events: 0, deliveries: 0 };
   return db.transaction().execute(async (trx) => {
