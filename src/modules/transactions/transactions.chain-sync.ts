@@ -408,6 +408,9 @@ async function attachIfMined(s: SyncScope, row: QueuedTransfer, cursor: ChainCur
     const block = await s.net(blockAt(s.client, receipt.blockNumber));
     const mined = minedFields({ number: n, hash: receipt.blockHash, timestampMs: Number(block.timestamp) * 1000 }, receipt);
     await s.fenced(async (trx) => {
+      // Under the wallet's lock, as a replacement is recorded: one recorded since `row` was read
+      // is seen (and the mined version adopted); one being recorded waits for this attach.
+      await lockWallets(trx, [row.wallet_id]);
       await attachVersion(trx, row.id, v.tx_hash, mined, s.ctx.clock.nowMs(), row.tx_hash);
     });
     s.affected.add(row.wallet_id);

@@ -1,0 +1,86 @@
+/**
+ * PostgreSQL only: the watcher's re-check attaches a mined version under the wallet's lock. A
+ * speed-up or cancel reads the transfer under that lock (still pending, unmined: replaceable) and
+ * then makes its new version current by the row's id. The re-check used to attach a mined version
+ * without the lock: landing between that read and the write, the attach was overwritten, and the
+ * mined transfer showed the replacement's hash, one that never mined. On SQLite one connection
+ * serialises the two; on PostgreSQL they ran side by side.
+ *
+ * The test holds the wallet's lock as a replacement does, runs the re-check meanwhile, records the
+ * replacement and commits. Without the lock in the re-check the transfer ends with the unmined hash.
+ */
+import type { Hex } from 'viem';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
+import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { waitFor } from '../helpers/wait.js';
+import { recheckUnmined, type SyncScope } from '../../src/modules/transactions/transactions.chain-sync.js';
+import { findRecord, recordReplacement } from '../../src/modules/transactions/transactions.repository.js';
+import { lockWallet } from '../../src/modules/wallets/wallets.repository.js';
+import { ETH, fundedWallet, publicClient, RECIPIENT } from './support.js';
+
+let t: TestApp;
+let chain: TestChain;
+let networkId: number;
+let user: TestUser;
+
+beforeAll(async () => {
+  t = await startTestApp({ workers: false });
+  chain = await startTestChain();
+  networkId = await chain.register(t);
+  user = await t.createUser();
+  await chain.rpc('evm_setAutomine', [false]);
+});
+
+afterAll(async () => {
+  await t?.close();
+  await chain?.stop();
+});
+
+/** Sessions of this database waiting for a row lock (the re-check blocked on the wallet's). */
+async function lockWaiters(): Promise<number> {
+  const r = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(t.store.db);
+  return Number(r.rows[0]!.n);
+}
+
+describe("the re-check's attach and a replacement recorded under the wallet's lock", () => {
+  it('the mined version stays the transfer hash; the replacement recorded meanwhile is only a replaced hash', async () => {
+    const w = await fundedWallet(t, chain, user, networkId, 5n * ETH);
+    const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '1', token: 'ETH', address: RECIPIENT } });
+    expect(res.status).toBe(200);
+    const id = res.body.data.id as number;
+    const mined = res.body.data.tx_hash as Hex;
+    await chain.mine(1);
+    const client = publicClient(chain.rpcUrl);
+    const receipt = await client.getTransactionReceipt({ hash: mined });
+    const scope: SyncScope = {
+      ctx: t.ctx,
+      networkId,
+      client,
+      log: t.ctx.log,
+      net: (p) => p,
+      fenced: (fn) => t.store.db.transaction().execute(fn),
+      affected: new Set(),
+    };
+    const cursor = { block_number: Number(receipt.blockNumber), block_hash: receipt.blockHash };
+    const sped = `0x${'7a'.repeat(32)}`;
+    let recheck: ReturnType<typeof recheckUnmined> | undefined;
+    let recheckDone = false;
+    // The replacement's transaction: the wallet's lock, the row read (replaceable), ...
+    await t.store.db.transaction().execute(async (trx) => {
+      await lockWallet(trx, w.id);
+      const before = await findRecord(trx, id);
+      expect(before).toMatchObject({ status: 'pending', block_number: null, tx_hash: mined });
+      // ... the watcher's re-check meanwhile (it finds the receipt of the current version) ...
+      recheck = recheckUnmined(scope, cursor, true, 0);
+      void recheck.finally(() => (recheckDone = true));
+      await waitFor(async () => recheckDone || (await lockWaiters()) > 0, { timeoutMs: 10_000, message: 're-check done or waiting for a lock' });
+      // ... and the new version made current, committed.
+      await recordReplacement(trx, id, { tx_hash: sped, raw_tx: '0x02', kind: 'speed-up', gas: 21000n, gas_price: 3n * 10n ** 9n, tx_kind: 'eip1559', max_priority_fee_per_gas: 2n * 10n ** 9n }, 10n ** 15n, Date.now());
+    });
+    await recheck;
+    const shown = await t.request('GET', `/api/wallet/${w.id}/transaction/show/${id}`, { token: user.token });
+    expect(shown.body.data).toMatchObject({ tx_hash: mined, block_number: Number(receipt.blockNumber), block_hash: receipt.blockHash, replaced_hashes: [sped], status: 'pending' });
+  });
+});
