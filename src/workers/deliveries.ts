@@ -1,7 +1,9 @@
 /**
  * The webhook delivery worker. Each tick:
  *   1. dispatch: fan a batch of outbox events out into deliveries (deliveries/dispatch.ts), when
- *      an outbox signal, a poll interval or a full batch says there may be some;
+ *      an outbox signal, a poll interval or a full batch says there may be some; the rows the
+ *      worker has room for are leased to it in the same transaction and queued (no claim
+ *      transaction between an event and its first send);
  *   2. claim: lease due deliveries into this worker's queue (deliveries/claim.ts): the free slots
  *      plus up to PREFETCH_FACTOR × concurrency more, so one claim transaction serves many sends;
  *   3. send queued deliveries in the background, outside any transaction; a slot is freed as
@@ -298,9 +300,14 @@ class DeliveryRun {
     if (this.#dispatchDue) {
       // Cleared before the read: a signal arriving meanwhile makes the next tick look again.
       this.#dispatchDue = false;
-      const dispatched = await dispatchEvents(db, this.#ctx.clock.nowMs(), DISPATCH_BATCH);
+      const now = this.#ctx.clock.nowMs();
+      const room = this.#stopping ? 0 : this.#room();
+      const lease = room > 0 ? { workerId: this.#id, limit: room, untilMs: now + this.#leaseMs, heldByWebhook: this.#heldByWebhook, perWebhookLimit: this.#perWebhookLimit * (1 + PREFETCH_FACTOR) } : undefined;
+      const dispatched = await dispatchEvents(db, now, DISPATCH_BATCH, lease);
+      this.#enqueue(dispatched.claimed);
       if (dispatched.events === DISPATCH_BATCH) this.#dispatchDue = more = true;
-      if (dispatched.deliveries > 0) this.#claimDue = true;
+      // Rows the fan-out did not lease (no room, a webhook's share) wait for a claim.
+      if (dispatched.deliveries > dispatched.claimed.length) this.#claimDue = true;
     }
     this.#pump();
     const room = this.#room();
@@ -316,16 +323,21 @@ class DeliveryRun {
         perWebhookLimit: this.#perWebhookLimit * (1 + PREFETCH_FACTOR),
       });
       if (cancelled > 0) this.#log.info({ cancelled }, 'deliveries of deleted or inactive webhooks cancelled');
-      const at = this.#ctx.clock.nowMs();
-      for (const c of claimed) {
-        this.#queue.push({ c, at });
-        this.#heldByWebhook.set(c.webhook_id, (this.#heldByWebhook.get(c.webhook_id) ?? 0) + 1);
-      }
+      this.#enqueue(claimed);
       this.#pump();
       // Rows passed over for a busy webhook may leave room other webhooks can use now.
       if (deferred > 0 && this.#room() > 0) more = this.#claimDue = true;
     }
     return more;
+  }
+
+  /** Rows leased to this worker (by a claim or its own fan-out) join the queue. */
+  #enqueue(rows: readonly ClaimedDelivery[]): void {
+    const at = this.#ctx.clock.nowMs();
+    for (const c of rows) {
+      this.#queue.push({ c, at });
+      this.#heldByWebhook.set(c.webhook_id, (this.#heldByWebhook.get(c.webhook_id) ?? 0) + 1);
+    }
   }
 
   /**

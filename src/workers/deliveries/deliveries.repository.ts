@@ -75,11 +75,13 @@ export interface TargetWebhook {
   previous_signature_until: number | null;
 }
 
+const TARGET_COLUMNS = ['id', 'url', 'status', 'deleted_at', 'signature_enc', 'headers_enc', 'previous_signature_enc', 'previous_signature_until'] as const;
+
 /** The webhooks the claimed rows go to, with the secrets and headers that sign and send them. */
 export function findTargetWebhooks(trx: Db, ids: readonly number[]): Promise<TargetWebhook[]> {
   return trx
     .selectFrom('webhooks')
-    .select(['id', 'url', 'status', 'deleted_at', 'signature_enc', 'headers_enc', 'previous_signature_enc', 'previous_signature_until'])
+    .select(TARGET_COLUMNS)
     .where('id', 'in', ids)
     .execute();
 }
@@ -157,8 +159,7 @@ export async function insertAttempts(trx: Db, attempts: readonly NewAttempt[]): 
   await trx.insertInto('webhook_attempts').values(attempts).execute();
 }
 
-export interface SubscribedWebhook {
-  id: number;
+export interface SubscribedWebhook extends TargetWebhook {
   wallet_id: number;
   type: string;
   /** JSON array of stored event names. */
@@ -166,11 +167,11 @@ export interface SubscribedWebhook {
   created_at: number;
 }
 
-/** The live, active webhooks of these wallets (the fan-out's candidates). */
+/** The live, active webhooks of these wallets (the fan-out's candidates), with what sends to them (a fan-out may lease its rows). */
 export function findActiveWebhooks(trx: Db, walletIds: readonly number[]): Promise<SubscribedWebhook[]> {
   return trx
     .selectFrom('webhooks')
-    .select(['id', 'wallet_id', 'type', 'events', 'created_at'])
+    .select(['wallet_id', 'type', 'events', 'created_at', ...TARGET_COLUMNS])
     .where('wallet_id', 'in', walletIds)
     .where('status', '=', 'active')
     .where('deleted_at', 'is', null)
@@ -178,14 +179,18 @@ export function findActiveWebhooks(trx: Db, walletIds: readonly number[]): Promi
 }
 
 /** Queue state change 1: new `pending` rows; a repeated fan-out of an event inserts nothing. */
-export async function insertDeliveries(trx: Db, rows: readonly NewDelivery[]): Promise<void> {
+export async function insertDeliveries(trx: Db, rows: readonly NewDelivery[]): Promise<Array<{ id: number; uuid: string }>> {
+  const inserted: Array<{ id: number; uuid: string }> = [];
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-    await trx
+    const chunk = await trx
       .insertInto('webhook_deliveries')
       .values(rows.slice(i, i + INSERT_CHUNK))
       .onConflict((oc) => oc.columns(['webhook_id', 'event_id']).doNothing())
+      .returning(['id', 'uuid'])
       .execute();
+    inserted.push(...chunk);
   }
+  return inserted;
 }
 
 /** A replaced secret whose overlap is over is not kept: these webhooks' expired ones are erased. */

@@ -7,52 +7,93 @@
  * dispatched. A webhook matches when it belongs to the event's wallet, has the event's type, is
  * active and not deleted, existed when the event happened, and lists the event or `*`.
  * `ON CONFLICT (webhook_id, event_id) DO NOTHING` makes a repeated fan-out harmless.
+ *
+ * A worker with free places passes a `FanOutLease`: the rows it has room for are inserted already
+ * leased to it (as its next claim would lease them, same fairness), and come back to be sent.
+ * That is state change 2 done in the same transaction as 1; the lease means what a claim's
+ * means (a worker that dies before sending leaves rows that are due again when it expires).
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/dialect.js';
 import { hasUndispatchedEvents, lockUndispatchedEvents, markEventsDispatched, type UndispatchedEvent } from '../../modules/events/events.repository.js';
 import { subscribes } from '../../modules/webhooks/webhooks.catalogue.js';
 import { deliveryBody } from '../../modules/webhooks/webhooks.signing.js';
-import { findActiveWebhooks, insertDeliveries, type NewDelivery, type SubscribedWebhook } from './deliveries.repository.js';
+import { claimedAs, type ClaimedDelivery } from './claim.js';
+import { findActiveWebhooks, insertDeliveries, type DueDelivery, type NewDelivery, type SubscribedWebhook } from './deliveries.repository.js';
 
 export interface DispatchResult {
   events: number;
   deliveries: number;
+  /** The deliveries this fan-out leased to the worker (`lease`): sent without a claim. */
+  claimed: ClaimedDelivery[];
 }
 
-export async function dispatchEvents(db: Db, nowMs: number, batch: number): Promise<DispatchResult> {
+/**
+ * A fan-out by a worker with room leases what it makes, as a claim would (at most `limit` rows,
+ * a webhook at most `perWebhookLimit` in the worker): the rows are sent without a claim
+ * transaction between their event and their send. The rest are inserted `pending` and unleased.
+ */
+export interface FanOutLease {
+  workerId: string;
+  limit: number;
+  untilMs: number;
+  heldByWebhook: ReadonlyMap<number, number>;
+  perWebhookLimit: number;
+}
+
+export async function dispatchEvents(db: Db, nowMs: number, batch: number, lease?: FanOutLease): Promise<DispatchResult> {
   // Most ticks find nothing: one indexed read instead of a locking transaction.
-  if (!(await hasUndispatchedEvents(db))) return { events: 0, deliveries: 0 };
+  if (!(await hasUndispatchedEvents(db))) return { events: 0, deliveries: 0, claimed: [] };
   return db.transaction().execute(async (trx) => {
     const events = await lockUndispatchedEvents(trx, batch);
-    if (events.length === 0) return { events: 0, deliveries: 0 };
+    if (events.length === 0) return { events: 0, deliveries: 0, claimed: [] };
     const hooks = await findActiveWebhooks(trx, [...new Set(events.map((e) => e.wallet_id))]);
-    const rows = deliveriesFor(events, hooks, nowMs);
-    await insertDeliveries(trx, rows);
+    const { rows, leased } = deliveriesFor(events, hooks, nowMs, lease);
+    const ids = new Map((await insertDeliveries(trx, rows)).map((r) => [r.uuid, r.id]));
     await markEventsDispatched(
       trx,
       events.map((e) => e.id),
       nowMs,
     );
-    return { events: events.length, deliveries: rows.length };
+    // A row a repeated fan-out did not insert (its conflict) is not this worker's to send.
+    const claimed = leased.filter((l) => ids.has(l.row.uuid)).map((l) => claimedAs(dueOf(l.row, ids.get(l.row.uuid)!), l.hook, nowMs));
+    return { events: events.length, deliveries: rows.length, claimed };
   });
 }
 
-/** One `pending` delivery per event and matching webhook. */
-function deliveriesFor(events: readonly UndispatchedEvent[], hooks: readonly SubscribedWebhook[], nowMs: number): NewDelivery[] {
-  const subscribed = hooks.map((h) => ({ ...h, events: JSON.parse(h.events) as string[] }));
-  const rows: NewDelivery[] = [];
-  for (const e of events) {
-    const body = deliveryBody(e.name, e.payload);
-    for (const h of subscribed) {
-      if (h.wallet_id !== e.wallet_id || h.type !== e.type || h.created_at > e.created_at || !subscribes(h.events, e.name)) continue;
-      rows.push(newDelivery(h.id, e, body, nowMs));
-    }
-  }
-  return rows;
+interface Leased {
+  row: NewDelivery & { uuid: string; event_name: string; body: string };
+  hook: SubscribedWebhook;
 }
 
-function newDelivery(webhookId: number, e: UndispatchedEvent, body: string, nowMs: number): NewDelivery {
+/** One `pending` delivery per event and matching webhook; those `lease` has room for are leased. */
+function deliveriesFor(events: readonly UndispatchedEvent[], hooks: readonly SubscribedWebhook[], nowMs: number, lease: FanOutLease | undefined): { rows: NewDelivery[]; leased: Leased[] } {
+  const subscribed = hooks.map((h) => ({ hook: h, events: JSON.parse(h.events) as string[] }));
+  const rows: NewDelivery[] = [];
+  const leased: Leased[] = [];
+  const taken = new Map<number, number>();
+  for (const e of events) {
+    const body = deliveryBody(e.name, e.payload);
+    for (const { hook: h, events: names } of subscribed) {
+      if (h.wallet_id !== e.wallet_id || h.type !== e.type || h.created_at > e.created_at || !subscribes(names, e.name)) continue;
+      const row = newDelivery(h.id, e, body, nowMs);
+      rows.push(row);
+      const share = (lease?.heldByWebhook.get(h.id) ?? 0) + (taken.get(h.id) ?? 0);
+      if (!lease || leased.length >= lease.limit || share >= lease.perWebhookLimit) continue;
+      taken.set(h.id, (taken.get(h.id) ?? 0) + 1);
+      row.locked_by = lease.workerId;
+      row.locked_until = lease.untilMs;
+      leased.push({ row, hook: h });
+    }
+  }
+  return { rows, leased };
+}
+
+function dueOf(row: Leased['row'], id: number): DueDelivery {
+  return { id, uuid: row.uuid, webhook_id: row.webhook_id, event_name: row.event_name, body: row.body, attempts: 0, next_attempt_at: Number(row.next_attempt_at) };
+}
+
+function newDelivery(webhookId: number, e: UndispatchedEvent, body: string, nowMs: number): Leased['row'] {
   return {
     uuid: randomUUID(),
     webhook_id: webhookId,
