@@ -98,17 +98,18 @@ export async function insertWallet(
   return row.id;
 }
 
-export async function updateWallet(
+/** Applies the patch and returns the wallet's row as it left it (one statement: a caller holds the row's lock only while it runs and commits). */
+export function updateWallet(
   db: Executor,
   walletId: number,
   patch: { name?: string; description?: string },
   nowMs: number,
-): Promise<void> {
-  await walletUpdate.execute(db, { id: walletId, ...patch, updated_at: nowMs });
+): Promise<Omit<WalletView, 'is_mainnet'> | undefined> {
+  return walletUpdate.executeTakeFirst(db, { id: walletId, ...patch, updated_at: nowMs });
 }
 
 const walletUpdate = prepareRow((db: Executor, { id, ...set }: { id: number; name?: string; description?: string; updated_at: number }) =>
-  db.updateTable('wallets').set(set).where('id', '=', id),
+  db.updateTable('wallets').set(set).where('id', '=', id).returning(['id', 'user_id', 'network_id', 'name', 'description', 'address', 'created_at', 'updated_at']),
 );
 
 /**

@@ -7,7 +7,7 @@ import type { Hex } from 'viem';
 import type { AppContext } from '../../context.js';
 import type { Executor } from '../../db/index.js';
 import type { InTransaction } from '../../db/index.js';
-import { fieldError } from '../../errors.js';
+import { Errors, fieldError } from '../../errors.js';
 import { newWalletKeys, signerFor, type TransactionSigner } from '../../chain/keys.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
 import { recordEvent } from '../events/outbox.js';
@@ -83,11 +83,15 @@ export class WalletService {
     if ((clean.name ?? wallet.name) === wallet.name && (clean.description ?? wallet.description) === wallet.description) {
       return this.detail(wallet);
     }
-    // The answer is the row as this update left it (read in its transaction), not re-read after.
+    // The answer is the row as this update left it (returned by the update), not re-read after.
+    // The network is read before: the update's row lock and the user's event-order lock (which
+    // every update of this user's wallets waits for) are held for the update, the event and the
+    // commit only.
+    const network = (await findNetwork(db, wallet.network_id))!;
     const updated = await db.transaction().execute(async (trx) => {
-      await repo.updateWallet(trx, wallet.id, clean, now);
-      const view = (await repo.findWalletView(trx, wallet.id))!;
-      const network = (await findNetwork(trx, wallet.network_id))!;
+      const row = await repo.updateWallet(trx, wallet.id, clean, now);
+      if (!row) throw Errors.walletNotFound();
+      const view = { ...row, is_mainnet: network.is_mainnet };
       await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'wallet.updated', payload: walletEventPayload(view, network, 'updated_at'), nowMs: now });
       return view;
     });
