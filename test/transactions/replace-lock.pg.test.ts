@@ -9,67 +9,40 @@
  * The test holds the wallet's lock as a replacement does, runs the re-check meanwhile, records the
  * replacement and commits. Without the lock in the re-check the transfer ends with the unmined hash.
  */
-import type { Hex } from 'viem';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
-import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { recheckUnmined, type SyncScope } from '../../src/modules/transactions/transactions.chain-sync.js';
+import { recheckUnmined } from '../../src/modules/transactions/transactions.chain-sync.js';
 import { findRecord, recordReplacement } from '../../src/modules/transactions/transactions.repository.js';
 import { lockWallet } from '../../src/modules/wallets/wallets.repository.js';
-import { ETH, fundedWallet, publicClient, RECIPIENT } from './support.js';
+import { minedTransfer, startStepSuite, syncScope, type StepSuite } from './watcher-steps.js';
 
-let t: TestApp;
-let chain: TestChain;
-let networkId: number;
-let user: TestUser;
+let s: StepSuite;
 
 beforeAll(async () => {
-  t = await startTestApp({ workers: false });
-  chain = await startTestChain();
-  networkId = await chain.register(t);
-  user = await t.createUser();
-  await chain.rpc('evm_setAutomine', [false]);
+  s = await startStepSuite();
 });
 
-afterAll(async () => {
-  await t?.close();
-  await chain?.stop();
-});
+afterAll(async () => s?.close());
 
 /** Sessions of this database waiting for a row lock (the re-check blocked on the wallet's). */
 async function lockWaiters(): Promise<number> {
-  const r = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(t.store.db);
+  const r = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(s.t.store.db);
   return Number(r.rows[0]!.n);
 }
 
 describe("the re-check's attach and a replacement recorded under the wallet's lock", () => {
   it('the mined version stays the transfer hash; the replacement recorded meanwhile is only a replaced hash', async () => {
-    const w = await fundedWallet(t, chain, user, networkId, 5n * ETH);
-    const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '1', token: 'ETH', address: RECIPIENT } });
-    expect(res.status).toBe(200);
-    const id = res.body.data.id as number;
-    const mined = res.body.data.tx_hash as Hex;
-    await chain.mine(1);
-    const client = publicClient(chain.rpcUrl);
-    const receipt = await client.getTransactionReceipt({ hash: mined });
-    const scope: SyncScope = {
-      ctx: t.ctx,
-      networkId,
-      client,
-      log: t.ctx.log,
-      net: (p) => p,
-      fenced: (fn) => t.store.db.transaction().execute(fn),
-      affected: new Set(),
-    };
+    const { t, user } = s;
+    const { walletId, id, hash: mined, receipt } = await minedTransfer(s);
+    const scope = syncScope(s);
     const cursor = { block_number: Number(receipt.blockNumber), block_hash: receipt.blockHash };
     const sped = `0x${'7a'.repeat(32)}`;
     let recheck: ReturnType<typeof recheckUnmined> | undefined;
     let recheckDone = false;
     // The replacement's transaction: the wallet's lock, the row read (replaceable), ...
     await t.store.db.transaction().execute(async (trx) => {
-      await lockWallet(trx, w.id);
+      await lockWallet(trx, walletId);
       const before = await findRecord(trx, id);
       expect(before).toMatchObject({ status: 'pending', block_number: null, tx_hash: mined });
       // ... the watcher's re-check meanwhile (it finds the receipt of the current version) ...
@@ -80,7 +53,7 @@ describe("the re-check's attach and a replacement recorded under the wallet's lo
       await recordReplacement(trx, id, { tx_hash: sped, raw_tx: '0x02', kind: 'speed-up', gas: 21000n, gas_price: 3n * 10n ** 9n, tx_kind: 'eip1559', max_priority_fee_per_gas: 2n * 10n ** 9n }, 10n ** 15n, Date.now());
     });
     await recheck;
-    const shown = await t.request('GET', `/api/wallet/${w.id}/transaction/show/${id}`, { token: user.token });
+    const shown = await t.request('GET', `/api/wallet/${walletId}/transaction/show/${id}`, { token: user.token });
     expect(shown.body.data).toMatchObject({ tx_hash: mined, block_number: Number(receipt.blockNumber), block_hash: receipt.blockHash, replaced_hashes: [sped], status: 'pending' });
   });
 });
