@@ -237,7 +237,10 @@ const walletLockWithNonce = prepare((db: Executor, walletId: number) =>
 /**
  * Transfer creation: takes the wallet's row lock (the same lock as `lockWallet`: PostgreSQL
  * `FOR UPDATE` on the `wallets` row; SQLite's write lock is already held by BEGIN IMMEDIATE) and
- * reads its next nonce in the same statement. Undefined when the wallet does not exist.
+ * reads its next nonce in the same statement. Undefined when the wallet does not exist. On
+ * PostgreSQL a statement that waited for the lock reads `next_nonce` as it was when it started
+ * (READ COMMITTED re-reads only the locked row): possibly before the commit it waited for. The
+ * allocation is therefore checked against the rows (`OutgoingState.usedNonces`), read after.
  */
 export async function lockWalletForCreate(trx: Executor, walletId: number): Promise<{ nextNonce: number | null } | undefined> {
   const row = await walletLockWithNonce.executeTakeFirst(trx, walletId);
@@ -250,8 +253,14 @@ export interface OutgoingState {
   reservations: Reservation[];
   /** As `countPendingOutgoing`. */
   pendingCount: number;
-  /** Nonces of the pending rows (`heldNonces` is this, from a floor). */
-  pendingNonces: number[];
+  /**
+   * Nonces a row of the wallet holds or used: every pending row's, and every other row's from
+   * `minedNonce` up that did not fail unmined (those gave theirs back). The allocation skips
+   * them whatever `next_nonce` said: on PostgreSQL the lock statement reads `next_nonce` in the
+   * snapshot of its start, so a create that waited for the lock sees the value from before the
+   * holder's commit; the rows, read by a later statement, are current.
+   */
+  usedNonces: number[];
 }
 
 /** A transfer held for approval: it holds no nonce, and reserves its amount and maximum fee until it is approved, rejected or expires. */
@@ -292,14 +301,13 @@ function reserves(r: { nonce: number | string | null; status: string; block_numb
 /** `excludeId`: a row awaiting approval being approved, whose own reservation is what it spends. */
 export async function outgoingState(db: Executor, walletId: number, minedNonce: number, excludeId?: number): Promise<OutgoingState> {
   const rows = await outgoingRows.execute(db, walletId, minedNonce);
-  const state: OutgoingState = { reservations: [], pendingCount: 0, pendingNonces: [] };
+  const state: OutgoingState = { reservations: [], pendingCount: 0, usedNonces: [] };
   for (const r of rows) {
     if (r.id === excludeId) continue;
-    if (r.status === 'pending') {
-      state.pendingCount += 1;
-      if (r.nonce !== null) state.pendingNonces.push(Number(r.nonce));
-    }
-    if (reserves(r, minedNonce)) state.reservations.push({ token_id: r.token_id, amount: BigInt(r.amount), fee_reserved: BigInt(r.fee_reserved) });
+    if (r.status === 'pending') state.pendingCount += 1;
+    const reserving = reserves(r, minedNonce);
+    if (r.nonce !== null && (r.status === 'pending' || reserving)) state.usedNonces.push(Number(r.nonce));
+    if (reserving) state.reservations.push({ token_id: r.token_id, amount: BigInt(r.amount), fee_reserved: BigInt(r.fee_reserved) });
   }
   return state;
 }

@@ -292,7 +292,9 @@ export class TransactionService {
       if (hold) return this.approvals.hold(trx, wallet, p.input, { ...heldFields(wallet, p), ...link }, now, opts.inTransaction);
       // Under the lock, so concurrent creates cannot exceed it. The gap filler is exempt: it unsticks the others.
       if (opts.requireNonce === undefined && state.pendingCount >= this.ctx.config.maxPendingPerWallet) throw Errors.tooManyPending();
-      const nonce = takeNonce(locked.nextNonce, p.snap.pendingNonce, new Set(state.pendingNonces), opts.requireNonce);
+      // Never below the snapshot's mined count, nor on a nonce a row of ours holds or used
+      // (`usedNonces`: on PostgreSQL `nextNonce` may predate the commit this create waited for).
+      const nonce = takeNonce(locked.nextNonce, Math.max(p.snap.pendingNonce, p.snap.minedNonce), new Set(state.usedNonces), opts.requireNonce);
       raw = await p.signer.signTransaction({ chainId: p.chainId, nonce, gas: p.gas, ...feeFields(p.fees), to: p.call.to, value: p.call.value, data: p.call.data });
       const created =
         opts.approving === undefined ? await insertTransfer(trx, wallet, p, nonce, raw, link, now) : await this.approvals.signed(trx, wallet, opts.approving, signedFields(p, nonce, raw), now);
