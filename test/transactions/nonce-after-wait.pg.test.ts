@@ -13,7 +13,6 @@
  * confirmed transfer with nonce 0 (the chain is left without it, so the create's read of the
  * node says 0). Without the fix the create signs nonce 0 again.
  */
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiResponse } from '../helpers/app.js';
 import { waitFor } from '../helpers/wait.js';
@@ -21,7 +20,7 @@ import { insertTransaction, setNextNonce } from '../../src/modules/transactions/
 import { listTokens } from '../../src/modules/tokens/tokens.repository.js';
 import { lockWallet } from '../../src/modules/wallets/wallets.repository.js';
 import { ETH, fundedWallet, RECIPIENT } from './support.js';
-import { startStepSuite, type StepSuite } from './watcher-steps.js';
+import { lockWaiters, startStepSuite, type StepSuite } from './watcher-steps.js';
 
 let s: StepSuite;
 
@@ -30,11 +29,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => s?.close());
-
-async function lockWaiters(): Promise<number> {
-  const r = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(s.t.store.db);
-  return Number(r.rows[0]!.n);
-}
 
 describe('a create that waited for the wallet lock', () => {
   it('skips the nonce of a transfer committed and settled while it waited', async () => {
@@ -45,7 +39,7 @@ describe('a create that waited for the wallet lock', () => {
     await t.store.db.transaction().execute(async (trx) => {
       await lockWallet(trx, w.id);
       create = t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '0.5', token: 'ETH', address: RECIPIENT } });
-      await waitFor(async () => (await lockWaiters()) > 0, { timeoutMs: 10_000, message: 'the create waiting for the wallet lock' });
+      await waitFor(async () => (await lockWaiters(s)) > 0, { timeoutMs: 10_000, message: 'the create waiting for the wallet lock' });
       // What the earlier create committed, and the watcher settled: nonce 0 used and confirmed.
       await setNextNonce(trx, w.id, 1);
       await insertTransaction(

@@ -9,13 +9,12 @@
  * The test holds the wallet's lock as a replacement does, runs the re-check meanwhile, records the
  * replacement and commits. Without the lock in the re-check the transfer ends with the unmined hash.
  */
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait.js';
 import { recheckUnmined } from '../../src/modules/transactions/transactions.chain-sync.js';
 import { findRecord, recordReplacement } from '../../src/modules/transactions/transactions.repository.js';
 import { lockWallet } from '../../src/modules/wallets/wallets.repository.js';
-import { minedTransfer, startStepSuite, syncScope, type StepSuite } from './watcher-steps.js';
+import { lockWaiters, minedTransfer, startStepSuite, syncScope, type StepSuite } from './watcher-steps.js';
 
 let s: StepSuite;
 
@@ -24,12 +23,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => s?.close());
-
-/** Sessions of this database waiting for a row lock (the re-check blocked on the wallet's). */
-async function lockWaiters(): Promise<number> {
-  const r = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(s.t.store.db);
-  return Number(r.rows[0]!.n);
-}
 
 describe("the re-check's attach and a replacement recorded under the wallet's lock", () => {
   it('the mined version stays the transfer hash; the replacement recorded meanwhile is only a replaced hash', async () => {
@@ -48,7 +41,7 @@ describe("the re-check's attach and a replacement recorded under the wallet's lo
       // ... the watcher's re-check meanwhile (it finds the receipt of the current version) ...
       recheck = recheckUnmined(scope, cursor, true, 0);
       void recheck.finally(() => (recheckDone = true));
-      await waitFor(async () => recheckDone || (await lockWaiters()) > 0, { timeoutMs: 10_000, message: 're-check done or waiting for a lock' });
+      await waitFor(async () => recheckDone || (await lockWaiters(s)) > 0, { timeoutMs: 10_000, message: 're-check done or waiting for a lock' });
       // ... and the new version made current, committed.
       await recordReplacement(trx, id, { tx_hash: sped, raw_tx: '0x02', kind: 'speed-up', gas: 21000n, gas_price: 3n * 10n ** 9n, tx_kind: 'eip1559', max_priority_fee_per_gas: 2n * 10n ** 9n }, 10n ** 15n, Date.now());
     });

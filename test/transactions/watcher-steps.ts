@@ -3,6 +3,7 @@
  * without workers, a test chain that mines only when told, a user, the watcher's scope for the
  * network, and a transfer created over HTTP and mined in one block.
  */
+import { sql } from 'kysely';
 import type { Hex, TransactionReceipt } from 'viem';
 import { expect } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
@@ -58,4 +59,10 @@ export async function minedTransfer(s: StepSuite): Promise<{ walletId: number; i
   await s.chain.mine(1);
   const receipt = await publicClient(s.chain.rpcUrl).getTransactionReceipt({ hash });
   return { walletId: w.id, id: res.body.data.id as number, hash, receipt };
+}
+
+/** PostgreSQL: sessions of the suite's database waiting for a lock (a step blocked on a wallet's row lock). */
+export async function lockWaiters(s: StepSuite): Promise<number> {
+  const r = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(s.t.store.db);
+  return Number(r.rows[0]!.n);
 }

@@ -267,7 +267,7 @@ export interface OutgoingState {
 export const AWAITING = 'awaiting_approval';
 
 /**
- * `reservations`, `countPendingOutgoing` and `heldNonces` in one query: the outgoing rows that
+ * `reservations`, `countPendingOutgoing` and the used nonces in one query: the outgoing rows that
  * are pending, awaiting approval, or that reserve against a balance read at `minedNonce` (at
  * most the wallet's unconfirmed transfers, bounded by MAX_PENDING_PER_WALLET, those awaiting
  * approval, and those the watcher has not settled yet), split here with the same conditions.

@@ -7,6 +7,7 @@ import type { Hex } from 'viem';
 import type { AppContext } from '../../context.js';
 import type { Executor } from '../../db/index.js';
 import type { InTransaction } from '../../db/index.js';
+import type { NetworkRow } from '../../db/types.js';
 import { Errors, fieldError } from '../../errors.js';
 import { newWalletKeys, signerFor, type TransactionSigner } from '../../chain/keys.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
@@ -95,7 +96,7 @@ export class WalletService {
       await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'wallet.updated', payload: walletEventPayload(view, network, 'updated_at'), nowMs: now });
       return view;
     });
-    return this.detail(updated);
+    return this.detail(updated, db, network);
   }
 
   /** The user's wallet with this id; undefined for another user's wallet or none. */
@@ -107,8 +108,9 @@ export class WalletService {
     return repo.listWalletsForUser(this.ctx.store.db, userId);
   }
 
-  async detail(w: WalletView, db: Executor = this.ctx.store.db) {
-    const [tokens, network] = await Promise.all([listTokens(db, w.id), findNetwork(db, w.network_id)]);
+  /** `known`: the wallet's network, when the caller has just read it. */
+  async detail(w: WalletView, db: Executor = this.ctx.store.db, known?: NetworkRow) {
+    const [tokens, network] = await Promise.all([listTokens(db, w.id), known ?? findNetwork(db, w.network_id)]);
     return { ...walletView(w), wallet_tokens: tokens.map(tokenView), network: networkView(network!, this.ctx.chains.health(network!)) };
   }
 
