@@ -18,6 +18,7 @@ import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpe
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { ROOT } from '../helpers/process.js';
+import { watchPage } from '../helpers/browser.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, 'test/artifacts');
@@ -70,14 +71,7 @@ describe('the checkout page in Chromium', () => {
     const context = await browser.newContext({ viewport, deviceScaleFactor: viewport === PHONE ? 2 : 1, isMobile: viewport === PHONE, hasTouch: viewport === PHONE });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.url });
     const page = await context.newPage();
-    page.on('request', (r) => {
-      const u = new URL(r.url());
-      if (u.protocol !== 'data:' && u.origin !== t.url) foreign.push(r.url());
-    });
-    page.on('requestfailed', (r) => failed.push(`${r.url()} ${r.failure()?.errorText}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error') failed.push(`console: ${m.text()}`);
-    });
+    watchPage(context, page, t.url, { foreign, failed });
     const res = await page.goto(`${t.url}/pay/${uuid}`, { waitUntil: 'networkidle' });
     expect(res?.status()).toBe(200);
     return { context, page };

@@ -20,6 +20,7 @@ import { ROOT } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { RECIPIENT, waitForStatus } from '../transactions/support.js';
+import { watchPage } from '../helpers/browser.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, 'test/artifacts');
@@ -66,14 +67,7 @@ describe('the dashboard in Chromium', () => {
     // bypassCSP only so the test can inject axe-core; the page's own CSP is checked on the response.
     const context = await browser.newContext({ viewport, deviceScaleFactor: phone ? 2 : 1, isMobile: phone, hasTouch: phone, bypassCSP: true });
     const page = await context.newPage();
-    page.on('request', (r) => {
-      const u = new URL(r.url());
-      if (u.protocol !== 'data:' && u.origin !== t.url) foreign.push(r.url());
-    });
-    page.on('requestfailed', (r) => failed.push(`${r.url()} ${r.failure()?.errorText}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error') failed.push(`console: ${m.text()}`);
-    });
+    watchPage(context, page, t.url, { foreign, failed });
     const res = await page.goto(`${t.url}/dashboard`, { waitUntil: 'networkidle' });
     expect(res?.status()).toBe(200);
     expect(res?.headers()['content-security-policy']).toBe("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'");

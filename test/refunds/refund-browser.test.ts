@@ -16,6 +16,7 @@ import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpe
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { ROOT } from '../helpers/process.js';
 import { balanceOf, chargeApi, clockToChain, pay } from '../charges/support.js';
+import { watchPage } from '../helpers/browser.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, 'test/artifacts');
@@ -64,14 +65,7 @@ describe('the refund claim page in Chromium', () => {
     const phone = viewport === PHONE;
     const context = await browser.newContext({ viewport, deviceScaleFactor: phone ? 2 : 1, isMobile: phone, hasTouch: phone });
     const page = await context.newPage();
-    page.on('request', (r) => {
-      const u = new URL(r.url());
-      if (u.protocol !== 'data:' && u.origin !== t.url) foreign.push(r.url());
-    });
-    page.on('requestfailed', (r) => failed.push(`${r.url()} ${r.failure()?.errorText}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !m.text().includes('status of 422')) failed.push(`console: ${m.text()}`);
-    });
+    watchPage(context, page, t.url, { foreign, failed }, (text) => !text.includes('status of 422'));
     const res = await page.goto(`${t.url}/refund/${uuid}`, { waitUntil: 'networkidle' });
     expect(res?.status()).toBe(200);
     return page;
