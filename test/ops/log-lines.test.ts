@@ -79,6 +79,14 @@ describe('standard output in batches', () => {
     expect(r.lines[1]!.at - r.lines[0]!.at).toBeGreaterThan(2_000);
   }, 30_000);
 
+  it('the lines logged just before process.exit arrive while the thread pool is busy', async () => {
+    // Four long pbkdf2 jobs fill libuv's thread pool: the write handed on at exit waits behind
+    // them, and must still be done before the process ends.
+    const r = await runLogging(`import { pbkdf2 } from 'node:crypto'; log.info({ n: 1 }, 'before'); for (let i = 0; i < 4; i++) pbkdf2('x', 'y', 2_000_000, 32, 'sha256', () => undefined); log.info({ n: 2 }, 'at exit'); process.exit(0);`);
+    expect(r.code).toBe(0);
+    expect(r.lines.map((l) => l.line.msg)).toEqual(['before', 'at exit']);
+  }, 30_000);
+
   it('every line of a burst arrives, in order, and the last ones before process.exit', async () => {
     const r = await runLogging(`for (let i = 0; i < 20000; i++) log.info({ n: i }, 'burst'); log.fatal({ n: 20000 }, 'last words'); process.exit(3);`);
     expect(r.code).toBe(3);
