@@ -120,12 +120,22 @@ describe('sweeps on an OP-stack network (L1 data fee)', () => {
     expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: usdc } })).status).toBe(200);
     const c = await api.create({ amount: '10', token: 'USDC', expires: 600 });
     await mintErc20(chain.rpcUrl, usdc, c.address, 10_000_000n);
-    const done = await api.until(c.id, (x) => x.sweeps.some((w: { token: string; status: string }) => w.token === 'USDC' && w.status === 'confirmed'), 'USDC swept', 30_000);
-    expect(done.sweeps.map((w: { token: string; status: string }) => [w.token, w.status])).toEqual([['USDC', 'confirmed']]);
+    // Native last: what the token sweep left of the top-up goes back to the main address too
+    // (the test read the sweeps between the two, by chance of timing, before it waited for both).
+    type Sweep = { token: string; status: string; tx_hash: string };
+    const swept = (x: { sweeps: Sweep[] }, token: string) => x.sweeps.some((w) => w.token === token && w.status === 'confirmed');
+    const done = await api.until(c.id, (x) => swept(x, 'USDC') && swept(x, 'ETH'), 'USDC swept, then the rest of its gas', 30_000);
+    expect(done.sweeps.map((w: Sweep) => [w.token, w.status])).toEqual([
+      ['USDC', 'confirmed'],
+      ['ETH', 'confirmed'],
+    ]);
     expect(await erc20BalanceOf(chain.rpcUrl, usdc, c.address as Address)).toBe(0n);
+    // Only the L1 fee's headroom, which anvil does not charge, stays on the address.
+    expect(await balanceOf(chain, c.address)).toBe(L1_RESERVED);
     const topUp = await t.store.db.selectFrom('transactions').select(['amount', 'status']).where('wallet_id', '=', wallet.id).where('to_address', '=', c.address).execute();
     expect(topUp).toHaveLength(1);
-    const sweepTx = await chain.rpc<{ gas: Hex; maxFeePerGas: Hex }>('eth_getTransactionByHash', [done.sweeps[0].tx_hash]);
+    const usdcSweep = done.sweeps.find((w: Sweep) => w.token === 'USDC')!;
+    const sweepTx = await chain.rpc<{ gas: Hex; maxFeePerGas: Hex }>('eth_getTransactionByHash', [usdcSweep.tx_hash]);
     // Twice the sweep's maximum fee at its quote, the L1 fee included (the fees may have moved since).
     expect(BigInt(topUp[0]!.amount)).toBeGreaterThanOrEqual(BigInt(sweepTx.gas) * BigInt(sweepTx.maxFeePerGas) + L1_FEE);
     expect(node.refused).toBe(0);
