@@ -132,7 +132,7 @@ export function Payouts({ wallet }: { wallet: string }) {
         <ul class="plain">
           {value.map((p) => (
             <li key={p.id} data-payout={p.id}>
-              <StatusBadge status={p.status} /> Payout {p.id}: <Amount value={p.total} symbol={p.token} /> to {p.items.length} recipients · <Time utc={p.created_at} />
+              <StatusBadge status={p.status} /> Payout {p.id}: <Amount value={p.total} symbol={p.token} /> to {p.items.length} {p.items.length === 1 ? 'recipient' : 'recipients'} · <Time utc={p.created_at} />
               {p.status === 'awaiting_approval' && (
                 <span class="actions">
                   <button type="button" onClick={() => decide(p.id, 'approve')} aria-label={`Approve payout ${p.id}`}>

@@ -185,6 +185,7 @@ describe('the dashboard in Chromium', () => {
     await page.getByRole('link', { name: wallet.name }).click();
     await page.getByRole('button', { name: `Approve payout ${payout.id}` }).click();
     await page.getByRole('status').filter({ hasText: `Payout ${payout.id} approved.` }).waitFor();
+    await page.getByText(`Payout ${payout.id}: 0.15 ETH to 1 recipient ·`).waitFor();
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-payouts-desktop.png'), fullPage: true });
     const after = await waitFor(async () => {
       const p = (await t.request('GET', `/api/wallet/${wallet.id}/payout/${payout.id}`, { token: user.token })).body.data;
