@@ -26,7 +26,7 @@ import {
   WALLET_KEYS,
   ZERO_ADDRESS,
 } from './support.js';
-import { walletPlace } from '../../src/modules/wallets/wallets.repository.js';
+import { updateWallet, walletPlace } from '../../src/modules/wallets/wallets.repository.js';
 
 let t: TestApp;
 let chain: TestChain;
@@ -379,6 +379,38 @@ describe('POST /api/wallet/{wallet}/update', () => {
       expect(withoutHealth(res.body.data)).toEqual(withoutHealth(w));
     }
     expect(await eventsOf(t, w.id, 'wallet.updated')).toEqual([]);
+  });
+
+  it('gives the event and the answer the row as written when the other field changed after the wallet was read', async () => {
+    // The update is one guarded statement (its event made before it, from the wallet as read);
+    // a description changed between the read and the write makes the guard miss, and the
+    // fallback builds the event from the row the update returns.
+    const w = await createWallet(t, alice, networkId, 'Raced');
+    const seen = (await t.services.wallets.findForUser(alice.id, w.id))!;
+    await updateWallet(t.store.db, w.id, { description: 'changed meanwhile' }, Date.now());
+    const answer = await t.services.wallets.update(seen, { name: 'Renamed' });
+    expect(answer.name).toBe('Renamed');
+    expect(answer.description).toBe('changed meanwhile');
+    const shown = (await t.request('GET', `/api/wallet/${w.id}`, { token: alice.token })).body.data;
+    expect([shown.name, shown.description]).toEqual(['Renamed', 'changed meanwhile']);
+    const events = await eventsOf(t, w.id, 'wallet.updated');
+    expect(events).toHaveLength(1);
+    expect(events[0]!.payload).toMatchObject({ name: 'Renamed', description: 'changed meanwhile', updated_at: answer.updated_at });
+  });
+
+  it('records one event per update, in commit order, when twenty updates of one wallet race', async () => {
+    const w = await createWallet(t, alice, networkId, 'Hot');
+    const names = Array.from({ length: 20 }, (_, i) => `Hot ${i}`);
+    const answers = await Promise.all(
+      names.map((name, i) => t.request('POST', `/api/wallet/${w.id}/update`, { token: alice.token, body: i % 2 ? { name } : { name, description: `d${i}` } })),
+    );
+    expect(answers.map((a) => a.status)).toEqual(names.map(() => 200));
+    const events = await eventsOf(t, w.id, 'wallet.updated');
+    expect(events.map((e) => e.payload.name).sort()).toEqual([...names].sort());
+    // The last event (highest id) is the row as it stands, field by field.
+    const shown = (await t.request('GET', `/api/wallet/${w.id}`, { token: alice.token })).body.data;
+    const last = events.at(-1)!.payload;
+    expect([last.name, last.description, last.updated_at]).toEqual([shown.name, shown.description, shown.updated_at]);
   });
 
   it('validates the body with 422 and changes nothing', async () => {

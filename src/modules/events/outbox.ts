@@ -10,9 +10,11 @@
  * that the server delivers to every process when the transaction commits.
  */
 import { EventEmitter } from 'node:events';
+import type { RawBuilder } from 'kysely';
+import type { Db } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
 import { EVENT_NAMES, typeOfEvent, type EventName } from './events.catalogue.js';
-import { insertEventInOrder, lockEventOrder } from './events.repository.js';
+import { insertEventInOrder, lockEventOrder, writeWithEventInOrder, type NewEventRow } from './events.repository.js';
 
 const signal = new EventEmitter();
 signal.setMaxListeners(0);
@@ -37,16 +39,27 @@ export async function recordEvent(db: Executor, e: NewEvent): Promise<number> {
   // The id is drawn under the user's event-order lock, held to commit (events.repository.ts).
   if (!db.isTransaction) return db.transaction().execute((trx) => recordEvent(trx, e));
   // The lock, the insert and (PostgreSQL) the NOTIFY in one statement.
-  const id = await insertEventInOrder(db, {
-    user_id: e.userId,
-    wallet_id: e.walletId,
-    type: typeOfEvent(e.name),
-    name: e.name,
-    payload: JSON.stringify(e.payload),
-    created_at: e.nowMs,
-  });
+  const id = await insertEventInOrder(db, eventRow(e));
   signal.emit('event');
   return id;
+}
+
+function eventRow(e: NewEvent): NewEventRow {
+  return { user_id: e.userId, wallet_id: e.walletId, type: typeOfEvent(e.name), name: e.name, payload: JSON.stringify(e.payload), created_at: e.nowMs };
+}
+
+/**
+ * `write` (one statement that changes one row and returns it) and, if it changed one, the event,
+ * as one atomic unit that holds its locks for no round trip to this process (on PostgreSQL one
+ * statement: events.repository.ts, `writeWithEventInOrder`). For a change whose event can be
+ * made before the write: the statement's conditions must make the payload true of the row it
+ * writes. Returns the written row, or undefined when it wrote none (no event recorded).
+ */
+export async function recordEventWithWrite<R>(db: Db, write: RawBuilder<R>, e: NewEvent): Promise<R | undefined> {
+  if (!EVENT_NAMES.includes(e.name)) throw new Error(`unknown event ${e.name}`);
+  const row = await writeWithEventInOrder(db, write, eventRow(e));
+  if (row !== undefined) signal.emit('event');
+  return row;
 }
 
 /**

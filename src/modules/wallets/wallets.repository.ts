@@ -2,6 +2,7 @@
  * Wallet rows. Read paths select explicit columns: the encrypted private key and mnemonic are
  * selected only by `findWalletSecrets`, which the signing code alone calls.
  */
+import { sql, type RawBuilder } from 'kysely';
 import { dialectOf } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
 import type { SecretPlace } from '../../lib/crypto.js';
@@ -111,6 +112,30 @@ export function updateWallet(
 const walletUpdate = prepareRow((db: Executor, { id, ...set }: { id: number; name?: string; description?: string; updated_at: number }) =>
   db.updateTable('wallets').set(set).where('id', '=', id).returning(['id', 'user_id', 'network_id', 'name', 'description', 'address', 'created_at', 'updated_at']),
 );
+
+/**
+ * The update of `updateWallet` as a statement for `recordEventWithWrite`, which writes only if
+ * every field the patch leaves alone still holds the value the caller read (`seen`): then the
+ * row it writes is `seen` with the patch and `updated_at`, known before the write, and so is the
+ * event's payload. Returns no row when the wallet changed meanwhile (the caller falls back to
+ * `updateWallet` in a transaction, building the event from the row it returns).
+ */
+export function guardedWalletUpdate(
+  walletId: number,
+  patch: { name?: string; description?: string },
+  seen: { name: string; description: string },
+  nowMs: number,
+): RawBuilder<Omit<WalletView, 'is_mainnet'>> {
+  const set = [sql`updated_at = ${nowMs}`];
+  const where = [sql`id = ${walletId}`];
+  for (const field of ['name', 'description'] as const) {
+    const value = patch[field];
+    if (value !== undefined) set.push(sql`${sql.ref(field)} = ${value}`);
+    else where.push(sql`${sql.ref(field)} = ${seen[field]}`);
+  }
+  return sql`update wallets set ${sql.join(set)} where ${sql.join(where, sql` and `)}
+    returning id, user_id, network_id, name, description, address, created_at, updated_at`;
+}
 
 /**
  * The wallet lock: serialises read-modify-writes on one wallet (its nonce, its token list, its

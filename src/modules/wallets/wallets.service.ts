@@ -11,7 +11,7 @@ import type { NetworkRow } from '../../db/types.js';
 import { Errors, fieldError } from '../../errors.js';
 import { newWalletKeys, signerFor, type TransactionSigner } from '../../chain/keys.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
-import { recordEvent } from '../events/outbox.js';
+import { recordEvent, recordEventWithWrite } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
 import { networkView } from '../networks/networks.views.js';
 import { insertToken, listTokens } from '../tokens/tokens.repository.js';
@@ -87,13 +87,22 @@ export class WalletService {
     // The answer is the row as this update left it (returned by the update), not re-read after.
     // The network is read before: the update's row lock and the user's event-order lock (which
     // every update of this user's wallets waits for) are held for the update, the event and the
-    // commit only.
+    // commit only. First as one statement (on PostgreSQL; events.repository.ts) that writes only
+    // if the fields the patch leaves alone are as read, so that the event is known before it.
     const network = (await findNetwork(db, wallet.network_id))!;
+    const expected = { ...wallet, ...clean, updated_at: now };
+    const event = { userId: wallet.user_id, walletId: wallet.id, name: 'wallet.updated' as const, nowMs: now };
+    const written = await recordEventWithWrite(db, repo.guardedWalletUpdate(wallet.id, clean, wallet, now), {
+      ...event,
+      payload: walletEventPayload(expected, network, 'updated_at'),
+    });
+    if (written) return this.detail({ ...written, is_mainnet: network.is_mainnet }, db, network);
+    // Changed meanwhile (or gone): in a transaction, the event made from the row the update returns.
     const updated = await db.transaction().execute(async (trx) => {
       const row = await repo.updateWallet(trx, wallet.id, clean, now);
       if (!row) throw Errors.walletNotFound();
       const view = { ...row, is_mainnet: network.is_mainnet };
-      await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'wallet.updated', payload: walletEventPayload(view, network, 'updated_at'), nowMs: now });
+      await recordEvent(trx, { ...event, payload: walletEventPayload(view, network, 'updated_at') });
       return view;
     });
     return this.detail(updated, db, network);
