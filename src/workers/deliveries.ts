@@ -148,14 +148,27 @@ class DeliveryRun {
    * fan-out batch. Refills after a send skip that read.
    */
   #dispatchDue = true;
+  /** Whether an outbox signal came since the last fan-out began (it skips the read that looks first). */
+  #signalled = false;
   /**
-   * Whether the next tick claims: after a poll interval, a manual wake, freed slots or queue
-   * places, or a fan-out that made deliveries. An outbox signal whose events made none (no
-   * webhook wants them) claims nothing: on a hot wallet without webhooks that was a claim
-   * transaction for every event. Rows another process fanned out are claimed by it, or here at
-   * the next poll.
+   * Whether the next tick claims: after a poll interval, a manual wake, a fan-out that made rows
+   * it did not lease, or freed slots or queue places while due rows may be waiting (below). An
+   * outbox signal whose events made none (no webhook wants them) claims nothing: on a hot wallet
+   * without webhooks that was a claim transaction for every event. Rows another process fanned
+   * out are claimed by it, or here at the next poll.
    */
   #claimDue = true;
+  /**
+   * Whether due rows not leased to this worker may be waiting: false after a claim that found
+   * fewer than it had room for, true again after a poll interval, a manual wake, a fan-out that
+   * left rows unleased, a claim that filled its room or passed rows over, or rows given back.
+   * While false, a freed slot claims nothing: under a steady flow every row comes leased from
+   * this worker's own fan-out, and a claim per freed slot found nothing, while it held up the
+   * next fan-out (PostgreSQL, 2 processes: ~25 ms a claim, every tick; BENCHMARKS.md, issue 23).
+   */
+  #dueUnleased = true;
+  /** Counts the times `#dueUnleased` was set: a claim clears it only if none came during its read. */
+  #dueMarks = 0;
   #wakeSleeper: (() => void) | null = null;
   #refillTimer: NodeJS.Timeout | null = null;
 
@@ -202,18 +215,27 @@ class DeliveryRun {
   /** New work may be waiting, in the outbox too: the next tick fans it out and claims. */
   wake(): void {
     this.#dispatchDue = true;
+    this.#markDue();
     this.#refill();
   }
 
   /** New outbox events: the next tick fans them out, and claims only if that made deliveries. */
   #outboxSignal(): void {
     this.#dispatchDue = true;
+    this.#signalled = true;
     this.#wakeRequested = true;
     this.#wakeSleeper?.();
   }
 
   /** Slots or queue places were freed: the next tick claims (the outbox is left to its signals). */
+  /** Due rows not leased here may be waiting (`#dueUnleased`). */
+  #markDue(): void {
+    this.#dueUnleased = true;
+    this.#dueMarks += 1;
+  }
+
   #refill(): void {
+    if (!this.#dueUnleased) return;
     this.#claimDue = true;
     this.#wakeRequested = true;
     this.#wakeSleeper?.();
@@ -261,7 +283,10 @@ class DeliveryRun {
       if (!more && !this.#wakeRequested) {
         this.#secrets.prune(this.#ctx.clock.nowMs());
         // The poll interval passed (not a signal): look at the outbox and claim (retries now due).
-        if (await this.#sleep(cfg.pollIntervalMs)) this.#dispatchDue = this.#claimDue = true;
+        if (await this.#sleep(cfg.pollIntervalMs)) {
+          this.#dispatchDue = this.#claimDue = true;
+          this.#markDue();
+        }
       }
       this.#wakeRequested = false;
     }
@@ -303,17 +328,23 @@ class DeliveryRun {
       const now = this.#ctx.clock.nowMs();
       const room = this.#stopping ? 0 : this.#room();
       const lease = room > 0 ? { workerId: this.#id, limit: room, untilMs: now + this.#leaseMs, heldByWebhook: this.#heldByWebhook, perWebhookLimit: this.#perWebhookLimit * (1 + PREFETCH_FACTOR) } : undefined;
-      const dispatched = await dispatchEvents(db, now, DISPATCH_BATCH, lease);
+      const signalled = this.#signalled;
+      this.#signalled = false;
+      const dispatched = await dispatchEvents(db, now, DISPATCH_BATCH, lease, signalled);
       this.#enqueue(dispatched.claimed);
       if (dispatched.events === DISPATCH_BATCH) this.#dispatchDue = more = true;
       // Rows the fan-out did not lease (no room, a webhook's share) wait for a claim.
-      if (dispatched.deliveries > dispatched.claimed.length) this.#claimDue = true;
+      if (dispatched.deliveries > dispatched.claimed.length) {
+        this.#claimDue = true;
+        this.#markDue();
+      }
     }
     this.#pump();
     const room = this.#room();
     if (room > 0 && this.#claimDue && !this.#stopping) {
       this.#claimDue = false;
       this.#counts.claims += 1;
+      const marks = this.#dueMarks;
       const { claimed, deferred, cancelled } = await claimDeliveries(db, dialect, {
         workerId: this.#id,
         limit: room,
@@ -323,6 +354,7 @@ class DeliveryRun {
         perWebhookLimit: this.#perWebhookLimit * (1 + PREFETCH_FACTOR),
       });
       if (cancelled > 0) this.#log.info({ cancelled }, 'deliveries of deleted or inactive webhooks cancelled');
+      if (claimed.length < room && deferred === 0 && marks === this.#dueMarks) this.#dueUnleased = false;
       this.#enqueue(claimed);
       this.#pump();
       // Rows passed over for a busy webhook may leave room other webhooks can use now.
@@ -359,6 +391,7 @@ class DeliveryRun {
   }
 
   #giveBack(rows: readonly Queued[]): void {
+    if (rows.length > 0) this.#markDue();
     for (const q of rows) this.#unhold(this.#heldByWebhook, q.c.webhook_id);
     this.#recorder.release(rows.map((q) => q.c.id));
   }

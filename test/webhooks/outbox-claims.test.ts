@@ -1,7 +1,8 @@
 /**
  * An outbox signal claims only when its fan-out made deliveries: events no webhook wants cost a
  * fan-out, not a claim transaction each (the hot wallet without webhooks, issue 23), and events
- * a webhook wants are claimed and sent at once, not at the next poll.
+ * a webhook wants are leased by their fan-out and sent at once, not at the next poll. A slot
+ * freed by a send claims only while due rows not leased to the worker may be waiting.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -54,6 +55,22 @@ describe('delivery worker: claims after outbox signals', () => {
     expect(row!.attempts).toBe(1);
     expect(rx.to('/hook')).toHaveLength(1);
     expect(Date.now() - sentAt).toBeLessThan(5_000);
-    expect(worker.stats().claims).toBeGreaterThan(before);
+    // Leased by its own fan-out and sent: no claim transaction, and none when its slot came free
+    // (the last claim found fewer rows than its room: nothing else was due).
+    expect(worker.stats().claims).toBe(before);
+  });
+
+  it('sends a flow of wanted events without a claim per freed slot, and claims again when woken', async () => {
+    const o = await owner(t);
+    rx.on('/flow', () => ({ status: 200, body: 'ok' }));
+    const hook = await createWebhook(t, o, { url: `${rx.url}/flow`, type: 'wallet', events: ['updated'], signature: 'whsec_flow' });
+    const before = worker.stats().claims;
+    for (let i = 0; i < 30; i++) await emit(t, o, 'wallet.updated');
+    await waitFor(async () => (await deliveriesOf(t, hook.id)).filter((r) => r.status === 'delivered').length === 30, { timeoutMs: 10_000, message: '30 delivered' });
+    expect(rx.to('/flow')).toHaveLength(30);
+    expect(worker.stats().claims).toBe(before);
+    // A wake (a manual retry, new work from elsewhere) claims at once.
+    worker.wake();
+    await waitFor(() => worker.stats().claims > before, { timeoutMs: 5_000, message: 'a claim after the wake' });
   });
 });

@@ -41,20 +41,29 @@ export interface FanOutLease {
   perWebhookLimit: number;
 }
 
-export async function dispatchEvents(db: Db, nowMs: number, batch: number, lease?: FanOutLease): Promise<DispatchResult> {
-  // Most ticks find nothing: one indexed read instead of a locking transaction.
-  if (!(await hasUndispatchedEvents(db))) return { events: 0, deliveries: 0, claimed: [] };
+/**
+ * `signalled`: an outbox signal announced events (the worker's tick after one), so the read that
+ * looks for any first is skipped: one round trip less between an event and its send.
+ */
+export async function dispatchEvents(db: Db, nowMs: number, batch: number, lease?: FanOutLease, signalled = false): Promise<DispatchResult> {
+  // Most ticks of the poll find nothing: one indexed read instead of a locking transaction.
+  if (!signalled && !(await hasUndispatchedEvents(db))) return { events: 0, deliveries: 0, claimed: [] };
   return db.transaction().execute(async (trx) => {
     const events = await lockUndispatchedEvents(trx, batch);
     if (events.length === 0) return { events: 0, deliveries: 0, claimed: [] };
     const hooks = await findActiveWebhooks(trx, [...new Set(events.map((e) => e.wallet_id))]);
     const { rows, leased } = deliveriesFor(events, hooks, nowMs, lease);
-    const ids = new Map((await insertDeliveries(trx, rows)).map((r) => [r.uuid, r.id]));
-    await markEventsDispatched(
-      trx,
-      events.map((e) => e.id),
-      nowMs,
-    );
+    // Both queued at once: the connection runs the second as soon as the first answers, without
+    // waiting for this process's event loop to come back between them (it may be busy).
+    const [inserted] = await Promise.all([
+      insertDeliveries(trx, rows),
+      markEventsDispatched(
+        trx,
+        events.map((e) => e.id),
+        nowMs,
+      ),
+    ]);
+    const ids = new Map(inserted.map((r) => [r.uuid, r.id]));
     // A row a repeated fan-out did not insert (its conflict) is not this worker's to send.
     const claimed = leased.filter((l) => ids.has(l.row.uuid)).map((l) => claimedAs(dueOf(l.row, ids.get(l.row.uuid)!), l.hook, nowMs));
     return { events: events.length, deliveries: rows.length, claimed };
