@@ -15,11 +15,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/dialect.js';
-import { hasUndispatchedEvents, lockUndispatchedEvents, markEventsDispatched, type UndispatchedEvent } from '../../modules/events/events.repository.js';
+import { hasUndispatchedEvents, markEventsDispatched, type UndispatchedEvent } from '../../modules/events/events.repository.js';
+import { pipelinedTransaction } from '../../db/pipelined.js';
 import { subscribes } from '../../modules/webhooks/webhooks.catalogue.js';
 import { deliveryBody } from '../../modules/webhooks/webhooks.signing.js';
 import { claimedAs, type ClaimedDelivery } from './claim.js';
-import { findActiveWebhooks, insertDeliveries, type DueDelivery, type NewDelivery, type SubscribedWebhook } from './deliveries.repository.js';
+import { insertDeliveries, lockUndispatchedWithWebhooks, type DueDelivery, type NewDelivery, type SubscribedWebhook } from './deliveries.repository.js';
 
 export interface DispatchResult {
   events: number;
@@ -48,26 +49,28 @@ export interface FanOutLease {
 export async function dispatchEvents(db: Db, nowMs: number, batch: number, lease?: FanOutLease, signalled = false): Promise<DispatchResult> {
   // Most ticks of the poll find nothing: one indexed read instead of a locking transaction.
   if (!signalled && !(await hasUndispatchedEvents(db))) return { events: 0, deliveries: 0, claimed: [] };
-  return db.transaction().execute(async (trx) => {
-    const events = await lockUndispatchedEvents(trx, batch);
-    if (events.length === 0) return { events: 0, deliveries: 0, claimed: [] };
-    const hooks = await findActiveWebhooks(trx, [...new Set(events.map((e) => e.wallet_id))]);
-    const { rows, leased } = deliveriesFor(events, hooks, nowMs, lease);
-    // Both queued at once: the connection runs the second as soon as the first answers, without
-    // waiting for this process's event loop to come back between them (it may be busy).
-    const [inserted] = await Promise.all([
-      insertDeliveries(trx, rows),
-      markEventsDispatched(
-        trx,
-        events.map((e) => e.id),
-        nowMs,
-      ),
-    ]);
-    const ids = new Map(inserted.map((r) => [r.uuid, r.id]));
-    // A row a repeated fan-out did not insert (its conflict) is not this worker's to send.
-    const claimed = leased.filter((l) => ids.has(l.row.uuid)).map((l) => claimedAs(dueOf(l.row, ids.get(l.row.uuid)!), l.hook, nowMs));
-    return { events: events.length, deliveries: rows.length, claimed };
-  });
+  // The events and their webhooks are read with the transaction's `begin`, the deliveries and
+  // the events' mark written together, then committed (src/db/pipelined.ts).
+  return pipelinedTransaction(
+    db,
+    (trx) => lockUndispatchedWithWebhooks(trx, batch),
+    async (trx, { events, hooks }) => {
+      if (events.length === 0) return { events: 0, deliveries: 0, claimed: [] };
+      const { rows, leased } = deliveriesFor(events, hooks, nowMs, lease);
+      const [inserted] = await Promise.all([
+        insertDeliveries(trx, rows),
+        markEventsDispatched(
+          trx,
+          events.map((e) => e.id),
+          nowMs,
+        ),
+      ]);
+      const ids = new Map(inserted.map((r) => [r.uuid, r.id]));
+      // A row a repeated fan-out did not insert (its conflict) is not this worker's to send.
+      const claimed = leased.filter((l) => ids.has(l.row.uuid)).map((l) => claimedAs(dueOf(l.row, ids.get(l.row.uuid)!), l.hook, nowMs));
+      return { events: events.length, deliveries: rows.length, claimed };
+    },
+  );
 }
 
 interface Leased {
