@@ -87,4 +87,20 @@ describe('a fan-out that leases its deliveries', () => {
     expect(out.claimed).toEqual([]);
     expect((await rowsOf(o)).map((r) => [r.status, r.locked_by])).toEqual([['pending', null]]);
   });
+
+  it('marks the events of wallets without webhooks dispatched beside the others, with no delivery, each event once', async () => {
+    // On PostgreSQL those are marked by one statement before the fan-out's transaction.
+    const quiet = await owner(t);
+    const o = await owner(t);
+    const hook = await createWebhook(t, o, { url: 'https://d.example.com/hook', type: 'wallet', events: ['*'] });
+    const ids = [await emit(t, quiet, 'wallet.updated'), await emit(t, o, 'wallet.updated'), await emit(t, quiet, 'wallet.updated')];
+    const out = await dispatchEvents(t.store.db, Date.now(), 200, undefined, true);
+    expect([out.events, out.deliveries]).toEqual([3, 1]);
+    const events = await t.store.db.selectFrom('events').select(['id', 'dispatched_at']).where('id', 'in', ids).orderBy('id').execute();
+    expect(events.every((e) => e.dispatched_at !== null)).toBe(true);
+    expect((await rowsOf(o)).map((r) => [r.webhook_id, r.event_id])).toEqual([[hook.id, ids[1]]]);
+    expect(await rowsOf(quiet)).toEqual([]);
+    // Nothing is left for a second fan-out.
+    expect(await dispatchEvents(t.store.db, Date.now(), 200, undefined, true)).toEqual({ events: 0, deliveries: 0, claimed: [] });
+  });
 });

@@ -199,6 +199,29 @@ export async function insertDeliveries(trx: Db, rows: readonly NewDelivery[]): P
 }
 
 /**
+ * PostgreSQL, one statement committed on its own: of the oldest undispatched events no other
+ * worker holds, marks dispatched those whose wallet has no live, active webhook (nothing can
+ * match them), and counts the others, left for the fan-out's transaction. On a hot wallet
+ * without webhooks that is one statement an event batch where the fan-out's transaction took
+ * four (BENCHMARKS.md, issue 23). A webhook not yet committed is seen by neither this nor the
+ * fan-out's own read; an event of a wallet with any webhook takes the fan-out's exact match.
+ */
+export async function dispatchQuietEvents(db: Db, limit: number, nowMs: number): Promise<{ quiet: number; rest: number }> {
+  const { rows } = await sql<{ quiet: number; rest: number }>`
+    with ev as materialized (
+      select id, wallet_id from events where dispatched_at is null order by id limit ${limit} for update skip locked
+    ),
+    hooked as (
+      select ev.id from ev where exists (select 1 from webhooks w where w.wallet_id = ev.wallet_id and w.status = 'active' and w.deleted_at is null)
+    ),
+    quiet as (
+      update events set dispatched_at = ${nowMs} where id in (select id from ev except select id from hooked) returning id
+    )
+    select (select count(*) from quiet)::int as quiet, (select count(*) from hooked)::int as rest`.execute(db);
+  return rows[0]!;
+}
+
+/**
  * The oldest undispatched events no other worker holds, locked for this transaction, and the
  * live, active webhooks of their wallets. On PostgreSQL one statement (the events in a
  * materialized CTE, the webhooks as one JSON row after them): one round trip where it was two.

@@ -14,13 +14,13 @@
  * means (a worker that dies before sending leaves rows that are due again when it expires).
  */
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../../db/dialect.js';
+import { dialectOf, type Db } from '../../db/dialect.js';
 import { hasUndispatchedEvents, markEventsDispatched, type UndispatchedEvent } from '../../modules/events/events.repository.js';
 import { pipelinedTransaction } from '../../db/pipelined.js';
 import { subscribes } from '../../modules/webhooks/webhooks.catalogue.js';
 import { deliveryBody } from '../../modules/webhooks/webhooks.signing.js';
 import { claimedAs, type ClaimedDelivery } from './claim.js';
-import { insertDeliveries, lockUndispatchedWithWebhooks, type DueDelivery, type NewDelivery, type SubscribedWebhook } from './deliveries.repository.js';
+import { dispatchQuietEvents, insertDeliveries, lockUndispatchedWithWebhooks, type DueDelivery, type NewDelivery, type SubscribedWebhook } from './deliveries.repository.js';
 
 export interface DispatchResult {
   events: number;
@@ -49,8 +49,23 @@ export interface FanOutLease {
 export async function dispatchEvents(db: Db, nowMs: number, batch: number, lease?: FanOutLease, signalled = false): Promise<DispatchResult> {
   // Most ticks of the poll find nothing: one indexed read instead of a locking transaction.
   if (!signalled && !(await hasUndispatchedEvents(db))) return { events: 0, deliveries: 0, claimed: [] };
-  // The events and their webhooks are read with the transaction's `begin`, the deliveries and
-  // the events' mark written together, then committed (src/db/pipelined.ts).
+  // PostgreSQL: events no webhook can want are marked in one statement first; a transaction
+  // only if some are left.
+  let quiet = 0;
+  if (dialectOf(db).driver === 'postgres') {
+    const q = await dispatchQuietEvents(db, batch, nowMs);
+    if (q.rest === 0) return { events: q.quiet, deliveries: 0, claimed: [] };
+    quiet = q.quiet;
+  }
+  const made = await fanOut(db, nowMs, batch, lease);
+  return { ...made, events: made.events + quiet };
+}
+
+/**
+ * One transaction: the events and their webhooks read with its `begin`, the deliveries and the
+ * events' mark written together, then committed (src/db/pipelined.ts).
+ */
+function fanOut(db: Db, nowMs: number, batch: number, lease: FanOutLease | undefined): Promise<DispatchResult> {
   return pipelinedTransaction(
     db,
     (trx) => lockUndispatchedWithWebhooks(trx, batch),
