@@ -3,7 +3,7 @@
  *
  * - http_requests_total / http_request_duration_seconds, by method, route (the route's pattern,
  *   `unmatched` for unknown paths, so a scan cannot explode the label set) and status: counted
- *   by this process.
+ *   by this process (request-metrics.ts, without prom-client's per-call label hashing).
  * - webhook_attempts_total by outcome, transactions_pending, transactions_stuck (pending longer
  *   than TX_STUCK_AFTER_S), watcher_synced_block, reconciliation_unreconciled_addresses (addresses
  *   whose last reconciliation showed a difference): read from the database at scrape time, so they
@@ -17,7 +17,8 @@
  *   path or query may hold an API key): the calls this process made, counted by the tracker.
  * - process_* and nodejs_*: prom-client's default metrics of this process.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { RequestMetrics } from './request-metrics.js';
 import type { EndpointStats } from '../../chain/endpoints.js';
 import type { AppContext } from '../../context.js';
 import { listNetworks } from '../networks/networks.repository.js';
@@ -30,46 +31,18 @@ const DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
 
 export class MetricsService {
   readonly registry = new Registry();
-  private readonly requests: Counter<'method' | 'route' | 'status'>;
-  private readonly durations: Histogram<'method' | 'route' | 'status'>;
+  private readonly requests: RequestMetrics;
 
   constructor(private readonly ctx: AppContext) {
     collectDefaultMetrics({ register: this.registry });
-    this.requests = new Counter({
-      name: 'http_requests_total',
-      help: 'HTTP requests answered by this process, by method, route and status.',
-      labelNames: ['method', 'route', 'status'],
-      registers: [this.registry],
-    });
-    this.durations = new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'Time to answer an HTTP request, by method, route and status.',
-      labelNames: ['method', 'route', 'status'],
-      buckets: DURATION_BUCKETS_S,
-      registers: [this.registry],
-    });
+    this.requests = new RequestMetrics(this.registry, DURATION_BUCKETS_S);
     this.databaseMetrics();
     this.chainMetrics();
   }
 
-  /**
-   * The counter and histogram children of each (method, route pattern, status): prom-client hashes
-   * a label object on every call (sorting its keys); a child keeps its hash. Bounded: routes are
-   * patterns ('unmatched' for the rest), methods those Node's parser takes, statuses a few.
-   */
-  private readonly children = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
-
-  /** Called once per answered request. */
+  /** Called once per answered request (request-metrics.ts). */
   observeRequest(method: string, route: string, status: number, seconds: number): void {
-    const key = `${method} ${status} ${route}`;
-    let child = this.children.get(key);
-    if (child === undefined) {
-      const labels = { method, route, status: String(status) };
-      child = { count: this.requests.labels(labels), time: this.durations.labels(labels) };
-      this.children.set(key, child);
-    }
-    child.count.inc();
-    child.time.observe(seconds);
+    this.requests.observe(method, route, status, seconds);
   }
 
   async text(): Promise<string> {
