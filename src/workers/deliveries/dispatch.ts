@@ -43,16 +43,21 @@ export interface FanOutLease {
 }
 
 /**
- * `signalled`: an outbox signal announced events (the worker's tick after one), so the read that
- * looks for any first is skipped: one round trip less between an event and its send.
+ * `signalled`: an outbox signal announced events (the worker's tick after one). On PostgreSQL the
+ * read that looks for any first is then skipped: one round trip less between an event and its
+ * send. Not on SQLite: there the signal comes from inside the writing transaction, the read
+ * answers once its commit group is durable, and a fan-out begun at once joined that group and
+ * kept it open for the requests queued behind (event → delivery p50 +4 ms under the update
+ * load, measured).
  */
 export async function dispatchEvents(db: Db, nowMs: number, batch: number, lease?: FanOutLease, signalled = false): Promise<DispatchResult> {
+  const postgres = dialectOf(db).driver === 'postgres';
   // Most ticks of the poll find nothing: one indexed read instead of a locking transaction.
-  if (!signalled && !(await hasUndispatchedEvents(db))) return { events: 0, deliveries: 0, claimed: [] };
+  if (!(signalled && postgres) && !(await hasUndispatchedEvents(db))) return { events: 0, deliveries: 0, claimed: [] };
   // PostgreSQL: events no webhook can want are marked in one statement first; a transaction
   // only if some are left.
   let quiet = 0;
-  if (dialectOf(db).driver === 'postgres') {
+  if (postgres) {
     const q = await dispatchQuietEvents(db, batch, nowMs);
     if (q.rest === 0) return { events: q.quiet, deliveries: 0, claimed: [] };
     quiet = q.quiet;
