@@ -89,7 +89,7 @@ describe('a fan-out that leases its deliveries', () => {
   });
 
   it('marks the events of wallets without webhooks dispatched beside the others, with no delivery, each event once', async () => {
-    // On PostgreSQL those are marked by one statement before the fan-out's transaction.
+    // On PostgreSQL those are marked by the fan-out's read of the events and their webhooks.
     const quiet = await owner(t);
     const o = await owner(t);
     const hook = await createWebhook(t, o, { url: 'https://d.example.com/hook', type: 'wallet', events: ['*'] });

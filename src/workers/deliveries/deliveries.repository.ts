@@ -199,58 +199,51 @@ export async function insertDeliveries(trx: Db, rows: readonly NewDelivery[]): P
 }
 
 /**
- * PostgreSQL, one statement committed on its own: of the oldest undispatched events no other
- * worker holds, marks dispatched those whose wallet has no live, active webhook (nothing can
- * match them), and counts the others, left for the fan-out's transaction. On a hot wallet
- * without webhooks that is one statement an event batch where the fan-out's transaction took
- * four (BENCHMARKS.md, issue 23). A webhook not yet committed is seen by neither this nor the
- * fan-out's own read; an event of a wallet with any webhook takes the fan-out's exact match.
+ * The oldest undispatched events no other worker holds, locked for this transaction, and the
+ * live, active webhooks of their wallets. On PostgreSQL one statement (the events in a
+ * materialized CTE, the webhooks as one JSON row after them): one round trip where it was two.
+ * It also marks dispatched, at `nowMs`, the events whose wallet has no live, active webhook
+ * (nothing can match them; `quiet` counts them) and leaves them out: on a hot wallet without
+ * webhooks a fan-out is then this statement and the commit. A webhook not yet committed is not
+ * seen either way; the events of a wallet with any webhook take the fan-out's exact match.
  */
-export async function dispatchQuietEvents(db: Db, limit: number, nowMs: number): Promise<{ quiet: number; rest: number }> {
-  const { rows } = await sql<{ quiet: number; rest: number }>`
+export async function lockUndispatchedWithWebhooks(
+  trx: Db,
+  limit: number,
+  nowMs: number,
+): Promise<{ events: UndispatchedEvent[]; hooks: SubscribedWebhook[]; quiet: number }> {
+  if (dialectOf(trx).driver !== 'postgres') {
+    const events = await lockUndispatchedEvents(trx, limit);
+    return { events, hooks: events.length === 0 ? [] : await findActiveWebhooks(trx, [...new Set(events.map((e) => e.wallet_id))]), quiet: 0 };
+  }
+  const live = sql`status = 'active' and deleted_at is null`;
+  const { rows } = await sql<UndispatchedEvent & { hooks: SubscribedWebhook[] | null; quiet: number | null }>`
     with ev as materialized (
-      select id, wallet_id from events where dispatched_at is null order by id limit ${limit} for update skip locked
+      select id, wallet_id, type, name, payload, created_at from events
+      where dispatched_at is null order by id limit ${limit} for update skip locked
     ),
-    hooked as (
-      select ev.id from ev where exists (select 1 from webhooks w where w.wallet_id = ev.wallet_id and w.status = 'active' and w.deleted_at is null)
+    hooked as materialized (
+      select ev.* from ev where exists (select 1 from webhooks w where w.wallet_id = ev.wallet_id and ${live})
     ),
     quiet as (
       update events set dispatched_at = ${nowMs} where id in (select id from ev except select id from hooked) returning id
     )
-    select (select count(*) from quiet)::int as quiet, (select count(*) from hooked)::int as rest`.execute(db);
-  return rows[0]!;
-}
-
-/**
- * The oldest undispatched events no other worker holds, locked for this transaction, and the
- * live, active webhooks of their wallets. On PostgreSQL one statement (the events in a
- * materialized CTE, the webhooks as one JSON row after them): one round trip where it was two.
- */
-export async function lockUndispatchedWithWebhooks(trx: Db, limit: number): Promise<{ events: UndispatchedEvent[]; hooks: SubscribedWebhook[] }> {
-  if (dialectOf(trx).driver !== 'postgres') {
-    const events = await lockUndispatchedEvents(trx, limit);
-    return { events, hooks: events.length === 0 ? [] : await findActiveWebhooks(trx, [...new Set(events.map((e) => e.wallet_id))]) };
-  }
-  const { rows } = await sql<UndispatchedEvent & { hooks: SubscribedWebhook[] | null }>`
-    with ev as materialized (
-      select id, wallet_id, type, name, payload, created_at from events
-      where dispatched_at is null order by id limit ${limit} for update skip locked
-    )
-    select id, wallet_id, type, name, payload, created_at, null::json as hooks from ev
+    select id, wallet_id, type, name, payload, created_at, null::json as hooks, null::int as quiet from hooked
     union all
     select null, null, null, null, null, null, (
       select coalesce(json_agg(h), '[]'::json) from (
         select wallet_id, type, events, created_at, ${sql.join(TARGET_COLUMNS.map((c) => sql.ref(c)))}
-        from webhooks where wallet_id in (select wallet_id from ev) and status = 'active' and deleted_at is null
+        from webhooks where wallet_id in (select wallet_id from hooked) and ${live}
       ) h
-    )`.execute(trx);
+    ), (select count(*)::int from quiet)`.execute(trx);
   const events: UndispatchedEvent[] = [];
   let hooks: SubscribedWebhook[] = [];
-  for (const { hooks: found, ...e } of rows) {
-    if (found !== null) hooks = found;
+  let quiet = 0;
+  for (const { hooks: found, quiet: marked, ...e } of rows) {
+    if (found !== null) [hooks, quiet] = [found, marked ?? 0];
     else events.push(e);
   }
-  return { events: events.sort((a, b) => a.id - b.id), hooks };
+  return { events: events.sort((a, b) => a.id - b.id), hooks, quiet };
 }
 
 /** A replaced secret whose overlap is over is not kept: these webhooks' expired ones are erased. */

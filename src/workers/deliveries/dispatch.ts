@@ -20,7 +20,7 @@ import { pipelinedTransaction } from '../../db/pipelined.js';
 import { subscribes } from '../../modules/webhooks/webhooks.catalogue.js';
 import { deliveryBody } from '../../modules/webhooks/webhooks.signing.js';
 import { claimedAs, type ClaimedDelivery } from './claim.js';
-import { dispatchQuietEvents, insertDeliveries, lockUndispatchedWithWebhooks, type DueDelivery, type NewDelivery, type SubscribedWebhook } from './deliveries.repository.js';
+import { insertDeliveries, lockUndispatchedWithWebhooks, type DueDelivery, type NewDelivery, type SubscribedWebhook } from './deliveries.repository.js';
 
 export interface DispatchResult {
   events: number;
@@ -54,28 +54,14 @@ export async function dispatchEvents(db: Db, nowMs: number, batch: number, lease
   const postgres = dialectOf(db).driver === 'postgres';
   // Most ticks of the poll find nothing: one indexed read instead of a locking transaction.
   if (!(signalled && postgres) && !(await hasUndispatchedEvents(db))) return { events: 0, deliveries: 0, claimed: [] };
-  // PostgreSQL: events no webhook can want are marked in one statement first; a transaction
-  // only if some are left.
-  let quiet = 0;
-  if (postgres) {
-    const q = await dispatchQuietEvents(db, batch, nowMs);
-    if (q.rest === 0) return { events: q.quiet, deliveries: 0, claimed: [] };
-    quiet = q.quiet;
-  }
-  const made = await fanOut(db, nowMs, batch, lease);
-  return { ...made, events: made.events + quiet };
-}
-
-/**
- * One transaction: the events and their webhooks read with its `begin`, the deliveries and the
- * events' mark written together, then committed (src/db/pipelined.ts).
- */
-function fanOut(db: Db, nowMs: number, batch: number, lease: FanOutLease | undefined): Promise<DispatchResult> {
+  // The events and their webhooks are read with the transaction's `begin` (on PostgreSQL the
+  // events no webhook can want are marked by that read), the deliveries and the events' mark
+  // written together, then committed (src/db/pipelined.ts).
   return pipelinedTransaction(
     db,
-    (trx) => lockUndispatchedWithWebhooks(trx, batch),
-    async (trx, { events, hooks }) => {
-      if (events.length === 0) return { events: 0, deliveries: 0, claimed: [] };
+    (trx) => lockUndispatchedWithWebhooks(trx, batch, nowMs),
+    async (trx, { events, hooks, quiet }) => {
+      if (events.length === 0) return { events: quiet, deliveries: 0, claimed: [] };
       const { rows, leased } = deliveriesFor(events, hooks, nowMs, lease);
       const [inserted] = await Promise.all([
         insertDeliveries(trx, rows),
@@ -88,7 +74,7 @@ function fanOut(db: Db, nowMs: number, batch: number, lease: FanOutLease | undef
       const ids = new Map(inserted.map((r) => [r.uuid, r.id]));
       // A row a repeated fan-out did not insert (its conflict) is not this worker's to send.
       const claimed = leased.filter((l) => ids.has(l.row.uuid)).map((l) => claimedAs(dueOf(l.row, ids.get(l.row.uuid)!), l.hook, nowMs));
-      return { events: events.length, deliveries: rows.length, claimed };
+      return { events: events.length + quiet, deliveries: rows.length, claimed };
     },
   );
 }
