@@ -11,10 +11,11 @@
  *
  * So on PostgreSQL `begin` is queued together with the read step's statements, and the write
  * step runs once `begin` is known to have succeeded (it answered before the reads): no write
- * can run outside the transaction. `commit` follows the write step (not queued with it: a write
- * step that awaits between its statements would otherwise see its later ones run after the
- * commit). Any error rolls back and is thrown. A write step should queue its statements
- * together (`Promise.all`) to save their waits too.
+ * can run outside the transaction. `commit` follows the write step, or is queued right behind
+ * it when the caller declares the step one statement issued at its call (`oneStatementWrite`;
+ * not otherwise: a step that awaits between its statements would see its later ones run after
+ * the commit). Any error rolls back and is thrown. A write step of several statements should
+ * queue them together (`Promise.all`) to save their waits too.
  *
  * On SQLite (better-sqlite3 answers synchronously, there is no wait to save) it is an ordinary
  * transaction of the two steps.
@@ -22,7 +23,21 @@
 import { sql } from 'kysely';
 import { dialectOf, type Db } from './dialect.js';
 
-export async function pipelinedTransaction<R, W>(db: Db, read: (trx: Db) => Promise<R>, write: (trx: Db, read: R) => Promise<W>): Promise<W> {
+export interface PipelineOptions {
+  /**
+   * The write step issues at most one statement, at its call (no `await` before it): the commit
+   * is then queued right behind it, one round trip less. If the statement fails the server
+   * aborts the transaction, so the queued commit only ends it, and the error is thrown.
+   */
+  oneStatementWrite?: boolean;
+}
+
+export async function pipelinedTransaction<R, W>(
+  db: Db,
+  read: (trx: Db) => Promise<R>,
+  write: (trx: Db, read: R) => Promise<W>,
+  opts: PipelineOptions = {},
+): Promise<W> {
   if (dialectOf(db).driver !== 'postgres') {
     return db.transaction().execute(async (trx) => write(trx, await read(trx)));
   }
@@ -30,6 +45,12 @@ export async function pipelinedTransaction<R, W>(db: Db, read: (trx: Db) => Prom
     const begun = sql`begin`.execute(conn);
     try {
       const [, r] = await Promise.all([begun, read(conn)]);
+      if (opts.oneStatementWrite) {
+        // The connection runs statements in the order they were issued (kysely's single
+        // connection provider): the write's, then the commit.
+        const [w] = await Promise.all([write(conn, r), sql`commit`.execute(conn)]);
+        return w;
+      }
       const w = await write(conn, r);
       await sql`commit`.execute(conn);
       return w;

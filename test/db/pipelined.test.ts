@@ -70,6 +70,32 @@ describe(`pipelinedTransaction (${driverName})`, () => {
     expect(await leaseNames()).toEqual(['a', 'b', 'taken']);
   });
 
+  it('with a one-statement write, commits it, or on its failure commits nothing and throws', async () => {
+    const ok = await pipelinedTransaction(
+      store.db,
+      async () => 'x',
+      (trx, r) => trx.insertInto('leases').values({ name: `one ${r}`, holder: 'test', expires_at: 1 }).returning('name').execute(),
+      { oneStatementWrite: true },
+    );
+    expect(ok).toEqual([{ name: 'one x' }]);
+    const failing = pipelinedTransaction(
+      store.db,
+      (trx) => insertLease(trx, 'read-wrote'),
+      (trx) =>
+        trx
+          .insertInto('leases')
+          .values([
+            { name: 'h', holder: 'test', expires_at: 1 },
+            { name: 'taken', holder: 'test', expires_at: 1 },
+          ])
+          .execute(),
+      { oneStatementWrite: true },
+    );
+    await expect(failing).rejects.toThrow(/unique|UNIQUE|duplicate/);
+    expect(await leaseNames()).toEqual(['a', 'b', 'one x', 'taken']);
+    await store.db.deleteFrom('leases').where('name', '=', 'one x').execute();
+  });
+
   it('rolls back when the read step fails, and the connection is outside any transaction after', async () => {
     const attempt = pipelinedTransaction(
       store.db,

@@ -6,7 +6,7 @@
 import { sql, type Insertable } from 'kysely';
 import { dialectOf, type Db, type SqlDialect } from '../../db/dialect.js';
 import { prepare } from '../../db/prepared.js';
-import { lockUndispatchedEvents, type UndispatchedEvent } from '../../modules/events/events.repository.js';
+import { lockUndispatchedEvents, markEventsDispatched, type UndispatchedEvent } from '../../modules/events/events.repository.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable } from '../../db/types.js';
 
 /** Rows per INSERT: 500 rows × 15 columns stays far below SQLite's 32,766 bound parameters. */
@@ -196,6 +196,43 @@ export async function insertDeliveries(trx: Db, rows: readonly NewDelivery[]): P
     );
   }
   return (await Promise.all(chunks)).flat();
+}
+
+/**
+ * The fan-out's write: its new rows (`insertDeliveries`) and its events marked dispatched. On
+ * PostgreSQL one statement (the rows as arrays, however many), issued at the call, so that the
+ * commit can be queued right behind it (src/db/pipelined.ts, `oneStatementWrite`).
+ */
+export async function insertDeliveriesMarkingEvents(trx: Db, rows: readonly NewDelivery[], eventIds: readonly number[], nowMs: number): Promise<Array<{ id: number; uuid: string }>> {
+  if (dialectOf(trx).driver !== 'postgres') {
+    const [inserted] = await Promise.all([insertDeliveries(trx, rows), markEventsDispatched(trx, eventIds, nowMs)]);
+    return inserted;
+  }
+  const column = (k: keyof NewDelivery, type: string) => sql`${rows.map((r) => r[k] ?? null)}::${sql.raw(type)}[]`;
+  const { rows: inserted } = await sql<{ id: number; uuid: string }>`
+    with marked as (update events set dispatched_at = ${nowMs} where id = any(${eventIds}::bigint[]))
+    insert into webhook_deliveries (uuid, webhook_id, event_id, event_name, body, status, attempts, next_attempt_at,
+      locked_by, locked_until, response_status, last_error, delivered_at, created_at, updated_at)
+    select * from unnest(${sql.join([
+      column('uuid', 'text'),
+      column('webhook_id', 'bigint'),
+      column('event_id', 'bigint'),
+      column('event_name', 'text'),
+      column('body', 'text'),
+      column('status', 'text'),
+      column('attempts', 'integer'),
+      column('next_attempt_at', 'bigint'),
+      column('locked_by', 'text'),
+      column('locked_until', 'bigint'),
+      column('response_status', 'integer'),
+      column('last_error', 'text'),
+      column('delivered_at', 'bigint'),
+      column('created_at', 'bigint'),
+      column('updated_at', 'bigint'),
+    ])})
+    on conflict (webhook_id, event_id) do nothing
+    returning id, uuid`.execute(trx);
+  return inserted;
 }
 
 /**

@@ -15,12 +15,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { dialectOf, type Db } from '../../db/dialect.js';
-import { hasUndispatchedEvents, markEventsDispatched, type UndispatchedEvent } from '../../modules/events/events.repository.js';
+import { hasUndispatchedEvents, type UndispatchedEvent } from '../../modules/events/events.repository.js';
 import { pipelinedTransaction } from '../../db/pipelined.js';
 import { subscribes } from '../../modules/webhooks/webhooks.catalogue.js';
 import { deliveryBody } from '../../modules/webhooks/webhooks.signing.js';
 import { claimedAs, type ClaimedDelivery } from './claim.js';
-import { insertDeliveries, lockUndispatchedWithWebhooks, type DueDelivery, type NewDelivery, type SubscribedWebhook } from './deliveries.repository.js';
+import { insertDeliveriesMarkingEvents, lockUndispatchedWithWebhooks, type DueDelivery, type NewDelivery, type SubscribedWebhook } from './deliveries.repository.js';
 
 export interface DispatchResult {
   events: number;
@@ -55,27 +55,26 @@ export async function dispatchEvents(db: Db, nowMs: number, batch: number, lease
   // Most ticks of the poll find nothing: one indexed read instead of a locking transaction.
   if (!(signalled && postgres) && !(await hasUndispatchedEvents(db))) return { events: 0, deliveries: 0, claimed: [] };
   // The events and their webhooks are read with the transaction's `begin` (on PostgreSQL the
-  // events no webhook can want are marked by that read), the deliveries and the events' mark
-  // written together, then committed (src/db/pipelined.ts).
+  // events no webhook can want are marked by that read), then the deliveries and the events'
+  // mark written with the commit queued behind (src/db/pipelined.ts).
   return pipelinedTransaction(
     db,
     (trx) => lockUndispatchedWithWebhooks(trx, batch, nowMs),
     async (trx, { events, hooks, quiet }) => {
       if (events.length === 0) return { events: quiet, deliveries: 0, claimed: [] };
       const { rows, leased } = deliveriesFor(events, hooks, nowMs, lease);
-      const [inserted] = await Promise.all([
-        insertDeliveries(trx, rows),
-        markEventsDispatched(
-          trx,
-          events.map((e) => e.id),
-          nowMs,
-        ),
-      ]);
+      const inserted = await insertDeliveriesMarkingEvents(
+        trx,
+        rows,
+        events.map((e) => e.id),
+        nowMs,
+      );
       const ids = new Map(inserted.map((r) => [r.uuid, r.id]));
       // A row a repeated fan-out did not insert (its conflict) is not this worker's to send.
       const claimed = leased.filter((l) => ids.has(l.row.uuid)).map((l) => claimedAs(dueOf(l.row, ids.get(l.row.uuid)!), l.hook, nowMs));
       return { events: events.length + quiet, deliveries: rows.length, claimed };
     },
+    { oneStatementWrite: true },
   );
 }
 
