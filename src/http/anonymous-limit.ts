@@ -25,9 +25,11 @@ export function installAnonymousLimit(app: App, ctx: AppContext, counters: Windo
     if (w.count > limit) throw Errors.tooManyRequests(retryAfterS(w, now));
   };
   // Routes of the authenticated scope carry an API-key scope: they count only on a 401 (auth.ts).
-  app.addHook('onRequest', async (req) => {
-    if (req.routeOptions.config?.scope !== undefined) return;
-    await count(req);
+  // A callback hook: an authenticated request (every one a busy service answers) passes it
+  // without a promise.
+  app.addHook('onRequest', (req, _reply, done) => {
+    if (req.routeOptions.config?.scope !== undefined) return done();
+    count(req).then(() => done(), done);
   });
   return count;
 }

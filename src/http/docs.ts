@@ -71,11 +71,6 @@ function addExamples(schema: DocumentedSchema): void {
 
 /** Registers the generator (before any route, so it sees them all), the document and the reference. */
 export async function installDocs(app: App, version: string): Promise<void> {
-  // @fastify/swagger-ui redirects static/index.html to the page by rewriting a URL that must end
-  // in `index.html`: with a query string it redirects to itself forever. Send it to the page.
-  app.addHook('onRequest', async (req, reply) => {
-    if (req.url.startsWith(`${DOCS_PATH}/static/index.html?`)) return reply.redirect(`${DOCS_PATH}/`);
-  });
   const routes: RegisteredRoute[] = [];
   registered.set(app, routes);
   app.addHook('onRoute', (route: RouteOptions) => {
@@ -99,10 +94,20 @@ export async function installDocs(app: App, version: string): Promise<void> {
     return reply.type('application/json; charset=utf-8').send(JSON.stringify(app.swagger()));
   });
 
-  await app.register(swaggerUi, {
-    routePrefix: DOCS_PATH,
-    staticCSP: DOCS_CSP,
-    uiConfig: { docExpansion: 'list', deepLinking: true, displayRequestDuration: true, persistAuthorization: true },
-    theme: { title: 'Wallet and Payment Service API' },
+  // In a scope of its own, so that its hook runs for the reference's routes only, not for every
+  // request the service answers.
+  await app.register(async (scope) => {
+    // @fastify/swagger-ui redirects static/index.html to the page by rewriting a URL that must
+    // end in `index.html`: with a query string it redirects to itself forever. Send it to the page.
+    scope.addHook('onRequest', (req, reply, done) => {
+      if (req.url.startsWith(`${DOCS_PATH}/static/index.html?`)) return void reply.redirect(`${DOCS_PATH}/`);
+      done();
+    });
+    await scope.register(swaggerUi, {
+      routePrefix: DOCS_PATH,
+      staticCSP: DOCS_CSP,
+      uiConfig: { docExpansion: 'list', deepLinking: true, displayRequestDuration: true, persistAuthorization: true },
+      theme: { title: 'Wallet and Payment Service API' },
+    });
   });
 }

@@ -46,6 +46,14 @@ describe('OpenAPI document', () => {
     expect(validator.version).toBe('3.1');
   });
 
+  it("sends the reference's index.html with a query string to the page, not round in circles", async () => {
+    const res = await fetch(`${t.url}/api/docs/static/index.html?url=x`, { redirect: 'manual' });
+    expect([res.status, res.headers.get('location')]).toEqual([302, '/api/docs/']);
+    const page = await fetch(`${t.url}/api/docs/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('swagger-ui');
+  });
+
   it('has exactly the routes Fastify registered, except the document, the reference and /metrics', () => {
     const fromApp = registeredRoutes(t.app)
       .filter((r) => !r.hidden)
