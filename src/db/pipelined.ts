@@ -5,9 +5,11 @@
  * Why: between two statements of a transaction written as `await a; await b`, the connection
  * waits for this process's event loop to come back to the code that sends `b`; under load (HTTP
  * requests queued beside it) that wait was ~5-6 ms a statement on PostgreSQL, and the fan-out's
- * statements put ~30 ms between an event and its webhook (BENCHMARKS.md, issue 23).
- * node-postgres sends a queued statement as soon as the one before it answers, inside the same
- * socket callback: statements queued together cost their round trips to the server only.
+ * statements put ~30 ms between an event and its webhook (BENCHMARKS.md, issue 23). Statements
+ * issued together on one connection run one after the other in the order issued, each sent as
+ * soon as the one before it answers (kysely's single-connection provider hands the connection
+ * on in microtasks, in the same turn of the event loop as the answer): they cost their round
+ * trips to the server only.
  *
  * So on PostgreSQL `begin` is queued together with the read step's statements, and the write
  * step runs once `begin` is known to have succeeded (it answered before the reads): no write
@@ -27,7 +29,10 @@ export interface PipelineOptions {
   /**
    * The write step issues at most one statement, at its call (no `await` before it): the commit
    * is then queued right behind it, one round trip less. If the statement fails the server
-   * aborts the transaction, so the queued commit only ends it, and the error is thrown.
+   * aborts the transaction, so the queued commit only ends it, and the error is thrown. (A write
+   * step that throws before issuing its statement lets the commit keep what the read step
+   * wrote: use it where that is a state of its own, as the fan-out's marks of events no webhook
+   * wants are.)
    */
   oneStatementWrite?: boolean;
 }
