@@ -2,7 +2,7 @@
  * Benchmark: GET /api/wallet/{wallet}/balance as a user meets it, against a bare Fastify
  * process answering the same JSON, in the same run, on SQLite and on PostgreSQL.
  *
- *   npm run bench:balance [-- --duration 10 --connections 50 --db sqlite,postgres --processes 1|2]
+ *   npm run bench:balance [-- --duration 10 --connections 50 --db sqlite,postgres --processes 1|2 --rounds 1]
  *
  * It starts anvil, deploys an ERC-20 (solc), and for each database starts the service with
  * `npm start` in its own process (bench/process.ts: the defaults, BALANCE_MAX_AGE_S=5 among
@@ -13,6 +13,10 @@
  * drives each for the same time and connections. On PostgreSQL `--processes 2` starts a second
  * service process on the same database and splits the connections between the two (two
  * autocannons, their requests summed).
+ *
+ * `--rounds N` measures the bare process and the service N times, alternately (bare, service,
+ * bare, …): on a 2-core machine one run's ratio can land on either of two levels (11k or 16k
+ * req/s for the same tree, minutes apart), so each round's ratio is printed and their median.
  *
  * Printed: req/s, latency, the server process's CPU per request and its peak resident memory.
  * Writes bench/results/balance.md. Never run by `npm test`.
@@ -38,12 +42,14 @@ const { values: flags } = parseArgs({
     db: { type: 'string', default: 'sqlite,postgres' },
     warmup: { type: 'string', default: '2' },
     processes: { type: 'string', default: '1' },
+    rounds: { type: 'string', default: '1' },
   },
 });
 const durationS = positiveInt('duration', flags.duration);
 const connections = positiveInt('connections', flags.connections);
 const warmupS = nonNegativeInt('warmup', flags.warmup);
 const processes = positiveInt('processes', flags.processes);
+const rounds = positiveInt('rounds', flags.rounds);
 const databases = parseDatabases(flags.db);
 const load = { connections, durationS, warmupS };
 
@@ -73,9 +79,9 @@ async function fundedWallet(service: ServiceProcess, devnet: Devnet, token20: Ad
   return { path, text: check.text };
 }
 
-interface Row { driver: string; processes: number; bare: LoadResult; balance: LoadResult }
+interface Row { driver: string; processes: number; round: number; bare: LoadResult; balance: LoadResult }
 
-async function runOne(driver: Driver, devnet: Devnet, token20: Address): Promise<Row> {
+async function runOne(driver: Driver, devnet: Devnet, token20: Address): Promise<Row[]> {
   const services: ServiceProcess[] = [await startServiceProcess({ driver, rpcUrl: devnet.rpcUrl })];
   try {
     const n = driver === 'postgres' ? processes : 1;
@@ -83,12 +89,16 @@ async function runOne(driver: Driver, devnet: Devnet, token20: Address): Promise
     const { path, text } = await fundedWallet(services[0]!, devnet, token20);
     const bare = await startBareProcess(text, 'object', services[0]!.database.dataDir);
     try {
-      process.stderr.write(`${driver}: bare ${durationS}s ... `);
-      const bareResult = await measure([bare], load);
-      process.stderr.write(`balance ${durationS}s (${n} process${n > 1 ? 'es' : ''}) ... `);
-      const balance = await measure(services.map((s) => serviceTarget(s, path)), { ...load, headers: { authorization: `Bearer ${services[0]!.token}` } });
-      process.stderr.write('done\n');
-      return { driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL', processes: n, bare: bareResult, balance };
+      const rows: Row[] = [];
+      for (let round = 1; round <= rounds; round++) {
+        process.stderr.write(`${driver}${rounds > 1 ? ` round ${round}` : ''}: bare ${durationS}s ... `);
+        const bareResult = await measure([bare], load);
+        process.stderr.write(`balance ${durationS}s (${n} process${n > 1 ? 'es' : ''}) ... `);
+        const balance = await measure(services.map((s) => serviceTarget(s, path)), { ...load, headers: { authorization: `Bearer ${services[0]!.token}` } });
+        process.stderr.write('done\n');
+        rows.push({ driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL', processes: n, round, bare: bareResult, balance });
+      }
+      return rows;
     } finally {
       await bare.stop();
     }
@@ -104,14 +114,27 @@ function table(rows: Row[]): string {
     '| Database | Server | Requests/s | p50 / p99 (ms) | CPU µs/request | Peak RSS (MiB) | **/ bare (req/s)** | / bare (CPU per request) |',
     '|---|---|---:|---:|---:|---:|---:|---:|',
   ];
+  const round = (r: Row) => (rounds > 1 ? ` (round ${r.round})` : '');
   for (const r of rows) {
-    lines.push(`| ${r.driver} | bare Fastify, the same JSON | ${f(r.bare.rps)} | ${ms(r.bare.p50Ms)} / ${ms(r.bare.p99Ms)} | ${f(r.bare.cpuUsPerRequest)} | ${f(r.bare.peakRssMiB)} | 1.000× | 1.000× |`);
+    lines.push(`| ${r.driver} | bare Fastify, the same JSON${round(r)} | ${f(r.bare.rps)} | ${ms(r.bare.p50Ms)} / ${ms(r.bare.p99Ms)} | ${f(r.bare.cpuUsPerRequest)} | ${f(r.bare.peakRssMiB)} | 1.000× | 1.000× |`);
     lines.push(
-      `| ${r.driver} | GET balance, ${r.processes} service process${r.processes > 1 ? 'es' : ''} | ${f(r.balance.rps)} | ${ms(r.balance.p50Ms)} / ${ms(r.balance.p99Ms)} | ` +
+      `| ${r.driver} | GET balance, ${r.processes} service process${r.processes > 1 ? 'es' : ''}${round(r)} | ${f(r.balance.rps)} | ${ms(r.balance.p50Ms)} / ${ms(r.balance.p99Ms)} | ` +
         `${f(r.balance.cpuUsPerRequest)} | ${f(r.balance.peakRssMiB)} | **${f(r.balance.rps / r.bare.rps, 3)}×** | ${f(r.bare.cpuUsPerRequest / r.balance.cpuUsPerRequest, 3)}× |`,
     );
   }
+  if (rounds > 1) {
+    lines.push('');
+    for (const driver of [...new Set(rows.map((r) => r.driver))]) {
+      const ratios = rows.filter((r) => r.driver === driver).map((r) => r.balance.rps / r.bare.rps);
+      lines.push(`${driver}: median / bare over ${rounds} rounds **${f(median(ratios), 3)}×** (rounds ${ratios.map((x) => f(x, 3)).join(', ')})`);
+    }
+  }
   return lines.join('\n');
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 }
 
 async function main(): Promise<void> {
@@ -120,7 +143,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   try {
     const token20 = await deployErc20(devnet.rpcUrl, { name: 'Bench USD', symbol: 'BUSD', decimals: 6 });
-    for (const driver of databases) rows.push(await runOne(driver, devnet, token20));
+    for (const driver of databases) rows.push(...(await runOne(driver, devnet, token20)));
   } finally {
     await devnet.stop();
   }
@@ -130,6 +153,7 @@ async function main(): Promise<void> {
   if (flags.db !== 'sqlite,postgres') extra.push(`--db ${flags.db}`);
   if (flags.warmup !== '2') extra.push(`--warmup ${warmupS}`);
   if (flags.processes !== '1') extra.push(`--processes ${processes}`);
+  if (flags.rounds !== '1') extra.push(`--rounds ${rounds}`);
   const cpu = cpus();
   const report = [
     '## GET /api/wallet/{wallet}/balance vs a bare Fastify process answering the same JSON',
