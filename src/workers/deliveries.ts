@@ -227,13 +227,16 @@ class DeliveryRun {
     this.#wakeSleeper?.();
   }
 
-  /** Slots or queue places were freed: the next tick claims (the outbox is left to its signals). */
   /** Due rows not leased here may be waiting (`#dueUnleased`). */
   #markDue(): void {
     this.#dueUnleased = true;
     this.#dueMarks += 1;
   }
 
+  /**
+   * Slots or queue places were freed: the next tick claims, if due rows not leased here may be
+   * waiting (the outbox is left to its signals).
+   */
   #refill(): void {
     if (!this.#dueUnleased) return;
     this.#claimDue = true;

@@ -110,14 +110,24 @@ export async function lockEventOrder(db: Executor, userIds: Iterable<number>): P
 export async function insertEventInOrder(db: Executor, e: NewEventRow): Promise<number> {
   if (dialectOf(db).driver !== 'postgres') return insertEvent(db, e);
   const { rows } = await sql<{ id: number }>`
-    with locked as materialized (select pg_advisory_xact_lock(${EVENT_ORDER_LOCK}::int4, (${e.user_id}::bigint % 2147483647)::int4)),
+    with ${eventInOrderCtes(e)}
+    select id, pg_notify(${OUTBOX_CHANNEL}, '') from inserted`.execute(db);
+  return rows[0]!.id;
+}
+
+/**
+ * PostgreSQL: the CTEs `locked` (the user's event-order lock, taken before the event's id is
+ * drawn) and `inserted` (the event, returning its id). With `after`, the name of a CTE before
+ * them, the lock is taken only once that CTE has made its row, and only if it made one.
+ */
+function eventInOrderCtes(e: NewEventRow, after?: string): RawBuilder<unknown> {
+  const from = after === undefined ? sql`` : sql`from ${sql.table(after)}`;
+  return sql`locked as materialized (select pg_advisory_xact_lock(${EVENT_ORDER_LOCK}::int4, (${e.user_id}::bigint % 2147483647)::int4) ${from}),
     inserted as (
       insert into events (user_id, wallet_id, type, name, payload, created_at, dispatched_at)
       select ${e.user_id}::bigint, ${e.wallet_id}::bigint, ${e.type}, ${e.name}, ${e.payload}, ${e.created_at}::bigint, null from locked
       returning id
-    )
-    select id, pg_notify(${OUTBOX_CHANNEL}, '') from inserted`.execute(db);
-  return rows[0]!.id;
+    )`;
 }
 
 /**
@@ -140,13 +150,7 @@ export async function writeWithEventInOrder<R>(db: Db, write: RawBuilder<R>, e: 
     return db.isTransaction ? writeThenEvent(db) : db.transaction().execute(writeThenEvent);
   }
   const { rows } = await sql<R & { event_id: number }>`
-    with written as (${write}),
-    locked as materialized (select pg_advisory_xact_lock(${EVENT_ORDER_LOCK}::int4, (${e.user_id}::bigint % 2147483647)::int4) from written),
-    inserted as (
-      insert into events (user_id, wallet_id, type, name, payload, created_at, dispatched_at)
-      select ${e.user_id}::bigint, ${e.wallet_id}::bigint, ${e.type}, ${e.name}, ${e.payload}, ${e.created_at}::bigint, null from locked
-      returning id
-    )
+    with written as (${write}), ${eventInOrderCtes(e, 'written')}
     select written.*, inserted.id as event_id, pg_notify(${OUTBOX_CHANNEL}, '') as notified from written, inserted`.execute(db);
   const row = rows[0] as (R & { event_id?: number; notified?: unknown }) | undefined;
   if (row === undefined) return undefined;

@@ -179,23 +179,19 @@ export function findActiveWebhooks(trx: Db, walletIds: readonly number[]): Promi
     .execute();
 }
 
-/**
- * Queue state change 1: new `pending` rows; a repeated fan-out of an event inserts nothing. The
- * chunks are queued together (src/db/pipelined.ts).
- */
+/** Queue state change 1: new `pending` rows; a repeated fan-out of an event inserts nothing. */
 export async function insertDeliveries(trx: Db, rows: readonly NewDelivery[]): Promise<Array<{ id: number; uuid: string }>> {
-  const chunks: Array<Promise<Array<{ id: number; uuid: string }>>> = [];
+  const inserted: Array<{ id: number; uuid: string }> = [];
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-    chunks.push(
-      trx
-        .insertInto('webhook_deliveries')
-        .values(rows.slice(i, i + INSERT_CHUNK))
-        .onConflict((oc) => oc.columns(['webhook_id', 'event_id']).doNothing())
-        .returning(['id', 'uuid'])
-        .execute(),
-    );
+    const chunk = await trx
+      .insertInto('webhook_deliveries')
+      .values(rows.slice(i, i + INSERT_CHUNK))
+      .onConflict((oc) => oc.columns(['webhook_id', 'event_id']).doNothing())
+      .returning(['id', 'uuid'])
+      .execute();
+    inserted.push(...chunk);
   }
-  return (await Promise.all(chunks)).flat();
+  return inserted;
 }
 
 /**
@@ -205,7 +201,8 @@ export async function insertDeliveries(trx: Db, rows: readonly NewDelivery[]): P
  */
 export async function insertDeliveriesMarkingEvents(trx: Db, rows: readonly NewDelivery[], eventIds: readonly number[], nowMs: number): Promise<Array<{ id: number; uuid: string }>> {
   if (dialectOf(trx).driver !== 'postgres') {
-    const [inserted] = await Promise.all([insertDeliveries(trx, rows), markEventsDispatched(trx, eventIds, nowMs)]);
+    const inserted = await insertDeliveries(trx, rows);
+    await markEventsDispatched(trx, eventIds, nowMs);
     return inserted;
   }
   const column = (k: keyof NewDelivery, type: string) => sql`${rows.map((r) => r[k] ?? null)}::${sql.raw(type)}[]`;
