@@ -69,6 +69,8 @@ export interface Config {
     readonly pollIntervalMs: number;
     /** The tick interval while a transfer of the network is unconfirmed (its confirmation is what users wait for); at most pollIntervalMs. */
     readonly pendingPollMs: number;
+    /** Wake the watcher on each new head the node announces over a WebSocket, where it allows it (src/chain/heads.ts). */
+    readonly followHeads: boolean;
     readonly maxBlocksPerTick: number;
     readonly leaseTtlMs: number;
     /** How long a pending transfer not seen in a block goes before the node is asked about it again (and it is re-sent if unknown). */
@@ -300,6 +302,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxBlocksPerTick: int(env, 'WATCHER_MAX_BLOCKS', 100, 1, 10_000),
       leaseTtlMs: int(env, 'WATCHER_LEASE_MS', 10_000, 1000, 600_000),
       recheckMs: int(env, 'WATCHER_RECHECK_MS', 30_000, 100, 3_600_000),
+      followHeads: bool(env, 'WATCHER_FOLLOW_HEADS', true),
     },
     chargesPollMs: int(env, 'CHARGES_POLL_MS', 1000, 10, 600_000),
     chargeWatchAfterS: int(env, 'CHARGE_WATCH_AFTER_S', 86_400, 0, 31_536_000),

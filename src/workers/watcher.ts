@@ -39,6 +39,11 @@
  *    TX_STUCK_AFTER_S are marked stuck (one warning each).
  * 6. Balances of every wallet touched are refreshed from the chain (balance.updated events).
  *
+ * Wake-ups. Besides its poll, the loop ticks at once when the node announces a new head over a
+ * WebSocket (WATCHER_FOLLOW_HEADS, src/chain/heads.ts: the lease holder subscribes, where the
+ * node allows it), NUDGE_MS later on a chain whose blocks come faster than the polls. The
+ * announcement only wakes the tick, which reads the chain over HTTP as above.
+ *
  * `stop()` resolves after the ticks in progress have finished their current database
  * transaction; a node call being awaited is abandoned (nothing is lost: the cursor only moves
  * with a committed block).
@@ -51,6 +56,8 @@ import type { Executor } from '../db/index.js';
 import type { NetworkRow } from '../db/types.js';
 import { acquireLease, fence, releaseLease } from '../db/leases.repository.js';
 import { onBroadcast } from '../chain/broadcast.js';
+import { endpointUrls } from '../chain/endpoints.js';
+import { followHeads, type HeadFollower } from '../chain/heads.js';
 import { blockAt, ChainMoved, fullBlockAt, headNumber, type FullBlock } from '../chain/blocks.js';
 import {
   deleteBlocksAbove,
@@ -154,7 +161,7 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
         networks.map((n) => {
           let w = watchers.get(n.id);
           if (!w) {
-            w = new NetworkWatcher({ ctx, balances: deps.balances, holder, stopped, fillNonceGap, reprice }, n.id);
+            w = new NetworkWatcher({ ctx, balances: deps.balances, holder, stopped, fillNonceGap, reprice, onHead: (fast) => loop.nudge(fast ? NUDGE_MS : 0) }, n.id);
             watchers.set(n.id, w);
           }
           return w.tick(n, stopping);
@@ -200,6 +207,8 @@ interface NetworkWatcherDeps {
   fillNonceGap?: (walletId: number) => Promise<void>;
   /** Signs again, with current fees, a transfer whose re-send the node refused for its fees (TransactionService.reprice). */
   reprice?: (walletId: number, txId: number) => Promise<void>;
+  /** The node announced a new head (`fast`: the network makes blocks faster than the polls). */
+  onHead: (fast: boolean) => void;
 }
 
 /** The follower of one network. */
@@ -211,6 +220,10 @@ class NetworkWatcher {
   private failing = false;
   /** Until when this network counts as making blocks faster than the watcher polls (NUDGE_MS). */
   private fastUntil = 0;
+  /** The node's new heads, followed while this process holds the lease (WATCHER_FOLLOW_HEADS). */
+  private heads: HeadFollower | null = null;
+  /** The endpoints `heads` follows (a network's endpoints may change while it runs). */
+  private headsOf = '';
 
   constructor(
     private readonly deps: NetworkWatcherDeps,
@@ -231,7 +244,11 @@ class NetworkWatcher {
    * transfer of the network is unconfirmed (the next tick soon); else `idle`.
    */
   async tick(network: NetworkRow, shouldStop: () => boolean): Promise<'behind' | 'pending' | 'idle'> {
-    if (!(await this.holdLease())) return 'idle';
+    if (!(await this.holdLease())) {
+      this.stopHeads();
+      return 'idle';
+    }
+    this.followHeads(network);
     const affected = new Set<number>();
     const s = this.scope(network, affected);
     let behind = false;
@@ -261,8 +278,25 @@ class NetworkWatcher {
     }
   }
 
+  /** Subscribes to the node's new heads (once per endpoint list), when WATCHER_FOLLOW_HEADS. */
+  private followHeads(network: NetworkRow): void {
+    if (!this.deps.ctx.config.watcher.followHeads) return;
+    const urls = endpointUrls(network);
+    const key = urls.join(' ');
+    if (this.heads !== null && this.headsOf === key) return;
+    this.heads?.stop();
+    this.headsOf = key;
+    this.heads = followHeads({ urls, log: this.log, onHead: () => this.deps.onHead(this.fast) });
+  }
+
+  private stopHeads(): void {
+    this.heads?.stop();
+    this.heads = null;
+  }
+
   /** Gives the lease up (on a clean stop), so another process takes over at once. */
   async release(): Promise<void> {
+    this.stopHeads();
     if (!this.hasLease) return;
     this.hasLease = false;
     try {

@@ -151,8 +151,9 @@ describe('restart', () => {
     const create = (amount: string) =>
       t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount, token: 'ETH', address: RECIPIENT } });
     // The node is slow to refuse the first send of nonce 0; meanwhile nonce 1 is signed and
-    // accepted, and waits in the node's queue behind the missing nonce 0.
-    proxy.rule('eth_sendRawTransaction', { action: 'error', message: 'insufficient funds for gas * price + value', times: 1, delayMs: 1500 });
+    // accepted, and waits in the node's queue behind the missing nonce 0. (The second create's
+    // node reads must finish within the delay: 1.5 s was once too short on a loaded machine.)
+    proxy.rule('eth_sendRawTransaction', { action: 'error', message: 'insufficient funds for gas * price + value', times: 1, delayMs: 4000 });
     const firstP = create('1');
     await waitFor(async () => (await txRows(t, w.id)).length === 1, { message: 'nonce 0 recorded' });
     const second = await create('0.5');
