@@ -17,7 +17,7 @@ export interface Violation {
 
 /** What the service shows, read once after quiescence. */
 export interface Observed {
-  wallets: Array<{ w: SimWallet; txs: any[]; charges: any[]; payouts: any[] }>;
+  wallets: Array<{ w: SimWallet; shown: any; txs: any[]; charges: any[]; payouts: any[] }>;
   events: any[];
 }
 
@@ -459,6 +459,14 @@ export class Checker {
       const start = all[0] === 'transaction.approval_required' && t.tx_hash !== null ? all.slice(0, 2).join() : all[0];
       const wantStart = all[0] === 'transaction.approval_required' ? (t.tx_hash !== null ? 'transaction.approval_required,transaction.created' : 'transaction.approval_required') : 'transaction.created';
       if (t.type !== 'receipt' && start !== wantStart) this.violate('event story', `transaction ${id} (${t.type})`, `does not start with ${wantStart}: ${JSON.stringify(all)}`);
+    }
+    // Events are numbered in commit order: a wallet's newest wallet.updated names it as it is.
+    for (const { w, shown } of o.wallets) {
+      const updates = o.events.filter((e) => e.event === 'wallet.updated' && e.data.wallet_id === w.id);
+      const newest = updates[updates.length - 1];
+      if (newest && (newest.data.name !== shown.name || newest.data.description !== shown.description)) {
+        this.violate('event story', `wallet ${w.id} (${JSON.stringify(shown.name)})`, `its newest wallet.updated (event ${newest.id}) says ${JSON.stringify({ name: newest.data.name, description: newest.data.description })}`);
+      }
     }
     for (const [id, c] of finalCharge) {
       const evs = byCharge.get(id) ?? [];

@@ -9,9 +9,15 @@
  * - `reset-after-send`: a request carrying `eth_sendRawTransaction` is forwarded, the node takes
  *   the transaction, then the connection is reset before the answer (the sender cannot know);
  * - `lag`: for `lagMs` every `eth_blockNumber` answers 1 to 3 blocks below the node's head.
+ *
+ * WebSockets (the watcher's new heads, src/chain/heads.ts) are passed through to the node as
+ * bytes. While faults are on, half of them are cut 0.2–5 s after they open or after faults come on
+ * (`ws-cut`: a node's socket server restarting, a balancer's idle timeout): the watcher polls
+ * until it has subscribed again.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Prng } from './prng.js';
 
 export const RPC_FAULTS = ['http-5xx', 'http-429', 'rpc-32005', 'timeout', 'reset-after-send', 'lag'] as const;
@@ -34,7 +40,9 @@ export class FaultProxy {
   private on = false;
   private lagBy = 0;
   private lagUntil = 0;
-  readonly injected: Record<RpcFault, number> = { 'http-5xx': 0, 'http-429': 0, 'rpc-32005': 0, timeout: 0, 'reset-after-send': 0, lag: 0 };
+  readonly injected: Record<RpcFault | 'ws-cut', number> = { 'http-5xx': 0, 'http-429': 0, 'rpc-32005': 0, timeout: 0, 'reset-after-send': 0, lag: 0, 'ws-cut': 0 };
+  /** WebSockets passed through, each with the node's side. */
+  private readonly sockets = new Map<Duplex, Socket>();
   requests = 0;
 
   private constructor(
@@ -47,6 +55,7 @@ export class FaultProxy {
   static async start(target: string, prng: Prng, opts: FaultProxyOptions): Promise<FaultProxy> {
     const p = new FaultProxy(target, prng, opts);
     const server = createServer((req, res) => void p.handle(req, res));
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => p.upgrade(req, socket, head));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     p.port = (server.address() as AddressInfo).port;
     p.server = server;
@@ -61,6 +70,7 @@ export class FaultProxy {
   setFaults(on: boolean): void {
     this.on = on;
     if (!on) this.lagUntil = 0;
+    else for (const client of this.sockets.keys()) this.maybeCut(client);
   }
 
   async close(): Promise<void> {
@@ -68,7 +78,43 @@ export class FaultProxy {
     this.server = null;
     if (!s) return;
     s.closeAllConnections();
+    for (const [client, node] of this.sockets) {
+      client.destroy();
+      node.destroy();
+    }
     await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
+
+  /** A WebSocket upgrade: the request passed on to the node as it came, then bytes both ways. */
+  private upgrade(req: IncomingMessage, client: Duplex, head: Buffer): void {
+    const { hostname, port } = new URL(this.target);
+    const node = connect(Number(port), hostname);
+    const lines = [`${req.method} ${req.url} HTTP/1.1`];
+    for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+    node.write(`${lines.join('\r\n')}\r\n\r\n`);
+    if (head.length > 0) node.write(head);
+    client.pipe(node).pipe(client);
+    this.sockets.set(client, node);
+    const close = () => {
+      this.sockets.delete(client);
+      client.destroy();
+      node.destroy();
+    };
+    for (const s of [client, node]) {
+      s.on('error', close);
+      s.on('close', close);
+    }
+    this.maybeCut(client);
+  }
+
+  /** While faults are on, half the sockets are cut 0.2–5 s later. */
+  private maybeCut(client: Duplex): void {
+    if (!this.on || !this.prng.chance(0.5)) return;
+    setTimeout(() => {
+      if (!this.sockets.has(client)) return;
+      this.injected['ws-cut'] += 1;
+      client.destroy();
+    }, this.prng.int(200, 5000)).unref();
   }
 
   /** The fault for one request, if any (drawn only while faults are on). */

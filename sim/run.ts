@@ -195,7 +195,8 @@ async function observe(api: Api, wallets: SimWallet[]): Promise<Observed> {
     const charges = [];
     for (const c of list) charges.push((await api.call('GET', `/api/wallet/${w.id}/charge/show/${c.id}`)).data);
     const payouts = await api.all(`/api/wallet/${w.id}/payout`);
-    out.wallets.push({ w, txs, charges, payouts });
+    const shown = (await api.call('GET', `/api/wallet/${w.id}`)).data;
+    out.wallets.push({ w, shown, txs, charges, payouts });
   }
   for (let after = 0; ; ) {
     const r = await api.call<any[]>('GET', `/api/events?after=${after}&limit=1000`);

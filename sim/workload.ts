@@ -115,7 +115,7 @@ export class Workload {
 
   /** One operation, picked by the seeded stream. */
   async step(): Promise<void> {
-    const op = this.prng.weighted({ native: 4, token: 3, contract: 1, 'wallet-to-wallet': 1, fund: 1, charge: 5, payout: 1 });
+    const op = this.prng.weighted({ native: 4, token: 3, contract: 1, 'wallet-to-wallet': 1, fund: 1, charge: 5, payout: 1, rename: 1 });
     const w = this.prng.pick(this.wallets);
     switch (op) {
       case 'native':
@@ -136,7 +136,26 @@ export class Workload {
         return this.charge(w);
       case 'payout':
         return this.payout(w);
+      case 'rename':
+        return this.rename(w);
     }
+  }
+
+  /**
+   * The wallet renamed (half the time its description too), under an idempotency key: 200 with
+   * the new name, and `wallet.updated`, which the checks require delivered and, the newest of
+   * the wallet's, naming what the wallet shows at the end.
+   */
+  private async rename(w: SimWallet): Promise<void> {
+    const key = this.key();
+    const body = { name: `Sim wallet ${w.id} #${this.n}`, ...(this.prng.chance(0.5) ? { description: `renamed under ${key}` } : {}) };
+    const r = await this.api.call<{ id: number; name: string }>('POST', `/api/wallet/${w.id}/update`, body, { key }).catch((e: Error) => {
+      this.unexpected.push(`rename of wallet ${w.id}: never answered: ${e.message}`);
+      return null;
+    });
+    if (r === null) return;
+    if (r.status !== 200 || r.data.name !== body.name) this.unexpected.push(`rename of wallet ${w.id}: ${r.status} ${r.message} ${r.data?.name ?? ''}`);
+    else this.count('rename');
   }
 
   /**
