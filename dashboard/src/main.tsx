@@ -198,7 +198,7 @@ function Transactions({ wallet, explorer }: { wallet: string; explorer: string }
           <tbody>
             {rows?.map((t) => (
               <tr key={t.id} data-transaction={t.id}>
-                <td>
+                <td data-label="Status">
                   <StatusBadge status={t.status} />
                   {t.status === 'awaiting_approval' && (
                     <span class="actions">
@@ -211,12 +211,12 @@ function Transactions({ wallet, explorer }: { wallet: string; explorer: string }
                     </span>
                   )}
                 </td>
-                <td>{t.type}</td>
-                <td class="num">
+                <td data-label="Type">{t.type}</td>
+                <td class="num" data-label="Amount">
                   <Amount value={t.amount} symbol={t.symbol} />
                 </td>
-                <td>{t.tx_hash ? <Hash hash={t.tx_hash} explorer={explorer} /> : <span class="muted">not signed</span>}</td>
-                <td>
+                <td data-label="Hash">{t.tx_hash ? <Hash hash={t.tx_hash} explorer={explorer} /> : <span class="muted">not signed</span>}</td>
+                <td data-label="Created">
                   <Time utc={t.created_at} />
                 </td>
               </tr>
@@ -262,20 +262,20 @@ function Charges({ wallet }: { wallet: string }) {
           <tbody>
             {rows?.map((c) => (
               <tr key={c.id} data-charge={c.id}>
-                <td>
+                <td data-label="Status">
                   <a href={`#/wallet/${wallet}/charge/${c.id}`} aria-label={`Charge ${c.id}: ${c.status}`}>
                     <StatusBadge status={c.status} />
                   </a>
                 </td>
-                <td class="num">
+                <td class="num" data-label="Amount">
                   <Amount value={c.amount} symbol={c.token} />
                 </td>
-                <td class="num">
+                <td class="num" data-label="Paid">
                   <Amount value={c.paid_amount} symbol={c.token} />
                 </td>
-                <td>{c.payments.length}</td>
-                <td>{c.refunds.length}</td>
-                <td>
+                <td data-label="Payments">{c.payments.length}</td>
+                <td data-label="Refunds">{c.refunds.length}</td>
+                <td data-label="Created">
                   <Time utc={c.created_at} />
                 </td>
               </tr>

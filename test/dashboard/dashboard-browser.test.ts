@@ -133,6 +133,15 @@ describe('the dashboard in Chromium', () => {
       await chargeRow.waitFor();
       expect(await chargeRow.locator('.amount').first().textContent()).toBe('0.125 ETH');
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(viewport.width);
+      // The listings do not scroll sideways; on a phone each row is its cells stacked, each named.
+      const wide = await page.evaluate(() => [...document.querySelectorAll('.table-wrap')].map((w) => w.scrollWidth - w.clientWidth));
+      expect(wide.length).toBe(2);
+      if (name === 'phone') {
+        expect(wide.every((extra) => extra <= 0)).toBe(true);
+        const label = await chargeRow.locator('td').nth(1).evaluate((td) => getComputedStyle(td, '::before').content);
+        expect(label).toBe('"Amount"');
+        expect(await page.locator('.table-wrap thead').first().evaluate((h) => h.getBoundingClientRect().height)).toBeLessThanOrEqual(1);
+      }
       await accessible(page, 'wallet');
       await page.screenshot({ path: join(ARTIFACTS, `dashboard-wallet-${name}.png`), fullPage: true });
 
