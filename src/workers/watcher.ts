@@ -85,7 +85,7 @@ import {
   type Watched,
 } from '../modules/transactions/transactions.chain-sync.js';
 import { lockWalletsAndEvents, rollBackAbove } from '../modules/transactions/transactions.state.js';
-import { readChargePayments, recordChargeBlockTimes, rollBackChargePayments } from '../modules/charges/charges.chain-sync.js';
+import { chargeBlocksCommitted, readChargePayments, recordChargeBlockTimes, rollBackChargePayments } from '../modules/charges/charges.chain-sync.js';
 import type { TransactionService } from '../modules/transactions/transactions.service.js';
 import type { BalanceService } from '../modules/wallets/balances.service.js';
 import { findWalletView } from '../modules/wallets/wallets.repository.js';
@@ -463,6 +463,7 @@ class NetworkWatcher {
       }
       await pruneBlocks(trx, this.networkId, lastFound.number, KEEP_BLOCKS);
     });
+    chargeBlocksCommitted(blocks.map((b) => b.charges));
     for (const { found } of blocks) {
       const receipts = found.incoming.length + found.tokenLogs.length;
       if (receipts + found.ours.length > 0) {

@@ -1,7 +1,8 @@
 /**
  * New heads followed over a WebSocket (src/chain/heads.ts, WATCHER_FOLLOW_HEADS): with the
- * watcher's polls set to a minute, a block is read within moments of its mining, because the
- * node announced it; a socket cut under it (a TCP proxy in front of anvil that drops every
+ * watcher's and the charge worker's polls set to a minute, a block is read within moments of its
+ * mining, because the node announced it, and a charge paid in it is settled moments later (the
+ * follower's commit wakes the charge worker); a socket cut under it (a TCP proxy in front of anvil that drops every
  * connection) is replaced and heads are followed again; a node that answers HTTP only (the
  * JSON-RPC proxy of the other tests) is polled, said once in the log, retried with backoff, and
  * the API key in its URL's path never reaches the log.
@@ -16,6 +17,7 @@ import { upsertNetwork } from '../../src/modules/networks/networks.repository.js
 import { createLogger } from '../../src/logger.js';
 import { followHeads } from '../../src/chain/heads.js';
 import { RpcProxy, waitForCursor } from '../transactions/support.js';
+import { chargeApi, pay } from '../charges/support.js';
 
 /** Bytes both ways between a client and anvil (HTTP and WebSocket alike); `cut()` drops every connection. */
 class TcpProxy {
@@ -69,7 +71,7 @@ describe('the watcher follows new heads over a WebSocket', () => {
     chain = await startTestChain();
     proxy = await TcpProxy.start(chain.rpcUrl);
     // Polls a minute apart: only an announced head brings a tick sooner.
-    t = await startTestApp({ workers: false, env: { WATCHER_POLL_MS: '60000', WATCHER_PENDING_POLL_MS: '60000' } });
+    t = await startTestApp({ workers: false, env: { WATCHER_POLL_MS: '60000', WATCHER_PENDING_POLL_MS: '60000', CHARGES_POLL_MS: '60000' } });
     const n = await upsertNetwork(
       t.store.db,
       { name: 'Followed', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
@@ -98,6 +100,18 @@ describe('the watcher follows new heads over a WebSocket', () => {
 
   it('reads a block as soon as the node announces it, not at the next poll', async () => {
     for (let i = 0; i < 3; i++) expect(await mineAndTime()).toBeLessThan(3000);
+  });
+
+  it('settles a charge paid in a new block moments after it, not at the next poll of the charge worker', async () => {
+    const user = await t.createUser();
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Till', network_id: networkId } })).body.data as { id: number };
+    const api = chargeApi(t, wallet.id, user.token);
+    const charge = await api.create({ amount: '0.5', token: 'ETH', expires: 600 });
+    const started = Date.now();
+    await pay(chain.rpcUrl, charge.address, 5n * 10n ** 17n);
+    const paid = await api.until(charge.id, (c) => c.status === 'paid', 'the charge paid', 10_000);
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(paid.paid_amount).toBe('0.500000000000000000');
   });
 
   it('replaces a socket that drops and follows heads again', async () => {

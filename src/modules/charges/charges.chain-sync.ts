@@ -19,6 +19,9 @@
  * - The block's timestamp is stored (`charge_blocks`): settlement asks "has a block stamped
  *   after `expires_at` got the network's confirmations?" from the database, in step with the
  *   payments, never from a node that may be ahead of what was recorded.
+ * - The charge worker settles on what was recorded, every CHARGES_POLL_MS, and sooner: a batch of
+ *   blocks committed while charges were watched wakes it (`onChargeBlocks`, in this process), so
+ *   a payment announced as a new head (src/chain/heads.ts) settles its charge moments later.
  * - A reorg (`rollBackChargePayments`, inside the follower's rollback transaction): the payments
  *   and block times above the common ancestor are deleted; a settlement decided on a block above
  *   it is undone (the charge is `pending` again, `charge.reopened` is written in the same
@@ -26,6 +29,7 @@
  *   The sweeps (and gas top-ups) mined above it are in flight again, never left `confirmed` on
  *   a block the chain no longer has (charges.sweeps.repository.ts `reopenMinedAbove`).
  */
+import { EventEmitter } from 'node:events';
 import { getAddress, type Hex, type Transaction } from 'viem';
 import type { Logger } from 'pino';
 import type { Executor } from '../../db/index.js';
@@ -43,7 +47,23 @@ import type { NewPayment, WatchedDeposit } from './charges.payments.repository.j
 import { decide } from './charges.decide.js';
 
 /** A block's charge payments, read from the node, and the step that records them. */
+const blocksRecorded = new EventEmitter();
+blocksRecorded.setMaxListeners(0);
+
+/** Calls `fn` each time the follower commits blocks read while charges were watched (the charge worker settles then). */
+export function onChargeBlocks(fn: () => void): () => void {
+  blocksRecorded.on('recorded', fn);
+  return () => blocksRecorded.off('recorded', fn);
+}
+
+/** The follower committed `blocks`: wakes the charge worker if any was read with charges watched. */
+export function chargeBlocksCommitted(blocks: ReadonlyArray<ChargeBlockPayments>): void {
+  if (blocks.some((b) => b.watching)) blocksRecorded.emit('recorded');
+}
+
 export interface ChargeBlockPayments {
+  /** Deposit addresses were watched at the block (open charges, or settled ones still watched). */
+  watching: boolean;
   payments: NewPayment[];
   /** The block's height and time, recorded with the batch's (`recordChargeBlockTimes`). */
   block: { number: number; timestampMs: number };
@@ -114,6 +134,7 @@ export async function readChargePayments(s: SyncScope, block: FullBlock): Promis
   const b = { networkId: s.networkId, number: Number(block.number), hash: block.hash, timestampMs, payments: found.payments };
   if (found.payments.length + found.other.length > 0) s.log.info({ block: b.number, payments: found.payments.length, other_tokens: found.other.length }, 'charge payments seen');
   return {
+    watching: watched !== null,
     payments: found.payments,
     block: { number: b.number, timestampMs },
     record: async (trx, nowMs) => {
