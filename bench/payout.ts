@@ -31,7 +31,7 @@ import { createPublicClient, http, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { findFreePort, startDevnet } from '../src/chain/devnet.js';
 import { parseDatabases, positiveInt, runBench, writeReport } from './common.js';
-import { settingsNote, startServiceProcess } from './process.js';
+import { profileSignal, settingsNote, startServiceProcess } from './process.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'payout.md');
@@ -93,6 +93,7 @@ async function service(rpcUrl: string, env: Record<string, string>): Promise<{ m
     await rpc(rpcUrl, 'anvil_setBalance', [wallet.body.data.address, `0x${FUNDS.toString(16)}`]);
     const amount = `0.${AMOUNT_WEI.toString().padStart(18, '0')}`;
     const body = { token: 'ETH', items: freshAddresses(items).map((address, n) => ({ address, amount, reference: `bench-${n}` })) };
+    await profileSignal([svc]);
     const started = performance.now();
     const cpu0 = svc.cpuMs();
     const created = await call(svc.base, svc.token, 'POST', `/api/wallet/${wallet.body.data.id}/payout/create`, body);
@@ -100,6 +101,7 @@ async function service(rpcUrl: string, env: Record<string, string>): Promise<{ m
     for (;;) {
       const shown = await call(svc.base, svc.token, 'GET', `/api/wallet/${wallet.body.data.id}/payout/${created.body.data.id}`);
       if (shown.body.data.status === 'completed') {
+        await profileSignal([svc]);
         return { ms: performance.now() - started, items: shown.body.data.items.length, cpuMs: svc.cpuMs() - cpu0, peakRssMiB: svc.peakRssMiB() };
       }
       if (shown.body.data.status !== 'processing') throw new Error(`payout ended ${shown.body.data.status}: ${JSON.stringify(shown.body.data.items.filter((i: any) => i.status === 'failed').slice(0, 3))}`);
