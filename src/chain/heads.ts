@@ -23,6 +23,7 @@
  */
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
+import { redactUrls } from '../lib/redact.js';
 
 /** The first wait before a socket is tried again; doubles to RETRY_MAX_MS. */
 export const RETRY_MIN_MS = 1000;
@@ -198,8 +199,10 @@ class Follower implements HeadFollower {
   }
 
   /** The socket to `host` ended (`wasFollowing`: after it had subscribed): the next one after a wait. */
-  #retry(host: string, wasFollowing: boolean, reason: string): void {
+  #retry(host: string, wasFollowing: boolean, why: string): void {
     if (this.#stopped) return;
+    // A message may quote a URL (ws's "Invalid URL: …"): logged as its origin only.
+    const reason = redactUrls(why);
     this.#failures += 1;
     // A followed endpoint that drops is tried first again; one that never subscribed, the next.
     if (!wasFollowing) this.#next = (this.#next + 1) % this.#targets.length;
