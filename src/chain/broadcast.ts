@@ -5,21 +5,17 @@
  * could not be reached, timed out, or answered with an error we do not recognise) leaves the
  * transaction pending; the watcher asks the node again later and re-sends it if it is unknown.
  */
-import { EventEmitter } from 'node:events';
+import { inProcessSignal } from '../lib/signal.js';
 import { BaseError, TransactionNotFoundError, type Hex, type PublicClient } from 'viem';
 import { isUnreachable } from './errors.js';
 
-const accepted = new EventEmitter();
-accepted.setMaxListeners(0);
+const accepted = inProcessSignal();
 
 /**
  * Calls `fn` each time a node accepts (or already had) a transaction this process sent: the
  * watcher looks for its block sooner where blocks come faster than it polls. Returns the unsubscribe.
  */
-export function onBroadcast(fn: () => void): () => void {
-  accepted.on('sent', fn);
-  return () => accepted.off('sent', fn);
-}
+export const onBroadcast = (fn: () => void): (() => void) => accepted.on(fn);
 
 export type BroadcastOutcome =
   | { kind: 'sent' }
@@ -57,7 +53,7 @@ export async function nodeKnows(client: PublicClient, hash: Hex): Promise<boolea
 
 export async function broadcastRaw(client: PublicClient, raw: Hex, hash: Hex): Promise<BroadcastOutcome> {
   const outcome = await send(client, raw, hash);
-  if (outcome.kind === 'sent' || outcome.kind === 'known') accepted.emit('sent');
+  if (outcome.kind === 'sent' || outcome.kind === 'known') accepted.emit();
   return outcome;
 }
 

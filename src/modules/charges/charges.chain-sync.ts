@@ -29,10 +29,10 @@
  *   The sweeps (and gas top-ups) mined above it are in flight again, never left `confirmed` on
  *   a block the chain no longer has (charges.sweeps.repository.ts `reopenMinedAbove`).
  */
-import { EventEmitter } from 'node:events';
 import { getAddress, type Hex, type Transaction } from 'viem';
 import type { Logger } from 'pino';
 import type { Executor } from '../../db/index.js';
+import { inProcessSignal } from '../../lib/signal.js';
 import { blockReceipts, transferLogs, type FullBlock } from '../../chain/blocks.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
 import { internalTransfers, TracesUnsupported, type InternalTransfer } from '../../chain/traces.js';
@@ -46,21 +46,17 @@ import * as sweepRepo from './charges.sweeps.repository.js';
 import type { NewPayment, WatchedDeposit } from './charges.payments.repository.js';
 import { decide } from './charges.decide.js';
 
-/** A block's charge payments, read from the node, and the step that records them. */
-const blocksRecorded = new EventEmitter();
-blocksRecorded.setMaxListeners(0);
+const blocksRecorded = inProcessSignal();
 
 /** Calls `fn` each time the follower commits blocks read while charges were watched (the charge worker settles then). */
-export function onChargeBlocks(fn: () => void): () => void {
-  blocksRecorded.on('recorded', fn);
-  return () => blocksRecorded.off('recorded', fn);
-}
+export const onChargeBlocks = (fn: () => void): (() => void) => blocksRecorded.on(fn);
 
 /** The follower committed `blocks`: wakes the charge worker if any was read with charges watched. */
 export function chargeBlocksCommitted(blocks: ReadonlyArray<ChargeBlockPayments>): void {
-  if (blocks.some((b) => b.watching)) blocksRecorded.emit('recorded');
+  if (blocks.some((b) => b.watching)) blocksRecorded.emit();
 }
 
+/** A block's charge payments, read from the node, and the step that records them. */
 export interface ChargeBlockPayments {
   /** Deposit addresses were watched at the block (open charges, or settled ones still watched). */
   watching: boolean;

@@ -9,21 +9,17 @@
  * the single connection, so it sees the event once committed), and on PostgreSQL by a NOTIFY
  * that the server delivers to every process when the transaction commits.
  */
-import { EventEmitter } from 'node:events';
+import { inProcessSignal } from '../../lib/signal.js';
 import type { RawBuilder } from 'kysely';
 import type { Db } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
 import { EVENT_NAMES, typeOfEvent, type EventName } from './events.catalogue.js';
 import { insertEventInOrder, lockEventOrder, writeWithEventInOrder, type NewEventRow } from './events.repository.js';
 
-const signal = new EventEmitter();
-signal.setMaxListeners(0);
+const signal = inProcessSignal();
 
 /** Calls `fn` whenever an event is recorded in this process. Returns the unsubscribe. */
-export function onOutboxEvent(fn: () => void): () => void {
-  signal.on('event', fn);
-  return () => signal.off('event', fn);
-}
+export const onOutboxEvent = (fn: () => void): (() => void) => signal.on(fn);
 
 export interface NewEvent {
   userId: number;
@@ -40,7 +36,7 @@ export async function recordEvent(db: Executor, e: NewEvent): Promise<number> {
   if (!db.isTransaction) return db.transaction().execute((trx) => recordEvent(trx, e));
   // The lock, the insert and (PostgreSQL) the NOTIFY in one statement.
   const id = await insertEventInOrder(db, eventRow(e));
-  signal.emit('event');
+  signal.emit();
   return id;
 }
 
@@ -58,7 +54,7 @@ function eventRow(e: NewEvent): NewEventRow {
 export async function recordEventWithWrite<R>(db: Db, write: RawBuilder<R>, e: NewEvent): Promise<R | undefined> {
   if (!EVENT_NAMES.includes(e.name)) throw new Error(`unknown event ${e.name}`);
   const row = await writeWithEventInOrder(db, write, eventRow(e));
-  if (row !== undefined) signal.emit('event');
+  if (row !== undefined) signal.emit();
   return row;
 }
 
