@@ -8,7 +8,10 @@
  * - `timeout`: never answered; the connection is cut after `timeoutMs` (past the service's 5 s);
  * - `reset-after-send`: a request carrying `eth_sendRawTransaction` is forwarded, the node takes
  *   the transaction, then the connection is reset before the answer (the sender cannot know);
- * - `lag`: for `lagMs` every `eth_blockNumber` answers 1 to 3 blocks below the node's head.
+ * - `lag`: for `lagMs` every `eth_blockNumber` answers 1 to 3 blocks below the node's head;
+ * - `header-not-found`: a request with a read at a block number (balance, nonce, call) is
+ *   forwarded, and each such read is answered geth's -32000 "header not found" (a balancer that
+ *   sent it to a backend a block behind the one that gave the head).
  *
  * WebSockets (the watcher's new heads, src/chain/heads.ts) are passed through to the node as
  * bytes. While faults are on, half of them are cut 0.2–5 s after they open or after faults come on
@@ -20,12 +23,22 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Prng } from './prng.js';
 
-export const RPC_FAULTS = ['http-5xx', 'http-429', 'rpc-32005', 'timeout', 'reset-after-send', 'lag'] as const;
+export const RPC_FAULTS = ['http-5xx', 'http-429', 'rpc-32005', 'timeout', 'reset-after-send', 'lag', 'header-not-found'] as const;
 export type RpcFault = (typeof RPC_FAULTS)[number];
 
 interface RpcCall {
   id?: unknown;
   method?: string;
+  params?: unknown;
+}
+
+/** Where a read's block parameter is (the calls a balancer may send to a backend behind). */
+const BLOCK_PARAM: Record<string, number> = { eth_getBalance: 1, eth_getTransactionCount: 1, eth_call: 1, eth_getCode: 1 };
+
+/** True for a read at a block number (not a tag such as latest or pending). */
+function atHeight(c: RpcCall): boolean {
+  const i = BLOCK_PARAM[String(c.method)];
+  return i !== undefined && Array.isArray(c.params) && typeof c.params[i] === 'string' && /^0x[0-9a-f]+$/i.test(c.params[i] as string);
 }
 
 export interface FaultProxyOptions {
@@ -40,7 +53,16 @@ export class FaultProxy {
   private on = false;
   private lagBy = 0;
   private lagUntil = 0;
-  readonly injected: Record<RpcFault | 'ws-cut', number> = { 'http-5xx': 0, 'http-429': 0, 'rpc-32005': 0, timeout: 0, 'reset-after-send': 0, lag: 0, 'ws-cut': 0 };
+  readonly injected: Record<RpcFault | 'ws-cut', number> = {
+    'http-5xx': 0,
+    'http-429': 0,
+    'rpc-32005': 0,
+    timeout: 0,
+    'reset-after-send': 0,
+    lag: 0,
+    'header-not-found': 0,
+    'ws-cut': 0,
+  };
   /** WebSockets passed through, each with the node's side. */
   private readonly sockets = new Map<Duplex, Socket>();
   requests = 0;
@@ -118,14 +140,16 @@ export class FaultProxy {
   }
 
   /** The fault for one request, if any (drawn only while faults are on). */
-  private draw(methods: string[]): RpcFault | null {
+  private draw(calls: RpcCall[]): RpcFault | null {
     if (!this.on) return null;
+    const methods = calls.map((c) => String(c.method));
     // A broadcast meets a fault more often, and most often the worst one: taken, then cut.
     if (methods.includes('eth_sendRawTransaction') && this.prng.chance(this.opts.rate * 3)) {
       return this.prng.chance(0.6) ? 'reset-after-send' : this.prng.pick<RpcFault>(['http-5xx', 'rpc-32005', 'timeout']);
     }
     if (!this.prng.chance(this.opts.rate)) return null;
-    return this.prng.weighted<Exclude<RpcFault, 'reset-after-send'>>({ 'http-5xx': 2, 'http-429': 2, 'rpc-32005': 2, timeout: 1, lag: 1 });
+    if (calls.some(atHeight) && this.prng.chance(0.3)) return 'header-not-found';
+    return this.prng.weighted<Exclude<RpcFault, 'reset-after-send' | 'header-not-found'>>({ 'http-5xx': 2, 'http-429': 2, 'rpc-32005': 2, timeout: 1, lag: 1 });
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -140,7 +164,7 @@ export class FaultProxy {
       /* forwarded as is */
     }
     const calls = parsed === null ? [] : Array.isArray(parsed) ? parsed : [parsed];
-    const fault = this.draw(calls.map((c) => String(c.method)));
+    const fault = this.draw(calls);
     if (fault) this.injected[fault] += 1;
     try {
       await this.answer(fault, parsed, calls, body, req, res);
@@ -166,6 +190,12 @@ export class FaultProxy {
         await this.forward(body);
         req.socket.destroy();
         return;
+      case 'header-not-found': {
+        const up = await this.forward(body);
+        res.writeHead(up.status, { 'content-type': 'application/json' });
+        res.end(parsed === null ? up.text : behind(calls, up.text));
+        return;
+      }
       case 'lag':
         this.lagBy = this.prng.int(1, 3);
         this.lagUntil = Date.now() + this.opts.lagMs;
@@ -198,6 +228,20 @@ export class FaultProxy {
     const up = await fetch(this.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     return { status: up.status, text: await up.text() };
   }
+}
+
+/** The node's answer with each read at a block number replaced by geth's "header not found". */
+function behind(calls: RpcCall[], text: string): string {
+  const out = JSON.parse(text) as Array<{ id?: unknown; result?: unknown; error?: unknown }> | { id?: unknown; result?: unknown; error?: unknown };
+  const list = Array.isArray(out) ? out : [out];
+  for (const r of list) {
+    const call = calls.find((c) => c.id === r.id);
+    if (call && atHeight(call)) {
+      delete r.result;
+      r.error = { code: -32000, message: 'header not found' };
+    }
+  }
+  return JSON.stringify(out);
 }
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

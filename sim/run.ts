@@ -97,8 +97,9 @@ export async function runSim(opts: SimOptions): Promise<SimResult> {
     const checker = new Checker(chain, api, work);
     await quiesceAndCheck(opts, api, work, chain, receiver, checker, firstEvent);
     // A 503 (node unavailable) is the contract's answer to a node fault; a 500 is a defect (e.g. a deadlock).
-    // A rate limit of the node is transient: 503 with Retry-After, never a 4xx (contract, "Chains as they are").
-    for (const u of work.unexpected) if (/: 4\d\d .*(rate limit|exceeds defined limit)/i.test(u)) checker.violate('node faults answer 503', u.split(':')[0]!, `answered ${u.slice(u.indexOf(':') + 2)}`);
+    // A rate limit of the node is transient: 503 with Retry-After, never a 4xx (contract, "Chains as they are");
+    // so is a node (or a balancer's backend) that has not, or no longer, the block a read names.
+    for (const u of work.unexpected) if (/: 4\d\d .*(rate limit|exceeds defined limit|header not found|BlockOutOfRange|Invalid parameters were provided)/i.test(u)) checker.violate('node faults answer 503', u.split(':')[0]!, `answered ${u.slice(u.indexOf(':') + 2)}`);
     for (const [k, n] of api.stats.serverErrors) if (k.startsWith('500')) checker.violate('no internal errors', `${n} answer(s)`, `HTTP ${k} (the request was retried with the same key); see the service log`);
     return {
       seed: opts.seed,

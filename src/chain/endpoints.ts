@@ -67,6 +67,13 @@ const RATE_LIMITED = /rate.?limit|too many requests/i;
  */
 const RANGE_REFUSED =
   /block range|range (is )?too (large|wide|big)|max(imum)? (block )?range|range limit|more than \d+ (results|blocks|logs)|too many (results|blocks|logs)|query returned more than|response size|exceed(s|ed)? (the )?max(imum)? (block )?range/i;
+/**
+ * An error answer to a read at a block height that says the node has no such block yet: geth's
+ * "header not found" (a load balancer's backend a block or two behind the one that gave the head),
+ * anvil's "BlockOutOfRangeError" (-32602, its height lowered for a moment by a reorg), others'
+ * "unknown block" / "block not found". Not a fault of the request: the endpoint is below that height.
+ */
+const BLOCK_UNKNOWN = /header not found|unknown block|block not found|BlockOutOfRange|block height is \d+ but requested|beyond (the )?current head/i;
 /** Calls whose `null` means "this node does not have it": asked of the next endpoint. */
 const NULL_MEANS_NOT_HERE = new Set([
   'eth_getBlockByNumber',
@@ -183,6 +190,11 @@ export function faultOf(err: unknown): string {
   if (rpcLimit) return 'JSON-RPC -32005 rate limited';
   if (connection !== null) return connection;
   return isRateLimit(err) ? 'rate limited' : 'request failed';
+}
+
+/** True when a node answered a read at a height that it has no block at that height (BLOCK_UNKNOWN). */
+export function isBlockUnknown(err: unknown): boolean {
+  return !isTransient(err) && BLOCK_UNKNOWN.test(wordsOf(err));
 }
 
 export function isRangeRefused(err: unknown): boolean {
@@ -469,6 +481,12 @@ export class EndpointSet {
         }
         return result;
       } catch (err) {
+        if (height !== null && isBlockUnknown(err)) {
+          // The endpoint is below `height` (its head read again before it serves that height).
+          if (e.head === null || e.head >= height) e.head = height - 1;
+          lastErr = new NotYetAtHeightError(height);
+          continue;
+        }
         if (!isTransient(err) || isRangeRefused(err)) throw err;
         lastErr = err;
       }

@@ -33,6 +33,11 @@ export class NotYetAtHeightError extends BaseError {
   }
 }
 
+/** True when a read failed because no endpoint has (any longer) the block it is about. */
+export function isNotYetAtHeight(err: unknown): boolean {
+  return err instanceof BaseError && Boolean(err.walk((e) => e instanceof NotYetAtHeightError));
+}
+
 /** A JSON-RPC error that says the node limits this client (rate limits and quotas). */
 const RATE_LIMITED = /rate.?limit|too many requests|request limit|quota|daily request count/i;
 /** JSON-RPC "limit exceeded" (EIP-1474), which providers answer when they rate-limit. */
@@ -47,7 +52,7 @@ const LIMIT_EXCEEDED = -32005;
  */
 export function isTransient(err: unknown): boolean {
   if (isUnreachable(err)) return true;
-  if (err instanceof BaseError && err.walk((e) => e instanceof NotYetAtHeightError)) return true;
+  if (isNotYetAtHeight(err)) return true;
   const status = httpStatusOf(err);
   if (status !== null && (status >= 500 || status === 429)) return true;
   if (!(err instanceof BaseError)) return false;

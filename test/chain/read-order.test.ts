@@ -17,6 +17,7 @@
 import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { ChainClients, type NetworkLike } from '../../src/chain/clients.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { mapChainError } from '../../src/chain/errors.js';
 import { RECIPIENT, RpcProxy } from '../transactions/support.js';
 
 let chain: TestChain;
@@ -156,5 +157,39 @@ describe('a block or logs at height H only from endpoints at or above H', () => 
     const block = await client.getBlock({ blockNumber: BigInt(h - 2) });
     expect(Number(block.number)).toBe(h - 2);
     expect(reads(below, 'eth_getBlockByNumber')).toBe(1);
+  });
+});
+
+describe('a node without the block a read is about (a balancer\'s backend behind, a reorg lowering the height)', () => {
+  const pinned = (p: unknown[]) => typeof p[1] === 'string' && /^0x/.test(p[1]);
+
+  it('"header not found" at H from one endpoint: asked of the next at H; the first serves H again only after its head is read at H', async () => {
+    const a = await proxy();
+    const b = await proxy();
+    const { n, chains } = await networkOf([a, b]);
+    const h = await chain.blockNumber();
+    a.rule('eth_getBalance', { action: 'error', code: -32000, message: 'header not found', match: pinned, times: 1 });
+    const client = chains.get(n);
+    const expected = BigInt(await chain.rpc<string>('eth_getBalance', [RECIPIENT, 'latest']));
+    expect(await client.getBalance({ address: RECIPIENT, blockNumber: BigInt(h) })).toBe(expected);
+    expect([reads(a, 'eth_getBalance'), reads(b, 'eth_getBalance')]).toEqual([1, 1]);
+    // Below H as far as this process knows now: the next read at H goes to b alone.
+    expect(chains.health(n).map((e) => e.head_block)).toEqual([h - 1, h]);
+    expect(await client.getBalance({ address: RECIPIENT, blockNumber: BigInt(h) })).toBe(expected);
+    expect([reads(a, 'eth_getBalance'), reads(b, 'eth_getBalance')]).toEqual([1, 2]);
+  });
+
+  it('anvil\'s BlockOutOfRangeError (-32602) from the only endpoint: a transient failure (503), never the node refusing the request (400)', async () => {
+    const a = await proxy();
+    const { n, chains } = await networkOf([a]);
+    const h = await chain.blockNumber();
+    a.rule('eth_getBalance', { action: 'error', code: -32602, message: `BlockOutOfRangeError: block height is ${h - 1} but requested was ${h}`, match: pinned });
+    const err: unknown = await chains.get(n).getBalance({ address: RECIPIENT, blockNumber: BigInt(h) }).then(() => null, (e: unknown) => e);
+    expect(String(err)).toMatch(new RegExp(`No RPC endpoint has reached block ${h} yet`));
+    expect(mapChainError(err).statusCode).toBe(503);
+    // The same answer to a read that names no height is the node's own answer (400), not a height.
+    a.rule('eth_getBalance', { action: 'error', code: -32602, message: 'BlockOutOfRangeError: block height is 1 but requested was 2' });
+    const unpinned: unknown = await chains.get(n).getBalance({ address: RECIPIENT }).then(() => null, (e: unknown) => e);
+    expect(mapChainError(unpinned).statusCode).toBe(400);
   });
 });

@@ -87,4 +87,19 @@ describe('RPC outage', () => {
     expect(done.tx_hash).toBe(res.body.data.tx_hash);
     expect(await publicClient(chain.rpcUrl).getTransactionCount({ address: w.address })).toBe(2);
   });
+
+  it('a node that no longer has the head it just gave (a reorg lowering its height; a backend behind): the create reads again, and answers 503 if that fails too, never 400', async () => {
+    const pinned = (p: unknown[]) => typeof p[1] === 'string' && /^0x/.test(p[1]);
+    const outOfRange = (times?: number) =>
+      proxy.rule('eth_getTransactionCount', { action: 'error', code: -32602, message: 'BlockOutOfRangeError: block height is 1 but requested was 2', match: pinned, times });
+    outOfRange(1);
+    const once = await create({ amount: '0.01', token: 'ETH', address: RECIPIENT });
+    expect(once.status, JSON.stringify(once.body)).toBe(200);
+    outOfRange();
+    const always = await create({ amount: '0.01', token: 'ETH', address: RECIPIENT });
+    proxy.allow('eth_getTransactionCount');
+    expect(always.status, JSON.stringify(always.body)).toBe(503);
+    expect(always.body).toEqual({ status: 'error', message: 'The blockchain node is unavailable', data: null });
+    await waitForStatus(t, user, w.id, once.body.data.id, 'confirmed');
+  });
 });

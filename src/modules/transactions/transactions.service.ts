@@ -30,7 +30,7 @@ import type { WalletTokenRow } from '../../db/types.js';
 import { AppError, Errors, fieldError } from '../../errors.js';
 import { broadcastRaw, nodeMessage } from '../../chain/broadcast.js';
 import { ERC20_ABI, erc20TransferData } from '../../chain/erc20.js';
-import { isTransient, mapChainError } from '../../chain/errors.js';
+import { isNotYetAtHeight, isTransient, mapChainError } from '../../chain/errors.js';
 import { estimateGas, explicitFees, feeFields, feeMarket, l1Fee, maxFee, recentFeeMarket, recentQuote, type Fees } from '../../chain/fees.js';
 import { allocateNonce, chainPendingNonce } from '../../chain/nonce.js';
 import type { TransactionSigner } from '../../chain/keys.js';
@@ -373,21 +373,35 @@ export class TransactionService {
     return read;
   }
 
+  /**
+   * Read at one head, read once more when no endpoint has that head any longer (NotYetAtHeightError:
+   * the node's height fell back in a reorg, or a balancer's backend behind the one that gave the
+   * head answered "header not found"); a second such answer is a 503 like any node fault.
+   */
   private async readSnapshot(client: PublicClient, from: Address, contract: Address | null): Promise<Snapshot> {
     try {
-      const head = await client.getBlockNumber({ cacheTime: 0 });
-      const [minedNonce, native, token, pendingNonce] = await Promise.all([
-        client.getTransactionCount({ address: from, blockNumber: head }),
-        client.getBalance({ address: from, blockNumber: head }),
-        contract === null
-          ? Promise.resolve(0n)
-          : client.readContract({ address: contract, abi: ERC20_ABI, functionName: 'balanceOf', args: [from], blockNumber: head }),
-        chainPendingNonce(client, from),
-      ]);
-      return { minedNonce, native, token, pendingNonce };
+      return await this.readAtHead(client, from, contract);
+    } catch (e) {
+      if (!isNotYetAtHeight(e)) throw mapChainError(e);
+    }
+    try {
+      return await this.readAtHead(client, from, contract);
     } catch (e) {
       throw mapChainError(e);
     }
+  }
+
+  private async readAtHead(client: PublicClient, from: Address, contract: Address | null): Promise<Snapshot> {
+    const head = await client.getBlockNumber({ cacheTime: 0 });
+    const [minedNonce, native, token, pendingNonce] = await Promise.all([
+      client.getTransactionCount({ address: from, blockNumber: head }),
+      client.getBalance({ address: from, blockNumber: head }),
+      contract === null
+        ? Promise.resolve(0n)
+        : client.readContract({ address: contract, abi: ERC20_ABI, functionName: 'balanceOf', args: [from], blockNumber: head }),
+      chainPendingNonce(client, from),
+    ]);
+    return { minedNonce, native, token, pendingNonce };
   }
 
   /**
