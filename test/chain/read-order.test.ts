@@ -192,4 +192,16 @@ describe('a node without the block a read is about (a balancer\'s backend behind
     const unpinned: unknown = await chains.get(n).getBalance({ address: RECIPIENT }).then(() => null, (e: unknown) => e);
     expect(mapChainError(unpinned).statusCode).toBe(400);
   });
+
+  it('logs up to H answered "block range extends beyond current head block" (-32602): not split as a range too wide; a transient failure', async () => {
+    const a = await proxy();
+    const { n, chains } = await networkOf([a]);
+    const h = await chain.blockNumber();
+    a.rule('eth_getLogs', { action: 'error', code: -32602, message: 'block range extends beyond current head block' });
+    const err: unknown = await chains.get(n).getLogs({ fromBlock: BigInt(h - 8), toBlock: BigInt(h) }).then(() => null, (e: unknown) => e);
+    expect(String(err)).toMatch(new RegExp(`No RPC endpoint has reached block ${h} yet`));
+    expect(mapChainError(err).statusCode).toBe(503);
+    // Asked at H (and again, after its head was read at H once more), never in halves.
+    expect(a.seen.filter((c) => c.method === 'eth_getLogs').length).toBeLessThanOrEqual(2);
+  });
 });
