@@ -59,7 +59,8 @@ const COMMANDS: Record<string, Command> = {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  const run = command === undefined ? undefined : COMMANDS[command];
+  // Own keys only: `toString` or `constructor` is no command.
+  const run = command !== undefined && Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
   if (!run) {
     process.stderr.write(`${USAGE}\n`);
     return 2;

@@ -250,4 +250,13 @@ describe('the edge answers malformed requests in the envelope', () => {
       expect(res.body.data).toMatchObject({ amount: '1.000000000000000000', token: 'TUSD' });
     });
   });
+
+  it("answers a dashboard asset named after an object's own property (toString, constructor, __proto__) 404, not 503 \"not built\"", async () => {
+    for (const name of ['toString', 'constructor', 'hasOwnProperty', 'valueOf', '__proto__']) {
+      expectError(await t.request('GET', `/dashboard/assets/${name}`), 404, 'Route not found');
+    }
+    const js = await t.request('GET', '/dashboard/assets/app.js');
+    expect(js.status).toBe(200);
+    expect(js.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+  });
 });

@@ -81,6 +81,14 @@ describe('cli', () => {
     });
   });
 
+  it('answers a command named after an object property (toString, constructor) with its usage and exit code 2', async () => {
+    for (const name of ['toString', 'constructor']) {
+      const r = await runCli([name], env);
+      expect(r.code, r.stdout).toBe(2);
+      expect(r.stdout).toMatch(/^usage:\n {2}cli user:create/);
+    }
+  });
+
   it('stops on a bad configuration value with a one-line message naming the variable', async () => {
     const r = await runCli(['migrate'], { ...env, PORT: 'eighty' });
     expect(r.code).toBe(1);

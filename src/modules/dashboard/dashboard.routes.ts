@@ -17,7 +17,11 @@ import { pagePolicy } from '../checkout/checkout.assets.js';
 import { AppError, Errors } from '../../errors.js';
 
 const DIST = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'dashboard', 'dist');
-const ASSETS: Record<string, string> = { 'app.js': 'text/javascript; charset=utf-8', 'app.css': 'text/css; charset=utf-8' };
+/** The built files and their types (a Map: a name from the path such as `toString` is no asset). */
+const ASSETS = new Map([
+  ['app.js', 'text/javascript; charset=utf-8'],
+  ['app.css', 'text/css; charset=utf-8'],
+]);
 
 /** Only this origin's files: no inline code at all. */
 export const DASHBOARD_CSP = pagePolicy({ scripts: ["'self'"], styles: ["'self'"] });
@@ -64,7 +68,7 @@ export async function dashboardRoutes(app: App): Promise<void> {
   });
   app.get('/dashboard/assets/:file', { schema: { hide: true } }, async (req, reply) => {
     const file = (req.params as { file: string }).file;
-    const type = ASSETS[file];
+    const type = ASSETS.get(file);
     if (!type) throw Errors.routeNotFound();
     if (!built.has(file) || built.get(file) === null) built.set(file, asset(file));
     const body = built.get(file);
