@@ -192,9 +192,14 @@ export function faultOf(err: unknown): string {
   return isRateLimit(err) ? 'rate limited' : 'request failed';
 }
 
+/** A contract's revert, whatever its reason says (a reason is the contract's text, not the node's). */
+const REVERTED = /execution reverted|reverted/i;
+
 /** True when a node answered a read at a height that it has no block at that height (BLOCK_UNKNOWN). */
 export function isBlockUnknown(err: unknown): boolean {
-  return !isTransient(err) && BLOCK_UNKNOWN.test(wordsOf(err));
+  if (isTransient(err)) return false;
+  const words = wordsOf(err);
+  return BLOCK_UNKNOWN.test(words) && !REVERTED.test(words);
 }
 
 export function isRangeRefused(err: unknown): boolean {

@@ -191,6 +191,11 @@ describe('a node without the block a read is about (a balancer\'s backend behind
     a.rule('eth_getBalance', { action: 'error', code: -32602, message: 'BlockOutOfRangeError: block height is 1 but requested was 2' });
     const unpinned: unknown = await chains.get(n).getBalance({ address: RECIPIENT }).then(() => null, (e: unknown) => e);
     expect(mapChainError(unpinned).statusCode).toBe(400);
+    // A contract's revert whose reason reads like a missing block is still the contract's answer.
+    a.rule('eth_call', { action: 'error', code: -32000, message: 'execution reverted: header not found', match: pinned });
+    const reverted: unknown = await chains.get(n).call({ to: RECIPIENT, data: '0x', blockNumber: BigInt(h) }).then(() => null, (e: unknown) => e);
+    expect(String(reverted)).not.toMatch(/No RPC endpoint has reached block/);
+    expect(mapChainError(reverted).statusCode).toBe(400);
   });
 
   it('logs up to H answered "block range extends beyond current head block" (-32602): not split as a range too wide; a transient failure', async () => {
