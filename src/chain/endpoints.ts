@@ -193,7 +193,7 @@ export function faultOf(err: unknown): string {
 }
 
 /** A contract's revert, whatever its reason says (a reason is the contract's text, not the node's). */
-const REVERTED = /execution reverted|reverted/i;
+const REVERTED = /reverted/i;
 
 /** True when a node answered a read at a height that it has no block at that height (BLOCK_UNKNOWN). */
 export function isBlockUnknown(err: unknown): boolean {
