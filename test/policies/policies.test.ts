@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getAddress, type Address } from 'viem';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { waitFor } from '../helpers/wait.js';
 import { ETH, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus, type FundedWallet } from '../transactions/support.js';
 import { expectFiveUnderDaily, policyApi, race20, refusal } from './support.js';
 
@@ -173,7 +174,11 @@ describe('enforcement on creates', () => {
     const start = await chainView(w);
     expect((await api.create({ amount: '1.5', token: 'ETH', address: RECIPIENT })).status).toBe(200);
     expect((await api.create({ amount: '0.5', token: 'ETH', address: RECIPIENT })).status).toBe(200);
-    const before = await chainView(w);
+    // Both mined before the chain is read (a broadcast under load can land after the 200; once in CI it read nonce 1).
+    const before = await waitFor(async () => {
+      const v = await chainView(w);
+      return v.nonce >= 2 ? v : null;
+    });
     const refused = await api.create({ amount: '0.000000000000000001', token: 'ETH', address: RECIPIENT });
     expect([refused.status, refused.body]).toEqual([400, refusal('Policy: over the daily limit')]);
     expect(await chainView(w)).toEqual(before);
