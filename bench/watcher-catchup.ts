@@ -87,7 +87,14 @@ async function bareLoop(rpcUrl: string, from: bigint, to: bigint): Promise<{ ms:
   return { ms: performance.now() - started, receipts };
 }
 
-interface Run { n: number; bare: { ms: number; receipts: number }; watcherMs: number; received: number; cpuMs: number; peakRssMiB: number }
+interface Run { n: number; bare: { ms: number; receipts: number }; watcherMs: number; received: number; cpuMs: number; peakRssMiB: number; calls: string }
+
+/** The node calls the proxy passed on since `sinceMs`, by method ("eth_getBlockByNumber 2,020, …"). */
+function callsSince(proxy: RpcProxy, sinceMs: number): string {
+  const count = new Map<string, number>();
+  for (const c of proxy.seen) if (c.atMs >= sinceMs) count.set(c.method, (count.get(c.method) ?? 0) + 1);
+  return [...count].sort((a, b) => b[1] - a[1]).map(([m, n]) => `${m} ${n.toLocaleString('en-US')}`).join(', ');
+}
 
 /** The markdown of one run. */
 function report(r: Run): string {
@@ -99,6 +106,8 @@ function report(r: Run): string {
     '|---|---:|---:|---:|---:|---:|---:|',
     `| bare viem loop: getBlock (with transactions) + every receipt, ${f(r.bare.receipts)} receipts | ${f(r.n)} | ${f(r.bare.ms / 1000, 2)} | ${f((r.n * 1000) / r.bare.ms)} | | | 1.00× |`,
     `| the service's watcher (\`npm start\`, ${driver}), ${f(r.received)} receipts recorded | ${f(r.n)} | ${f(r.watcherMs / 1000, 2)} | ${f((r.n * 1000) / r.watcherMs)} | ${f(r.cpuMs / 1000, 2)} | ${f(r.peakRssMiB)} MiB | **${f(r.watcherMs / r.bare.ms, 2)}×** |`,
+    '',
+    `The service's node calls during its catch-up (through the proxy): ${r.calls}.`,
     '',
     `Command: \`npm run bench:watcher -- --blocks ${blocks} --db ${driver}\` (\`npm start\` with its defaults and ${settingsNote()}; ` +
       `${new Date().toISOString().slice(0, 10)}, Node ${process.version}; one native transfer to the watched wallet per block; the head held still by a proxy while the blocks were mined, then let go; anvil on the same machine).`,
@@ -134,11 +143,12 @@ async function runOnce(devnet: Devnet): Promise<Run> {
     proxy.allow('eth_blockNumber');
     await waitUntil('the watcher at the head', async () => ((await syncedBlock(service)) ?? 0) >= head, 30 * 60_000, 25);
     const watcherMs = performance.now() - started;
+    const calls = callsSince(proxy, Date.now() - watcherMs);
     const cpuMs = service.cpuMs() - cpu0;
     await profileSignal([service]);
     process.stderr.write('done\n');
     const list = await call(service, 'GET', `/api/wallet/${wallet.id}/transaction?limit=1`);
-    return { n: head - start, bare, watcherMs, received: Number(list.headers.get('x-pagination-total')), cpuMs, peakRssMiB: service.peakRssMiB() };
+    return { n: head - start, bare, watcherMs, received: Number(list.headers.get('x-pagination-total')), cpuMs, peakRssMiB: service.peakRssMiB(), calls };
   } finally {
     await service.stop();
     await proxy.down();

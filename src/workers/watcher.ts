@@ -97,11 +97,13 @@ const KEEP_BLOCKS = 128;
 /**
  * Blocks recorded per database transaction while catching up (one commit, one lease check, the
  * cursor moved once), and blocks read from the node at once (BENCHMARKS.md, "Watcher catch-up":
- * 8 at once caught up 2,000 blocks in 1.8× the bare loop's time against 2.1–2.3× with 4; a
- * provider's rate limit is met by resting that endpoint, not by reading slower).
+ * 8 at once caught up 2,000 blocks in 1.8× the bare loop's time against 2.1–2.3× with 4, and 16
+ * in 1.50–1.54× against 1.67–2.19× with 8, the service's event loop otherwise idle half the time
+ * waiting on the node; a provider's rate limit is met by resting that endpoint, not by reading
+ * slower). A batch is two rounds of reads.
  */
-const BATCH_BLOCKS = 20;
-const READ_AHEAD = 8;
+const READ_AHEAD = 16;
+const BATCH_BLOCKS = 2 * READ_AHEAD;
 /**
  * Where blocks come faster than the watcher polls (a tick found two or more new ones: a devnet
  * mining each transaction at once, a chain with sub-second blocks), a transfer this process
