@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { getAddress } from 'viem';
 import type { Executor } from '../../db/index.js';
 import { dialectOf } from '../../db/dialect.js';
+import { prepare } from '../../db/prepared.js';
 
 /** Block timestamps kept per network (the confirmed height is never further back than this). */
 const KEEP_BLOCK_TIMES = 512;
@@ -57,8 +58,11 @@ function watchedQuery(db: Executor, networkId: number, blockMs: number) {
 
 /** The deposit addresses of a network to watch in a block stamped `blockMs`, at most `limit` of them. */
 export async function listWatchedDeposits(db: Executor, networkId: number, blockMs: number, limit: number): Promise<WatchedDeposit[]> {
-  return watchedQuery(db, networkId, blockMs).limit(limit).execute();
+  return watchedDeposits.execute(db, networkId, blockMs, limit);
 }
+
+/** Read for every block the watcher records: compiled once. */
+const watchedDeposits = prepare((db, networkId: number, blockMs: number, limit: number) => watchedQuery(db, networkId, blockMs).limit(limit));
 
 /** Addresses looked up at once (each is two parameters: checksummed and lowercase). */
 const LOOKUP_CHUNK = 400;

@@ -464,11 +464,11 @@ type InsertRow = ReturnType<typeof insertRow>;
 /** Every create runs it: compiled once per set of columns (src/db/prepared.ts). */
 const insertOutgoing = prepareRow((db: Executor, row: InsertRow) => db.insertInto('transactions').values(withSequences(row)).returning('id'));
 
-export async function insertTransaction(db: Executor, t: NewTx, nowMs: number): Promise<number | null> {
-  if (t.type !== 'receipt') return (await insertOutgoing.executeTakeFirst(db, insertRow(t, nowMs)))!.id;
-  const row = await db
+/** Every receipt the watcher records runs it: compiled once per set of columns. */
+const upsertReceipt = prepareRow((db: Executor, row: InsertRow) =>
+  db
     .insertInto('transactions')
-    .values(withSequences(insertRow(t, nowMs)))
+    .values(withSequences(row))
     .onConflict((oc) =>
       oc
         .columns(['wallet_id', 'tx_hash', 'log_index'])
@@ -496,8 +496,12 @@ export async function insertTransaction(db: Executor, t: NewTx, nowMs: number): 
           ]),
         ),
     )
-    .returning('id')
-    .executeTakeFirst();
+    .returning('id'),
+);
+
+export async function insertTransaction(db: Executor, t: NewTx, nowMs: number): Promise<number | null> {
+  if (t.type !== 'receipt') return (await insertOutgoing.executeTakeFirst(db, insertRow(t, nowMs)))!.id;
+  const row = await upsertReceipt.executeTakeFirst(db, insertRow(t, nowMs));
   return row ? row.id : null;
 }
 

@@ -143,9 +143,11 @@ export function guardedWalletUpdate(
  * IMMEDIATE transaction already holds the database's write lock, so this is a no-op read.
  * Returns false when the wallet does not exist.
  */
+/** Run for every wallet of every block the watcher records, and every create: compiled once. */
+const lockWalletQuery = prepare((db, walletId: number) => dialectOf(db).forUpdate(db.selectFrom('wallets').select('id').where('id', '=', walletId)));
+
 export async function lockWallet(trx: Executor, walletId: number): Promise<boolean> {
-  const row = await dialectOf(trx).forUpdate(trx.selectFrom('wallets').select('id').where('id', '=', walletId)).executeTakeFirst();
-  return row !== undefined;
+  return (await lockWalletQuery.executeTakeFirst(trx, walletId)) !== undefined;
 }
 
 /** `lockWallet` that returns the wallet's user (undefined when the wallet does not exist). */
