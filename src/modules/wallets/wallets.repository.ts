@@ -137,15 +137,15 @@ export function guardedWalletUpdate(
     returning id, user_id, network_id, name, description, address, created_at, updated_at`;
 }
 
+/** Run for the wallets of every block the watcher records (and most writes to a wallet): compiled once. */
+const lockWalletQuery = prepare((db, walletId: number) => dialectOf(db).forUpdate(db.selectFrom('wallets').select('id').where('id', '=', walletId)));
+
 /**
  * The wallet lock: serialises read-modify-writes on one wallet (its nonce, its token list, its
  * webhook count, its sub-wallet index) inside `trx`. A row lock on PostgreSQL; on SQLite the
  * IMMEDIATE transaction already holds the database's write lock, so this is a no-op read.
  * Returns false when the wallet does not exist.
  */
-/** Run for every wallet of every block the watcher records, and every create: compiled once. */
-const lockWalletQuery = prepare((db, walletId: number) => dialectOf(db).forUpdate(db.selectFrom('wallets').select('id').where('id', '=', walletId)));
-
 export async function lockWallet(trx: Executor, walletId: number): Promise<boolean> {
   return (await lockWalletQuery.executeTakeFirst(trx, walletId)) !== undefined;
 }
