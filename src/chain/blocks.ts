@@ -5,6 +5,7 @@
  */
 import { TransactionReceiptNotFoundError, type Block, type Hex, type PublicClient, type TransactionReceipt } from 'viem';
 import { TRANSFER_EVENT } from './erc20.js';
+import { isNotYetAtHeight } from './errors.js';
 
 /** getLogs filters on the recipient topic for up to this many addresses; above, the caller filters. */
 export const MAX_TOPIC_ADDRESSES = 500;
@@ -32,6 +33,22 @@ export function confirmedHeight(head: number, confirmations: number): number {
 
 export async function headNumber(client: PublicClient): Promise<number> {
   return Number(await client.getBlockNumber({ cacheTime: 0 }));
+}
+
+/**
+ * `read(head)` at the node's current head, and once more at a new head when no endpoint has that
+ * head any longer (`NotYetAtHeightError`: the node's height fell back in a reorg, or a balancer's
+ * backend behind the one that gave the head answered "header not found"). A second such answer is
+ * thrown, as any node fault.
+ */
+export async function atHead<T>(client: PublicClient, read: (head: bigint) => Promise<T>): Promise<T> {
+  const once = async () => read(await client.getBlockNumber({ cacheTime: 0 }));
+  try {
+    return await once();
+  } catch (e) {
+    if (!isNotYetAtHeight(e)) throw e;
+  }
+  return once();
 }
 
 /** The block header at `n` (hash, parent hash, timestamp). */

@@ -5,10 +5,12 @@
  * every transfer to the wallet exactly once. A broadcast cut mid-request leaves the
  * transaction pending; the watcher's periodic check sends it again without a restart.
  */
+import { toHex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.js';
 import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
+import { deployErc20 } from '../helpers/erc20.js';
 import { ETH, fundedWallet, publicClient, RECIPIENT, RpcProxy, sendFromOutsider, txRows, waitForCursor, waitForStatus, type FundedWallet, startProxiedSuite } from './support.js';
 
 let t: TestApp;
@@ -101,5 +103,73 @@ describe('RPC outage', () => {
     expect(always.status, JSON.stringify(always.body)).toBe(503);
     expect(always.body).toEqual({ status: 'error', message: 'The blockchain node is unavailable', data: null });
     await waitForStatus(t, user, w.id, once.body.data.id, 'confirmed');
+  });
+
+  /**
+   * A reorg lowering the node's height by one, met by a read pinned to the head it gave just
+   * before: that read is refused as out of range, and the head reads one lower from then on
+   * (rules of the proxy, lifted by the returned function).
+   */
+  async function headFallsOn(method: string): Promise<() => void> {
+    const h = await chain.blockNumber();
+    proxy.rule('eth_blockNumber', { action: 'result', result: toHex(h) });
+    const atH = (p: unknown[]) => {
+      if (p[1] !== toHex(h)) return false;
+      proxy.rule('eth_blockNumber', { action: 'result', result: toHex(h - 1) });
+      return true;
+    };
+    proxy.rule(method, { action: 'error', code: -32602, message: `BlockOutOfRangeError: block height is ${h - 1} but requested was ${h}`, match: atH });
+    return () => {
+      proxy.allow(method);
+      proxy.allow('eth_blockNumber');
+    };
+  }
+
+  /**
+   * `request` made twice: with every read of `method` at a block refused as out of range (503, the
+   * usual envelope), then with the node's head falling by one as it is read (the answer returned).
+   */
+  async function refusedThenReadAgain(method: string, request: () => Promise<{ status: number; body: any }>) {
+    const pinned = (p: unknown[]) => typeof p[1] === 'string' && /^0x/.test(p[1]);
+    proxy.rule(method, { action: 'error', code: -32602, message: 'BlockOutOfRangeError: block height is 1 but requested was 2', match: pinned });
+    const refused = await request();
+    proxy.allow(method);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(503);
+    expect(refused.body).toEqual({ status: 'error', message: 'The blockchain node is unavailable', data: null });
+    const lift = await headFallsOn(method);
+    const answer = await request();
+    lift();
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    return answer;
+  }
+
+  it('a speed-up, a balance read and a token add whose head the node no longer has read again at the new head, and answer 503 if that fails too', async () => {
+    // A speed-up reads the wallet's mined nonce and balance at one head.
+    await chain.rpc('evm_setAutomine', [false]);
+    try {
+      const sent = await create({ amount: '0.02', token: 'ETH', address: RECIPIENT });
+      expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+      const fast = await refusedThenReadAgain('eth_getTransactionCount', () =>
+        t.request('POST', `/api/wallet/${w.id}/transaction/${sent.body.data.id}/speed-up`, { token: user.token, body: {} }),
+      );
+      expect(fast.body.message).toBe('Transaction sped up');
+      expect(fast.body.data.replaced_hashes).toEqual([sent.body.data.tx_hash]);
+      await chain.mine(1);
+      const done = await waitForStatus(t, user, w.id, sent.body.data.id, 'confirmed');
+      expect(done.tx_hash).toBe(fast.body.data.tx_hash);
+    } finally {
+      await chain.rpc('evm_setAutomine', [true]);
+    }
+
+    // A balance with nothing cached reads every token at one head.
+    const fresh = await fundedWallet(t, chain, user, networkId, 3n * ETH);
+    const gold = await deployErc20(chain.rpcUrl, { name: 'Gold Token', symbol: 'GLD', decimals: 18 });
+    await chain.mine(1); // the contract below the head the node falls back to
+    const read = await refusedThenReadAgain('eth_getBalance', () => t.request('GET', `/api/wallet/${fresh.id}/balance`, { token: user.token }));
+    expect(read.body.data.balance).toBe('3.000000000000000000');
+
+    // A token add reads the wallet's balance of it at one head (its checkpoint).
+    const added = await refusedThenReadAgain('eth_call', () => t.request('POST', `/api/wallet/${fresh.id}/token/add`, { token: user.token, body: { contract: gold } }));
+    expect(added.body.data.symbol).toBe('GLD');
   });
 });

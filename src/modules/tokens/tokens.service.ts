@@ -17,7 +17,7 @@ import type { AppContext } from '../../context.js';
 import type { Executor } from '../../db/index.js';
 import type { NetworkRow, WalletTokenRow } from '../../db/types.js';
 import { getAddress } from 'viem';
-import { headNumber } from '../../chain/blocks.js';
+import { atHead } from '../../chain/blocks.js';
 import { probeErc20, readBalance, type Erc20Probe, type TokenMetadata } from '../../chain/erc20.js';
 import { mapChainError } from '../../chain/errors.js';
 import { fieldError } from '../../errors.js';
@@ -142,8 +142,7 @@ export class TokenService {
   private async checkpointReading(network: NetworkRow, contract: Address, owner: Address): Promise<{ block_number: number; balance: bigint }> {
     const client = this.ctx.chains.get(network);
     try {
-      const head = await headNumber(client);
-      return { block_number: head, balance: await readBalance(client, contract, owner, BigInt(head)) };
+      return await atHead(client, async (head) => ({ block_number: Number(head), balance: await readBalance(client, contract, owner, head) }));
     } catch (e) {
       throw mapChainError(e);
     }

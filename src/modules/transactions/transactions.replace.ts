@@ -29,6 +29,7 @@ import type { AppContext } from '../../context.js';
 import { Errors, fieldError } from '../../errors.js';
 import { broadcastRaw } from '../../chain/broadcast.js';
 import { mapChainError } from '../../chain/errors.js';
+import { atHead } from '../../chain/blocks.js';
 import { bumpFees, explicitFees, feeFields, l1Fee, maxFee, quoteFees, type Fees } from '../../chain/fees.js';
 import { formatUnits18 } from '../../lib/money.js';
 import { findNetwork } from '../networks/networks.repository.js';
@@ -114,8 +115,9 @@ export class ReplaceService {
     let minedNonce: number;
     let native: bigint;
     try {
-      const head = await client.getBlockNumber({ cacheTime: 0 });
-      [minedNonce, native] = await Promise.all([client.getTransactionCount({ address: from, blockNumber: head }), client.getBalance({ address: from, blockNumber: head })]);
+      [minedNonce, native] = await atHead(client, (head) =>
+        Promise.all([client.getTransactionCount({ address: from, blockNumber: head }), client.getBalance({ address: from, blockNumber: head })]),
+      );
     } catch (e) {
       throw mapChainError(e);
     }

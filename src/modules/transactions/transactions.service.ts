@@ -30,7 +30,8 @@ import type { WalletTokenRow } from '../../db/types.js';
 import { AppError, Errors, fieldError } from '../../errors.js';
 import { broadcastRaw, nodeMessage } from '../../chain/broadcast.js';
 import { ERC20_ABI, erc20TransferData } from '../../chain/erc20.js';
-import { isNotYetAtHeight, isTransient, mapChainError } from '../../chain/errors.js';
+import { isTransient, mapChainError } from '../../chain/errors.js';
+import { atHead } from '../../chain/blocks.js';
 import { estimateGas, explicitFees, feeFields, feeMarket, l1Fee, maxFee, recentFeeMarket, recentQuote, type Fees } from '../../chain/fees.js';
 import { allocateNonce, chainPendingNonce } from '../../chain/nonce.js';
 import type { TransactionSigner } from '../../chain/keys.js';
@@ -373,26 +374,16 @@ export class TransactionService {
     return read;
   }
 
-  /**
-   * Read at one head, read once more when no endpoint has that head any longer (NotYetAtHeightError:
-   * the node's height fell back in a reorg, or a balancer's backend behind the one that gave the
-   * head answered "header not found"); a second such answer is a 503 like any node fault.
-   */
+  /** The snapshot at one head (read again at a new one when no endpoint has it any longer: `atHead`). */
   private async readSnapshot(client: PublicClient, from: Address, contract: Address | null): Promise<Snapshot> {
     try {
-      return await this.readAtHead(client, from, contract);
-    } catch (e) {
-      if (!isNotYetAtHeight(e)) throw mapChainError(e);
-    }
-    try {
-      return await this.readAtHead(client, from, contract);
+      return await atHead(client, (head) => this.readAt(client, from, contract, head));
     } catch (e) {
       throw mapChainError(e);
     }
   }
 
-  private async readAtHead(client: PublicClient, from: Address, contract: Address | null): Promise<Snapshot> {
-    const head = await client.getBlockNumber({ cacheTime: 0 });
+  private async readAt(client: PublicClient, from: Address, contract: Address | null, head: bigint): Promise<Snapshot> {
     const [minedNonce, native, token, pendingNonce] = await Promise.all([
       client.getTransactionCount({ address: from, blockNumber: head }),
       client.getBalance({ address: from, blockNumber: head }),

@@ -19,7 +19,7 @@
 import type { Address } from 'viem';
 import type { AppContext } from '../../context.js';
 import type { WalletTokenRow } from '../../db/types.js';
-import { headNumber } from '../../chain/blocks.js';
+import { atHead } from '../../chain/blocks.js';
 import { readBalance } from '../../chain/erc20.js';
 import { mapChainError } from '../../chain/errors.js';
 import { AppError, Errors, isAppError } from '../../errors.js';
@@ -83,9 +83,10 @@ export class BalanceService {
     if (!network) throw new Error(`network ${wallet.network_id} missing`);
     const client = this.ctx.chains.get(network);
     try {
-      const block = await headNumber(client);
-      const values = await Promise.all(tokens.map((t) => readBalance(client, t.contract, wallet.address as Address, BigInt(block))));
-      return { values: new Map(tokens.map((t, i) => [t.id, values[i]!])), block };
+      return await atHead(client, async (head) => {
+        const values = await Promise.all(tokens.map((t) => readBalance(client, t.contract, wallet.address as Address, head)));
+        return { values: new Map(tokens.map((t, i) => [t.id, values[i]!])), block: Number(head) };
+      });
     } catch (e) {
       throw mapChainError(e);
     }
