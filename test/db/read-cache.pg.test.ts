@@ -38,7 +38,7 @@ beforeAll(async () => {
     .executeTakeFirstOrThrow();
   networkId = n.id;
   [a, b] = await Promise.all([startService(database), startService(database)]);
-}, 90_000);
+}, 150_000);
 
 afterAll(async () => {
   await Promise.all([stop(a), stop(b)]);

@@ -85,7 +85,8 @@ export async function startService(database: { dataDir: string; databaseUrl: str
     ...env,
   });
   const url = `http://127.0.0.1:${port}`;
-  await until(async () => (await fetch(`${url}/api/openapi.json`).catch(() => null))?.ok, 30_000, `service on ${port}: ${proc.output()}`);
+  // ~4–5 s on an idle 2-core machine; two at once beside the suite's other files took over 30 s once in CI.
+  await until(async () => (await fetch(`${url}/api/openapi.json`).catch(() => null))?.ok, 75_000, `service on ${port}: ${proc.output()}`);
   return { url, proc };
 }
 

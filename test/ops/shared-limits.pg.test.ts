@@ -31,7 +31,7 @@ function sharedLimitTests(name: string, extra: () => Record<string, string>, che
       seed = await startTestApp({ database, keepDatabase: true });
       const env = { RATE_LIMIT_PER_MINUTE: '60', LOGIN_ATTEMPTS_PER_MINUTE: '3', ...extra() };
       [a, b] = await Promise.all([startService(database, env), startService(database, env)]);
-    }, 90_000);
+    }, 150_000);
     afterAll(async () => {
       await Promise.all([stop(a), stop(b)]);
       await seed?.close();

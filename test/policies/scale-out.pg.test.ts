@@ -29,7 +29,7 @@ beforeAll(async () => {
   networkId = await chain.register(t);
   user = await t.createUser();
   [a, b] = await Promise.all([startService(database), startService(database)]);
-});
+}, 150_000);
 
 afterAll(async () => {
   await Promise.all([stop(a), stop(b)]);
