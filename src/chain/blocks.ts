@@ -22,7 +22,6 @@ export class ChainMoved extends Error {
   }
 }
 
-/** The node's current block number (never cached). */
 /**
  * The highest block with `confirmations` (at least 1) when `head` is the newest block followed:
  * a block at or below it is final for the service.
@@ -31,6 +30,7 @@ export function confirmedHeight(head: number, confirmations: number): number {
   return head - Math.max(1, confirmations) + 1;
 }
 
+/** The node's current block number (never cached). */
 export async function headNumber(client: PublicClient): Promise<number> {
   return Number(await client.getBlockNumber({ cacheTime: 0 }));
 }
