@@ -152,6 +152,8 @@ export async function lockWallet(trx: Executor, walletId: number): Promise<boole
 
 /** `lockWallet` that returns the wallet's user (undefined when the wallet does not exist). */
 export async function lockWalletOfUser(trx: Executor, walletId: number): Promise<number | undefined> {
-  const row = await dialectOf(trx).forUpdate(trx.selectFrom('wallets').select('user_id').where('id', '=', walletId)).executeTakeFirst();
-  return row?.user_id;
+  return (await lockWalletOfUserQuery.executeTakeFirst(trx, walletId))?.user_id;
 }
+
+/** Run for the wallets of every block batch the watcher records: compiled once. */
+const lockWalletOfUserQuery = prepare((db, walletId: number) => dialectOf(db).forUpdate(db.selectFrom('wallets').select('user_id').where('id', '=', walletId)));
