@@ -10,7 +10,7 @@ import { migrateToLatest } from './db/migrate.js';
 import { syncStoredItemJson } from './modules/transactions/transactions.item-json.repository.js';
 import { keyIdOf, loadOrCreateKeyFile, parseAppKey, SecretBox } from './lib/crypto.js';
 import { systemClock, type Clock } from './lib/time.js';
-import { ChainClients } from './chain/clients.js';
+import { ChainClients, type ChainClientOptions } from './chain/clients.js';
 import type { AppContext } from './context.js';
 
 export function appKeyFile(config: Config): string {
@@ -36,13 +36,14 @@ export async function openStore(config: Config, log: Logger): Promise<Store> {
   return store;
 }
 
-export function createContext(config: Config, store: Store, log: Logger, clock: Clock = systemClock): AppContext {
+/** `chains`: the node clients' settings beside the config's (tests lengthen a read's time-out). */
+export function createContext(config: Config, store: Store, log: Logger, clock: Clock = systemClock, chains: Partial<ChainClientOptions> = {}): AppContext {
   return {
     config,
     store,
     log,
     secrets: createSecretBox(config),
     clock,
-    chains: new ChainClients({ maxLagBlocks: config.rpcMaxLagBlocks, healthEveryMs: config.watcher.pollIntervalMs }),
+    chains: new ChainClients({ maxLagBlocks: config.rpcMaxLagBlocks, healthEveryMs: config.watcher.pollIntervalMs, ...chains }),
   };
 }

@@ -4,9 +4,14 @@
  * cursor and writing its decision must not have a paid charge settled `expired` on the old
  * chain's time with its payment never counted.
  *
- * The tick is held inside (the balance read before an expiry, delayed by a real JSON-RPC proxy)
+ * The tick is held inside (the balance read before an expiry, held by a real JSON-RPC proxy)
  * while the chain is reverted and the payment mined on the new chain; the follower rolls back
- * and, its receipts refused by the proxy for a while, cannot yet record the payment again.
+ * and, its receipts refused by the proxy for a while, cannot yet record the payment again. The
+ * read is released once the rollback has committed, and the node clients' time-out is long
+ * enough that it is not given up before: with a fixed 8 s delay and the default 5 s time-out, the
+ * test relied on the rollback committing within 5 s, and under CI's load once it did not (the
+ * tick then settled the charge expired on the old chain, as it should on the chain it knew, and
+ * this test failed on a premise it had not met).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEther, type Hex } from 'viem';
@@ -28,7 +33,7 @@ describe('settlement and a reorg committing meanwhile', () => {
   beforeAll(async () => {
     chain = await startTestChain();
     proxy = await RpcProxy.start(chain.rpcUrl);
-    t = await startTestApp({ clock, workers: true, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
+    t = await startTestApp({ clock, workers: true, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' }, chains: { timeoutMs: 60_000 } });
     networkId = await proxiedNetwork(t, proxy);
     user = await t.createUser();
     const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
@@ -54,11 +59,12 @@ describe('settlement and a reorg committing meanwhile', () => {
     await mineAt(chain, expiresAtS + 5);
     await waitForCursor(t, networkId, base + 1);
 
-    // The tick reads the cursor (expiry due) and is held on its balance read (until the
-    // client's 5 s time-out).
+    // The tick reads the cursor (expiry due) and is held on its balance read until released.
     let held = false;
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
     const deposit = c.address.toLowerCase();
-    proxy.rule('eth_getBalance', { action: 'other-node', url: chain.rpcUrl, delayMs: 8_000, times: 1, match: (p) => (held = held || String(p[0]).toLowerCase() === deposit) });
+    proxy.rule('eth_getBalance', { action: 'other-node', url: chain.rpcUrl, until: released, times: 1, match: (p) => (held = held || String(p[0]).toLowerCase() === deposit) });
     const settling = t.services.charges.settle();
     await waitFor(() => held, { message: 'the tick holds on the balance read', timeoutMs: 10_000 });
 
@@ -70,11 +76,13 @@ describe('settlement and a reorg committing meanwhile', () => {
       await stampNextBlock(chain, start + 2);
       await pay(chain.rpcUrl, c.address, parseEther('0.3'));
       await chain.mine(1);
-      await waitFor(() => t.logs.some((l) => l.includes('reorg: rolled back to the common ancestor')), { message: 'the follower rolled back', timeoutMs: 7_000 });
+      await waitFor(() => t.logs.some((l) => l.includes('reorg: rolled back to the common ancestor')), { message: 'the follower rolled back', timeoutMs: 30_000 });
+      release();
       await settling;
       const held_ = await api.show(c.id);
       expect(held_.status).toBe('pending');
     } finally {
+      release();
       proxy.allow('eth_getTransactionReceipt');
     }
 

@@ -11,6 +11,7 @@ import type { AppContext } from '../../src/context.js';
 import type { Store } from '../../src/db/index.js';
 import { createLogger } from '../../src/logger.js';
 import { createContext, openStore } from '../../src/runtime.js';
+import type { ChainClientOptions } from '../../src/chain/clients.js';
 import type { Clock } from '../../src/lib/time.js';
 import type { App } from '../../src/http/types.js';
 import type { Services } from '../../src/modules/index.js';
@@ -65,6 +66,8 @@ export interface StartOptions {
   workers?: boolean;
   /** A clock to control time (token expiry, rate-limit windows); the system clock by default. */
   clock?: Clock;
+  /** The node clients' settings (a read's time-out) beside the defaults. */
+  chains?: Partial<ChainClientOptions>;
 }
 
 /** A clock the test moves by hand. */
@@ -109,7 +112,7 @@ export async function startTestApp(opts: StartOptions = {}): Promise<TestApp> {
   });
   const log: Logger = createLogger(config.logLevel, sink as never);
   const store = await openStore(config, log);
-  const ctx = createContext(config, store, log, opts.clock);
+  const ctx = createContext(config, store, log, opts.clock, opts.chains);
   const { app, services } = await buildApp(ctx);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();

@@ -38,7 +38,13 @@ export const ETH = 10n ** 18n;
  * with an error's answer (e.g. `retry-after`). A rule set for the method `*` applies to every
  * method without a rule of its own.
  */
-export type RpcRule = { times?: number; match?: (params: unknown[]) => boolean; delayMs?: number } & (
+export type RpcRule = {
+  times?: number;
+  match?: (params: unknown[]) => boolean;
+  delayMs?: number;
+  /** The answer waits until this settles (the test releases it), after any `delayMs`. */
+  until?: Promise<unknown>;
+} & (
   | { action: 'error'; message: string; code?: number; status?: number; headers?: Record<string, string> }
   | { action: 'forward-error'; message: string; code?: number; status?: number; headers?: Record<string, string> }
   | { action: 'forward-timeout'; ms: number }
@@ -132,6 +138,7 @@ export class RpcProxy {
     const rule = this.take(call);
     this.seen.push({ method: String(call.method), atMs: Date.now(), action: rule?.action ?? null });
     if (rule?.delayMs) await new Promise((r) => setTimeout(r, rule.delayMs));
+    if (rule?.until) await rule.until.catch(() => undefined);
     const json = (status: number, payload: object, headers?: Record<string, string>): Answer => ({ kind: 'json', status, body: { jsonrpc: '2.0', id: call.id ?? null, ...payload }, headers });
     const forwarded = async (url?: string): Promise<Answer> => {
       const up = await this.forward(body, url);
