@@ -9,7 +9,8 @@
  *
  * Also the bare baselines in a process of their own, so the service and its baseline meet the
  * same machine: a Fastify route answering a given JSON body (as an object, serialised per
- * request, or as the same bytes) — bench/bare-server.ts.
+ * request, or as the same bytes), or relaying an update request to a webhook receiver —
+ * bench/bare-server.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -224,9 +225,10 @@ export interface BareProcess {
 /**
  * bench/bare-server.ts in its own process: GET /bare answers `body` — `object`: the parsed JSON
  * returned from the handler (Fastify serialises it per request), `bytes`: the same bytes sent as
- * they are (the floor of sending that answer).
+ * they are (the floor of sending that answer); `relay`: `body` is the relay's settings and
+ * `url` its base (bench/webhooks.ts).
  */
-export async function startBareProcess(body: string, mode: 'object' | 'bytes', dir: string): Promise<BareProcess> {
+export async function startBareProcess(body: string, mode: 'object' | 'bytes' | 'relay', dir: string): Promise<BareProcess> {
   const file = join(dir, `bare-${randomBytes(4).toString('hex')}.json`);
   writeFileSync(file, body);
   const port = await findFreePort();

@@ -24,7 +24,12 @@
  * update cannot come faster than those updates alone. It runs after the deliveries' run: the
  * process is then warmer (measured before it, on a process warmed by 100 updates only, the same
  * updates reached 889 a second on SQLite against 1,316-1,958 after), so the figure errs high,
- * as a ceiling should. On PostgreSQL `--processes 2` starts a second service process
+ * as a ceiling should. A third bounds it from outside the service: the same updates sent to the
+ * bare relay (bench/bare-server.ts `relay`: Fastify answering each update at once and then POSTing
+ * a body of the service's size to the receiver over undici; no database, no signing), the HTTP
+ * of the scenario alone on this machine, against the same bare loop. Every phase's CPU is
+ * printed per process (the bench's client, the server, the receiver; from /proc), with how many
+ * of the machine's cores were busy. On PostgreSQL `--processes 2` starts a second service process
  * on the same database (both running the workers) and sends half the updates to each.
  *
  * Writes bench/results/webhooks.md. Never run by `npm test`.
@@ -38,7 +43,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, Pool, request } from 'undici';
 import { parseDatabases, percentile, positiveInt, runBench, writeReport, type Driver } from './common.js';
-import { settingsNote, profileSignal, startServiceProcess, type ServiceProcess } from './process.js';
+import { processCpuMs, settingsNote, profileSignal, startBareProcess, startServiceProcess, type ServiceProcess } from './process.js';
 import { findFreePort, startDevnet } from '../src/chain/devnet.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -82,7 +87,9 @@ s.keepAliveTimeout = 60000;
 s.listen(0, '127.0.0.1', () => process.stdout.write(String(s.address().port) + '\\n'));
 `;
 
-async function startReceiver(): Promise<{ url: string; child: ChildProcess }> {
+interface Receiver { url: string; child: ChildProcess }
+
+async function startReceiver(): Promise<Receiver> {
   const child = spawn(process.execPath, ['-e', RECEIVER_SOURCE], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve, reject) => {
     child.stdout!.once('data', (c: Buffer) => resolve(c.toString().trim()));
@@ -128,6 +135,9 @@ async function bareLoop(url: string, body: string, total: number, parallel: numb
   return s;
 }
 
+/** Where updates go: a service process, or the bare relay (any token). */
+type Target = Pick<ServiceProcess, 'base' | 'token'>;
+
 interface LoadRun {
   seconds: number;
   deliveries: number;
@@ -141,7 +151,7 @@ interface LoadRun {
  * `n` updates named `${prefix}-i`, spread over the services, `concurrency` at a time; waits for
  * every delivery (`perUpdate` of them an update: 0 for a wallet without webhooks).
  */
-async function updateLoad(services: ServiceProcess[], walletId: number, receiverUrl: string, prefix: string, n: number, perUpdate = webhookCount): Promise<LoadRun> {
+async function updateLoad(services: Target[], walletId: number, receiverUrl: string, prefix: string, n: number, perUpdate = webhookCount): Promise<LoadRun> {
   await fetch(receiverUrl, { method: 'DELETE' });
   const pools = services.map((s) => new Pool(s.base, { connections: Math.ceil(concurrency / services.length), pipelining: 1 }));
   const answered = new Map<string, number>();
@@ -184,7 +194,7 @@ async function updateLoad(services: ServiceProcess[], walletId: number, receiver
   const latencies: number[] = [];
   for (const [name, at] of answered) {
     const arrivals = stats.arrivals[name];
-    if (!arrivals || arrivals.length !== webhookCount) throw new Error(`${name}: ${arrivals?.length ?? 0} deliveries`);
+    if (!arrivals || arrivals.length !== perUpdate) throw new Error(`${name}: ${arrivals?.length ?? 0} deliveries`);
     for (const a of arrivals) {
       latencies.push(a - at);
       last = Math.max(last, a);
@@ -195,14 +205,37 @@ async function updateLoad(services: ServiceProcess[], walletId: number, receiver
   return { seconds: (last - t0) / 1000, deliveries: want, updateRps, updateP50Ms: percentile(took, 50), latencies, bodyBytes: stats.bytes };
 }
 
-interface Row { driver: string; processes: number; run: LoadRun; alone: LoadRun; bareS: number; peakRssMiB: number }
+/** CPU of the processes a phase ran on (ms) and its wall time: the bench's client, the server (the service or the relay), the receiver. */
+interface Cpu { client: number; server: number; receiver: number; wallMs: number }
 
-async function runOne(driver: Driver, rpcUrl: string, receiverUrl: string): Promise<Row> {
+async function withCpu<T>(serverPids: number[], receiverPid: number, run: () => Promise<T>): Promise<[T, Cpu]> {
+  const servers = () => serverPids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
+  const [c0, s0, r0, t0] = [process.cpuUsage(), servers(), processCpuMs(receiverPid), performance.now()];
+  const value = await run();
+  const c = process.cpuUsage(c0);
+  return [value, { client: (c.user + c.system) / 1000, server: servers() - s0, receiver: processCpuMs(receiverPid) - r0, wallMs: performance.now() - t0 }];
+}
+
+interface Row {
+  driver: string;
+  processes: number;
+  run: LoadRun;
+  alone: LoadRun;
+  relay: LoadRun;
+  bareS: number;
+  peakRssMiB: number;
+  cpu: { run: Cpu; alone: Cpu; bare: Cpu; relay: Cpu };
+}
+
+async function runOne(driver: Driver, rpcUrl: string, receiver: Receiver): Promise<Row> {
+  const receiverUrl = receiver.url;
+  const receiverPid = receiver.child.pid!;
   const first = await startServiceProcess({ driver, rpcUrl });
   const services: ServiceProcess[] = [first];
   try {
     const n = driver === 'postgres' ? processes : 1;
     for (let i = 1; i < n; i++) services.push(await startServiceProcess({ driver, rpcUrl, database: first.database, appKey: first.appKey, label: String(i + 1) }));
+    const pids = services.map((s) => s.pid);
     const wallet = (await api(first.base, first.token, 'POST', '/api/wallet/create', { name: 'Bench', network_id: first.networkId })) as { id: number };
     // The same updates on a wallet without webhooks: what the update load alone reaches, the
     // ceiling of deliveries that each follow an update.
@@ -220,17 +253,45 @@ async function runOne(driver: Driver, rpcUrl: string, receiverUrl: string): Prom
     await updateLoad(services, wallet.id, receiverUrl, 'warm', 100);
     process.stderr.write(`${updates} updates at ${concurrency} ... `);
     await profileSignal(services);
-    const run = await updateLoad(services, wallet.id, receiverUrl, 'u', updates);
+    const [run, runCpu] = await withCpu(pids, receiverPid, () => updateLoad(services, wallet.id, receiverUrl, 'u', updates));
     await profileSignal(services);
     process.stderr.write('the same updates without webhooks ... ');
-    const alone = await updateLoad(services, quiet.id, receiverUrl, 'q', updates, 0);
+    const [alone, aloneCpu] = await withCpu(pids, receiverPid, () => updateLoad(services, quiet.id, receiverUrl, 'q', updates, 0));
+    const peakRssMiB = Math.max(...services.map((s) => s.peakRssMiB()));
     process.stderr.write('bare loop ... ');
     const body = JSON.stringify({ event: 'wallet.updated', data: { pad: 'x'.repeat(Math.max(0, run.bodyBytes - 40)) } });
-    const bareS = await bareLoop(receiverUrl, body, run.deliveries, BARE_PARALLEL);
+    const [bareS, bareCpu] = await withCpu([], receiverPid, () => bareLoop(receiverUrl, body, run.deliveries, BARE_PARALLEL));
+    process.stderr.write('bare relay ... ');
+    const [relay, relayCpu] = await relayRun(first.database.dataDir, receiver, run.bodyBytes);
     process.stderr.write('done\n');
-    return { driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL', processes: n, run, alone, bareS, peakRssMiB: Math.max(...services.map((s) => s.peakRssMiB())) };
+    return {
+      driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL',
+      processes: n,
+      run,
+      alone,
+      relay,
+      bareS,
+      peakRssMiB,
+      cpu: { run: runCpu, alone: aloneCpu, bare: bareCpu, relay: relayCpu },
+    };
   } finally {
     for (const s of services.reverse()) await s.stop();
+  }
+}
+
+/**
+ * The same updates to the bare relay (bench/bare-server.ts `relay`): each answered and then sent
+ * to the receiver as a body of the service's size, one a request (whatever `--webhooks`), no
+ * database. What the scenario's HTTP alone reaches on this machine.
+ */
+async function relayRun(dir: string, receiver: Receiver, bodyBytes: number): Promise<[LoadRun, Cpu]> {
+  const relay = await startBareProcess(JSON.stringify({ receiver: receiver.url, bodyBytes }), 'relay', dir);
+  try {
+    const target = { base: new URL(relay.url).origin, token: 'none' };
+    await updateLoad([target], 1, receiver.url, 'rw', 100, 1);
+    return await withCpu([relay.pid], receiver.child.pid!, () => updateLoad([target], 1, receiver.url, 'r', updates, 1));
+  } finally {
+    await relay.stop();
   }
 }
 
@@ -242,22 +303,40 @@ async function main(): Promise<void> {
   const receiver = await startReceiver();
   const rows: Row[] = [];
   try {
-    for (const driver of databases) rows.push(await runOne(driver, devnet.rpcUrl, receiver.url));
+    for (const driver of databases) rows.push(await runOne(driver, devnet.rpcUrl, receiver));
   } finally {
     receiver.child.kill();
     await devnet.stop();
   }
   const lines = [
-    '| Database | Service processes | Updates/s (p50 ms) | Deliveries | Time (s) | Deliveries/s | Bare undici/s | **/ bare** | Event → delivery p50 / p99 (ms) | Updates alone/s (p50 ms): a wallet without webhooks | Deliveries / updates alone | Peak RSS (MiB) |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| Database | Service processes | Updates/s (p50 ms) | Deliveries | Time (s) | Deliveries/s | Bare undici/s | **/ bare** | Event → delivery p50 / p99 (ms) | Updates alone/s (p50 ms): a wallet without webhooks | Deliveries / updates alone | Bare relay: deliveries/s (**/ bare**) | Peak RSS (MiB) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  const cpuLines = [
+    '| Database | Phase | Bodies | Wall (s) | CPU ms: client / server / receiver | Cores busy | CPU a body (µs), all three |',
+    '|---|---|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     const rate = r.run.deliveries / r.run.seconds;
     const bare = r.run.deliveries / r.bareS;
+    const relayRate = r.relay.deliveries / r.relay.seconds;
     lines.push(
       `| ${r.driver} | ${r.processes} | ${f(r.run.updateRps)} (${f(r.run.updateP50Ms, 1)}) | ${f(r.run.deliveries)} | ${f(r.run.seconds, 2)} | ${f(rate)} | ${f(bare)} | **${f(rate / bare, 3)}×** | ` +
-        `${f(percentile(r.run.latencies, 50), 1)} / ${f(percentile(r.run.latencies, 99), 1)} | ${f(r.alone.updateRps)} (${f(r.alone.updateP50Ms, 1)}) | ${f(rate / r.alone.updateRps, 3)}× | ${f(r.peakRssMiB)} |`,
+        `${f(percentile(r.run.latencies, 50), 1)} / ${f(percentile(r.run.latencies, 99), 1)} | ${f(r.alone.updateRps)} (${f(r.alone.updateP50Ms, 1)}) | ${f(rate / r.alone.updateRps, 3)}× | ` +
+        `${f(relayRate)} (**${f(relayRate / bare, 3)}×**) | ${f(r.peakRssMiB)} |`,
     );
+    const phases: Array<[string, number, Cpu]> = [
+      ['deliveries under the updates', r.run.deliveries, r.cpu.run],
+      ['the updates alone (no webhook)', updates, r.cpu.alone],
+      ['bare undici to the receiver', r.run.deliveries, r.cpu.bare],
+      ['bare relay: update answered, body sent on', r.relay.deliveries, r.cpu.relay],
+    ];
+    for (const [phase, bodies, c] of phases) {
+      const total = c.client + c.server + c.receiver;
+      cpuLines.push(
+        `| ${r.driver} | ${phase} | ${f(bodies)} | ${f(c.wallMs / 1000, 2)} | ${f(c.client)} / ${f(c.server)} / ${f(c.receiver)} | ${f(total / c.wallMs, 2)} | ${f((total * 1000) / bodies)} |`,
+      );
+    }
   }
   const argv = process.argv.slice(2).join(' ');
   const cpu = cpus();
@@ -265,6 +344,10 @@ async function main(): Promise<void> {
     '## Webhook deliveries while their events are made over HTTP',
     '',
     ...lines,
+    '',
+    'Where the CPU went in each phase (from /proc and the bench\'s own `process.cpuUsage`; the client is the bench process sending the updates or the bare POSTs; anvil and PostgreSQL not counted):',
+    '',
+    ...cpuLines,
     '',
     `Command: \`npm run bench:webhooks${argv ? ` -- ${argv}` : ''}\` (\`npm start\` with its defaults and ${settingsNote()}; ${f(updates)} wallet updates, ` +
       `${concurrency} at a time, × ${webhookCount} signed webhook(s) with one extra header; the receiver a bare node:http process; the baseline ` +
