@@ -137,8 +137,11 @@ export function guardedWalletUpdate(
     returning id, user_id, network_id, name, description, address, created_at, updated_at`;
 }
 
-/** Run for the wallets of every block the watcher records (and most writes to a wallet): compiled once. */
-const lockWalletQuery = prepare((db, walletId: number) => dialectOf(db).forUpdate(db.selectFrom('wallets').select('id').where('id', '=', walletId)));
+/**
+ * Run for the wallets of every block the watcher records (and most writes to a wallet): compiled
+ * once, one statement for both `lockWallet` and `lockWalletOfUser`.
+ */
+const lockWalletQuery = prepare((db, walletId: number) => dialectOf(db).forUpdate(db.selectFrom('wallets').select('user_id').where('id', '=', walletId)));
 
 /**
  * The wallet lock: serialises read-modify-writes on one wallet (its nonce, its token list, its
@@ -147,13 +150,10 @@ const lockWalletQuery = prepare((db, walletId: number) => dialectOf(db).forUpdat
  * Returns false when the wallet does not exist.
  */
 export async function lockWallet(trx: Executor, walletId: number): Promise<boolean> {
-  return (await lockWalletQuery.executeTakeFirst(trx, walletId)) !== undefined;
+  return (await lockWalletOfUser(trx, walletId)) !== undefined;
 }
 
 /** `lockWallet` that returns the wallet's user (undefined when the wallet does not exist). */
 export async function lockWalletOfUser(trx: Executor, walletId: number): Promise<number | undefined> {
-  return (await lockWalletOfUserQuery.executeTakeFirst(trx, walletId))?.user_id;
+  return (await lockWalletQuery.executeTakeFirst(trx, walletId))?.user_id;
 }
-
-/** Run for the wallets of every block batch the watcher records: compiled once. */
-const lockWalletOfUserQuery = prepare((db, walletId: number) => dialectOf(db).forUpdate(db.selectFrom('wallets').select('user_id').where('id', '=', walletId)));
