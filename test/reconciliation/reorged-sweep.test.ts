@@ -83,15 +83,24 @@ describe('reconciliation: a sweep mined again after a reorg', () => {
     );
     expect(BigInt(reconfirmed.fee_paid!)).toBe(BigInt(again.gasUsed) * BigInt(again.effectiveGasPrice));
     // The gas remainder's sweep, removed with it and not sent again by the test, is sent again by
-    // the sweeper (it came back in flight under its own key while the token sweep held the kind's).
+    // the sweeper (it came back in flight under its own key while the token sweep held the
+    // kind's). Or, when the sweeper looked at the new chain before the watcher saw the reorg, it
+    // found the remainder unswept there and swept it anew at the same nonce: then the old one's
+    // re-send is refused ("nonce too low") and it fails `dropped`. Either way every row is final,
+    // each confirmed one mined on the new chain, each failed one nowhere and its nonce used by a
+    // confirmed sweep (one transaction per nonce: nothing swept twice, nothing left behind).
     await waitFor(
       async () => {
-        const rows = await t.store.db.selectFrom('charge_sweeps').select(['status', 'tx_hash', 'live_key']).where('charge_id', '=', c.id).where('kind', '=', 'sweep').execute();
-        if (rows.some((r) => r.live_key !== null || r.status !== 'confirmed')) return null;
-        for (const r of rows) if (!(await chain.rpc('eth_getTransactionReceipt', [r.tx_hash]))) return null;
+        const rows = await t.store.db.selectFrom('charge_sweeps').select(['status', 'tx_hash', 'live_key', 'nonce', 'error']).where('charge_id', '=', c.id).where('kind', '=', 'sweep').execute();
+        if (rows.some((r) => r.live_key !== null || (r.status !== 'confirmed' && r.status !== 'failed'))) return null;
+        for (const r of rows) {
+          const mined = (await chain.rpc('eth_getTransactionReceipt', [r.tx_hash])) !== null;
+          if (mined !== (r.status === 'confirmed')) return null;
+          if (r.status === 'failed' && !(r.error === 'dropped' && rows.some((o) => o.status === 'confirmed' && o.nonce === r.nonce))) return null;
+        }
         return rows;
       },
-      { timeoutMs: 20_000, message: 'every sweep of the charge confirmed on the new chain' },
+      { timeoutMs: 20_000, message: 'every sweep of the charge final on the new chain' },
     );
     await waitForCursor(t, networkId, await chain.blockNumber());
 
