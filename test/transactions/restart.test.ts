@@ -24,8 +24,15 @@ let user: TestUser;
 /** Only the start-up pass may re-send: the periodic check is 10 minutes away. */
 const ENV = { WATCHER_RECHECK_MS: '600000' };
 
+/**
+ * A node read held by the proxy until the test releases it must not time out meanwhile (the
+ * client's default is 5 s): the last test holds the first send's refusal while a second create
+ * runs, however long that takes on a loaded machine.
+ */
+const CHAINS = { timeoutMs: 60_000 };
+
 async function boot(): Promise<TestApp> {
-  app = await startTestApp({ database, keepDatabase: true, workers: true, env: ENV });
+  app = await startTestApp({ database, keepDatabase: true, workers: true, env: ENV, chains: CHAINS });
   return app;
 }
 
@@ -150,14 +157,19 @@ describe('restart', () => {
     const w = await fundedWallet(t, chain, user, networkId, 3n * ETH);
     const create = (amount: string) =>
       t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount, token: 'ETH', address: RECIPIENT } });
-    // The node is slow to refuse the first send of nonce 0; meanwhile nonce 1 is signed and
-    // accepted, and waits in the node's queue behind the missing nonce 0. (The second create's
-    // node reads must finish within the delay: 1.5 s was once too short on a loaded machine.)
-    proxy.rule('eth_sendRawTransaction', { action: 'error', message: 'insufficient funds for gas * price + value', times: 1, delayMs: 4000 });
+    // The node is slow to refuse the first send of nonce 0: the proxy holds the refusal until
+    // nonce 1 is signed and recorded (a fixed delay, 1.5 s then 4 s, was once too short for the
+    // second create's node reads on a loaded machine: it then took nonce 0, given back by the
+    // refusal). Nonce 1 is accepted and waits in the node's queue behind the missing nonce 0.
+    let refuse!: () => void;
+    const refused = new Promise<void>((resolve) => (refuse = resolve));
+    proxy.rule('eth_sendRawTransaction', { action: 'error', message: 'insufficient funds for gas * price + value', times: 1, until: refused });
     const firstP = create('1');
     await waitFor(async () => (await txRows(t, w.id)).length === 1, { message: 'nonce 0 recorded' });
-    const second = await create('0.5');
-    const first = await firstP;
+    const secondP = create('0.5');
+    await waitFor(async () => (await txRows(t, w.id)).length === 2, { timeoutMs: 30_000, message: 'nonce 1 recorded' });
+    refuse();
+    const [first, second] = await Promise.all([firstP, secondP]);
     expect(first.status).toBe(400);
     expect(first.body.message).toBe('The blockchain node rejected the transaction: insufficient funds for gas * price + value');
     expect(second.status).toBe(200);
