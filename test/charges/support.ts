@@ -6,6 +6,7 @@ import { startTestApp, type ManualClock, type TestApp, type TestUser } from '../
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitForCursor } from '../transactions/support.js';
 import { waitFor } from '../helpers/wait.js';
+import { deployErc20, mintErc20 } from '../helpers/erc20.js';
 
 /** anvil's dev account #2: the payer, outside the service. */
 export const PAYER = privateKeyToAccount('0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a' as Hex);
@@ -80,4 +81,27 @@ export async function startSweepingService(clock: ManualClock): Promise<{ chain:
   t.startWorkers();
   await waitForCursor(t, networkId);
   return { chain, t, alice, networkId };
+}
+
+/**
+ * A wallet named `name` holding gas for its deposit's token sweep (`fund` puts it there), a new
+ * 6-decimal token TUSD on it, and a charge of 5 TUSD paid in full from outside.
+ */
+export async function tokenChargePaid(
+  t: TestApp,
+  chain: TestChain,
+  alice: TestUser,
+  opts: { networkId: number; clock: ManualClock; name: string; fund: (address: Address) => Promise<unknown> },
+) {
+  const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: opts.name, network_id: opts.networkId } })).body.data as { id: number; address: Address };
+  await opts.fund(wallet.address);
+  const usd = await deployErc20(chain.rpcUrl, { name: 'Test USD', symbol: 'TUSD', decimals: 6 });
+  const added = await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: alice.token, body: { contract: usd } });
+  if (added.status !== 200) throw new Error(`token/add: ${added.status} ${JSON.stringify(added.body)}`);
+  const api = chargeApi(t, wallet.id, alice.token);
+  await clockToChain(opts.clock, chain);
+  const c = await api.create({ amount: '5', token: 'TUSD', expires: 600 });
+  await mintErc20(chain.rpcUrl, usd, c.address as Address, 5_000_000n);
+  await api.until(c.id, (x) => x.status === 'paid', 'paid');
+  return { wallet, usd, api, c };
 }

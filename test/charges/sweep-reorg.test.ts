@@ -19,11 +19,11 @@ import { parseEther, type Address, type Hex } from 'viem';
 import { ManualClock, type TestApp, type TestUser } from '../helpers/app.js';
 import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
+import { erc20BalanceOf } from '../helpers/erc20.js';
 import { sendFromOutsider, waitForCursor } from '../transactions/support.js';
 import { SWEEP_RETRY_MS } from '../../src/modules/charges/charges.sweeps.js';
 import { formatUnits18 } from '../../src/lib/money.js';
-import { balanceOf, chargeApi, clockToChain, pay, startSweepingService } from './support.js';
+import { balanceOf, chargeApi, clockToChain, pay, startSweepingService, tokenChargePaid } from './support.js';
 
 type Receipt = { blockNumber: Hex; blockHash: Hex; status: Hex; gasUsed: Hex; effectiveGasPrice: Hex };
 
@@ -168,15 +168,8 @@ describe('charge sweeps: a confirmed sweep removed by a reorg and not mined agai
 
   /** A token charge of 5 TUSD paid and swept: the gas top-up, the token sweep and the remainder's sweep, all confirmed. */
   async function tokenChargeSwept(name: string) {
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name, network_id: networkId } })).body.data as { id: number; address: Address };
-    await sendFromOutsider(chain.rpcUrl, wallet.address, 10n ** 18n); // gas for the deposit's token sweep (a recorded receipt)
-    const usd = await deployErc20(chain.rpcUrl, { name: 'Test USD', symbol: 'TUSD', decimals: 6 });
-    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: alice.token, body: { contract: usd } })).status).toBe(200);
-    const api = chargeApi(t, wallet.id, alice.token);
-    await clockToChain(clock, chain);
-    const c = await api.create({ amount: '5', token: 'TUSD', expires: 600 });
-    await mintErc20(chain.rpcUrl, usd, c.address as Address, 5_000_000n);
-    await api.until(c.id, (x) => x.status === 'paid', 'paid');
+    // Gas for the deposit's token sweep, sent from outside (a recorded receipt).
+    const { wallet, usd, api, c } = await tokenChargePaid(t, chain, alice, { networkId, clock, name, fund: (a) => sendFromOutsider(chain.rpcUrl, a, 10n ** 18n) });
     const before = await settled(c.id, 'top-up and sweeps confirmed');
     expect(before.map((r) => [r.kind, r.status])).toEqual([
       ['gas', 'confirmed'],

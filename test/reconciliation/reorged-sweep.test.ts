@@ -19,8 +19,7 @@ import type { Address, Hex } from 'viem';
 import { ManualClock, type TestApp, type TestUser } from '../helpers/app.js';
 import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { chargeApi, clockToChain, startSweepingService } from '../charges/support.js';
-import { deployErc20, mintErc20 } from '../helpers/erc20.js';
+import { startSweepingService, tokenChargePaid } from '../charges/support.js';
 import { waitForCursor } from '../transactions/support.js';
 import { rawOf, type RpcTx } from '../../sim/chain.js';
 import { startWatcherWorker } from '../../src/workers/watcher.js';
@@ -39,15 +38,8 @@ interface Swept {
 
 /** A wallet's charge paid in a token on `chain` and its token sweep confirmed. */
 async function paidAndSwept(t: TestApp, chain: TestChain, alice: TestUser, networkId: number, clock: ManualClock): Promise<Swept> {
-  const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } })).body.data as { id: number; address: Address };
-  await chain.setBalance(wallet.address, 10n ** 18n); // gas for the deposit's token sweep
-  const usd = await deployErc20(chain.rpcUrl, { name: 'Test USD', symbol: 'TUSD', decimals: 6 });
-  expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: alice.token, body: { contract: usd } })).status).toBe(200);
-  const api = chargeApi(t, wallet.id, alice.token);
-  await clockToChain(clock, chain);
-  const c = await api.create({ amount: '5', token: 'TUSD', expires: 600 });
-  await mintErc20(chain.rpcUrl, usd, c.address as Address, 5_000_000n);
-  await api.until(c.id, (x) => x.status === 'paid', 'paid');
+  // Gas for the deposit's token sweep, set on the chain.
+  const { wallet, c } = await tokenChargePaid(t, chain, alice, { networkId, clock, name: 'Shop', fund: (a) => chain.setBalance(a, 10n ** 18n) });
   const tokenId = (await t.store.db.selectFrom('charges').select('token_id').where('id', '=', c.id).executeTakeFirstOrThrow()).token_id;
   const sweep = await waitFor(
     async () =>
