@@ -166,6 +166,10 @@ describe('restart', () => {
     proxy.rule('eth_sendRawTransaction', { action: 'error', message: 'insufficient funds for gas * price + value', times: 1, until: refused });
     const firstP = create('1');
     await waitFor(async () => (await txRows(t, w.id)).length === 1, { message: 'nonce 0 recorded' });
+    // The second create begins once the held send has reached the proxy: the client batches the
+    // calls of one turn, and a read of the second create in the held send's batch would be held
+    // with it (CI once timed out so).
+    await waitFor(() => proxy.seen.some((c) => c.method === 'eth_sendRawTransaction' && c.action === 'error'), { message: 'the first send held' });
     const secondP = create('0.5');
     await waitFor(async () => (await txRows(t, w.id)).length === 2, { timeoutMs: 30_000, message: 'nonce 1 recorded' });
     refuse();
