@@ -56,12 +56,8 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     },
     dest,
   );
-  // The request summary's lines go to the same place (`accessLine`).
-  ACCESS_DESTINATIONS.set(log, dest);
   return log;
 }
-
-const ACCESS_DESTINATIONS = new WeakMap<Logger, DestinationStream>();
 
 /** Lines wait at most this long in the buffer when fewer than LOG_BATCH_CHARS arrive. */
 const LOG_FLUSH_MS = 200;
@@ -139,20 +135,48 @@ export type AccessLine = (requestId: string, method: string, route: string, stat
 
 /**
  * The writer of `log`'s per-request summary line, the same JSON line pino writes for
- * `info({ [idLabel]: id, method, route, status, ms }, 'request')`, built as one template string:
- * pino's redaction of every line (a walk of REDACT_PATHS' wildcards), a child per request and its
- * generic object walk were a fifth of a cached request's CPU; the summary holds no secret to
- * redact (its strings are JSON-escaped all the same). A logger not made by `createLogger` logs
- * it through pino.
+ * `info({ [idLabel]: id, method, route, status, ms }, 'request')` (`fixedLine`).
  */
 export function accessLine(log: Logger, idLabel: string): AccessLine {
-  const dest = ACCESS_DESTINATIONS.get(log);
-  if (dest === undefined) return (id, method, route, status, ms) => log.info({ [idLabel]: id, method, route, status, ms }, 'request');
-  const head = `{"level":${log.levels.values.info},"time":"`;
-  const tail = `","service":"wallet-service",${JSON.stringify(idLabel)}:`;
-  return (id, method, route, status, ms) => {
-    if (!log.isLevelEnabled('info')) return;
-    dest.write(`${head}${new Date().toISOString()}${tail}${JSON.stringify(id)},"method":${JSON.stringify(method)},"route":${JSON.stringify(route)},"status":${status},"ms":${ms},"msg":"request"}\n`);
+  return fixedLine(log, 'info', 'request', [idLabel, 'method', 'route', 'status', 'ms']);
+}
+
+/** A value of a fixed line's field: a primitive, so no object can carry a secret into it. */
+export type LineValue = string | number | boolean | null;
+
+/** The last name of every redacted path (`*.secret` → `secret`): no fixed line may have such a field. */
+const REDACTED_NAMES = new Set(REDACT_PATHS.map((p) => p.slice(p.lastIndexOf('.') + 1)));
+
+/**
+ * The writer of one kind of line logged on a hot path: the same JSON line pino writes for
+ * `log[level]({ [names[0]]: values[0], … }, msg)`, built as one template string from the
+ * logger's own bindings and destination. pino redacts every line (a walk of REDACT_PATHS'
+ * wildcards) and walks its object generically: on the request summary that was a fifth of a
+ * cached request's CPU, on a delivery's outcome line ~4% of a delivery (BENCHMARKS.md, issue 23).
+ * Such a line needs no redaction: its field names are checked here against the redacted ones,
+ * and its values are primitives, JSON-escaped as pino does. A logger that is not pino's own (no
+ * destination to write to) logs it through pino.
+ */
+export function fixedLine(log: Logger, level: 'info' | 'warn', msg: string, names: readonly string[]): (...values: LineValue[]) => void {
+  for (const n of names) if (REDACTED_NAMES.has(n)) throw new Error(`a fixed log line cannot have the redacted field ${n}`);
+  const dest = (log as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as DestinationStream | undefined;
+  const chindings = (log as unknown as Record<symbol, unknown>)[pino.symbols.chindingsSym];
+  if (dest === undefined || typeof chindings !== 'string') {
+    return (...values) => {
+      const obj: Record<string, LineValue> = {};
+      names.forEach((n, i) => (obj[n] = values[i] ?? null));
+      log[level](obj, msg);
+    };
+  }
+  const head = `{"level":${log.levels.values[level]},"time":"`;
+  const afterTime = `"${chindings}`;
+  const keys = names.map((n) => `,${JSON.stringify(n)}:`);
+  const tail = `,"msg":${JSON.stringify(msg)}}\n`;
+  return (...values) => {
+    if (!log.isLevelEnabled(level)) return;
+    let line = head + new Date().toISOString() + afterTime;
+    for (let i = 0; i < keys.length; i++) line += keys[i]! + JSON.stringify(values[i] ?? null);
+    dest.write(line + tail);
   };
 }
 

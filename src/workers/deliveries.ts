@@ -37,6 +37,7 @@ import { claimDeliveries, type ClaimedDelivery } from './deliveries/claim.js';
 import { dispatchEvents } from './deliveries/dispatch.js';
 import { OutcomeRecorder, type Recorded } from './deliveries/record.js';
 import type { Worker } from './worker.js';
+import { fixedLine, type LineValue } from '../logger.js';
 import { onOutboxEvent } from '../modules/events/outbox.js';
 
 /** Outbox events fanned out per transaction. */
@@ -120,6 +121,8 @@ class DeliveryRun {
   readonly #id: string;
   readonly #cfg: AppContext['config']['webhook'];
   readonly #log: Logger;
+  /** 'webhook delivered', a line a delivery: written as a fixed line (src/logger.ts). */
+  readonly #deliveredLine: (...values: LineValue[]) => void;
   readonly #perWebhookLimit: number;
   readonly #leaseMs: number;
   readonly #sender: DeliverySender;
@@ -177,6 +180,7 @@ class DeliveryRun {
     this.#id = id;
     this.#cfg = ctx.config.webhook;
     this.#log = ctx.log.child({ component: 'deliveries', worker: id });
+    this.#deliveredLine = fixedLine(this.#log, 'info', 'webhook delivered', ['delivery', 'webhook_id', 'event', 'status_code', 'duration_ms', 'attempt']);
     this.#perWebhookLimit = Math.max(1, Math.ceil(this.#cfg.concurrency / 2));
     this.#secrets = new SecretCache((enc, place) => ctx.secrets.decrypt(enc, place));
     this.#leaseMs = this.#cfg.totalTimeoutMs + LEASE_MARGIN_MS;
@@ -489,12 +493,14 @@ class DeliveryRun {
   }
 
   #logOutcome(c: ClaimedDelivery, outcome: AttemptOutcome, rec: Recorded): void {
+    if (rec !== null && rec.delivered) {
+      this.#counts.delivered += 1;
+      this.#deliveredLine(c.uuid, c.webhook_id, c.event_name, outcome.statusCode, outcome.durationMs, rec.attempts);
+      return;
+    }
     const base = { delivery: c.uuid, webhook_id: c.webhook_id, event: c.event_name, status_code: outcome.statusCode, duration_ms: outcome.durationMs };
     if (rec === null) {
       this.#log.warn(base, 'delivery lease lost before its outcome was recorded');
-    } else if (rec.delivered) {
-      this.#counts.delivered += 1;
-      this.#log.info({ ...base, attempt: rec.attempts }, 'webhook delivered');
     } else {
       this.#counts.failedAttempts += 1;
       this.#log.warn(

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { accessLine, createLogger } from '../../src/logger.js';
+import { accessLine, createLogger, fixedLine } from '../../src/logger.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -51,6 +51,41 @@ describe('the request summary line', () => {
     accessLine(log, 'request_id')('id', 'GET', '/api/health', 200, 1);
     log.warn('kept');
     expect(mine.lines.map((l) => JSON.parse(l).msg)).toEqual(['kept']);
+  });
+});
+
+describe('a fixed line (a hot path\'s line built as a template string)', () => {
+  it("is the line pino writes for a child logger's bindings and the same fields, null and escapes included", () => {
+    const mine = capture();
+    const child = createLogger('info', mine as never).child({ component: 'deliveries', worker: 'host:1:"ab"' });
+    const write = fixedLine(child, 'info', 'webhook delivered', ['delivery', 'webhook_id', 'status_code', 'ok', 'event']);
+    const theirs = capture();
+    const reference = pino({ level: 'info', base: { service: 'wallet-service' }, timestamp: pino.stdTimeFunctions.isoTime }, theirs as never).child({ component: 'deliveries', worker: 'host:1:"ab"' });
+    const rows: Array<[string, number, number | null, boolean, string]> = [
+      ['0b4e3c1a-7d2f-4e5a-9c8b-1a2b3c4d5e6f', 7, 200, true, 'wallet.updated'],
+      ['tab\there \u2028', 12, null, false, 'quote " back \\ slash'],
+    ];
+    for (const [delivery, webhookId, status, ok, event] of rows) {
+      write(delivery, webhookId, status, ok, event);
+      reference.info({ delivery, webhook_id: webhookId, status_code: status, ok, event }, 'webhook delivered');
+    }
+    expect(mine.lines.map(withoutTime)).toEqual(theirs.lines.map(withoutTime));
+    expect(JSON.parse(mine.lines[1]!)).toMatchObject({ level: 30, service: 'wallet-service', component: 'deliveries', worker: 'host:1:"ab"', delivery: 'tab\there \u2028', status_code: null, ok: false, msg: 'webhook delivered' });
+  });
+
+  it('is written at its own level only when that level is enabled', () => {
+    const mine = capture();
+    const log = createLogger('warn', mine as never);
+    fixedLine(log, 'info', 'quiet', ['n'])(1);
+    fixedLine(log, 'warn', 'loud', ['n'])(2);
+    expect(mine.lines.map((l) => JSON.parse(l))).toMatchObject([{ level: 40, msg: 'loud', n: 2 }]);
+  });
+
+  it('cannot have a field that the logger redacts', () => {
+    const log = createLogger('info', capture() as never);
+    for (const name of ['secret', 'signature', 'headers', 'private_key', 'token', 'authorization']) {
+      expect(() => fixedLine(log, 'info', 'x', ['id', name])).toThrow(`a fixed log line cannot have the redacted field ${name}`);
+    }
   });
 });
 

@@ -125,7 +125,10 @@ describe('webhook delivery worker', () => {
 
     // Logs name the delivery, never the secret or header values.
     const lines = t.logs.filter((l) => l.includes(delivery!.uuid));
-    expect(lines.some((l) => l.includes('webhook delivered') && l.includes('"status_code":200'))).toBe(true);
+    const delivered = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'webhook delivered');
+    expect(delivered).toHaveLength(1);
+    expect(delivered[0]).toMatchObject({ level: 30, service: 'wallet-service', component: 'deliveries', delivery: delivery!.uuid, webhook_id: hook.id, event: 'charge.created', status_code: 200, attempt: 1 });
+    expect(delivered[0]!.duration_ms).toBe(attempts[0]!.duration_ms);
     const all = t.logs.join('\n');
     for (const leak of [secret, 'key-123', 'rx-token', hex]) expect(all).not.toContain(leak);
   });
