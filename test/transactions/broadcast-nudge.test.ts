@@ -1,9 +1,12 @@
 /**
  * Where blocks come faster than the watcher polls (here anvil mining each transaction at once,
  * after a tick that found two new blocks), a transfer this process broadcasts brings the
- * watcher's next tick to within 50 ms, so its confirmation is not paced by
- * WATCHER_PENDING_POLL_MS (set to 3 s here: without the nudge each of the five transfers below
- * waits up to 3 s, 1.5 s on average, for its confirming tick).
+ * watcher's next tick to within 50 ms, so its confirmation is not paced by the polls (both set to
+ * 6 s here: without the nudge each of the five transfers below waits up to 6 s, 3 s on average,
+ * for its confirming tick, so all five within 2 s by chance is (1/3)^5, 0.4%; the 2 s bound
+ * leaves a loaded CI machine room: one run on PostgreSQL took 1.39 s for a transfer).
+ * WATCHER_FOLLOW_HEADS is off: a followed head would wake the tick too (test/chain/heads*),
+ * and this test is of the broadcast's own nudge, for nodes without WebSockets.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
@@ -16,7 +19,7 @@ let user: TestUser;
 
 beforeAll(async () => {
   chain = await startTestChain();
-  t = await startTestApp({ env: { WATCHER_POLL_MS: '3000', WATCHER_PENDING_POLL_MS: '3000' } });
+  t = await startTestApp({ env: { WATCHER_POLL_MS: '6000', WATCHER_PENDING_POLL_MS: '6000', WATCHER_FOLLOW_HEADS: 'false' } });
   user = await t.createUser();
 });
 
@@ -26,7 +29,7 @@ afterAll(async () => {
 });
 
 describe('a broadcast on a chain faster than the watcher polls', () => {
-  it('is confirmed within a second, five times in a row, with the pending poll at 3 s', async () => {
+  it('is confirmed within 2 s, five times in a row, with the polls at 6 s and no head follower', async () => {
     const networkId = await chain.register(t);
     const w = await fundedWallet(t, chain, user, networkId, ETH);
     t.startWorkers();
@@ -38,7 +41,7 @@ describe('a broadcast on a chain faster than the watcher polls', () => {
       expect(res.status, res.text).toBe(200);
       const sent = Date.now();
       await waitForStatus(t, user, w.id, res.body.data.id, 'confirmed', 10_000);
-      expect(Date.now() - sent, `transfer ${i + 1}`).toBeLessThan(1000);
+      expect(Date.now() - sent, `transfer ${i + 1}`).toBeLessThan(2000);
     }
   });
 });
