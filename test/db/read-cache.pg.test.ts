@@ -106,7 +106,11 @@ describe('read cache across processes (PostgreSQL)', () => {
     const before = (await listeners()).rows.map((r) => r.pid);
     expect(before.length).toBeGreaterThanOrEqual(3); // a, b and the seed app
     // Cut every cache listener, then change the wallet while they are down: the NOTIFY is lost.
-    await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid IN (${sql.join(before)})`.execute(db);
+    // The timeout makes pg_terminate_backend wait until each backend has exited (its socket
+    // closed): without it the function returns once the signal is sent, and on a loaded machine
+    // a backend could still be alive at the UPDATE and die after it, its NOTIFY lost, before its
+    // process could know the connection had gone (one CI run served 'Cached' that way).
+    await sql`SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE pid IN (${sql.join(before)})`.execute(db);
     await sql`UPDATE wallets SET name = 'While deaf' WHERE id = ${walletId}`.execute(db);
     for (const s of [a, b]) expect((await api(s, 'GET', `/wallet/${walletId}`, token)).body.data.name).toBe('While deaf');
     // They listen again (after about a second) and go on serving what the database holds.
