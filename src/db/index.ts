@@ -12,6 +12,7 @@ import { registerTableVersions, sqliteDataVersion, TableVersions } from './read-
 import { listenerGate, trackPoolWrites } from './read-cache-postgres.js';
 import { useNamedStatements } from './named-statements.js';
 import { GroupCommitSqliteDialect } from './group-commit.js';
+import { listenPostgres } from './listen-postgres.js';
 import type { Database } from './types.js';
 import { ARRAY_ROWS_MARK } from './prepared.js';
 
@@ -121,55 +122,4 @@ export function createStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'db
   const db = new Kysely<Database>({ dialect: new GroupCommitSqliteDialect({ database: sqlite }) });
   registerTableVersions(db, versions);
   return { db, dialect: sqlDialect('sqlite'), driver: 'sqlite', listenOutbox: () => async () => undefined, destroy: () => db.destroy() };
-}
-
-interface ListenHandlers {
-  notify(payload: string): void;
-  onError(err: unknown): void;
-  /** The LISTEN is in place (after each (re)connection). */
-  up?(): void;
-  /** The connection is lost; notifications until the next `up` are missed. */
-  down?(): void;
-}
-
-/** LISTEN on a dedicated client; reconnects (after 1 s) when the connection drops. */
-function listenPostgres(url: string, channel: string, h: ListenHandlers): () => Promise<void> {
-  let client: pg.Client | null = null;
-  let closed = false;
-  let retry: NodeJS.Timeout | null = null;
-  const lost = (c: pg.Client, err: unknown) => {
-    h.down?.();
-    h.onError(err);
-    c.end().catch(() => undefined);
-    if (client === c) client = null;
-    if (!closed) retry = setTimeout(() => void connect(), 1000);
-  };
-  const connect = async () => {
-    if (closed) return;
-    const c = new pg.Client({ connectionString: url, application_name: 'wallet-service-listen' });
-    c.on('notification', (n) => h.notify(n.payload ?? ''));
-    c.on('error', (err) => lost(c, err));
-    c.on('end', () => {
-      if (!closed && client === c) lost(c, new Error('LISTEN connection ended'));
-    });
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${channel}`);
-      if (closed) await c.end();
-      else {
-        client = c;
-        h.up?.();
-      }
-    } catch (err) {
-      lost(c, err);
-    }
-  };
-  void connect();
-  return async () => {
-    closed = true;
-    h.down?.();
-    if (retry) clearTimeout(retry);
-    await client?.end().catch(() => undefined);
-    client = null;
-  };
 }

@@ -102,7 +102,7 @@ describe('read cache across processes (PostgreSQL)', () => {
     await warm(token, walletId);
     const db = seed.store.db;
     const listeners = () =>
-      sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'wallet-service-listen' AND query ILIKE 'LISTEN wallet_cache%'`.execute(db);
+      sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'wallet-service-listen:wallet_cache'`.execute(db);
     const before = (await listeners()).rows.map((r) => r.pid);
     expect(before.length).toBeGreaterThanOrEqual(3); // a, b and the seed app
     // Cut every cache listener, then change the wallet while they are down: the NOTIFY is lost.
