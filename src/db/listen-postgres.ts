@@ -60,9 +60,7 @@ export function listenPostgres(url: string, channel: string, h: ListenHandlers, 
   };
   const connect = async () => {
     if (closed) return;
-    // Named by channel: pg_stat_activity tells the listeners apart (its `query` is the last heartbeat).
-    const c = new pg.Client({ connectionString: url, application_name: `wallet-service-listen:${channel}` });
-    c.on('notification', (n) => h.notify(n.payload ?? ''));
+    const c = listenClient(url, channel, h);
     c.on('error', (err) => lost(c, err));
     c.on('end', () => {
       if (!closed) lost(c, new Error('LISTEN connection ended'));
@@ -96,6 +94,13 @@ export function listenPostgres(url: string, channel: string, h: ListenHandlers, 
       await c.end().catch(() => undefined);
     }
   };
+}
+
+/** A client for `channel`, named after it: pg_stat_activity tells the listeners apart (their `query` is the last heartbeat). */
+function listenClient(url: string, channel: string, h: ListenHandlers): pg.Client {
+  const c = new pg.Client({ connectionString: url, application_name: `wallet-service-listen:${channel}` });
+  c.on('notification', (n) => h.notify(n.payload ?? ''));
+  return c;
 }
 
 /** Asks `SELECT 1` every `everyMs`; `onSilent` when an answer is `timeoutMs` late or the query fails. Returns the stop. */
