@@ -68,7 +68,8 @@ export function listenPostgres(url: string, channel: string, h: ListenHandlers, 
     try {
       await c.connect();
       await c.query(`LISTEN ${channel}`);
-      if (closed || gone.has(c)) {
+      if (gone.has(c)) return; // lost while connecting: already dropped, a reconnection planned
+      if (closed) {
         gone.add(c);
         await c.end();
         return;
