@@ -1,5 +1,9 @@
-/** Keys: BIP-39 mnemonics and BIP-44 derivation (m/44'/60'/0'/0/i) through viem. */
-import { getAddress, toHex, type Address, type Hex, type TransactionSerializable } from 'viem';
+/**
+ * Keys: BIP-39 mnemonics and BIP-44 derivation (m/44'/60'/0'/0/i) through viem; wallets'
+ * transactions signed by libsecp256k1 where its binding is built for the platform.
+ */
+import { createRequire } from 'node:module';
+import { bytesToHex, getAddress, hexToBytes, keccak256, serializeTransaction, toHex, type Address, type Hex, type TransactionSerializable } from 'viem';
 import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount, signTransaction, type PrivateKeyAccount } from 'viem/accounts';
 
 export interface DerivedKey {
@@ -36,5 +40,39 @@ export interface TransactionSigner {
  * every transfer. The address is the one the key was created with (`newWalletKeys`).
  */
 export function signerFor(privateKey: Hex, address: string): TransactionSigner {
-  return { address: getAddress(address), signTransaction: (transaction) => signTransaction({ privateKey, transaction }) };
+  if (!nativeSigner) return { address: getAddress(address), signTransaction: (transaction) => signTransaction({ privateKey, transaction }) };
+  const key = hexToBytes(privateKey);
+  return { address: getAddress(address), signTransaction: async (transaction) => signNatively(nativeSigner!, key, transaction) };
+}
+
+/**
+ * The `secp256k1` package's binding of bitcoin-core's libsecp256k1 (prebuilt in the package for
+ * linux-x64, darwin-arm64 and win32-x64; never its pure-JavaScript fallback). A signature there
+ * costs ~50 µs against ~300 µs in viem's JavaScript signer, on the event loop's thread of every
+ * transfer create (BENCHMARKS.md, issue 23); both are RFC 6979 and low-S, so the raw transaction
+ * is byte for byte viem's (test/chain/signing.test.ts). Null where no binding loads: viem signs.
+ */
+interface NativeSecp256k1 {
+  ecdsaSign(message: Uint8Array, privateKey: Uint8Array): { signature: Uint8Array; recid: number };
+}
+
+export const nativeSigner: NativeSecp256k1 | null = loadNativeSigner();
+
+function loadNativeSigner(): NativeSecp256k1 | null {
+  try {
+    return createRequire(import.meta.url)('secp256k1/bindings') as NativeSecp256k1;
+  } catch {
+    return null;
+  }
+}
+
+/** viem's `signTransaction` with libsecp256k1's signature: the same serialisation, the same signature fields. */
+export function signNatively(native: NativeSecp256k1, privateKey: Uint8Array, transaction: TransactionSerializable): Hex {
+  if (transaction.type === 'eip4844') throw new Error('blob transactions are not signed here');
+  const { signature, recid } = native.ecdsaSign(hexToBytes(keccak256(serializeTransaction(transaction))), privateKey);
+  // 2 and 3 mean r overflowed the group order (probability ~2^-127); Ethereum has no parity for them.
+  if (recid > 1) throw new Error(`signature recovery id ${recid} has no y parity`);
+  const r = bytesToHex(signature.subarray(0, 32));
+  const s = bytesToHex(signature.subarray(32, 64));
+  return serializeTransaction(transaction, { r, s, v: recid === 1 ? 28n : 27n, yParity: recid });
 }
