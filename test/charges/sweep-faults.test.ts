@@ -9,7 +9,10 @@
  * - a lagging node answers "nonce too low" to the re-send of a sweep that mined: the sweep is
  *   not failed, and is confirmed once the follower sees its block;
  * - a sweep the node dropped and will not take again (insufficient funds) while its nonce is
- *   free: failed, and swept again at the same nonce (never held forever).
+ *   free: failed, and swept again at the same nonce (never held forever);
+ * - a sweep whose first send the node refuses, then signed again to the very same bytes (same
+ *   nonce, amount and fees): one row, put back in flight and confirmed, never a `failed` row
+ *   under the hash the chain mined beside a confirmed one (the seeded simulation's seed 3601).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
@@ -186,6 +189,31 @@ describe('charge sweeps under faults', () => {
     } finally {
       proxy.allow('eth_sendRawTransaction');
       await chain.rpc('evm_setAutomine', [true]);
+    }
+  });
+
+  it('a sweep whose first send is refused, signed again to the same bytes: one row, back in flight, confirmed', async () => {
+    await clockToChain(clock, chain);
+    const c = await api.create({ amount: '0.7', token: 'ETH', expires: 600 });
+    // The first send of the sweep is refused (a lagging node that has not seen the payment).
+    proxy.rule('eth_sendRawTransaction', { action: 'error', code: -32000, message: 'insufficient funds for gas * price + value', times: 1 });
+    try {
+      await pay(chain.rpcUrl, c.address, parseEther('0.7'));
+      const refused = await api.until(c.id, (x) => x.status === 'paid' && x.sweeps[0]?.status === 'failed', 'first sweep refused', 20_000);
+      const first = refused.sweeps[0] as Sweep;
+      // No block since: the next sweep has the same nonce, amount and fees, so the same hash.
+      const done = await retryingUntil(async () => {
+        const x = await api.show(c.id);
+        return x.sweeps.some((w: Sweep) => w.status === 'confirmed') ? x : null;
+      }, 'swept again and confirmed');
+      expect(done.sweeps).toEqual([{ ...first, status: 'confirmed' }]);
+      const rows = await t.store.db.selectFrom('charge_sweeps').select(['status', 'tx_hash', 'error']).where('charge_id', '=', c.id).where('kind', '=', 'sweep').execute();
+      expect(rows).toEqual([{ status: 'confirmed', tx_hash: first.tx_hash, error: null }]);
+      const mined = await chain.rpc<{ status: string } | null>('eth_getTransactionReceipt', [first.tx_hash]);
+      expect(mined?.status).toBe('0x1');
+      expect(await balanceOf(chain, c.address)).toBe(0n);
+    } finally {
+      proxy.allow('eth_sendRawTransaction');
     }
   });
 });

@@ -87,11 +87,31 @@ export async function hasLiveNonceIn(db: Executor, chargeId: number, from: numbe
 /**
  * Inserts a row in flight unless one of its kind already is for the charge (null then). The
  * unique `live_key` backs the check: two processes never both hold one.
+ *
+ * A sweep signed to the very bytes of one that failed (its first send refused, then the same
+ * nonce, amount and fees again: signatures are deterministic) is that transaction: the failed row
+ * is put back in flight rather than a second row made, so no row stays `failed` under a hash the
+ * chain then mines (the newest such row, so two processes pick the same one).
  */
 export async function claimLive(trx: Executor, s: NewSweep, nowMs: number): Promise<number | null> {
   const key = liveKey(s.charge_id, s.kind);
   const taken = await trx.selectFrom('charge_sweeps').select('id').where('charge_id', '=', s.charge_id).where('kind', '=', s.kind).where('live_key', 'is not', null).executeTakeFirst();
   if (taken) return null;
+  const sameFailed = trx
+    .selectFrom('charge_sweeps')
+    .select((eb) => eb.fn.max('id').as('id'))
+    .where('charge_id', '=', s.charge_id)
+    .where('kind', '=', s.kind)
+    .where('tx_hash', '=', s.tx_hash)
+    .where('status', '=', 'failed');
+  const revived = await trx
+    .updateTable('charge_sweeps')
+    .set({ status: 'pending', live_key: key, block_number: null, error: null, fee_paid: null, updated_at: nowMs })
+    .where('id', '=', sameFailed)
+    .where('status', '=', 'failed')
+    .returning('id')
+    .executeTakeFirst();
+  if (revived) return revived.id;
   const r = await trx
     .insertInto('charge_sweeps')
     .values({ ...s, amount: s.amount.toString(), status: 'pending', live_key: key, block_number: null, error: null, created_at: nowMs, updated_at: nowMs })

@@ -19,7 +19,8 @@
  *   the address ends at 0. A balance that does not cover the fee is dust: logged, not sent.
  * - Tracking: a sweep is `confirmed` when its receipt's block has the network's confirmations
  *   (the follower's cursor), `failed` when it reverted, when the node refused its first send, or
- *   when its nonce is used at confirmed depth without it (it is then sent again as a new sweep);
+ *   when its nonce is used at confirmed depth without it (it is then sent again as a new sweep;
+ *   one signed to a failed row's very bytes puts that row back in flight, `claimLive`);
  *   a sweep the node forgot is sent again as signed, and a refusal of that re-send is not final.
  *   Each final step and the charge's next look are one transaction (`finish`).
  * - Reorgs: the rollback puts the sweeps and top-ups mined above the common ancestor back in
