@@ -5,7 +5,13 @@
  *   ends confirmed with the hash that mined, and its money is spent once;
  * - a head a few blocks low for a while: nothing confirmed goes back to pending, no event twice;
  * - a re-broadcast refused by a node that never saw the transfer: it stays pending and
- *   reserved until its nonce is used; used by another transaction, it fails as `dropped`.
+ *   reserved until its nonce is used; used by another transaction, it fails as `dropped`;
+ * - a transfer refused on its first send (its row failed, its nonce given back) and created again
+ *   before any block signs the very same bytes (deterministic signatures): the chain mines one
+ *   transaction under the hash of both rows (docs/transactions.md, "Healing": each request keeps
+ *   its own row). It is shown once: the refused row stays failed and unmined (the follower
+ *   attaches the live twin, never revives the failed one), the retry confirms, the money leaves
+ *   once, `transaction.confirmed` is announced once.
  */
 import type { Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -240,5 +246,27 @@ describe('a re-broadcast refused by a node that never saw the transfer', () => {
       proxy.allow('eth_sendRawTransaction');
       await chain.rpc('evm_setAutomine', [true]);
     }
+  });
+});
+
+describe('a refused transfer retried to the same bytes', () => {
+  it('is shown once: the refused row failed, the retry confirmed, the money spent once', async () => {
+    const w = await fundedWallet(t, chain, user, networkId, 3n * ETH);
+    proxy.rule('eth_sendRawTransaction', { action: 'error', message: 'insufficient funds for gas * price + value', times: 1 });
+    const refused = await create(w, '1');
+    expect(refused.status).toBe(400);
+    const retry = await create(w, '1');
+    expect(retry.status).toBe(200);
+    const done = await waitForStatus(t, user, w.id, retry.body.data.id, 'confirmed');
+    const receipt = await client().getTransactionReceipt({ hash: done.tx_hash as Hex });
+    await waitForCursor(t, networkId, Number(receipt.blockNumber));
+    const rows = await t.store.db.selectFrom('transactions').select(['id', 'status', 'tx_hash', 'block_number']).where('wallet_id', '=', w.id).where('type', '=', 'transfer').orderBy('id').execute();
+    const mined = rows.filter((r) => r.block_number !== null);
+    expect(mined.map((r) => r.id)).toEqual([retry.body.data.id]);
+    expect(rows.filter((r) => r.status === 'confirmed').map((r) => r.id)).toEqual([retry.body.data.id]);
+    // The refused row: failed, under the very hash that mined (the case this test is about).
+    expect(rows.filter((r) => r.id !== retry.body.data.id).map((r) => [r.status, r.tx_hash])).toEqual([['failed', done.tx_hash]]);
+    expect((await eventsOf(t, w.id, 'transaction.confirmed')).map((e) => e.payload.transaction_id)).toEqual([retry.body.data.id]);
+    expect(await client().getBalance({ address: w.address })).toBe(3n * ETH - ETH - receipt.gasUsed * receipt.effectiveGasPrice);
   });
 });
