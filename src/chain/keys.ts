@@ -40,9 +40,10 @@ export interface TransactionSigner {
  * every transfer. The address is the one the key was created with (`newWalletKeys`).
  */
 export function signerFor(privateKey: Hex, address: string): TransactionSigner {
-  if (!nativeSigner) return { address: getAddress(address), signTransaction: (transaction) => signTransaction({ privateKey, transaction }) };
+  const native = nativeSigner;
+  if (!native) return { address: getAddress(address), signTransaction: (transaction) => signTransaction({ privateKey, transaction }) };
   const key = hexToBytes(privateKey);
-  return { address: getAddress(address), signTransaction: async (transaction) => signNatively(nativeSigner!, key, transaction) };
+  return { address: getAddress(address), signTransaction: async (transaction) => signNatively(native, key, transaction) };
 }
 
 /**

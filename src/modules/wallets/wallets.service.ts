@@ -26,6 +26,9 @@ export const SIGNER_KEEP_MS = 60_000;
 /** At most this many wallets' signers are kept (the least recently used goes first). */
 export const SIGNERS_KEPT = 256;
 
+/** A signer last used at `usedAt` is still kept at `now` (a clock set back drops it). */
+const stillKept = (usedAt: number, now: number) => now >= usedAt && now - usedAt < SIGNER_KEEP_MS;
+
 export class WalletService {
   /** Signers by wallet id and address, least recently used first (`signer`). */
   readonly #signers = new Map<string, { signer: TransactionSigner; usedAt: number }>();
@@ -145,7 +148,7 @@ export class WalletService {
     const now = this.ctx.clock.nowMs();
     const kept = this.#signers.get(key);
     if (kept) this.#signers.delete(key);
-    if (kept && now - kept.usedAt >= 0 && now - kept.usedAt < SIGNER_KEEP_MS) {
+    if (kept && stillKept(kept.usedAt, now)) {
       this.#signers.set(key, { signer: kept.signer, usedAt: now });
       return kept.signer;
     }
@@ -154,7 +157,7 @@ export class WalletService {
     if (signer.address.toLowerCase() !== wallet.address.toLowerCase()) throw new Error(`wallet ${wallet.id}: its stored key is not its address's`);
     this.#signers.set(key, { signer, usedAt: now });
     for (const [k, v] of this.#signers) {
-      if (this.#signers.size <= SIGNERS_KEPT && now - v.usedAt >= 0 && now - v.usedAt < SIGNER_KEEP_MS) break;
+      if (this.#signers.size <= SIGNERS_KEPT && stillKept(v.usedAt, now)) break;
       this.#signers.delete(k);
     }
     return signer;
