@@ -37,7 +37,7 @@ describe('encrypted values bound to their place', () => {
     const wallet = await t.store.db.selectFrom('wallets').select(['private_key_enc']).where('id', '=', a.walletId).executeTakeFirstOrThrow();
     // In its own place the key decrypts (the wallet can sign).
     const own = await t.store.db.selectFrom('wallets').select('address').where('id', '=', a.walletId).executeTakeFirstOrThrow();
-    expect((await t.services.wallets.signer({ id: a.walletId, address: own.address })).address).toBe(own.address);
+    expect((await t.services.wallets.signer(a.walletId)).address).toBe(own.address);
     await t.store.db.updateTable('webhooks').set({ signature_enc: wallet.private_key_enc }).where('id', '=', hook.id).execute();
     const res = await t.request('GET', `/api/wallet/${a.walletId}/webhook/delete/${hook.id}`, { token: a.user.token });
     expect(res.status).toBe(500);

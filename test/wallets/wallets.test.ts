@@ -199,7 +199,7 @@ describe('POST /api/wallet/create', () => {
     expect(secrets[0]!.mnemonic).not.toBe(secrets[1]!.mnemonic);
 
     // The service itself signs with that key.
-    expect((await t.services.wallets.signer(a)).address).toBe(a.address);
+    expect((await t.services.wallets.signer(a.id)).address).toBe(a.address);
     expect(await t.services.wallets.mnemonic(a.id)).toBe(secrets[0]!.mnemonic);
 
     // Neither the key nor the mnemonic is anywhere in the database or the logs.

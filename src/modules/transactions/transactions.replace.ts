@@ -137,7 +137,7 @@ export class ReplaceService {
     } catch (e) {
       throw mapChainError(e);
     }
-    const signer = await this.wallets.signer(wallet);
+    const signer = await this.wallets.signer(wallet.id);
     const raw = await signer.signTransaction({ chainId, nonce: rec.nonce!, gas: call.gas, ...feeFields(fees), to: call.to, value: call.value, data: call.data });
     const version: SignedVersion = {
       tx_hash: keccak256(raw),

@@ -239,7 +239,7 @@ export class TransactionService {
     const { token, amount } = input;
     const isNative = token.is_native === 1;
     // The wallet's tokens and key do not need the network: read them meanwhile.
-    const ownReads = [listTokens(db, wallet.id), this.wallets.signer(wallet)] as const;
+    const ownReads = [listTokens(db, wallet.id), this.wallets.signer(wallet.id)] as const;
     for (const r of ownReads) r.catch(() => undefined); // reported below, or moot if the network is missing
     const network = await findNetwork(db, wallet.network_id);
     if (!network) throw Errors.internal(new Error(`network ${wallet.network_id} missing`));

@@ -21,18 +21,7 @@ import type { WalletView } from './wallets.repository.js';
 import type { CreateWalletInput, UpdateWalletInput } from './wallets.schemas.js';
 import { walletEventPayload, walletView } from './wallets.views.js';
 
-/** A wallet's decrypted signer is kept this long after its last use (a hot wallet's next creates). */
-export const SIGNER_KEEP_MS = 60_000;
-/** At most this many wallets' signers are kept (the least recently used goes first). */
-export const SIGNERS_KEPT = 256;
-
-/** A signer last used at `usedAt` is still kept at `now` (a clock set back drops it). */
-const stillKept = (usedAt: number, now: number) => now >= usedAt && now - usedAt < SIGNER_KEEP_MS;
-
 export class WalletService {
-  /** Signers by wallet id and address, least recently used first (`signer`). */
-  readonly #signers = new Map<string, { signer: TransactionSigner; usedAt: number }>();
-
   constructor(private readonly ctx: AppContext) {}
 
   async create(userId: number, input: CreateWalletInput, opts: { inTransaction?: InTransaction<WalletDetail> } = {}) {
@@ -134,33 +123,10 @@ export class WalletService {
     return { ...walletView(w), wallet_tokens: tokens.map(tokenView), network: networkView(network!, this.ctx.chains.health(network!)) };
   }
 
-  /**
-   * The signing account of a wallet's main address. Decrypts the key; never log the result.
-   * A hot wallet's next creates reuse it for SIGNER_KEEP_MS after its last use, without the
-   * secrets' read and the AES-GCM decryption (~2% of a create's CPU on SQLite, a statement of
-   * ~26 on PostgreSQL; BENCHMARKS.md, issue 23). Kept by wallet id and address: the address is
-   * the key's, so a signer never serves another key, even under a reused id. The key is in
-   * this process's memory either way (so is APP_KEY, which decrypts every key); keeping it a
-   * minute longer does not change who can read it.
-   */
-  async signer(wallet: { id: number; address: string }): Promise<TransactionSigner> {
-    const key = `${wallet.id}:${wallet.address.toLowerCase()}`;
-    const now = this.ctx.clock.nowMs();
-    const kept = this.#signers.get(key);
-    if (kept) this.#signers.delete(key);
-    if (kept && stillKept(kept.usedAt, now)) {
-      this.#signers.set(key, { signer: kept.signer, usedAt: now });
-      return kept.signer;
-    }
-    const secrets = await repo.findWalletSecrets(this.ctx.store.db, wallet.id);
-    const signer = signerFor(this.ctx.secrets.decrypt(secrets.private_key_enc, repo.walletPlace(wallet.id, 'private_key_enc')) as Hex, secrets.address);
-    if (signer.address.toLowerCase() !== wallet.address.toLowerCase()) throw new Error(`wallet ${wallet.id}: its stored key is not its address's`);
-    this.#signers.set(key, { signer, usedAt: now });
-    for (const [k, v] of this.#signers) {
-      if (this.#signers.size <= SIGNERS_KEPT && stillKept(v.usedAt, now)) break;
-      this.#signers.delete(k);
-    }
-    return signer;
+  /** The signing account of a wallet's main address. Decrypts the key; never log the result. */
+  async signer(walletId: number): Promise<TransactionSigner> {
+    const secrets = await repo.findWalletSecrets(this.ctx.store.db, walletId);
+    return signerFor(this.ctx.secrets.decrypt(secrets.private_key_enc, repo.walletPlace(walletId, 'private_key_enc')) as Hex, secrets.address);
   }
 
   /** The wallet's mnemonic, for deriving sub-wallet addresses. Never log the result. */
