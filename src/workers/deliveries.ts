@@ -83,6 +83,8 @@ export interface DeliveryWorkerStats {
   failedAttempts: number;
   /** Claim transactions run (each reads the due rows of both statuses). */
   claims: number;
+  /** Fan-out passes run (each looks for undispatched events, on PostgreSQL after a signal in a transaction). */
+  fanOuts: number;
   inFlight: number;
   /** Decrypted secrets and header sets held in memory now. */
   decryptedSecrets: number;
@@ -136,7 +138,7 @@ class DeliveryRun {
   readonly #heldByWebhook = new Map<number, number>();
   /** Every send not yet recorded (stop waits for them). */
   readonly #tasks = new Set<Promise<void>>();
-  readonly #counts = { delivered: 0, failedAttempts: 0, claims: 0 };
+  readonly #counts = { delivered: 0, failedAttempts: 0, claims: 0, fanOuts: 0 };
   /** Decrypted secrets and headers (deliveries/secret-cache.ts: bounded in time and size, dropped on a change). */
   readonly #secrets: SecretCache;
   readonly #unsubscribe: Array<() => unknown> = [];
@@ -337,6 +339,7 @@ class DeliveryRun {
       const lease = room > 0 ? { workerId: this.#id, limit: room, untilMs: now + this.#leaseMs, heldByWebhook: this.#heldByWebhook, perWebhookLimit: this.#perWebhookLimit * (1 + PREFETCH_FACTOR) } : undefined;
       const signalled = this.#signalled;
       this.#signalled = false;
+      this.#counts.fanOuts += 1;
       const dispatched = await dispatchEvents(db, now, DISPATCH_BATCH, lease, signalled);
       this.#enqueue(dispatched.claimed);
       if (dispatched.events === DISPATCH_BATCH) this.#dispatchDue = more = true;

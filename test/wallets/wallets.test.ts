@@ -142,7 +142,7 @@ describe('POST /api/wallet/create', () => {
       wallet_id: w.id,
       type: 'wallet',
       name: 'wallet.created',
-      dispatched_at: null,
+      dispatched_at: expect.any(Number), // no webhook: written dispatched (test/webhooks/outbox-claims.test.ts)
       payload: {
         wallet_id: w.id,
         name: 'Events',
@@ -351,7 +351,7 @@ describe('POST /api/wallet/{wallet}/update', () => {
       wallet_id: w.id,
       type: 'wallet',
       name: 'wallet.updated',
-      dispatched_at: null,
+      dispatched_at: expect.any(Number), // no webhook: written dispatched (test/webhooks/outbox-claims.test.ts)
       payload: {
         wallet_id: w.id,
         name: 'After',

@@ -89,11 +89,18 @@ describe('a fan-out that leases its deliveries', () => {
   });
 
   it('marks the events of wallets without webhooks dispatched beside the others, with no delivery, each event once', async () => {
-    // On PostgreSQL those are marked by the fan-out's read of the events and their webhooks.
+    // On PostgreSQL those are marked by the fan-out's read of the events and their webhooks. The
+    // quiet wallet's webhook is live when its events are written (so they wait for the fan-out:
+    // an event written without one is written dispatched) and inactive when they are fanned out.
     const quiet = await owner(t);
+    const gone = await createWebhook(t, quiet, { url: 'https://q.example.com/hook', type: 'wallet', events: ['*'] });
     const o = await owner(t);
     const hook = await createWebhook(t, o, { url: 'https://d.example.com/hook', type: 'wallet', events: ['*'] });
     const ids = [await emit(t, quiet, 'wallet.updated'), await emit(t, o, 'wallet.updated'), await emit(t, quiet, 'wallet.updated')];
+    const written = await t.store.db.selectFrom('events').select('dispatched_at').where('id', 'in', ids).execute();
+    expect(written.map((e) => e.dispatched_at)).toEqual([null, null, null]);
+    const off = await t.request('POST', `/api/wallet/${quiet.walletId}/webhook/${gone.id}/update`, { token: quiet.user.token, body: { status: 'inactive' } });
+    expect(off.status, off.text).toBe(200);
     const out = await dispatchEvents(t.store.db, Date.now(), 200, undefined, true);
     expect([out.events, out.deliveries]).toEqual([3, 1]);
     const events = await t.store.db.selectFrom('events').select(['id', 'dispatched_at']).where('id', 'in', ids).orderBy('id').execute();

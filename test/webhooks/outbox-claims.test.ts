@@ -1,6 +1,7 @@
 /**
- * An outbox signal claims only when its fan-out made deliveries: events no webhook wants cost a
- * fan-out, not a claim transaction each (the hot wallet without webhooks, issue 23), and events
+ * An outbox signal claims only when its fan-out made deliveries: events no webhook can want are
+ * written dispatched and cost neither a fan-out nor a claim (the hot wallet without webhooks,
+ * issue 23), and events
  * a webhook wants are leased by their fan-out and sent at once, not at the next poll. A slot
  * freed by a send claims only while due rows not leased to the worker may be waiting.
  */
@@ -31,13 +32,27 @@ describe('delivery worker: claims after outbox signals', () => {
   const undispatched = async () =>
     Number((await t.store.db.selectFrom('events').select((eb) => eb.fn.countAll().as('n')).where('dispatched_at', 'is', null).executeTakeFirstOrThrow()).n);
 
-  it('fans out 40 events no webhook wants without a claim, then claims and sends a wanted one at once', async () => {
+  const writtenAs = (id: number) => t.store.db.selectFrom('events').select(['created_at', 'dispatched_at']).where('id', '=', id).executeTakeFirstOrThrow();
+
+  it('writes 40 events no webhook wants already dispatched (no fan-out, no claim), then claims and sends a wanted one at once', async () => {
     const quiet = await owner(t);
+    // A webhook of another wallet, and an inactive one of this wallet, want nothing of it.
+    const other = await owner(t);
+    await createWebhook(t, other, { url: `${rx.url}/other`, type: 'wallet', events: ['updated'], signature: 'whsec_other' });
+    const inactive = await createWebhook(t, quiet, { url: `${rx.url}/inactive`, type: 'wallet', events: ['updated'], signature: 'whsec_inactive' });
+    const off = await t.request('POST', `/api/wallet/${quiet.walletId}/webhook/${inactive.id}/update`, { token: quiet.user.token, body: { status: 'inactive' } });
+    expect(off.status, off.text).toBe(200);
     // The worker's first tick (start-up) claims once; wait for it to settle.
     await waitFor(() => worker.stats().claims >= 1, { message: 'first claim' });
     const before = worker.stats().claims;
-    for (let i = 0; i < 40; i++) await emit(t, quiet, 'wallet.updated');
-    await waitFor(async () => (await undispatched()) === 0, { timeoutMs: 10_000, message: '40 events fanned out' });
+    const fanOutsBefore = worker.stats().fanOuts;
+    for (let i = 0; i < 40; i++) {
+      const id = await emit(t, quiet, 'wallet.updated');
+      // Read at once, before any worker could fan it out: written dispatched, at its own time.
+      const row = await writtenAs(id);
+      expect(row.dispatched_at).toBe(row.created_at);
+    }
+    expect(await undispatched()).toBe(0);
     expect(worker.stats().claims).toBe(before);
 
     const o = await owner(t);
@@ -55,6 +70,12 @@ describe('delivery worker: claims after outbox signals', () => {
     expect(row!.attempts).toBe(1);
     expect(rx.to('/hook')).toHaveLength(1);
     expect(Date.now() - sentAt).toBeLessThan(5_000);
+    // The 40 quiet events announced nothing: the wanted event's signal is the one fan-out (two
+    // at most, if a poll's tick fell between).
+    expect(worker.stats().fanOuts - fanOutsBefore).toBeGreaterThanOrEqual(1);
+    expect(worker.stats().fanOuts - fanOutsBefore).toBeLessThanOrEqual(2);
+    expect(rx.to('/inactive')).toHaveLength(0);
+    expect(rx.to('/other')).toHaveLength(0);
     // Leased by its own fan-out and sent: no claim transaction, and none when its slot came free
     // (the last claim found fewer rows than its room: nothing else was due).
     expect(worker.stats().claims).toBe(before);

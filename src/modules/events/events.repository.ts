@@ -17,12 +17,36 @@ export interface NewEventRow {
   created_at: number;
 }
 
-export async function insertEvent(db: Executor, e: NewEventRow): Promise<number> {
-  return (await insertEventRow.executeTakeFirst(db, e))!.id;
+/** A new event's id, and whether it waits for the fan-out (false: no webhook can want it). */
+export interface InsertedEvent {
+  id: number;
+  pending: boolean;
+}
+
+/**
+ * The event row, already marked dispatched (at its `created_at`) when its wallet has no live,
+ * active webhook as it is written: nothing can match it, so it costs no fan-out, no outbox
+ * signal and (PostgreSQL) no NOTIFY. The fan-out's own read makes the same decision for the
+ * same reason (src/workers/deliveries/deliveries.repository.ts, `lockUndispatchedWithWebhooks`),
+ * a few milliseconds later; a webhook not yet committed is not seen by either. A wallet with any
+ * live webhook leaves its events to the fan-out's exact match (type, names, creation time).
+ */
+export async function insertEvent(db: Executor, e: NewEventRow): Promise<InsertedEvent> {
+  const row = (await insertEventRow.executeTakeFirst(db, e))!;
+  return { id: row.id, pending: row.dispatched_at === null };
 }
 
 /** Every event of every request and worker: compiled once (src/db/prepared.ts). */
-const insertEventRow = prepareRow((db: Executor, e: NewEventRow) => db.insertInto('events').values({ ...e, dispatched_at: null }).returning('id'));
+const insertEventRow = prepareRow((db: Executor, e: NewEventRow) =>
+  db
+    .insertInto('events')
+    .values({ ...e, dispatched_at: sql<number | null>`case when ${hasLiveWebhook(sql.val(e.wallet_id))} then null else ${e.created_at} end` })
+    .returning(['id', 'dispatched_at']),
+);
+
+/** Whether the wallet has a live, active webhook (an SQL condition; `webhooks_wallet_idx`). */
+const hasLiveWebhook = (walletId: RawBuilder<unknown>) =>
+  sql`exists (select 1 from webhooks w where w.wallet_id = ${walletId} and w.status = 'active' and w.deleted_at is null)`;
 
 export interface UndispatchedEvent {
   id: number;
@@ -107,13 +131,16 @@ export async function lockEventOrder(db: Executor, userIds: Iterable<number>): P
  * delivered at commit. On SQLite the write lock already orders ids, and there is nothing to
  * announce (outbox.ts signals in-process).
  */
-export async function insertEventInOrder(db: Executor, e: NewEventRow): Promise<number> {
+export async function insertEventInOrder(db: Executor, e: NewEventRow): Promise<InsertedEvent> {
   if (dialectOf(db).driver !== 'postgres') return insertEvent(db, e);
-  const { rows } = await sql<{ id: number }>`
+  const { rows } = await sql<{ id: number; pending: boolean }>`
     with ${eventInOrderCtes(e)}
-    select id, pg_notify(${OUTBOX_CHANNEL}, '') from inserted`.execute(db);
-  return rows[0]!.id;
+    select id, dispatched_at is null as pending, ${notifyIfPending} from inserted`.execute(db);
+  return rows[0]!;
 }
+
+/** The outbox's NOTIFY (delivered at commit), for an event that waits for the fan-out only. */
+const notifyIfPending = sql`case when inserted.dispatched_at is null then pg_notify(${OUTBOX_CHANNEL}, '') end as notified`;
 
 /**
  * PostgreSQL: the CTEs `locked` (the user's event-order lock, taken before the event's id is
@@ -125,8 +152,9 @@ function eventInOrderCtes(e: NewEventRow, after?: string): RawBuilder<unknown> {
   return sql`locked as materialized (select pg_advisory_xact_lock(${EVENT_ORDER_LOCK}::int4, (${e.user_id}::bigint % 2147483647)::int4) ${from}),
     inserted as (
       insert into events (user_id, wallet_id, type, name, payload, created_at, dispatched_at)
-      select ${e.user_id}::bigint, ${e.wallet_id}::bigint, ${e.type}, ${e.name}, ${e.payload}, ${e.created_at}::bigint, null from locked
-      returning id
+      select ${e.user_id}::bigint, ${e.wallet_id}::bigint, ${e.type}, ${e.name}, ${e.payload}, ${e.created_at}::bigint,
+        case when ${hasLiveWebhook(sql`${e.wallet_id}::bigint`)} then null else ${e.created_at}::bigint end from locked
+      returning id, dispatched_at
     )`;
 }
 
@@ -138,25 +166,26 @@ function eventInOrderCtes(e: NewEventRow, after?: string): RawBuilder<unknown> {
  * its commit only, never across a round trip to this process, whose event loop may be busy with
  * other requests between two statements of a transaction (issue 23: the wallet update's row lock
  * was held ~4 ms that way under load, for ~0.5 ms of work). On SQLite it is a transaction of the
- * write and, if it returned a row, the event. Returns the written row, or undefined (no event).
+ * write and, if it returned a row, the event. Returns the written row and the event, or undefined (no event).
  */
-export async function writeWithEventInOrder<R>(db: Db, write: RawBuilder<R>, e: NewEventRow): Promise<R | undefined> {
+export async function writeWithEventInOrder<R>(db: Db, write: RawBuilder<R>, e: NewEventRow): Promise<{ row: R; event: InsertedEvent } | undefined> {
   if (dialectOf(db).driver !== 'postgres') {
     const writeThenEvent = async (trx: Db) => {
       const row = (await write.execute(trx)).rows[0];
-      if (row !== undefined) await insertEvent(trx, e);
-      return row;
+      return row === undefined ? undefined : { row, event: await insertEvent(trx, e) };
     };
     return db.isTransaction ? writeThenEvent(db) : db.transaction().execute(writeThenEvent);
   }
-  const { rows } = await sql<R & { event_id: number }>`
+  const { rows } = await sql<R & { event_id: number; event_pending: boolean }>`
     with written as (${write}), ${eventInOrderCtes(e, 'written')}
-    select written.*, inserted.id as event_id, pg_notify(${OUTBOX_CHANNEL}, '') as notified from written, inserted`.execute(db);
-  const row = rows[0] as (R & { event_id?: number; notified?: unknown }) | undefined;
+    select written.*, inserted.id as event_id, inserted.dispatched_at is null as event_pending, ${notifyIfPending} from written, inserted`.execute(db);
+  const row = rows[0] as (R & { event_id?: number; event_pending?: boolean; notified?: unknown }) | undefined;
   if (row === undefined) return undefined;
+  const event = { id: row.event_id!, pending: row.event_pending! };
   delete row.event_id;
+  delete row.event_pending;
   delete row.notified;
-  return row;
+  return { row, event };
 }
 
 export interface EventRow {

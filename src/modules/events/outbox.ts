@@ -34,9 +34,10 @@ export async function recordEvent(db: Executor, e: NewEvent): Promise<number> {
   if (!EVENT_NAMES.includes(e.name)) throw new Error(`unknown event ${e.name}`);
   // The id is drawn under the user's event-order lock, held to commit (events.repository.ts).
   if (!db.isTransaction) return db.transaction().execute((trx) => recordEvent(trx, e));
-  // The lock, the insert and (PostgreSQL) the NOTIFY in one statement.
-  const id = await insertEventInOrder(db, eventRow(e));
-  signal.emit();
+  // The lock, the insert and (PostgreSQL) the NOTIFY in one statement. An event no webhook can
+  // want is written dispatched (events.repository.ts, `insertEvent`): nothing to announce.
+  const { id, pending } = await insertEventInOrder(db, eventRow(e));
+  if (pending) signal.emit();
   return id;
 }
 
@@ -53,9 +54,9 @@ function eventRow(e: NewEvent): NewEventRow {
  */
 export async function recordEventWithWrite<R>(db: Db, write: RawBuilder<R>, e: NewEvent): Promise<R | undefined> {
   if (!EVENT_NAMES.includes(e.name)) throw new Error(`unknown event ${e.name}`);
-  const row = await writeWithEventInOrder(db, write, eventRow(e));
-  if (row !== undefined) signal.emit();
-  return row;
+  const written = await writeWithEventInOrder(db, write, eventRow(e));
+  if (written?.event.pending) signal.emit();
+  return written?.row;
 }
 
 /**
