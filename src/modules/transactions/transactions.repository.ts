@@ -701,22 +701,41 @@ const attachMinedRow = prepareRow(
 );
 
 /** Moves a mined pending row to its final state: confirmed, or failed (it reverted, or its mined version was a cancel). */
-export async function settle(db: Executor, id: number, outcome: 'confirmed' | 'reverted' | 'cancelled', nowMs: number): Promise<boolean> {
+/**
+ * A mined pending row settled: confirmed, or failed (reverted, or its mined version a cancel).
+ * Returns the row as `findRecord` reads it after the change, or undefined when it was not a
+ * mined pending row. On PostgreSQL the update and that read are one statement (the update as a
+ * data-modifying CTE, its RETURNING joined as `findRecord` joins it): the watcher settles a
+ * block's transfers in one statement each where it took two.
+ */
+export async function settle(db: Executor, id: number, outcome: 'confirmed' | 'reverted' | 'cancelled', nowMs: number): Promise<TxRecord | undefined> {
   const failedWith = (error: string, reason: FailureReason) => ({ id, status: 'failed', failed_at: nowMs, error, failure_reason: reason, updated_at: nowMs });
-  const rows = await settleRow.execute(
-    db,
+  const set: SettleSet =
     outcome === 'confirmed'
       ? { id, status: 'confirmed', confirmed_at: nowMs, updated_at: nowMs }
       : outcome === 'reverted'
         ? failedWith('execution reverted', 'reverted')
-        : failedWith('cancelled: the zero-value replacement was mined', 'cancelled'),
-  );
-  return rows.length === 1;
+        : failedWith('cancelled: the zero-value replacement was mined', 'cancelled');
+  if (dialectOf(db).driver !== 'postgres') return (await settleRow.execute(db, set)).length === 1 ? findRecord(db, id) : undefined;
+  const r = await settleReturningRecord.executeTakeFirst(db, set);
+  return r ? toRecord(r as RawRecord) : undefined;
 }
 
-const settleRow = prepareRow(
-  (db: Executor, { id, ...set }: { id: number; status: string; confirmed_at?: number; failed_at?: number; error?: string; failure_reason?: FailureReason; updated_at: number }) =>
-    db.updateTable('transactions').set(set).where('id', '=', id).where('status', '=', 'pending').where('block_number', 'is not', null).returning('id'),
+type SettleSet = { id: number; status: string; confirmed_at?: number; failed_at?: number; error?: string; failure_reason?: FailureReason; updated_at: number };
+
+const settleUpdate = (db: QueryCreator<Database>, { id, ...set }: SettleSet) =>
+  db.updateTable('transactions').set(set).where('id', '=', id).where('status', '=', 'pending').where('block_number', 'is not', null);
+
+const settleRow = prepareRow((db: Executor, s: SettleSet) => settleUpdate(db, s).returning('id'));
+
+/** PostgreSQL: the settling update and the row as `findRecord` reads it, in one statement. */
+const settleReturningRecord = prepareRow((db: Executor, s: SettleSet) =>
+  db
+    .with('tx', (qc) => settleUpdate(qc, s).returningAll())
+    .selectFrom('tx')
+    .innerJoin('wallet_tokens as wt', 'wt.id', 'tx.token_id')
+    .innerJoin('wallets as w', 'w.id', 'tx.wallet_id')
+    .select(RECORD_COLUMNS),
 );
 
 /**

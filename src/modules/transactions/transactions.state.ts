@@ -78,8 +78,8 @@ export async function failUnmined(
 /** A mined pending row whose confirmations are reached: confirmed, or failed if it reverted or its mined version is a cancel. */
 export async function settleMined(trx: Executor, rec: TxRecord, nowMs: number): Promise<TxRecord | null> {
   const outcome = rec.receipt_status === 0 ? 'reverted' : rec.broadcast_kind === 'cancel' ? 'cancelled' : 'confirmed';
-  if (!(await repo.settle(trx, rec.id, outcome, nowMs))) return null;
-  const after = (await repo.findRecord(trx, rec.id))!;
+  const after = await repo.settle(trx, rec.id, outcome, nowMs);
+  if (!after) return null;
   const name = outcome === 'confirmed' ? 'transaction.confirmed' : 'transaction.failed';
   await recordEvent(trx, {
     userId: after.user_id,
