@@ -700,7 +700,6 @@ const attachMinedRow = prepareRow(
   ) => db.updateTable('transactions').set(set).where('id', '=', id).where('tx_hash', '=', hash).where('status', '=', 'pending').where('block_number', 'is', null).returning('id'),
 );
 
-/** Moves a mined pending row to its final state: confirmed, or failed (it reverted, or its mined version was a cancel). */
 /**
  * A mined pending row settled: confirmed, or failed (reverted, or its mined version a cancel).
  * Returns the row as `findRecord` reads it after the change, or undefined when it was not a
