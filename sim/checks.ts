@@ -496,12 +496,19 @@ export class Checker {
     }
   }
 
-  /** Each event's body arrived at the receiver at least once. */
-  checkDelivered(events: any[], deliveries: Delivery[]): void {
+  /**
+   * Each event of a wallet with webhooks (`hooked`) arrived at the receiver at least once; no
+   * event of a wallet without any did (it is listed by the events API, and sent nowhere).
+   */
+  checkDelivered(events: any[], deliveries: Delivery[], hooked: Set<number>): void {
     const got = new Set(deliveries.map((d) => canonical({ event: d.event, data: d.data })));
     for (const e of events) {
-      if (!got.has(canonical({ event: e.event, data: e.data }))) this.violate('events delivered', `event ${e.id} ${e.event}`, `never delivered to the receiver: ${JSON.stringify(e.data).slice(0, 200)}`);
+      const delivered = got.has(canonical({ event: e.event, data: e.data }));
+      if (hooked.has(e.wallet_id) && !delivered) this.violate('events delivered', `event ${e.id} ${e.event}`, `never delivered to the receiver: ${JSON.stringify(e.data).slice(0, 200)}`);
+      if (!hooked.has(e.wallet_id) && delivered) this.violate('events delivered', `event ${e.id} ${e.event} of wallet ${e.wallet_id}`, 'delivered, but that wallet has no webhook');
     }
+    const quiet = events.filter((e) => !hooked.has(e.wallet_id));
+    if (quiet.length === 0) this.notRun.push('events of a wallet without webhooks: none was listed, so their being sent nowhere is NOT CHECKED');
   }
 
   /** The main address's balances, as the API shows them, equal the chain's. */
