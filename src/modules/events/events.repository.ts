@@ -44,8 +44,11 @@ const insertEventRow = prepareRow((db: Executor, e: NewEventRow) =>
     .returning(['id', 'dispatched_at']),
 );
 
-/** Whether the wallet has a live, active webhook (an SQL condition; `webhooks_wallet_idx`). */
-const hasLiveWebhook = (walletId: RawBuilder<unknown>) =>
+/**
+ * Whether the wallet has a live, active webhook (an SQL condition; `webhooks_wallet_idx`): the
+ * one test of an event's write and of the fan-out's quiet marking (`lockUndispatchedWithWebhooks`).
+ */
+export const hasLiveWebhook = (walletId: RawBuilder<unknown>) =>
   sql`exists (select 1 from webhooks w where w.wallet_id = ${walletId} and w.status = 'active' and w.deleted_at is null)`;
 
 export interface UndispatchedEvent {

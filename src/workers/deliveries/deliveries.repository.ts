@@ -6,7 +6,7 @@
 import { sql, type Insertable } from 'kysely';
 import { dialectOf, type Db, type SqlDialect } from '../../db/dialect.js';
 import { prepare } from '../../db/prepared.js';
-import { lockUndispatchedEvents, markEventsDispatched, type UndispatchedEvent } from '../../modules/events/events.repository.js';
+import { hasLiveWebhook, lockUndispatchedEvents, markEventsDispatched, type UndispatchedEvent } from '../../modules/events/events.repository.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable } from '../../db/types.js';
 
 /** Rows per INSERT: 500 rows × 15 columns stays far below SQLite's 32,766 bound parameters. */
@@ -257,7 +257,7 @@ export async function lockUndispatchedWithWebhooks(
       where dispatched_at is null order by id limit ${limit} for update skip locked
     ),
     hooked as materialized (
-      select ev.* from ev where exists (select 1 from webhooks w where w.wallet_id = ev.wallet_id and ${live})
+      select ev.* from ev where ${hasLiveWebhook(sql.ref('ev.wallet_id'))}
     ),
     quiet as (
       update events set dispatched_at = ${nowMs} where id in (select id from ev except select id from hooked) returning id
