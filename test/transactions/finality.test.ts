@@ -253,9 +253,12 @@ describe('a refused transfer retried to the same bytes', () => {
   it('is shown once: the refused row failed, the retry confirmed, the money spent once', async () => {
     const w = await fundedWallet(t, chain, user, networkId, 3n * ETH);
     proxy.rule('eth_sendRawTransaction', { action: 'error', message: 'insufficient funds for gas * price + value', times: 1 });
-    const refused = await create(w, '1');
+    // Explicit fees: the same bytes however the fee market moves between the two (a quote is shared for a second only).
+    const fees = { max_fee_per_gas: '0.00000001', max_priority_fee_per_gas: '0.000000001' };
+    const sameBytes = () => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '1', token: 'ETH', address: RECIPIENT, ...fees } });
+    const refused = await sameBytes();
     expect(refused.status).toBe(400);
-    const retry = await create(w, '1');
+    const retry = await sameBytes();
     expect(retry.status).toBe(200);
     const done = await waitForStatus(t, user, w.id, retry.body.data.id, 'confirmed');
     const receipt = await client().getTransactionReceipt({ hash: done.tx_hash as Hex });
