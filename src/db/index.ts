@@ -15,6 +15,7 @@ import { GroupCommitSqliteDialect } from './group-commit.js';
 import { listenPostgres } from './listen-postgres.js';
 import type { Database } from './types.js';
 import { ARRAY_ROWS_MARK } from './prepared.js';
+import { enablePipelining } from './pipelined.js';
 
 export interface Store {
   readonly db: Db;
@@ -64,47 +65,54 @@ function cacheStatements(sqlite: SQLite.Database, max: number, versions: TableVe
   }) as SQLite.Database['prepare'];
 }
 
+/** PostgreSQL: a pool in pipeline mode, its read cache fed by this process's commits and the others' NOTIFY. */
+function postgresStore(url: string, poolSize: number): Store {
+  // int8 (ids, counts, millisecond timestamps) as JS numbers: all stay far below 2^53.
+  // NUMERIC stays a string, so amounts are never squeezed through a float.
+  const types = {
+    getTypeParser: (oid: number, format?: 'text' | 'binary') =>
+      oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format),
+  };
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    types: types as pg.CustomTypesConfig,
+    application_name: 'wallet-service',
+    // Statements issued together on one connection are sent together (src/db/pipelined.ts);
+    // one at a time, as everywhere else, they go as before.
+    pipeline: true,
+  });
+  // An idle client that errors (server restart) must not crash the process.
+  pool.on('error', () => undefined);
+  const dialect = new PostgresDialect({ pool });
+  const db = new Kysely<Database>({ dialect });
+  enablePipelining(db, dialect);
+  // The read cache: this process's writes stamped at commit, other processes' by NOTIFY.
+  const gate = listenerGate();
+  const versions = new TableVersions(gate.gate);
+  trackPoolWrites(pool, versions);
+  useNamedStatements(pool);
+  registerTableVersions(db, versions);
+  const unlistenCache = listenPostgres(url, CACHE_CHANNEL, {
+    notify: (table) => versions.stamp(table === '' ? 'all' : [table]),
+    onError: () => undefined,
+    up: () => gate.up(versions),
+    down: gate.down,
+  });
+  return {
+    db,
+    dialect: sqlDialect('postgres'),
+    driver: 'postgres',
+    listenOutbox: (fn, onError) => listenPostgres(url, OUTBOX_CHANNEL, { notify: () => fn(), onError }),
+    destroy: async () => {
+      await unlistenCache();
+      await db.destroy();
+    },
+  };
+}
+
 export function createStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolSize'>): Store {
-  if (config.databaseUrl !== null) {
-    // int8 (ids, counts, millisecond timestamps) as JS numbers: all stay far below 2^53.
-    // NUMERIC stays a string, so amounts are never squeezed through a float.
-    const types = {
-      getTypeParser: (oid: number, format?: 'text' | 'binary') =>
-        oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format),
-    };
-    const pool = new pg.Pool({
-      connectionString: config.databaseUrl,
-      max: config.dbPoolSize,
-      types: types as pg.CustomTypesConfig,
-      application_name: 'wallet-service',
-    });
-    // An idle client that errors (server restart) must not crash the process.
-    pool.on('error', () => undefined);
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    const url = config.databaseUrl;
-    // The read cache: this process's writes stamped at commit, other processes' by NOTIFY.
-    const gate = listenerGate();
-    const versions = new TableVersions(gate.gate);
-    trackPoolWrites(pool, versions);
-    useNamedStatements(pool);
-    registerTableVersions(db, versions);
-    const unlistenCache = listenPostgres(url, CACHE_CHANNEL, {
-      notify: (table) => versions.stamp(table === '' ? 'all' : [table]),
-      onError: () => undefined,
-      up: () => gate.up(versions),
-      down: gate.down,
-    });
-    return {
-      db,
-      dialect: sqlDialect('postgres'),
-      driver: 'postgres',
-      listenOutbox: (fn, onError) => listenPostgres(url, OUTBOX_CHANNEL, { notify: () => fn(), onError }),
-      destroy: async () => {
-        await unlistenCache();
-        await db.destroy();
-      },
-    };
-  }
+  if (config.databaseUrl !== null) return postgresStore(config.databaseUrl, config.dbPoolSize);
   mkdirSync(config.dataDir, { recursive: true });
   const file = sqlitePath(config);
   const sqlite = new SQLite(file);

@@ -1,67 +1,106 @@
 /**
- * A transaction in two steps, a read and a write, for a short transaction that runs while this
- * process is busy (the delivery worker's fan-out).
+ * Transactions whose statements travel together: PostgreSQL's pipeline mode.
  *
- * Why: between two statements of a transaction written as `await a; await b`, the connection
- * waits for this process's event loop to come back to the code that sends `b`; under load (HTTP
- * requests queued beside it) that wait was ~5-6 ms a statement on PostgreSQL, and the fan-out's
- * statements put ~30 ms between an event and its webhook (BENCHMARKS.md, issue 23). Statements
- * issued together on one connection run one after the other in the order issued, each sent as
- * soon as the one before it answers (kysely's single-connection provider hands the connection
- * on in microtasks, in the same turn of the event loop as the answer): they cost their round
- * trips to the server only.
+ * Why: every statement of a transaction written as `await a; await b` is a round trip to the
+ * server, and on a busy machine a round trip is not the server's work but two wake-ups (the
+ * backend's, then this process's, each waiting for a core it shares): on a hot wallet's create
+ * ~25% of the service's busy time was `writev`, and the wallet's lock was held across five of
+ * them (BENCHMARKS.md, issue 23). Statements that do not need each other's answers can be sent
+ * in one write and answered in one: the server runs them one after the other, in the order sent,
+ * inside the transaction, each seeing what the ones before it did. A statement queued behind a
+ * `FOR UPDATE` runs once the lock is granted, without a round trip to this process.
  *
- * So on PostgreSQL `begin` is queued together with the read step's statements, and the write
- * step runs once `begin` is known to have succeeded (it answered before the reads): no write
- * can run outside the transaction. `commit` follows the write step, or is queued right behind
- * it when the caller declares the step one statement issued at its call (`oneStatementWrite`;
- * not otherwise: a step that awaits between its statements would see its later ones run after
- * the commit). Any error rolls back and is thrown. A write step of several statements should
- * queue them together (`Promise.all`) to save their waits too.
+ * `pipelinedTransaction(db, body)`: on PostgreSQL `body` gets a transaction on one pooled
+ * connection (node-postgres's pipeline mode, `pipeline: true` in src/db/index.ts) where
+ * statements issued together (`Promise.all`, or issued before the one before them is awaited)
+ * go to the server together; `begin` is sent with the first of them. Statements still run in the
+ * order issued and a failed one aborts the transaction: every later one fails with it, and the
+ * transaction is rolled back and the first error thrown, as with Kysely's own transactions.
  *
- * On SQLite (better-sqlite3 answers synchronously, there is no wait to save) it is an ordinary
- * transaction of the two steps.
+ * `end(last)`, at most once, as the body's last step: `last` issues its statements at its call
+ * (no `await` before them) and `commit` is queued right behind them, one round trip less. If one
+ * of them fails the server has aborted the transaction and the queued `commit` only ends it; the
+ * error is thrown. If `last` issued nothing at its call (it awaited first, or threw), nothing is
+ * committed with it: its result is awaited and the commit follows on its own, as if `end` had
+ * not been used. A statement issued after the commit was queued is refused (it would run outside
+ * the transaction): `last` must not await between its statements.
+ *
+ * On SQLite (better-sqlite3 answers synchronously, there is no round trip to save) it is an
+ * ordinary transaction, and `end(last)` is `last(trx)`.
  */
-import { sql } from 'kysely';
-import { dialectOf, type Db } from './dialect.js';
+import { Transaction, sql, type DatabaseConnection, type Dialect, type Driver } from 'kysely';
+import type { Db } from './dialect.js';
+import type { Database } from './types.js';
 
-export interface PipelineOptions {
-  /**
-   * The write step issues at most one statement, at its call (no `await` before it): the commit
-   * is then queued right behind it, one round trip less. If the statement fails the server
-   * aborts the transaction, so the queued commit only ends it, and the error is thrown. (A write
-   * step that throws before issuing its statement lets the commit keep what the read step
-   * wrote: use it where that is a state of its own, as the fan-out's marks of events no webhook
-   * wants are.)
-   */
-  oneStatementWrite?: boolean;
+/** Issues the last statements of a pipelined transaction with its commit (see above). */
+export type EndWith = <X>(last: (trx: Db) => Promise<X>) => Promise<X>;
+
+/** The PostgreSQL dialect of each database handle whose pool runs in pipeline mode. */
+const pipelining = new WeakMap<Db, Dialect>();
+
+/** Marks `db` (a PostgreSQL handle whose pool's clients have `pipeline: true`) for pipelined transactions. */
+export function enablePipelining(db: Db, dialect: Dialect): void {
+  pipelining.set(db, dialect);
 }
 
-export async function pipelinedTransaction<R, W>(
-  db: Db,
-  read: (trx: Db) => Promise<R>,
-  write: (trx: Db, read: R) => Promise<W>,
-  opts: PipelineOptions = {},
-): Promise<W> {
-  if (dialectOf(db).driver !== 'postgres') {
-    return db.transaction().execute(async (trx) => write(trx, await read(trx)));
-  }
-  return db.connection().execute(async (conn) => {
-    const begun = sql`begin`.execute(conn);
-    try {
-      const [, r] = await Promise.all([begun, read(conn)]);
-      if (opts.oneStatementWrite) {
-        // The connection runs statements in the order they were issued (kysely's single
-        // connection provider): the write's, then the commit.
-        const [w] = await Promise.all([write(conn, r), sql`commit`.execute(conn)]);
-        return w;
-      }
-      const w = await write(conn, r);
-      await sql`commit`.execute(conn);
-      return w;
-    } catch (err) {
-      await sql`rollback`.execute(conn).catch(() => undefined);
-      throw err;
-    }
+const refuse = (): Promise<never> => Promise.reject(new Error('a pipelined transaction cannot open another transaction or connection'));
+/** The bound transaction's driver: it only runs statements on its one connection. */
+const BOUND_DRIVER: Driver = {
+  init: () => Promise.resolve(),
+  acquireConnection: refuse,
+  beginTransaction: refuse,
+  commitTransaction: refuse,
+  rollbackTransaction: refuse,
+  releaseConnection: () => Promise.resolve(),
+  destroy: () => Promise.resolve(),
+};
+
+export async function pipelinedTransaction<T>(db: Db, body: (trx: Db, end: EndWith) => Promise<T>): Promise<T> {
+  const dialect = pipelining.get(db);
+  if (dialect === undefined) return db.transaction().execute((trx) => body(trx, (last) => last(trx)));
+  return db.getExecutor().provideConnection((connection) => onConnection(db, dialect, connection, body));
+}
+
+async function onConnection<T>(db: Db, dialect: Dialect, connection: DatabaseConnection, body: (trx: Db, end: EndWith) => Promise<T>): Promise<T> {
+  let issued = 0;
+  let ended = false;
+  // Every statement straight to the connection, without Kysely's one-at-a-time hand-over: the
+  // client sends each as it is issued (pipeline mode), in the order issued.
+  const executor = db.getExecutor().withConnectionProvider({
+    provideConnection: (consume) => {
+      if (ended) return Promise.reject(new Error('statement issued after its pipelined transaction was committed'));
+      issued += 1;
+      return consume(connection);
+    },
   });
+  const trx = new Transaction<Database>({ config: { dialect }, dialect, driver: BOUND_DRIVER, executor }) as unknown as Db;
+  const begun = sql`begin`.execute(trx);
+  // Its failure is every later statement's failure too; it is awaited before any commit.
+  begun.catch(() => undefined);
+  const end: EndWith = async (last) => {
+    if (ended) throw new Error('end() called twice in one pipelined transaction');
+    const before = issued;
+    const result = last(trx);
+    if (issued === before) return result;
+    const committed = sql`commit`.execute(trx);
+    ended = true;
+    const [x] = await Promise.all([result, committed, begun]);
+    return x;
+  };
+  try {
+    const result = await body(trx, end);
+    await begun;
+    if (!ended) {
+      const committed = sql`commit`.execute(trx);
+      ended = true;
+      await committed;
+    }
+    return result;
+  } catch (err) {
+    if (!ended) {
+      ended = true;
+      await connection.executeQuery(sql`rollback`.compile(trx)).catch(() => undefined);
+    }
+    throw err;
+  }
 }

@@ -1,9 +1,12 @@
 /**
- * pipelinedTransaction (src/db/pipelined.ts): a read step queued with `begin`, a write step, a
- * commit. What it writes is atomic like any transaction's, on SQLite and PostgreSQL: a failed
- * statement or step rolls every write back, and the pooled connection comes back outside any
- * transaction.
+ * pipelinedTransaction (src/db/pipelined.ts). What it writes is atomic like any transaction's, on
+ * SQLite and PostgreSQL: a failed statement or a throw rolls every write back, `end(last)`
+ * commits with its last statements or not at all, and the pooled connection comes back outside
+ * any transaction. On PostgreSQL, statements issued together travel together (one round trip,
+ * measured through a proxy that delays every answer), and a statement sent behind a lock
+ * statement runs once the lock is granted, seeing what its holder committed.
  */
+import { createServer, connect, type Server, type Socket } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, type Store } from '../../src/db/index.js';
@@ -16,6 +19,14 @@ let store: Store;
 
 const leaseNames = async () => (await store.db.selectFrom('leases').select('name').orderBy('name').execute()).map((r) => r.name);
 const insertLease = (db: Store['db'], name: string, holder = 'test') => db.insertInto('leases').values({ name, holder, expires_at: 1 }).execute();
+const holderOf = async (db: Store['db'], name: string) => (await db.selectFrom('leases').select('holder').where('name', '=', name).executeTakeFirst())?.holder;
+const UNIQUE = /unique|UNIQUE|duplicate/;
+
+async function openTransactions(): Promise<number> {
+  if (driverName !== 'postgres') return 0;
+  const open = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and state like 'idle in transaction%'`.execute(store.db);
+  return open.rows[0]!.n;
+}
 
 describe(`pipelinedTransaction (${driverName})`, () => {
   beforeAll(async () => {
@@ -31,87 +42,193 @@ describe(`pipelinedTransaction (${driverName})`, () => {
     await database?.drop();
   });
 
-  it('commits the write step, which gets what the read step read', async () => {
-    const out = await pipelinedTransaction(
-      store.db,
-      (trx) => trx.selectFrom('leases').select('holder').where('name', '=', 'taken').execute(),
-      async (trx, rows) => {
-        await Promise.all([insertLease(trx, 'a', `after ${rows[0]!.holder}`), insertLease(trx, 'b')]);
-        return rows.length;
-      },
-    );
-    expect(out).toBe(1);
-    expect(await store.db.selectFrom('leases').select(['name', 'holder']).where('name', 'in', ['a', 'b']).orderBy('name').execute()).toEqual([
-      { name: 'a', holder: 'after test' },
-      { name: 'b', holder: 'test' },
-    ]);
-  });
-
-  it('rolls back every write of the step when one statement fails', async () => {
-    const attempt = pipelinedTransaction(
-      store.db,
-      async () => null,
-      (trx) => Promise.all([insertLease(trx, 'c'), insertLease(trx, 'taken'), insertLease(trx, 'd')]),
-    );
-    await expect(attempt).rejects.toThrow(/unique|UNIQUE|duplicate/);
+  it('commits what the body wrote; statements issued together run in the order issued', async () => {
+    const out = await pipelinedTransaction(store.db, async (trx) => {
+      const [, , seen] = await Promise.all([insertLease(trx, 'a', 'first'), insertLease(trx, 'b'), holderOf(trx, 'a')]);
+      return seen;
+    });
+    expect(out).toBe('first');
     expect(await leaseNames()).toEqual(['a', 'b', 'taken']);
+    expect(await openTransactions()).toBe(0);
   });
 
-  it('rolls back when the write step throws after writing', async () => {
-    const attempt = pipelinedTransaction(
-      store.db,
-      async () => null,
-      async (trx) => {
-        await insertLease(trx, 'e');
-        throw new Error('step failed');
-      },
-    );
+  it('rolls back every write when one statement issued with them fails, and throws its error', async () => {
+    const attempt = pipelinedTransaction(store.db, (trx) => Promise.all([insertLease(trx, 'c'), insertLease(trx, 'taken'), insertLease(trx, 'd')]));
+    await expect(attempt).rejects.toThrow(UNIQUE);
+    expect(await leaseNames()).toEqual(['a', 'b', 'taken']);
+    expect(await openTransactions()).toBe(0);
+  });
+
+  it('rolls back when the body throws after writing', async () => {
+    const attempt = pipelinedTransaction(store.db, async (trx) => {
+      await insertLease(trx, 'e');
+      throw new Error('step failed');
+    });
     await expect(attempt).rejects.toThrow('step failed');
     expect(await leaseNames()).toEqual(['a', 'b', 'taken']);
   });
 
-  it('with a one-statement write, commits it, or on its failure commits nothing and throws', async () => {
-    const ok = await pipelinedTransaction(
-      store.db,
-      async () => 'x',
-      (trx, r) => trx.insertInto('leases').values({ name: `one ${r}`, holder: 'test', expires_at: 1 }).returning('name').execute(),
-      { oneStatementWrite: true },
-    );
+  it('end(last) commits with its statement, or on its failure commits nothing and throws', async () => {
+    const ok = await pipelinedTransaction(store.db, async (trx, end) => {
+      await insertLease(trx, 'before end');
+      return end((t) => t.insertInto('leases').values({ name: 'one x', holder: 'test', expires_at: 1 }).returning('name').execute());
+    });
     expect(ok).toEqual([{ name: 'one x' }]);
-    const failing = pipelinedTransaction(
-      store.db,
-      (trx) => insertLease(trx, 'read-wrote'),
-      (trx) =>
-        trx
+    const failing = pipelinedTransaction(store.db, async (trx, end) => {
+      await insertLease(trx, 'read-wrote');
+      return end((t) =>
+        t
           .insertInto('leases')
           .values([
             { name: 'h', holder: 'test', expires_at: 1 },
             { name: 'taken', holder: 'test', expires_at: 1 },
           ])
           .execute(),
-      { oneStatementWrite: true },
-    );
-    await expect(failing).rejects.toThrow(/unique|UNIQUE|duplicate/);
-    expect(await leaseNames()).toEqual(['a', 'b', 'one x', 'taken']);
-    await store.db.deleteFrom('leases').where('name', '=', 'one x').execute();
+      );
+    });
+    await expect(failing).rejects.toThrow(UNIQUE);
+    expect(await leaseNames()).toEqual(['a', 'b', 'before end', 'one x', 'taken']);
+    expect(await openTransactions()).toBe(0);
+    await store.db.deleteFrom('leases').where('name', 'in', ['one x', 'before end']).execute();
   });
 
-  it('rolls back when the read step fails, and the connection is outside any transaction after', async () => {
-    const attempt = pipelinedTransaction(
-      store.db,
-      async (trx) => {
-        await insertLease(trx, 'f');
-        await insertLease(trx, 'taken');
-      },
-      async () => undefined,
+  it('end(last) that throws before issuing its statement commits nothing', async () => {
+    const attempt = pipelinedTransaction(store.db, async (trx, end) => {
+      await insertLease(trx, 'kept only with its event');
+      return end(async () => {
+        throw new Error('payload could not be built');
+      });
+    });
+    await expect(attempt).rejects.toThrow('payload could not be built');
+    expect(await leaseNames()).toEqual(['a', 'b', 'taken']);
+    expect(await openTransactions()).toBe(0);
+  });
+
+  it('end(last) that awaits before its statement commits after it, as without end', async () => {
+    await pipelinedTransaction(store.db, async (trx, end) =>
+      end(async (t) => {
+        await Promise.resolve(); // nothing issued at the call
+        await insertLease(t, 'awaited first');
+        await insertLease(t, 'then this');
+      }),
     );
-    await expect(attempt).rejects.toThrow(/unique|UNIQUE|duplicate/);
+    expect(await leaseNames()).toEqual(['a', 'awaited first', 'b', 'taken', 'then this']);
+    await store.db.deleteFrom('leases').where('name', 'in', ['awaited first', 'then this']).execute();
+  });
+
+  it('rolls back when an early statement fails, and the connection is outside any transaction after', async () => {
+    const attempt = pipelinedTransaction(store.db, async (trx) => {
+      await insertLease(trx, 'f');
+      await insertLease(trx, 'taken');
+    });
+    await expect(attempt).rejects.toThrow(UNIQUE);
     // The pool's one connection: a statement now commits on its own and is seen from elsewhere.
     await insertLease(store.db, 'g');
     expect(await leaseNames()).toEqual(['a', 'b', 'g', 'taken']);
-    if (driverName === 'postgres') {
-      const open = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and state like 'idle in transaction%'`.execute(store.db);
-      expect(open.rows[0]!.n).toBe(0);
-    }
+    expect(await openTransactions()).toBe(0);
+  });
+
+  it.runIf(driverName === 'postgres')('refuses a statement issued after the commit was queued with end(last)', async () => {
+    const attempt = pipelinedTransaction(store.db, async (trx, end) =>
+      end(async (t) => {
+        await insertLease(t, 'with the commit');
+        await insertLease(t, 'after the commit');
+      }),
+    );
+    await expect(attempt).rejects.toThrow('statement issued after its pipelined transaction was committed');
+    expect(await leaseNames()).toEqual(['a', 'b', 'g', 'taken', 'with the commit']);
+    expect(await openTransactions()).toBe(0);
+  });
+});
+
+describe.runIf(driverName === 'postgres')('pipelinedTransaction on PostgreSQL: round trips and locks', () => {
+  const DELAY_MS = 80;
+  let proxy: Server;
+  let slow: Store;
+  let other: Store;
+  const sockets = new Set<Socket>();
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    store = createStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, dbPoolSize: 2 });
+    await migrateToLatest(store);
+    // A proxy that holds every chunk the server sends for DELAY_MS: each round trip costs it.
+    const target = new URL(database.databaseUrl!);
+    proxy = createServer((client) => {
+      const server = connect(Number(target.port || 5432), target.hostname);
+      sockets.add(client).add(server);
+      client.on('data', (d) => server.write(d));
+      server.on('data', (d) => setTimeout(() => client.write(d), DELAY_MS));
+      const close = () => (client.destroy(), server.destroy());
+      client.on('close', close).on('error', close);
+      server.on('close', close).on('error', close);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const port = (proxy.address() as { port: number }).port;
+    const url = new URL(database.databaseUrl!);
+    url.hostname = '127.0.0.1';
+    url.port = String(port);
+    slow = createStore({ databaseUrl: url.toString(), dataDir: database.dataDir, dbPoolSize: 1 });
+    other = createStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, dbPoolSize: 1 });
+    await slow.db.selectFrom('leases').select('name').execute(); // connected
+  });
+  afterAll(async () => {
+    await slow?.destroy();
+    await other?.destroy();
+    for (const s of sockets) s.destroy();
+    await new Promise((resolve) => proxy?.close(resolve));
+    await store?.destroy();
+    await database?.drop();
+  });
+
+  it('sends statements issued together, and end(last) with its commit, in one round trip each', async () => {
+    const sequential = async () => {
+      const t0 = performance.now();
+      await slow.db.transaction().execute(async (trx) => {
+        await insertLease(trx, 's1');
+        await holderOf(trx, 's1');
+        await insertLease(trx, 's2');
+      });
+      return performance.now() - t0;
+    };
+    const pipelined = async () => {
+      const t0 = performance.now();
+      await pipelinedTransaction(slow.db, async (trx, end) => {
+        await Promise.all([insertLease(trx, 'p1'), holderOf(trx, 'p1')]);
+        await end((t) => insertLease(t, 'p2'));
+      });
+      return performance.now() - t0;
+    };
+    // begin, three statements, commit: five round trips; pipelined: two.
+    const seq = await sequential();
+    const pipe = await pipelined();
+    expect(seq).toBeGreaterThanOrEqual(5 * DELAY_MS);
+    expect(pipe).toBeGreaterThanOrEqual(2 * DELAY_MS);
+    expect(pipe).toBeLessThan(3.5 * DELAY_MS);
+    expect(await leaseNames()).toEqual(['p1', 'p2', 's1', 's2']);
+  });
+
+  it('runs a statement sent behind a lock once the lock is granted: it sees what the holder committed', async () => {
+    await insertLease(store.db, 'row', 'before');
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holder = other.db.transaction().execute(async (trx) => {
+      await sql`select name from leases where name = 'row' for update`.execute(trx);
+      locked();
+      await released;
+      await trx.updateTable('leases').set({ holder: 'the holder committed this' }).where('name', '=', 'row').execute();
+    });
+    await isLocked;
+    const waiter = pipelinedTransaction(store.db, async (trx) => {
+      const [, seen] = await Promise.all([sql`select name from leases where name = 'row' for update`.execute(trx), holderOf(trx, 'row')]);
+      return seen;
+    });
+    // The waiter's statements are at the server, behind the lock; the holder commits now.
+    await new Promise((r) => setTimeout(r, 100));
+    release();
+    await holder;
+    expect(await waiter).toBe('the holder committed this');
   });
 });

@@ -172,6 +172,35 @@ describe('native transfer', () => {
   });
 });
 
+describe('an event that cannot be written', () => {
+  // The event is the transaction's last statement (on PostgreSQL sent with the commit,
+  // src/db/pipelined.ts): when it fails, the transfer must not be recorded, signed bytes not
+  // sent, the nonce not used.
+  it('fails the create with nothing recorded, nothing sent, and the next create takes the same nonce', async () => {
+    const w = await fundedWallet(t, chain, alice, networkId, 2n * ETH);
+    const { sql } = await import('kysely');
+    const name = sql.raw(`refuse_events_${w.id}`);
+    if (t.store.driver === 'postgres') {
+      await sql`create function ${name}() returns trigger language plpgsql as $$ begin if new.wallet_id = ${sql.raw(String(w.id))} then raise exception 'injected: events refused'; end if; return new; end $$`.execute(t.store.db);
+      await sql`create trigger ${name} before insert on events for each row execute function ${name}()`.execute(t.store.db);
+    } else {
+      await sql`create trigger ${name} before insert on events when new.wallet_id = ${sql.raw(String(w.id))} begin select raise(abort, 'injected: events refused'); end`.execute(t.store.db);
+    }
+    const refused = await create(alice, w.id, { amount: '0.5', token: 'ETH', address: RECIPIENT });
+    expect(refused.status).toBe(500);
+    expect(refused.body).toEqual({ status: 'error', message: 'Internal server error', data: null });
+    expect(await txRows(t, w.id)).toEqual([]);
+    expect(await eventsOf(t, w.id, 'transaction.created')).toEqual([]);
+    expect(await publicClient(chain.rpcUrl).getTransactionCount({ address: w.address as Address, blockTag: 'pending' })).toBe(0);
+    await sql`drop trigger ${name}${sql.raw(t.store.driver === 'postgres' ? ' on events' : '')}`.execute(t.store.db);
+    const next = await create(alice, w.id, { amount: '0.5', token: 'ETH', address: RECIPIENT });
+    expect(next.status).toBe(200);
+    expect(next.body.data.nonce).toBe(0);
+    await waitForStatus(t, alice, w.id, next.body.data.id, 'confirmed');
+    expect((await txRows(t, w.id)).map((r) => [r.type, r.status, r.nonce])).toEqual([['transfer', 'confirmed', 0]]);
+  });
+});
+
 describe('ERC-20 transfer', () => {
   let w: FundedWallet;
   const minted = 1_000_000_000n; // 1000 TUSD (6 decimals)

@@ -38,6 +38,7 @@ import type { TransactionSigner } from '../../chain/keys.js';
 import { recordEvent } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
 import { enforcePolicy } from '../policies/policies.check.js';
+import { pipelinedTransaction } from '../../db/pipelined.js';
 import { findToken, listTokens } from '../tokens/tokens.repository.js';
 import { lockWallet, type WalletView } from '../wallets/wallets.repository.js';
 import type { WalletService } from '../wallets/wallets.service.js';
@@ -283,12 +284,17 @@ export class TransactionService {
   private async record(wallet: WalletView, p: Prepared, opts: CreateOptions & { approving?: number }): Promise<{ rec: TxRecord; raw?: Hex }> {
     const now = this.ctx.clock.nowMs();
     let raw: Hex | undefined;
-    const rec = await this.ctx.store.db.transaction().execute(async (trx) => {
-      const locked = await repo.lockWalletForCreate(trx, wallet.id);
+    const rec = await pipelinedTransaction(this.ctx.store.db, async (trx, end) => {
+      const locking = repo.lockWalletForCreate(trx, wallet.id);
+      const reads = () => Promise.all([this.policyDecision(trx, wallet, p, opts, now), repo.outgoingState(trx, wallet.id, p.snap.minedNonce, opts.approving)]);
+      // Without a link to write first, the policy's and the outgoing rows' reads are sent with
+      // the lock (src/db/pipelined.ts): the server runs them as soon as it grants it.
+      const early = opts.link === undefined ? reads() : undefined;
+      early?.catch(() => undefined);
+      const locked = await locking;
       if (!locked) throw Errors.internal(new Error(`wallet ${wallet.id} missing`));
       const link = (await opts.link?.(trx)) ?? {};
-      const hold = await this.policyDecision(trx, wallet, p, opts, now);
-      const state = await repo.outgoingState(trx, wallet.id, p.snap.minedNonce, opts.approving);
+      const [hold, state] = await (early ?? reads());
       if (!p.enough(state.reservations, p.fee)) throw Errors.insufficientBalance();
       if (hold) return this.approvals.hold(trx, wallet, p.input, { ...heldFields(wallet, p), ...link }, now, opts.inTransaction);
       // Under the lock, so concurrent creates cannot exceed it. The gap filler is exempt: it unsticks the others.
@@ -299,14 +305,20 @@ export class TransactionService {
       raw = await p.signer.signTransaction({ chainId: p.chainId, nonce, gas: p.gas, ...feeFields(p.fees), to: p.call.to, value: p.call.value, data: p.call.data });
       const created =
         opts.approving === undefined ? await insertTransfer(trx, wallet, p, nonce, raw, link, now) : await this.approvals.signed(trx, wallet, opts.approving, signedFields(p, nonce, raw), now);
-      await recordEvent(trx, {
-        userId: wallet.user_id,
-        walletId: wallet.id,
-        name: 'transaction.created',
-        payload: transactionEventPayload(created, 'transaction.created', now),
-        nowMs: now,
-      });
-      await opts.inTransaction?.(trx, created);
+      const event = (t: Executor) =>
+        recordEvent(t, {
+          userId: wallet.user_id,
+          walletId: wallet.id,
+          name: 'transaction.created',
+          payload: transactionEventPayload(created, 'transaction.created', now),
+          nowMs: now,
+        });
+      // The event's insert is the last statement: the commit is sent with it.
+      if (opts.inTransaction === undefined) await end(event);
+      else {
+        await event(trx);
+        await opts.inTransaction(trx, created);
+      }
       return created;
     });
     return { rec, raw };

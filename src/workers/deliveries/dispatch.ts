@@ -57,25 +57,24 @@ export async function dispatchEvents(db: Db, nowMs: number, batch: number, lease
   // The events and their webhooks are read with the transaction's `begin` (on PostgreSQL the
   // events no webhook can want are marked by that read), then the deliveries and the events'
   // mark written with the commit queued behind (src/db/pipelined.ts).
-  return pipelinedTransaction(
-    db,
-    (trx) => lockUndispatchedWithWebhooks(trx, batch, nowMs),
-    async (trx, { events, hooks, quiet }) => {
-      if (events.length === 0) return { events: quiet, deliveries: 0, claimed: [] };
-      const { rows, leased } = deliveriesFor(events, hooks, nowMs, lease);
-      const inserted = await insertDeliveriesMarkingEvents(
-        trx,
+  return pipelinedTransaction(db, async (trx, end) => {
+    const { events, hooks, quiet } = await lockUndispatchedWithWebhooks(trx, batch, nowMs);
+    // Only events no webhook wants (marked by the read): committed as they are.
+    if (events.length === 0) return { events: quiet, deliveries: 0, claimed: [] };
+    const { rows, leased } = deliveriesFor(events, hooks, nowMs, lease);
+    const inserted = await end((t) =>
+      insertDeliveriesMarkingEvents(
+        t,
         rows,
         events.map((e) => e.id),
         nowMs,
-      );
-      const ids = new Map(inserted.map((r) => [r.uuid, r.id]));
-      // A row a repeated fan-out did not insert (its conflict) is not this worker's to send.
-      const claimed = leased.filter((l) => ids.has(l.row.uuid)).map((l) => claimedAs(dueOf(l.row, ids.get(l.row.uuid)!), l.hook, nowMs));
-      return { events: events.length + quiet, deliveries: rows.length, claimed };
-    },
-    { oneStatementWrite: true },
-  );
+      ),
+    );
+    const ids = new Map(inserted.map((r) => [r.uuid, r.id]));
+    // A row a repeated fan-out did not insert (its conflict) is not this worker's to send.
+    const claimed = leased.filter((l) => ids.has(l.row.uuid)).map((l) => claimedAs(dueOf(l.row, ids.get(l.row.uuid)!), l.hook, nowMs));
+    return { events: events.length + quiet, deliveries: rows.length, claimed };
+  });
 }
 
 interface Leased {
