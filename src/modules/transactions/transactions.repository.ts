@@ -948,23 +948,26 @@ export async function scheduleCheck(db: Executor, id: number, nextAtMs: number, 
  */
 export async function findUnminedByAnyHash(db: Executor, networkId: number, hashes: string[]): Promise<Array<{ rec: TxRecord; hash: string }>> {
   if (hashes.length === 0) return [];
-  const earlier = await db.selectFrom('transaction_broadcasts').select(['transaction_id', 'tx_hash']).where('tx_hash', 'in', hashes).execute();
-  const rows = await records(db)
-    .where('tx.wallet_id', 'in', onNetwork(db, networkId))
-    .where('tx.type', 'in', OUTGOING_TYPES)
-    .where('tx.status', 'in', ['pending', 'failed'])
-    .where('tx.block_number', 'is', null)
-    .where((eb) => {
-      const ids = earlier.map((e) => Number(e.transaction_id));
-      return ids.length > 0 ? eb.or([eb('tx.tx_hash', 'in', hashes), eb('tx.id', 'in', ids)]) : eb('tx.tx_hash', 'in', hashes);
-    })
+  const unmined = () =>
+    records(db)
+      .where('tx.wallet_id', 'in', onNetwork(db, networkId))
+      .where('tx.type', 'in', OUTGOING_TYPES)
+      .where('tx.status', 'in', ['pending', 'failed'])
+      .where('tx.block_number', 'is', null);
+  // One statement (it runs for every block with a transfer of ours): the rows whose current
+  // hash is one of these, then the rows one of whose earlier versions has one (one row a version).
+  const rows = await unmined()
+    .select('tx.tx_hash as found_hash')
+    .where('tx.tx_hash', 'in', hashes)
+    .unionAll(
+      unmined()
+        .innerJoin('transaction_broadcasts as tb', 'tb.transaction_id', 'tx.id')
+        .select('tb.tx_hash as found_hash')
+        .where('tb.tx_hash', 'in', hashes)
+        .where((eb) => eb.or([eb('tx.tx_hash', 'is', null), eb('tx.tx_hash', 'not in', hashes)])),
+    )
     .execute();
-  const wanted = new Set(hashes);
-  return rows.flatMap((r) => {
-    const rec = toRecord(r as RawRecord);
-    const found = wanted.has(rec.tx_hash!) ? [rec.tx_hash!] : earlier.filter((e) => Number(e.transaction_id) === rec.id).map((e) => e.tx_hash);
-    return found.map((hash) => ({ rec, hash }));
-  });
+  return rows.map(({ found_hash, ...r }) => ({ rec: toRecord(r as RawRecord), hash: found_hash! }));
 }
 
 export interface SignedVersion {
