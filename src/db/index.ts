@@ -15,7 +15,7 @@ import { GroupCommitSqliteDialect } from './group-commit.js';
 import { listenPostgres } from './listen-postgres.js';
 import type { Database } from './types.js';
 import { ARRAY_ROWS_MARK } from './prepared.js';
-import { enablePipelining } from './pipelined.js';
+import { coalesceWrites, enablePipelining } from './pipelined.js';
 
 export interface Store {
   readonly db: Db;
@@ -87,6 +87,7 @@ function postgresStore(url: string, poolSize: number): Store {
   const dialect = new PostgresDialect({ pool });
   const db = new Kysely<Database>({ dialect });
   enablePipelining(db, dialect);
+  coalesceWrites(pool);
   // The read cache: this process's writes stamped at commit, other processes' by NOTIFY.
   const gate = listenerGate();
   const versions = new TableVersions(gate.gate);

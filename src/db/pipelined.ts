@@ -29,6 +29,7 @@
  * ordinary transaction, and `end(last)` is `last(trx)`.
  */
 import { Transaction, sql, type DatabaseConnection, type Dialect, type Driver } from 'kysely';
+import type pg from 'pg';
 import type { Db } from './dialect.js';
 import type { Database } from './types.js';
 
@@ -41,6 +42,34 @@ const pipelining = new WeakMap<Db, Dialect>();
 /** Marks `db` (a PostgreSQL handle whose pool's clients have `pipeline: true`) for pipelined transactions. */
 export function enablePipelining(db: Db, dialect: Dialect): void {
   pipelining.set(db, dialect);
+}
+
+type Query = (...args: unknown[]) => unknown;
+
+/**
+ * Every pool connection's statements issued in one turn of the event loop leave in one write:
+ * the socket is corked at the first and uncorked at the end of the turn (node-postgres corks
+ * each statement's messages itself, not a batch of statements). Statements sent together wake
+ * the server's backend once, not once each.
+ */
+export function coalesceWrites(pool: pg.Pool): void {
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as Query;
+    const stream = (client as unknown as { connection: { stream: { cork(): void; uncork(): void } } }).connection.stream;
+    let corked = false;
+    const uncork = () => {
+      corked = false;
+      stream.uncork();
+    };
+    (client as unknown as { query: Query }).query = (...args: unknown[]) => {
+      if (!corked) {
+        corked = true;
+        stream.cork();
+        process.nextTick(uncork);
+      }
+      return query(...args);
+    };
+  });
 }
 
 const refuse = (): Promise<never> => Promise.reject(new Error('a pipelined transaction cannot open another transaction or connection'));

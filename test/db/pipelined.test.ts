@@ -3,15 +3,17 @@
  * SQLite and PostgreSQL: a failed statement or a throw rolls every write back, `end(last)`
  * commits with its last statements or not at all, and the pooled connection comes back outside
  * any transaction. On PostgreSQL, statements issued together travel together (one round trip,
- * measured through a proxy that delays every answer), and a statement sent behind a lock
- * statement runs once the lock is granted, seeing what its holder committed.
+ * measured through a proxy that delays every answer; in one write with `coalesceWrites`), and a
+ * statement sent behind a lock statement runs once the lock is granted, seeing what its holder
+ * committed.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, type Store } from '../../src/db/index.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
-import { pipelinedTransaction } from '../../src/db/pipelined.js';
+import pg from 'pg';
+import { coalesceWrites, pipelinedTransaction } from '../../src/db/pipelined.js';
 import { createTestDatabase, driverName, type TestDatabase } from '../helpers/db.js';
 
 let database: TestDatabase;
@@ -230,5 +232,40 @@ describe.runIf(driverName === 'postgres')('pipelinedTransaction on PostgreSQL: r
     release();
     await holder;
     expect(await waiter).toBe('the holder committed this');
+  });
+});
+
+describe.runIf(driverName === 'postgres')('coalesceWrites', () => {
+  it('sends the statements a turn of the event loop issues on one connection in one write', async () => {
+    const db = await createTestDatabase();
+    const writesOf = async (coalesce: boolean) => {
+      const pool = new pg.Pool({ connectionString: db.databaseUrl!, max: 1, pipeline: true });
+      if (coalesce) coalesceWrites(pool);
+      const client = await pool.connect();
+      try {
+        await client.query('select 1');
+        const socket = (client as unknown as { connection: { stream: { _write: Function; _writev: Function } } }).connection.stream;
+        let writes = 0;
+        for (const m of ['_write', '_writev'] as const) {
+          const orig = socket[m];
+          socket[m] = function (this: unknown, ...args: unknown[]) {
+            writes += 1;
+            return orig.apply(this, args);
+          };
+        }
+        const rows = await Promise.all([client.query('select $1::int as n', [1]), client.query('select $1::int as n', [2]), client.query('select $1::int as n', [3])]);
+        expect(rows.map((r) => r.rows[0].n)).toEqual([1, 2, 3]);
+        return writes;
+      } finally {
+        client.release();
+        await pool.end();
+      }
+    };
+    try {
+      expect(await writesOf(true)).toBe(1);
+      expect(await writesOf(false)).toBe(3);
+    } finally {
+      await db.drop();
+    }
   });
 });
