@@ -22,7 +22,11 @@
  *   answer only when none has it. A block or receipt an endpoint answers raises its known head.
  * - Logs: an `eth_getLogs` refused for its range or result size is split in halves and retried.
  * - Broadcast: `eth_sendRawTransaction` goes to every endpoint that is `ok`, at once; one
- *   acceptance is the answer; else the first answer that is not a transient fault.
+ *   acceptance is the answer; else the first answer that is not a transient fault. It travels in
+ *   a request of its own, never in a batch: the calls of one turn of the event loop share one
+ *   HTTP request (`batch`), answered when its slowest call is, and a node slow to answer a send
+ *   held every read batched with it, and (viem shares a head read under way) every later read of
+ *   the head: each create and the watcher of the network waited for the send.
  * - Health: `ok` (its last call or head read succeeded and it is not rested), head, lag,
  *   latency and `error` (why its last call failed, from a fixed vocabulary: never a URL), kept
  *   in memory by this process; a head read of every endpoint at least every
@@ -231,6 +235,8 @@ class Endpoint {
   readonly origin: string;
   readonly host: string;
   readonly request: EIP1193RequestFn;
+  /** The same, unbatched: `eth_sendRawTransaction` (see Broadcast above). */
+  readonly send: EIP1193RequestFn;
   /** Last call or head read succeeded (null: never asked yet). */
   up: boolean | null = null;
   head: number | null = null;
@@ -258,14 +264,17 @@ class Endpoint {
         return '[invalid url]';
       }
     })();
-    this.request = http(url, {
-      timeout: timeoutMs,
-      retryCount: 0,
-      fetchFn: rpcFetch as unknown as typeof fetch,
-      // rpcFetch reads at most MAX_RPC_BODY_BYTES itself.
-      maxResponseBodySize: false,
-      batch: { wait: 0 },
-    })({ retryCount: 0 }).request;
+    const transport = (batch: boolean) =>
+      http(url, {
+        timeout: timeoutMs,
+        retryCount: 0,
+        fetchFn: rpcFetch as unknown as typeof fetch,
+        // rpcFetch reads at most MAX_RPC_BODY_BYTES itself.
+        maxResponseBodySize: false,
+        batch: batch ? { wait: 0 } : false,
+      })({ retryCount: 0 }).request;
+    this.request = transport(true);
+    this.send = transport(false);
   }
 
   rested(nowMs: number): boolean {
@@ -420,7 +429,7 @@ export class EndpointSet {
     const sentAtMs = Date.now();
     e.calls += 1;
     try {
-      const result = await e.request({ method, params } as never);
+      const result = await (method === 'eth_sendRawTransaction' ? e.send : e.request)({ method, params } as never);
       e.succeeded(performance.now() - t0, sentAtMs);
       if (method === 'eth_blockNumber' && typeof result === 'string') {
         e.head = Number(BigInt(result));

@@ -118,3 +118,28 @@ describe('a signed transaction', () => {
     }
   });
 });
+
+describe('a send the node is slow to answer', () => {
+  it('holds none of the reads issued with it: the head is read while the send waits', async () => {
+    const client = chains.get(network());
+    const nonce = await publicClient(chain.rpcUrl).getTransactionCount({ address: OUTSIDER.address });
+    const raw = await signFromOutsider(chain.rpcUrl, RECIPIENT, 4321n, nonce);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    for (const p of [a, b]) p.rule('eth_sendRawTransaction', { action: 'error', code: -32000, message: 'insufficient funds for gas * price + value', until: held });
+    try {
+      // Issued in one turn, as a create's broadcast and the watcher's head read can be.
+      const send = client.sendRawTransaction({ serializedTransaction: raw });
+      send.catch(() => undefined);
+      const head = client.getBlockNumber({ cacheTime: 0 });
+      const answered = await Promise.race([head.then(() => 'head read'), new Promise((r) => setTimeout(() => r('held with the send'), 5_000))]);
+      expect(answered).toBe('head read');
+      expect(await head).toBe(BigInt(await chain.blockNumber()));
+      release();
+      await expect(send).rejects.toThrow(/insufficient funds/);
+    } finally {
+      release();
+      for (const p of [a, b]) p.allow('eth_sendRawTransaction');
+    }
+  });
+});
