@@ -22,11 +22,14 @@
  *   answer only when none has it. A block or receipt an endpoint answers raises its known head.
  * - Logs: an `eth_getLogs` refused for its range or result size is split in halves and retried.
  * - Broadcast: `eth_sendRawTransaction` goes to every endpoint that is `ok`, at once; one
- *   acceptance is the answer; else the first answer that is not a transient fault. It travels in
- *   a request of its own, never in a batch: the calls of one turn of the event loop share one
- *   HTTP request (`batch`), answered when its slowest call is, and a node slow to answer a send
- *   held every read batched with it, and (viem shares a head read under way) every later read of
- *   the head: each create and the watcher of the network waited for the send.
+ *   acceptance is the answer; else the first answer that is not a transient fault. Sends are
+ *   batched among themselves, never with reads: the calls of one turn of the event loop share
+ *   one HTTP request (`batch`), answered when its slowest call is, and a node slow to answer a
+ *   send held every read batched with it, and (viem shares a head read under way) every later
+ *   read of the head: each create and the watcher of the network waited for the send. The sends
+ *   of one turn (creates committed together) still go in one request, in nonce order: as
+ *   separate requests they reach the node in any order, and anvil then left later nonces queued
+ *   behind an earlier one it never mined (a bench run stalled so, 64 transfers for 10 minutes).
  * - Health: `ok` (its last call or head read succeeded and it is not rested), head, lag,
  *   latency and `error` (why its last call failed, from a fixed vocabulary: never a URL), kept
  *   in memory by this process; a head read of every endpoint at least every
@@ -235,7 +238,7 @@ class Endpoint {
   readonly origin: string;
   readonly host: string;
   readonly request: EIP1193RequestFn;
-  /** The same, unbatched: `eth_sendRawTransaction` (see Broadcast above). */
+  /** The same for `eth_sendRawTransaction`, batched apart from the reads (see Broadcast above). */
   readonly send: EIP1193RequestFn;
   /** Last call or head read succeeded (null: never asked yet). */
   up: boolean | null = null;
@@ -264,17 +267,17 @@ class Endpoint {
         return '[invalid url]';
       }
     })();
-    const transport = (batch: boolean) =>
+    const transport = () =>
       http(url, {
         timeout: timeoutMs,
         retryCount: 0,
         fetchFn: rpcFetch as unknown as typeof fetch,
         // rpcFetch reads at most MAX_RPC_BODY_BYTES itself.
         maxResponseBodySize: false,
-        batch: batch ? { wait: 0 } : false,
+        batch: { wait: 0 },
       })({ retryCount: 0 }).request;
-    this.request = transport(true);
-    this.send = transport(false);
+    this.request = transport();
+    this.send = transport();
   }
 
   rested(nowMs: number): boolean {
