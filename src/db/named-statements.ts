@@ -15,6 +15,7 @@
  * first use (the templates of src/db/prepared.ts, the rate-limit counter's upsert).
  */
 import type pg from 'pg';
+import { wrapClientQuery } from './pool-query.js';
 
 const MAX_NAMED = 500;
 /** Texts seen once and not named yet (forgotten when it grows past MAX_SEEN). */
@@ -41,18 +42,13 @@ function nameFor(sql: string): string | undefined {
   return names.get(sql);
 }
 
-type Query = (...args: unknown[]) => unknown;
-
 export function useNamedStatements(pool: pg.Pool): void {
-  pool.on('connect', (client) => {
-    const query = client.query.bind(client) as Query;
-    (client as unknown as { query: Query }).query = (...args: unknown[]) => {
-      const [text, values] = args;
-      if (args.length === 2 && typeof text === 'string' && Array.isArray(values)) {
-        const name = nameFor(text);
-        if (name) return query({ name, text, values });
-      }
-      return query(...args);
-    };
+  wrapClientQuery(pool, (query) => (...args: unknown[]) => {
+    const [text, values] = args;
+    if (args.length === 2 && typeof text === 'string' && Array.isArray(values)) {
+      const name = nameFor(text);
+      if (name) return query({ name, text, values });
+    }
+    return query(...args);
   });
 }

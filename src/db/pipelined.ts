@@ -31,6 +31,7 @@
 import { Transaction, sql, type DatabaseConnection, type Dialect, type Driver } from 'kysely';
 import type pg from 'pg';
 import type { Db } from './dialect.js';
+import { wrapClientQuery } from './pool-query.js';
 import type { Database } from './types.js';
 
 /** Issues the last statements of a pipelined transaction with its commit (see above). */
@@ -44,8 +45,6 @@ export function enablePipelining(db: Db, dialect: Dialect): void {
   pipelining.set(db, dialect);
 }
 
-type Query = (...args: unknown[]) => unknown;
-
 /**
  * Every pool connection's statements issued in one turn of the event loop leave in one write:
  * the socket is corked at the first and uncorked at the end of the turn (node-postgres corks
@@ -53,15 +52,14 @@ type Query = (...args: unknown[]) => unknown;
  * the server's backend once, not once each.
  */
 export function coalesceWrites(pool: pg.Pool): void {
-  pool.on('connect', (client) => {
-    const query = client.query.bind(client) as Query;
+  wrapClientQuery(pool, (query, client) => {
     const stream = (client as unknown as { connection: { stream: { cork(): void; uncork(): void } } }).connection.stream;
     let corked = false;
     const uncork = () => {
       corked = false;
       stream.uncork();
     };
-    (client as unknown as { query: Query }).query = (...args: unknown[]) => {
+    return (...args: unknown[]) => {
       if (!corked) {
         corked = true;
         stream.cork();

@@ -12,20 +12,18 @@
  */
 import type pg from 'pg';
 import type { ExternalChanges, TableVersions } from './read-cache.js';
+import { wrapClientQuery } from './pool-query.js';
 
 const BEGIN = /^\s*(begin|start\s+transaction)\b/i;
 const END = /^\s*(commit|end|rollback)\s*(;|$|\s+(work|transaction|and)\b)/i;
 
-type Query = (...args: unknown[]) => unknown;
-
 /** Wraps each new pool client's `query` so that the tables its writes touch are stamped at commit. */
 export function trackPoolWrites(pool: pg.Pool, versions: TableVersions): void {
-  pool.on('connect', (client) => {
-    const query = client.query.bind(client) as Query;
+  wrapClientQuery(pool, (query) => {
     let inTransaction = false;
     let pending = new Set<string>();
     let all = false;
-    (client as unknown as { query: Query }).query = (...args: unknown[]) => {
+    return (...args: unknown[]) => {
       const first = args[0] as string | { text?: unknown } | undefined;
       const text = typeof first === 'string' ? first : typeof first?.text === 'string' ? first.text : null;
       if (text === null) return query(...args);
