@@ -24,12 +24,24 @@
  *   rolls the whole transaction back after an error (disk full, I/O error), every transaction and
  *   query of the group fails with that error: none of them was durable, and none was reported.
  *
+ * - With a WAL sync (`syncWal`, wal-sync.ts; the service's store, with `synchronous = NORMAL`),
+ *   the COMMIT only writes the WAL, and the wait for the disk leaves the event loop's thread: the
+ *   connection goes to the next holder at once, and the group's transactions are answered when a
+ *   sync of the WAL begun after their COMMIT has finished (one sync at a time; the groups
+ *   committed while one runs share the next). A query outside any transaction that may have seen
+ *   a commit not yet synced answers after that sync, and a write outside any transaction (its own
+ *   commit) waits for the next. A failed sync fails the transactions it was to make durable, and
+ *   the driver then refuses all work (after a failed fsync the kernel may have dropped the pages
+ *   it could not write: what is on disk is unknown until SQLite reopens the file): restart it.
+ *
  * The guarantees of a transaction are unchanged: it is atomic (its savepoint), isolated (one
  * holder at a time, as before), and durable when its `execute()` resolves. What changes is only
- * that a transaction may wait for the ones queued behind it, at most MAX_GROUP_MS.
+ * that a transaction may wait for the ones queued behind it, at most MAX_GROUP_MS, and for the
+ * sync of the WAL.
  */
 import { CompiledQuery, SelectQueryNode, SqliteDialect, type DatabaseConnection, type Driver, type QueryResult, type SqliteDialectConfig } from 'kysely';
 import type SQLite from 'better-sqlite3';
+import type { WalSync } from './wal-sync.js';
 
 /** A group older than this commits when its holder gives the connection back, queue or not. */
 export const MAX_GROUP_MS = 10;
@@ -72,7 +84,10 @@ class Group {
 
 /** Runs a statement on the handle (as Kysely's own SQLite connection does). */
 function run<R>(sqlite: SQLite.Database, query: CompiledQuery): QueryResult<R> {
-  const stmt = sqlite.prepare(query.sql);
+  return runStatement(sqlite.prepare(query.sql), query);
+}
+
+function runStatement<R>(stmt: SQLite.Statement, query: CompiledQuery): QueryResult<R> {
   if (stmt.reader) return { rows: stmt.all(query.parameters) as R[] };
   const { changes, lastInsertRowid } = stmt.run(query.parameters);
   return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
@@ -100,9 +115,13 @@ class GroupConnection implements DatabaseConnection {
 
   executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     if (this.lost) throw this.lost;
-    this.joined ??= this.driver.openGroup;
+    this.joined ??= this.driver.pendingGroup;
     try {
-      return Promise.resolve(run<R>(this.sqlite, query));
+      const stmt = this.sqlite.prepare(query.sql);
+      const result = runStatement<R>(stmt, query);
+      // A write outside any transaction, with no group open, committed on its own.
+      if (!stmt.reader && !this.sqlite.inTransaction) this.joined = this.driver.committedAlone() ?? this.joined;
+      return Promise.resolve(result);
     } catch (err) {
       this.driver.checkAfterError(this);
       throw err;
@@ -112,7 +131,7 @@ class GroupConnection implements DatabaseConnection {
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
     if (!SelectQueryNode.is(query.query)) throw new Error('SQLite streams only SELECT queries');
     if (this.lost) throw this.lost;
-    this.joined ??= this.driver.openGroup;
+    this.joined ??= this.driver.pendingGroup;
     try {
       for (const row of this.sqlite.prepare(query.sql).iterate(query.parameters)) yield { rows: [row as R] };
     } catch (err) {
@@ -131,26 +150,53 @@ export class GroupCommitSqliteDriver implements Driver {
   /** The end-of-turn flush found the connection held: the next release with nobody queued commits. */
   #flushDue = false;
   #timer: NodeJS.Immediate | null = null;
-  /** Commits made, and the transactions they carried (tests and benchmarks read them). */
-  readonly stats = { commits: 0, transactions: 0 };
+  /** Makes the WAL durable off the event loop's thread; null: each COMMIT syncs (`synchronous = FULL`). */
+  readonly #syncWal: WalSync | null;
+  /** Groups committed and waiting for a sync to begin. */
+  #unsynced: Group[] = [];
+  /** The newest group committed and not yet durable (a query outside any transaction may have seen it). */
+  #newestUnsynced: Group | null = null;
+  /** The sync running, if any. */
+  #syncing: Promise<void> | null = null;
+  /** Set by a failed sync: the driver refuses all work from then on. */
+  #broken: Error | null = null;
+  /** Commits made, the transactions they carried, WAL syncs run (tests and benchmarks read them). */
+  readonly stats = { commits: 0, transactions: 0, syncs: 0 };
 
   constructor(
     sqlite: SQLite.Database,
     private readonly limits: GroupLimits = {},
+    syncWal: WalSync | null = null,
   ) {
     this.#sqlite = sqlite;
+    this.#syncWal = syncWal;
   }
 
-  get openGroup(): Group | null {
-    return this.#group;
+  /** The group whose durability a statement run now outside any transaction must wait for. */
+  get pendingGroup(): Group | null {
+    return this.#group ?? this.#newestUnsynced;
   }
 
   async init(): Promise<void> {}
 
   async acquireConnection(): Promise<DatabaseConnection> {
+    if (this.#broken) throw this.#broken;
     if (this.#held) await new Promise<void>((resolve) => this.#queue.push(resolve));
     this.#held = true;
     return new GroupConnection(this.#sqlite, this);
+  }
+
+  /**
+   * A statement outside any transaction, with no group open, wrote and committed on its own:
+   * the group standing for that commit (durable at the next sync), or null without a WAL sync
+   * (`synchronous = FULL` synced it).
+   */
+  committedAlone(): Group | null {
+    if (this.#syncWal === null) return null;
+    const g = new Group();
+    g.members = 1;
+    this.#committed(g);
+    return g;
   }
 
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
@@ -220,6 +266,8 @@ export class GroupCommitSqliteDriver implements Driver {
   async destroy(): Promise<void> {
     if (this.#group !== null && this.#sqlite.open) this.#commit();
     if (this.#timer) clearImmediate(this.#timer);
+    while (this.#syncing) await this.#syncing;
+    await this.#syncWal?.close();
     this.#sqlite.close();
   }
 
@@ -244,9 +292,50 @@ export class GroupCommitSqliteDriver implements Driver {
     }
     this.#group = null;
     this.#flushDue = false;
+    this.#committed(g);
+  }
+
+  /** A group's COMMIT is done: durable now (FULL), or once the next sync of the WAL has run. */
+  #committed(g: Group): void {
     this.stats.commits += 1;
     this.stats.transactions += g.members;
-    g.resolve();
+    if (this.#syncWal === null) {
+      g.resolve();
+      return;
+    }
+    if (this.#broken) {
+      g.reject(this.#broken);
+      return;
+    }
+    this.#unsynced.push(g);
+    this.#newestUnsynced = g;
+    this.#startSync();
+  }
+
+  /** Syncs the WAL for the groups committed so far, unless a sync runs (its end starts the next). */
+  #startSync(): void {
+    if (this.#syncing !== null || this.#unsynced.length === 0) return;
+    const groups = this.#unsynced;
+    this.#unsynced = [];
+    this.stats.syncs += 1;
+    this.#syncing = this.#syncWal!().then(
+      () => {
+        for (const g of groups) g.resolve();
+        if (this.#newestUnsynced === groups.at(-1)) this.#newestUnsynced = null;
+      },
+      (err: unknown) => this.#syncFailed(groups, err),
+    ).finally(() => {
+      this.#syncing = null;
+      this.#startSync();
+    });
+  }
+
+  /** The disk refused: nothing waiting is known to be durable, and the driver stops. */
+  #syncFailed(groups: Group[], err: unknown): void {
+    this.#broken ??= new Error(`the database's write-ahead log could not be synced to disk (${String((err as Error)?.message ?? err)}); restart the service`);
+    for (const g of [...groups, ...this.#unsynced]) g.reject(this.#broken);
+    this.#unsynced = [];
+    this.#newestUnsynced = null;
   }
 
   #fail(err: unknown): void {
@@ -262,16 +351,19 @@ export class GroupCommitSqliteDriver implements Driver {
 export class GroupCommitSqliteDialect extends SqliteDialect {
   readonly #sqlite: SQLite.Database;
   readonly #limits: GroupLimits;
+  readonly #syncWal: WalSync | null;
   #driver: GroupCommitSqliteDriver | null = null;
 
-  constructor(config: SqliteDialectConfig & { database: SQLite.Database; limits?: GroupLimits }) {
+  /** `syncWal`: the WAL's sync, with the handle in `synchronous = NORMAL` (above); without it, FULL. */
+  constructor(config: SqliteDialectConfig & { database: SQLite.Database; limits?: GroupLimits; syncWal?: WalSync }) {
     super(config);
     this.#sqlite = config.database;
     this.#limits = config.limits ?? {};
+    this.#syncWal = config.syncWal ?? null;
   }
 
   override createDriver(): Driver {
-    this.#driver = new GroupCommitSqliteDriver(this.#sqlite, this.#limits);
+    this.#driver = new GroupCommitSqliteDriver(this.#sqlite, this.#limits, this.#syncWal);
     return this.#driver;
   }
 

@@ -12,6 +12,7 @@ import { registerTableVersions, sqliteDataVersion, TableVersions } from './read-
 import { listenerGate, trackPoolWrites } from './read-cache-postgres.js';
 import { useNamedStatements } from './named-statements.js';
 import { GroupCommitSqliteDialect } from './group-commit.js';
+import { walSyncer } from './wal-sync.js';
 import { listenPostgres } from './listen-postgres.js';
 import type { Database } from './types.js';
 import { ARRAY_ROWS_MARK } from './prepared.js';
@@ -118,17 +119,17 @@ export function createStore(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'db
   const file = sqlitePath(config);
   const sqlite = new SQLite(file);
   sqlite.pragma('journal_mode = WAL');
-  // FULL: WAL mode with NORMAL may lose the last commits on a power cut (not on a process
-  // crash), and a lost commit here is a recorded, signed transaction, a nonce or an
-  // idempotent response the client already has. FULL fsyncs the WAL on every commit; its cost
-  // on transfer creation is measured by `npm run bench:create` (BENCHMARKS.md).
-  sqlite.pragma('synchronous = FULL');
+  // NORMAL, with the WAL synced by the group-commit driver before any transaction is answered
+  // (wal-sync.ts): the durability of FULL, whose fsync at every COMMIT held the event loop's
+  // thread. NORMAL alone may lose the last commits on a power cut, and a lost commit here is a
+  // recorded, signed transaction, a nonce or an idempotent response the client already has.
+  sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 10000');
   const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
   const versions = new TableVersions(sqliteDataVersion(() => dataVersion.get() as number));
   cacheStatements(sqlite, 512, versions);
-  const db = new Kysely<Database>({ dialect: new GroupCommitSqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new GroupCommitSqliteDialect({ database: sqlite, syncWal: walSyncer(`${file}-wal`) }) });
   registerTableVersions(db, versions);
   return { db, dialect: sqlDialect('sqlite'), driver: 'sqlite', listenOutbox: () => async () => undefined, destroy: () => db.destroy() };
 }

@@ -17,6 +17,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { GroupCommitSqliteDialect, MAX_GROUP_MEMBERS, type GroupCommitSqliteDriver, type GroupLimits } from '../../src/db/group-commit.js';
+import { walSyncer, type WalSync } from '../../src/db/wal-sync.js';
 
 interface Schema {
   items: { id: number; name: string };
@@ -34,15 +35,19 @@ let other: SQLite.Database;
 const committedNames = () => (other.prepare('select name from items order by id').all() as Array<{ name: string }>).map((r) => r.name);
 const insert = (trx: Kysely<Schema>, name: string) => trx.insertInto('items').values({ name } as never).execute();
 
-/** Opens the database; the group bounds are lifted unless given (their timing is tested apart). */
-async function open(limits: GroupLimits = { maxMs: 60_000, maxMembers: 10_000 }): Promise<void> {
+/**
+ * Opens the database; the group bounds are lifted unless given (their timing is tested apart).
+ * With `syncWal` (given the WAL's path), as the service opens it: `synchronous = NORMAL` and the
+ * WAL synced by the driver; without, `synchronous = FULL`.
+ */
+async function open(limits: GroupLimits = { maxMs: 60_000, maxMembers: 10_000 }, syncWal?: (walPath: string) => WalSync): Promise<void> {
   dir = mkdtempSync(join(tmpdir(), 'group-commit-'));
   const file = join(dir, 'db.sqlite');
   const handle = new SQLite(file);
   handle.pragma('journal_mode = WAL');
-  handle.pragma('synchronous = FULL');
+  handle.pragma(syncWal ? 'synchronous = NORMAL' : 'synchronous = FULL');
   handle.pragma('foreign_keys = ON');
-  const dialect = new GroupCommitSqliteDialect({ database: handle, limits });
+  const dialect = new GroupCommitSqliteDialect({ database: handle, limits, ...(syncWal ? { syncWal: syncWal(`${file}-wal`) } : {}) });
   db = new Kysely<Schema>({ dialect });
   await sql`create table items (id integer primary key, name text not null)`.execute(db);
   await sql`create table parents (id integer primary key)`.execute(db);
@@ -61,9 +66,9 @@ async function close(): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
 }
 
-async function reopen(limits: GroupLimits): Promise<void> {
+async function reopen(limits: GroupLimits, syncWal?: (walPath: string) => WalSync): Promise<void> {
   await close();
-  await open(limits);
+  await open(limits, syncWal);
 }
 
 afterEach(close);
@@ -216,5 +221,146 @@ describe('SQLite group commit', () => {
     expect(await read).toEqual(['w']);
     expect(committedWhenAnswered).toEqual(['w']);
     await write;
+  });
+});
+
+/**
+ * The WAL's sync as the test steers it: the real one (the WAL is really synced), then, once
+ * `hold` is set, each call also waits for `release()`; once `fail` is set, each call fails as a
+ * disk refusing the sync would.
+ */
+function steeredSync() {
+  const waiting: Array<() => void> = [];
+  const steer = { hold: false, fail: false, waiting, release: () => waiting.shift()!(), factory: (walPath: string) => walPath as unknown as WalSync };
+  steer.factory = (walPath: string): WalSync => {
+    const real = walSyncer(walPath);
+    const sync = async () => {
+      if (steer.fail) throw Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' });
+      await real();
+      if (steer.hold) await new Promise<void>((resolve) => waiting.push(resolve));
+    };
+    return Object.assign(sync, { close: () => real.close() });
+  };
+  releaseHeld = () => {
+    steer.hold = false;
+    while (waiting.length > 0) steer.release();
+  };
+  return steer;
+}
+
+/** Lets every held sync go (after each test, before the database closes: closing waits for them). */
+let releaseHeld = () => {};
+afterEach(() => releaseHeld());
+
+/** Lets the event loop turn a few times (the driver's end-of-turn commit, a sync's answer). */
+const turns = async (n = 5) => {
+  for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+/** Polls until `check()` holds (a sync runs on libuv's thread pool). */
+async function until(check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met in 5 s');
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
+
+describe('SQLite group commit with the WAL synced off the event loop (the service: synchronous = NORMAL)', () => {
+  it('answers a transaction only after a sync begun after its COMMIT, while the connection serves the next', async () => {
+    const held = steeredSync();
+    await reopen({ maxMs: 60_000, maxMembers: 10_000 }, held.factory);
+    held.hold = true;
+    const syncsBefore = driver.stats.syncs;
+    const answered: string[] = [];
+    const first = db.transaction().execute((trx) => insert(trx, 'first')).then(() => answered.push('first'));
+    await until(() => held.waiting.length === 1);
+    // Committed (another connection sees it) and its sync under way, not yet answered.
+    expect(committedNames()).toEqual(['first']);
+    expect(held.waiting).toHaveLength(1);
+    expect(answered).toEqual([]);
+    // The connection is free meanwhile: a second transaction commits while the first sync runs,
+    // and waits for a sync of its own (the one under way may have begun before its COMMIT).
+    const second = db.transaction().execute((trx) => insert(trx, 'second')).then(() => answered.push('second'));
+    await turns();
+    expect(committedNames()).toEqual(['first', 'second']);
+    expect(driver.stats.commits).toBeGreaterThanOrEqual(2);
+    held.release();
+    await first;
+    await until(() => held.waiting.length === 1);
+    expect(answered).toEqual(['first']);
+    held.release();
+    await second;
+    expect(answered).toEqual(['first', 'second']);
+    expect(driver.stats.syncs - syncsBefore).toBe(2);
+  });
+
+  it('answers a query outside any transaction that saw a commit not yet synced only after the sync', async () => {
+    const held = steeredSync();
+    await reopen({ maxMs: 60_000, maxMembers: 10_000 }, held.factory);
+    held.hold = true;
+    const syncsBefore = driver.stats.syncs;
+    const write = db.transaction().execute((trx) => insert(trx, 'w'));
+    await until(() => held.waiting.length === 1);
+    let read: string[] | null = null;
+    const reading = db
+      .selectFrom('items')
+      .select('name')
+      .execute()
+      .then((rows) => (read = rows.map((r) => r.name)));
+    await turns();
+    expect(read).toBeNull();
+    held.release();
+    await Promise.all([write, reading]);
+    expect(read).toEqual(['w']);
+  });
+
+  it('makes a write outside any transaction (its own commit) wait for a sync', async () => {
+    const held = steeredSync();
+    await reopen({ maxMs: 60_000, maxMembers: 10_000 }, held.factory);
+    held.hold = true;
+    const syncsBefore = driver.stats.syncs;
+    let done = false;
+    const write = db
+      .insertInto('items')
+      .values({ name: 'alone' } as never)
+      .execute()
+      .then(() => (done = true));
+    await until(() => held.waiting.length === 1);
+    expect(committedNames()).toEqual(['alone']);
+    await turns();
+    expect(done).toBe(false);
+    held.release();
+    await write;
+    expect(done).toBe(true);
+    expect(driver.stats.syncs - syncsBefore).toBe(1);
+  });
+
+  it('syncs the real WAL file: many transactions answered, each durable, fewer syncs than commits under load', async () => {
+    await reopen({ maxMs: 60_000, maxMembers: 10_000 }, walSyncer);
+    const before = { ...driver.stats };
+    for (let round = 0; round < 20; round++) {
+      await Promise.all(Array.from({ length: 5 }, (_, i) => db.transaction().execute((trx) => insert(trx, `r${round}-${i}`))));
+    }
+    expect(committedNames()).toHaveLength(100);
+    expect(driver.stats.transactions - before.transactions).toBe(100);
+    // Five transactions ready together share a commit; a commit made while a sync runs shares the next sync.
+    expect(driver.stats.commits - before.commits).toBe(20);
+    expect(driver.stats.syncs - before.syncs).toBeGreaterThan(0);
+    expect(driver.stats.syncs - before.syncs).toBeLessThanOrEqual(20);
+  });
+
+  it('fails the transactions a failed sync was to make durable, and refuses all work after', async () => {
+    const steer = steeredSync();
+    await reopen({ maxMs: 60_000, maxMembers: 10_000 }, steer.factory);
+    await db.transaction().execute((trx) => insert(trx, 'synced'));
+    steer.fail = true;
+    const results = await Promise.allSettled([db.transaction().execute((trx) => insert(trx, 'a')), db.transaction().execute((trx) => insert(trx, 'b'))]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    for (const r of results) expect(String((r as PromiseRejectedResult).reason)).toMatch(/write-ahead log could not be synced to disk \(EIO: i\/o error, fsync\); restart the service/);
+    await expect(db.transaction().execute((trx) => insert(trx, 'after'))).rejects.toThrow(/could not be synced to disk/);
+    await expect(db.selectFrom('items').select('name').execute()).rejects.toThrow(/could not be synced to disk/);
+    // What had been synced before is there; the failed ones were committed, but never reported done.
+    expect(committedNames()).toEqual(['synced', 'a', 'b']);
   });
 });
