@@ -119,8 +119,9 @@ class GroupConnection implements DatabaseConnection {
     try {
       const stmt = this.sqlite.prepare(query.sql);
       const result = runStatement<R>(stmt, query);
-      // A write outside any transaction, with no group open, committed on its own.
-      if (!stmt.reader && !this.sqlite.inTransaction) this.joined = this.driver.committedAlone() ?? this.joined;
+      // A write outside any transaction, with no group open, committed on its own (`readonly`,
+      // not `reader`: an INSERT … RETURNING is a reader that writes).
+      if (!stmt.readonly && !this.sqlite.inTransaction) this.joined = this.driver.committedAlone() ?? this.joined;
       return Promise.resolve(result);
     } catch (err) {
       this.driver.checkAfterError(this);

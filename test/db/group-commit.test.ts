@@ -315,7 +315,7 @@ describe('SQLite group commit with the WAL synced off the event loop (the servic
     expect(read).toEqual(['w']);
   });
 
-  it('makes a write outside any transaction (its own commit) wait for a sync', async () => {
+  it('makes a write outside any transaction (its own commit) wait for a sync, one with RETURNING too', async () => {
     const held = steeredSync();
     await reopen({ maxMs: 60_000, maxMembers: 10_000 }, held.factory);
     held.hold = true;
@@ -334,6 +334,22 @@ describe('SQLite group commit with the WAL synced off the event loop (the servic
     await write;
     expect(done).toBe(true);
     expect(driver.stats.syncs - syncsBefore).toBe(1);
+    // Also one that returns rows (better-sqlite3 calls it a reader; it writes all the same).
+    let returned: number[] | null = null;
+    const returning = db
+      .insertInto('items')
+      .values({ name: 'returning' } as never)
+      .returning('id')
+      .execute()
+      .then((rows) => (returned = rows.map((r) => r.id)));
+    await until(() => held.waiting.length === 1);
+    expect(committedNames()).toEqual(['alone', 'returning']);
+    await turns();
+    expect(returned).toBeNull();
+    held.release();
+    await returning;
+    expect(returned).toEqual([2]);
+    expect(driver.stats.syncs - syncsBefore).toBe(2);
   });
 
   it('syncs the real WAL file: many transactions answered, each durable, fewer syncs than commits under load', async () => {
