@@ -113,6 +113,14 @@ const BATCH_BLOCKS = 2 * READ_AHEAD;
  * counts.
  */
 const NUDGE_MS = 50;
+/**
+ * On such a chain a new head the node announces brings the next tick to at most HEAD_NUDGE_MS
+ * later (a head on a slower chain: at once). Short: the heads come no faster than the chain makes
+ * blocks, and a tick running meanwhile takes every head announced during it, so the window only
+ * gathers a burst; 50 ms here left a one-wallet create refused at the 64-pending cap 60-80 times
+ * in 1,200 on a devnet (confirmation p50 104 ms; BENCHMARKS.md, issue 23, twentieth session).
+ */
+const HEAD_NUDGE_MS = 10;
 const FAST_FOR_MS = 10_000;
 
 const leaseName = (networkId: number) => `watcher:${networkId}`;
@@ -163,7 +171,7 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
         networks.map((n) => {
           let w = watchers.get(n.id);
           if (!w) {
-            w = new NetworkWatcher({ ctx, balances: deps.balances, holder, stopped, fillNonceGap, reprice, onHead: (fast) => loop.nudge(fast ? NUDGE_MS : 0) }, n.id);
+            w = new NetworkWatcher({ ctx, balances: deps.balances, holder, stopped, fillNonceGap, reprice, onHead: (fast) => loop.nudge(fast ? HEAD_NUDGE_MS : 0) }, n.id);
             watchers.set(n.id, w);
           }
           return w.tick(n, stopping);
