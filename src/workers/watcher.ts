@@ -55,6 +55,7 @@ import type { AppContext } from '../context.js';
 import type { Executor } from '../db/index.js';
 import type { NetworkRow } from '../db/types.js';
 import { acquireLease, fence, releaseLease } from '../db/leases.repository.js';
+import { pipelinedTransaction } from '../db/pipelined.js';
 import { onBroadcast } from '../chain/broadcast.js';
 import { endpointUrls } from '../chain/endpoints.js';
 import { followHeads, type HeadFollower } from '../chain/heads.js';
@@ -78,8 +79,11 @@ import {
   markStuckTransfers,
   recheckReorgedReceipts,
   recheckUnmined,
-  recordBlockTransfers,
+  attachMinedTransfers,
+  recordBlockReceipts,
   settleConfirmed,
+  settleLocked,
+  logSettled,
   walletsOfBlock,
   type SyncScope,
   type Watched,
@@ -378,7 +382,8 @@ class NetworkWatcher {
   /** A database transaction that only commits while this process still holds the lease. */
   private fenced<T>(fn: (trx: Executor) => Promise<T>): Promise<T> {
     const { ctx } = this.deps;
-    return ctx.store.db.transaction().execute(async (trx) => {
+    // Pipelined (src/db/pipelined.ts): statements a step issues together travel together.
+    return pipelinedTransaction(ctx.store.db, async (trx) => {
       if (!(await fence(trx, this.lease, this.deps.holder, ctx.clock.nowMs(), ctx.config.watcher.leaseTtlMs))) throw new LostLease();
       return fn(trx);
     });
@@ -459,20 +464,27 @@ class NetworkWatcher {
   private async recordBlocks(network: NetworkRow, blocks: BlockRead[], cursor: ChainCursor): Promise<ChainCursor> {
     const lastFound = blocks.at(-1)!.found;
     const next: ChainCursor = { block_number: lastFound.number, block_hash: lastFound.hash };
-    await this.fenced(async (trx) => {
+    const locked = new Set(blocks.flatMap((b) => walletsOfBlock(b.found)));
+    const settled = await this.fenced(async (trx) => {
       const now = this.deps.ctx.clock.nowMs();
       if (!(await moveCursor(trx, this.networkId, cursor, next, now))) throw new LostLease();
       // The whole batch's wallets, then their users' event orders, before the first block (one lock order).
-      await lockWalletsAndEvents(trx, blocks.flatMap((b) => walletsOfBlock(b.found)));
+      await lockWalletsAndEvents(trx, locked);
       // The batch's hashes and times in one statement each; then each block's records in order.
       await saveBlocks(trx, this.networkId, blocks.map(({ block, found }) => ({ number: found.number, hash: found.hash, parentHash: block.parentHash })), now);
       await recordChargeBlockTimes(trx, this.networkId, blocks.map((b) => b.charges));
+      // Our transfers' blocks first, together (they emit nothing); then each block's receipts and charge payments in order.
+      await attachMinedTransfers(trx, blocks.map((b) => b.found), now, this.log);
       for (const { found, charges } of blocks) {
-        await recordBlockTransfers(trx, found, { settledNow: network.confirmations <= 1, nowMs: now, log: this.log });
+        await recordBlockReceipts(trx, found, { settledNow: network.confirmations <= 1, nowMs: now });
         await charges.record(trx, now);
       }
       await pruneBlocks(trx, this.networkId, lastFound.number, KEEP_BLOCKS);
+      // One confirmation: our transfers the batch mined are final now, settled under the locks held.
+      const ours = blocks.some((b) => b.found.ours.length > 0);
+      return network.confirmations <= 1 && ours ? settleLocked(trx, this.deps.ctx, this.networkId, next.block_number, locked, now) : [];
     });
+    logSettled(this.log, settled);
     chargeBlocksCommitted(blocks.map((b) => b.charges));
     for (const { found } of blocks) {
       const receipts = found.incoming.length + found.tokenLogs.length;

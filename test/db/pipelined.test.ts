@@ -7,7 +7,6 @@
  * statement sent behind a lock statement runs once the lock is granted, seeing what its holder
  * committed.
  */
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, type Store } from '../../src/db/index.js';
@@ -15,6 +14,7 @@ import { migrateToLatest } from '../../src/db/migrate.js';
 import pg from 'pg';
 import { coalesceWrites, pipelinedTransaction } from '../../src/db/pipelined.js';
 import { createTestDatabase, driverName, type TestDatabase } from '../helpers/db.js';
+import { startDelayProxy, type DelayProxy } from '../helpers/delay-proxy.js';
 
 let database: TestDatabase;
 let store: Store;
@@ -147,40 +147,23 @@ describe.runIf(driverName === 'postgres')('pipelinedTransaction on PostgreSQL: r
   // Large beside the scheduling noise of a saturated 2-core CI machine: at 80 ms a two-round-trip
   // transaction once took 284 ms there (the bound is 3.5 round trips).
   const DELAY_MS = 200;
-  let proxy: Server;
+  let proxy: DelayProxy;
   let slow: Store;
   let other: Store;
-  const sockets = new Set<Socket>();
 
   beforeAll(async () => {
     database = await createTestDatabase();
     store = createStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, dbPoolSize: 2 });
     await migrateToLatest(store);
-    // A proxy that holds every chunk the server sends for DELAY_MS: each round trip costs it.
-    const target = new URL(database.databaseUrl!);
-    proxy = createServer((client) => {
-      const server = connect(Number(target.port || 5432), target.hostname);
-      sockets.add(client).add(server);
-      client.on('data', (d) => server.write(d));
-      server.on('data', (d) => setTimeout(() => client.write(d), DELAY_MS));
-      const close = () => (client.destroy(), server.destroy());
-      client.on('close', close).on('error', close);
-      server.on('close', close).on('error', close);
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const port = (proxy.address() as { port: number }).port;
-    const url = new URL(database.databaseUrl!);
-    url.hostname = '127.0.0.1';
-    url.port = String(port);
-    slow = createStore({ databaseUrl: url.toString(), dataDir: database.dataDir, dbPoolSize: 1 });
+    proxy = await startDelayProxy(database.databaseUrl!, DELAY_MS);
+    slow = createStore({ databaseUrl: proxy.url, dataDir: database.dataDir, dbPoolSize: 1 });
     other = createStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, dbPoolSize: 1 });
     await slow.db.selectFrom('leases').select('name').execute(); // connected
   });
   afterAll(async () => {
     await slow?.destroy();
     await other?.destroy();
-    for (const s of sockets) s.destroy();
-    await new Promise((resolve) => proxy?.close(resolve));
+    await proxy?.close();
     await store?.destroy();
     await database?.drop();
   });

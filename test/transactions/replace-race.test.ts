@@ -9,10 +9,11 @@
  *
  * The race is inside one watcher tick, so the test drives the tick's two halves itself, on a real
  * anvil that does not mine by itself: `readBlockTransfers` (before the lock), the replacement
- * committed as the speed-up commits it (`recordReplacement`), then `recordBlockTransfers`.
+ * committed as the speed-up commits it (`recordReplacement`), then `attachMinedTransfers` in a pipelined transaction, as the watcher records a batch.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadWatched, readBlockTransfers, recordBlockTransfers } from '../../src/modules/transactions/transactions.chain-sync.js';
+import { attachMinedTransfers, loadWatched, readBlockTransfers } from '../../src/modules/transactions/transactions.chain-sync.js';
+import { pipelinedTransaction } from '../../src/db/pipelined.js';
 import { recordReplacement } from '../../src/modules/transactions/transactions.repository.js';
 import { minedTransfer, startStepSuite, syncScope, type StepSuite } from './watcher-steps.js';
 
@@ -36,7 +37,7 @@ describe('a replacement recorded between the block read and its recording', () =
     // A speed-up committed meanwhile (its send unanswered: it stays the current version).
     const sped = `0x${'5e'.repeat(32)}`;
     await recordReplacement(t.store.db, id, { tx_hash: sped, raw_tx: '0x02', kind: 'speed-up', gas: 21000n, gas_price: 3n * 10n ** 9n, tx_kind: 'eip1559', max_priority_fee_per_gas: 2n * 10n ** 9n }, 10n ** 15n, Date.now());
-    await t.store.db.transaction().execute((trx) => recordBlockTransfers(trx, read, { settledNow: false, nowMs: Date.now(), log: t.ctx.log }));
+    await pipelinedTransaction(t.store.db, (trx) => attachMinedTransfers(trx, [read], Date.now(), t.ctx.log));
     const shown = await t.request('GET', `/api/wallet/${walletId}/transaction/show/${id}`, { token: user.token });
     expect(shown.body.data).toMatchObject({ tx_hash: mined, block_number: Number(receipt.blockNumber), block_hash: receipt.blockHash, replaced_hashes: [sped], status: 'pending' });
     expect(shown.body.data.gas_price).toBe(`${(receipt.effectiveGasPrice / 10n ** 18n).toString()}.${(receipt.effectiveGasPrice % 10n ** 18n).toString().padStart(18, '0')}`);

@@ -123,7 +123,8 @@ const eventOrderKey = (userId: number) => userId % 2147483647;
 export async function lockEventOrder(db: Executor, userIds: Iterable<number>): Promise<void> {
   if (dialectOf(db).driver !== 'postgres') return;
   const keys = [...new Set([...userIds].map(eventOrderKey))].sort((a, b) => a - b);
-  for (const k of keys) await sql`select pg_advisory_xact_lock(${EVENT_ORDER_LOCK}::int4, ${k}::int4)`.execute(db);
+  // Issued together, in key order: the server takes them in that order (one round trip).
+  await Promise.all(keys.map((k) => sql`select pg_advisory_xact_lock(${EVENT_ORDER_LOCK}::int4, ${k}::int4)`.execute(db)));
 }
 
 /**

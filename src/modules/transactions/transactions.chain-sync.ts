@@ -6,7 +6,7 @@
  * - A block: native transfers to a wallet address and ERC-20 `Transfer` logs to one (for the
  *   tokens it has active) become receipt rows; the wallets' own pending transfers in the block
  *   get their block fields and receipt (`readBlockTransfers` reads everything from the node,
- *   then `recordBlockTransfers` writes it inside the block's database transaction).
+ *   then `attachMinedTransfers` and `recordBlockReceipts` write a batch of blocks inside one database transaction).
  * - Settling: pending rows mined at least `confirmations` blocks deep (the receipt's own block
  *   counts as one) become confirmed, or failed if they reverted, each with its event
  *   (`settleConfirmed`).
@@ -37,7 +37,7 @@ import { findBlockHash, type ChainCursor } from '../networks/networks.repository
 import * as repo from './transactions.repository.js';
 import type { QueuedTransfer, TxRecord, WatchedToken, WatchedWallet } from './transactions.repository.js';
 import { announceRefunded } from '../refunds/refunds.events.js';
-import { dropReceipt, failUnmined, lockWallets, lockWalletsAndEvents, recordReceipt, settleMined } from './transactions.state.js';
+import { dropReceipt, failUnmined, lockWallets, lockWalletsAndEvents, recordReceipt, settleMinedAll } from './transactions.state.js';
 
 /** Rows settled, and unmined transfers checked, per tick (at most RECHECK_PER_WALLET of one wallet). */
 const SETTLE_LIMIT = 500;
@@ -200,14 +200,33 @@ export function walletsOfBlock(b: BlockTransfers): number[] {
 }
 
 /**
- * Inside the block's database transaction (caller's): records the receipts (under their wallets'
- * locks) and attaches the block to the wallets' own transfers it mined.
+ * Inside the blocks' database transaction (caller's, holding the wallets' locks), before their
+ * receipts: attaches each block to the wallets' own transfers it mined. The attaches emit no
+ * event and each changes only its own row (a pending, unmined transfer of ours; a receipt is
+ * another row), so the usual one, the mined version being the row's current one, is a statement
+ * whose answer no other waits for: the batch's are issued together, on PostgreSQL one round trip
+ * where they took one each with the wallets locked (src/db/pipelined.ts).
  */
-export async function recordBlockTransfers(trx: Executor, b: BlockTransfers, opts: { settledNow: boolean; nowMs: number; log: Logger }): Promise<void> {
+export async function attachMinedTransfers(trx: Executor, blocks: BlockTransfers[], nowMs: number, log: Logger): Promise<void> {
+  const mined = blocks.flatMap((b) => b.ours.map(({ rec, hash }) => ({ b, rec, hash, fields: minedFields(b, b.receipts.get(hash)!) })));
+  // The mined version is the current one of a pending row (as read before the locks).
+  const attached = await Promise.all(mined.map(({ rec, hash, fields }) => rec.status === 'pending' && hash === rec.tx_hash && repo.attachMined(trx, rec.id, hash, fields, nowMs)));
+  for (const [i, { b, rec, hash, fields }] of mined.entries()) {
+    if (attached[i]) continue;
+    // Another version current now (a replacement recorded since the read), or none pending.
+    if (await attachVersion(trx, rec.id, hash, fields, nowMs, null)) continue;
+    // The chain is the truth: a transfer we took for rejected was mined after all.
+    if (!(await repo.revive(trx, rec.id, nowMs))) continue;
+    log.warn({ transaction_id: rec.id, tx_hash: hash, block: b.number }, 'a transfer marked failed was mined after all; back to pending');
+    await attachVersion(trx, rec.id, hash, fields, nowMs, null);
+  }
+}
+
+/** Inside the block's database transaction (caller's): records its receipts, under their wallets' locks. */
+export async function recordBlockReceipts(trx: Executor, b: BlockTransfers, opts: { settledNow: boolean; nowMs: number }): Promise<void> {
   const rows = receiptRows(b, opts.settledNow, opts.nowMs);
   await lockWallets(trx, rows.map((r) => r.wallet_id));
   for (const row of rows) await recordReceipt(trx, row, opts.nowMs);
-  await attachOurs(trx, b, opts.nowMs, opts.log);
 }
 
 function receiptRows(b: BlockTransfers, settledNow: boolean, nowMs: number): repo.NewTx[] {
@@ -264,17 +283,6 @@ function receiptBase(b: BlockTransfers, tx: Transaction, r: TransactionReceipt, 
   };
 }
 
-async function attachOurs(trx: Executor, b: BlockTransfers, nowMs: number, log: Logger): Promise<void> {
-  for (const { rec, hash } of b.ours) {
-    const fields = minedFields(b, b.receipts.get(hash)!);
-    if (await attachVersion(trx, rec.id, hash, fields, nowMs, rec.status === 'pending' ? rec.tx_hash : null)) continue;
-    // The chain is the truth: a transfer we took for rejected was mined after all.
-    if (!(await repo.revive(trx, rec.id, nowMs))) continue;
-    log.warn({ transaction_id: rec.id, tx_hash: hash, block: b.number }, 'a transfer marked failed was mined after all; back to pending');
-    await attachVersion(trx, rec.id, hash, fields, nowMs, null);
-  }
-}
-
 /**
  * Whichever version mines wins: the transfer takes its hash. `current` is the row's current hash
  * as read before this transaction; a replacement recorded since (a speed-up or cancel committed
@@ -314,18 +322,34 @@ export async function settleConfirmed(s: SyncScope, cursorBlock: number, confirm
     const now = s.ctx.clock.nowMs();
     // Every wallet, then every user's event order, before the first change (one lock order).
     await lockWalletsAndEvents(trx, ready.map((r) => r.wallet_id));
-    const out = [];
-    for (const rec of ready) {
-      const after = await settleMined(trx, rec, now);
-      if (after?.status === 'confirmed' && after.refund_id !== null) await announceRefunded(trx, after.refund_id, after.user_id, now, s.ctx.config.publicUrl);
-      if (after) out.push(after);
-    }
-    return out;
+    return settleMinedAll(trx, ready, now, refundedBy(trx, s.ctx, now));
   });
-  for (const t of settled) {
-    s.affected.add(t.wallet_id);
-    s.log.info({ transaction_id: t.id, tx_hash: t.tx_hash, block: t.block_number, status: t.status, type: t.type }, `transaction ${t.status}`);
-  }
+  for (const t of settled) s.affected.add(t.wallet_id);
+  logSettled(s.log, settled);
+}
+
+/**
+ * Inside a batch's transaction (caller's), after its blocks are recorded and the cursor moved to
+ * `cursorBlock`, where the network needs one confirmation (a block is final once recorded): the
+ * pending mined rows of the wallets the batch locked (`locked`, with their users' event orders)
+ * are settled there, each with its event, rather than by `settleConfirmed` in a transaction of
+ * its own that waits for those wallets' locks again (a hot wallet's creates hold it in turn).
+ * Rows of other wallets are left to `settleConfirmed`: their locks would come after the event
+ * orders taken (not the one lock order). Returns the rows settled, for `logSettled` after the commit.
+ */
+export async function settleLocked(trx: Executor, ctx: AppContext, networkId: number, cursorBlock: number, locked: ReadonlySet<number>, nowMs: number): Promise<TxRecord[]> {
+  const ready = (await repo.listSettleable(trx, networkId, confirmedHeight(cursorBlock, 1), SETTLE_LIMIT)).filter((r) => locked.has(r.wallet_id));
+  return ready.length === 0 ? [] : settleMinedAll(trx, ready, nowMs, refundedBy(trx, ctx, nowMs));
+}
+
+/** A confirmed transfer that pays a refund: the refund's event, in the same transaction. */
+function refundedBy(trx: Executor, ctx: AppContext, nowMs: number): (after: TxRecord) => Promise<void> {
+  return (after) => announceRefunded(trx, after.refund_id!, after.user_id, nowMs, ctx.config.publicUrl);
+}
+
+/** One line a settled row, once its transaction has committed. */
+export function logSettled(log: Logger, settled: TxRecord[]): void {
+  for (const t of settled) log.info({ transaction_id: t.id, tx_hash: t.tx_hash, block: t.block_number, status: t.status, type: t.type }, `transaction ${t.status}`);
 }
 
 // ---------------------------------------------------------------------------------------------

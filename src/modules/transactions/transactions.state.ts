@@ -41,12 +41,9 @@ export async function lockWallets(trx: Executor, walletIds: Iterable<number>): P
  * then the next wallet: a deadlock with a create on that wallet).
  */
 export async function lockWalletsAndEvents(trx: Executor, walletIds: Iterable<number>): Promise<void> {
-  const users = new Set<number>();
-  for (const id of [...new Set(walletIds)].sort((a, b) => a - b)) {
-    const user = await lockWalletOfUser(trx, id);
-    if (user !== undefined) users.add(user);
-  }
-  await lockEventsOf(trx, users);
+  // Issued together, in id order: the server takes them in that order (on PostgreSQL one round trip).
+  const owners = await Promise.all([...new Set(walletIds)].sort((a, b) => a - b).map((id) => lockWalletOfUser(trx, id)));
+  await lockEventsOf(trx, new Set(owners.filter((u) => u !== undefined)));
 }
 
 /**
@@ -75,20 +72,30 @@ export async function failUnmined(
   return after;
 }
 
-/** A mined pending row whose confirmations are reached: confirmed, or failed if it reverted or its mined version is a cancel. */
-export async function settleMined(trx: Executor, rec: TxRecord, nowMs: number): Promise<TxRecord | null> {
-  const outcome = rec.receipt_status === 0 ? 'reverted' : rec.broadcast_kind === 'cancel' ? 'cancelled' : 'confirmed';
-  const after = await repo.settle(trx, rec.id, outcome, nowMs);
-  if (!after) return null;
-  const name = outcome === 'confirmed' ? 'transaction.confirmed' : 'transaction.failed';
-  await recordEvent(trx, {
-    userId: after.user_id,
-    walletId: after.wallet_id,
-    name,
-    payload: transactionEventPayload(after, name, nowMs),
-    nowMs,
-  });
-  return after;
+/**
+ * Mined pending rows whose confirmations are reached (caller holds their wallets' locks and their
+ * users' event orders): each confirmed, or failed if it reverted or its mined version is a
+ * cancel, with its event; `refunded(after)` right after the event of a confirmed row that pays a
+ * refund. A row no longer mined and pending is skipped. Returns the rows settled. The updates are
+ * issued together, then the events in the rows' order: on PostgreSQL two round trips for the
+ * batch where each row took two (src/db/pipelined.ts); the events come in the rows' order
+ * either way.
+ */
+export async function settleMinedAll(trx: Executor, recs: TxRecord[], nowMs: number, refunded: (after: TxRecord) => Promise<void>): Promise<TxRecord[]> {
+  const outcomes = recs.map((rec): 'reverted' | 'cancelled' | 'confirmed' => (rec.receipt_status === 0 ? 'reverted' : rec.broadcast_kind === 'cancel' ? 'cancelled' : 'confirmed'));
+  const afters = await Promise.all(recs.map((rec, i) => repo.settle(trx, rec.id, outcomes[i]!, nowMs)));
+  const settled = afters.flatMap((after, i) => (after ? [{ after, name: outcomes[i] === 'confirmed' ? ('transaction.confirmed' as const) : ('transaction.failed' as const) }] : []));
+  const event = ({ after, name }: (typeof settled)[number]) =>
+    recordEvent(trx, { userId: after.user_id, walletId: after.wallet_id, name, payload: transactionEventPayload(after, name, nowMs), nowMs });
+  const paysRefund = ({ after, name }: (typeof settled)[number]) => name === 'transaction.confirmed' && after.refund_id !== null;
+  if (!settled.some(paysRefund)) await Promise.all(settled.map(event));
+  else {
+    for (const s of settled) {
+      await event(s);
+      if (paysRefund(s)) await refunded(s.after);
+    }
+  }
+  return settled.map((s) => s.after);
 }
 
 /**
