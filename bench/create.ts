@@ -54,6 +54,9 @@ const warmup = nonNegativeInt('warmup', flags.warmup);
 const processes = positiveInt('processes', flags.processes);
 const databases = parseDatabases(flags.db);
 
+/** How long one create may be refused at the pending cap before the run is given up. */
+const REFUSED_FOR_MS = 60_000;
+
 interface Run { perSecond: number; p50: number; p99: number; refusals: number; cpuUsPerOp: number }
 
 /** `total` jobs over `loops` concurrent loops; job(loop) returns false when refused (then retried). */
@@ -70,6 +73,9 @@ async function drive(total: number, loops: number, job: (loop: number) => Promis
         const t0 = performance.now();
         while (!(await job(loop))) {
           refusals++;
+          // Nothing confirmed for a minute: the chain stopped mining (anvil's pool has been seen to
+          // leave an account's next nonce queued, baseline accounts included), not a slow service.
+          if (performance.now() - t0 > REFUSED_FOR_MS) throw new Error(`a create refused for ${REFUSED_FOR_MS / 1000} s (64 pending): is the node still mining? (txpool_status)`);
           await sleep(50);
         }
         times.push(performance.now() - t0);
