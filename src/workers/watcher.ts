@@ -76,6 +76,7 @@ import { hasPendingTransfers } from '../modules/transactions/transactions.reposi
 import {
   loadWatched,
   readBlockTransfers,
+  lookupOurs,
   markStuckTransfers,
   recheckReorgedReceipts,
   recheckUnmined,
@@ -89,7 +90,7 @@ import {
   type Watched,
 } from '../modules/transactions/transactions.chain-sync.js';
 import { lockWalletsAndEvents, rollBackAbove } from '../modules/transactions/transactions.state.js';
-import { chargeBlocksCommitted, readChargePayments, recordChargeBlockTimes, rollBackChargePayments } from '../modules/charges/charges.chain-sync.js';
+import { anyDepositWatched, chargeBlocksCommitted, readChargePayments, recordChargeBlockTimes, rollBackChargePayments } from '../modules/charges/charges.chain-sync.js';
 import type { TransactionService } from '../modules/transactions/transactions.service.js';
 import type { BalanceService } from '../modules/wallets/balances.service.js';
 import { findWalletView } from '../modules/wallets/wallets.repository.js';
@@ -589,15 +590,22 @@ interface BlockRead {
  * once, in block order. Reading only: nothing is recorded here.
  */
 async function readBlocks(s: SyncScope, from: number, to: number, watched: Watched): Promise<BlockRead[]> {
-  const read = async (n: number): Promise<BlockRead> => {
-    const block = await fullBlockAt(s.client, n);
-    const [found, charges] = await Promise.all([readBlockTransfers(s, block, watched), readChargePayments(s, block)]);
-    return { block, found, charges };
+  const round = async (numbers: number[]): Promise<BlockRead[]> => {
+    const blocks = await Promise.all(numbers.map((n) => fullBlockAt(s.client, n)));
+    // The round's database reads once, not once a block: our transfers among its blocks, and
+    // whether any charge address is watched from its earliest stamp on.
+    const earliestMs = Math.min(...blocks.map((b) => Number(b.timestamp) * 1000));
+    const [ours, anyWatched] = await Promise.all([lookupOurs(s, blocks, watched), anyDepositWatched(s, earliestMs)]);
+    return Promise.all(
+      blocks.map(async (block) => {
+        const [found, charges] = await Promise.all([readBlockTransfers(s, block, watched, ours), readChargePayments(s, block, anyWatched)]);
+        return { block, found, charges };
+      }),
+    );
   };
   const out: BlockRead[] = [];
   for (let n = from; n <= to; n += READ_AHEAD) {
-    const batch = Array.from({ length: Math.min(READ_AHEAD, to - n + 1) }, (_, i) => read(n + i));
-    out.push(...(await Promise.all(batch)));
+    out.push(...(await round(Array.from({ length: Math.min(READ_AHEAD, to - n + 1) }, (_, i) => n + i))));
   }
   return out;
 }

@@ -1,7 +1,8 @@
 /**
  * What a block means for the charges: the chain follower (src/workers/watcher.ts) calls
  * `readChargePayments` for every block it records, before the block's database transaction
- * (node calls only), and the returned `record` inside that transaction, so a block's payments,
+ * (node calls only; skipped where `anyDepositWatched` found none for the block's read-ahead
+ * round), and the returned `record` inside that transaction, so a block's payments,
  * its timestamp and the cursor move together: an outage or a crash misses no payment.
  *
  * - Payments: native transfers (value > 0, receipt successful) whose `to` is a watched deposit
@@ -117,10 +118,21 @@ async function watchedAt(s: SyncScope, blockMs: number): Promise<Watched | null>
   };
 }
 
+/**
+ * Whether any deposit address is watched in a block stamped `fromMs` or later: one statement for
+ * the follower's read-ahead round, stamped from its first block. A charge watched in a later
+ * block is watched in an earlier one (pending, or `watch_until` past the later stamp, so past the
+ * earlier), so none at the round's first stamp is none in any of its blocks: each block's own
+ * read is skipped (`readChargePayments`, `anyWatched` false).
+ */
+export async function anyDepositWatched(s: SyncScope, fromMs: number): Promise<boolean> {
+  return (await pay.listWatchedDeposits(s.ctx.store.db, s.networkId, fromMs, 1)).length > 0;
+}
+
 /** Reads the block's payments to watched deposit addresses (node calls only, no transaction open). */
-export async function readChargePayments(s: SyncScope, block: FullBlock): Promise<ChargeBlockPayments> {
+export async function readChargePayments(s: SyncScope, block: FullBlock, anyWatched = true): Promise<ChargeBlockPayments> {
   const timestampMs = Number(block.timestamp) * 1000;
-  const watched = await watchedAt(s, timestampMs);
+  const watched = anyWatched ? await watchedAt(s, timestampMs) : null;
   const found: Found = { payments: [], other: [] };
   if (watched) {
     merge(found, await nativeTransfers(s, block, watched));

@@ -130,7 +130,7 @@ export interface BlockTransfers {
  * Reads what `block` means for the watched wallets: its transfers to and from them, their token
  * transfers and the receipts of all of these. Node calls only, no database transaction open.
  */
-export async function readBlockTransfers(s: SyncScope, block: FullBlock, watched: Watched): Promise<BlockTransfers> {
+export async function readBlockTransfers(s: SyncScope, block: FullBlock, watched: Watched, lookup?: OursLookup): Promise<BlockTransfers> {
   const txs = block.transactions as Transaction[];
   const incoming = nativeTransfersTo(txs, watched);
   for (const tx of txs) {
@@ -139,7 +139,12 @@ export async function readBlockTransfers(s: SyncScope, block: FullBlock, watched
     if (to) s.affected.add(to.id);
     if (from) s.affected.add(from.id);
   }
-  const ours = await findOurs(s, txs.filter((tx) => walletOf(watched, tx.from)).map((tx) => tx.hash));
+  const sent = hashesFromWatched(block, watched);
+  const found = lookup ?? (await findOurs(s, sent));
+  const ours = sent.flatMap((hash) => {
+    const rec = found.get(hash);
+    return rec ? [{ rec, hash }] : [];
+  });
   const tokenLogs = await readTokenTransfers(s, block.hash, watched);
   for (const l of tokenLogs) s.affected.add(l.wallet.id);
   const hashes = [...new Set([...incoming.map((t) => t.tx.hash), ...ours.map((o) => o.hash as Hex), ...tokenLogs.map((l) => l.txHash)])];
@@ -163,19 +168,39 @@ function nativeTransfersTo(txs: Transaction[], watched: Watched): NativeTransfer
   });
 }
 
+/** Our unmined transfers by the hash of theirs a block holds: what `readBlockTransfers` looks up. */
+export type OursLookup = ReadonlyMap<string, TxRecord>;
+
+/**
+ * `readBlockTransfers`'s lookup for several blocks at once (the follower's read-ahead round):
+ * one statement for all their transactions from watched wallets where each block took one.
+ */
+export function lookupOurs(s: SyncScope, blocks: readonly FullBlock[], watched: Watched): Promise<OursLookup> {
+  return findOurs(s, blocks.flatMap((b) => hashesFromWatched(b, watched)));
+}
+
+function hashesFromWatched(block: FullBlock, watched: Watched): Hex[] {
+  return (block.transactions as Transaction[]).filter((tx) => walletOf(watched, tx.from)).map((tx) => tx.hash);
+}
+
+/** Hashes looked up in one statement (each is bound three times). */
+const OURS_CHUNK = 500;
+
 /**
  * The wallets' unmined transfers with these hashes (current or replaced versions), one row per
  * hash. Two rows share a hash only when a transfer failed unmined and the same request was
  * made again for its nonce: the live (pending) one is the one mined here.
  */
-async function findOurs(s: SyncScope, hashes: Hex[]): Promise<Array<{ rec: TxRecord; hash: string }>> {
+async function findOurs(s: SyncScope, hashes: Hex[]): Promise<Map<string, TxRecord>> {
   const byHash = new Map<string, TxRecord>();
-  for (const { rec, hash } of await repo.findUnminedByAnyHash(s.ctx.store.db, s.networkId, hashes)) {
-    const prev = byHash.get(hash);
-    const better = !prev || (prev.status !== 'pending' && (rec.status === 'pending' || rec.id > prev.id));
-    if (better) byHash.set(hash, rec);
+  for (let i = 0; i < hashes.length; i += OURS_CHUNK) {
+    for (const { rec, hash } of await repo.findUnminedByAnyHash(s.ctx.store.db, s.networkId, hashes.slice(i, i + OURS_CHUNK))) {
+      const prev = byHash.get(hash);
+      const better = !prev || (prev.status !== 'pending' && (rec.status === 'pending' || rec.id > prev.id));
+      if (better) byHash.set(hash, rec);
+    }
   }
-  return [...byHash.entries()].map(([hash, rec]) => ({ rec, hash }));
+  return byHash;
 }
 
 /** ERC-20 transfers in the block to a watched wallet, of a token that wallet has active. */
