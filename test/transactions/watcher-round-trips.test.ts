@@ -69,7 +69,7 @@ describe(`the watcher recording a batch (${driverName})`, () => {
     await pipelinedTransaction(slow.db, (trx) => attachMinedTransfers(trx, [read], Date.now(), s.t.ctx.log));
     const took = performance.now() - t0;
     if (postgres) {
-      // begin and the six updates together, then the commit: two round trips (one each: eight).
+      // begin and the six updates together, then the commit: two round trips (one each, begin sent with the first: seven).
       expect(took).toBeGreaterThanOrEqual(2 * DELAY_MS);
       expect(took).toBeLessThan(3.5 * DELAY_MS);
     }
