@@ -135,12 +135,14 @@ describe('native transfer', () => {
     });
     expect(created).toHaveLength(1);
     expect(confirmed).toHaveLength(1);
+    // The row it was recorded with (on PostgreSQL the payload is made before the insert answers: its id drawn ahead).
+    const [row] = await t.store.db.selectFrom('transactions').select(['id', 'tx_hash']).where('wallet_id', '=', w.id).where('type', '=', 'transfer').execute();
     expect(created[0]!.payload).toEqual({
-      transaction_id: expect.any(Number),
+      transaction_id: row!.id,
       wallet_id: w.id,
       amount: '1.500000000000000000',
       token: 'ETH',
-      tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      tx_hash: row!.tx_hash,
       block_number: null,
       status: 'pending',
       type: 'transfer',
@@ -220,6 +222,19 @@ describe('ERC-20 transfer', () => {
     expect(res.body.data.gas).toBeGreaterThan(21000);
     const done = await waitForStatus(t, alice, w.id, res.body.data.id, 'confirmed');
     expect(done.wallet_token).toMatchObject({ symbol: 'TUSD', decimals: 6, is_native: false, contract: getAddress(usd) });
+    // Its event, made before the insert answered (PostgreSQL), shows the row as recorded: its id, the token's decimals.
+    const [created] = await eventsOf(t, w.id, 'transaction.created');
+    expect(created!.payload).toEqual({
+      transaction_id: res.body.data.id,
+      wallet_id: w.id,
+      amount: '12.345678000000000000',
+      token: 'TUSD',
+      tx_hash: res.body.data.tx_hash,
+      block_number: null,
+      status: 'pending',
+      type: 'transfer',
+      created_at: expect.stringMatching(DATETIME),
+    });
 
     expect(await erc20BalanceOf(chain.rpcUrl, usd, w.address)).toBe(minted - 12_345_678n);
     expect(await erc20BalanceOf(chain.rpcUrl, usd, RECIPIENT)).toBe(12_345_678n);

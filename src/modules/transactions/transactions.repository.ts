@@ -247,6 +247,24 @@ export async function lockWalletForCreate(trx: Executor, walletId: number): Prom
   return row === undefined ? undefined : { nextNonce: row.next_nonce ?? null };
 }
 
+/**
+ * PostgreSQL: draws the id the next transfer row will have, from the table's own sequence. Issued
+ * right behind the wallet's lock statement (src/db/pipelined.ts), it runs once the lock is
+ * granted, so a wallet's ids still follow the order its creates commit in; with the id known
+ * before the insert is answered, the create sends its insert, its event (whose payload carries
+ * the id) and the commit in one round trip (transactions.service.ts, `record`). A create that
+ * does not insert after all (refused under the lock, or held for approval) leaves the id unused:
+ * a gap, as a rolled-back insert leaves. SQLite: undefined (the insert draws it; there is no
+ * round trip to save).
+ */
+export async function drawTransactionId(trx: Executor): Promise<number | undefined> {
+  if (dialectOf(trx).driver !== 'postgres') return undefined;
+  const r = await drawId.executeTakeFirst(trx);
+  return Number(r!.id);
+}
+
+const drawId = prepare((db: Executor) => db.selectNoFrom(sql<string>`nextval('transactions_id_seq')`.as('id')));
+
 /** What transfer creation needs of the wallet's outgoing rows, read in one statement under the wallet lock. */
 export interface OutgoingState {
   /** As `reservations(db, walletId, minedNonce)`. */
@@ -365,6 +383,8 @@ export async function heldNonces(db: Executor, walletId: number, from: number): 
 }
 
 export interface NewTx {
+  /** PostgreSQL: an id drawn beforehand (`drawTransactionId`); absent, the insert draws it. */
+  id?: number;
   wallet_id: number;
   token_id: number;
   symbol: string;
@@ -410,6 +430,7 @@ const str = (v: bigint | null): string | null => (v === null ? null : v.toString
 /** A new row's plain values (the two sequence numbers are drawn by the insert: `withSequences`). */
 function insertRow(t: NewTx, nowMs: number) {
   return {
+    ...(t.id === undefined ? {} : { id: t.id }),
     wallet_id: t.wallet_id,
     token_id: t.token_id,
     type: t.type,

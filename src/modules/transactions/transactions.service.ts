@@ -50,7 +50,7 @@ import { failUnmined } from './transactions.state.js';
 import { ReplaceService, type Replacement } from './transactions.replace.js';
 import { Approvals } from './transactions.approvals.js';
 import type { SignedApproval } from './transactions.approvals.repository.js';
-import { transactionEventPayload, type FeePreview } from './transactions.views.js';
+import { transactionEventPayload, type FeePreview, type TxEventFields } from './transactions.views.js';
 
 export interface CreateOptions {
   /** Runs inside the database transaction that records the new transaction (e.g. to store the idempotent response atomically). */
@@ -286,6 +286,9 @@ export class TransactionService {
     let raw: Hex | undefined;
     const rec = await pipelinedTransaction(this.ctx.store.db, async (trx, end) => {
       const locking = repo.lockWalletForCreate(trx, wallet.id);
+      // A plain create's row id, drawn once the lock is granted (PostgreSQL; see drawTransactionId).
+      const drawing = opts.link === undefined && opts.inTransaction === undefined && opts.approving === undefined ? repo.drawTransactionId(trx) : undefined;
+      drawing?.catch(() => undefined);
       const reads = () => Promise.all([this.policyDecision(trx, wallet, p, opts, now), repo.outgoingState(trx, wallet.id, p.snap.minedNonce, opts.approving)]);
       // Without a link to write first, the policy's and the outgoing rows' reads are sent with
       // the lock (src/db/pipelined.ts): the server runs them as soon as it grants it.
@@ -303,9 +306,7 @@ export class TransactionService {
       // (`usedNonces`: on PostgreSQL `nextNonce` may predate the commit this create waited for).
       const nonce = takeNonce(locked.nextNonce, Math.max(p.snap.pendingNonce, p.snap.minedNonce), new Set(state.usedNonces), opts.requireNonce);
       raw = await p.signer.signTransaction({ chainId: p.chainId, nonce, gas: p.gas, ...feeFields(p.fees), to: p.call.to, value: p.call.value, data: p.call.data });
-      const created =
-        opts.approving === undefined ? await insertTransfer(trx, wallet, p, nonce, raw, link, now) : await this.approvals.signed(trx, wallet, opts.approving, signedFields(p, nonce, raw), now);
-      const event = (t: Executor) =>
+      const event = (t: Executor, created: TxEventFields) =>
         recordEvent(t, {
           userId: wallet.user_id,
           walletId: wallet.id,
@@ -313,10 +314,19 @@ export class TransactionService {
           payload: transactionEventPayload(created, 'transaction.created', now),
           nowMs: now,
         });
+      const id = await drawing;
+      if (id !== undefined) {
+        // The row's id is known: its insert, its event and the commit leave together (one round
+        // trip while the wallet is locked, where the event waited for the insert's answer).
+        const row = sentRow(wallet, p, nonce, raw, link, id);
+        return end(async (t) => (await Promise.all([repo.insertSentTransfer(t, row, nonce + 1, now), event(t, newRowEventFields(row, id, p.input.token))]))[0]);
+      }
+      const created =
+        opts.approving === undefined ? await insertTransfer(trx, wallet, p, nonce, raw, link, now) : await this.approvals.signed(trx, wallet, opts.approving, signedFields(p, nonce, raw), now);
       // The event's insert is the last statement: the commit is sent with it.
-      if (opts.inTransaction === undefined) await end(event);
+      if (opts.inTransaction === undefined) await end((t) => event(t, created));
       else {
-        await event(trx);
+        await event(trx, created);
         await opts.inTransaction(trx, created);
       }
       return created;
@@ -597,11 +607,34 @@ function signedFields(p: Prepared, nonce: number, raw: Hex): SignedApproval {
   };
 }
 
+/** The signed transfer's row, pending (with `id`, the id drawn for it). */
+function sentRow(wallet: WalletView, p: Prepared, nonce: number, raw: Hex, link: TxLink, id?: number): repo.NewTx {
+  // The create sends it right after the commit: its first send is counted with the row.
+  return { ...(id === undefined ? {} : { id }), ...heldFields(wallet, p), ...link, status: 'pending', nonce, raw_tx: raw, tx_hash: keccak256(raw), broadcast_attempts: 1 };
+}
+
 /** Inserts the signed transfer as pending, moves next_nonce past it, and returns the row. */
 async function insertTransfer(trx: Executor, wallet: WalletView, p: Prepared, nonce: number, raw: Hex, link: TxLink, nowMs: number): Promise<TxRecord> {
-  // The create sends it right after the commit: its first send is counted with the row.
-  const row = { ...heldFields(wallet, p), ...link, status: 'pending' as const, nonce, raw_tx: raw, tx_hash: keccak256(raw), broadcast_attempts: 1 };
-  return repo.insertSentTransfer(trx, row, nonce + 1, nowMs);
+  return repo.insertSentTransfer(trx, sentRow(wallet, p, nonce, raw, link), nonce + 1, nowMs);
+}
+
+/** What a transfer's event shows of a row about to be inserted with `id` (as its record will read). */
+function newRowEventFields(row: repo.NewTx, id: number, token: WalletTokenRow): TxEventFields {
+  return {
+    id,
+    wallet_id: row.wallet_id,
+    amount: row.amount,
+    decimals: token.decimals,
+    symbol: token.symbol,
+    tx_hash: row.tx_hash,
+    block_number: row.block_number,
+    status: row.status,
+    type: row.type,
+    failure_reason: null,
+    refund_id: row.refund_id ?? null,
+    payout_id: row.payout_id ?? null,
+    reference: row.reference ?? null,
+  };
 }
 
 /** 422 on `address` when it holds no code (a contract call needs a contract). */

@@ -136,12 +136,19 @@ const EVENT_TIME_FIELD: Record<TxEventName, string> = {
   'transaction.reorged': 'reorged_at',
 };
 
+/** What a transfer's event shows of its row. */
+export type TxEventFields = Pick<
+  TxRecord,
+  'id' | 'wallet_id' | 'amount' | 'decimals' | 'symbol' | 'tx_hash' | 'block_number' | 'status' | 'type' | 'failure_reason' | 'refund_id' | 'payout_id' | 'reference'
+>;
+
 /**
  * `data` of a transaction.* event (SPEC "Delivery body", CONTRACT "Event data"). For
  * `transaction.reorged` the caller passes the row as it was with `status: 'pending'`, so
  * `block_number` is the removed block's.
  */
-export function transactionEventPayload(t: TxRecord, name: TxEventName, atMs: number) {
+
+export function transactionEventPayload(t: TxEventFields, name: TxEventName, atMs: number) {
   const at = EVENT_TIME_FIELD[name];
   return {
     transaction_id: t.id,
