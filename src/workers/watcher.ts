@@ -465,22 +465,29 @@ class NetworkWatcher {
   private async recordBlocks(network: NetworkRow, blocks: BlockRead[], cursor: ChainCursor): Promise<ChainCursor> {
     const lastFound = blocks.at(-1)!.found;
     const next: ChainCursor = { block_number: lastFound.number, block_hash: lastFound.hash };
-    const locked = new Set(blocks.flatMap((b) => walletsOfBlock(b.found)));
+    const owners = new Map(blocks.flatMap((b) => walletsOfBlock(b.found)));
+    const locked = new Set(owners.keys());
     const settled = await this.fenced(async (trx) => {
       const now = this.deps.ctx.clock.nowMs();
-      if (!(await moveCursor(trx, this.networkId, cursor, next, now))) throw new LostLease();
-      // The whole batch's wallets, then their users' event orders, before the first block (one lock order).
-      await lockWalletsAndEvents(trx, locked);
-      // The batch's hashes and times in one statement each; then each block's records in order.
-      await saveBlocks(trx, this.networkId, blocks.map(({ block, found }) => ({ number: found.number, hash: found.hash, parentHash: block.parentHash })), now);
-      await recordChargeBlockTimes(trx, this.networkId, blocks.map((b) => b.charges));
+      // What touches no wallet's rows goes first: the cursor, the batch's hashes and times, the
+      // pruning of old hashes (only this lease's holder writes them). Then the whole batch's
+      // wallets, then their users' event orders (one lock order). All issued together (on
+      // PostgreSQL one round trip), so the wallets, a hot one among them whose creates queue for
+      // it, are locked only for what needs them (test/transactions/watcher-lock-hold.pg.test.ts).
+      const [moved] = await Promise.all([
+        moveCursor(trx, this.networkId, cursor, next, now),
+        saveBlocks(trx, this.networkId, blocks.map(({ block, found }) => ({ number: found.number, hash: found.hash, parentHash: block.parentHash })), now),
+        pruneBlocks(trx, this.networkId, lastFound.number, KEEP_BLOCKS),
+        recordChargeBlockTimes(trx, this.networkId, blocks.map((b) => b.charges)),
+        lockWalletsAndEvents(trx, owners),
+      ]);
+      if (!moved) throw new LostLease();
       // Our transfers' blocks first, together (they emit nothing); then each block's receipts and charge payments in order.
       await attachMinedTransfers(trx, blocks.map((b) => b.found), now, this.log);
       for (const { found, charges } of blocks) {
         await recordBlockReceipts(trx, found, { settledNow: network.confirmations <= 1, nowMs: now });
         await charges.record(trx, now);
       }
-      await pruneBlocks(trx, this.networkId, lastFound.number, KEEP_BLOCKS);
       // One confirmation: our transfers the batch mined are final now, settled under the locks held.
       const ours = blocks.some((b) => b.found.ours.length > 0);
       return network.confirmations <= 1 && ours ? settleLocked(trx, this.deps.ctx, this.networkId, next.block_number, locked, now) : [];

@@ -8,80 +8,35 @@
  * the event waited for the insert's answer (two). What it records is checked as well: the event
  * made before the insert answered names the row the insert wrote.
  */
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createStore, type Store } from '../../src/db/index.js';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
-import { startTestChain, type TestChain } from '../helpers/chain.js';
-import { startDelayProxy, type DelayProxy } from '../helpers/delay-proxy.js';
-import { waitFor } from '../helpers/wait.js';
-import { ETH, eventsOf, fundedWallet, RECIPIENT, type FundedWallet } from './support.js';
+import type { TestApp } from '../helpers/app.js';
+import { timeLockHold } from '../helpers/lock-hold.js';
+import { startLockHoldSuite, type LockHoldSuite } from './lock-hold-suite.js';
+import { eventsOf, RECIPIENT } from './support.js';
 
 // Large beside a saturated CI machine's scheduling noise (test/db/pipelined.test.ts).
 const DELAY_MS = 200;
 
 describe('a transfer creation holding its wallet lock (postgres)', () => {
-  let t: TestApp;
-  let chain: TestChain;
-  let user: TestUser;
-  let w: FundedWallet;
-  let proxy: DelayProxy;
+  let s: LockHoldSuite;
   /** The same service on the same database, every answer of the server held DELAY_MS. */
   let slow: TestApp;
-  /** Straight to the server: holds and probes the wallet's lock. */
-  let direct: Store;
 
   beforeAll(async () => {
-    t = await startTestApp({ workers: false });
-    chain = await startTestChain();
-    const networkId = await chain.register(t);
-    user = await t.createUser();
-    w = await fundedWallet(t, chain, user, networkId, 5n * ETH);
-    proxy = await startDelayProxy(t.database.databaseUrl!, DELAY_MS);
-    slow = await startTestApp({ database: t.database, keepDatabase: true, workers: false, env: { DATABASE_URL: proxy.url } });
-    direct = createStore({ databaseUrl: t.database.databaseUrl, dataDir: t.database.dataDir, dbPoolSize: 2 });
+    s = await startLockHoldSuite(DELAY_MS);
+    slow = await s.slow({ workers: false });
   });
 
   afterAll(async () => {
-    await slow?.close();
-    await proxy?.close();
-    await direct?.destroy();
-    await t?.close();
-    await chain?.stop();
+    await s?.close();
   });
 
-  const lockWallet = (trx: Store['db']) => sql`select id from wallets where id = ${w.id} for update`.execute(trx);
-
   it('holds it for one round trip: the insert, the event and the commit sent together once it is granted', async () => {
-    // Hold the wallet's lock, and let the create (through the slow proxy) queue for it.
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let holding!: () => void;
-    const held = new Promise<void>((resolve) => (holding = resolve));
-    const holder = direct.db.transaction().execute(async (trx) => {
-      await lockWallet(trx);
-      holding();
-      await released;
-    });
-    await held;
-    const creating = slow.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '1', token: 'ETH', address: RECIPIENT } });
-    await waitFor(
-      async () => {
-        const r = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
-          where datname = current_database() and wait_event_type = 'Lock' and query like '%wallet_nonces%for update%'`.execute(direct.db);
-        return r.rows[0]!.n === 1 ? true : null;
-      },
-      { timeoutMs: 20_000, message: 'the create waiting for the wallet lock' },
+    // The create (through the slow proxy) queues for the wallet's lock while it is held here.
+    const { t, user, w } = s;
+    const { heldForMs: heldFor, result: res } = await timeLockHold(s.direct, w.id, '%wallet_nonces%for update%', () =>
+      slow.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '1', token: 'ETH', address: RECIPIENT } }),
     );
-
-    // Let it go; the create is granted the lock at once, and our next request for it waits behind it.
-    release();
-    await holder;
-    const t0 = performance.now();
-    await direct.db.transaction().execute((trx) => lockWallet(trx));
-    const heldFor = performance.now() - t0;
-
-    const res = await creating;
     expect(res.status, res.text).toBe(200);
     // The grant's answer reaches the service one delay later; the insert, the event and the commit
     // then run on arrival: one round trip. Their answers come back with the lock already released.

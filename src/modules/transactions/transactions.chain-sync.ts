@@ -218,10 +218,12 @@ async function readTokenTransfers(s: SyncScope, blockHash: Hex, watched: Watched
 
 /**
  * The wallets whose rows and events a block's recording writes (receipts and the wallets' own
- * transfers): the follower locks those of its whole batch first (`lockWalletsAndEvents`).
+ * transfers), each with its user: the follower locks those of its whole batch first
+ * (`lockWalletsAndEvents`).
  */
-export function walletsOfBlock(b: BlockTransfers): number[] {
-  return [...b.incoming.map((t) => t.wallet.id), ...b.tokenLogs.map((l) => l.wallet.id), ...b.ours.map((o) => o.rec.wallet_id)];
+export function walletsOfBlock(b: BlockTransfers): Array<[wallet: number, user: number]> {
+  const receiving = [...b.incoming.map((t) => t.wallet), ...b.tokenLogs.map((l) => l.wallet)];
+  return [...receiving.map((w): [number, number] => [w.id, w.user_id]), ...b.ours.map(({ rec }): [number, number] => [rec.wallet_id, rec.user_id])];
 }
 
 /**
@@ -346,7 +348,7 @@ export async function settleConfirmed(s: SyncScope, cursorBlock: number, confirm
   const settled = await s.fenced(async (trx) => {
     const now = s.ctx.clock.nowMs();
     // Every wallet, then every user's event order, before the first change (one lock order).
-    await lockWalletsAndEvents(trx, ready.map((r) => r.wallet_id));
+    await lockWalletsAndEvents(trx, ownersOf(ready));
     return settleMinedAll(trx, ready, now, refundedBy(trx, s.ctx, now));
   });
   for (const t of settled) s.affected.add(t.wallet_id);
@@ -370,6 +372,11 @@ export async function settleLocked(trx: Executor, ctx: AppContext, networkId: nu
 /** A confirmed transfer that pays a refund: the refund's event, in the same transaction. */
 function refundedBy(trx: Executor, ctx: AppContext, nowMs: number): (after: TxRecord) => Promise<void> {
   return (after) => announceRefunded(trx, after.refund_id!, after.user_id, nowMs, ctx.config.publicUrl);
+}
+
+/** The wallets of these rows and their users (for `lockWalletsAndEvents`). */
+export function ownersOf(rows: ReadonlyArray<Pick<TxRecord, 'wallet_id' | 'user_id'>>): Map<number, number> {
+  return new Map(rows.map((r) => [r.wallet_id, r.user_id]));
 }
 
 /** One line a settled row, once its transaction has committed. */

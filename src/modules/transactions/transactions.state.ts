@@ -39,11 +39,15 @@ export async function lockWallets(trx: Executor, walletIds: Iterable<number>): P
  * then its user's event order, so it can never hold one of these while waiting for another that
  * this transaction holds (the chain watcher's block batch used to take a wallet, an event order,
  * then the next wallet: a deadlock with a create on that wallet).
+ *
+ * `owners` maps each wallet to its user: a wallet's owner never changes, so the users' event
+ * orders need not wait for the wallets' rows to be read. Every lock is issued together, in the
+ * one order (on PostgreSQL one round trip: the server takes them in the order sent), where the
+ * event orders waited for the wallets' answers, a round trip with the wallets locked.
  */
-export async function lockWalletsAndEvents(trx: Executor, walletIds: Iterable<number>): Promise<void> {
-  // Issued together, in id order: the server takes them in that order (on PostgreSQL one round trip).
-  const owners = await Promise.all([...new Set(walletIds)].sort((a, b) => a - b).map((id) => lockWalletOfUser(trx, id)));
-  await lockEventsOf(trx, new Set(owners.filter((u) => u !== undefined)));
+export async function lockWalletsAndEvents(trx: Executor, owners: ReadonlyMap<number, number>): Promise<void> {
+  const wallets = [...owners.keys()].sort((a, b) => a - b);
+  await Promise.all([...wallets.map((id) => lockWalletOfUser(trx, id)), lockEventsOf(trx, new Set(owners.values()))]);
 }
 
 /**
