@@ -174,19 +174,21 @@ describe('native transfer', () => {
   });
 });
 
-describe('an event that cannot be written', () => {
-  // The event is the transaction's last statement (on PostgreSQL sent with the commit,
-  // src/db/pipelined.ts): when it fails, the transfer must not be recorded, signed bytes not
-  // sent, the nonce not used.
-  it('fails the create with nothing recorded, nothing sent, and the next create takes the same nonce', async () => {
+describe('a row or an event that cannot be written', () => {
+  // The row, its event and the commit are the transaction's last statements (on PostgreSQL sent
+  // together, src/db/pipelined.ts: the event's payload made before the row's insert answers).
+  // When either fails, the transfer must not be recorded, its signed bytes not sent, the nonce
+  // not used.
+  it.each(['events', 'transactions'])('fails the create when %s refuses the write: nothing recorded, nothing sent, and the next create takes the same nonce', async (table) => {
     const w = await fundedWallet(t, chain, alice, networkId, 2n * ETH);
     const { sql } = await import('kysely');
-    const name = sql.raw(`refuse_events_${w.id}`);
+    const name = sql.raw(`refuse_${table}_${w.id}`);
+    const on = sql.raw(table);
     if (t.store.driver === 'postgres') {
-      await sql`create function ${name}() returns trigger language plpgsql as $$ begin if new.wallet_id = ${sql.raw(String(w.id))} then raise exception 'injected: events refused'; end if; return new; end $$`.execute(t.store.db);
-      await sql`create trigger ${name} before insert on events for each row execute function ${name}()`.execute(t.store.db);
+      await sql`create function ${name}() returns trigger language plpgsql as $$ begin if new.wallet_id = ${sql.raw(String(w.id))} then raise exception 'injected: write refused'; end if; return new; end $$`.execute(t.store.db);
+      await sql`create trigger ${name} before insert on ${on} for each row execute function ${name}()`.execute(t.store.db);
     } else {
-      await sql`create trigger ${name} before insert on events when new.wallet_id = ${sql.raw(String(w.id))} begin select raise(abort, 'injected: events refused'); end`.execute(t.store.db);
+      await sql`create trigger ${name} before insert on ${on} when new.wallet_id = ${sql.raw(String(w.id))} begin select raise(abort, 'injected: write refused'); end`.execute(t.store.db);
     }
     const refused = await create(alice, w.id, { amount: '0.5', token: 'ETH', address: RECIPIENT });
     expect(refused.status).toBe(500);
@@ -194,12 +196,14 @@ describe('an event that cannot be written', () => {
     expect(await txRows(t, w.id)).toEqual([]);
     expect(await eventsOf(t, w.id, 'transaction.created')).toEqual([]);
     expect(await publicClient(chain.rpcUrl).getTransactionCount({ address: w.address as Address, blockTag: 'pending' })).toBe(0);
-    await sql`drop trigger ${name}${sql.raw(t.store.driver === 'postgres' ? ' on events' : '')}`.execute(t.store.db);
+    await sql`drop trigger ${name}${sql.raw(t.store.driver === 'postgres' ? ` on ${table}` : '')}`.execute(t.store.db);
     const next = await create(alice, w.id, { amount: '0.5', token: 'ETH', address: RECIPIENT });
     expect(next.status).toBe(200);
     expect(next.body.data.nonce).toBe(0);
     await waitForStatus(t, alice, w.id, next.body.data.id, 'confirmed');
     expect((await txRows(t, w.id)).map((r) => [r.type, r.status, r.nonce])).toEqual([['transfer', 'confirmed', 0]]);
+    const [created] = await eventsOf(t, w.id, 'transaction.created');
+    expect(created!.payload).toMatchObject({ transaction_id: next.body.data.id, tx_hash: next.body.data.tx_hash });
   });
 });
 
