@@ -239,6 +239,10 @@ class NetworkWatcher {
   private heads: HeadFollower | null = null;
   /** The endpoints `heads` follows (a network's endpoints may change while it runs). */
   private headsOf = '';
+  /** Wallets whose balances the next refresh reads (the batches' affected wallets, gathered while one runs). */
+  private readonly toRefresh = new Set<number>();
+  /** The balance refresh running beside the ticks, if any (release waits for it). */
+  private refreshing: Promise<void> | null = null;
 
   constructor(
     private readonly deps: NetworkWatcherDeps,
@@ -278,7 +282,7 @@ class NetworkWatcher {
     } catch (e) {
       this.tickFailed(e);
     } finally {
-      await this.refreshBalances(affected, shouldStop);
+      this.queueRefresh(affected, shouldStop);
     }
     if (behind) return 'behind';
     return (await this.hasUnconfirmed(network.id)) ? 'pending' : 'idle';
@@ -312,6 +316,7 @@ class NetworkWatcher {
   /** Gives the lease up (on a clean stop), so another process takes over at once. */
   async release(): Promise<void> {
     this.stopHeads();
+    await this.refreshing;
     if (!this.hasLease) return;
     this.hasLease = false;
     try {
@@ -564,6 +569,30 @@ class NetworkWatcher {
   }
 
   /** Step 6: reads (node) then stores (database, with balance.updated events) each touched wallet's balances. */
+  /**
+   * The recorded wallets' balances are read and stored beside the ticks, not inside them: on a
+   * hot wallet a refresh after every batch made each tick ~15% longer (~32 ms of ~230), and a
+   * transfer's confirmation waits on average half a tick (BENCHMARKS.md, issue 23). One refresh
+   * runs at a time; the wallets of the batches recorded meanwhile are read by the next, so a
+   * wallet's readings are still stored in the order they were taken (and `store` keeps a later
+   * block's reading over an older one).
+   */
+  private queueRefresh(walletIds: Set<number>, shouldStop: () => boolean): void {
+    for (const id of walletIds) this.toRefresh.add(id);
+    if (this.refreshing || this.toRefresh.size === 0) return;
+    this.refreshing = (async () => {
+      while (this.toRefresh.size > 0 && !shouldStop()) {
+        const batch = new Set(this.toRefresh);
+        this.toRefresh.clear();
+        await this.refreshBalances(batch, shouldStop);
+      }
+    })()
+      .catch((e: unknown) => this.log.warn({ err: e }, 'balance refresh failed; the balance route re-reads the chain'))
+      .finally(() => {
+        this.refreshing = null;
+      });
+  }
+
   private async refreshBalances(walletIds: Set<number>, shouldStop: () => boolean): Promise<void> {
     if (walletIds.size === 0) return;
     const { ctx, balances } = this.deps;
