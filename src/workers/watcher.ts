@@ -568,9 +568,8 @@ class NetworkWatcher {
     if (all && allChecked) this.recoverySweepDone = true;
   }
 
-  /** Step 6: reads (node) then stores (database, with balance.updated events) each touched wallet's balances. */
   /**
-   * The recorded wallets' balances are read and stored beside the ticks, not inside them: on a
+   * Step 6, beside the ticks: the recorded wallets' balances are read and stored beside the ticks, not inside them: on a
    * hot wallet a refresh after every batch made each tick ~15% longer (~32 ms of ~230), and a
    * transfer's confirmation waits on average half a tick (BENCHMARKS.md, issue 23). One refresh
    * runs at a time; the wallets of the batches recorded meanwhile are read by the next, so a
@@ -593,6 +592,7 @@ class NetworkWatcher {
       });
   }
 
+  /** Reads (node) then stores (database, with balance.updated events) each touched wallet's balances. */
   private async refreshBalances(walletIds: Set<number>, shouldStop: () => boolean): Promise<void> {
     if (walletIds.size === 0) return;
     const { ctx, balances } = this.deps;
