@@ -115,7 +115,7 @@ export class Workload {
 
   /** One operation, picked by the seeded stream. */
   async step(): Promise<void> {
-    const op = this.prng.weighted({ native: 4, token: 3, contract: 1, 'wallet-to-wallet': 1, fund: 1, charge: 5, payout: 1, rename: 1 });
+    const op = this.prng.weighted({ native: 4, token: 3, contract: 1, 'wallet-to-wallet': 1, burst: 1, fund: 1, charge: 5, payout: 1, rename: 1 });
     const w = this.prng.pick(this.wallets);
     switch (op) {
       case 'native':
@@ -130,6 +130,8 @@ export class Workload {
         const other = this.wallets.find((x) => x.id !== w.id) ?? w;
         return this.transfer(w, this.prng.chance(0.5) ? 'ETH' : TOKEN_SYMBOL, this.prng.chance(0.5) ? ETH / 100n : 3n * UNIT, other.address, 'wallet-to-wallet');
       }
+      case 'burst':
+        return this.burst(w, this.prng.int(3, 6));
       case 'fund':
         return this.fund(w);
       case 'charge':
@@ -229,6 +231,18 @@ export class Workload {
     this.count(`${kind} refused (${r.status} ${r.message})`);
     if (r.status !== 400 || !/Insufficient balance|Too many pending|^Policy: over the (per-transaction|daily) limit$/.test(r.message)) this.unexpected.push(`${kind}: ${r.status} ${r.message}`);
     return null;
+  }
+
+  /**
+   * A hot wallet: `n` native transfers of one wallet sent at once, so that the service records
+   * the ones that wait for each other together (docs/transactions.md, "recorded together"); on
+   * the policed wallet they are recorded one at a time. Each is a create as any other (its own
+   * key, its replay, its refusals).
+   */
+  private async burst(w: SimWallet, n: number): Promise<void> {
+    const sends = Array.from({ length: n }, () => ({ amount: this.prng.bigint(ETH / 1000n, ETH / 100n), to: this.recipient() }));
+    await Promise.all(sends.map((s) => this.create(w, { amount: fmt(s.amount, 'ETH'), token: 'ETH', address: s.to }, 'transfer-burst')));
+    this.count(`burst of ${n}`);
   }
 
   private async transfer(w: SimWallet, token: string, amount: bigint, to: Address, kind = `transfer-${token === 'ETH' ? 'native' : 'token'}`): Promise<void> {

@@ -32,6 +32,16 @@ export function enforcePolicy(trx: Executor, t: PolicedTransfer, nowMs: number):
 }
 
 /**
+ * Whether the wallet's policy sets nothing for this token (no limit, no allowlist): a transfer of
+ * it passes whatever its amount and recipient, and is never held. The caller holds the wallet's
+ * lock (a hot wallet's creates recorded together, transactions.service.ts).
+ */
+export async function isUnpoliced(trx: Executor, walletId: number, tokenId: number): Promise<boolean> {
+  const { limits, allowlistOnly } = await policyForToken(trx, walletId, tokenId);
+  return !allowlistOnly && Object.keys(limits).length === 0;
+}
+
+/**
  * The decision for one transfer or a payout's items as a whole (payouts.service.ts), before
  * any is sent: each item under
  * `per_transaction` and on the allowlist when it is required, the total within `daily`, and the

@@ -265,6 +265,20 @@ export async function drawTransactionId(trx: Executor): Promise<number | undefin
 
 const drawId = prepare((db: Executor) => db.selectNoFrom(sql<string>`nextval('transactions_id_seq')`.as('id')));
 
+/**
+ * PostgreSQL: `count` ids for the transfers a batch of creates will insert, drawn behind the
+ * wallet's lock statement as `drawTransactionId` draws one, in increasing order. SQLite: undefined.
+ */
+export async function drawTransactionIds(trx: Executor, count: number): Promise<number[] | undefined> {
+  if (dialectOf(trx).driver !== 'postgres') return undefined;
+  const rows = await drawIds.execute(trx, count);
+  return rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+}
+
+const drawIds = prepare((db: Executor, count: number) =>
+  db.selectFrom(sql<{ n: number }>`generate_series(1, ${count}::int)`.as('g')).select(sql<string>`nextval('transactions_id_seq')`.as('id')),
+);
+
 /** What transfer creation needs of the wallet's outgoing rows, read in one statement under the wallet lock. */
 export interface OutgoingState {
   /** As `reservations(db, walletId, minedNonce)`. */
@@ -318,7 +332,22 @@ function reserves(r: { nonce: number | string | null; status: string; block_numb
 
 /** `excludeId`: a row awaiting approval being approved, whose own reservation is what it spends. */
 export async function outgoingState(db: Executor, walletId: number, minedNonce: number, excludeId?: number): Promise<OutgoingState> {
-  const rows = await outgoingRows.execute(db, walletId, minedNonce);
+  return outgoingStateOf(await outgoingRowsFrom(db, walletId, minedNonce), minedNonce, excludeId);
+}
+
+/** The wallet's outgoing rows `outgoingState` reads, for any `minedNonce` at or above this one (a batch of creates reads them once). */
+export type OutgoingRows = Awaited<ReturnType<typeof outgoingRows.execute>>;
+
+export function outgoingRowsFrom(db: Executor, walletId: number, minedNonce: number): Promise<OutgoingRows> {
+  return outgoingRows.execute(db, walletId, minedNonce);
+}
+
+/**
+ * `outgoingState` of rows read at a mined nonce at or below `minedNonce`: the rows the lower
+ * bound adds (not pending, not awaiting, nonce below `minedNonce`) neither reserve, nor count as
+ * pending, nor hold a nonce, so the state is the one a read at `minedNonce` gives.
+ */
+export function outgoingStateOf(rows: OutgoingRows, minedNonce: number, excludeId?: number): OutgoingState {
   const state: OutgoingState = { reservations: [], pendingCount: 0, usedNonces: [] };
   for (const r of rows) {
     if (r.id === excludeId) continue;

@@ -37,8 +37,9 @@ import { allocateNonce, chainPendingNonce } from '../../chain/nonce.js';
 import type { TransactionSigner } from '../../chain/keys.js';
 import { recordEvent } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
-import { enforcePolicy } from '../policies/policies.check.js';
-import { pipelinedTransaction } from '../../db/pipelined.js';
+import { enforcePolicy, isUnpoliced } from '../policies/policies.check.js';
+import { Batcher } from '../../lib/batcher.js';
+import { pipelinedTransaction, type EndWith } from '../../db/pipelined.js';
 import { findToken, listTokens } from '../tokens/tokens.repository.js';
 import { lockWallet, type WalletView } from '../wallets/wallets.repository.js';
 import type { WalletService } from '../wallets/wallets.service.js';
@@ -135,6 +136,8 @@ export class TransactionService {
   private readonly marks: BroadcastMarks;
   /** Transfers held for approval: reject and the expiry pass (the routes and the approvals worker call them here). */
   readonly approvals: Approvals;
+  /** Per wallet with creates under way in this process: the batch being recorded and those waiting for it (`recordTogether`). */
+  private readonly hot = new Map<number, { batcher: Batcher<Queued, Outcome>; creates: number }>();
 
   constructor(
     private readonly ctx: AppContext,
@@ -183,6 +186,11 @@ export class TransactionService {
     return async (trx) => p.enough((await repo.outgoingState(trx, wallet.id, p.snap.minedNonce)).reservations, p.fee * BigInt(count));
   }
 
+  /** The wallet's creates in this process that are being recorded or waiting to be (`recordTogether`). */
+  createsUnderWay(walletId: number): number {
+    return this.hot.get(walletId)?.creates ?? 0;
+  }
+
   /** The tokens a create body may name: the wallet's active ones. */
   activeTokens(wallet: WalletView): Promise<WalletTokenRow[]> {
     return listTokens(this.ctx.store.db, wallet.id, { activeOnly: true });
@@ -196,12 +204,12 @@ export class TransactionService {
   async create(wallet: WalletView, input: TransferInput, opts: CreateOptions = {}): Promise<TxRecord> {
     const log = this.ctx.log.child({ component: 'transactions', wallet_id: wallet.id });
     const prepared = await this.prepare(wallet, input);
-    const { rec, raw } = await this.record(wallet, prepared, opts);
+    const { rec, raw, together = 1 } = isPlain(opts) ? await this.recordTogether(wallet, { p: prepared, inTransaction: opts.inTransaction }) : await this.record(wallet, prepared, opts);
     if (raw === undefined) {
       log.info({ transaction_id: rec.id, symbol: input.token.symbol }, 'transaction held for approval');
       return rec;
     }
-    log.info({ transaction_id: rec.id, tx_hash: rec.tx_hash, nonce: rec.nonce, symbol: input.token.symbol }, 'transaction recorded');
+    log.info({ transaction_id: rec.id, tx_hash: rec.tx_hash, nonce: rec.nonce, symbol: input.token.symbol, together }, 'transaction recorded');
     await this.broadcast(prepared.client, rec, raw, log);
     // The row as recorded: a broadcast that returns leaves it as it was (only a final refusal,
     // which throws, changes it; `broadcast_at` is written later and not shown).
@@ -281,7 +289,7 @@ export class TransactionService {
    * the policy holds is recorded awaiting approval instead (reserved; no nonce, nothing signed:
    * `raw` undefined). With `approving`, the held row of that id is signed and recorded pending.
    */
-  private async record(wallet: WalletView, p: Prepared, opts: CreateOptions & { approving?: number }): Promise<{ rec: TxRecord; raw?: Hex }> {
+  private async record(wallet: WalletView, p: Prepared, opts: CreateOptions & { approving?: number }): Promise<Recorded> {
     const now = this.ctx.clock.nowMs();
     let raw: Hex | undefined;
     const rec = await pipelinedTransaction(this.ctx.store.db, async (trx, end) => {
@@ -332,6 +340,140 @@ export class TransactionService {
       return created;
     });
     return { rec, raw };
+  }
+
+  /**
+   * Step 3 for a hot wallet: while a transaction recording the wallet's creates is under way in
+   * this process, the creates that become ready wait for it here rather than each at the
+   * database's lock, and are then recorded together (`recordBatch`: one grant of the lock, one
+   * commit). A lone create waits for nobody and is recorded by `record`, as every create was
+   * before. The wallet's other writers (the watcher, another process) still take its lock in the
+   * database, so the batch is one holder among them.
+   */
+  private async recordTogether(wallet: WalletView, q: Queued): Promise<Recorded> {
+    let hot = this.hot.get(wallet.id);
+    if (!hot) {
+      hot = { batcher: new Batcher((items) => this.recordBatch(wallet, items), 1, MAX_TOGETHER), creates: 0 };
+      this.hot.set(wallet.id, hot);
+    }
+    hot.creates += 1;
+    try {
+      const outcome = await hot.batcher.submit(q);
+      if (!outcome.ok) throw outcome.error;
+      return outcome.value;
+    } finally {
+      // Every batch of this batcher has ended once none of its creates is waiting.
+      if (--hot.creates === 0) this.hot.delete(wallet.id);
+    }
+  }
+
+  /**
+   * Records `items` (queued creates of one wallet) in one transaction (`recordBatchOnce`). A create
+   * whose stored response could not be written (its Idempotency-Key taken over: `Refused`) fails
+   * alone: the transaction rolled back before its commit, so nothing of the batch was written,
+   * and the rest is recorded again without it. Any other failure fails them all, as it would fail
+   * each alone. A create of a token the wallet's policy limits, and a create left on its own, is
+   * recorded by `record` afterwards (the policy's reads and writes are per transfer).
+   */
+  private async recordBatch(wallet: WalletView, items: Queued[]): Promise<Outcome[]> {
+    const out: Outcome[] = new Array(items.length);
+    let todo = items.map((_, i) => i);
+    const alone: number[] = [];
+    while (todo.length > 1) {
+      try {
+        const results = await this.recordBatchOnce(wallet, todo.map((i) => items[i]!));
+        results.forEach((o, k) => (o === 'alone' ? alone.push(todo[k]!) : (out[todo[k]!] = o)));
+        todo = [];
+      } catch (error) {
+        if (!(error instanceof Refused)) {
+          for (const i of todo) out[i] = { ok: false, error };
+          return out;
+        }
+        out[todo[error.index]!] = { ok: false, error: error.reason };
+        this.ctx.log.warn({ component: 'transactions', wallet_id: wallet.id, err: error.reason, batch: todo.length }, 'a create of the batch could not store its response; the others are recorded without it');
+        todo = todo.filter((_, k) => k !== error.index);
+      }
+    }
+    alone.push(...todo);
+    for (const i of alone.sort((a, b) => a - b)) {
+      const { p, inTransaction } = items[i]!;
+      out[i] = await this.record(wallet, p, { inTransaction }).then(
+        (value): Outcome => ({ ok: true, value }),
+        (error: unknown): Outcome => ({ ok: false, error }),
+      );
+    }
+    return out;
+  }
+
+  /**
+   * One transaction for a batch of plain creates of one wallet: the lock statement, with the ids
+   * (PostgreSQL), whether the policy sets anything for the batch's tokens, and the outgoing rows
+   * sent behind it; then, in memory, each create in its order checked and given its nonce as
+   * `record` does, against the rows and the creates before it in the batch (`allot`); then the
+   * rows, their `transaction.created` events and the commit (`writeBatch`). A create refused
+   * (balance, the pending cap) is answered with its error and takes nothing; one of a policed
+   * token is left `'alone'`.
+   */
+  private async recordBatchOnce(wallet: WalletView, items: Queued[]): Promise<Array<Outcome | 'alone'>> {
+    const now = this.ctx.clock.nowMs();
+    const minedFrom = Math.min(...items.map((q) => q.p.snap.minedNonce));
+    const tokenIds = [...new Set(items.map((q) => q.p.input.token.id))];
+    return pipelinedTransaction(this.ctx.store.db, async (trx, end) => {
+      const locking = repo.lockWalletForCreate(trx, wallet.id);
+      const reads = Promise.all([
+        repo.drawTransactionIds(trx, items.length),
+        Promise.all(tokenIds.map((id) => isUnpoliced(trx, wallet.id, id))),
+        repo.outgoingRowsFrom(trx, wallet.id, minedFrom),
+      ]);
+      reads.catch(() => undefined);
+      const locked = await locking;
+      if (!locked) throw Errors.internal(new Error(`wallet ${wallet.id} missing`));
+      const [ids, free, rows] = await reads;
+      const unpoliced = new Set(tokenIds.filter((_, i) => free[i]));
+      const { results, signed } = await this.allot(wallet, items, { nextNonce: locked.nextNonce, rows, unpoliced, ids });
+      if (signed.length > 0) {
+        const recs = await writeBatch(trx, end, wallet, items, signed, now);
+        signed.forEach((s, i) => (results[s.k] = { ok: true, value: { rec: recs[i]!, raw: s.raw, together: signed.length } }));
+      }
+      return results;
+    });
+  }
+
+  /** `recordBatchOnce`'s decisions, under the lock: each create refused, left alone, or given its nonce and signed. */
+  private async allot(
+    wallet: WalletView,
+    items: Queued[],
+    at: { nextNonce: number | null; rows: repo.OutgoingRows; unpoliced: Set<number>; ids: number[] | undefined },
+  ): Promise<{ results: Array<Outcome | 'alone'>; signed: Signed[] }> {
+    const results: Array<Outcome | 'alone'> = new Array(items.length);
+    const signed: Signed[] = [];
+    // What the creates before this one in the batch take: as their rows will once inserted.
+    const taken: repo.Reservation[] = [];
+    const nonces: number[] = [];
+    let next = at.nextNonce;
+    for (let k = 0; k < items.length; k++) {
+      const { p } = items[k]!;
+      if (!at.unpoliced.has(p.input.token.id)) {
+        results[k] = 'alone';
+        continue;
+      }
+      const state = repo.outgoingStateOf(at.rows, p.snap.minedNonce);
+      if (!p.enough([...state.reservations, ...taken], p.fee)) {
+        results[k] = { ok: false, error: Errors.insufficientBalance() };
+        continue;
+      }
+      if (state.pendingCount + signed.length >= this.ctx.config.maxPendingPerWallet) {
+        results[k] = { ok: false, error: Errors.tooManyPending() };
+        continue;
+      }
+      const nonce = takeNonce(next, Math.max(p.snap.pendingNonce, p.snap.minedNonce), new Set([...state.usedNonces, ...nonces]), undefined);
+      const raw = await p.signer.signTransaction({ chainId: p.chainId, nonce, gas: p.gas, ...feeFields(p.fees), to: p.call.to, value: p.call.value, data: p.call.data });
+      signed.push({ k, nonce, raw, row: sentRow(wallet, p, nonce, raw, {}, at.ids?.[signed.length]) });
+      taken.push({ token_id: p.input.token.id, amount: p.input.amount, fee_reserved: p.fee });
+      nonces.push(nonce);
+      next = nonce + 1;
+    }
+    return { results, signed };
   }
 
   /**
@@ -518,6 +660,81 @@ function takeNonce(next: number | null, pendingNonce: number, held: ReadonlySet<
     throw new AppError(409, 'NONCE_MOVED', `Nonce ${required} is no longer the next to fill (allocation gave ${nonce})`);
   }
   return nonce;
+}
+
+/** The most creates of one wallet recorded in one transaction (the default pending cap: more would be refused). */
+const MAX_TOGETHER = 64;
+
+/** A create waiting for its wallet's batch: its quote, and the response to store with it (Idempotency-Key). */
+interface Queued {
+  p: Prepared;
+  inTransaction?: CreateOptions['inTransaction'];
+}
+
+/** A recorded create: its row, its signed bytes (none when held for approval), and how many were recorded in its transaction. */
+interface Recorded {
+  rec: TxRecord;
+  raw?: Hex;
+  together?: number;
+}
+
+type Outcome = { ok: true; value: Recorded } | { ok: false; error: unknown };
+
+/** A create of a batch signed under the lock: its place in the batch, nonce, bytes and row. */
+interface Signed {
+  k: number;
+  nonce: number;
+  raw: Hex;
+  row: repo.NewTx;
+}
+
+/** The create at `index` of a batch could not store its response: the batch's transaction is rolled back, and recorded again without it. */
+class Refused extends Error {
+  constructor(
+    readonly index: number,
+    readonly reason: unknown,
+  ) {
+    super('a create of the batch could not store its response');
+  }
+}
+
+/** The creates `recordTogether` may batch: no link to write first, no nonce of their own, policed as any transfer. */
+function isPlain(opts: CreateOptions): boolean {
+  return opts.link === undefined && opts.requireNonce === undefined && opts.exemptFromPolicy === undefined && opts.approvalDecided === undefined;
+}
+
+/**
+ * The signed creates' rows and `transaction.created` events, in the batch's order. On PostgreSQL
+ * (ids drawn) every insert and event leaves with the commit in one round trip, unless a create
+ * stores its response (Idempotency-Key): then the responses are written once the rows are
+ * answered, and the commit follows; a response that cannot be written throws `Refused` before
+ * the commit. On SQLite one after the other (no round trip to save).
+ */
+async function writeBatch(trx: Executor, end: EndWith, wallet: WalletView, items: Queued[], signed: Signed[], now: number): Promise<TxRecord[]> {
+  const event = (t: Executor, fields: TxEventFields) =>
+    recordEvent(t, { userId: wallet.user_id, walletId: wallet.id, name: 'transaction.created', payload: transactionEventPayload(fields, 'transaction.created', now), nowMs: now });
+  const both = (t: Executor, s: Signed) => [repo.insertSentTransfer(t, s.row, s.nonce + 1, now), event(t, newRowEventFields(s.row, s.row.id!, items[s.k]!.p.input.token))];
+  const responses = signed.filter((s) => items[s.k]!.inTransaction !== undefined);
+  const drawn = signed[0]!.row.id !== undefined;
+  if (drawn && responses.length === 0) return rowsOf(await end((t) => Promise.all(signed.flatMap((s) => both(t, s)))));
+  const recs: TxRecord[] = [];
+  if (drawn) recs.push(...rowsOf(await Promise.all(signed.flatMap((s) => both(trx, s)))));
+  else {
+    for (const s of signed) {
+      const rec = await repo.insertSentTransfer(trx, s.row, s.nonce + 1, now);
+      await event(trx, rec);
+      recs.push(rec);
+    }
+  }
+  const stored = await Promise.allSettled(signed.map((s, i) => items[s.k]!.inTransaction?.(trx, recs[i]!)));
+  const failed = stored.findIndex((r) => r.status === 'rejected');
+  if (failed >= 0) throw new Refused(signed[failed]!.k, (stored[failed] as PromiseRejectedResult).reason);
+  return recs;
+}
+
+/** The rows of `[row, event id, row, event id, …]`. */
+function rowsOf(answers: Array<TxRecord | number>): TxRecord[] {
+  return answers.filter((_, i) => i % 2 === 0) as TxRecord[];
 }
 
 /** The value of a settled read, or its error thrown. */
