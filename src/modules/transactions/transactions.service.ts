@@ -186,11 +186,6 @@ export class TransactionService {
     return async (trx) => p.enough((await repo.outgoingState(trx, wallet.id, p.snap.minedNonce)).reservations, p.fee * BigInt(count));
   }
 
-  /** The wallet's creates in this process that are being recorded or waiting to be (`recordTogether`). */
-  createsUnderWay(walletId: number): number {
-    return this.hot.get(walletId)?.creates ?? 0;
-  }
-
   /** The tokens a create body may name: the wallet's active ones. */
   activeTokens(wallet: WalletView): Promise<WalletTokenRow[]> {
     return listTokens(this.ctx.store.db, wallet.id, { activeOnly: true });
