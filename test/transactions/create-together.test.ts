@@ -19,9 +19,11 @@ import { waitFor } from '../helpers/wait.js';
 import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, startProxiedSuite, txRows, type FundedWallet } from './support.js';
 
 let s: Awaited<ReturnType<typeof startProxiedSuite>>;
+const PENDING_CAP = 5;
 
 beforeAll(async () => {
-  s = await startProxiedSuite();
+  // A pending cap a batch can reach (the last test); the others stay below it.
+  s = await startProxiedSuite({ MAX_PENDING_PER_WALLET: String(PENDING_CAP) });
   // One create first, so that what the node client learns once (whether the chain charges an L1
   // fee) is known: every create below then records as soon as its gas estimate is answered.
   const w = await fundedWallet(s.t, s.chain, s.user, s.networkId, ETH);
@@ -161,5 +163,21 @@ describe(`a hot wallet's creates recorded together (${driverName})`, () => {
     await sql`drop trigger ${name}${sql.raw(s.t.store.driver === 'postgres' ? ' on transactions' : '')}`.execute(s.t.store.db);
     const next = await create(w.id, '0.1');
     expect([next.status, next.body.data.nonce]).toEqual([200, 1]);
+  });
+
+  it('counts the creates before it in the batch against the pending cap', async () => {
+    const w = await fundedWallet(s.t, s.chain, s.user, s.networkId, 5n * ETH);
+    await s.chain.rpc('evm_setAutomine', [false]); // nothing confirms meanwhile: every recorded transfer stays pending
+    try {
+      const answers = await releasedTogether(Array.from({ length: PENDING_CAP + 2 }, () => () => create(w.id, '0.1')));
+      const accepted = answers.filter((r) => r.status === 200);
+      expect(sorted(accepted.map((r) => r.body.data.nonce))).toEqual([0, 1, 2, 3, 4]);
+      for (const r of answers.filter((x) => x.status !== 200)) expect([r.status, r.body.message]).toEqual([400, 'Too many pending transactions']);
+      // The first alone, four of the six after it together, the last two over the cap.
+      expect(sorted(accepted.map((r) => togetherOf(w.id).get(r.body.data.id as number)!))).toEqual([1, 4, 4, 4, 4]);
+    } finally {
+      await s.chain.rpc('evm_setAutomine', [true]);
+      await s.chain.mine(1);
+    }
   });
 });
