@@ -258,12 +258,8 @@ export async function lockWalletForCreate(trx: Executor, walletId: number): Prom
  * round trip to save).
  */
 export async function drawTransactionId(trx: Executor): Promise<number | undefined> {
-  if (dialectOf(trx).driver !== 'postgres') return undefined;
-  const r = await drawId.executeTakeFirst(trx);
-  return Number(r!.id);
+  return (await drawTransactionIds(trx, 1))?.[0];
 }
-
-const drawId = prepare((db: Executor) => db.selectNoFrom(sql<string>`nextval('transactions_id_seq')`.as('id')));
 
 /**
  * PostgreSQL: `count` ids for the transfers a batch of creates will insert, drawn behind the
