@@ -29,7 +29,7 @@ export async function startLockHoldSuite(delayMs: number): Promise<LockHoldSuite
   const user = await t.createUser();
   const w = await fundedWallet(t, chain, user, networkId, 5n * ETH);
   const proxy = await startDelayProxy(t.database.databaseUrl!, delayMs);
-  const direct = createStore({ databaseUrl: t.database.databaseUrl, dataDir: t.database.dataDir, dbPoolSize: 2 });
+  const direct = createStore({ databaseUrl: t.database.databaseUrl, dataDir: t.database.dataDir, dbPoolSize: 3 });
   const started: TestApp[] = [];
   return {
     t,
