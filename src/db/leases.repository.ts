@@ -9,22 +9,27 @@
  * so two processes never both do it, whatever their clocks say.
  */
 import type { Executor } from './index.js';
+import { prepare } from './prepared.js';
 
 /** Takes or renews the lease; true when this holder has it until now + ttl. */
 export async function acquireLease(db: Executor, name: string, holder: string, nowMs: number, ttlMs: number): Promise<boolean> {
-  const row = await db
+  const row = await takeLease.executeTakeFirst(db, name, holder, nowMs + ttlMs, nowMs);
+  return row?.holder === holder;
+}
+
+/** The watcher takes its lease at every tick: compiled once (prepared.ts). */
+const takeLease = prepare((db: Executor, name: string, holder: string, expiresAt: number, nowMs: number) =>
+  db
     .insertInto('leases')
-    .values({ name, holder, expires_at: nowMs + ttlMs })
+    .values({ name, holder, expires_at: expiresAt })
     .onConflict((oc) =>
       oc
         .column('name')
-        .doUpdateSet({ holder, expires_at: nowMs + ttlMs })
+        .doUpdateSet({ holder, expires_at: expiresAt })
         .where((eb) => eb.or([eb('leases.holder', '=', holder), eb('leases.expires_at', '<', nowMs)])),
     )
-    .returning('holder')
-    .executeTakeFirst();
-  return row?.holder === holder;
-}
+    .returning('holder'),
+);
 
 /** Inside a transaction: renews the lease if this holder still has it; false if it was lost. */
 export async function fence(db: Executor, name: string, holder: string, nowMs: number, ttlMs: number): Promise<boolean> {

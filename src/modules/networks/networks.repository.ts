@@ -18,8 +18,11 @@ export const NETWORK_COLUMNS = [
 ] as const;
 
 export function listNetworks(db: Executor): Promise<NetworkRow[]> {
-  return db.selectFrom('networks').select(NETWORK_COLUMNS).orderBy('id', 'asc').execute();
+  return allNetworks.execute(db);
 }
+
+/** Read by the watcher and the charge worker at every tick: compiled once. */
+const allNetworks = prepare((db: Executor) => db.selectFrom('networks').select(NETWORK_COLUMNS).orderBy('id', 'asc'));
 
 /**
  * Every transfer, fee preview and watcher pass reads its network: compiled once and kept until
@@ -86,8 +89,11 @@ export interface ChainCursor {
 }
 
 export function findCursor(db: Executor, networkId: number): Promise<ChainCursor | undefined> {
-  return db.selectFrom('chain_cursors').select(['block_number', 'block_hash']).where('network_id', '=', networkId).executeTakeFirst();
+  return cursorOf.executeTakeFirst(db, networkId);
 }
+
+/** Read by the watcher several times a round: compiled once (src/db/prepared.ts). */
+const cursorOf = prepare((db: Executor, networkId: number) => db.selectFrom('chain_cursors').select(['block_number', 'block_hash']).where('network_id', '=', networkId));
 
 /** The first cursor of a network (no-op if one exists). */
 export async function initCursor(db: Executor, networkId: number, c: ChainCursor, nowMs: number): Promise<void> {
@@ -128,8 +134,10 @@ export async function saveBlocks(db: Executor, networkId: number, blocks: Readon
 
 /** Keeps the newest `keep` block hashes of a network. */
 export async function pruneBlocks(db: Executor, networkId: number, newest: number, keep: number): Promise<void> {
-  await db.deleteFrom('chain_blocks').where('network_id', '=', networkId).where('block_number', '<=', newest - keep).execute();
+  await blocksUpTo.execute(db, networkId, newest - keep);
 }
+
+const blocksUpTo = prepare((db: Executor, networkId: number, upTo: number) => db.deleteFrom('chain_blocks').where('network_id', '=', networkId).where('block_number', '<=', upTo));
 
 export async function deleteBlocksAbove(db: Executor, networkId: number, block: number): Promise<void> {
   await db.deleteFrom('chain_blocks').where('network_id', '=', networkId).where('block_number', '>', block).execute();

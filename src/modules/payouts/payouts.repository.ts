@@ -2,6 +2,7 @@
  * payouts and payout_items (migration 021), each item read with its transaction (when it has
  * one): an item's status is its transaction's, never stored twice.
  */
+import { prepare } from '../../db/prepared.js';
 import type { Executor } from '../../db/index.js';
 
 export type PayoutState = 'approval' | 'sending' | 'rejected' | 'expired';
@@ -165,16 +166,20 @@ export async function refuseItem(db: Executor, itemId: number, error: string, no
 
 /** Payouts whose items may go out and one of which is unsent (bounded, oldest first). */
 export async function listSending(db: Executor, limit: number): Promise<number[]> {
-  const rows = await db
+  const rows = await sendingPayouts.execute(db, limit);
+  return rows.map((r) => Number(r.id));
+}
+
+/** Read by the payout worker at every tick: compiled once (src/db/prepared.ts). */
+const sendingPayouts = prepare((db: Executor, limit: number) =>
+  db
     .selectFrom('payouts as p')
     .select('p.id')
     .where('p.state', '=', 'sending')
     .where((eb) => eb.exists(eb.selectFrom('payout_items as i').select('i.id').whereRef('i.payout_id', '=', 'p.id').where('i.transaction_id', 'is', null).where('i.error', 'is', null)))
     .orderBy('p.id', 'asc')
-    .limit(limit)
-    .execute();
-  return rows.map((r) => Number(r.id));
-}
+    .limit(limit),
+);
 
 /** Moves a payout from one decision state to another; false when it was no longer in `from`. */
 export async function moveState(trx: Executor, id: number, from: PayoutState, to: PayoutState, nowMs: number): Promise<boolean> {

@@ -825,23 +825,31 @@ function onNetwork(db: Executor, networkId: number) {
 
 /** Whether a transfer (outgoing or received) of the network is pending: mined or not, not yet confirmed or failed. */
 export async function hasPendingTransfers(db: Executor, networkId: number): Promise<boolean> {
-  const r = await db.selectFrom('transactions as tx').select('tx.id').where('tx.status', '=', 'pending').where('tx.wallet_id', 'in', onNetwork(db, networkId)).limit(1).executeTakeFirst();
-  return r !== undefined;
+  return (await pendingOnNetwork.executeTakeFirst(db, networkId)) !== undefined;
 }
+
+// The watcher's reads of every round, compiled once (src/db/prepared.ts): built at each call they
+// were ~2–4% of the event loop's busy time under a hot wallet's creates (BENCHMARKS.md, issue 23).
+const pendingOnNetwork = prepare((db: Executor, networkId: number) =>
+  db.selectFrom('transactions as tx').select('tx.id').where('tx.status', '=', 'pending').where('tx.wallet_id', 'in', onNetwork(db, networkId)).limit(1),
+);
 
 /** Pending rows (any type) mined at or below `maxBlock`: their confirmations are reached. */
 export async function listSettleable(db: Executor, networkId: number, maxBlock: number, limit: number): Promise<TxRecord[]> {
-  const rows = await records(db)
+  const rows = await settleableRows.execute(db, networkId, maxBlock, limit);
+  return rows.map((r) => toRecord(r as RawRecord));
+}
+
+const settleableRows = prepare((db: Executor, networkId: number, maxBlock: number, limit: number) =>
+  records(db)
     .where('tx.wallet_id', 'in', onNetwork(db, networkId))
     .where('tx.status', '=', 'pending')
     .where('tx.block_number', 'is not', null)
     .where('tx.block_number', '<=', maxBlock)
     .orderBy('tx.block_number', 'asc')
     .orderBy('tx.id', 'asc')
-    .limit(limit)
-    .execute();
-  return rows.map((r) => toRecord(r as RawRecord));
-}
+    .limit(limit),
+);
 
 /** Rows of the network's wallets recorded from blocks above `block` (a reorg removed them). */
 export async function listAboveBlock(db: Executor, networkId: number, block: number): Promise<Array<{ id: number; wallet_id: number; type: string }>> {
@@ -872,16 +880,21 @@ export interface WatchedToken {
 
 /** The wallets of a network and their active tokens (the watcher matches blocks against them). */
 export async function listWatched(db: Executor, networkId: number): Promise<{ wallets: WatchedWallet[]; tokens: WatchedToken[] }> {
-  const wallets = await db.selectFrom('wallets').select(['id', 'user_id', 'network_id', 'address']).where('network_id', '=', networkId).execute();
-  const tokens = await db
+  const wallets = await watchedWallets.execute(db, networkId);
+  const tokens = await watchedTokens.execute(db, networkId);
+  return { wallets, tokens };
+}
+
+const watchedWallets = prepare((db: Executor, networkId: number) => db.selectFrom('wallets').select(['id', 'user_id', 'network_id', 'address']).where('network_id', '=', networkId));
+
+const watchedTokens = prepare((db: Executor, networkId: number) =>
+  db
     .selectFrom('wallet_tokens as wt')
     .innerJoin('wallets as w', 'w.id', 'wt.wallet_id')
     .select(['wt.id', 'wt.wallet_id', 'wt.symbol', 'wt.decimals', 'wt.contract', 'wt.is_native'])
     .where('w.network_id', '=', networkId)
-    .where('wt.is_active', '=', 1)
-    .execute();
-  return { wallets, tokens };
-}
+    .where('wt.is_active', '=', 1),
+);
 
 // ---------------------------------------------------------------------------------------------
 // Finality (migration 006): send attempts, the fair re-send queue, replacements, stuck rows.
@@ -927,7 +940,13 @@ export async function listResendQueue(
   networkId: number,
   o: { nowMs: number; graceBeforeMs: number; all: boolean; perWallet: number; limit: number },
 ): Promise<QueuedTransfer[]> {
-  let due = db
+  const rows = o.all ? await resendAll.execute(db, networkId, o.perWallet, o.limit) : await resendDue.execute(db, networkId, o.perWallet, o.limit, o.graceBeforeMs, o.nowMs);
+  return rows.map((r) => ({ ...r, tx_hash: r.tx_hash!, nonce: Number(r.nonce), raw_tx: r.raw_tx!, check_count: Number(r.check_count) }));
+}
+
+/** `listResendQueue`'s query: every row (`due` absent), or those due a check by `due`'s times. */
+function resendQueue(db: Executor, networkId: number, perWallet: number, limit: number, due?: { graceBeforeMs: number; nowMs: number }) {
+  let q = db
     .selectFrom('transactions')
     .select(['id', 'wallet_id', 'from_address', 'tx_hash', 'nonce', 'raw_tx', 'check_count'])
     .select(sql<number>`row_number() over (partition by wallet_id order by nonce, id)`.as('rank'))
@@ -936,21 +955,17 @@ export async function listResendQueue(
     .where('status', '=', 'pending')
     .where('block_number', 'is', null)
     .where('raw_tx', 'is not', null);
-  if (!o.all) {
-    due = due.where((eb) =>
-      eb.or([eb.and([eb('next_check_at', 'is', null), eb('created_at', '<', o.graceBeforeMs)]), eb('next_check_at', '<=', o.nowMs)]),
-    );
+  if (due) {
+    q = q.where((eb) => eb.or([eb.and([eb('next_check_at', 'is', null), eb('created_at', '<', due.graceBeforeMs)]), eb('next_check_at', '<=', due.nowMs)]));
   }
-  const rows = await db
-    .selectFrom(due.as('q'))
-    .selectAll()
-    .where('rank', '<=', o.perWallet)
-    .orderBy('rank', 'asc')
-    .orderBy('wallet_id', 'asc')
-    .limit(o.limit)
-    .execute();
-  return rows.map((r) => ({ ...r, tx_hash: r.tx_hash!, nonce: Number(r.nonce), raw_tx: r.raw_tx!, check_count: Number(r.check_count) }));
+  return db.selectFrom(q.as('q')).selectAll().where('rank', '<=', perWallet).orderBy('rank', 'asc').orderBy('wallet_id', 'asc').limit(limit);
 }
+
+const resendAll = prepare((db: Executor, networkId: number, perWallet: number, limit: number) => resendQueue(db, networkId, perWallet, limit));
+
+const resendDue = prepare((db: Executor, networkId: number, perWallet: number, limit: number, graceBeforeMs: number, nowMs: number) =>
+  resendQueue(db, networkId, perWallet, limit, { graceBeforeMs, nowMs }),
+);
 
 /**
  * Receipts a reorg put back to pending that no block has shown again, due a check (the
@@ -962,7 +977,12 @@ export async function listReorgedReceipts(
   nowMs: number,
   limit: number,
 ): Promise<Array<{ id: number; wallet_id: number; from_address: string; tx_hash: string; nonce: number; check_count: number }>> {
-  const rows = await db
+  const rows = await reorgedReceipts.execute(db, networkId, nowMs, limit);
+  return rows.map((r) => ({ ...r, tx_hash: r.tx_hash!, nonce: Number(r.nonce), check_count: Number(r.check_count) }));
+}
+
+const reorgedReceipts = prepare((db: Executor, networkId: number, nowMs: number, limit: number) =>
+  db
     .selectFrom('transactions')
     .select(['id', 'wallet_id', 'from_address', 'tx_hash', 'nonce', 'check_count'])
     .where('wallet_id', 'in', onNetwork(db, networkId))
@@ -972,10 +992,8 @@ export async function listReorgedReceipts(
     .where('nonce', 'is not', null)
     .where((eb) => eb.or([eb('next_check_at', 'is', null), eb('next_check_at', '<=', nowMs)]))
     .orderBy('id', 'asc')
-    .limit(limit)
-    .execute();
-  return rows.map((r) => ({ ...r, tx_hash: r.tx_hash!, nonce: Number(r.nonce), check_count: Number(r.check_count) }));
-}
+    .limit(limit),
+);
 
 /** The next check of a queued row, after this one (backoff chosen by the caller). */
 export async function scheduleCheck(db: Executor, id: number, nextAtMs: number, nowMs: number): Promise<void> {
@@ -1148,7 +1166,11 @@ export async function countPendingOutgoing(db: Executor, walletId: number): Prom
 
 /** Marks the network's outgoing rows pending since before `beforeMs` as stuck; returns those newly marked (logged once). */
 export async function markStuck(db: Executor, networkId: number, beforeMs: number, nowMs: number): Promise<Array<{ id: number; wallet_id: number; tx_hash: string | null; nonce: number | null }>> {
-  return db
+  return stuckRows.execute(db, networkId, beforeMs, nowMs);
+}
+
+const stuckRows = prepare((db: Executor, networkId: number, beforeMs: number, nowMs: number) =>
+  db
     .updateTable('transactions')
     .set({ stuck_at: nowMs })
     .where('wallet_id', 'in', onNetwork(db, networkId))
@@ -1156,6 +1178,5 @@ export async function markStuck(db: Executor, networkId: number, beforeMs: numbe
     .where('status', '=', 'pending')
     .where('stuck_at', 'is', null)
     .where('created_at', '<', beforeMs)
-    .returning(['id', 'wallet_id', 'tx_hash', 'nonce'])
-    .execute();
-}
+    .returning(['id', 'wallet_id', 'tx_hash', 'nonce']),
+);
