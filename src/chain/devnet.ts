@@ -2,10 +2,11 @@
 // @foundry-rs/anvil npm package as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 
 const DEFAULT_HOST = '127.0.0.1';
 const DEFAULT_CHAIN_ID = 31337;
@@ -171,6 +172,52 @@ function formatTail(tail: OutputTail): string {
   return text ? `; last output:\n${text}` : '';
 }
 
+/**
+ * The chain's state as anvil dumps it to `--state` (`anvil_dumpState` answers the same JSON,
+ * gzipped), or null when anvil does not answer in time.
+ */
+async function dumpState(rpcUrl: string): Promise<string | null> {
+  try {
+    const res = await fetch(rpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_dumpState', params: [] }),
+      signal: AbortSignal.timeout(STOP_GRACE_MS),
+    });
+    const { result } = (await res.json()) as { result?: unknown };
+    return typeof result === 'string' ? gunzipSync(Buffer.from(result.slice(2), 'hex')).toString('utf8') : null;
+  } catch {
+    return null;
+  }
+}
+
+/** True when `path` holds a whole JSON document (anvil's exit dump may be missing or cut short). */
+function isWholeJson(path: string): boolean {
+  try {
+    JSON.parse(readFileSync(path, 'utf8'));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Stops anvil keeping its state: the state is read over JSON-RPC first, then anvil is stopped
+ * (it dumps its state on SIGTERM), and if its own dump is missing or not whole, the state read
+ * first is written (atomically). anvil has been seen to exit on a SIGTERM sent right after it
+ * started answering without writing its file (CI, a busy machine), and a dump cut by the
+ * SIGKILL after the grace period would leave a file the next start cannot load.
+ */
+async function stopKeepingState(child: ChildProcess, rpcUrl: string, statePath: string): Promise<void> {
+  const state = isGone(child) ? null : await dumpState(rpcUrl);
+  await terminate(child);
+  if (state === null || isWholeJson(statePath)) return;
+  const tmp = `${statePath}.${process.pid}.tmp`;
+  mkdirSync(dirname(statePath), { recursive: true });
+  writeFileSync(tmp, state);
+  renameSync(tmp, statePath);
+}
+
 /** SIGTERM (anvil dumps its state on it), then SIGKILL if it does not exit in time. */
 async function terminate(child: ChildProcess): Promise<void> {
   if (isGone(child)) return;
@@ -235,7 +282,8 @@ export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
     port: opts.port,
     stop(): Promise<void> {
       stopping = true;
-      stopped ??= terminate(child).finally(() => process.off('exit', killOnParentExit));
+      const statePath = opts.statePath;
+      stopped ??= (statePath === undefined ? terminate(child) : stopKeepingState(child, rpcUrl, statePath)).finally(() => process.off('exit', killOnParentExit));
       return stopped;
     },
   };
