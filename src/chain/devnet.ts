@@ -2,7 +2,7 @@
 // @foundry-rs/anvil npm package as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -191,9 +191,13 @@ async function dumpState(rpcUrl: string): Promise<string | null> {
   }
 }
 
-/** True when `path` holds a whole JSON document (anvil's exit dump may be missing or cut short). */
-function isWholeJson(path: string): boolean {
+/**
+ * True when anvil wrote `path` at `sinceMs` or after and it holds a whole JSON document: its exit
+ * dump, not missing, not cut short, and not an older periodic dump left by an exit that wrote none.
+ */
+function dumpedSince(path: string, sinceMs: number): boolean {
   try {
+    if (statSync(path).mtimeMs < sinceMs) return false;
     JSON.parse(readFileSync(path, 'utf8'));
     return true;
   } catch {
@@ -203,15 +207,17 @@ function isWholeJson(path: string): boolean {
 
 /**
  * Stops anvil keeping its state: the state is read over JSON-RPC first, then anvil is stopped
- * (it dumps its state on SIGTERM), and if its own dump is missing or not whole, the state read
- * first is written (atomically). anvil has been seen to exit on a SIGTERM sent right after it
- * started answering without writing its file (CI, a busy machine), and a dump cut by the
- * SIGKILL after the grace period would leave a file the next start cannot load.
+ * (it dumps its state on SIGTERM), and unless anvil's own dump was written since and is whole,
+ * the state read first is written (atomically). anvil has been seen to exit on a SIGTERM sent
+ * right after it started answering without writing its file (CI, a busy machine), and a dump cut
+ * by the SIGKILL after the grace period would leave a file the next start cannot load.
  */
 async function stopKeepingState(child: ChildProcess, rpcUrl: string, statePath: string): Promise<void> {
+  // A moment before the read, so that anvil's dump after it counts as newer on a coarse clock.
+  const readAtMs = Date.now() - 1;
   const state = isGone(child) ? null : await dumpState(rpcUrl);
   await terminate(child);
-  if (state === null || isWholeJson(statePath)) return;
+  if (state === null || dumpedSince(statePath, readAtMs)) return;
   const tmp = `${statePath}.${process.pid}.tmp`;
   mkdirSync(dirname(statePath), { recursive: true });
   writeFileSync(tmp, state);
