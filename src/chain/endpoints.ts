@@ -234,6 +234,19 @@ interface LogFilter {
 
 const toHex = (n: number) => `0x${n.toString(16)}`;
 
+let lastStamp = 0;
+/**
+ * `Date.now()`, but strictly increasing from one call to the next: when a call was sent, and when
+ * an outcome was taken, ordered even within one millisecond. An endpoint's outcomes are ordered
+ * by when their calls were sent (`succeeded`, `failed`); with plain milliseconds, a success of a
+ * call sent in the same millisecond as a rate-limited one, answered after it, counted as newer:
+ * it cleared the reason while the rest went on (health `ok` false, `error` null).
+ */
+function stamp(): number {
+  lastStamp = Math.max(Date.now(), lastStamp + 0.001);
+  return lastStamp;
+}
+
 class Endpoint {
   readonly origin: string;
   readonly host: string;
@@ -429,7 +442,7 @@ export class EndpointSet {
 
   private async call(e: Endpoint, method: string, params: unknown): Promise<unknown> {
     const t0 = performance.now();
-    const sentAtMs = Date.now();
+    const sentAtMs = stamp();
     e.calls += 1;
     try {
       const result = await (method === 'eth_sendRawTransaction' ? e.send : e.request)({ method, params } as never);
@@ -445,7 +458,7 @@ export class EndpointSet {
     } catch (err) {
       e.errors += 1;
       // A range refused is an answer about the request (split by getLogs), not a fault of the node.
-      if (isTransient(err) && !isRangeRefused(err)) e.failed(err, Date.now(), sentAtMs);
+      if (isTransient(err) && !isRangeRefused(err)) e.failed(err, stamp(), sentAtMs);
       else e.succeeded(performance.now() - t0, sentAtMs);
       throw err;
     }
