@@ -132,17 +132,21 @@ function waitForExit(child: ChildProcess, timeout_ms: number): Promise<boolean> 
   });
 }
 
+/** One JSON-RPC call to the devnet: its `result` (undefined when it has none). */
+async function devnetCall(rpcUrl: string, method: string, timeoutMs: number): Promise<unknown> {
+  const res = await fetch(rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: [] }),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  if (!res.ok) return undefined;
+  return ((await res.json()) as { result?: unknown }).result;
+}
+
 async function answersChainId(rpcUrl: string): Promise<boolean> {
   try {
-    const res = await fetch(rpcUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
-      signal: AbortSignal.timeout(READY_REQUEST_TIMEOUT_MS),
-    });
-    if (!res.ok) return false;
-    const body = (await res.json()) as { result?: unknown };
-    return typeof body.result === 'string';
+    return typeof (await devnetCall(rpcUrl, 'eth_chainId', READY_REQUEST_TIMEOUT_MS)) === 'string';
   } catch {
     return false; // not listening yet
   }
@@ -178,13 +182,7 @@ function formatTail(tail: OutputTail): string {
  */
 async function dumpState(rpcUrl: string): Promise<string | null> {
   try {
-    const res = await fetch(rpcUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_dumpState', params: [] }),
-      signal: AbortSignal.timeout(STOP_GRACE_MS),
-    });
-    const { result } = (await res.json()) as { result?: unknown };
+    const result = await devnetCall(rpcUrl, 'anvil_dumpState', STOP_GRACE_MS);
     return typeof result === 'string' ? gunzipSync(Buffer.from(result.slice(2), 'hex')).toString('utf8') : null;
   } catch {
     return null;
