@@ -1,5 +1,18 @@
 /** ERC-20 reads and the transfer call data, through viem. */
-import { encodeFunctionData, getAddress, parseAbi, parseAbiItem, type Address, type PublicClient } from 'viem';
+import {
+  BaseError,
+  CallExecutionError,
+  ContractFunctionRevertedError,
+  ContractFunctionZeroDataError,
+  encodeFunctionData,
+  getAddress,
+  hexToBytes,
+  parseAbi,
+  parseAbiItem,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from 'viem';
 import { isContractCallFailure } from './errors.js';
 
 export const ERC20_ABI = parseAbi([
@@ -10,6 +23,9 @@ export const ERC20_ABI = parseAbi([
   'function transfer(address to, uint256 amount) returns (bool)',
   'event Transfer(address indexed from, address indexed to, uint256 value)',
 ]);
+
+/** name() and symbol() of the tokens written before ERC-20 settled on `string` (MKR, SAI). */
+const BYTES32_METADATA_ABI = parseAbi(['function name() view returns (bytes32)', 'function symbol() view returns (bytes32)']);
 
 /** The `Transfer` event, for reading a block's token transfers (chain/blocks.ts). */
 export const TRANSFER_EVENT = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
@@ -22,14 +38,44 @@ export interface TokenMetadata {
   decimals: number;
 }
 
+/**
+ * name(), symbol() and decimals() of a token. A name or symbol that does not decode as `string`
+ * is read again as `bytes32`, as wallets do, and decoded as UTF-8 without its trailing zero bytes.
+ */
 export async function readTokenMetadata(client: PublicClient, contract: Address): Promise<TokenMetadata> {
   const address = getAddress(contract);
   const [name, symbol, decimals] = await Promise.all([
-    client.readContract({ address, abi: ERC20_ABI, functionName: 'name' }),
-    client.readContract({ address, abi: ERC20_ABI, functionName: 'symbol' }),
+    readText(client, address, 'name'),
+    readText(client, address, 'symbol'),
     client.readContract({ address, abi: ERC20_ABI, functionName: 'decimals' }),
   ]);
   return { name, symbol, decimals };
+}
+
+async function readText(client: PublicClient, address: Address, functionName: 'name' | 'symbol'): Promise<string> {
+  try {
+    return await client.readContract({ address, abi: ERC20_ABI, functionName });
+  } catch (e) {
+    // Only data that came back and does not decode is read another way: a revert, no data or a
+    // node's error answer says nothing of the type returned, and is thrown as it is.
+    if (!isUndecodable(e)) throw e;
+    return bytes32Text(await client.readContract({ address, abi: BYTES32_METADATA_ABI, functionName }));
+  }
+}
+
+/** A contract read whose call succeeded and whose returned data did not decode as asked. */
+function isUndecodable(err: unknown): boolean {
+  if (!isContractCallFailure(err)) return false;
+  const answered = (e: unknown) => e instanceof CallExecutionError || e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError;
+  return !(err as BaseError).walk(answered);
+}
+
+/** A `bytes32` text: UTF-8, trailing zero bytes removed (invalid sequences become U+FFFD). */
+export function bytes32Text(value: Hex): string {
+  const bytes = hexToBytes(value);
+  let end = bytes.length;
+  while (end > 0 && bytes[end - 1] === 0) end--;
+  return new TextDecoder().decode(bytes.subarray(0, end));
 }
 
 /** What an address turned out to be when asked for ERC-20 metadata and a balance. */
