@@ -6,8 +6,8 @@
  * transaction pending; the watcher asks the node again later and re-sends it if it is unknown.
  */
 import { inProcessSignal } from '../lib/signal.js';
-import { BaseError, TransactionNotFoundError, type Hex, type PublicClient } from 'viem';
-import { isUnreachable } from './errors.js';
+import { BaseError, parseTransaction, recoverTransactionAddress, TransactionNotFoundError, type Hex, type PublicClient, type TransactionSerialized } from 'viem';
+import { ALREADY_KNOWN, isUnreachable, refusalKind } from './errors.js';
 
 const accepted = inProcessSignal();
 
@@ -25,11 +25,6 @@ export type BroadcastOutcome =
   | { kind: 'rejected'; reason: string; nonceUsed: boolean }
   | { kind: 'unreachable'; reason: string }
   | { kind: 'unknown'; reason: string };
-
-const KNOWN = /already known|known transaction|already imported|alreadyknown|already exists/i;
-const NONCE_USED = /nonce too low|nonce is too low|nonce has already been used|oldnonce|replacement transaction underpriced|already used/i;
-const REJECTED =
-  /insufficient funds|intrinsic gas|gas too low|exceeds block gas limit|gas limit reached|invalid sender|invalid signature|transaction underpriced|max fee per gas less than block base fee|fee cap|gasprice too low|gas price too low|invalid chain|chain id|tx type not supported|oversized data|nonce too high|nonce max/i;
 
 /** The node's own words for an error (the RPC error message), for classification and logs. */
 export function nodeMessage(err: unknown): string {
@@ -64,14 +59,34 @@ async function send(client: PublicClient, raw: Hex, hash: Hex): Promise<Broadcas
   } catch (e) {
     const reason = nodeMessage(e);
     if (isUnreachable(e)) return { kind: 'unreachable', reason };
-    if (KNOWN.test(reason)) return { kind: 'known' };
-    if (NONCE_USED.test(reason) || REJECTED.test(reason)) {
-      // "nonce too low" is also what a node says when this very transaction was already mined.
-      const known = await nodeKnows(client, hash);
-      if (known === true) return { kind: 'known' };
-      if (known === null) return { kind: 'unknown', reason };
-      return { kind: 'rejected', reason, nonceUsed: NONCE_USED.test(reason) };
-    }
-    return { kind: 'unknown', reason };
+    if (ALREADY_KNOWN.test(reason)) return { kind: 'known' };
+    // Every endpoint asked refused it definitely (EndpointSet.broadcast answers a refusal only then).
+    const refusal = refusalKind(reason);
+    if (refusal === null) return { kind: 'unknown', reason };
+    // "nonce too low" is also what a node says when this very transaction was already mined.
+    const known = await nodeKnows(client, hash);
+    if (known === true) return { kind: 'known' };
+    if (known === null) return { kind: 'unknown', reason };
+    if (refusal === 'refused') return { kind: 'rejected', reason, nonceUsed: false };
+    // The nonce is used only as the chain shows it: a node (or a balancer's backend) that says
+    // "nonce too low" about a nonce the chain at its head has not used is wrong or not yet there,
+    // and skipping that nonce would hold every later transfer of the sender behind it.
+    return (await nonceUsedOnChain(client, raw)) ? { kind: 'rejected', reason, nonceUsed: true } : { kind: 'unknown', reason };
+  }
+}
+
+/**
+ * True when a node's chain shows the signed transaction's nonce used (its count at `latest`, asked
+ * of the freshest endpoint first, above the nonce: a count is never higher than the chain it was
+ * read from); false when it does not, or when no endpoint can tell now.
+ */
+async function nonceUsedOnChain(client: PublicClient, raw: Hex): Promise<boolean> {
+  try {
+    const tx = parseTransaction(raw);
+    const address = await recoverTransactionAddress({ serializedTransaction: raw as TransactionSerialized });
+    const count = await client.getTransactionCount({ address, blockTag: 'latest' });
+    return count > (tx.nonce ?? 0);
+  } catch {
+    return false;
   }
 }

@@ -37,7 +37,7 @@
  */
 import { custom, http, HttpRequestError, RpcRequestError, TimeoutError, type EIP1193RequestFn, type Transport } from 'viem';
 import { redactUrl } from '../lib/redact.js';
-import { isTransient, NotYetAtHeightError } from './errors.js';
+import { ALREADY_KNOWN, isFault, isRangeRefused, isTransient, nodeWords, NotYetAtHeightError, refusalKind } from './errors.js';
 import { rpcFetch } from './rpc-fetch.js';
 
 export interface EndpointHealth {
@@ -68,12 +68,6 @@ const REST_FIRST_MS = 1_000;
 const HEAD_KNOWN_MS = 60_000;
 const REST_MAX_MS = 60_000;
 const RATE_LIMITED = /rate.?limit|too many requests/i;
-/**
- * An eth_getLogs refused for its block range or result size (providers word it variously, some
- * with -32005, which otherwise means a rate limit): split in two and asked again.
- */
-const RANGE_REFUSED =
-  /block range|range (is )?too (large|wide|big)|max(imum)? (block )?range|range limit|more than \d+ (results|blocks|logs)|too many (results|blocks|logs)|query returned more than|response size|exceed(s|ed)? (the )?max(imum)? (block )?range/i;
 /**
  * An error answer to a read at a block height that says the node has no such block yet: geth's
  * "header not found" (a load balancer's backend a block or two behind the one that gave the head),
@@ -154,18 +148,6 @@ function retryAfterMs(err: unknown, nowMs: number): number | null {
   return null;
 }
 
-/** The error's own words along its cause chain (viem's `details` and short messages). */
-function wordsOf(err: unknown): string {
-  const out: string[] = [];
-  let e: unknown = err;
-  while (e instanceof Error) {
-    const details = (e as { details?: unknown }).details;
-    out.push(typeof details === 'string' ? details : '', (e as { shortMessage?: string }).shortMessage ?? e.message);
-    e = e.cause;
-  }
-  return out.join(' ');
-}
-
 /** Connection error codes (Node's and undici's) as the health's words. */
 const CONNECTION_FAULTS: Record<string, string> = {
   ECONNREFUSED: 'connection refused',
@@ -204,13 +186,9 @@ const REVERTED = /reverted/i;
 
 /** True when a node answered a read at a height that it has no block at that height (BLOCK_UNKNOWN). */
 export function isBlockUnknown(err: unknown): boolean {
-  if (isTransient(err)) return false;
-  const words = wordsOf(err);
+  if (isFault(err)) return false;
+  const words = nodeWords(err);
   return BLOCK_UNKNOWN.test(words) && !REVERTED.test(words);
-}
-
-export function isRangeRefused(err: unknown): boolean {
-  return RANGE_REFUSED.test(wordsOf(err));
 }
 
 function isRateLimit(err: unknown): boolean {
@@ -500,13 +478,16 @@ export class EndpointSet {
       if (NULL_MEANS_NOT_HERE.has(method)) return null;
       throw new NotYetAtHeightError(height ?? 0);
     }
+    const best = this.bestHead();
     let lastErr: unknown = null;
-    let notHere = false;
+    let absentAtBest = false;
     for (const e of order) {
       try {
         const result = await this.call(e, method, params);
         if (result === null && NULL_MEANS_NOT_HERE.has(method)) {
-          notHere = true;
+          // An absence counts from an endpoint at the block it is about, or (a hash: no block
+          // known) at the best head: one a block or three behind has not seen the newest ones.
+          if (height !== null || best === null || (e.head !== null && e.head >= best)) absentAtBest = true;
           continue;
         }
         return result;
@@ -521,8 +502,10 @@ export class EndpointSet {
         lastErr = err;
       }
     }
-    if (notHere) return null;
-    throw lastErr;
+    // "Not found" is the answer only when an endpoint at the height answered it and none of the
+    // others failed to answer (one that timed out may be the one that has it).
+    if (absentAtBest && lastErr === null) return null;
+    throw lastErr ?? new NotYetAtHeightError(best ?? 0);
   }
 
   /**
@@ -546,7 +529,12 @@ export class EndpointSet {
     return [...serving].sort((a, b) => a.restUntilMs - b.restUntilMs).slice(0, 1);
   }
 
-  /** Every endpoint that is ok at once (else every one not rested, else all): one acceptance wins. */
+  /**
+   * Every endpoint that is ok at once (else every one not rested, else all): one acceptance wins.
+   * A refusal is the answer only when every endpoint asked refused it definitely (`refusalKind`):
+   * one that timed out, failed or glitched may hold the transaction, so that is the answer then
+   * (a fault: the sender cannot know). "Already known" is an acceptance.
+   */
   private async broadcast(params: unknown): Promise<unknown> {
     const now = Date.now();
     const okNow = this.endpoints.filter((e) => e.up !== false && !e.rested(now));
@@ -556,6 +544,7 @@ export class EndpointSet {
     const accepted = answers.find((a) => a.status === 'fulfilled');
     if (accepted) return (accepted as PromiseFulfilledResult<unknown>).value;
     const reasons = answers.map((a) => (a as PromiseRejectedResult).reason as unknown);
-    throw reasons.find((r) => !isTransient(r)) ?? reasons[0];
+    const refused = (r: unknown) => !isFault(r) && refusalKind(nodeWords(r)) !== null;
+    throw reasons.find((r) => ALREADY_KNOWN.test(nodeWords(r))) ?? reasons.find((r) => !refused(r)) ?? reasons[0];
   }
 }

@@ -43,14 +43,70 @@ const RATE_LIMITED = /rate.?limit|too many requests|request limit|quota|daily re
 /** JSON-RPC "limit exceeded" (EIP-1474), which providers answer when they rate-limit. */
 const LIMIT_EXCEEDED = -32005;
 
+/** The node's own words along an error's cause chain (viem's `details` and short messages). */
+export function nodeWords(err: unknown): string {
+  const out: string[] = [];
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    const details = (e as { details?: unknown }).details;
+    out.push(typeof details === 'string' ? details : '', (e as { shortMessage?: string }).shortMessage ?? e.message);
+  }
+  return out.join(' ');
+}
+
+/** A node that already has the transaction (its pool or its chain): an acceptance. */
+export const ALREADY_KNOWN = /already known|known transaction|already imported|alreadyknown|already exists/i;
+/** A definite refusal that says the sender's nonce is below the node's count. */
+export const NONCE_TOO_LOW = /nonce too low|nonce is too low|nonce has already been used|oldnonce|already used/i;
+/** Every other definite refusal of a transaction or of its estimate: the same request elsewhere gets the same answer. */
+export const REFUSED =
+  /insufficient funds|intrinsic gas|gas too low|gas required exceeds|exceeds block gas limit|gas limit reached|invalid sender|invalid signature|underpriced|max fee per gas less than block base fee|fee cap|gasprice too low|gas price too low|invalid chain|chain id|tx type not supported|oversized data|nonce too high|nonce max/i;
+/** A contract's revert (its reason is the contract's text, not the node's). */
+const REVERTED = /revert/i;
+/** JSON-RPC codes that are an answer about the request itself: a revert with data, invalid request or params, no such method, the transaction rejected. */
+const ANSWER_CODES = new Set([3, -32600, -32601, -32602, -32003, -32004, -32006]);
+/** A read refused for its range or result size (split by getLogs): an answer about the request. */
+const RANGE_REFUSED =
+  /block range|range (is )?too (large|wide|big)|max(imum)? (block )?range|range limit|more than \d+ (results|blocks|logs)|too many (results|blocks|logs)|query returned more than|response size|exceed(s|ed)? (the )?max(imum)? (block )?range/i;
+
+/** The words of a definite refusal of a transaction ("nonce too low", "insufficient funds", "underpriced"…), else null. */
+export function refusalKind(words: string): 'nonce-too-low' | 'refused' | null {
+  if (ALREADY_KNOWN.test(words)) return null;
+  if (NONCE_TOO_LOW.test(words)) return 'nonce-too-low';
+  return REFUSED.test(words) ? 'refused' : null;
+}
+
+export function isRangeRefused(err: unknown): boolean {
+  return RANGE_REFUSED.test(nodeWords(err));
+}
+
+/**
+ * A node's JSON-RPC error answer that is neither a revert nor a definite refusal nor a
+ * refusal of the request's form (CONTRACT.md, "Several providers"): -32603 internal error,
+ * -32000 "header not found" for `latest`, a provider's own unknown error. It says nothing about
+ * the request: another endpoint, or the same one later, may answer it.
+ */
+export function isNodeGlitch(err: unknown): boolean {
+  if (!(err instanceof BaseError)) return false;
+  const answer = err.walk((e) => e instanceof RpcRequestError) as RpcRequestError | null;
+  if (!answer) return false;
+  if (ANSWER_CODES.has(answer.code)) return false;
+  const words = nodeWords(err);
+  return !REVERTED.test(words) && !ALREADY_KNOWN.test(words) && refusalKind(words) === null && !RANGE_REFUSED.test(words);
+}
+
 /**
  * True for a fault of the node, not of the request, that a retry later may not meet (CONTRACT.md,
- * "Chains as they are"): a time-out, a connection that fails, HTTP 5xx or 429 (viem's
- * HttpRequestError: `isUnreachable`; or an RpcRequestError with that status when the body was a
- * JSON-RPC error), JSON-RPC -32005, or an error that says rate limit; or no endpoint at the
- * height a read is about yet (NotYetAtHeightError).
+ * "Chains as they are", "Several providers"): a time-out, a connection that fails, HTTP 5xx or
+ * 429 (viem's HttpRequestError: `isUnreachable`; or an RpcRequestError with that status when
+ * the body was a JSON-RPC error), JSON-RPC -32005, or an error that says rate limit; no endpoint
+ * at the height a read is about yet (NotYetAtHeightError); or a node's glitch (`isNodeGlitch`).
  */
 export function isTransient(err: unknown): boolean {
+  return isFault(err) || isNodeGlitch(err);
+}
+
+/** `isTransient` but for a node's glitch: the endpoint did not answer the request at all. */
+export function isFault(err: unknown): boolean {
   if (isUnreachable(err)) return true;
   if (isNotYetAtHeight(err)) return true;
   const status = httpStatusOf(err);
