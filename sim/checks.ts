@@ -8,6 +8,7 @@ import { TOKEN_DECIMALS, TOKEN_SYMBOL } from './chain.js';
 import type { Api } from './service.js';
 import type { SimWallet, Workload } from './workload.js';
 import type { Delivery } from './receiver.js';
+import { checkNonceGap, checkRefusals } from './refusals.js';
 
 export interface Violation {
   check: string;
@@ -21,8 +22,18 @@ export interface Observed {
   events: any[];
 }
 
+/** A transaction of the canonical chain, as the scan read it. */
+export interface ChainTx {
+  from: string;
+  to: string;
+  value: bigint;
+  block: number;
+  input: string;
+  nonce: number;
+}
+
 /** A chain transfer into an address: a transaction's value, a token log, or an internal value transfer. */
-interface Inflow {
+export interface Inflow {
   hash: string;
   from: string;
   to: string;
@@ -48,7 +59,7 @@ export class Checker {
   readonly notRun: string[] = [];
   readonly notes: string[] = [];
   private blocks = new Map<number, { hash: string; timestamp: number }>();
-  private txs = new Map<string, { from: string; to: string; value: bigint; block: number; input: string }>();
+  private txs = new Map<string, ChainTx>();
   private receipts = new Map<string, RpcReceipt | null>();
   private inflows: Inflow[] = [];
   private head = 0;
@@ -73,7 +84,7 @@ export class Checker {
         continue;
       }
       this.blocks.set(n, { hash: lc(b.hash), timestamp: Number(BigInt(b.timestamp)) });
-      for (const t of b.transactions) this.txs.set(lc(t.hash), { from: lc(t.from), to: lc(t.to), value: BigInt(t.value), block: n, input: t.input });
+      for (const t of b.transactions) this.txs.set(lc(t.hash), { from: lc(t.from), to: lc(t.to), value: BigInt(t.value), block: n, input: lc(t.input), nonce: Number(BigInt(t.nonce)) });
     }
     for (const [hash, t] of this.txs) {
       if (t.value > 0n && t.to) this.inflows.push({ hash, from: t.from, to: t.to, token: 'ETH', amount18: t.value, block: t.block });
@@ -117,6 +128,9 @@ export class Checker {
     for (const { w, txs, payouts } of o.wallets) for (const p of payouts) await this.checkPayout(w, p, txs);
     this.checkPayoutRequests(o);
     this.checkEvents(o);
+    const chainView = { txs: this.txs, tokenMoves: this.inflows.filter((f) => f.token !== 'ETH'), receipt: (h: string) => this.receipt(h) };
+    for (const v of await checkRefusals(o, this.work, chainView)) this.violate(v.check, v.object, v.detail);
+    for (const { w, txs } of o.wallets) for (const v of checkNonceGap(w, txs, await this.chain.nonce(w.address))) this.violate(v.check, v.object, v.detail);
   }
 
   /**
@@ -426,11 +440,13 @@ export class Checker {
       if (v === 0n) continue;
       const amount = fmt18(v * scale(token));
       if (unswept?.some((u) => lc(u.address) === lc(c.address) && u.token === token)) continue;
+      // A sweep under way of that token is the other answer the contract allows (its fate is checked with the states).
+      if ((c.sweeps ?? []).some((s: any) => s.status === 'pending' && s.token === token)) continue;
       if (unswept === null && token === 'ETH' && v < 10n ** 15n && c.token !== 'ETH') {
         this.notes.push(`${obj} keeps ${amount} ETH (gas left from a token sweep?); reconciliation did not run, so whether it is listed unswept is NOT CHECKED`);
         continue;
       }
-      this.violate('deposit addresses emptied', obj, `holds ${amount} ${token} with ${unswept === null ? 'no reconciliation to list it (NOT RUN) and no sweep pending' : 'no unswept entry'}; sweeps ${JSON.stringify((c.sweeps ?? []).map((s: any) => `${s.token} ${s.amount} ${s.status}`))}`);
+      this.violate('deposit addresses emptied', obj, `holds ${amount} ${token} with no sweep under way and ${unswept === null ? 'no reconciliation to list it (NOT RUN)' : "no unswept entry in the wallet's reconciliation (stranded, unlisted)"}; sweeps ${JSON.stringify((c.sweeps ?? []).map((s: any) => `${s.token} ${s.amount} ${s.status}${s.tx_hash ? ` ${s.tx_hash}` : ''}`))}`);
     }
   }
 

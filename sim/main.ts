@@ -1,14 +1,16 @@
 /**
- * `npm run sim -- --seed N --seconds S [--db sqlite|postgres] [--faults kill,reorg,rpc,receiver]
- * [--quiesce S]`: one seeded fault simulation (docs/simulation.md). Prints a summary; exits 1 on
- * any violation, 2 on a usage error or a run that could not finish.
+ * `npm run sim -- --seed N --seconds S [--db sqlite|postgres] [--endpoints N] [--faults
+ * kill,reorg,rpc,receiver,behind,refuse,glitch,no-trace] [--quiesce S]`: one seeded fault
+ * simulation (docs/simulation.md). Prints a summary; exits 1 on any violation, 2 on a usage error
+ * or a run that could not finish. Several endpoints (default 3) get every fault kind by default;
+ * one endpoint the kinds of the runs before several (kill, reorg, rpc, receiver).
  */
-import { FAULT_KINDS, runSim, type FaultKind } from './run.js';
+import { DEFAULT_ENDPOINTS, FAULT_KINDS, ONE_ENDPOINT_FAULT_KINDS, runSim, type FaultKind } from './run.js';
 import { summary } from './summary.js';
 
 const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
-function parseArgs(argv: string[]): { seed: number; seconds: number; postgresUrl: string | null; faults: Set<FaultKind>; quiesceS: number } {
+function parseArgs(argv: string[]): { seed: number; seconds: number; postgresUrl: string | null; faults: Set<FaultKind>; endpoints: number; quiesceS: number } {
   const args = new Map<string, string>();
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -16,7 +18,7 @@ function parseArgs(argv: string[]): { seed: number; seconds: number; postgresUrl
     const [k, inline] = a.slice(2).split('=', 2);
     args.set(k!, inline ?? argv[++i] ?? '');
   }
-  for (const k of args.keys()) if (!['seed', 'seconds', 'db', 'faults', 'quiesce'].includes(k)) throw new Error(`unknown option --${k}`);
+  for (const k of args.keys()) if (!['seed', 'seconds', 'db', 'faults', 'quiesce', 'endpoints'].includes(k)) throw new Error(`unknown option --${k}`);
   const int = (k: string, d: number) => {
     const v = Number(args.get(k) ?? d);
     if (!Number.isInteger(v) || v < 0) throw new Error(`--${k} must be a whole number`);
@@ -24,13 +26,18 @@ function parseArgs(argv: string[]): { seed: number; seconds: number; postgresUrl
   };
   const db = args.get('db') ?? 'sqlite';
   if (db !== 'sqlite' && db !== 'postgres') throw new Error('--db must be sqlite or postgres');
-  const faults = (args.get('faults') ?? FAULT_KINDS.join(',')).split(',').map((f) => f.trim()).filter(Boolean);
+  const endpoints = int('endpoints', DEFAULT_ENDPOINTS);
+  if (endpoints < 1 || endpoints > 9) throw new Error('--endpoints must be 1 to 9');
+  const faults = (args.get('faults') ?? (endpoints > 1 ? FAULT_KINDS : ONE_ENDPOINT_FAULT_KINDS).join(',')).split(',').map((f) => f.trim()).filter(Boolean);
   for (const f of faults) if (!(FAULT_KINDS as readonly string[]).includes(f)) throw new Error(`--faults: unknown fault "${f}" (${FAULT_KINDS.join(', ')})`);
+  // One endpoint without the trace API, and no other to ask, is a network without traces (not a fault).
+  if (faults.includes('no-trace') && endpoints < 2) throw new Error('--faults no-trace needs --endpoints 2 or more');
   return {
     seed: int('seed', Math.floor(Math.random() * 1_000_000)),
     seconds: int('seconds', 60),
     postgresUrl: db === 'postgres' ? (process.env.DATABASE_URL ?? DEFAULT_PG_URL) : null,
     faults: new Set(faults as FaultKind[]),
+    endpoints,
     quiesceS: int('quiesce', 240),
   };
 }

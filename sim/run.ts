@@ -13,12 +13,17 @@ import { SimChain, TOKEN_SYMBOL } from './chain.js';
 import { Checker, type Observed, type Violation } from './checks.js';
 import { Prng } from './prng.js';
 import { FaultProxy } from './proxy.js';
+import { SendLedger } from './sends.js';
 import { SimReceiver } from './receiver.js';
 import { Api, ServiceProcess, SIM_EMAIL, SIM_PASSWORD, sleep } from './service.js';
 import { Workload, type SimWallet } from './workload.js';
 
-export const FAULT_KINDS = ['kill', 'reorg', 'rpc', 'receiver'] as const;
+export const FAULT_KINDS = ['kill', 'reorg', 'rpc', 'receiver', 'behind', 'refuse', 'glitch', 'no-trace'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
+/** The kinds a run on one endpoint injects by default (what the simulation did before several endpoints). */
+export const ONE_ENDPOINT_FAULT_KINDS: readonly FaultKind[] = ['kill', 'reorg', 'rpc', 'receiver'];
+/** The fault proxies in front of the one anvil, unless `--endpoints` says otherwise. */
+export const DEFAULT_ENDPOINTS = 3;
 
 export interface SimOptions {
   seed: number;
@@ -26,6 +31,8 @@ export interface SimOptions {
   /** PostgreSQL server to create the run's database on, or null for SQLite. */
   postgresUrl: string | null;
   faults: ReadonlySet<FaultKind>;
+  /** How many fault proxies (the service's endpoints) stand in front of the anvil; default DEFAULT_ENDPOINTS. */
+  endpoints?: number;
   /** Longest wait for quiescence after the workload. */
   quiesceS: number;
   log: (line: string) => void;
@@ -42,14 +49,14 @@ export interface SimResult {
   logPath: string;
 }
 
-function serviceEnv(proxyUrl: string, dataDir: string, databaseUrl: string | null, lookUpDeposits: boolean): Record<string, string> {
+function serviceEnv(proxyUrls: string, dataDir: string, databaseUrl: string | null, lookUpDeposits: boolean): Record<string, string> {
   return {
     NODE_ENV: 'development',
     HOST: '127.0.0.1',
     DATA_DIR: dataDir,
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     APP_KEY: randomBytes(32).toString('base64'),
-    DEVNET_RPC_URL: proxyUrl,
+    DEVNET_RPC_URL: proxyUrls,
     BOOTSTRAP_EMAIL: SIM_EMAIL,
     BOOTSTRAP_PASSWORD: SIM_PASSWORD,
     PASSWORD_SCRYPT_N: '16384',
@@ -71,17 +78,47 @@ function serviceEnv(proxyUrl: string, dataDir: string, databaseUrl: string | nul
   };
 }
 
+/**
+ * The fault proxies, each with its own stream (`proxy-${i}`; one alone keeps the stream `proxy`
+ * of the runs before several endpoints). Without a trace API: the endpoint seed % N, the whole
+ * run; traces refused HTTP 403 at times: the next one.
+ */
+async function startProxies(opts: SimOptions, prng: Prng, target: string, ledger: SendLedger): Promise<FaultProxy[]> {
+  const n = opts.endpoints ?? DEFAULT_ENDPOINTS;
+  const f = opts.faults;
+  const proxies: FaultProxy[] = [];
+  for (let i = 0; i < n; i++) {
+    const traces = !f.has('no-trace') || n < 2 ? 'all' : i === opts.seed % n ? 'none' : i === (opts.seed + 1) % n ? 'flaky' : 'all';
+    const kinds = { rpc: f.has('rpc'), behind: f.has('behind'), refuse: f.has('refuse'), glitch: f.has('glitch'), traces } as const;
+    proxies.push(await FaultProxy.start(target, prng.fork(n === 1 ? 'proxy' : `proxy-${i}`), { rate: 0.08, timeoutMs: 6_000, lagMs: 4_000, kinds, sendRate: 0.2, glitchRate: 0.05, index: i, ledger }));
+  }
+  return proxies;
+}
+
+/** Every proxy's injected faults summed by kind, and the broadcasts refused by one endpoint while another forwarded them. */
+function faultCounts(proxies: FaultProxy[], ledger: SendLedger): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const p of proxies) for (const [k, v] of Object.entries(p.injected)) out[`rpc-${k}`] = (out[`rpc-${k}`] ?? 0) + v;
+  if (proxies.length > 1) {
+    const c = ledger.combinations();
+    out['send refused by one endpoint, forwarded unanswered by another'] = c.refusedWhileForwarded;
+    out['  of which no endpoint answered'] = c.refusedNoneAnswered;
+  }
+  return out;
+}
+
 export async function runSim(opts: SimOptions): Promise<SimResult> {
   const prng = new Prng(opts.seed);
   const chain = await SimChain.start(1);
-  const proxy = await FaultProxy.start(chain.rpcUrl, prng.fork('proxy'), { rate: 0.08, timeoutMs: 6_000, lagMs: 4_000 });
+  const ledger = new SendLedger();
+  const proxies = await startProxies(opts, prng, chain.rpcUrl, ledger);
   const receiver = await SimReceiver.start(prng.fork('receiver'), 0.25);
   const db = await createTestDatabase(opts.postgresUrl, 'sim');
   const logDir = join(tmpdir(), 'wallet-sim-logs');
   mkdirSync(logDir, { recursive: true });
   const logPath = join(logDir, `seed-${opts.seed}-${db.databaseUrl ? 'postgres' : 'sqlite'}-${new Date().toISOString().replace(/[:.]/g, '')}.log`);
-  const svc = new ServiceProcess(await findFreePort(), serviceEnv(proxy.url, db.dataDir, db.databaseUrl, opts.seed % 2 === 1), logPath);
-  opts.log(`seed ${opts.seed}: anvil ${chain.rpcUrl}, proxy ${proxy.url}, service ${svc.url} (${db.databaseUrl ? 'PostgreSQL' : 'SQLite'}), deposits matched ${opts.seed % 2 === 1 ? 'by lookup' : 'against the whole list'}, log ${svc.logPath}`);
+  const svc = new ServiceProcess(await findFreePort(), serviceEnv(proxies.map((p) => p.url).join(','), db.dataDir, db.databaseUrl, opts.seed % 2 === 1), logPath);
+  opts.log(`seed ${opts.seed}: anvil ${chain.rpcUrl}, ${proxies.length} endpoint(s) ${proxies.map((p) => `${p.url} (${p.describe()})`).join(', ')}, service ${svc.url} (${db.databaseUrl ? 'PostgreSQL' : 'SQLite'}), deposits matched ${opts.seed % 2 === 1 ? 'by lookup' : 'against the whole list'}, log ${svc.logPath}`);
   try {
     await svc.start();
     const api = new Api(svc);
@@ -89,8 +126,8 @@ export async function runSim(opts: SimOptions): Promise<SimResult> {
     const { wallets, firstEvent, hooked } = await setUp(api, chain, receiver);
     const work = new Workload(api, chain, prng.fork('workload'), wallets, opts.seed);
     for (const w of wallets) await work.fund(w, 50n * 10n ** 18n, 1_000_000n * 10n ** 6n);
-    await underFaults(opts, prng, work, svc, chain, proxy, receiver);
-    proxy.setFaults(false);
+    await underFaults(opts, prng, work, svc, chain, proxies, receiver);
+    for (const p of proxies) p.setFaults(false);
     receiver.setFaults(false);
     if (!svc.running) await svc.start();
     opts.log(`seed ${opts.seed}: quiescing (faults off, no kills, mining on)`);
@@ -99,21 +136,21 @@ export async function runSim(opts: SimOptions): Promise<SimResult> {
     // A 503 (node unavailable) is the contract's answer to a node fault; a 500 is a defect (e.g. a deadlock).
     // A rate limit of the node is transient: 503 with Retry-After, never a 4xx (contract, "Chains as they are");
     // so is a node (or a balancer's backend) that has not, or no longer, the block a read names.
-    for (const u of work.unexpected) if (/: 4\d\d .*(rate limit|exceeds defined limit|header not found|BlockOutOfRange|Invalid parameters were provided)/i.test(u)) checker.violate('node faults answer 503', u.split(':')[0]!, `answered ${u.slice(u.indexOf(':') + 2)}`);
+    for (const u of work.unexpected) if (/: 4\d\d .*(rate limit|exceeds defined limit|header not found|BlockOutOfRange|Invalid parameters were provided|internal error)/i.test(u)) checker.violate('node faults answer 503', u.split(':')[0]!, `answered ${u.slice(u.indexOf(':') + 2)}`);
     for (const [k, n] of api.stats.serverErrors) if (k.startsWith('500')) checker.violate('no internal errors', `${n} answer(s)`, `HTTP ${k} (the request was retried with the same key); see the service log`);
     return {
       seed: opts.seed,
       ops: work.ops,
-      faults: { kill: svc.kills, reorg: chain.reorgs, 'reorg-lost-tx': chain.droppedByReorg, 'receiver-500': receiver.failed, ...Object.fromEntries(Object.entries(proxy.injected).map(([k, v]) => [`rpc-${k}`, v])) },
+      faults: { kill: svc.kills, reorg: chain.reorgs, 'reorg-lost-tx': chain.droppedByReorg, 'receiver-500': receiver.failed, ...faultCounts(proxies, ledger) },
       violations: checker.violations,
       notRun: checker.notRun,
-      notes: [...checker.notes, ...work.unexpected.map((u) => `unexpected answer: ${u}`)],
+      notes: [...proxies.map((p, i) => `endpoint ${i} (${p.describe()}): ${p.requests} requests`), ...checker.notes, ...work.unexpected.map((u) => `unexpected answer: ${u}`)],
       serverErrors: Object.fromEntries(api.stats.serverErrors),
       logPath: svc.logPath,
     };
   } finally {
     await svc.stop().catch(() => undefined);
-    await proxy.close();
+    for (const p of proxies) await p.close();
     await receiver.close();
     await chain.stop();
     if (!process.env.SIM_KEEP) await db.drop().catch(() => undefined);
@@ -154,8 +191,9 @@ async function setUp(api: Api, chain: SimChain, receiver: SimReceiver): Promise<
 }
 
 /** The workload lanes, the killer and the reorger, until the time is up. */
-async function underFaults(opts: SimOptions, prng: Prng, work: Workload, svc: ServiceProcess, chain: SimChain, proxy: FaultProxy, receiver: SimReceiver): Promise<void> {
-  proxy.setFaults(opts.faults.has('rpc'));
+async function underFaults(opts: SimOptions, prng: Prng, work: Workload, svc: ServiceProcess, chain: SimChain, proxies: FaultProxy[], receiver: SimReceiver): Promise<void> {
+  // A proxy's kinds say what it injects; faults on lets them loose (a missing trace API is there from the start).
+  for (const p of proxies) p.setFaults(true);
   receiver.setFaults(opts.faults.has('receiver'));
   const end = Date.now() + opts.seconds * 1000;
   const lane = async (p: Prng) => {
@@ -354,7 +392,8 @@ async function checkBalancesAndReconciliation(api: Api, o: Observed, checker: Ch
       const differs = (rest.addresses ?? []).some((a: any) => (a.tokens ?? []).some((t: any) => !/^-?0\.0+$/.test(t.difference)));
       if (differs || rest.unswept.length > 0) checker.violate('reconciliation', `wallet ${w.id}`, `ok is ${r.data.ok} at block ${r.data.block_number}: ${reconciliationProblems(rest)}`);
     }
-    for (const c of charges) if (c.status !== 'pending') await checker.checkDepositEmpty(w, c, r.status === 200 ? (r.data.unswept ?? []) : []);
+    // Every charge's address, settled or not: nothing sits there without a sweep under way or an unswept entry.
+    for (const c of charges) await checker.checkDepositEmpty(w, c, r.status === 200 ? (r.data.unswept ?? []) : []);
   }
   if (!reconciliationRan) checker.notRun.push('RECONCILIATION: GET /api/wallet/{id}/reconciliation answers 404 Route not found (not merged yet): reconciliation ok, and deposit remainders listed as unswept, NOT CHECKED');
 }

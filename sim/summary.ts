@@ -13,6 +13,9 @@ export function summary(r: SimResult): string {
   for (const n of r.notRun) lines.push(`!!! NOT RUN: ${n}`);
   for (const n of r.notes) lines.push(`note: ${n}`);
   lines.push(`violations: ${r.violations.length}`);
+  const byCheck = new Map<string, number>();
+  for (const v of r.violations) byCheck.set(v.check, (byCheck.get(v.check) ?? 0) + 1);
+  if (byCheck.size > 1) lines.push(`  by check: ${[...byCheck].map(([k, n]) => `${k} ${n}`).join(', ')}`);
   for (const v of r.violations) lines.push(`  [seed ${r.seed}] ${v.check}: ${v.object}: ${v.detail}`);
   lines.push(`service log: ${r.logPath}`);
   return lines.join('\n');

@@ -60,6 +60,24 @@ export interface SimPayout {
   decision?: 'approved' | 'rejected' | 'left';
 }
 
+/**
+ * A request the service answered with a refusal (a final 4xx): whatever it would have sent must
+ * never mine. `to`: the request's recipients, each drawn fresh (`recipient()`), so a payment to
+ * one on chain can only be that request's; `spender`: a contract call's approved address (in its
+ * calldata); `txId`: the transaction a speed-up, cancel or approve was about.
+ */
+export interface Refusal {
+  what: string;
+  walletId: number;
+  key: string | null;
+  status: number;
+  message: string;
+  to?: string[];
+  spender?: string;
+  txId?: number;
+  replace?: 'speed-up' | 'cancel';
+}
+
 export const decimalsOf = (token: string): number => (token === TOKEN_SYMBOL ? TOKEN_DECIMALS : 18);
 const fmt = (v: bigint, token: string): string => formatUnits(v, decimalsOf(token));
 /** An 18-place amount of the API in the token's base units. */
@@ -82,6 +100,10 @@ export class Workload {
   readonly refunds: SimRefund[] = [];
   /** Keys answered with two different transactions (a double create). */
   readonly keyConflicts: string[] = [];
+  /** Speed-ups and cancels answered 200 (the transaction's id and what it was). */
+  readonly replacements: Array<{ txId: number; kind: 'speed-up' | 'cancel' }> = [];
+  /** Every request answered a final 4xx that could have moved money (checked: nothing of it mined). */
+  readonly refusals: Refusal[] = [];
   /** 4xx answers the workload did not expect (its requests are valid), by status and message. */
   readonly unexpected: string[] = [];
   private readonly tasks: Promise<void>[] = [];
@@ -172,9 +194,11 @@ export class Workload {
       amount: fmt(token === 'ETH' ? this.prng.bigint(ETH / 1000n, ETH / 100n) : this.prng.bigint(UNIT, 60n * UNIT), token),
       reference: `${this.key()}-ref`,
     }));
-    const r = await this.api.call<{ id: number; status: string }>('POST', `/api/wallet/${w.id}/payout/create`, { token, items }, { key: this.key() });
+    const payoutKey = this.key();
+    const r = await this.api.call<{ id: number; status: string }>('POST', `/api/wallet/${w.id}/payout/create`, { token, items }, { key: payoutKey });
     const kind = `payout-${token === 'ETH' ? 'native' : 'token'}`;
     if (r.status !== 200) {
+      this.refusals.push({ what: kind, walletId: w.id, key: payoutKey, status: r.status, message: r.message, to: items.map((i) => i.address) });
       this.count(`${kind} refused (${r.status} ${r.message})`);
       if (r.status !== 400 || !/^(Insufficient balance for payout|Policy: over the (per-transaction|daily) limit)$/.test(r.message)) this.unexpected.push(`${kind}: ${r.status} ${r.message}`);
       return;
@@ -229,6 +253,7 @@ export class Workload {
       return r.data.id;
     }
     this.count(`${kind} refused (${r.status} ${r.message})`);
+    this.refusals.push({ what: kind, walletId: w.id, key, status: r.status, message: r.message, ...refusedTo(body, kind, this.wallets) });
     if (r.status !== 400 || !/Insufficient balance|Too many pending|^Policy: over the (per-transaction|daily) limit$/.test(r.message)) this.unexpected.push(`${kind}: ${r.status} ${r.message}`);
     return null;
   }
@@ -261,8 +286,13 @@ export class Workload {
 
   /** True when the replacement was accepted. */
   private async replace(w: SimWallet, id: number, kind: 'speed-up' | 'cancel', label: string = kind): Promise<boolean> {
-    const r = await this.api.call('POST', `/api/wallet/${w.id}/transaction/${id}/${kind}`, {}, { key: this.key() });
-    if (r.status === 200) this.count(label);
+    const key = this.key();
+    const r = await this.api.call('POST', `/api/wallet/${w.id}/transaction/${id}/${kind}`, {}, { key });
+    if (r.status !== 200) this.refusals.push({ what: label, walletId: w.id, key, status: r.status, message: r.message, txId: id, replace: kind });
+    if (r.status === 200) {
+      this.replacements.push({ txId: id, kind });
+      this.count(label);
+    }
     else if (r.status === 400 && r.message === 'Transaction cannot be replaced') this.count(`${label} too late`);
     else this.unexpected.push(`${label} of ${id}: ${r.status} ${r.message}`);
     return r.status === 200;
@@ -286,6 +316,7 @@ export class Workload {
       this.count(op);
     };
     if (r.status === 200) return decided(choice === 'approve' ? 'approved' : 'rejected', choice);
+    if (r.status >= 400 && r.status < 500 && choice === 'approve' && r.message !== 'Transaction is not awaiting approval') this.refusals.push({ what: 'approve', walletId: w.id, key: null, status: r.status, message: r.message, txId: id });
     if (r.status === 400 && r.message === 'Insufficient balance for transaction' && choice === 'approve') return decided('refused', 'approve refused (balance)');
     // A retried request whose first answer a kill cut finds it decided: by that first request, or by the expiry.
     if (r.status === 400 && r.message === 'Transaction is not awaiting approval') return decided(choice === 'approve' ? 'approved' : 'rejected', `${choice} (already decided)`);
@@ -333,6 +364,7 @@ export class Workload {
   private async requestRefund(w: SimWallet, c: SimCharge, kind: SimRefund['kind'], body: Record<string, unknown>, p: Prng): Promise<void> {
     const r = await this.api.call<{ id: number; uuid: string; transaction_id: number | null }>('POST', `/api/wallet/${w.id}/charge/${c.id}/refund`, body, { key: this.key() });
     if (r.status !== 200) {
+      if (typeof body.address === 'string') this.refusals.push({ what: `refund-${kind}`, walletId: w.id, key: null, status: r.status, message: r.message, to: [body.address] });
       this.count(`refund-${kind} refused (${r.status} ${r.message})`);
       if (r.status !== 400 || !/^(Refund exceeds the amount received|Nothing to refund|Insufficient balance for transaction|Too many pending transactions|Policy: over the (per-transaction|daily) limit)$/.test(r.message)) this.unexpected.push(`refund-${kind} of charge ${c.id}: ${r.status} ${r.message}`);
       return;
@@ -346,7 +378,8 @@ export class Workload {
       return this.count('refund claim left unclaimed');
     }
     await sleep(p.int(200, 2000));
-    const claim = await this.api.call<{ status: string }>('POST', `/api/refund/${r.data.uuid}`, { address: this.recipient() }, { auth: false });
+    const claimTo = this.recipient();
+    const claim = await this.api.call<{ status: string }>('POST', `/api/refund/${r.data.uuid}`, { address: claimTo }, { auth: false });
     // A claim whose answer a kill cut is asked again: "already claimed" is then its own.
     if (claim.status === 200 || (claim.status === 400 && claim.message === 'Refund already claimed')) {
       refund.claim = 'claimed';
@@ -357,6 +390,7 @@ export class Workload {
       return;
     }
     refund.claim = 'unclaimed';
+    this.refusals.push({ what: 'refund claim', walletId: w.id, key: null, status: claim.status, message: claim.message, to: [claimTo] });
     this.count(`refund claim refused (${claim.status} ${claim.message})`);
     if (claim.status !== 400 || !/^(Insufficient balance for transaction|Too many pending transactions|Policy: over the (per-transaction|daily) limit)$/.test(claim.message)) this.unexpected.push(`claim of refund ${r.data.id}: ${claim.status} ${claim.message}`);
   }
@@ -413,4 +447,15 @@ export class Workload {
   async settled(): Promise<void> {
     await Promise.all(this.tasks);
   }
+}
+
+/**
+ * Where a refused create would have sent money, when that names it alone: a transfer's fresh
+ * recipient, a contract call's approved spender. A transfer to the other wallet names no one
+ * request (every wallet-to-wallet transfer pays the same address): left out.
+ */
+function refusedTo(body: Record<string, unknown>, kind: string, wallets: SimWallet[]): Pick<Refusal, 'to' | 'spender'> {
+  if (kind === 'contract-call') return { spender: String((body.args as unknown[])[0]) };
+  const to = String(body.address);
+  return wallets.some((w) => w.address.toLowerCase() === to.toLowerCase()) ? {} : { to: [to] };
 }
