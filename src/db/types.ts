@@ -235,17 +235,27 @@ export interface ChargePaymentsTable {
   id: Generated<number>;
   charge_id: number;
   network_id: number;
-  tx_hash: string;
+  /** Null (with from_address and block_hash): found by the address's balance after its watch ended; migration 026. */
+  tx_hash: string | null;
   log_index: number;
-  from_address: string;
+  from_address: string | null;
   amount: Amount;
   block_number: number;
-  block_hash: string;
+  block_hash: string | null;
   block_timestamp: number;
   confirmed: number;
   notified: number;
   /** 1: reached the address through a contract (an internal call); migration 016. */
   internal: Generated<number>;
+  created_at: number;
+}
+
+/** The late payments `charge.delayed` was written for (kept when a reorg deletes the payment); migration 026. */
+export interface ChargeLateAnnouncementsTable {
+  id: Generated<number>;
+  charge_id: number;
+  tx_hash: string;
+  ordinal: number;
   created_at: number;
 }
 
@@ -489,6 +499,7 @@ export interface Database {
   transaction_broadcasts: TransactionBroadcastsTable;
   charges: ChargesTable;
   charge_payments: ChargePaymentsTable;
+  charge_late_announcements: ChargeLateAnnouncementsTable;
   charge_blocks: ChargeBlocksTable;
   charge_sweeps: ChargeSweepsTable;
   webhooks: WebhooksTable;

@@ -3,7 +3,9 @@
  * Idempotency-Keys past their 24 hours, so neither table grows without bound. Each is one
  * indexed DELETE; several processes running it at once only repeat a no-op. Then the event
  * log's retention (retention.ts). Once a day (the first process to take the day's lease), every
- * wallet is reconciled (src/modules/reconciliation/reconciliation.run.ts): a warning per difference.
+ * wallet is reconciled (src/modules/reconciliation/reconciliation.run.ts): a warning per difference,
+ * and money found on a settled charge's deposit address after its watch ended (`after_watch`) is
+ * recorded as a late payment and made due a sweep, which the charge worker sends.
  */
 import type { Logger } from 'pino';
 import type { AppContext } from '../context.js';

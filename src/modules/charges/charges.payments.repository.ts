@@ -33,9 +33,10 @@ export interface NewPayment {
 export interface PaymentRow {
   id: number;
   charge_id: number;
-  tx_hash: string;
+  /** Null (with `from_address`): found on the address by its balance after its watch ended (`recordFoundPayment`). */
+  tx_hash: string | null;
   log_index: number;
-  from_address: string;
+  from_address: string | null;
   amount: bigint;
   block_number: number;
   block_timestamp: number;
@@ -152,12 +153,17 @@ export async function recordBlockPayments(
   }
 }
 
-/** Deletes what was recorded from blocks above `ancestor`; returns the charges whose payments were removed. */
+/**
+ * Deletes what was recorded from blocks above `ancestor`; returns the charges whose payments were
+ * removed. A payment found by the balance (`recordFoundPayment`, no transaction) is not a block's
+ * record and stays: what a reorg changes of that balance shows in the reconciliation.
+ */
 export async function deleteAbove(trx: Executor, networkId: number, ancestor: number): Promise<number[]> {
   const gone = await trx
     .deleteFrom('charge_payments')
     .where('network_id', '=', networkId)
     .where('block_number', '>', ancestor)
+    .where('tx_hash', 'is not', null)
     .returning('charge_id')
     .execute();
   await trx.deleteFrom('charge_blocks').where('network_id', '=', networkId).where('block_number', '>', ancestor).execute();
@@ -246,6 +252,78 @@ export async function listUnannouncedLate(db: Executor, networkId: number, limit
 export async function markNotified(trx: Executor, id: number): Promise<boolean> {
   const r = await trx.updateTable('charge_payments').set({ notified: 1 }).where('id', '=', id).where('notified', '=', 0).executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
+}
+
+/**
+ * Records that `charge.delayed` was written for a late payment; false when it was before (the
+ * payment was removed by a reorg and brought back). Keyed by its transaction and its place among
+ * that transaction's payments to the charge, which a log index moved by the reorg keeps.
+ */
+export async function recordAnnouncement(trx: Executor, p: Pick<PaymentRow, 'charge_id' | 'tx_hash' | 'log_index'> & { tx_hash: string }, nowMs: number): Promise<boolean> {
+  const before = await trx
+    .selectFrom('charge_payments')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('charge_id', '=', p.charge_id)
+    .where('tx_hash', '=', p.tx_hash)
+    .where('log_index', '<', p.log_index)
+    .executeTakeFirstOrThrow();
+  const r = await trx
+    .insertInto('charge_late_announcements')
+    .values({ charge_id: p.charge_id, tx_hash: p.tx_hash, ordinal: Number(before.n), created_at: nowMs })
+    .onConflict((oc) => oc.columns(['charge_id', 'tx_hash', 'ordinal']).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return r !== undefined;
+}
+
+/** How many payment rows each charge has (any block, confirmed or not). */
+export async function countPaymentRows(db: Executor, chargeIds: number[]): Promise<Map<number, number>> {
+  if (chargeIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('charge_payments')
+    .select((eb) => ['charge_id', eb.fn.countAll<number>().as('n')])
+    .where('charge_id', 'in', chargeIds)
+    .groupBy('charge_id')
+    .execute();
+  return new Map(rows.map((r) => [Number(r.charge_id), Number(r.n)]));
+}
+
+/**
+ * A payment found on a settled charge's address by its balance after the address's watch ended
+ * (the reconciliation's `after_watch`): no transaction the service saw, so no hash and no
+ * sender; recorded confirmed at the block the balance was read at, stamped with that block's
+ * time, so it is late and `charge.delayed` is written for it like any late payment
+ * (charges.settlement.ts). The charge is due a sweep now.
+ */
+export async function recordFoundPayment(
+  trx: Executor,
+  p: { chargeId: number; networkId: number; amount: bigint; block: number; blockHash: string | null; blockTimestampMs: number },
+  nowMs: number,
+): Promise<void> {
+  await trx
+    .insertInto('charge_payments')
+    .values({
+      charge_id: p.chargeId,
+      network_id: p.networkId,
+      tx_hash: null,
+      log_index: 0,
+      from_address: null,
+      amount: p.amount.toString(),
+      block_number: p.block,
+      block_hash: p.blockHash,
+      block_timestamp: p.blockTimestampMs,
+      confirmed: 1,
+      notified: 0,
+      internal: 0,
+      created_at: nowMs,
+    })
+    .execute();
+  await makeSweepDue(trx, p.chargeId, nowMs);
+}
+
+/** The charge's row, locked until the end of the transaction (PostgreSQL; SQLite's transactions are serial). */
+export async function lockCharge(trx: Executor, id: number): Promise<void> {
+  await dialectOf(trx).forUpdate(trx.selectFrom('charges').select('id').where('id', '=', id)).executeTakeFirst();
 }
 
 /** Pending charges of the network whose expiry is behind the confirmed chain time (bounded, earliest due first). */

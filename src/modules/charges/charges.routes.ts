@@ -2,6 +2,7 @@
  * POST /wallet/{wallet}/charge/create          create (Idempotency-Key aware)
  * GET  /wallet/{wallet}/charge/show/{charge}   one, by id or uuid
  * GET  /wallet/{wallet}/charge                 list, newest first, paginated in headers
+ * POST /wallet/{wallet}/charge/{charge}/sweep  sweeps a settled charge's address now (login token only)
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
@@ -56,6 +57,27 @@ export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: 
       },
     },
     async (req) => ok(view(req.charge!), 'Charge retrieved'),
+  );
+
+  app.post(
+    '/wallet/:wallet/charge/:charge/sweep',
+    {
+      config: { scope: 'login' },
+      schema: {
+        tags: ['charges'],
+        summary: 'Sweep a settled charge’s deposit address now (login token only)',
+        description:
+          'Looks at the deposit address of a settled charge now instead of at its next due look or the daily reconciliation: money sent there after its watch ended (`after_watch` in the reconciliation) is recorded as a late payment (`charge.delayed`), and what the address holds is swept to the main address. Answers the charge with its `payments` and `sweeps`. Needs a login token: an API key gets 403. A pending charge: 400.',
+        params: ChargeParams,
+        response: responses(ChargeSchema),
+      },
+      preValidation: async (req: FastifyRequest) => {
+        const charge = await charges.find(requireWallet(req).id, (req.params as { charge: string }).charge);
+        if (!charge) throw Errors.chargeNotFound();
+        req.charge = charge;
+      },
+    },
+    async (req) => ok(view(await charges.sweepNow(requireWallet(req), req.charge!)), 'Charge swept'),
   );
 
   app.get(

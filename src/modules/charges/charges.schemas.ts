@@ -18,8 +18,8 @@ const NullableObject = Type.Union([Type.Object({}, { additionalProperties: true 
 const JsonObject = Type.Object({}, { additionalProperties: true });
 
 const PaymentSchema = Type.Object({
-  tx_hash: Type.String(),
-  from: Type.String(),
+  tx_hash: Nullable(Type.String({ description: 'null: money found on the deposit address by its balance after its watch ended (the reconciliation’s `after_watch`); the transaction that brought it is not known' })),
+  from: Nullable(Type.String({ description: 'null when `tx_hash` is' })),
   amount: Type.String(),
   block_number: Type.Integer(),
   block_timestamp: Type.String(),

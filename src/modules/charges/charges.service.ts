@@ -13,6 +13,9 @@ import type { AppContext } from '../../context.js';
 import type { Executor, InTransaction } from '../../db/index.js';
 import type { WalletTokenRow } from '../../db/types.js';
 import { deriveKey } from '../../chain/keys.js';
+import { isUnreachable, mapChainError } from '../../chain/errors.js';
+import { Errors } from '../../errors.js';
+import { ReconciliationService } from '../reconciliation/reconciliation.service.js';
 import { recordEvent } from '../events/outbox.js';
 import { listTokens } from '../tokens/tokens.repository.js';
 import { lockWallet, type WalletView } from '../wallets/wallets.repository.js';
@@ -21,7 +24,7 @@ import type { TransactionService } from '../transactions/transactions.service.js
 import * as repo from './charges.repository.js';
 import type { ChargeRow } from './charges.repository.js';
 import { listPayments } from './charges.payments.repository.js';
-import { listSweeps } from './charges.sweeps.repository.js';
+import { listSweeps, setDue } from './charges.sweeps.repository.js';
 import { listRefunds } from '../refunds/refunds.repository.js';
 import type { ChargeInput } from './charges.schemas.js';
 import { ChargeSettlement, type ConfirmedHeights } from './charges.settlement.js';
@@ -123,6 +126,26 @@ export class ChargeService {
   /** `settled`: the heights this tick's settlement used (without them, the follower's cursor now). */
   sweep(stopping: () => boolean = () => false, settled?: ConfirmedHeights): Promise<void> {
     return this.sweeper.tick(stopping, settled);
+  }
+
+  /**
+   * Sweeps a settled charge's address now (the sweep route): money sent there after its watch
+   * ended is first recorded as a late payment (the reconciliation's `after_watch`), then the
+   * address is looked at as its due sweep would be. A node fault leaves it due: the charge worker
+   * tries again. Returns the charge with its payments and sweeps.
+   */
+  async sweepNow(wallet: WalletView, charge: ChargeRow): Promise<ChargeRow> {
+    if (charge.status === 'pending') throw Errors.badRequest('Only a settled charge’s address is swept: this charge is pending');
+    await new ReconciliationService(this.ctx).recordLateMoney(wallet, charge.id);
+    const due = this.ctx.clock.nowMs();
+    await setDue(this.ctx.store.db, charge.id, due);
+    try {
+      await this.sweeper.sweepNow(charge.id, due);
+    } catch (e) {
+      if (isUnreachable(e)) throw mapChainError(e);
+      this.ctx.log.warn({ err: e, charge_id: charge.id }, 'charge sweep failed; will retry');
+    }
+    return (await this.find(wallet.id, String(charge.id)))!;
   }
 
   /** The charges with their confirmed payments and their sweeps attached. */

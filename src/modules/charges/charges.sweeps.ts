@@ -128,6 +128,11 @@ export class ChargeSweeper {
     }
   }
 
+  /** One charge's address looked at now (the sweep route), as its due look would be: the caller made it due at `dueMs`. */
+  sweepNow(chargeId: number, dueMs: number): Promise<void> {
+    return this.sweepOne(chargeId, dueMs);
+  }
+
   /** Looks at one settled charge's address and sends what it holds, one transaction at a time. */
   private async sweepOne(chargeId: number, seenDue: number): Promise<void> {
     const db = this.ctx.store.db;

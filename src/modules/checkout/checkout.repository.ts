@@ -66,9 +66,10 @@ export async function listPaymentHashes(db: Executor, chargeId: number): Promise
     .select('tx_hash')
     .where('charge_id', '=', chargeId)
     .where('confirmed', '=', 1)
+    .where('tx_hash', 'is not', null) // a payment found by the balance has no transaction to link
     .orderBy('block_number', 'asc')
     .orderBy('log_index', 'asc')
     .limit(PAYMENT_LINKS_MAX)
     .execute();
-  return [...new Set(rows.map((r) => r.tx_hash))];
+  return [...new Set(rows.flatMap((r) => (r.tx_hash === null ? [] : [r.tx_hash])))];
 }

@@ -23,6 +23,8 @@ export interface DepositRow {
   token_id: number;
   status: string;
   sweep_due_at: number | null;
+  /** `expires_at` + CHARGE_WATCH_AFTER_S: the chain follower sees no payment in a block stamped later. */
+  watch_until: number;
   live: boolean;
 }
 
@@ -77,41 +79,26 @@ export async function listCheckpoints(db: Executor, walletId: number): Promise<C
 }
 
 /**
- * The wallet's charges whose deposit address is compared: watched (pending, or settled and
- * still inside `watch_until`), a sweep due or in flight, never checked yet, or last seen holding
- * funds or with a difference. An address last seen empty and reconciled is not read again.
+ * The wallet's charges whose deposit address is compared: every one (or only `chargeId`). A
+ * settled charge's address is read on every answer however long ago it was last seen empty:
+ * money sent there after its watch ended is seen by no one else (docs/reconciliation.md).
  */
-export async function listDeposits(db: Executor, walletId: number, nowMs: number): Promise<DepositRow[]> {
-  const rows = await db
+export async function listDeposits(db: Executor, walletId: number, chargeId?: number): Promise<DepositRow[]> {
+  let q = db
     .selectFrom('charges as c')
     .innerJoin('sub_wallets as s', 's.id', 'c.sub_wallet_id')
-    .select(['c.id as charge_id', 's.address', 'c.token_id', 'c.status', 'c.sweep_due_at'])
+    .select(['c.id as charge_id', 's.address', 'c.token_id', 'c.status', 'c.sweep_due_at', 'c.watch_until'])
     .select((eb) => eb.exists(eb.selectFrom('charge_sweeps as w').select('w.id').whereRef('w.charge_id', '=', 'c.id').where('w.live_key', 'is not', null)).as('live'))
-    .where('c.wallet_id', '=', walletId)
-    .where((eb) =>
-      eb.or([
-        eb('c.status', '=', 'pending'),
-        eb('c.watch_until', '>', nowMs),
-        eb('c.sweep_due_at', 'is not', null),
-        eb.exists(eb.selectFrom('charge_sweeps as w').select('w.id').whereRef('w.charge_id', '=', 'c.id').where('w.live_key', 'is not', null)),
-        eb.not(eb.exists(eb.selectFrom('reconciliation_checkpoints as k').select('k.id').whereRef('k.charge_id', '=', 'c.id'))),
-        eb.exists(
-          eb
-            .selectFrom('reconciliation_checkpoints as k')
-            .select('k.id')
-            .whereRef('k.charge_id', '=', 'c.id')
-            .where((k) => k.or([k('k.unreconciled', '=', 1), k('k.checked_balance', 'is', null), k('k.checked_balance', '<>', '0')])),
-        ),
-      ]),
-    )
-    .orderBy('c.id', 'asc')
-    .execute();
+    .where('c.wallet_id', '=', walletId);
+  if (chargeId !== undefined) q = q.where('c.id', '=', chargeId);
+  const rows = await q.orderBy('c.id', 'asc').execute();
   return rows.map((r) => ({
     charge_id: Number(r.charge_id),
     address: r.address,
     token_id: Number(r.token_id),
     status: r.status,
     sweep_due_at: r.sweep_due_at === null ? null : Number(r.sweep_due_at),
+    watch_until: Number(r.watch_until),
     live: Boolean(Number(r.live)),
   }));
 }

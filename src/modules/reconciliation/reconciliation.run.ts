@@ -18,20 +18,23 @@ export interface WalletOutcome {
   line: Record<string, unknown>;
 }
 
-/** Every wallet in id order, or only `walletId` (an unknown id: an error line). */
-export async function reconcileWallets(ctx: AppContext, walletId?: number): Promise<WalletOutcome[]> {
+/**
+ * Every wallet in id order, or only `walletId` (an unknown id: an error line). `sweepLateMoney`
+ * (the daily run): money found on a charge's address after its watch is recorded and swept.
+ */
+export async function reconcileWallets(ctx: AppContext, walletId?: number, opts: { sweepLateMoney?: boolean } = {}): Promise<WalletOutcome[]> {
   const service = new ReconciliationService(ctx);
   const ids = walletId === undefined ? await service.listWalletIds() : [walletId];
   const out: WalletOutcome[] = [];
-  for (const id of ids) out.push(await reconcileOne(service, id));
+  for (const id of ids) out.push(await reconcileOne(service, id, opts));
   return out;
 }
 
-async function reconcileOne(service: ReconciliationService, walletId: number): Promise<WalletOutcome> {
+async function reconcileOne(service: ReconciliationService, walletId: number, opts: { sweepLateMoney?: boolean }): Promise<WalletOutcome> {
   const wallet = await service.findWallet(walletId);
   if (!wallet) return { walletId, ok: false, line: { wallet_id: walletId, error: 'Wallet not found' } };
   try {
-    const r = await service.reconcile(wallet);
+    const r = await service.reconcile(wallet, opts);
     return { walletId, ok: r.ok, line: reconciliationLine(r) };
   } catch (e) {
     return { walletId, ok: false, line: { wallet_id: walletId, error: isAppError(e) ? e.message : (e as Error).message } };
@@ -50,9 +53,13 @@ export async function claimDailyRun(ctx: AppContext, name: string, periodMs: num
   return acquireLease(ctx.store.db, name, `run:${now}:${randomUUID()}`, now, periodMs);
 }
 
-/** The daily run: every wallet, a warning per difference, per unswept amount and per wallet that could not be compared. */
+/**
+ * The daily run: every wallet, a warning per difference, per unswept amount and per wallet that
+ * could not be compared. Money found on a settled charge's address after its watch ended
+ * (`after_watch`) is recorded as a late payment and the address is swept by the charge worker.
+ */
 export async function dailyReconciliation(ctx: AppContext, log: Logger): Promise<{ wallets: number; notOk: number }> {
-  const results = await reconcileWallets(ctx);
+  const results = await reconcileWallets(ctx, undefined, { sweepLateMoney: true });
   for (const r of results) {
     const line = r.line as ReturnType<typeof reconciliationLine> & { error?: string };
     if (line.error !== undefined) {

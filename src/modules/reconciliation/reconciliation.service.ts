@@ -28,7 +28,8 @@ import { readBalance } from '../../chain/erc20.js';
 import { mapChainError } from '../../chain/errors.js';
 import { receiptFee } from '../../chain/receipt-fee.js';
 import { Errors } from '../../errors.js';
-import { findCursor, findNetwork } from '../networks/networks.repository.js';
+import { findBlockHash, findCursor, findNetwork } from '../networks/networks.repository.js';
+import * as pay from '../charges/charges.payments.repository.js';
 import { listTokens } from '../tokens/tokens.repository.js';
 import { findWalletView, lockWallet, type WalletView } from '../wallets/wallets.repository.js';
 import * as repo from './reconciliation.repository.js';
@@ -47,6 +48,8 @@ export interface TokenLine {
   recorded: bigint;
   chain: bigint;
   difference: bigint;
+  /** A settled charge's address whose watch had ended at the height, holding more than the records explain: money sent there later. */
+  afterWatch: boolean;
 }
 
 export interface AddressLine {
@@ -79,6 +82,8 @@ export interface Reconciliation {
 interface Slot {
   line: AddressLine;
   deposit: DepositRow | null;
+  /** The charge's payment rows when the records were read (an arrival is recorded only if none was added since). */
+  paymentRows: number;
 }
 
 interface Scope {
@@ -100,9 +105,16 @@ const key = (address: string, tokenId: number) => `${address.toLowerCase()}:${to
 export class ReconciliationService {
   constructor(private readonly ctx: AppContext) {}
 
-  /** The answer for the wallet now; an `ok` one moves every checkpoint of the wallet to its block. */
-  async reconcile(wallet: WalletView): Promise<Reconciliation> {
+  /**
+   * The answer for the wallet now; an `ok` one moves every checkpoint of the wallet to its block.
+   * Money found on a settled charge's address after its watch ended is listed in `unswept` as
+   * `after_watch`; with `sweepLateMoney` (the daily run) it is also recorded as a late payment
+   * and the address made due a sweep (`recordArrivals`). An answer through the API or the CLI
+   * only lists it: the daily run or the sweep route moves it.
+   */
+  async reconcile(wallet: WalletView, opts: { sweepLateMoney?: boolean } = {}): Promise<Reconciliation> {
     const scope = await this.compare(wallet);
+    if (opts.sweepLateMoney) await this.recordArrivals(scope);
     const result = await this.answer(scope);
     const now = this.ctx.clock.nowMs();
     await this.ctx.store.db.transaction().execute(async (trx) => {
@@ -128,6 +140,7 @@ export class ReconciliationService {
   async accept(wallet: WalletView, note: string): Promise<Reconciliation> {
     for (let attempt = 1; ; attempt++) {
       const scope = await this.compare(wallet);
+      await this.recordArrivals(scope); // late money is a payment to sweep, never an adjustment
       const lines = [...scope.lines.entries()];
       if (lines.every(([, t]) => t.difference === 0n)) throw Errors.badRequest('Nothing to accept: every difference is zero');
       try {
@@ -172,18 +185,73 @@ export class ReconciliationService {
     return repo.countUnreconciledAddresses(this.ctx.store.db);
   }
 
-  /** Builds the lines, counts the records and reads the chain; writes nothing. */
-  private async compare(wallet: WalletView): Promise<Scope> {
-    const scope = await this.scopeOf(wallet);
+  /**
+   * For the sweep route: records the money found on one charge's address after its watch ended
+   * (as an answer would) and makes the charge due a sweep if it holds any; writes no checkpoint.
+   */
+  async recordLateMoney(wallet: WalletView, chargeId: number): Promise<void> {
+    await this.recordArrivals(await this.compare(wallet, chargeId));
+  }
+
+  /** Builds the lines, counts the records and reads the chain; writes nothing. `chargeId`: that charge's address only (with the main address). */
+  private async compare(wallet: WalletView, chargeId?: number): Promise<Scope> {
+    const scope = await this.scopeOf(wallet, chargeId);
     await this.countTransactions(scope);
     await this.countCharges(scope);
     await this.readChain(scope);
     for (const t of scope.lines.values()) t.difference = t.chain - t.checkpointBalance - t.recorded;
+    await this.markAfterWatch(scope);
     return scope;
   }
 
+  /**
+   * Flags what a settled charge's address holds beyond the records once its watch had ended at
+   * the height (the height's block stamped after `watch_until`: the chain follower saw no
+   * payment in the blocks after that): money sent there later, which no one else sees.
+   */
+  private async markAfterWatch(scope: Scope): Promise<void> {
+    const db = this.ctx.store.db;
+    const timeMs = (await pay.blockTimeAtOrBelow(db, scope.network.id, scope.height)) ?? this.ctx.clock.nowMs();
+    for (const { line, deposit } of scope.slots) {
+      if (!deposit || deposit.status === 'pending' || timeMs <= deposit.watch_until) continue;
+      for (const t of line.tokens) t.afterWatch = t.chain > 0n && t.difference > 0n;
+    }
+  }
+
+  /**
+   * Each charge whose address holds money sent after its watch: the part of its own token's
+   * balance the records do not explain is recorded as a payment (`recordFoundPayment`: late,
+   * announced by `charge.delayed`, at the height), and the charge is due a sweep now (another
+   * token found there is swept too, as during the watch, without being a payment). Under the
+   * charge's lock, and only if no payment was recorded for it since its records were read
+   * (another answer at the same time), so an arrival is recorded once. The lines then count it.
+   */
+  private async recordArrivals(scope: Scope): Promise<void> {
+    const db = this.ctx.store.db;
+    const found = scope.slots.filter((s) => s.deposit && s.line.tokens.some((t) => t.afterWatch));
+    if (found.length === 0) return;
+    const now = this.ctx.clock.nowMs();
+    const block = { block: scope.height, blockHash: (await findBlockHash(db, scope.network.id, scope.height)) ?? null, blockTimestampMs: (await pay.blockTimeAtOrBelow(db, scope.network.id, scope.height)) ?? now };
+    for (const slot of found) {
+      const d = slot.deposit!;
+      const own = slot.line.tokens.find((t) => t.afterWatch && t.token.id === d.token_id);
+      const amount = own ? (own.difference < own.chain ? own.difference : own.chain) : 0n;
+      const recorded = await db.transaction().execute(async (trx) => {
+        await pay.lockCharge(trx, d.charge_id);
+        if (((await pay.countPaymentRows(trx, [d.charge_id])).get(d.charge_id) ?? 0) !== slot.paymentRows) return false;
+        if (amount > 0n) await pay.recordFoundPayment(trx, { chargeId: d.charge_id, networkId: scope.network.id, amount, ...block }, now);
+        else await pay.makeSweepDue(trx, d.charge_id, now);
+        return true;
+      });
+      if (!recorded) continue;
+      if (own && amount > 0n) Object.assign(own, { recorded: own.recorded + amount, difference: own.difference - amount });
+      const held = slot.line.tokens.filter((t) => t.afterWatch).map((t) => ({ symbol: t.token.symbol, balance: t.chain.toString() }));
+      this.ctx.log.warn({ wallet_id: scope.wallet.id, charge_id: d.charge_id, address: slot.line.address, block: scope.height, held, payment: amount.toString() }, 'money found on a charge deposit address after its watch ended: recorded as a late payment and due a sweep');
+    }
+  }
+
   /** The height, the addresses and tokens compared, and their checkpoints. */
-  private async scopeOf(wallet: WalletView): Promise<Scope> {
+  private async scopeOf(wallet: WalletView, chargeId?: number): Promise<Scope> {
     const db = this.ctx.store.db;
     const network = await findNetwork(db, wallet.network_id);
     const cursor = network ? await findCursor(db, network.id) : undefined;
@@ -193,21 +261,21 @@ export class ReconciliationService {
     const native = all.find((t) => t.is_native === 1);
     if (!native) throw new Error(`wallet ${wallet.id} has no native token`);
     const checkpoints = new Map((await repo.listCheckpoints(db, wallet.id)).map((c) => [key(c.address, c.token_id), c]));
-    const deposits = await repo.listDeposits(db, wallet.id, this.ctx.clock.nowMs());
+    const deposits = await repo.listDeposits(db, wallet.id, chargeId);
     const tokensById = new Map(all.map((t) => [t.id, t]));
     const lines = new Map<string, TokenLine>();
     const lineOf = (address: string, token: WalletTokenRow): TokenLine => {
       const c = checkpoints.get(key(address, token.id));
-      const t = { token, checkpointBlock: c?.block_number ?? 0, checkpointBalance: c?.balance ?? 0n, recorded: 0n, chain: 0n, difference: 0n };
+      const t = { token, checkpointBlock: c?.block_number ?? 0, checkpointBalance: c?.balance ?? 0n, recorded: 0n, chain: 0n, difference: 0n, afterWatch: false };
       lines.set(key(address, token.id), t);
       return t;
     };
     const main = getAddress(wallet.address);
-    const slots: Slot[] = [{ line: { address: main, kind: 'main', chargeId: null, tokens: active.map((t) => lineOf(main, t)) }, deposit: null }];
+    const slots: Slot[] = [{ line: { address: main, kind: 'main', chargeId: null, tokens: active.map((t) => lineOf(main, t)) }, deposit: null, paymentRows: 0 }];
     for (const d of deposits) {
       const address = getAddress(d.address);
       const own = active.some((t) => t.id === d.token_id) ? [] : [tokensById.get(d.token_id)!].filter(Boolean);
-      slots.push({ line: { address, kind: 'deposit', chargeId: d.charge_id, tokens: [...active, ...own].map((t) => lineOf(address, t)) }, deposit: d });
+      slots.push({ line: { address, kind: 'deposit', chargeId: d.charge_id, tokens: [...active, ...own].map((t) => lineOf(address, t)) }, deposit: d, paymentRows: 0 });
     }
     // A checkpoint above the head (moved by an answer before a reorg): compare at the checkpoint.
     const height = Math.max(0, confirmedHeight(cursor.block_number, network.confirmations), ...[...lines.values()].map((t) => t.checkpointBlock));
@@ -252,6 +320,8 @@ export class ReconciliationService {
     const from = Math.min(...[...scope.lines.values()].map((t) => t.checkpointBlock));
     const db = this.ctx.store.db;
     const charges = new Map(deposits.map((s) => [s.deposit!.charge_id, s.deposit!]));
+    const rows = await pay.countPaymentRows(db, ids);
+    for (const s of deposits) s.paymentRows = rows.get(s.deposit!.charge_id) ?? 0;
     for (const p of await repo.listPaymentMovements(db, ids, from, scope.height)) {
       this.add(scope, addressOf.get(p.charge_id)!, charges.get(p.charge_id)!.token_id, p.block_number, p.amount);
     }
@@ -300,7 +370,11 @@ export class ReconciliationService {
   }
 }
 
-/** A settled charge's address holding funds with no sweep in flight or due: why the sweeper left them. */
+/**
+ * A settled charge's address holding funds with no sweep in flight or due (when the records
+ * were read): `after_watch` for money sent there after its watch ended, else why the sweeper
+ * left them.
+ */
 function unsweptOf(s: Slot): UnsweptLine[] {
   const d = s.deposit;
   if (!d || d.status === 'pending' || d.live || d.sweep_due_at !== null) return [];
@@ -311,7 +385,7 @@ function unsweptOf(s: Slot): UnsweptLine[] {
       chargeId: d.charge_id,
       token: t.token,
       amount: t.chain,
-      reason: t.token.is_native === 1 ? 'dust: below the fee of sweeping it' : 'not swept: its transfer from the address would revert',
+      reason: t.afterWatch ? 'after_watch' : t.token.is_native === 1 ? 'dust: below the fee of sweeping it' : 'not swept: its transfer from the address would revert',
     }));
 }
 
