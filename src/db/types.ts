@@ -466,6 +466,8 @@ export interface PayoutsTable {
   fee_level: string | null;
   /** `approval` (waits for a person), `sending`, `rejected`, `expired`. */
   state: string;
+  /** The maximum fee of one item quoted at the create, reserved for each unsent item (migration 028). */
+  item_fee_reserved: Generated<Amount>;
   created_at: number;
   updated_at: number;
 }

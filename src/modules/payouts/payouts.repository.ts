@@ -2,6 +2,7 @@
  * payouts and payout_items (migration 021), each item read with its transaction (when it has
  * one): an item's status is its transaction's, never stored twice.
  */
+import { sql } from 'kysely';
 import { prepare } from '../../db/prepared.js';
 import type { Executor } from '../../db/index.js';
 
@@ -63,10 +64,16 @@ const toPayout = (r: RawPayout): PayoutRow => ({
   updated_at: Number(r.updated_at),
 });
 
-export async function insertPayout(trx: Executor, p: { wallet_id: number; token_id: number; total: bigint; fee_level: string | null; state: PayoutState }, items: NewItem[], nowMs: number): Promise<number> {
+/** `item_fee_reserved`: the maximum fee of one item, reserved for each item until it is sent (`unsentItemReservations`). */
+export async function insertPayout(
+  trx: Executor,
+  p: { wallet_id: number; token_id: number; total: bigint; item_fee_reserved: bigint; fee_level: string | null; state: PayoutState },
+  items: NewItem[],
+  nowMs: number,
+): Promise<number> {
   const row = await trx
     .insertInto('payouts')
-    .values({ ...p, total: p.total.toString(), created_at: nowMs, updated_at: nowMs })
+    .values({ ...p, total: p.total.toString(), item_fee_reserved: p.item_fee_reserved.toString(), created_at: nowMs, updated_at: nowMs })
     .returning('id')
     .executeTakeFirstOrThrow();
   const id = Number(row.id);
@@ -157,6 +164,39 @@ export async function isUnsent(trx: Executor, itemId: number): Promise<boolean> 
 export async function setItemTransaction(trx: Executor, itemId: number, txId: number): Promise<boolean> {
   const r = await trx.updateTable('payout_items').set({ transaction_id: txId }).where('id', '=', itemId).where('transaction_id', 'is', null).where('error', 'is', null).executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
+}
+
+/** The id of an unsent item's reservation: the item's id negated. The item's transfer takes it over (CreateOptions.spends). */
+export function itemReservationId(itemId: number): number {
+  return -itemId;
+}
+
+/**
+ * What the wallet's payouts still reserve: every item of a payout awaiting approval or being
+ * sent that has neither a transaction nor a refusal reserves its amount and the payout's
+ * `item_fee_reserved`, as a held transfer reserves its amount and maximum fee, until it is
+ * sent (its transaction reserves from then on), refused, or its payout rejected or expired.
+ * Shaped as the outgoing transaction rows it is read with (transactions.repository.ts,
+ * `outgoingRows`): the id `itemReservationId` (never a transaction's id), no nonce, no block,
+ * and the status of a held transfer, which reserves whatever the mined nonce.
+ */
+export function unsentItemReservations(db: Executor, walletId: number) {
+  return db
+    .selectFrom('payout_items as i')
+    .innerJoin('payouts as p', 'p.id', 'i.payout_id')
+    .select([
+      sql<number>`0 - i.id`.as('id'),
+      'p.token_id',
+      'i.amount',
+      'p.item_fee_reserved as fee_reserved',
+      sql<number | null>`null`.as('nonce'),
+      sql<string>`'awaiting_approval'`.as('status'),
+      sql<number | null>`null`.as('block_number'),
+    ])
+    .where('i.wallet_id', '=', walletId)
+    .where('i.transaction_id', 'is', null)
+    .where('i.error', 'is', null)
+    .where('p.state', 'in', ['approval', 'sending']);
 }
 
 /** The item's create was refused (balance, policy): it fails with that reason, the others go on. */

@@ -6,10 +6,15 @@
  *   wallet: 422 on `items.N.reference`), the policy as a whole (`enforceBatchPolicy`: each item's
  *   per-transaction limit and allowlist, the total's daily limit; the total over
  *   `approval_above` holds the payout for a person), and the balance (the total and every item's
- *   maximum fee: 400 `Insufficient balance for payout`). Nothing is signed in it.
+ *   maximum fee: 400 `Insufficient balance for payout`). Nothing is signed in it. From then on,
+ *   held or being sent, each unsent item reserves its amount and that maximum fee against the
+ *   wallet's balance (payouts.repository.ts `unsentItemReservations`), as a held transfer does:
+ *   no other transfer or payout takes what the payout was checked to have; its reject or expiry
+ *   releases it.
  * - Sending (`send`, from the route right after the create and from the payouts worker): items
  *   go out one at a time in item order, each an ordinary create (reserved, policed again, signed
- *   at the wallet's next nonce, broadcast) carrying `payout_id` and `reference`. The item is
+ *   at the wallet's next nonce, broadcast) carrying `payout_id` and `reference`, and taking
+ *   over the item's own reservation (`spends`: left out of its balance checks). The item is
  *   claimed inside that create's recording transaction, under the wallet's lock (`link`): an
  *   item already sent, by this process or another, rolls the create back before anything is
  *   signed, so no item is ever sent twice. A create refused for the item itself (balance,
@@ -68,9 +73,9 @@ export class PayoutService {
 
   async create(wallet: WalletView, input: PayoutInput, inTransaction?: InTransaction<PayoutWithItems>): Promise<PayoutWithItems> {
     const total = input.items.reduce((s, i) => s + i.amount, 0n);
-    let fits: Awaited<ReturnType<TransactionService['quoteBatch']>>;
+    let quote: Awaited<ReturnType<TransactionService['quoteBatch']>>;
     try {
-      fits = await this.transactions.quoteBatch(wallet, { token: input.token, amount: total, to: input.items[0]!.address, ...(input.fees ? { fees: input.fees } : {}) }, input.items.length);
+      quote = await this.transactions.quoteBatch(wallet, { token: input.token, amount: total, to: input.items[0]!.address, ...(input.fees ? { fees: input.fees } : {}) }, input.items.length);
     } catch (e) {
       throw e instanceof AppError && e.code === 'INSUFFICIENT_BALANCE' ? Errors.insufficientBalanceForPayout() : e;
     }
@@ -79,9 +84,9 @@ export class PayoutService {
       await lockWallet(trx, wallet.id);
       await this.requireFreeReferences(trx, wallet.id, input);
       const decision = await enforceBatchPolicy(trx, { walletId: wallet.id, tokenId: input.token.id, items: input.items.map((i) => ({ amount: i.amount, to: i.address })) }, now);
-      if (!(await fits(trx))) throw Errors.insufficientBalanceForPayout();
+      if (!(await quote.fits(trx))) throw Errors.insufficientBalanceForPayout();
       const fee_level = input.fees && 'level' in input.fees ? input.fees.level : null;
-      const id = await repo.insertPayout(trx, { wallet_id: wallet.id, token_id: input.token.id, total, fee_level, state: decision === 'hold' ? 'approval' : 'sending' }, input.items, now);
+      const id = await repo.insertPayout(trx, { wallet_id: wallet.id, token_id: input.token.id, total, item_fee_reserved: quote.fee, fee_level, state: decision === 'hold' ? 'approval' : 'sending' }, input.items, now);
       const result = { payout: (await repo.findPayoutById(trx, id))!, items: await repo.listItems(trx, [id]) };
       await inTransaction?.(trx, result);
       return result;
@@ -155,6 +160,7 @@ export class PayoutService {
     try {
       await this.transactions.create(wallet, { token, amount: item.amount, to: item.address as `0x${string}`, ...fees }, {
         approvalDecided: true,
+        spends: repo.itemReservationId(item.id),
         link: async (trx) => {
           if (!(await repo.isUnsent(trx, item.id))) throw new ItemTaken();
           return { payout_id: payout.id, reference: item.reference };

@@ -12,6 +12,7 @@ import { dialectOf } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
 import { prepare, prepareRow } from '../../db/prepared.js';
 import type { Database } from '../../db/types.js';
+import { unsentItemReservations } from '../payouts/payouts.repository.js';
 
 export type TxType = 'transfer' | 'receipt' | 'contract';
 /** Types the wallet sends (signed by the service, with a nonce, reserved until final). */
@@ -298,7 +299,9 @@ export const AWAITING = 'awaiting_approval';
  * `reservations`, `countPendingOutgoing` and the used nonces in one query: the outgoing rows that
  * are pending, awaiting approval, or that reserve against a balance read at `minedNonce` (at
  * most the wallet's unconfirmed transfers, bounded by MAX_PENDING_PER_WALLET, those awaiting
- * approval, and those the watcher has not settled yet), split here with the same conditions.
+ * approval, and those the watcher has not settled yet), and the payout items not sent yet
+ * (payouts.repository.ts `unsentItemReservations`, shaped as held rows), split here with the
+ * same conditions.
  */
 // Index ranges, not one OR (which SQLite answers by reading every outgoing row the wallet
 // ever had): the pending and awaiting rows by (wallet_id, status), the rest from `minedNonce` up
@@ -317,7 +320,8 @@ const outgoingRows = prepare((db: Executor, walletId: number, minedNonce: number
         .where('nonce', '>=', minedNonce)
         .where('status', 'not in', ['pending', AWAITING])
         .where((eb) => eb.not(eb.and([eb('status', '=', 'failed'), eb('block_number', 'is', null)]))),
-    );
+    )
+    .unionAll(unsentItemReservations(db, walletId));
 });
 
 /** Does this outgoing row reserve against a balance read at `minedNonce`? (One rule for both readers below.) */
@@ -368,7 +372,8 @@ export interface Reservation {
  * and the ones at or above it are not: each of those reserves its amount and its maximum fee.
  * This is exact whatever the watcher has seen so far. Transfers that failed without ever being
  * mined took nothing and reserve nothing (their nonce may have been handed out again). A
- * transfer awaiting approval has no nonce and reserves until it is decided.
+ * transfer awaiting approval has no nonce and reserves until it is decided, and so does each
+ * unsent item of a payout awaiting approval or being sent.
  */
 const reservationRows = prepare((db: Executor, walletId: number, minedNonce: number) =>
   db
@@ -384,7 +389,8 @@ const reservationRows = prepare((db: Executor, walletId: number, minedNonce: num
         .where('wallet_id', '=', walletId)
         .where('type', 'in', OUTGOING_TYPES)
         .where('status', '=', AWAITING),
-    ),
+    )
+    .unionAll(unsentItemReservations(db, walletId)),
 );
 
 export async function reservations(db: Executor, walletId: number, minedNonce: number, excludeId?: number): Promise<Reservation[]> {

@@ -69,6 +69,12 @@ export interface CreateOptions {
   link?: (trx: Executor) => Promise<TxLink>;
   /** A payout's item: the policy's limits and allowlist apply, its approval was decided for the payout as a whole. */
   approvalDecided?: true;
+  /**
+   * The id of the reservation this transfer takes over (a payout item's, which reserves until it
+   * is sent: payouts.repository.ts `unsentItemReservations`): left out of its balance checks,
+   * where its own amount and fee count instead.
+   */
+  spends?: number;
 }
 
 /** What a transfer pays, stored on its row. */
@@ -179,11 +185,12 @@ export class TransactionService {
    * `input.amount` is quoted as a create quotes it (gas, fees at its level, the node's balances
    * and the wallet's reservations); the returned check, run under the wallet's lock in the
    * caller's transaction, tells whether the balance less the reservations then covers that
-   * amount and `count` times the transfer's maximum fee.
+   * amount and `count` times the transfer's maximum fee (`fee`, which the payout reserves for
+   * each item it has not sent).
    */
-  async quoteBatch(wallet: WalletView, input: TransferInput, count: number): Promise<(trx: Executor) => Promise<boolean>> {
+  async quoteBatch(wallet: WalletView, input: TransferInput, count: number): Promise<{ fits: (trx: Executor) => Promise<boolean>; fee: bigint }> {
     const p = await this.prepare(wallet, input);
-    return async (trx) => p.enough((await repo.outgoingState(trx, wallet.id, p.snap.minedNonce)).reservations, p.fee * BigInt(count));
+    return { fits: async (trx) => p.enough((await repo.outgoingState(trx, wallet.id, p.snap.minedNonce)).reservations, p.fee * BigInt(count)), fee: p.fee };
   }
 
   /** The tokens a create body may name: the wallet's active ones. */
@@ -198,7 +205,7 @@ export class TransactionService {
    */
   async create(wallet: WalletView, input: TransferInput, opts: CreateOptions = {}): Promise<TxRecord> {
     const log = this.ctx.log.child({ component: 'transactions', wallet_id: wallet.id });
-    const prepared = await this.prepare(wallet, input);
+    const prepared = await this.prepare(wallet, input, opts.spends);
     const { rec, raw, together = 1 } = isPlain(opts) ? await this.recordTogether(wallet, { p: prepared, inTransaction: opts.inTransaction }) : await this.record(wallet, prepared, opts);
     if (raw === undefined) {
       log.info({ transaction_id: rec.id, symbol: input.token.symbol }, 'transaction held for approval');
@@ -292,7 +299,7 @@ export class TransactionService {
       // A plain create's row id, drawn once the lock is granted (PostgreSQL; see drawTransactionId).
       const drawing = opts.link === undefined && opts.inTransaction === undefined && opts.approving === undefined ? repo.drawTransactionId(trx) : undefined;
       drawing?.catch(() => undefined);
-      const reads = () => Promise.all([this.policyDecision(trx, wallet, p, opts, now), repo.outgoingState(trx, wallet.id, p.snap.minedNonce, opts.approving)]);
+      const reads = () => Promise.all([this.policyDecision(trx, wallet, p, opts, now), repo.outgoingState(trx, wallet.id, p.snap.minedNonce, opts.approving ?? opts.spends)]);
       // Without a link to write first, the policy's and the outgoing rows' reads are sent with
       // the lock (src/db/pipelined.ts): the server runs them as soon as it grants it.
       const early = opts.link === undefined ? reads() : undefined;
@@ -695,7 +702,7 @@ class Refused extends Error {
 
 /** The creates `recordTogether` may batch: no link to write first, no nonce of their own, policed as any transfer. */
 function isPlain(opts: CreateOptions): boolean {
-  return opts.link === undefined && opts.requireNonce === undefined && opts.exemptFromPolicy === undefined && opts.approvalDecided === undefined;
+  return opts.link === undefined && opts.requireNonce === undefined && opts.exemptFromPolicy === undefined && opts.approvalDecided === undefined && opts.spends === undefined;
 }
 
 /**
