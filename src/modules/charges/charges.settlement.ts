@@ -29,7 +29,7 @@ import type { Executor } from '../../db/index.js';
 import type { NetworkRow } from '../../db/types.js';
 import { confirmedHeight } from '../../chain/blocks.js';
 import { readBalance } from '../../chain/erc20.js';
-import { recordEvent } from '../events/outbox.js';
+import { lockEventsOf, recordEvent } from '../events/outbox.js';
 import { findCursor, listNetworks } from '../networks/networks.repository.js';
 import { findWalletView } from '../wallets/wallets.repository.js';
 import * as repo from './charges.repository.js';
@@ -163,17 +163,31 @@ export class ChargeSettlement {
     await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: `charge.${d.status}`, payload, nowMs: now });
   }
 
-  /** Step 4. */
+  /**
+   * Step 4. Each in its own transaction, its locks taken in the one order of the follower's
+   * transactions (a reorg's rollback among them: the cursor, the wallets, the users' event
+   * orders, then the rows): the network's cursor, the user's event order, then the payment's
+   * row. The other way round (the payment's row, then the event order) deadlocked on
+   * PostgreSQL with a rollback holding that event order and deleting the payment.
+   * A payment announced before a reorg removed it and brought it back is not announced again
+   * (`recordAnnouncement`); its address is made due for a sweep all the same.
+   */
   private async announceLate(networkId: number): Promise<void> {
-    for (const p of await pay.listUnannouncedLate(this.ctx.store.db, networkId, LATE_BATCH)) {
-      await this.ctx.store.db.transaction().execute(async (trx) => {
+    const db = this.ctx.store.db;
+    for (const p of await pay.listUnannouncedLate(db, networkId, LATE_BATCH)) {
+      const charge = await repo.findChargeById(db, p.charge_id);
+      const wallet = charge ? await findWalletView(db, charge.wallet_id) : undefined; // a wallet's user never changes
+      if (!charge || !wallet) continue;
+      await db.transaction().execute(async (trx) => {
+        await pay.lockedCursorHeight(trx, networkId);
+        await lockEventsOf(trx, [wallet.user_id]);
         if (!(await pay.markNotified(trx, p.id))) return;
         const now = this.ctx.clock.nowMs();
-        const charge = (await repo.findChargeById(trx, p.charge_id))!;
-        const wallet = (await findWalletView(trx, charge.wallet_id))!;
-        await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'charge.delayed', payload: chargeDelayedPayload(charge, p), nowMs: now });
         await pay.makeSweepDue(trx, charge.id, now);
-        this.log.info({ charge_id: charge.id, tx_hash: p.tx_hash, amount: p.amount.toString(), status: charge.status }, 'late payment to a settled charge');
+        if (p.tx_hash !== null && !(await pay.recordAnnouncement(trx, { ...p, tx_hash: p.tx_hash }, now))) return;
+        const current = (await repo.findChargeById(trx, p.charge_id))!;
+        await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'charge.delayed', payload: chargeDelayedPayload(current, p), nowMs: now });
+        this.log.info({ charge_id: charge.id, tx_hash: p.tx_hash, amount: p.amount.toString(), status: current.status }, 'late payment to a settled charge');
       });
     }
   }
