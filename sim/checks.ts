@@ -334,7 +334,11 @@ export class Checker {
     const chainIn = this.inflows.filter((f) => f.to === lc(c.address) && f.token === c.token && f.from !== mainAddr);
     const listed = (c.payments ?? []).map((p: any) => `${lc(p.tx_hash)}|${parse18(p.amount)}`).sort();
     const expected = chainIn.map((f) => `${f.hash}|${f.amount18}`).sort();
-    if (JSON.stringify(listed) !== JSON.stringify(expected)) this.violate('charge payments', obj, `payments ${JSON.stringify(listed)} but the chain has ${JSON.stringify(expected)}`);
+    if (JSON.stringify(listed) !== JSON.stringify(expected)) {
+      // Say which are missing and how they came: an internal payment is seen only through call traces.
+      const missing = chainIn.filter((f) => !listed.includes(`${f.hash}|${f.amount18}`)).map((f) => `${f.hash}${this.chain.internalNative.has(f.hash) ? ' (internal, through a contract: read from call traces)' : ''}`);
+      this.violate('charge payments', obj, `payments ${JSON.stringify(listed)} but the chain has ${JSON.stringify(expected)}${missing.length > 0 ? `; missing ${missing.join(', ')}` : ''}`);
+    }
     const expiresS = dateMs(c.expires_at) / 1000;
     const onTime = chainIn.filter((f) => (this.blocks.get(f.block)?.timestamp ?? Infinity) <= expiresS).reduce((s, f) => s + f.amount18, 0n);
     const want = onTime >= parse18(c.amount) ? 'paid' : onTime > 0n ? 'failed' : 'expired';

@@ -249,7 +249,7 @@ export class FaultProxy {
     if (sends && k.rpc && this.prng.chance(this.opts.rate * 3)) {
       return { ...none, whole: this.prng.chance(0.6) ? 'reset-after-send' : this.prng.pick<RpcFault>(['http-5xx', 'rpc-32005', 'timeout']) };
     }
-    if (sends && k.refuse && this.prng.chance(this.opts.sendRate ?? 0.2)) {
+    if (sends && k.refuse && this.prng.chance(this.opts.sendRate ?? 0.3)) {
       const f = this.prng.weighted({ refuse: 2, 'forward-hang': 1, 'forward-502': 1 });
       if (f !== 'refuse') return { ...none, whole: f };
       return { ...none, refuse: true };

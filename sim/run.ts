@@ -90,7 +90,7 @@ async function startProxies(opts: SimOptions, prng: Prng, target: string, ledger
   for (let i = 0; i < n; i++) {
     const traces = !f.has('no-trace') || n < 2 ? 'all' : i === opts.seed % n ? 'none' : i === (opts.seed + 1) % n ? 'flaky' : 'all';
     const kinds = { rpc: f.has('rpc'), behind: f.has('behind'), refuse: f.has('refuse'), glitch: f.has('glitch'), traces } as const;
-    proxies.push(await FaultProxy.start(target, prng.fork(n === 1 ? 'proxy' : `proxy-${i}`), { rate: 0.08, timeoutMs: 6_000, lagMs: 4_000, kinds, sendRate: 0.2, glitchRate: 0.05, index: i, ledger }));
+    proxies.push(await FaultProxy.start(target, prng.fork(n === 1 ? 'proxy' : `proxy-${i}`), { rate: 0.08, timeoutMs: 6_000, lagMs: 4_000, kinds, sendRate: 0.3, glitchRate: 0.05, index: i, ledger }));
   }
   return proxies;
 }
