@@ -52,9 +52,10 @@ export function ChargeDetail({ wallet, charge, explorer }: { wallet: string; cha
           <Empty text="No payment yet." />
         ) : (
           <ul class="plain">
-            {c.payments.map((p) => (
-              <li key={`${p.tx_hash}`} data-payment={p.tx_hash}>
-                <Amount value={p.amount} symbol={c.token} /> from <span class="mono">{p.from}</span> · <Hash hash={p.tx_hash} explorer={explorer} /> · <Time utc={p.block_timestamp} />
+            {c.payments.map((p, i) => (
+              <li key={p.tx_hash ?? `found-${i}`} data-payment={p.tx_hash ?? ''}>
+                <Amount value={p.amount} symbol={c.token} />{' '}
+                {p.tx_hash === null ? 'found on the address after its watch' : <>from <span class="mono">{p.from}</span> · <Hash hash={p.tx_hash} explorer={explorer} /></>} · <Time utc={p.block_timestamp} />
                 {p.late ? ' · late' : ''}
               </li>
             ))}

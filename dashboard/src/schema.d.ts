@@ -12262,8 +12262,8 @@ export interface paths {
                                 updated_at: string;
                                 /** @description Confirmed transfers to the deposit address; `late` for those after settlement (not counted) */
                                 payments: {
-                                    tx_hash: string;
-                                    from: string;
+                                    tx_hash: string | null;
+                                    from: string | null;
                                     amount: string;
                                     block_number: number;
                                     block_timestamp: string;
@@ -12693,8 +12693,8 @@ export interface paths {
                                 updated_at: string;
                                 /** @description Confirmed transfers to the deposit address; `late` for those after settlement (not counted) */
                                 payments: {
-                                    tx_hash: string;
-                                    from: string;
+                                    tx_hash: string | null;
+                                    from: string | null;
                                     amount: string;
                                     block_number: number;
                                     block_timestamp: string;
@@ -13005,6 +13005,439 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/wallet/{wallet}/charge/{charge}/sweep": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sweep a settled charge’s deposit address now (login token only)
+         * @description Looks at the deposit address of a settled charge now instead of at its next due look or the daily reconciliation: money sent there after its watch ended (`after_watch` in the reconciliation) is recorded as a late payment (`charge.delayed`), and what the address holds is swept to the main address. Answers the charge with its `payments` and `sweeps`. Needs a login token: an API key gets 403. A pending charge: 400.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    wallet: string;
+                    charge: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Success: the envelope with `data` */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "success",
+                         *       "message": "OK",
+                         *       "data": {
+                         *         "id": 1,
+                         *         "uuid": "6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10",
+                         *         "wallet_id": 1,
+                         *         "sub_wallet_id": 1,
+                         *         "token_id": 1,
+                         *         "token": "ETH",
+                         *         "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                         *         "amount": "1.500000000000000000",
+                         *         "paid_amount": "1.500000000000000000",
+                         *         "status": "pending",
+                         *         "mode": "mode",
+                         *         "expires": 1,
+                         *         "expires_at": "2026-01-15 12:00:00",
+                         *         "paid_at": "2026-01-15 12:00:00",
+                         *         "content": {},
+                         *         "info": {},
+                         *         "created_at": "2026-01-15 12:00:00",
+                         *         "updated_at": "2026-01-15 12:00:00",
+                         *         "payments": [
+                         *           {
+                         *             "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                         *             "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                         *             "amount": "1.500000000000000000",
+                         *             "block_number": 1,
+                         *             "block_timestamp": "block timestamp",
+                         *             "late": true,
+                         *             "internal": true
+                         *           }
+                         *         ],
+                         *         "sweeps": [
+                         *           {
+                         *             "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                         *             "token": "ETH",
+                         *             "amount": "1.500000000000000000",
+                         *             "status": "pending",
+                         *             "created_at": "2026-01-15 12:00:00"
+                         *           }
+                         *         ],
+                         *         "refunds": [
+                         *           {
+                         *             "id": 1,
+                         *             "uuid": "6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10",
+                         *             "amount": "1.500000000000000000",
+                         *             "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                         *             "status": "claimable",
+                         *             "transaction_id": 1,
+                         *             "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                         *             "reason": "reason",
+                         *             "claim_url": "claim url",
+                         *             "expires_at": "2026-01-15 12:00:00",
+                         *             "created_at": "2026-01-15 12:00:00"
+                         *           }
+                         *         ],
+                         *         "hosted_url": "https://pay.example.com/pay/6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10",
+                         *         "payment_uri": "ethereum:0x8ba1f109551bD432803012645Ac136ddd64DBA72@1?value=250000000000000000"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                id: number;
+                                uuid: string;
+                                wallet_id: number;
+                                sub_wallet_id: number;
+                                token_id: number;
+                                token: string;
+                                address: string;
+                                amount: string;
+                                paid_amount: string;
+                                status: string;
+                                mode: string;
+                                expires: number;
+                                expires_at: string;
+                                paid_at: string | null;
+                                content: {
+                                    [key: string]: unknown;
+                                } | null;
+                                info: {
+                                    [key: string]: unknown;
+                                } | null;
+                                created_at: string;
+                                updated_at: string;
+                                /** @description Confirmed transfers to the deposit address; `late` for those after settlement (not counted) */
+                                payments: {
+                                    tx_hash: string | null;
+                                    from: string | null;
+                                    amount: string;
+                                    block_number: number;
+                                    block_timestamp: string;
+                                    late: boolean;
+                                    /** @description true: the money reached the deposit address through a contract (an internal call; `tx_hash` is the transaction that carried it), false: a transfer to the address */
+                                    internal: boolean;
+                                }[];
+                                /** @description Transfers of what the deposit address received to the wallet’s main address */
+                                sweeps: {
+                                    tx_hash: string | null;
+                                    token: string;
+                                    amount: string;
+                                    /** @description `pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one; a confirmed one whose block a reorg removed goes back to `pending`) */
+                                    status: string;
+                                    created_at: string;
+                                }[];
+                                /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
+                                refunds: {
+                                    id: number;
+                                    uuid: string;
+                                    /** @description In the charge’s token, 18 decimal places */
+                                    amount: string;
+                                    address: string | null;
+                                    /**
+                                     * @description Its transfer’s status (`pending` also while awaiting approval); a claim is `claimable`, then `expired` after REFUND_CLAIM_TTL_S unused
+                                     * @enum {string}
+                                     */
+                                    status: "claimable" | "pending" | "confirmed" | "failed" | "expired";
+                                    transaction_id: number | null;
+                                    tx_hash: string | null;
+                                    reason: string | null;
+                                    claim_url: string | null;
+                                    expires_at: string | null;
+                                    created_at: string;
+                                }[];
+                                /**
+                                 * @description The public checkout page: PUBLIC_URL + /pay/{uuid}
+                                 * @example https://pay.example.com/pay/6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10
+                                 */
+                                hosted_url: string;
+                                /** @description EIP-681 payment request: ethereum:{address}@{chain_id}?value={wei}, or ethereum:{contract}@{chain_id}/transfer?address={address}&uint256={units} for an ERC-20 */
+                                payment_uri: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Malformed JSON, or a business rule refused the request (e.g. insufficient balance) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "Malformed JSON body",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "Unauthenticated",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Success: the envelope with `data` */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "OK",
+                         *       "data": {}
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The wallet (or another object in the path) does not exist or belongs to another user */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "Wallet not found",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The body is larger than 1 MiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "Payload too large",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The body is not application/json */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "Unsupported media type",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Validation failed: `data` maps each field to its messages */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "The amount field is required",
+                         *       "data": {
+                         *         "amount": [
+                         *           "The amount field is required."
+                         *         ]
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "Too Many Requests",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description An internal error; the details are in the log under the X-Request-Id */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "Internal server error",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "error",
+                         *       "message": "The blockchain node is unavailable",
+                         *       "data": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "error";
+                            message: string;
+                            data: null | {
+                                [key: string]: string[];
+                            } | {
+                                reason: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/wallet/{wallet}/charge": {
         parameters: {
             query?: never;
@@ -13130,8 +13563,8 @@ export interface paths {
                                 updated_at: string;
                                 /** @description Confirmed transfers to the deposit address; `late` for those after settlement (not counted) */
                                 payments: {
-                                    tx_hash: string;
-                                    from: string;
+                                    tx_hash: string | null;
+                                    from: string | null;
                                     amount: string;
                                     block_number: number;
                                     block_timestamp: string;
