@@ -8,7 +8,10 @@
  *   their unsent items reserve their amounts only.
  * - `payout_items_unsent_idx`: the wallet's unsent items, read with every create of the wallet
  *   (src/modules/transactions/transactions.repository.ts, `outgoingRows`); partial, so the items
- *   already sent or refused, almost all of them, are not in it.
+ *   already sent or refused, almost all of them, are not in it. Its key names the two columns
+ *   the condition reads as well: SQLite without statistics otherwise takes `transaction_id IS
+ *   NULL` on the unique `payout_items_transaction_idx` for one row, and reads every unsent or
+ *   refused item of every wallet.
  *
  * Additive: a column with a default and an index; a previous version ignores both.
  */
@@ -23,7 +26,7 @@ export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
   await db.schema
     .createIndex('payout_items_unsent_idx')
     .on('payout_items')
-    .column('wallet_id')
+    .columns(['wallet_id', 'transaction_id', 'error'])
     .where(sql.ref('transaction_id'), 'is', null)
     .where(sql.ref('error'), 'is', null)
     .execute();
