@@ -8,8 +8,9 @@
  *   never "left there";
  * - a lagging node answers "nonce too low" to the re-send of a sweep that mined: the sweep is
  *   not failed, and is confirmed once the follower sees its block;
- * - a sweep the node dropped and will not take again (insufficient funds) while its nonce is
- *   free: failed, and swept again at the same nonce (never held forever);
+ * - a sweep the node dropped and will not take again (insufficient funds): still followed (its
+ *   first send may yet mine), replaced at the same nonce with higher fees (never held forever),
+ *   and failed (`dropped`) once the chain shows the replacement used that nonce;
  * - a sweep whose first send the node refuses, then signed again to the very same bytes (same
  *   nonce, amount and fees): one row, put back in flight and confirmed, never a `failed` row
  *   under the hash the chain mined beside a confirmed one (the seeded simulation's seed 3601).
@@ -159,7 +160,7 @@ describe('charge sweeps under faults', () => {
     }
   });
 
-  it('a dropped sweep whose re-send the node refuses for its funds, its nonce free: failed, swept again at the same nonce', async () => {
+  it('a dropped sweep whose re-send the node refuses for its funds: followed, replaced at the same nonce, failed once the replacement uses it', async () => {
     await clockToChain(clock, chain);
     const c = await api.create({ amount: '0.6', token: 'ETH', expires: 600 });
     await chain.rpc('evm_setAutomine', [false]);
@@ -177,14 +178,18 @@ describe('charge sweeps under faults', () => {
         const x = await api.show(c.id);
         return x.sweeps.length === 2 ? x : null;
       }, 'swept again');
-      expect(again.sweeps[0]).toEqual({ ...first, status: 'failed' });
+      // The refused one is still followed (its first send may yet mine elsewhere) until the
+      // chain shows its nonce used by the replacement.
+      expect(again.sweeps[0]).toEqual({ ...first, status: 'pending' });
       expect(again.sweeps[1].tx_hash).not.toBe(first.tx_hash);
       const nonces = await t.store.db.selectFrom('charge_sweeps').select('nonce').where('charge_id', '=', c.id).where('kind', '=', 'sweep').orderBy('id', 'asc').execute();
       expect(nonces.map((n) => Number(n.nonce))).toEqual([0, 0]);
       await waitFor(() => chain.rpc('eth_getTransactionByHash', [again.sweeps[1].tx_hash]), { timeoutMs: 10_000, message: 'second sweep in the pool' });
       await chain.mine(1);
-      const done = await api.until(c.id, (x) => x.sweeps[1]?.status === 'confirmed', 'second sweep confirmed', 20_000);
+      const done = await api.until(c.id, (x) => x.sweeps[1]?.status === 'confirmed' && x.sweeps[0].status === 'failed', 'second sweep confirmed, the first dropped', 20_000);
       expect(done.sweeps.map((w: Sweep) => w.status)).toEqual(['failed', 'confirmed']);
+      const rows = await t.store.db.selectFrom('charge_sweeps').select('error').where('charge_id', '=', c.id).where('kind', '=', 'sweep').orderBy('id', 'asc').execute();
+      expect(rows[0]!.error).toBe('dropped');
       expect(await balanceOf(chain, c.address)).toBe(0n);
     } finally {
       proxy.allow('eth_sendRawTransaction');

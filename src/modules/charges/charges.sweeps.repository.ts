@@ -15,6 +15,8 @@ export interface SweepRow {
   /** The deposit address's nonce the sweep was signed with (null for a gas top-up). */
   nonce: number | null;
   transaction_id: number | null;
+  /** Set while in flight (`liveKey`; `replacedKey` once a replacement may be sent at its nonce). */
+  live_key: string | null;
   created_at: number;
   /** Joined: the token and the charge's wallet. */
   symbol: string;
@@ -36,11 +38,17 @@ export interface NewSweep {
 /** One row of a kind in flight per charge: the key of the unique `live_key`. */
 export const liveKey = (chargeId: number, kind: SweepKind) => `${chargeId}:${kind}`;
 
+/**
+ * A row a reorg put back in flight while another row of its kind already was (`reopenMinedAbove`):
+ * its own key, so both are followed; no new row of the kind is claimed while either is in flight.
+ */
+const reopenedKey = (chargeId: number, kind: SweepKind, id: number) => `${liveKey(chargeId, kind)}:${id}`;
+
 function sweeps(db: Executor) {
   return db
     .selectFrom('charge_sweeps as w')
     .innerJoin('wallet_tokens as t', 't.id', 'w.token_id')
-    .select(['w.id', 'w.charge_id', 'w.kind', 'w.token_id', 'w.amount', 'w.status', 'w.tx_hash', 'w.raw_tx', 'w.nonce', 'w.transaction_id', 'w.created_at', 't.symbol', 't.decimals', 't.wallet_id']);
+    .select(['w.id', 'w.charge_id', 'w.kind', 'w.token_id', 'w.amount', 'w.status', 'w.tx_hash', 'w.raw_tx', 'w.nonce', 'w.transaction_id', 'w.live_key', 'w.created_at', 't.symbol', 't.decimals', 't.wallet_id']);
 }
 
 type RawSweep = Omit<SweepRow, 'amount' | 'kind'> & { amount: string; kind: string };
@@ -59,18 +67,71 @@ export async function listLive(db: Executor, limit: number): Promise<SweepRow[]>
   return rows.map(toSweep);
 }
 
+/**
+ * A sweep in flight whose re-send was refused (`replace`): still followed until the chain shows
+ * its nonce used, but it no longer holds the charge: a replacement may be signed at its nonce.
+ */
+const REPLACED = ':replaced:';
+const replacedKey = (chargeId: number, id: number) => `${liveKey(chargeId, 'sweep')}${REPLACED}${id}`;
+export const isReplaced = (row: Pick<SweepRow, 'live_key'>) => row.live_key?.includes(REPLACED) === true;
+
+/** A row in flight that holds the charge: no new row of its kind is claimed and no look made while it is. */
 export async function hasLive(db: Executor, chargeId: number): Promise<boolean> {
-  const r = await db.selectFrom('charge_sweeps').select('id').where('charge_id', '=', chargeId).where('live_key', 'is not', null).executeTakeFirst();
+  const r = await db.selectFrom('charge_sweeps').select('id').where('charge_id', '=', chargeId).where('live_key', 'is not', null).where('live_key', 'not like', `%${REPLACED}%`).executeTakeFirst();
   return r !== undefined;
 }
 
 /**
- * A row a reorg put back in flight while another row of its kind already was (`reopenMinedAbove`):
- * its own key, so both are followed; no new row of the kind is claimed while either is in flight.
+ * The sweep in flight refused again lets go of the charge (`replacedKey`), still followed: the
+ * node's refusal of its re-send says nothing of the nodes its first send reached, which may
+ * still mine it. False when it was no longer in flight.
  */
-const reopenedKey = (chargeId: number, kind: SweepKind, id: number) => `${liveKey(chargeId, kind)}:${id}`;
+export async function replace(db: Executor, row: Pick<SweepRow, 'id' | 'charge_id'>, nowMs: number): Promise<boolean> {
+  const r = await db.updateTable('charge_sweeps').set({ live_key: replacedKey(row.charge_id, row.id), updated_at: nowMs }).where('id', '=', row.id).where('live_key', 'is not', null).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
 
-/** Whether a sweep of the charge is in flight with a nonce in [from, to). */
+/** The replaced sweep in flight of the charge with the lowest nonce, whose nonce its replacement takes. */
+export async function lowestReplaced(db: Executor, chargeId: number): Promise<{ nonce: number; raw_tx: string | null } | undefined> {
+  const r = await db
+    .selectFrom('charge_sweeps')
+    .select(['nonce', 'raw_tx'])
+    .where('charge_id', '=', chargeId)
+    .where('kind', '=', 'sweep')
+    .where('live_key', 'like', `%${REPLACED}%`)
+    .where('nonce', 'is not', null)
+    .orderBy('nonce', 'asc')
+    .executeTakeFirst();
+  return r ? { nonce: Number(r.nonce), raw_tx: r.raw_tx } : undefined;
+}
+
+/**
+ * A sweep of the charge marked `failed` under `txHash`, which the chain shows mined (another row
+ * was dropped for its nonce), put back in flight to be confirmed by its receipt. True when one was.
+ */
+export async function reviveMined(trx: Executor, chargeId: number, txHash: string, nowMs: number): Promise<boolean> {
+  const failed = await trx
+    .selectFrom('charge_sweeps')
+    .select('id')
+    .where('charge_id', '=', chargeId)
+    .where('kind', '=', 'sweep')
+    .where('status', '=', 'failed')
+    .where('live_key', 'is', null)
+    .where((eb) => eb(eb.fn('lower', ['tx_hash']), '=', txHash.toLowerCase()))
+    .orderBy('id', 'desc')
+    .executeTakeFirst();
+  if (!failed) return false;
+  const held = await trx.selectFrom('charge_sweeps').select('id').where('live_key', '=', liveKey(chargeId, 'sweep')).executeTakeFirst();
+  await trx
+    .updateTable('charge_sweeps')
+    .set({ status: 'pending', live_key: held ? reopenedKey(chargeId, 'sweep', failed.id) : liveKey(chargeId, 'sweep'), block_number: null, error: null, fee_paid: null, updated_at: nowMs })
+    .where('id', '=', failed.id)
+    .execute();
+  return true;
+}
+
+
+/** Whether a sweep of the charge is in flight with a nonce in [from, to), one that is sent again (not replaced). */
 export async function hasLiveNonceIn(db: Executor, chargeId: number, from: number, to: number): Promise<boolean> {
   const r = await db
     .selectFrom('charge_sweeps')
@@ -78,6 +139,7 @@ export async function hasLiveNonceIn(db: Executor, chargeId: number, from: numbe
     .where('charge_id', '=', chargeId)
     .where('kind', '=', 'sweep')
     .where('live_key', 'is not', null)
+    .where('live_key', 'not like', `%${REPLACED}%`)
     .where('nonce', '>=', from)
     .where('nonce', '<', to)
     .executeTakeFirst();
@@ -95,7 +157,14 @@ export async function hasLiveNonceIn(db: Executor, chargeId: number, from: numbe
  */
 export async function claimLive(trx: Executor, s: NewSweep, nowMs: number): Promise<number | null> {
   const key = liveKey(s.charge_id, s.kind);
-  const taken = await trx.selectFrom('charge_sweeps').select('id').where('charge_id', '=', s.charge_id).where('kind', '=', s.kind).where('live_key', 'is not', null).executeTakeFirst();
+  const taken = await trx
+    .selectFrom('charge_sweeps')
+    .select('id')
+    .where('charge_id', '=', s.charge_id)
+    .where('kind', '=', s.kind)
+    .where('live_key', 'is not', null)
+    .where('live_key', 'not like', `%${REPLACED}%`)
+    .executeTakeFirst();
   if (taken) return null;
   const sameFailed = trx
     .selectFrom('charge_sweeps')
@@ -146,6 +215,14 @@ export async function topUpState(db: Executor, transactionId: number): Promise<{
   return db.selectFrom('transactions').select(['status', 'tx_hash']).where('id', '=', transactionId).executeTakeFirst();
 }
 
+/** The highest block of the charge's money: where it settled, and its payments' blocks (late ones too); null without any. */
+export async function moneyBlock(db: Executor, chargeId: number): Promise<number | null> {
+  const paid = await db.selectFrom('charge_payments').select((eb) => eb.fn.max('block_number').as('block')).where('charge_id', '=', chargeId).executeTakeFirst();
+  const settled = await db.selectFrom('charges').select('settled_block').where('id', '=', chargeId).executeTakeFirst();
+  const blocks = [paid?.block, settled?.settled_block].filter((b) => b !== null && b !== undefined).map(Number);
+  return blocks.length > 0 ? Math.max(...blocks) : null;
+}
+
 /** Settled charges whose address is due a look (bounded, earliest due first). */
 export async function listDue(db: Executor, nowMs: number, limit: number): Promise<{ id: number; sweep_due_at: number }[]> {
   const rows = await db
@@ -169,6 +246,11 @@ export async function clearDue(db: Executor, chargeId: number, seenDueMs: number
   await db.updateTable('charges').set({ sweep_due_at: null }).where('id', '=', chargeId).where('sweep_due_at', '=', seenDueMs).execute();
 }
 
+/** The next look moved to `atMs`, unless the schedule moved since it was read (a payment made it due sooner). */
+export async function postponeDue(db: Executor, chargeId: number, seenDueMs: number, atMs: number): Promise<void> {
+  await db.updateTable('charges').set({ sweep_due_at: atMs }).where('id', '=', chargeId).where('sweep_due_at', '=', seenDueMs).execute();
+}
+
 /**
  * `clearDue` for a charge with a row in flight, in one statement that also checks the row is
  * still in flight: a row finished between the caller's look and this write has scheduled the
@@ -181,7 +263,7 @@ export async function clearDueWhileLive(db: Executor, chargeId: number, seenDueM
     .set({ sweep_due_at: null })
     .where('id', '=', chargeId)
     .where('sweep_due_at', '=', seenDueMs)
-    .where((eb) => eb.exists(eb.selectFrom('charge_sweeps').select('id').where('charge_id', '=', chargeId).where('live_key', 'is not', null)))
+    .where((eb) => eb.exists(eb.selectFrom('charge_sweeps').select('id').where('charge_id', '=', chargeId).where('live_key', 'is not', null).where('live_key', 'not like', `%${REPLACED}%`)))
     .execute();
 }
 

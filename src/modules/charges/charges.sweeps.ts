@@ -4,7 +4,12 @@
  * recorded and followed to confirmation.
  *
  * - When: a charge is due (`sweep_due_at`) on settlement, on each late payment, when one of its
- *   sweeps or gas top-ups is final, and after a failure (SWEEP_RETRY_MS later).
+ *   sweeps or gas top-ups is final, after a failure (SWEEP_RETRY_MS later), and while a token's
+ *   transfer would revert (`revertWaitMs`: 30 s doubling to an hour, for as long as it lasts).
+ * - What a look reads decides money, so it names its block: the deposit address's balances at
+ *   the head, never below the charge's settlement and payments (`readHeight`), which only an
+ *   endpoint at that height answers. A lagging endpoint's 0, revert or failed estimate is "not
+ *   known yet", never a reason to stop looking.
  * - One transaction in flight per charge and kind (`live_key`, unique): the row is committed
  *   BEFORE the network send, so two processes never send two sweeps of one address or two
  *   top-ups; the second finds the row and does nothing.
@@ -18,27 +23,32 @@
  *   balance − gas × max fee, and the tip is the max fee too, so the fee paid is exactly that and
  *   the address ends at 0. A balance that does not cover the fee is dust: logged, not sent.
  * - Tracking: a sweep is `confirmed` when its receipt's block has the network's confirmations
- *   (the follower's cursor), `failed` when it reverted, when the node refused its first send, or
- *   when its nonce is used at confirmed depth without it (it is then sent again as a new sweep;
- *   one signed to a failed row's very bytes puts that row back in flight, `claimLive`);
- *   a sweep the node forgot is sent again as signed, and a refusal of that re-send is not final.
- *   Each final step and the charge's next look are one transaction (`finish`).
+ *   (the follower's cursor), `failed` when it reverted, when every endpoint refused its first
+ *   send, or (`dropped`) when the block that used its nonce at confirmed depth, read by number,
+ *   holds another transaction (it is then sent again as a new sweep; one signed to a failed
+ *   row's very bytes puts that row back in flight, `claimLive`; a failed row the chain shows
+ *   mined is put back in flight too, `dropped`). A missing receipt alone decides nothing. A sweep
+ *   the node forgot is sent again as signed, and a refusal of that re-send is never final: only
+ *   the chain ends it (refused for a reason other than its nonce, a replacement is signed at its
+ *   nonce with higher fees, `replace`). Each final step and the charge's next look are one
+ *   transaction (`finish`).
  * - Reorgs: the rollback puts the sweeps and top-ups mined above the common ancestor back in
  *   flight (charges.sweeps.repository.ts `reopenMinedAbove`); they are followed as above. A sweep
  *   keeps its signed bytes once final, so one the new chain and the node no longer have is sent
  *   again as signed, in nonce order (`sendAgain`); a receipt is taken only if its block is the
  *   one the follower holds at that height when the row is finished (`stillMined`).
- * - Only an "execution reverted" of a token's gas estimate leaves the token there; any other
- *   error of the estimate (a rate limit, a lagging node) is tried again SWEEP_RETRY_MS later.
+ * - A token whose transfer would revert (its gas estimate's "execution reverted": paused, the
+ *   address blocklisted, a stale view) is waited for, the other tokens swept meanwhile; any
+ *   other error of the estimate (a rate limit, a lagging node) is tried again SWEEP_RETRY_MS later.
  * - OP-stack networks: the L1 data fee (src/chain/fees.ts `l1Fee`, with its headroom) is part of
  *   a sweep's maximum fee: the native amount leaves room for it, a token's gas top-up covers it.
  */
-import { BaseError, ExecutionRevertedError, getAddress, keccak256, type Address, type Hex, type PublicClient } from 'viem';
+import { BaseError, ExecutionRevertedError, getAddress, keccak256, parseTransaction, type Address, type Hex, type PublicClient } from 'viem';
 import type { Logger } from 'pino';
 import type { AppContext } from '../../context.js';
 import type { Executor } from '../../db/index.js';
 import type { NetworkRow, WalletTokenRow } from '../../db/types.js';
-import { confirmedHeight, receiptOrNull } from '../../chain/blocks.js';
+import { confirmedHeight, fullBlockAt, headNumber, receiptOrNull } from '../../chain/blocks.js';
 import { broadcastRaw, nodeKnows } from '../../chain/broadcast.js';
 import { ERC20_ABI, erc20TransferData, readBalance } from '../../chain/erc20.js';
 import { receiptFee } from '../../chain/receipt-fee.js';
@@ -60,6 +70,19 @@ import type { ConfirmedHeights } from './charges.settlement.js';
 const SWEEP_BATCH = 100;
 const TRACK_BATCH = 200;
 export const SWEEP_RETRY_MS = 5_000;
+/** The wait before a token whose transfer would revert is tried again: doubling from the first to the last. */
+export const REVERT_WAIT_FIRST_MS = 30_000;
+export const REVERT_WAIT_MAX_MS = 3_600_000;
+
+/**
+ * How long a charge whose token cannot be moved now waits before its next look: as long as it
+ * has waited since its last change (settled, a late payment), between REVERT_WAIT_FIRST_MS and
+ * REVERT_WAIT_MAX_MS. The looks come at 30 s, 1, 2, 4 … minutes after the change, then hourly,
+ * for as long as the money is there: never given up.
+ */
+export function revertWaitMs(charge: Pick<ChargeRow, 'updated_at'>, nowMs: number): number {
+  return Math.min(REVERT_WAIT_MAX_MS, Math.max(REVERT_WAIT_FIRST_MS, nowMs - Number(charge.updated_at)));
+}
 
 /** What a transaction from a deposit address may pay per unit of gas. */
 type FeeModel = { type: 'eip1559'; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { type: 'legacy'; gasPrice: bigint };
@@ -77,11 +100,31 @@ async function feeModel(client: PublicClient): Promise<FeeModel> {
 const asFees = (f: FeeModel): Fees =>
   f.type === 'eip1559' ? { kind: 'eip1559', maxFeePerGas: f.maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas } : { kind: 'legacy', maxFeePerGas: f.gasPrice, maxPriorityFeePerGas: f.gasPrice };
 
+/** The fees a signed sweep carries. */
+function signedFees(raw: Hex): FeeModel {
+  const tx = parseTransaction(raw);
+  if (tx.type === 'eip1559') return { type: 'eip1559', maxFeePerGas: tx.maxFeePerGas ?? 0n, maxPriorityFeePerGas: tx.maxPriorityFeePerGas ?? 0n };
+  return { type: 'legacy', gasPrice: tx.gasPrice ?? 0n };
+}
+
+/** `now`, raised to at least 1/8 above `old` in each part (a replacement's fees). */
+function above(now: FeeModel, old: FeeModel): FeeModel {
+  const bump = (x: bigint) => x + x / 8n + 1n;
+  if (now.type === 'legacy') return { type: 'legacy', gasPrice: maxOf(now.gasPrice, bump(perGas(old))) };
+  const tip = maxOf(now.maxPriorityFeePerGas, bump(old.type === 'eip1559' ? old.maxPriorityFeePerGas : old.gasPrice));
+  return { type: 'eip1559', maxFeePerGas: maxOf(now.maxFeePerGas, bump(perGas(old)), tip), maxPriorityFeePerGas: tip };
+}
+
+const maxOf = (...xs: bigint[]) => xs.reduce((a, b) => (b > a ? b : a));
+
 /**
  * Only a node's "execution reverted" means a transfer cannot be made: a rate limit, a lagging
  * node's "header not found", a 5xx or anything else unclear is a fault to try again later.
  */
 const reverts = (e: unknown) => e instanceof BaseError && e.walk((x) => x instanceof ExecutionRevertedError) !== null;
+
+/** What used a sweep's nonce when the block that used it holds no transaction from the address. */
+const NOT_A_SWEEP = 'not a transaction';
 
 class TopUpTaken extends Error {
   constructor() {
@@ -102,6 +145,9 @@ interface Target {
   network: NetworkRow;
   client: PublicClient;
   log: Logger;
+  /** A look's: the block its balances are read at (`readHeight`), and the replaced sweep whose nonce the next one takes. */
+  at?: bigint;
+  replacing?: { nonce: number; fees: FeeModel | null };
 }
 
 export class ChargeSweeper {
@@ -133,21 +179,49 @@ export class ChargeSweeper {
     return this.sweepOne(chargeId, dueMs);
   }
 
-  /** Looks at one settled charge's address and sends what it holds, one transaction at a time. */
+  /**
+   * Looks at one settled charge's address and sends what it holds, one transaction at a time.
+   * Its balances are read at a named block at or above the charge's money (`readHeight`), so
+   * only from an endpoint that has that block: a lagging one's 0 is never the answer. A token whose
+   * transfer would revert now (paused, the address blocklisted, a node's stale view) is waited
+   * for: the charge stays due (`revertWaitMs`), the other tokens are swept meanwhile.
+   */
   private async sweepOne(chargeId: number, seenDue: number): Promise<void> {
     const db = this.ctx.store.db;
     if (await sw.hasLive(db, chargeId)) return sw.clearDueWhileLive(db, chargeId, seenDue); // made due again when it is final
-    const t = await this.target(chargeId);
-    if (!t) return sw.clearDue(db, chargeId, seenDue);
+    const found = await this.target(chargeId);
+    if (!found) return sw.clearDue(db, chargeId, seenDue);
+    const at = await this.readHeight(found);
+    const replaced = await sw.lowestReplaced(db, chargeId);
+    const t: Target = { ...found, at, replacing: replaced && { nonce: replaced.nonce, fees: replaced.raw_tx ? signedFees(replaced.raw_tx as Hex) : null } };
     const owner = t.charge.address as Address;
     const tokens = await this.tokensToSweep(t);
+    let waiting = false;
     for (const token of tokens.filter((x) => x.is_native !== 1)) {
-      const balance = await readBalance(t.client, token.contract, owner);
-      if (balance > 0n && (await this.sweepToken(t, token, balance, tokens))) return;
+      const balance = await readBalance(t.client, token.contract, owner, at);
+      if (balance === 0n) continue;
+      const done = await this.sweepToken(t, token, balance, tokens);
+      if (done === 'sent') return;
+      waiting = true;
     }
     const native = tokens.find((x) => x.is_native === 1);
-    if (native && (await this.sweepNative(t, native))) return;
-    await sw.clearDue(db, chargeId, seenDue);
+    if (native && (await this.sweepNative(t, native, at))) return;
+    if (!waiting) return sw.clearDue(db, chargeId, seenDue);
+    const waitMs = revertWaitMs(t.charge, this.ctx.clock.nowMs());
+    await sw.postponeDue(db, chargeId, seenDue, this.ctx.clock.nowMs() + waitMs);
+    t.log.info({ retry_in_s: waitMs / 1000 }, 'a token on a charge deposit address cannot be moved now; looked at again later');
+  }
+
+  /**
+   * The block a look reads the deposit address's balances at: the node's head, but never below
+   * the charge's money (its settlement's and payments' blocks; a head read from a lagging
+   * endpoint can be lower). The read names that block, so only an endpoint that has it answers
+   * (src/chain/endpoints.ts routes a read by its block): a lagging one's 0 for money that
+   * arrived is never the answer. None there yet is a fault tried again (a NotYetAtHeightError).
+   */
+  private async readHeight(t: Target): Promise<bigint> {
+    const [money, head] = await Promise.all([sw.moneyBlock(this.ctx.store.db, t.charge.id), headNumber(t.client)]);
+    return BigInt(Math.max(money ?? 0, head));
   }
 
   /** The wallet's active tokens, and the charge's own even if it was deactivated since. */
@@ -167,11 +241,21 @@ export class ChargeSweeper {
     return { charge, wallet, network, client: this.ctx.chains.get(network), log: this.log.child({ charge_id: chargeId }) };
   }
 
+  /**
+   * The fees a sweep is signed with: the network's now, and when it replaces a sweep at that
+   * nonce, at least an eighth above that one's (a node holding the first takes a replacement
+   * only for 10% more), so the two are different transactions.
+   */
+  private async fees(t: Target): Promise<FeeModel> {
+    const now = await feeModel(t.client);
+    return t.replacing?.fees ? above(now, t.replacing.fees) : now;
+  }
+
   /** Sends the whole native balance less the maximum fee; false when it is dust (logged). */
-  private async sweepNative(t: Target, native: WalletTokenRow): Promise<boolean> {
+  private async sweepNative(t: Target, native: WalletTokenRow, at: bigint): Promise<boolean> {
     const from = t.charge.address as Address;
     const to = getAddress(t.wallet.address);
-    const [balance, fees] = await Promise.all([t.client.getBalance({ address: from }), feeModel(t.client)]);
+    const [balance, fees] = await Promise.all([t.client.getBalance({ address: from, blockNumber: at }), this.fees(t)]);
     if (balance === 0n) return false;
     const gas = await t.client.estimateGas({ account: from, to, value: 1n });
     // The whole max fee as the tip too: the fee paid is then exactly gas × max fee, and a plain
@@ -189,11 +273,13 @@ export class ChargeSweeper {
   }
 
   /**
-   * Sends the token balance, or first the gas for it (once). False when the token cannot be
-   * moved (its transfer would revert, e.g. a paused or blocklisting token): logged, and the
-   * other tokens and the native balance are swept all the same.
+   * Sends the token balance, or first the gas for it (once): 'sent'. 'wait' when its transfer
+   * would revert now: a paused token, a blocklisted address, or a node whose view is behind the
+   * payment. None of these is final (a token is unpaused, an address cleared, a node catches
+   * up): the charge is looked at again later, and the other tokens and the native balance are
+   * swept meanwhile.
    */
-  private async sweepToken(t: Target, token: WalletTokenRow, amount: bigint, tokens: WalletTokenRow[]): Promise<boolean> {
+  private async sweepToken(t: Target, token: WalletTokenRow, amount: bigint, tokens: WalletTokenRow[]): Promise<'sent' | 'wait'> {
     const from = t.charge.address as Address;
     const to = getAddress(t.wallet.address);
     const contract = getAddress(token.contract);
@@ -202,24 +288,24 @@ export class ChargeSweeper {
       gas = await t.client.estimateContractGas({ address: contract, abi: ERC20_ABI, functionName: 'transfer', args: [to, amount], account: from });
     } catch (e) {
       if (!reverts(e)) throw e; // tried again SWEEP_RETRY_MS later (tick)
-      t.log.warn({ err: e, symbol: token.symbol, amount: amount.toString() }, 'a token on a charge deposit address cannot be moved (its transfer would revert); left there');
-      return false;
+      t.log.warn({ err: e, symbol: token.symbol, amount: amount.toString() }, 'a token on a charge deposit address cannot be moved now (its transfer would revert); tried again later');
+      return 'wait';
     }
     const data = erc20TransferData(to, amount);
-    const [fees, gasBalance] = await Promise.all([feeModel(t.client), t.client.getBalance({ address: from })]);
+    const [fees, gasBalance] = await Promise.all([this.fees(t), t.client.getBalance({ address: from, blockNumber: t.at })]);
     // The nonce only changes the quote's size by a byte at most; the L1 fee has 25% headroom.
     const l1 = await l1Fee(t.client, { chainId: t.network.chain_id, nonce: 0, gas, to: contract, value: 0n, data }, asFees(fees));
     const maxFee = gas * perGas(fees) + l1;
     if (gasBalance < maxFee) await this.topUp(t, tokens, maxFee * 2n - gasBalance);
     else await this.send(t, token, amount, { to: contract, value: 0n, data, gas, fees });
-    return true;
+    return 'sent';
   }
 
   /** Signs with the deposit key, records the sweep (committed), then sends it. */
   private async send(t: Target, token: WalletTokenRow, amount: bigint, call: { to: Address; value: bigint; data?: Hex; gas: bigint; fees: FeeModel }): Promise<void> {
     const db = this.ctx.store.db;
     const account = accountFromKey(this.ctx.secrets.decrypt(await repo.subWalletKey(db, t.charge.sub_wallet_id), repo.subWalletPlace(t.charge.sub_wallet_id)) as Hex);
-    const nonce = await t.client.getTransactionCount({ address: account.address, blockTag: 'pending' });
+    const nonce = t.replacing?.nonce ?? (await this.nextNonce(t, t.at ?? -1));
     const base = { chainId: t.network.chain_id, nonce, gas: call.gas, to: call.to, value: call.value, data: call.data };
     const raw = await account.signTransaction(call.fees.type === 'eip1559' ? { ...base, ...call.fees } : { ...base, type: 'legacy', gasPrice: call.fees.gasPrice });
     const hash = keccak256(raw);
@@ -231,33 +317,36 @@ export class ChargeSweeper {
   }
 
   /**
-   * Sends a recorded sweep. A definitive refusal of its FIRST send (nothing was ever sent
-   * anywhere) fails it, and a new one follows. A refused re-send is not final (the rule of
-   * docs/transactions.md, "When a transfer is final"): a lagging node answers "nonce too low"
-   * to a sweep another node has mined; it stays in flight until its nonce is used at confirmed
-   * depth, and then its receipt decides (`trackSweep`). One exception, so that a sweep the node
-   * will never take again (its funds or fees no longer suffice, e.g. a risen L1 data fee) does
-   * not hold the address forever: a re-send refused for another reason than its nonce, while the
-   * node's pending nonce shows that nonce still free, fails it too; the next sweep is then
-   * signed at that same nonce, so at most one of the two can ever mine.
+   * Sends a recorded sweep. A definitive refusal of its FIRST send (no endpoint took it: the
+   * broadcast's `rejected`) fails it, and a new one follows. A refused re-send is never final
+   * (docs/transactions.md, "When a transfer is final"): the first send may be in a pool the
+   * refusing node does not see, or mined where it has not looked yet; only the chain ends it
+   * (`trackSweep`: its nonce used at confirmed depth, read at that height). Refused for its
+   * nonce, it waits for that. Refused for another reason (its funds or fees no longer suffice,
+   * e.g. a risen L1 data fee), it lets go of the charge (`replace`) while still followed: the
+   * next sweep is signed at its nonce with higher fees, so at most one of the two can mine and
+   * the chain says which.
    */
   private async broadcast(t: Target, s: Pick<SweepRow, 'id' | 'charge_id' | 'raw_tx' | 'tx_hash' | 'nonce'>, send: 'first' | 'again'): Promise<void> {
     const outcome = await broadcastRaw(t.client, s.raw_tx as Hex, s.tx_hash as Hex);
     if (outcome.kind !== 'rejected') return; // sent, known, or ambiguous: tracking asks the node again
-    if (send === 'again' && (outcome.nonceUsed || !(await this.nonceFree(t, s.nonce)))) {
-      t.log.warn({ tx_hash: s.tx_hash, reason: outcome.reason }, 'charge sweep re-send refused by the node; it stays in flight until its nonce is used');
+    const db = this.ctx.store.db;
+    const now = this.ctx.clock.nowMs();
+    if (send === 'again') {
+      if (!outcome.nonceUsed && s.nonce !== null && (await sw.replace(db, s, now))) {
+        await sw.setDue(db, s.charge_id, now);
+        t.log.warn({ tx_hash: s.tx_hash, reason: outcome.reason }, 'charge sweep re-send refused by the node; followed until its nonce is used, a replacement sent at its nonce');
+      } else if (outcome.nonceUsed) t.log.warn({ tx_hash: s.tx_hash, reason: outcome.reason }, 'charge sweep re-send refused by the node; it stays in flight until its nonce is used');
       return;
     }
-    const log = t.log;
     // Failed and the next sweep scheduled in one transaction: a crash between the two would
     // leave the address's money with nothing due to sweep it.
-    const now = this.ctx.clock.nowMs();
-    const failed = await this.ctx.store.db.transaction().execute(async (trx) => {
+    const failed = await db.transaction().execute(async (trx) => {
       const done = await sw.finishLive(trx, s.id, { status: 'failed', error: outcome.reason }, now);
       if (done) await sw.setDue(trx, s.charge_id, now + SWEEP_RETRY_MS);
       return done;
     });
-    if (failed) log.warn({ tx_hash: s.tx_hash, reason: outcome.reason }, 'charge sweep refused by the node; failed, will sweep again');
+    if (failed) t.log.warn({ tx_hash: s.tx_hash, reason: outcome.reason }, 'charge sweep refused by the node; failed, will sweep again');
   }
 
   /** The main wallet sends gas to the deposit address, at most one top-up in flight per charge, across processes. */
@@ -306,20 +395,19 @@ export class ChargeSweeper {
   /**
    * A sweep with a receipt is final once its block is at or below the confirmed height: the one
    * this tick's settlement used when given (so the payments it swept, in earlier blocks, were
-   * confirmed first), else the follower's cursor now. Without one, it is final (`failed`,
-   * `dropped`) only once its nonce is used at that height and the receipt is still missing when
-   * asked again after that (a sweep mined at or below it then has one); a sweep the node forgot
-   * is sent again as signed.
+   * confirmed first), else the follower's cursor now. A missing receipt decides nothing by
+   * itself (a node a block behind, or a balancer's lagging backend, has none for a sweep that
+   * mined): only the chain at that height does. Once the sweep's nonce is used at the confirmed
+   * height, the block that used it is read by number (so from an endpoint that has it) and its
+   * transaction from the deposit address at that nonce decides: another one, and this sweep is
+   * `failed` (`dropped`); this one, and it waits for its receipt. A sweep the node forgot is
+   * sent again as signed.
    */
   private async trackSweep(row: SweepRow, settled?: ConfirmedHeights): Promise<void> {
     const t = await this.target(row.charge_id);
     if (!t) return;
     const final = await this.finalHeight(t.network, settled);
-    let receipt = await receiptOrNull(t.client, row.tx_hash as Hex);
-    if (!receipt && (await this.nonceUsed(t, row, final))) {
-      receipt = await receiptOrNull(t.client, row.tx_hash as Hex);
-      if (!receipt) return this.finish(row, { status: 'failed', error: 'dropped' }, SWEEP_RETRY_MS);
-    }
+    const receipt = await receiptOrNull(t.client, row.tx_hash as Hex);
     if (receipt) {
       const block = Number(receipt.blockNumber);
       if (block > final) return; // not deep enough yet
@@ -328,7 +416,59 @@ export class ChargeSweeper {
       await this.finish(row, { status: ok ? 'confirmed' : 'failed', block_number: block, error: ok ? null : 'reverted', fee_paid: receiptFee(receipt) }, ok ? 0 : SWEEP_RETRY_MS, mined);
       return;
     }
-    if ((await nodeKnows(t.client, row.tx_hash as Hex)) === false) await this.sendAgain(t, row);
+    const usedBy = await this.nonceUser(t, row, final);
+    if (usedBy !== null) {
+      if (usedBy.toLowerCase() === row.tx_hash?.toLowerCase()) return; // mined: its receipt is asked again next round
+      return this.dropped(row, usedBy);
+    }
+    if (sw.isReplaced(row)) return; // its re-send was refused; a replacement at its nonce is sent instead
+    if ((await nodeKnows(t.client, row.tx_hash as Hex)) === false) await this.sendAgain(t, row, final);
+  }
+
+  /**
+   * The hash of the deposit address's transaction at the sweep's nonce, when that nonce is used
+   * at the confirmed height `final`; null while it is not (or the sweep has no nonce). Every read
+   * names its block (the nonce at a height, the block by number), so only an endpoint at that
+   * height answers it: the block that used the nonce is found by doubling back from `final`,
+   * then halving.
+   */
+  private async nonceUser(t: Target, row: SweepRow, final: number): Promise<string | null> {
+    if (row.nonce === null || final < 0) return null;
+    const nonce = row.nonce;
+    const address = t.charge.address as Address;
+    const used = async (h: number) => h >= 0 && (await t.client.getTransactionCount({ address, blockNumber: BigInt(h) })) > nonce;
+    if (!(await used(final))) return null;
+    let hi = final; // used at hi
+    let lo = final - 1; // not used at lo, once the loop ends
+    for (let step = 1; await used(lo); step *= 2) [hi, lo] = [lo, final - 2 * step];
+    while (hi - lo > 1) {
+      const mid = lo + Math.floor((hi - lo) / 2);
+      if (await used(mid)) hi = mid;
+      else lo = mid;
+    }
+    const block = await fullBlockAt(t.client, hi);
+    const tx = block.transactions.find((x) => x.hash.toLowerCase() === row.tx_hash?.toLowerCase() || (x.from.toLowerCase() === address.toLowerCase() && x.nonce === nonce));
+    // Not in the block (a state change that is no transaction, e.g. a devnet's anvil_setNonce):
+    // used, and not by this sweep.
+    return tx?.hash ?? NOT_A_SWEEP;
+  }
+
+  /**
+   * The chain used the sweep's nonce for another transaction: it is `failed` (`dropped`), and the
+   * charge is looked at again. When that transaction is another sweep of the charge marked
+   * failed (a refused send that went out all the same), that row is put back in flight in the
+   * same transaction and confirmed by its receipt: the chain's answer, not the refusal, stands.
+   */
+  private async dropped(row: SweepRow, usedBy: string): Promise<void> {
+    const now = this.ctx.clock.nowMs();
+    const revived = await this.ctx.store.db.transaction().execute(async (trx) => {
+      if (!(await sw.finishLive(trx, row.id, { status: 'failed', error: 'dropped' }, now))) return null;
+      await sw.setDue(trx, row.charge_id, now + SWEEP_RETRY_MS);
+      return sw.reviveMined(trx, row.charge_id, usedBy, now);
+    });
+    if (revived === null) return;
+    this.log.warn({ charge_id: row.charge_id, tx_hash: row.tx_hash, used_by: usedBy }, 'charge sweep failed: its nonce was used by another transaction (dropped)');
+    if (revived) this.log.warn({ charge_id: row.charge_id, tx_hash: usedBy }, 'a charge sweep marked failed was mined: back in flight, to be confirmed');
   }
 
   /**
@@ -337,14 +477,16 @@ export class ChargeSweeper {
    * nonce order: never into a nonce gap, where the node would hold it behind a nonce that may
    * never be used and the charge would wait for it forever.
    * - Its nonce above the node's next one: the sweep in flight with a nonce in between goes
-   *   first; with none (it failed: e.g. its re-send refused for the funds a removed gas top-up
-   *   was to bring), this one fails too (`dropped`), unsent, and the sweeper signs anew from the
-   *   free nonce up, so at most one transaction per nonce can mine.
+   *   first; with none that will be sent (it failed, or its re-send was refused for the funds a
+   *   removed gas top-up was to bring and a replacement takes its nonce: `replace`), this one
+   *   fails too (`dropped`), unsent, and the sweeper signs anew from the free nonce up, so at
+   *   most one transaction per nonce can mine (one of these that mines after all is put back in
+   *   flight by the row its nonce dropped: `dropped`).
    * - Without its signed bytes (confirmed before they were kept): it cannot be sent again, and
    *   fails once the node's next nonce is its own; the next sweep is signed at that nonce.
    */
-  private async sendAgain(t: Target, row: SweepRow): Promise<void> {
-    const next = await t.client.getTransactionCount({ address: t.charge.address as Address, blockTag: 'pending' });
+  private async sendAgain(t: Target, row: SweepRow, final: number): Promise<void> {
+    const next = await this.nextNonce(t, final);
     const nonce = row.nonce ?? next;
     if (nonce > next) {
       if (await sw.hasLiveNonceIn(this.ctx.store.db, row.charge_id, next, nonce)) return;
@@ -354,16 +496,18 @@ export class ChargeSweeper {
     if (nonce === next) await this.finish(row, { status: 'failed', error: 'dropped: removed by a reorg; its signed transaction was not kept' }, SWEEP_RETRY_MS);
   }
 
-  /** The node's pending nonce of the deposit address has not passed `nonce` (nothing it holds uses it). */
-  private async nonceFree(t: Target, nonce: number | null): Promise<boolean> {
-    if (nonce === null) return false;
-    return (await t.client.getTransactionCount({ address: t.charge.address as Address, blockTag: 'pending' })) <= nonce;
-  }
-
-  /** Whether the deposit address's nonce the sweep was signed with is used at the confirmed height. */
-  private async nonceUsed(t: Target, row: SweepRow, final: number): Promise<boolean> {
-    if (row.nonce === null || final < 0) return false;
-    return (await t.client.getTransactionCount({ address: t.charge.address as Address, blockNumber: BigInt(final) })) > row.nonce;
+  /**
+   * The deposit address's next nonce: the node's pending count, but never below the count at
+   * `height` read at that height (a lagging endpoint's pending count can be lower than a nonce
+   * the chain already used there).
+   */
+  private async nextNonce(t: Target, height: number | bigint): Promise<number> {
+    const address = t.charge.address as Address;
+    const [pending, mined] = await Promise.all([
+      t.client.getTransactionCount({ address, blockTag: 'pending' }),
+      Number(height) < 0 ? 0 : t.client.getTransactionCount({ address, blockNumber: BigInt(height) }),
+    ]);
+    return Math.max(pending, mined);
   }
 
   private async finalHeight(network: NetworkRow, settled?: ConfirmedHeights): Promise<number> {
