@@ -29,6 +29,8 @@
  *    above it (`rollBackAbove`: pending again, `transaction.reorged` for what had been settled)
  *    and move the cursor back. The next blocks are the new chain's,
  *    processed as in 2.
+ * 3b. Blocks recorded while no endpoint could give their call traces are read again, and their
+ *    internal payments and receipts recorded (src/workers/watcher.traces.ts).
  * 4. Settle the pending rows mined deep enough (`settleConfirmed`).
  * 5. Pending transfers never seen in a block are checked with the node (`recheckUnmined`): all
  *    of them on the first tick after start (the crash-recovery pass), later those due (each
@@ -96,6 +98,8 @@ import type { BalanceService } from '../modules/wallets/balances.service.js';
 import { findWalletView } from '../modules/wallets/wallets.repository.js';
 import type { Worker } from './worker.js';
 import { startLoop } from './loop.js';
+import { NetworkTraces, type BlockTraces } from './watcher.traces.js';
+import { addPendingTraces, deletePendingTracesAbove } from '../modules/networks/traces.repository.js';
 
 /** Block hashes kept per network for reorg detection: the deepest reorg rolled back exactly. */
 const KEEP_BLOCKS = 128;
@@ -243,6 +247,8 @@ class NetworkWatcher {
   private readonly toRefresh = new Set<number>();
   /** The balance refresh running beside the ticks, if any (release waits for it). */
   private refreshing: Promise<void> | null = null;
+  /** The blocks' call traces: read once a block, and again later for those no endpoint gave. */
+  private readonly traces: NetworkTraces;
 
   constructor(
     private readonly deps: NetworkWatcherDeps,
@@ -250,6 +256,7 @@ class NetworkWatcher {
   ) {
     this.log = deps.ctx.log.child({ component: 'watcher', network_id: networkId });
     this.lease = leaseName(networkId);
+    this.traces = new NetworkTraces(networkId, this.log);
   }
 
   /** Blocks came faster than the polls lately (a tick found two or more new ones). */
@@ -273,6 +280,7 @@ class NetworkWatcher {
     let behind = false;
     try {
       behind = await this.advance(s, network, shouldStop);
+      await this.traces.reread(s, network);
       await this.settle(s, network);
       await this.checkUnmined(s, network);
       await this.settle(s, network);
@@ -425,7 +433,7 @@ class NetworkWatcher {
     // The next batch is read from the node while this one is recorded (reading records nothing:
     // a batch read ahead of a reorg, or of a stop, is dropped unrecorded).
     const readFrom = (n: number) => {
-      const p = this.net(readBlocks(s, n, Math.min(to, n + BATCH_BLOCKS - 1), watched));
+      const p = this.net(readBlocks(s, n, Math.min(to, n + BATCH_BLOCKS - 1), watched, this.traces));
       p.catch(() => undefined); // awaited below, unless dropped
       return p;
     };
@@ -484,6 +492,7 @@ class NetworkWatcher {
         saveBlocks(trx, this.networkId, blocks.map(({ block, found }) => ({ number: found.number, hash: found.hash, parentHash: block.parentHash })), now),
         pruneBlocks(trx, this.networkId, lastFound.number, KEEP_BLOCKS),
         recordChargeBlockTimes(trx, this.networkId, blocks.map((b) => b.charges)),
+        addPendingTraces(trx, this.networkId, this.traces.pendingOf(blocks.map((b) => ({ ...b.found, traces: b.traces }))), this.traces.firstRereadAt(), now),
         lockWalletsAndEvents(trx, owners),
       ]);
       if (!moved) throw new LostLease();
@@ -516,6 +525,7 @@ class NetworkWatcher {
       if (!(await moveCursor(trx, this.networkId, cursor, target, now))) throw new LostLease();
       const touched = await rollBackAbove(trx, this.networkId, target.block_number, now);
       await rollBackChargePayments(trx, this.networkId, target.block_number, now, this.log);
+      await deletePendingTracesAbove(trx, this.networkId, target.block_number);
       await deleteBlocksAbove(trx, this.networkId, target.block_number);
       return touched;
     });
@@ -619,23 +629,27 @@ interface BlockRead {
   block: FullBlock;
   found: Awaited<ReturnType<typeof readBlockTransfers>>;
   charges: Awaited<ReturnType<typeof readChargePayments>>;
+  traces: BlockTraces;
 }
 
 /**
  * Blocks `from`..`to` with their transfers and charge payments, READ_AHEAD of them in flight at
  * once, in block order. Reading only: nothing is recorded here.
  */
-async function readBlocks(s: SyncScope, from: number, to: number, watched: Watched): Promise<BlockRead[]> {
+async function readBlocks(s: SyncScope, from: number, to: number, watched: Watched, traces: NetworkTraces): Promise<BlockRead[]> {
   const round = async (numbers: number[]): Promise<BlockRead[]> => {
     const blocks = await Promise.all(numbers.map((n) => fullBlockAt(s.client, n)));
     // The round's database reads once, not once a block: our transfers among its blocks, and
     // whether any charge address is watched from its earliest stamp on.
     const earliestMs = Math.min(...blocks.map((b) => Number(b.timestamp) * 1000));
     const [ours, anyWatched] = await Promise.all([lookupOurs(s, blocks, watched), anyDepositWatched(s, earliestMs)]);
+    // The block's call traces first (one read serves the deposit and the main addresses).
+    const tracesNeeded = anyWatched || watched.nativeToken.size > 0;
     return Promise.all(
       blocks.map(async (block) => {
-        const [found, charges] = await Promise.all([readBlockTransfers(s, block, watched, ours), readChargePayments(s, block, anyWatched)]);
-        return { block, found, charges };
+        const t = await traces.read(s, block, tracesNeeded);
+        const [found, charges] = await Promise.all([readBlockTransfers(s, block, watched, ours, t.moves), readChargePayments(s, block, anyWatched, t.moves)]);
+        return { block, found, charges, traces: t };
       }),
     );
   };

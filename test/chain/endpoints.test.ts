@@ -147,7 +147,7 @@ describe('two endpoints in front of one anvil, the first one faulty', () => {
     await bothHealthy();
     const e = await endpoints();
     expect(e.map((x) => x.url)).toEqual([first.url, second.url]);
-    for (const x of e) expect(x).toEqual({ url: x.url, ok: true, head_block: expect.any(Number), lag_blocks: 0, latency_ms: expect.any(Number), error: null });
+    for (const x of e) expect(x).toEqual({ url: x.url, ok: true, head_block: expect.any(Number), lag_blocks: 0, latency_ms: expect.any(Number), error: null, traces: true });
   });
 
   for (const f of FAULTS) {

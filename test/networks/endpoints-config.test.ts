@@ -37,7 +37,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const level = (url: string, head: number) => ({ url, ok: true, head_block: head, lag_blocks: 0, latency_ms: expect.any(Number), error: null });
+const level = (url: string, head: number) => ({ url, ok: true, head_block: head, lag_blocks: 0, latency_ms: expect.any(Number), error: null, traces: true });
 
 describe('network:add --rpc-url repeated', () => {
   it('stores every endpoint in order (the API key in a path never shown) and reports each one healthy', async () => {

@@ -34,7 +34,7 @@ describe('cli', () => {
       name: 'Sepolia',
       rpc_url: 'https://rpc.example.org',
       // No JSON-RPC node answers there: its health says so.
-      rpc_endpoints: [{ url: 'https://rpc.example.org', ok: false, head_block: null, lag_blocks: null, latency_ms: null, error: unreachableReason }],
+      rpc_endpoints: [{ url: 'https://rpc.example.org', ok: false, head_block: null, lag_blocks: null, latency_ms: null, error: unreachableReason, traces: true }],
       chain_id: 11155111,
       currency_symbol: 'ETH',
       block_explorer: 'https://sepolia.etherscan.io',
@@ -54,7 +54,7 @@ describe('cli', () => {
           id: 1,
           name: 'Sepolia',
           rpc_url: 'https://rpc.example.org',
-          rpc_endpoints: [{ url: 'https://rpc.example.org', ok: false, head_block: null, lag_blocks: null, latency_ms: null, error: unreachableReason }],
+          rpc_endpoints: [{ url: 'https://rpc.example.org', ok: false, head_block: null, lag_blocks: null, latency_ms: null, error: unreachableReason, traces: true }],
           chain_id: 11155111,
           currency_symbol: 'ETH',
           block_explorer: 'https://sepolia.etherscan.io',

@@ -56,7 +56,8 @@ describe('supervisor', () => {
         head_block: head,
         synced_block: head,
         lag_blocks: 0,
-        endpoints: [{ url: new URL(chain.rpcUrl).origin, ok: true, head_block: head, lag_blocks: 0, latency_ms: expect.any(Number), error: null }],
+        traces_pending: 0,
+        endpoints: [{ url: new URL(chain.rpcUrl).origin, ok: true, head_block: head, lag_blocks: 0, latency_ms: expect.any(Number), error: null, traces: true }],
       },
     ]);
     expect(d.webhooks).toEqual({ pending: 0, retrying: 0, failed: 0, delivered_last_hour: 0 });

@@ -11,7 +11,9 @@
  *   (src/chain/blocks.ts: `blockReceipts`, `transferLogs`). Another token of the wallet sent to
  *   a settled charge's address is not a payment, but makes the address due a sweep.
  * - Internal payments: native coin a contract sent to a watched address inside a transaction
- *   (an internal call), from the node's call traces of the block (`internalNative`).
+ *   (an internal call), from the block's call traces, which the follower reads once for the
+ *   block (src/workers/watcher.traces.ts) and passes in (`internalNative`); a block whose traces
+ *   no endpoint could give yet is read again later (`readInternalChargePayments`).
  * - Watched: every pending charge of the network, and settled ones until `watch_until`
  *   (`expires_at` + CHARGE_WATCH_AFTER_S) compared with the block's own timestamp, so a
  *   follower catching up after an outage decides exactly as it would have live. Up to
@@ -36,9 +38,9 @@ import type { Executor } from '../../db/index.js';
 import { inProcessSignal } from '../../lib/signal.js';
 import { blockReceipts, transferLogs, type FullBlock } from '../../chain/blocks.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
-import { internalTransfers, TracesUnsupported, type InternalTransfer } from '../../chain/traces.js';
+import type { InternalTransfer } from '../../chain/traces.js';
 import type { SyncScope } from '../transactions/transactions.chain-sync.js';
-import { recordEvent } from '../events/outbox.js';
+import { lockEventsOf, recordEvent } from '../events/outbox.js';
 import { findWalletView } from '../wallets/wallets.repository.js';
 import { findChargeById } from './charges.repository.js';
 import { chargeReopenedPayload } from './charges.views.js';
@@ -129,20 +131,38 @@ export async function anyDepositWatched(s: SyncScope, fromMs: number): Promise<b
   return (await pay.listWatchedDeposits(s.ctx.store.db, s.networkId, fromMs, 1)).length > 0;
 }
 
-/** Reads the block's payments to watched deposit addresses (node calls only, no transaction open). */
-export async function readChargePayments(s: SyncScope, block: FullBlock, anyWatched = true): Promise<ChargeBlockPayments> {
+/**
+ * Reads the block's payments to watched deposit addresses (node calls only, no transaction open).
+ * `moves`: the block's internal transfers (its call traces), null when they were not read.
+ */
+export async function readChargePayments(s: SyncScope, block: FullBlock, anyWatched = true, moves: readonly InternalTransfer[] | null = null): Promise<ChargeBlockPayments> {
   const timestampMs = Number(block.timestamp) * 1000;
   const watched = anyWatched ? await watchedAt(s, timestampMs) : null;
   const found: Found = { payments: [], other: [] };
   if (watched) {
     merge(found, await nativeTransfers(s, block, watched));
     merge(found, await tokenTransfers(s, block, watched));
-    merge(found, await internalNative(s, block, watched));
+    if (moves) merge(found, await internalNative(watched, moves));
   }
+  return chargeBlock(s, block, watched !== null, found);
+}
+
+/**
+ * The internal payments of a block recorded before its call traces could be read (the follower
+ * reads them again: src/workers/watcher.traces.ts), matched against the addresses watched at
+ * the block's time as they would have been then; recorded like any block's payments.
+ */
+export async function readInternalChargePayments(s: SyncScope, block: FullBlock, moves: readonly InternalTransfer[]): Promise<ChargeBlockPayments> {
+  const watched = await watchedAt(s, Number(block.timestamp) * 1000);
+  return chargeBlock(s, block, watched !== null, watched ? await internalNative(watched, moves) : { payments: [], other: [] });
+}
+
+function chargeBlock(s: SyncScope, block: FullBlock, watching: boolean, found: Found): ChargeBlockPayments {
+  const timestampMs = Number(block.timestamp) * 1000;
   const b = { networkId: s.networkId, number: Number(block.number), hash: block.hash, timestampMs, payments: found.payments };
   if (found.payments.length + found.other.length > 0) s.log.info({ block: b.number, payments: found.payments.length, other_tokens: found.other.length }, 'charge payments seen');
   return {
-    watching: watched !== null,
+    watching,
     payments: found.payments,
     block: { number: b.number, timestampMs },
     record: async (trx, nowMs) => {
@@ -183,37 +203,15 @@ async function nativeTransfers(s: SyncScope, block: FullBlock, watched: Watched)
 }
 
 /**
- * Networks whose node answered that it has no trace API, with when to ask again: keyed by the
- * network's client (one per network and service context), not by the network id, so two
- * services in one process (tests) do not share what one's node answered.
- */
-const noTraces = new WeakMap<object, number>();
-/** How long a network whose node has no trace API is not asked again (a provider may add it). */
-const TRACES_RETRY_MS = 10 * 60_000;
-
-/**
  * Native coin that reached a deposit address through a contract (an internal call), from the
- * node's call traces of the block (src/chain/traces.ts): a payment of a native charge, with
- * `internal: true`, `tx_hash` the transaction that carried it and `from` the contract that sent
- * it; another token for the others. One `debug_traceBlockByHash` per block, and only while a
- * watched address exists. A node without the trace API: warned once per network every
- * TRACES_RETRY_MS, and such money is not seen as a payment (it is still swept with the address's
- * balance when the charge is settled; docs/charges.md, "Internal transfers").
+ * block's call traces (src/chain/traces.ts, read by the follower): a payment of a native charge,
+ * with `internal: true`, `tx_hash` the transaction that carried it and `from` the contract that
+ * sent it; another token for the others. On a network without traces such money is not seen as
+ * a payment (it is still swept with the address's balance when the charge is settled;
+ * docs/charges.md, "Internal transfers").
  */
-async function internalNative(s: SyncScope, block: FullBlock, watched: Watched): Promise<Found> {
-  const skipUntil = noTraces.get(s.client);
-  if (skipUntil !== undefined && skipUntil > Date.now()) return { payments: [], other: [] };
-  let moves: InternalTransfer[];
-  try {
-    moves = await s.net(internalTransfers(s.client, block.hash));
-  } catch (e) {
-    if (!(e instanceof TracesUnsupported)) throw e;
-    const warned = (noTraces.get(s.client) ?? 0) > Date.now(); // another block read at the same time
-    noTraces.set(s.client, Date.now() + TRACES_RETRY_MS);
-    if (!warned) s.log.warn({ err: e.cause }, 'the node has no trace API (debug_traceBlockByHash): money reaching deposit addresses through a contract is not seen as a payment');
-    return { payments: [], other: [] };
-  }
-  noTraces.delete(s.client);
+async function internalNative(watched: Watched, moves: readonly InternalTransfer[]): Promise<Found> {
+  if (moves.length === 0) return { payments: [], other: [] };
   const byAddress = await watched.among(moves.map((m) => m.to));
   const found: Found = { payments: [], other: [] };
   for (const m of moves) {
@@ -265,6 +263,10 @@ async function tokenTransfers(s: SyncScope, block: FullBlock, watched: Watched):
  * and sends a sweep the new chain and the node no longer have again as signed).
  */
 export async function rollBackChargePayments(trx: Executor, networkId: number, ancestor: number, nowMs: number, log: Logger): Promise<void> {
+  // The event orders of the users whose charges it may tell of (`charge.reopened`), before any
+  // of their rows: the order every transaction that writes charge rows and events takes them in
+  // (the late-payment announcement: the user's event order, then the payment's row).
+  await lockEventsOf(trx, await pay.listUsersAbove(trx, networkId, ancestor));
   const touched = await pay.deleteAbove(trx, networkId, ancestor);
   const reopened = await pay.reopenSettledAbove(trx, networkId, ancestor, nowMs);
   const sweeps = await sweepRepo.reopenMinedAbove(trx, networkId, ancestor, nowMs);

@@ -14,6 +14,10 @@ export const EndpointSchema = Type.Object({
       'Why it is not ok, or why its last call failed: "HTTP 503", "HTTP 429: rested 2 s", "JSON-RPC -32005 rate limited: rested 1 s", "timed out", "connection refused"… (never a URL); null when its last call succeeded.',
     examples: ['HTTP 429: rested 2 s'],
   }),
+  traces: Type.Boolean({
+    description:
+      'It offers call traces (debug_traceBlockByHash): false when its last trace call was refused for the method (not asked again for a while, 1 s doubling to 10 min; meanwhile traces are asked of the other endpoints), true again once it answers one.',
+  }),
 });
 
 export const NetworkSchema = Type.Object({

@@ -13,6 +13,12 @@ export async function listSyncedBlocks(db: Executor): Promise<Map<number, number
   return new Map(rows.map((c) => [c.network_id, c.block_number]));
 }
 
+/** Blocks whose call traces are still to be read (`trace_pending`, src/workers/watcher.traces.ts), by network id. */
+export async function countPendingTraces(db: Executor): Promise<Map<number, number>> {
+  const rows = await db.selectFrom('trace_pending').select(['network_id', db.fn.countAll<number>().as('n')]).groupBy('network_id').execute();
+  return new Map(rows.map((r) => [Number(r.network_id), Number(r.n)]));
+}
+
 /** The user's outgoing transactions not final, and those of them the watcher marked stuck (pending longer than TX_STUCK_AFTER_S). */
 export async function countPendingOutgoing(db: Executor, userId: number): Promise<{ pending: number; stuck: number }> {
   const row = await db

@@ -97,8 +97,8 @@ export class SupervisorService {
 
   private async networks() {
     const { db } = this.ctx.store;
-    const [rows, synced] = await Promise.all([listNetworks(db), repo.listSyncedBlocks(db)]);
-    return Promise.all(rows.map(async (n) => networkHealthView(n, await this.endpoints(n), synced.get(n.id) ?? null)));
+    const [rows, synced, tracesPending] = await Promise.all([listNetworks(db), repo.listSyncedBlocks(db), repo.countPendingTraces(db)]);
+    return Promise.all(rows.map(async (n) => networkHealthView(n, await this.endpoints(n), synced.get(n.id) ?? null, tracesPending.get(n.id) ?? 0)));
   }
 
   /**
