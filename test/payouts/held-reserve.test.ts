@@ -5,7 +5,8 @@
  *   balance as a held transfer's amount and fee do: a transfer or another payout that would leave
  *   too little for it is 400, native and ERC-20;
  * - approved, every item is sent and confirms, each taking over its own reservation (a wallet
- *   that holds little more than the payout still pays every item);
+ *   that holds little more than the payout still pays every item); an item that cannot be paid
+ *   is refused for its own reason, not for a balance its own reservation seemed to take;
  * - rejected, or not decided within APPROVAL_TTL_S, it reserves nothing: the transfer fits.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +15,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
+import { deployErc20, deployNotAToken, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { balanceOf } from '../charges/support.js';
 import { fundedWallet, waitForStatus, type FundedWallet } from '../transactions/support.js';
 
@@ -52,12 +53,11 @@ const until = (w: { id: number }, id: number, status: string) =>
     { timeoutMs: 30_000, message: `payout ${id} ${status}` },
   );
 
-/** A wallet holding 2 ETH whose policy holds totals over 1.5 ETH, and a held payout of 2 × 0.9 ETH. */
-async function heldPayout(): Promise<{ w: FundedWallet; id: number; to: Address[] }> {
+/** A wallet holding 2 ETH whose policy holds totals over 1.5 ETH, and a held payout of 2 × 0.9 ETH (to `to`, else two new addresses). */
+async function heldPayout(to: Address[] = [fresh(), fresh()]): Promise<{ w: FundedWallet; id: number; to: Address[] }> {
   const w = await fundedWallet(t, chain, user, networkId, parseEther('2'));
   const set = await t.request('POST', `/api/wallet/${w.id}/policy`, { token: user.token, body: { approval_above: { ETH: '1.5' } } });
   expect(set.status, set.text).toBe(200);
-  const to = [fresh(), fresh()];
   const res = await payout(w, { token: 'ETH', items: to.map((address) => ({ address, amount: '0.9' })) });
   expect([res.status, res.body.data?.status], res.text).toEqual([200, 'awaiting_approval']);
   return { w, id: res.body.data.id, to };
@@ -81,6 +81,21 @@ describe('a held payout reserves its total and its items’ fees', () => {
     const done = await until(w, id, 'completed');
     expect(done.items.map((i: { status: string }) => i.status)).toEqual(['confirmed', 'confirmed']);
     expect([await balanceOf(chain, to[0]!), await balanceOf(chain, to[1]!)]).toEqual([parseEther('0.9'), parseEther('0.9')]);
+  });
+
+  it('approved, an item whose transfer would fail is refused for that, and the other is paid', async () => {
+    // A contract without a receive function: a plain transfer of ether to it reverts.
+    const noReceive = await deployNotAToken(chain.rpcUrl);
+    const other = fresh();
+    const { w, id } = await heldPayout([other, noReceive]);
+    expect((await decide(w, id, 'approve')).status).toBe(200);
+    const done = await until(w, id, 'partially_failed');
+    expect(done.items.map((i: { status: string; failure_reason: string | null }) => [i.status, i.failure_reason])).toEqual([
+      ['confirmed', null],
+      ['failed', 'refused'],
+    ]);
+    expect(done.items[1].error).toMatch(/^The transaction would fail/);
+    expect(await balanceOf(chain, other)).toBe(parseEther('0.9'));
   });
 
   it('rejected, it reserves nothing: the transfer it refused fits', async () => {

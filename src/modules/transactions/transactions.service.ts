@@ -275,7 +275,7 @@ export class TransactionService {
     };
     // Early answer without the lock (the decisive check is repeated under it).
     if (!enough(valueOf(early), 0n)) throw Errors.insufficientBalance();
-    if (estimate.status === 'rejected') throw await this.estimationFailure(estimate.reason, client, from, wallet.id, input, nativeTokenIds);
+    if (estimate.status === 'rejected') throw await this.estimationFailure(estimate.reason, client, from, wallet.id, input, nativeTokenIds, approving);
     const gas = estimate.value;
     const fees = valueOf(quote);
     const l1 = await l1FeeFor(client, { chainId: network.chain_id, nonce: snap.pendingNonce, gas, ...call }, fees);
@@ -563,8 +563,9 @@ export class TransactionService {
 
   /**
    * eth_estimateGas failed. A transient fault (unreachable, rate-limited: `isTransient`): 503. Otherwise the call would fail on chain; when the
-   * wallet (now, with its reservations) cannot cover the amount, that is the reason (400
-   * Insufficient balance), else the node's reason (400).
+   * wallet (now, with its reservations but the one this transfer takes over: `excludeId`)
+   * cannot cover the amount, that is the reason (400 Insufficient balance), else the node's
+   * reason (400).
    */
   private async estimationFailure(
     err: unknown,
@@ -573,6 +574,7 @@ export class TransactionService {
     walletId: number,
     input: TransferInput,
     nativeTokenIds: Set<number>,
+    excludeId?: number,
   ): Promise<AppError> {
     if (isTransient(err)) return Errors.chainUnavailable(err);
     if (input.data !== undefined && err instanceof BaseError && err.walk((e) => e instanceof ExecutionRevertedError)) {
@@ -581,7 +583,7 @@ export class TransactionService {
     const isNative = input.token.is_native === 1;
     try {
       const snap = await this.snapshot(client, from, isNative ? null : getAddress(input.token.contract));
-      const a = available(await repo.reservations(this.ctx.store.db, walletId, snap.minedNonce), nativeTokenIds, input.token.id, snap);
+      const a = available(await repo.reservations(this.ctx.store.db, walletId, snap.minedNonce, excludeId), nativeTokenIds, input.token.id, snap);
       if ((isNative ? a.native : a.token) < input.amount) return Errors.insufficientBalance();
     } catch {
       // fall through to the node's reason
