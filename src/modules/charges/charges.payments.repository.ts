@@ -170,6 +170,24 @@ export async function deleteAbove(trx: Executor, networkId: number, ancestor: nu
   return [...new Set(gone.map((g) => g.charge_id))];
 }
 
+/** The users whose charges a rollback to `ancestor` touches (payments above it, or a settlement decided above it). */
+export async function listUsersAbove(trx: Executor, networkId: number, ancestor: number): Promise<number[]> {
+  const rows = await trx
+    .selectFrom('charges as c')
+    .innerJoin('wallets as w', 'w.id', 'c.wallet_id')
+    .select('w.user_id')
+    .distinct()
+    .where('w.network_id', '=', networkId)
+    .where((eb) =>
+      eb.or([
+        eb('c.settled_block', '>', ancestor),
+        eb.exists(eb.selectFrom('charge_payments as p').select('p.id').whereRef('p.charge_id', '=', 'c.id').where('p.network_id', '=', networkId).where('p.block_number', '>', ancestor)),
+      ]),
+    )
+    .execute();
+  return rows.map((r) => Number(r.user_id));
+}
+
 /** Settled charges of the network decided on a block above `ancestor`: back to pending (the outcome is decided again). */
 export async function reopenSettledAbove(trx: Executor, networkId: number, ancestor: number, nowMs: number): Promise<number[]> {
   const rows = await trx
