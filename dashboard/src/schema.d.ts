@@ -9084,6 +9084,7 @@ export interface paths {
                          *             "replaced hashe"
                          *           ],
                          *           "stuck": true,
+                         *           "stuck_reason": "stuck reason",
                          *           "data": "data",
                          *           "block_timestamp": "block timestamp",
                          *           "block_hash": "0x9b0c2d1d6c1f2e4f3a5b7c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b",
@@ -9123,8 +9124,9 @@ export interface paths {
                                 failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
                                 /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
                                 replaced_hashes: string[];
-                                /** @description Pending longer than TX_STUCK_AFTER_S */
+                                /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
                                 stuck: boolean;
+                                stuck_reason: string | null;
                                 data: string | null;
                                 block_timestamp: string | null;
                                 block_hash: string | null;
@@ -9490,6 +9492,7 @@ export interface paths {
                          *           "replaced hashe"
                          *         ],
                          *         "stuck": true,
+                         *         "stuck_reason": "stuck reason",
                          *         "data": "data",
                          *         "block_timestamp": 1,
                          *         "block_hash": "0x9b0c2d1d6c1f2e4f3a5b7c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b",
@@ -9528,8 +9531,9 @@ export interface paths {
                                 failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
                                 /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
                                 replaced_hashes: string[];
-                                /** @description Pending longer than TX_STUCK_AFTER_S */
+                                /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
                                 stuck: boolean;
+                                stuck_reason: string | null;
                                 data: string | null;
                                 /** @description Unix time of submission (seconds) */
                                 block_timestamp: number;
@@ -10257,6 +10261,7 @@ export interface paths {
                          *           "replaced hashe"
                          *         ],
                          *         "stuck": true,
+                         *         "stuck_reason": "stuck reason",
                          *         "data": "data",
                          *         "block_timestamp": "block timestamp",
                          *         "block_hash": "0x9b0c2d1d6c1f2e4f3a5b7c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b",
@@ -10307,8 +10312,9 @@ export interface paths {
                                 failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
                                 /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
                                 replaced_hashes: string[];
-                                /** @description Pending longer than TX_STUCK_AFTER_S */
+                                /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
                                 stuck: boolean;
+                                stuck_reason: string | null;
                                 data: string | null;
                                 block_timestamp: string | null;
                                 block_hash: string | null;
@@ -10669,6 +10675,7 @@ export interface paths {
                          *           "replaced hashe"
                          *         ],
                          *         "stuck": true,
+                         *         "stuck_reason": "stuck reason",
                          *         "data": "data",
                          *         "block_timestamp": "block timestamp",
                          *         "block_hash": "0x9b0c2d1d6c1f2e4f3a5b7c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b",
@@ -10707,8 +10714,9 @@ export interface paths {
                                 failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
                                 /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
                                 replaced_hashes: string[];
-                                /** @description Pending longer than TX_STUCK_AFTER_S */
+                                /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
                                 stuck: boolean;
+                                stuck_reason: string | null;
                                 data: string | null;
                                 block_timestamp: string | null;
                                 block_hash: string | null;
@@ -11055,6 +11063,7 @@ export interface paths {
                          *           "replaced hashe"
                          *         ],
                          *         "stuck": true,
+                         *         "stuck_reason": "stuck reason",
                          *         "data": "data",
                          *         "block_timestamp": "block timestamp",
                          *         "block_hash": "0x9b0c2d1d6c1f2e4f3a5b7c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b",
@@ -11093,8 +11102,9 @@ export interface paths {
                                 failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
                                 /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
                                 replaced_hashes: string[];
-                                /** @description Pending longer than TX_STUCK_AFTER_S */
+                                /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
                                 stuck: boolean;
+                                stuck_reason: string | null;
                                 data: string | null;
                                 block_timestamp: string | null;
                                 block_hash: string | null;
@@ -11423,6 +11433,7 @@ export interface paths {
                          *           "replaced hashe"
                          *         ],
                          *         "stuck": true,
+                         *         "stuck_reason": "stuck reason",
                          *         "data": "data",
                          *         "block_timestamp": "block timestamp",
                          *         "block_hash": "0x9b0c2d1d6c1f2e4f3a5b7c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b",
@@ -11461,8 +11472,9 @@ export interface paths {
                                 failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
                                 /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
                                 replaced_hashes: string[];
-                                /** @description Pending longer than TX_STUCK_AFTER_S */
+                                /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
                                 stuck: boolean;
+                                stuck_reason: string | null;
                                 data: string | null;
                                 block_timestamp: string | null;
                                 block_hash: string | null;
@@ -11791,6 +11803,7 @@ export interface paths {
                          *           "replaced hashe"
                          *         ],
                          *         "stuck": true,
+                         *         "stuck_reason": "stuck reason",
                          *         "data": "data",
                          *         "block_timestamp": "block timestamp",
                          *         "block_hash": "0x9b0c2d1d6c1f2e4f3a5b7c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b",
@@ -11829,8 +11842,9 @@ export interface paths {
                                 failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
                                 /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
                                 replaced_hashes: string[];
-                                /** @description Pending longer than TX_STUCK_AFTER_S */
+                                /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
                                 stuck: boolean;
+                                stuck_reason: string | null;
                                 data: string | null;
                                 block_timestamp: string | null;
                                 block_hash: string | null;
@@ -17041,7 +17055,7 @@ export interface paths {
                     limit?: number;
                     type?: "charge" | "transaction" | "balance" | "token" | "wallet";
                     /** @description A dotted event name, e.g. charge.paid */
-                    event?: "charge.created" | "charge.paid" | "charge.expired" | "charge.failed" | "charge.delayed" | "charge.reopened" | "charge.refunded" | "transaction.created" | "transaction.confirmed" | "transaction.failed" | "transaction.reorged" | "transaction.approval_required" | "balance.updated" | "token.added" | "token.removed" | "wallet.created" | "wallet.updated";
+                    event?: "charge.created" | "charge.paid" | "charge.expired" | "charge.failed" | "charge.delayed" | "charge.reopened" | "charge.refunded" | "transaction.created" | "transaction.confirmed" | "transaction.failed" | "transaction.reorged" | "transaction.approval_required" | "transaction.stuck" | "balance.updated" | "token.added" | "token.removed" | "wallet.created" | "wallet.updated";
                 };
                 header?: never;
                 path?: never;

@@ -22,6 +22,7 @@ import * as m020 from './migrations/020_refunds.js';
 import * as m021 from './migrations/021_payouts.js';
 import * as m022 from './migrations/022_charge_deposit_lookup.js';
 import * as m023 from './migrations/023_transaction_item_json.js';
+import * as m024 from './migrations/024_stuck_reason.js';
 import * as m026 from './migrations/026_late_money.js';
 import * as m028 from './migrations/028_payout_reservations.js';
 
@@ -50,6 +51,7 @@ export async function migrateToLatest(store: Store, target?: string): Promise<Mi
     '021_payouts': { up: (db) => m021.up(db, d) },
     '022_charge_deposit_lookup': { up: (db) => m022.up(db, d) },
     '023_transaction_item_json': { up: (db) => m023.up(db, d) },
+    '024_stuck_reason': { up: (db) => m024.up(db, d) },
     '026_late_money': { up: (db) => m026.up(db, d) },
     '028_payout_reservations': { up: (db) => m028.up(db, d) },
   };

@@ -184,6 +184,8 @@ export interface TransactionsTable {
   check_count: Generated<number>;
   /** When it was first seen pending longer than TX_STUCK_AFTER_S (migration 006). */
   stuck_at: number | null;
+  /** Why every endpoint refused its re-send (not for its fee); migration 024. */
+  stuck_reason: string | null;
   /** original | speed-up | cancel: what the current tx_hash is (migration 006). */
   broadcast_kind: Generated<string>;
   /** Hashes of the earlier versions, comma-separated, oldest first (migration 006). */

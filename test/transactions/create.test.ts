@@ -36,6 +36,7 @@ const LIST_KEYS = [
   'replaced_hashes',
   'status',
   'stuck',
+  'stuck_reason',
   'symbol',
   'tx_hash',
   'type',

@@ -125,7 +125,7 @@ describe(`transaction list (${driverName})`, () => {
     const item = res.text.slice(res.text.indexOf('"data":[') + 8, res.text.lastIndexOf(']'));
     expect(item).toBe(
       `{"id":${ids[6]},"amount":"1.000000000000000000","type":"transfer","status":"failed","tx_hash":"${hash(7)}","block_number":106,` +
-        `"failure_reason":"cancelled","replaced_hashes":["${hash(77)}","${hash(78)}"],"stuck":false,"data":null,` +
+        `"failure_reason":"cancelled","replaced_hashes":["${hash(77)}","${hash(78)}"],"stuck":false,"stuck_reason":null,"data":null,` +
         `"block_timestamp":"2024-03-01 06:00:00","block_hash":"${hash(1006)}","nonce":6,"gas":"21000.000000000000000000",` +
         `"gas_price":"0.000000001000000007","gas_used":"21000.000000000000000000","cumulative_gas_used":"42006.000000000000000000",` +
         `"receipt_status":false,"symbol":"ETH","refund_id":null,"payout_id":null,"reference":null,"created_at":"2023-01-26 00:06:06","updated_at":"2024-03-01 00:00:00"}`,

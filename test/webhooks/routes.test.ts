@@ -69,6 +69,8 @@ const SHAPES: Record<string, Record<string, Kind>> = {
   'transaction.reorged': { ...TX_BASE, type: 'string', reorged_at: 'datetime' },
   // Held for approval: nothing signed yet, so no hash and no block.
   'transaction.approval_required': { ...TX_BASE, tx_hash: 'null', block_number: 'null', type: 'string', created_at: 'datetime' },
+  // Every endpoint refused its re-send for a reason other than its fee: pending, not mined.
+  'transaction.stuck': { ...TX_BASE, block_number: 'null', type: 'string', stuck_reason: 'string', created_at: 'datetime' },
   'balance.updated': {
     wallet_id: 'int',
     token: 'string',

@@ -4,7 +4,7 @@ export type WebhookType = (typeof WEBHOOK_TYPES)[number];
 
 export const EVENTS_BY_TYPE = {
   charge: ['charge.created', 'charge.paid', 'charge.expired', 'charge.failed', 'charge.delayed', 'charge.reopened', 'charge.refunded'],
-  transaction: ['transaction.created', 'transaction.confirmed', 'transaction.failed', 'transaction.reorged', 'transaction.approval_required'],
+  transaction: ['transaction.created', 'transaction.confirmed', 'transaction.failed', 'transaction.reorged', 'transaction.approval_required', 'transaction.stuck'],
   balance: ['balance.updated'],
   token: ['token.added', 'token.removed'],
   wallet: ['wallet.created', 'wallet.updated'],

@@ -62,6 +62,7 @@ const ITEM_FIELDS: Field[] = [
   { key: 'failure_reason', text: `CASE WHEN tx.status = 'failed' THEN tx.failure_reason END` },
   { key: 'replaced_hashes', list: 'tx.replaced_hashes' },
   { key: 'stuck', json: `CASE WHEN tx.status = 'pending' AND tx.stuck_at IS NOT NULL THEN 'true' ELSE 'false' END` },
+  { key: 'stuck_reason', text: `CASE WHEN tx.status = 'pending' THEN tx.stuck_reason END` },
   { key: 'data', text: 'tx.data' },
   { key: 'block_timestamp', date: 'tx.block_timestamp' },
   { key: 'block_hash', text: 'tx.block_hash' },

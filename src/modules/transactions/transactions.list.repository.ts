@@ -47,6 +47,8 @@ export interface ListRow {
   /** Comma-separated, oldest first (migration 006); null when never replaced. */
   replaced_hashes: string | null;
   stuck_at: number | null;
+  /** Migration 024: why every endpoint refused its re-send, else null. */
+  stuck_reason: string | null;
   symbol: string;
   decimals: number;
   refund_id: number | null;
@@ -94,6 +96,7 @@ const LIST_COLUMNS = [
   'tx.refund_id',
   'tx.payout_id',
   'tx.reference',
+  'tx.stuck_reason',
 ] as const;
 
 function listRows(db: Executor, walletId: number) {
@@ -166,6 +169,7 @@ function toListRow(a: unknown[]): ListRow {
     refund_id: a[22] === null ? null : Number(a[22]),
     payout_id: a[23] === null ? null : Number(a[23]),
     reference: a[24] as string | null,
+    stuck_reason: a[25] as string | null,
   };
 }
 

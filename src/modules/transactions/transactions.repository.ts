@@ -77,6 +77,8 @@ export interface TxRecord {
   broadcast_attempts: number;
   replaced_hashes: string[];
   stuck_at: number | null;
+  /** Migration 024: why every endpoint refused its re-send (not for its fee), else null. */
+  stuck_reason: string | null;
   /** Migration 020: the refund this transfer pays, else null. */
   refund_id: number | null;
   /** Migration 021: the payout it is an item of, and the item's reference. */
@@ -125,6 +127,7 @@ const RECORD_COLUMNS = [
   'tx.broadcast_attempts',
   'tx.replaced_hashes',
   'tx.stuck_at',
+  'tx.stuck_reason',
   'tx.refund_id',
   'tx.payout_id',
   'tx.reference',
@@ -1130,7 +1133,7 @@ export async function recordReplacement(db: Executor, id: number, next: SignedVe
   }
   const others = [...versions.map((v) => v.tx_hash)].filter((h) => h !== next.tx_hash);
   await setCurrent(db, id, next, others, { fee_reserved: feeReserved }, nowMs);
-  await db.updateTable('transactions').set({ next_check_at: null, check_count: 0, broadcast_at: null }).where('id', '=', id).execute();
+  await db.updateTable('transactions').set({ next_check_at: null, check_count: 0, broadcast_at: null, stuck_reason: null }).where('id', '=', id).execute();
 }
 
 /**
@@ -1168,6 +1171,22 @@ export async function countPendingOutgoing(db: Executor, walletId: number): Prom
     .where('status', '=', 'pending')
     .executeTakeFirstOrThrow();
   return Number(r.n);
+}
+
+/**
+ * Marks a pending row stuck at once with the node's words (every endpoint refused its re-send
+ * for a reason other than its fee). True only the first time (the reason was null): its event is
+ * written once.
+ */
+export async function markStuckRefused(db: Executor, id: number, reason: string, nowMs: number): Promise<boolean> {
+  const r = await db
+    .updateTable('transactions')
+    .set((eb) => ({ stuck_at: eb.fn.coalesce('stuck_at', eb.val(nowMs)), stuck_reason: reason.slice(0, 300), updated_at: nowMs }))
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .where('stuck_reason', 'is', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
 }
 
 /** Marks the network's outgoing rows pending since before `beforeMs` as stuck; returns those newly marked (logged once). */

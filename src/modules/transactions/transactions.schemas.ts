@@ -32,7 +32,8 @@ const HEAD = {
 const FINALITY = {
   failure_reason: Nullable(Type.String({ enum: ['reverted', 'dropped', 'cancelled', 'rejected', 'rejected_by_approver', 'approval_expired'], description: 'Why a failed transaction failed; null otherwise' })),
   replaced_hashes: Type.Array(Type.String(), { description: 'Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined' }),
-  stuck: Type.Boolean({ description: 'Pending longer than TX_STUCK_AFTER_S' }),
+  stuck: Type.Boolean({ description: 'Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`)' }),
+  stuck_reason: Nullable(Type.String({ description: 'The node\'s words when every endpoint refused the pending transfer\'s re-send for a reason other than its fee (it keeps its nonce until a speed-up, a cancel or the chain settles it); null otherwise' })),
 };
 
 export const TransactionSchema = Type.Object({

@@ -77,6 +77,22 @@ export async function failUnmined(
 }
 
 /**
+ * Every endpoint refused a pending transfer's re-send for a reason other than its fee (e.g. on an
+ * OP chain the L1 data fee rose past its reserve): `stuck` at once with the node's words and
+ * `transaction.stuck`, once (null when it was already so, or is no longer pending). It keeps its
+ * nonce and reservation: a speed-up, a cancel or the chain settles it.
+ */
+export async function stickRefused(trx: Executor, txId: number, reason: string, nowMs: number): Promise<TxRecord | null> {
+  const before = await repo.findRecord(trx, txId);
+  if (!before) return null;
+  await lockWallet(trx, before.wallet_id);
+  if (!(await repo.markStuckRefused(trx, txId, reason, nowMs))) return null;
+  const after = (await repo.findRecord(trx, txId))!;
+  await announce(trx, after, 'transaction.stuck', nowMs);
+  return after;
+}
+
+/**
  * Mined pending rows whose confirmations are reached (caller holds their wallets' locks and their
  * users' event orders): each confirmed, or failed if it reverted or its mined version is a
  * cancel, with its event; `refunded(after)` right after the event of a confirmed row that pays a

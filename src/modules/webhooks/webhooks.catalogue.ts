@@ -164,6 +164,11 @@ const CATALOGUE: Record<EventName, Omit<EventInfo, 'event_name'>> = {
       'An outgoing transaction is over the wallet policy’s `approval_above`: recorded `awaiting_approval`, nothing signed or sent (`tx_hash` and `nonce` null), its amount and maximum fee reserved. A person approves it (then `transaction.created` when it is signed and sent) or rejects it; undecided within APPROVAL_TTL_S it fails (`approval_expired`, transaction.failed).',
     payload: { ...TX, tx_hash: null, block_number: null, status: 'awaiting_approval', type: 'transfer', created_at: '2025-03-14 10:02:45' },
   },
+  'transaction.stuck': {
+    description:
+      'Every RPC endpoint refused a pending transaction’s re-send for a reason other than its fee (e.g. on an OP chain the L1 data fee rose past its reserve): it is `stuck` with `stuck_reason` (the node’s words), emitted once. It keeps its nonce until a speed-up, a cancel or the chain settles it.',
+    payload: { ...TX, block_number: null, status: 'pending', type: 'transfer', stuck_reason: 'insufficient funds for gas * price + value', created_at: '2025-03-14 10:32:45' },
+  },
   'balance.updated': {
     description:
       'The wallet’s balance of a token changed (after a confirmed transaction or a detected transfer). `block_number` is the block `new_balance` was read at; for one wallet and token it never goes down from one event to the next.',
