@@ -45,7 +45,7 @@ export async function checkRefusals(o: Observed, work: Workload, view: ChainView
   for (const r of work.refusals) {
     const main = mains.get(r.walletId)!;
     const obj = `wallet ${r.walletId} ${r.what}${r.key ? ` (key ${r.key})` : ''}${r.txId !== undefined ? ` of transaction ${r.txId}` : ''}`;
-    const answered = `answered ${r.status} ${JSON.stringify(r.message)}`;
+    const answered = `answered ${r.status} ${JSON.stringify(r.message)}${r.retried ? ' (to a retry with the same key: an earlier attempt was cut by a kill or a fault)' : ''}`;
     for (const to of r.to ?? []) {
       const hashes = paid.get(`${main}|${lc(to)}`) ?? [];
       if (hashes.length > 0) violate(obj, `${answered}, but the chain has the wallet paying ${to}: ${hashes.map(describe).join(', ')}`);

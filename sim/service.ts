@@ -86,6 +86,8 @@ export function sleep(ms: number): Promise<void> {
 
 export interface ApiAnswer<T = any> {
   status: number;
+  /** How many times the request was sent (more than 1: an earlier attempt was cut, or answered 5xx, 429 or 409 in progress). */
+  attempts?: number;
   message: string;
   data: T;
   headers: Headers;
@@ -124,7 +126,7 @@ export class Api {
       // 409 "still in progress": the first attempt of this key has not finished (or never will,
       // if a crash left the key blocked): asked again until the deadline, as a careful client does.
       const inProgress = answer?.status === 409 && /still in progress/.test(answer.message);
-      if (answer && answer.status < 500 && answer.status !== 429 && !inProgress) return answer;
+      if (answer && answer.status < 500 && answer.status !== 429 && !inProgress) return { ...answer, attempts: attempt + 1 };
       if (answer && answer.status >= 500) {
         const k = `${answer.status} ${answer.message}`;
         this.stats.serverErrors.set(k, (this.stats.serverErrors.get(k) ?? 0) + 1);

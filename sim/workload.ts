@@ -76,6 +76,8 @@ export interface Refusal {
   spender?: string;
   txId?: number;
   replace?: 'speed-up' | 'cancel';
+  /** The request was sent more than once (an earlier attempt cut by a kill or a fault): the refusal answered a retry. */
+  retried?: boolean;
 }
 
 export const decimalsOf = (token: string): number => (token === TOKEN_SYMBOL ? TOKEN_DECIMALS : 18);
@@ -198,7 +200,7 @@ export class Workload {
     const r = await this.api.call<{ id: number; status: string }>('POST', `/api/wallet/${w.id}/payout/create`, { token, items }, { key: payoutKey });
     const kind = `payout-${token === 'ETH' ? 'native' : 'token'}`;
     if (r.status !== 200) {
-      this.refusals.push({ what: kind, walletId: w.id, key: payoutKey, status: r.status, message: r.message, to: items.map((i) => i.address) });
+      this.refusals.push({ what: kind, walletId: w.id, key: payoutKey, status: r.status, message: r.message, to: items.map((i) => i.address), retried: (r.attempts ?? 1) > 1 });
       this.count(`${kind} refused (${r.status} ${r.message})`);
       if (r.status !== 400 || !/^(Insufficient balance for payout|Policy: over the (per-transaction|daily) limit)$/.test(r.message)) this.unexpected.push(`${kind}: ${r.status} ${r.message}`);
       return;
@@ -253,7 +255,7 @@ export class Workload {
       return r.data.id;
     }
     this.count(`${kind} refused (${r.status} ${r.message})`);
-    this.refusals.push({ what: kind, walletId: w.id, key, status: r.status, message: r.message, ...refusedTo(body, kind, this.wallets) });
+    this.refusals.push({ what: kind, walletId: w.id, key, status: r.status, message: r.message, ...refusedTo(body, kind, this.wallets), retried: (r.attempts ?? 1) > 1 });
     if (r.status !== 400 || !/Insufficient balance|Too many pending|^Policy: over the (per-transaction|daily) limit$/.test(r.message)) this.unexpected.push(`${kind}: ${r.status} ${r.message}`);
     return null;
   }
@@ -288,7 +290,7 @@ export class Workload {
   private async replace(w: SimWallet, id: number, kind: 'speed-up' | 'cancel', label: string = kind): Promise<boolean> {
     const key = this.key();
     const r = await this.api.call('POST', `/api/wallet/${w.id}/transaction/${id}/${kind}`, {}, { key });
-    if (r.status !== 200) this.refusals.push({ what: label, walletId: w.id, key, status: r.status, message: r.message, txId: id, replace: kind });
+    if (r.status !== 200) this.refusals.push({ what: label, walletId: w.id, key, status: r.status, message: r.message, txId: id, replace: kind, retried: (r.attempts ?? 1) > 1 });
     if (r.status === 200) {
       this.replacements.push({ txId: id, kind });
       this.count(label);
@@ -316,7 +318,7 @@ export class Workload {
       this.count(op);
     };
     if (r.status === 200) return decided(choice === 'approve' ? 'approved' : 'rejected', choice);
-    if (r.status >= 400 && r.status < 500 && choice === 'approve' && r.message !== 'Transaction is not awaiting approval') this.refusals.push({ what: 'approve', walletId: w.id, key: null, status: r.status, message: r.message, txId: id });
+    if (r.status >= 400 && r.status < 500 && choice === 'approve' && r.message !== 'Transaction is not awaiting approval') this.refusals.push({ what: 'approve', walletId: w.id, key: null, status: r.status, message: r.message, txId: id, retried: (r.attempts ?? 1) > 1 });
     if (r.status === 400 && r.message === 'Insufficient balance for transaction' && choice === 'approve') return decided('refused', 'approve refused (balance)');
     // A retried request whose first answer a kill cut finds it decided: by that first request, or by the expiry.
     if (r.status === 400 && r.message === 'Transaction is not awaiting approval') return decided(choice === 'approve' ? 'approved' : 'rejected', `${choice} (already decided)`);
@@ -364,7 +366,7 @@ export class Workload {
   private async requestRefund(w: SimWallet, c: SimCharge, kind: SimRefund['kind'], body: Record<string, unknown>, p: Prng): Promise<void> {
     const r = await this.api.call<{ id: number; uuid: string; transaction_id: number | null }>('POST', `/api/wallet/${w.id}/charge/${c.id}/refund`, body, { key: this.key() });
     if (r.status !== 200) {
-      if (typeof body.address === 'string') this.refusals.push({ what: `refund-${kind}`, walletId: w.id, key: null, status: r.status, message: r.message, to: [body.address] });
+      if (typeof body.address === 'string') this.refusals.push({ what: `refund-${kind}`, walletId: w.id, key: null, status: r.status, message: r.message, to: [body.address], retried: (r.attempts ?? 1) > 1 });
       this.count(`refund-${kind} refused (${r.status} ${r.message})`);
       if (r.status !== 400 || !/^(Refund exceeds the amount received|Nothing to refund|Insufficient balance for transaction|Too many pending transactions|Policy: over the (per-transaction|daily) limit)$/.test(r.message)) this.unexpected.push(`refund-${kind} of charge ${c.id}: ${r.status} ${r.message}`);
       return;
@@ -390,7 +392,7 @@ export class Workload {
       return;
     }
     refund.claim = 'unclaimed';
-    this.refusals.push({ what: 'refund claim', walletId: w.id, key: null, status: claim.status, message: claim.message, to: [claimTo] });
+    this.refusals.push({ what: 'refund claim', walletId: w.id, key: null, status: claim.status, message: claim.message, to: [claimTo], retried: (claim.attempts ?? 1) > 1 });
     this.count(`refund claim refused (${claim.status} ${claim.message})`);
     if (claim.status !== 400 || !/^(Insufficient balance for transaction|Too many pending transactions|Policy: over the (per-transaction|daily) limit)$/.test(claim.message)) this.unexpected.push(`claim of refund ${r.data.id}: ${claim.status} ${claim.message}`);
   }
