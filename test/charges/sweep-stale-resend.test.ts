@@ -60,7 +60,11 @@ describe('a sweep whose re-send a stale backend refuses after its first send wen
       proxy.rule('eth_getTransactionCount', { action: 'result', result: '0x0', match: (p) => String(p[0]).toLowerCase() === deposit && p[1] === 'pending' });
       proxy.rule('eth_sendRawTransaction', { action: 'error', code: -32000, message: 'transaction underpriced' });
       await waitFor(() => refusals() > before, { timeoutMs: 15_000, message: 'the re-send refused' });
-      await new Promise((r) => setTimeout(r, 500)); // the refusal's outcome written
+      // The refusal's outcome written: the row failed, or let go of the charge and still followed.
+      await waitFor(async () => {
+        const row = await t.store.db.selectFrom('charge_sweeps').select(['status', 'live_key']).where('tx_hash', '=', sweep.tx_hash).executeTakeFirstOrThrow();
+        return row.status === 'failed' || row.live_key?.includes(':replaced:');
+      }, { timeoutMs: 10_000, message: 'the refusal written' });
 
       await chain.mine(1); // the first send mines
       for (const m of STALE) proxy.allow(m);
