@@ -69,6 +69,8 @@ export class NetworkTraces {
   private failing = true;
   /** A trace was answered after a failure since the last `reread`: every pending row is due. */
   private healed = false;
+  /** A block was recorded pending since the last answer (logged at info once per streak). */
+  private toldPending = false;
 
   constructor(
     private readonly networkId: number,
@@ -85,7 +87,11 @@ export class NetworkTraces {
       this.warnNoTraces(got.err.cause);
       return NOT_READ;
     }
-    this.log.info({ block: Number(block.number), err: got.err }, 'no endpoint gave the block’s call traces: recorded without them for now, read again later');
+    // Once per streak of failures (a block of them follows while it lasts).
+    const fields = { block: Number(block.number), err: got.err };
+    if (this.toldPending) this.log.debug(fields, 'no endpoint gave the block’s call traces: read again later');
+    else this.log.info(fields, 'no endpoint gave the block’s call traces: recorded without them for now, read again later (traces_pending)');
+    this.toldPending = true;
     return { moves: null, pending: true };
   }
 
@@ -144,6 +150,7 @@ export class NetworkTraces {
     const now = Date.now();
     if (this.failing) this.healed = true;
     this.failing = false;
+    this.toldPending = false;
     this.answeredAtMs = now;
     if (now - this.savedAtMs < SAVE_ANSWERED_EVERY_MS) return;
     this.savedAtMs = now;

@@ -5,7 +5,9 @@
  * `Forwarder` contract (compiled with solc, test/helpers/erc20.ts) calls on to the main address
  * with the value: the list and the detail show the receipt, amount exact; only value that moved
  * counts (an inner call that sends the rest and reverts adds nothing); the balance is right and
- * the wallet's reconciliation stays ok (its recorded change counts the internal receipts).
+ * the wallet's reconciliation stays ok (its recorded change counts the internal receipts); a
+ * reorg that removes the carrier's block makes the receipt pending again, told by
+ * `transaction.reorged`.
  * Fails without the fix: no receipt is recorded, and reconciliation shows the difference.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +16,7 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployForwarder, forwardValue } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
-import { pay } from '../charges/support.js';
+import { events, pay } from '../charges/support.js';
 import { waitForCursor } from './support.js';
 
 const ZERO = '0.000000000000000000';
@@ -80,5 +82,16 @@ describe('native coin sent to a wallet’s main address by a contract', () => {
     const eth = main.tokens.find((x: any) => x.token === 'ETH');
     expect(eth).toMatchObject({ chain_balance: '1.620000000000000000', difference: ZERO });
     expect(res.body.data.ok).toBe(true);
+  });
+
+  it('a reorg that removes the carrier’s block: the receipt is pending again, told by transaction.reorged', async () => {
+    const snapshot = await chain.rpc<Hex>('evm_snapshot');
+    const carried = await forwardValue(chain.rpcUrl, forwarder, wallet.address, parseEther('0.01'));
+    const confirmed = await receiptOf(carried);
+    expect(await chain.rpc('evm_revert', [snapshot])).toBe(true);
+    await chain.mine(3);
+    await waitFor(async () => (await list()).find((x) => x.id === confirmed.id && x.status === 'pending' && x.block_number === null), { message: 'the internal receipt pending again' });
+    const told = (await events(t, 'transaction.reorged')).filter((e) => e.transaction_id === confirmed.id);
+    expect(told).toEqual([expect.objectContaining({ tx_hash: carried, status: 'pending', block_number: confirmed.block_number, type: 'receipt' })]);
   });
 });

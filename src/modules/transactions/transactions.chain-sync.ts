@@ -4,7 +4,8 @@
  * transfer is made here:
  *
  * - A block: native transfers to a wallet address and ERC-20 `Transfer` logs to one (for the
- *   tokens it has active) become receipt rows; the wallets' own pending transfers in the block
+ *   tokens it has active) become receipt rows, and so does native coin a contract sent to one
+ *   inside a transaction (from the block's call traces, `internal`); the wallets' own pending transfers in the block
  *   get their block fields and receipt (`readBlockTransfers` reads everything from the node,
  *   then `attachMinedTransfers` and `recordBlockReceipts` write a batch of blocks inside one database transaction).
  * - Settling: pending rows mined at least `confirmations` blocks deep (the receipt's own block
@@ -33,8 +34,10 @@ import { blockAt, blockReceipts, ChainMoved, confirmedHeight, receiptOrNull, tra
 import { broadcastRaw, nodeKnows } from '../../chain/broadcast.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
 import { receiptFee } from '../../chain/receipt-fee.js';
+import type { InternalTransfer } from '../../chain/traces.js';
 import { findBlockHash, type ChainCursor } from '../networks/networks.repository.js';
 import * as repo from './transactions.repository.js';
+import { INTERNAL_LOG_BASE } from './transactions.repository.js';
 import type { QueuedTransfer, TxRecord, WatchedToken, WatchedWallet } from './transactions.repository.js';
 import { announceRefunded } from '../refunds/refunds.events.js';
 import { dropReceipt, failUnmined, lockWallets, lockWalletsAndEvents, recordReceipt, settleMinedAll, stickRefused } from './transactions.state.js';
@@ -102,6 +105,13 @@ interface NativeTransfer {
   token: WatchedToken;
 }
 
+/** Native coin a contract sent to a wallet's address inside a transaction (a frame of its call traces). */
+interface InternalIncoming {
+  move: InternalTransfer;
+  wallet: WatchedWallet;
+  token: WatchedToken;
+}
+
 interface TokenTransfer {
   wallet: WatchedWallet;
   token: WatchedToken;
@@ -120,6 +130,8 @@ export interface BlockTransfers {
   incoming: NativeTransfer[];
   /** ERC-20 transfers to a wallet, of a token it has active. */
   tokenLogs: TokenTransfer[];
+  /** Native coin sent to a wallet by a contract (empty when the block's traces were not read). */
+  internal: InternalIncoming[];
   /** The wallets' own transfers not yet seen in a block that this block mined, with the hash (current or replaced) it mined. */
   ours: Array<{ rec: TxRecord; hash: string }>;
   receipts: Map<string, TransactionReceipt>;
@@ -129,10 +141,13 @@ export interface BlockTransfers {
 /**
  * Reads what `block` means for the watched wallets: its transfers to and from them, their token
  * transfers and the receipts of all of these. Node calls only, no database transaction open.
+ * `moves`: the block's internal transfers (its call traces), null when they were not read.
  */
-export async function readBlockTransfers(s: SyncScope, block: FullBlock, watched: Watched, lookup?: OursLookup): Promise<BlockTransfers> {
+export async function readBlockTransfers(s: SyncScope, block: FullBlock, watched: Watched, lookup?: OursLookup, moves: readonly InternalTransfer[] | null = null): Promise<BlockTransfers> {
   const txs = block.transactions as Transaction[];
   const incoming = nativeTransfersTo(txs, watched);
+  const internal = internalTransfersTo(moves, watched);
+  for (const i of internal) s.affected.add(i.wallet.id);
   for (const tx of txs) {
     const to = walletOf(watched, tx.to);
     const from = walletOf(watched, tx.from);
@@ -147,17 +162,48 @@ export async function readBlockTransfers(s: SyncScope, block: FullBlock, watched
   });
   const tokenLogs = await readTokenTransfers(s, block.hash, watched);
   for (const l of tokenLogs) s.affected.add(l.wallet.id);
-  const hashes = [...new Set([...incoming.map((t) => t.tx.hash), ...ours.map((o) => o.hash as Hex), ...tokenLogs.map((l) => l.txHash)])];
+  const hashes = [...new Set([...incoming.map((t) => t.tx.hash), ...ours.map((o) => o.hash as Hex), ...tokenLogs.map((l) => l.txHash), ...internal.map((i) => i.move.txHash)])];
   return {
     number: Number(block.number),
     hash: block.hash,
     timestampMs: Number(block.timestamp) * 1000,
     incoming,
     tokenLogs,
+    internal,
     ours,
     receipts: await s.net(blockReceipts(s.client, block.hash, hashes)),
     txByHash: new Map(txs.map((t) => [t.hash, t])),
   };
+}
+
+/**
+ * The internal receipts of a block recorded before its call traces could be read (the follower
+ * reads them again: src/workers/watcher.traces.ts): only those, recorded as any block's are.
+ */
+export async function readInternalReceipts(s: SyncScope, block: FullBlock, watched: Watched, moves: readonly InternalTransfer[]): Promise<BlockTransfers> {
+  const internal = internalTransfersTo(moves, watched);
+  for (const i of internal) s.affected.add(i.wallet.id);
+  const hashes = [...new Set(internal.map((i) => i.move.txHash))];
+  return {
+    number: Number(block.number),
+    hash: block.hash,
+    timestampMs: Number(block.timestamp) * 1000,
+    incoming: [],
+    tokenLogs: [],
+    internal,
+    ours: [],
+    receipts: hashes.length > 0 ? await s.net(blockReceipts(s.client, block.hash, hashes)) : new Map(),
+    txByHash: new Map((block.transactions as Transaction[]).map((t) => [t.hash, t])),
+  };
+}
+
+/** Internal transfers to a wallet that has its native token active (the carrying transaction succeeded: traces.ts). */
+function internalTransfersTo(moves: readonly InternalTransfer[] | null, watched: Watched): InternalIncoming[] {
+  return (moves ?? []).flatMap((move) => {
+    const wallet = walletOf(watched, move.to);
+    const token = wallet ? watched.nativeToken.get(wallet.id) : undefined;
+    return wallet && token ? [{ move, wallet, token }] : [];
+  });
 }
 
 function nativeTransfersTo(txs: Transaction[], watched: Watched): NativeTransfer[] {
@@ -222,7 +268,7 @@ async function readTokenTransfers(s: SyncScope, blockHash: Hex, watched: Watched
  * (`lockWalletsAndEvents`).
  */
 export function walletsOfBlock(b: BlockTransfers): Array<[wallet: number, user: number]> {
-  const receiving = [...b.incoming.map((t) => t.wallet), ...b.tokenLogs.map((l) => l.wallet)];
+  const receiving = [...b.incoming.map((t) => t.wallet), ...b.tokenLogs.map((l) => l.wallet), ...b.internal.map((i) => i.wallet)];
   return [...receiving.map((w): [number, number] => [w.id, w.user_id]), ...b.ours.map(({ rec }): [number, number] => [rec.wallet_id, rec.user_id])];
 }
 
@@ -270,6 +316,24 @@ function receiptRows(b: BlockTransfers, settledNow: boolean, nowMs: number): rep
       from_address: tx.from,
       to_address: wallet.address,
       log_index: -1,
+    });
+  }
+  for (const { move, wallet, token } of b.internal) {
+    const tx = b.txByHash.get(move.txHash);
+    const r = b.receipts.get(move.txHash);
+    if (!tx || !r) throw new ChainMoved();
+    if (r.status !== 'success') continue;
+    rows.push({
+      ...receiptBase(b, tx, r, settledNow, nowMs),
+      wallet_id: wallet.id,
+      token_id: token.id,
+      symbol: token.symbol,
+      amount: move.value,
+      // The carrier's sender, as for a token transfer its sender made through a contract: a
+      // reorg's recheck (`recheckReorgedReceipts`) asks whether that sender's nonce was used.
+      from_address: tx.from,
+      to_address: wallet.address,
+      log_index: INTERNAL_LOG_BASE - move.index,
     });
   }
   for (const l of b.tokenLogs) {
