@@ -162,6 +162,7 @@ export function contractScope(method: string, url: string): RouteScope | null | 
   const loginOnly = [
     /^\/api\/auth\/key(\/|$)/,
     new RegExp(`${WALLET}/reconciliation/accept$`),
+    new RegExp(`${WALLET}/charge/:\\w+/sweep$`),
     new RegExp(`${WALLET}/policy$`),
     new RegExp(`${WALLET}/allowlist/`),
     new RegExp(`${WALLET}/(transaction|payout)/:\\w+/approve$`),

@@ -30,6 +30,8 @@ const PUBLIC = [
 /** Wallet routes for a login token only (CONTRACT: an API key gets 403 `Insufficient scope`). */
 const LOGIN_ONLY = new Set([
   '/api/wallet/:wallet/reconciliation/accept',
+  // Money found on a charge's address after its watch, swept now (CONTRACT: "Several providers").
+  '/api/wallet/:wallet/charge/:charge/sweep',
   '/api/wallet/:wallet/allowlist/add',
   '/api/wallet/:wallet/allowlist/:entry/remove',
   // A person decides a held transfer (CONTRACT: "Spending policies and approvals").
