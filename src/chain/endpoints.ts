@@ -39,6 +39,7 @@ import { custom, http, HttpRequestError, RpcRequestError, TimeoutError, type EIP
 import { redactUrl } from '../lib/redact.js';
 import { ALREADY_KNOWN, isFault, isRangeRefused, isTransient, nodeWords, NotYetAtHeightError, refusalKind } from './errors.js';
 import { rpcFetch } from './rpc-fetch.js';
+import { TRACE_METHODS, TraceRoute } from './traces.js';
 
 export interface EndpointHealth {
   /** Origin only: a path or query may hold an API key. */
@@ -49,6 +50,8 @@ export interface EndpointHealth {
   latency_ms: number | null;
   /** Why it is not ok or why its last call failed ("HTTP 503", "HTTP 429: rested 2 s", "timed out"…); null when its last call succeeded. Never a URL. */
   error: string | null;
+  /** False when its last trace call was refused for the method, until it answers one (src/chain/traces.ts, `TraceRoute`). */
+  traces: boolean;
 }
 
 export interface EndpointStats {
@@ -308,6 +311,8 @@ class Endpoint {
 /** The endpoints of one network, with their health; `transport()` is what its viem client uses. */
 export class EndpointSet {
   private readonly endpoints: Endpoint[];
+  /** Trace calls go to the endpoints that offer them, each asked in turn (src/chain/traces.ts). */
+  private readonly traceRoute: TraceRoute<Endpoint>;
   private timer: NodeJS.Timeout | null = null;
   private firstCheck: Promise<void> | null = null;
 
@@ -316,6 +321,7 @@ export class EndpointSet {
     private readonly opts: EndpointOptions,
   ) {
     this.endpoints = urls.map((u) => new Endpoint(u, opts.timeoutMs));
+    this.traceRoute = new TraceRoute(this.endpoints, (e, method, params) => this.call(e, method, params));
   }
 
   transport(retryCount: number, retryDelay: number): Transport {
@@ -345,6 +351,7 @@ export class EndpointSet {
       lag_blocks: e.head !== null && best !== null ? Math.max(0, best - e.head) : null,
       latency_ms: e.latencyMs,
       error: e.lastError,
+      traces: this.traceRoute.shows(e),
     }));
   }
 
@@ -445,6 +452,7 @@ export class EndpointSet {
   async request(method: string, params: unknown): Promise<unknown> {
     if (method === 'eth_sendRawTransaction') return this.broadcast(params);
     if (method === 'eth_getLogs') return this.getLogs(params as [LogFilter]);
+    if (TRACE_METHODS.has(method)) return this.traceRoute.read(method, params);
     return this.read(method, params);
   }
 

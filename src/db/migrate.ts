@@ -24,6 +24,7 @@ import * as m022 from './migrations/022_charge_deposit_lookup.js';
 import * as m023 from './migrations/023_transaction_item_json.js';
 import * as m024 from './migrations/024_stuck_reason.js';
 import * as m026 from './migrations/026_late_money.js';
+import * as m027 from './migrations/027_pending_traces.js';
 import * as m028 from './migrations/028_payout_reservations.js';
 
 /** Migrates to the latest schema, or up to `target` (a migration's name; tests of a migration start before it). */
@@ -53,6 +54,7 @@ export async function migrateToLatest(store: Store, target?: string): Promise<Mi
     '023_transaction_item_json': { up: (db) => m023.up(db, d) },
     '024_stuck_reason': { up: (db) => m024.up(db, d) },
     '026_late_money': { up: (db) => m026.up(db, d) },
+    '027_pending_traces': { up: (db) => m027.up(db, d) },
     '028_payout_reservations': { up: (db) => m028.up(db, d) },
   };
   const migrator = new Migrator({

@@ -381,6 +381,22 @@ export interface ChainBlocksTable {
   created_at: number;
 }
 
+/** A block whose call traces are still to be read (migration 027; src/workers/watcher.traces.ts). */
+export interface TracePendingTable {
+  network_id: number;
+  block_number: number;
+  block_hash: string;
+  attempts: Generated<number>;
+  next_attempt_at: number;
+  created_at: number;
+}
+
+/** When an endpoint of the network last answered a trace call (migration 027). */
+export interface NetworkTracesTable {
+  network_id: number;
+  answered_at: number;
+}
+
 /** Leases: exactly one process holds a named lease (e.g. the watcher of one network) at a time. */
 export interface LeasesTable {
   name: string;
@@ -513,6 +529,8 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   chain_cursors: ChainCursorsTable;
   chain_blocks: ChainBlocksTable;
+  trace_pending: TracePendingTable;
+  network_traces: NetworkTracesTable;
   leases: LeasesTable;
   reconciliation_checkpoints: ReconciliationCheckpointsTable;
   reconciliation_adjustments: ReconciliationAdjustmentsTable;

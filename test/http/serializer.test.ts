@@ -53,7 +53,7 @@ describe('the transaction list page', () => {
     id: 7, type: 'transfer', status: 'confirmed', amount: '1500000000000000000', tx_hash: `0x${'ab'.repeat(32)}`, block_number: 12,
     block_timestamp: 1_764_000_000, block_hash: `0x${'cd'.repeat(32)}`, nonce: 3, gas: '21000', gas_price: '1000000000', gas_used: '21000',
     cumulative_gas_used: '42000', receipt_status: 1, created_at: 1_764_000_000_123, updated_at: 1_764_000_001_456, data: null,
-    failure_reason: null, replaced_hashes: null, stuck_at: null, stuck_reason: null, symbol: 'ETH', decimals: 18, refund_id: null, payout_id: null, reference: null,
+    failure_reason: null, replaced_hashes: null, stuck_at: null, stuck_reason: null, symbol: 'ETH', decimals: 18, refund_id: null, payout_id: null, reference: null, log_index: -1,
     ...over,
   });
 

@@ -17,6 +17,7 @@
 import { sql, type Kysely } from 'kysely';
 import { OUTPUT_DECIMALS } from '../../lib/money.js';
 import { LAST_FOUR_DIGIT_YEAR_MS } from '../../lib/time.js';
+import { INTERNAL_LOG_BASE } from './transactions.repository.js';
 
 // ---------------------------------------------------------------------------------------------
 // Each item's JSON written by the database itself.
@@ -78,6 +79,7 @@ const ITEM_FIELDS: Field[] = [
   { key: 'reference', text: 'tx.reference' },
   { key: 'created_at', date: 'tx.created_at' },
   { key: 'updated_at', date: 'tx.updated_at' },
+  { key: 'internal', json: `CASE WHEN tx.type = 'receipt' AND tx.log_index <= ${INTERNAL_LOG_BASE} THEN 'true' ELSE 'false' END` },
 ];
 
 /** The rows the expression formats exactly; `canonical` tests a stored base-unit integer. */

@@ -54,6 +54,7 @@ export interface ListRow {
   refund_id: number | null;
   payout_id: number | null;
   reference: string | null;
+  log_index: number;
 }
 
 export interface ListPage {
@@ -96,6 +97,7 @@ const LIST_COLUMNS = [
   'tx.refund_id',
   'tx.payout_id',
   'tx.reference',
+  'tx.log_index',
   'tx.stuck_reason',
 ] as const;
 
@@ -169,7 +171,8 @@ function toListRow(a: unknown[]): ListRow {
     refund_id: a[22] === null ? null : Number(a[22]),
     payout_id: a[23] === null ? null : Number(a[23]),
     reference: a[24] as string | null,
-    stuck_reason: a[25] as string | null,
+    log_index: Number(a[25]),
+    stuck_reason: a[26] as string | null,
   };
 }
 

@@ -416,6 +416,18 @@ export async function heldNonces(db: Executor, walletId: number, from: number): 
   return new Set(rows.map((r) => Number(r.nonce)));
 }
 
+/**
+ * An internal receipt's `log_index` (native coin a contract sent to the wallet inside a
+ * transaction, from the block's call traces): INTERNAL_LOG_BASE less the call's position in its
+ * transaction's call tree (from 1). Far below the native transfers' -1 and the parked token
+ * receipts' -2 - id (`unmine`), so one transaction may pay a wallet directly and internally,
+ * several times, without two rows colliding; `internal` in the API is this range.
+ */
+export const INTERNAL_LOG_BASE = -1_000_000_000;
+
+/** A receipt row that is an internal transfer (`INTERNAL_LOG_BASE`). */
+export const isInternalReceipt = (t: { type: string; log_index: number }): boolean => t.type === 'receipt' && t.log_index <= INTERNAL_LOG_BASE;
+
 export interface NewTx {
   /** PostgreSQL: an id drawn beforehand (`drawTransactionId`); absent, the insert draws it. */
   id?: number;

@@ -54,6 +54,7 @@ export const TransactionSchema = Type.Object({
   reference: Nullable(Type.String({ description: 'The payout item\'s reference; null otherwise' })),
   created_at: Type.String(),
   updated_at: Type.String(),
+  internal: Type.Boolean({ description: 'A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise' }),
 });
 
 export const TransactionDetailSchema = Type.Composite([TransactionSchema, Type.Object({ wallet_token: WalletTokenSchema })]);

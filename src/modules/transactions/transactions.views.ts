@@ -3,7 +3,7 @@ import type { WalletTokenRow } from '../../db/types.js';
 import { formatStoredUnits18, formatUnits18, toNumber18 } from '../../lib/money.js';
 import { formatDateTime, formatDateTimeOrNull, unixSeconds } from '../../lib/time.js';
 import { tokenView } from '../tokens/tokens.views.js';
-import type { TxRecord } from './transactions.repository.js';
+import { isInternalReceipt, type TxRecord } from './transactions.repository.js';
 import type { ListRow } from './transactions.list.repository.js';
 import type { FeeLevel, Fees } from '../../chain/fees.js';
 
@@ -55,6 +55,7 @@ export function transactionView(t: TxRecord) {
     reference: t.reference,
     created_at: formatDateTime(t.created_at),
     updated_at: formatDateTime(t.updated_at),
+    internal: isInternalReceipt(t),
   };
 }
 
@@ -94,6 +95,7 @@ export function transactionListItem(r: ListRow) {
     reference: r.reference,
     created_at: formatDateTime(r.created_at),
     updated_at: formatDateTime(r.updated_at),
+    internal: isInternalReceipt(r),
   };
 }
 
