@@ -997,6 +997,7 @@ export interface paths {
                          *             "head_block": 1,
                          *             "synced_block": 1,
                          *             "lag_blocks": 1,
+                         *             "traces_pending": 1,
                          *             "endpoints": [
                          *               {
                          *                 "url": "https://shop.example.com/hooks/wallet",
@@ -1004,7 +1005,8 @@ export interface paths {
                          *                 "head_block": 1,
                          *                 "lag_blocks": 1,
                          *                 "latency_ms": 1,
-                         *                 "error": "HTTP 429: rested 2 s"
+                         *                 "error": "HTTP 429: rested 2 s",
+                         *                 "traces": true
                          *               }
                          *             ]
                          *           }
@@ -1048,6 +1050,8 @@ export interface paths {
                                     head_block: number | null;
                                     synced_block: number | null;
                                     lag_blocks: number | null;
+                                    /** @description Blocks recorded while no endpoint could give their call traces: their internal payments and receipts are read again later, never taken as none. */
+                                    traces_pending: number;
                                     endpoints: {
                                         /** @description The origin only (scheme, host and port): a path or query may hold an API key. */
                                         url: string;
@@ -1061,6 +1065,8 @@ export interface paths {
                                          * @example HTTP 429: rested 2 s
                                          */
                                         error: string | null;
+                                        /** @description It offers call traces (debug_traceBlockByHash): false when its last trace call was refused for the method (not asked again for a while, 1 s doubling to 10 min; meanwhile traces are asked of the other endpoints), true again once it answers one. */
+                                        traces: boolean;
                                     }[];
                                 }[];
                                 webhooks: {
@@ -1389,7 +1395,8 @@ export interface paths {
                          *               "head_block": 1,
                          *               "lag_blocks": 1,
                          *               "latency_ms": 1,
-                         *               "error": "HTTP 429: rested 2 s"
+                         *               "error": "HTTP 429: rested 2 s",
+                         *               "traces": true
                          *             }
                          *           ],
                          *           "chain_id": 1,
@@ -1421,6 +1428,8 @@ export interface paths {
                                      * @example HTTP 429: rested 2 s
                                      */
                                     error: string | null;
+                                    /** @description It offers call traces (debug_traceBlockByHash): false when its last trace call was refused for the method (not asked again for a while, 1 s doubling to 10 min; meanwhile traces are asked of the other endpoints), true again once it answers one. */
+                                    traces: boolean;
                                 }[];
                                 chain_id: number;
                                 currency_symbol: string;
@@ -2101,7 +2110,8 @@ export interface paths {
                          *               "head_block": 1,
                          *               "lag_blocks": 1,
                          *               "latency_ms": 1,
-                         *               "error": "HTTP 429: rested 2 s"
+                         *               "error": "HTTP 429: rested 2 s",
+                         *               "traces": true
                          *             }
                          *           ],
                          *           "chain_id": 1,
@@ -2154,6 +2164,8 @@ export interface paths {
                                          * @example HTTP 429: rested 2 s
                                          */
                                         error: string | null;
+                                        /** @description It offers call traces (debug_traceBlockByHash): false when its last trace call was refused for the method (not asked again for a while, 1 s doubling to 10 min; meanwhile traces are asked of the other endpoints), true again once it answers one. */
+                                        traces: boolean;
                                     }[];
                                     chain_id: number;
                                     currency_symbol: string;
@@ -2495,7 +2507,8 @@ export interface paths {
                          *               "head_block": 1,
                          *               "lag_blocks": 1,
                          *               "latency_ms": 1,
-                         *               "error": "HTTP 429: rested 2 s"
+                         *               "error": "HTTP 429: rested 2 s",
+                         *               "traces": true
                          *             }
                          *           ],
                          *           "chain_id": 1,
@@ -2548,6 +2561,8 @@ export interface paths {
                                          * @example HTTP 429: rested 2 s
                                          */
                                         error: string | null;
+                                        /** @description It offers call traces (debug_traceBlockByHash): false when its last trace call was refused for the method (not asked again for a while, 1 s doubling to 10 min; meanwhile traces are asked of the other endpoints), true again once it answers one. */
+                                        traces: boolean;
                                     }[];
                                     chain_id: number;
                                     currency_symbol: string;
@@ -2906,7 +2921,8 @@ export interface paths {
                          *               "head_block": 1,
                          *               "lag_blocks": 1,
                          *               "latency_ms": 1,
-                         *               "error": "HTTP 429: rested 2 s"
+                         *               "error": "HTTP 429: rested 2 s",
+                         *               "traces": true
                          *             }
                          *           ],
                          *           "chain_id": 1,
@@ -2959,6 +2975,8 @@ export interface paths {
                                          * @example HTTP 429: rested 2 s
                                          */
                                         error: string | null;
+                                        /** @description It offers call traces (debug_traceBlockByHash): false when its last trace call was refused for the method (not asked again for a while, 1 s doubling to 10 min; meanwhile traces are asked of the other endpoints), true again once it answers one. */
+                                        traces: boolean;
                                     }[];
                                     chain_id: number;
                                     currency_symbol: string;
@@ -9099,7 +9117,8 @@ export interface paths {
                          *           "payout_id": 1,
                          *           "reference": "reference",
                          *           "created_at": "2026-01-15 12:00:00",
-                         *           "updated_at": "2026-01-15 12:00:00"
+                         *           "updated_at": "2026-01-15 12:00:00",
+                         *           "internal": true
                          *         }
                          *       ]
                          *     }
@@ -9142,6 +9161,8 @@ export interface paths {
                                 reference: string | null;
                                 created_at: string;
                                 updated_at: string;
+                                /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise */
+                                internal: boolean;
                             }[];
                         };
                     };
@@ -10277,6 +10298,7 @@ export interface paths {
                          *         "reference": "reference",
                          *         "created_at": "2026-01-15 12:00:00",
                          *         "updated_at": "2026-01-15 12:00:00",
+                         *         "internal": true,
                          *         "wallet_token": {
                          *           "id": 1,
                          *           "name": "Main wallet",
@@ -10330,6 +10352,8 @@ export interface paths {
                                 reference: string | null;
                                 created_at: string;
                                 updated_at: string;
+                                /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise */
+                                internal: boolean;
                                 wallet_token: {
                                     id: number;
                                     name: string;
@@ -10690,7 +10714,8 @@ export interface paths {
                          *         "payout_id": 1,
                          *         "reference": "reference",
                          *         "created_at": "2026-01-15 12:00:00",
-                         *         "updated_at": "2026-01-15 12:00:00"
+                         *         "updated_at": "2026-01-15 12:00:00",
+                         *         "internal": true
                          *       }
                          *     }
                          */
@@ -10732,6 +10757,8 @@ export interface paths {
                                 reference: string | null;
                                 created_at: string;
                                 updated_at: string;
+                                /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise */
+                                internal: boolean;
                             };
                         };
                     };
@@ -11078,7 +11105,8 @@ export interface paths {
                          *         "payout_id": 1,
                          *         "reference": "reference",
                          *         "created_at": "2026-01-15 12:00:00",
-                         *         "updated_at": "2026-01-15 12:00:00"
+                         *         "updated_at": "2026-01-15 12:00:00",
+                         *         "internal": true
                          *       }
                          *     }
                          */
@@ -11120,6 +11148,8 @@ export interface paths {
                                 reference: string | null;
                                 created_at: string;
                                 updated_at: string;
+                                /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise */
+                                internal: boolean;
                             };
                         };
                     };
@@ -11448,7 +11478,8 @@ export interface paths {
                          *         "payout_id": 1,
                          *         "reference": "reference",
                          *         "created_at": "2026-01-15 12:00:00",
-                         *         "updated_at": "2026-01-15 12:00:00"
+                         *         "updated_at": "2026-01-15 12:00:00",
+                         *         "internal": true
                          *       }
                          *     }
                          */
@@ -11490,6 +11521,8 @@ export interface paths {
                                 reference: string | null;
                                 created_at: string;
                                 updated_at: string;
+                                /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise */
+                                internal: boolean;
                             };
                         };
                     };
@@ -11818,7 +11851,8 @@ export interface paths {
                          *         "payout_id": 1,
                          *         "reference": "reference",
                          *         "created_at": "2026-01-15 12:00:00",
-                         *         "updated_at": "2026-01-15 12:00:00"
+                         *         "updated_at": "2026-01-15 12:00:00",
+                         *         "internal": true
                          *       }
                          *     }
                          */
@@ -11860,6 +11894,8 @@ export interface paths {
                                 reference: string | null;
                                 created_at: string;
                                 updated_at: string;
+                                /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise */
+                                internal: boolean;
                             };
                         };
                     };
