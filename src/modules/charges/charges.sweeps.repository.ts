@@ -91,9 +91,12 @@ export async function replace(db: Executor, row: Pick<SweepRow, 'id' | 'charge_i
   return Number(r.numUpdatedRows) === 1;
 }
 
-/** The replaced sweep in flight of the charge with the lowest nonce, whose nonce its replacement takes. */
-export async function lowestReplaced(db: Executor, chargeId: number): Promise<{ nonce: number; raw_tx: string | null } | undefined> {
-  const r = await db
+/**
+ * The replaced sweeps in flight of the charge at the lowest such nonce, whose nonce its next sweep
+ * takes (their signed bytes, to price that one above each); undefined with none.
+ */
+export async function lowestReplaced(db: Executor, chargeId: number): Promise<{ nonce: number; raw: string[] } | undefined> {
+  const rows = await db
     .selectFrom('charge_sweeps')
     .select(['nonce', 'raw_tx'])
     .where('charge_id', '=', chargeId)
@@ -101,8 +104,10 @@ export async function lowestReplaced(db: Executor, chargeId: number): Promise<{ 
     .where('live_key', 'like', `%${REPLACED}%`)
     .where('nonce', 'is not', null)
     .orderBy('nonce', 'asc')
-    .executeTakeFirst();
-  return r ? { nonce: Number(r.nonce), raw_tx: r.raw_tx } : undefined;
+    .execute();
+  if (rows.length === 0) return undefined;
+  const nonce = Number(rows[0]!.nonce);
+  return { nonce, raw: rows.filter((r) => Number(r.nonce) === nonce && r.raw_tx !== null).map((r) => r.raw_tx!) };
 }
 
 /**

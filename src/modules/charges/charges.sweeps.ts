@@ -147,7 +147,7 @@ interface Target {
   log: Logger;
   /** A look's: the block its balances are read at (`readHeight`), and the replaced sweep whose nonce the next one takes. */
   at?: bigint;
-  replacing?: { nonce: number; fees: FeeModel | null };
+  replacing?: { nonce: number; fees: FeeModel[] };
 }
 
 export class ChargeSweeper {
@@ -193,7 +193,7 @@ export class ChargeSweeper {
     if (!found) return sw.clearDue(db, chargeId, seenDue);
     const at = await this.readHeight(found);
     const replaced = await sw.lowestReplaced(db, chargeId);
-    const t: Target = { ...found, at, replacing: replaced && { nonce: replaced.nonce, fees: replaced.raw_tx ? signedFees(replaced.raw_tx as Hex) : null } };
+    const t: Target = { ...found, at, replacing: replaced && { nonce: replaced.nonce, fees: replaced.raw.map((r) => signedFees(r as Hex)) } };
     const owner = t.charge.address as Address;
     const tokens = await this.tokensToSweep(t);
     let waiting = false;
@@ -242,13 +242,13 @@ export class ChargeSweeper {
   }
 
   /**
-   * The fees a sweep is signed with: the network's now, and when it replaces a sweep at that
-   * nonce, at least an eighth above that one's (a node holding the first takes a replacement
-   * only for 10% more), so the two are different transactions.
+   * The fees a sweep is signed with: the network's now, and when it replaces sweeps at that
+   * nonce, at least an eighth above each one's (a node holding one takes a replacement only for
+   * 10% more), so it is a different transaction from every one of them.
    */
   private async fees(t: Target): Promise<FeeModel> {
     const now = await feeModel(t.client);
-    return t.replacing?.fees ? above(now, t.replacing.fees) : now;
+    return (t.replacing?.fees ?? []).reduce(above, now);
   }
 
   /** Sends the whole native balance less the maximum fee; false when it is dust (logged). */
