@@ -14,10 +14,11 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { balanceOf, chargeApi, clockToChain, events, pay, stampNextBlock } from '../charges/support.js';
 import { waitForCursor } from '../transactions/support.js';
-import { dailyReconciliation } from '../../src/modules/reconciliation/reconciliation.run.js';
+import { reconcileDaily } from '../../src/workers/housekeeping.js';
 
 const WATCH_AFTER_S = 100;
 const LATE = parseEther('0.3');
+const DAY_MS = 24 * 60 * 60 * 1000;
 
 describe('reconciliation: money sent after a charge’s watch ended', () => {
   const clock = new ManualClock();
@@ -119,11 +120,16 @@ describe('reconciliation: money sent after a charge’s watch ended', () => {
     expect(delayed[0].payment).toMatchObject({ tx_hash: null, amount: '0.300000000000000000', late: true });
   });
 
-  it('the daily run records and sweeps it', async () => {
-    const { wallet, api, c } = await paidThenLate('Daily');
+  it('housekeeping’s daily run records and sweeps it', async () => {
+    const { wallet, c } = await paidThenLate('Daily');
     expect((await reconciliation(wallet.id)).unswept).toEqual([expect.objectContaining({ charge_id: c.id, reason: 'after_watch', amount: '0.300000000000000000' })]);
 
-    await dailyReconciliation(t.ctx, t.ctx.log);
+    // Housekeeping's daily run: scheduled a day after the service first started, then due.
+    expect(await reconcileDaily(t.ctx, t.ctx.log)).toBe(false);
+    clock.advance(DAY_MS);
+    expect(await reconcileDaily(t.ctx, t.ctx.log)).toBe(true);
+    alice.token = (await t.request('POST', '/api/auth/login', { body: { email: alice.email, password: alice.password } })).body.data.token; // a day later
+    const api = chargeApi(t, wallet.id, alice.token);
     const warned = t.logs.filter((l) => l.includes('"reconciliation: funds left unswept"')).map((l) => JSON.parse(l));
     expect(warned).toContainEqual(expect.objectContaining({ wallet_id: wallet.id, charge_id: c.id, reason: 'after_watch', amount: '0.300000000000000000' }));
     await api.until(c.id, (x) => x.sweeps.length === 2 && x.sweeps[1].status === 'confirmed', 'the late money swept by the daily run');
