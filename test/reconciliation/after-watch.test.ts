@@ -5,14 +5,16 @@
  * in `unswept` as `after_watch` with its amount. `POST .../charge/{charge}/sweep` (login token
  * only) records it as a late payment (found by the balance: no transaction hash), sweeps it and
  * answers the charge; the daily run does the same for every wallet. `charge.delayed` once, the
- * chain shows the address emptied, and the reconciliation is ok again. Through HTTP, on anvil.
+ * chain shows the address emptied, and the reconciliation is ok again. Native and ERC-20 (the
+ * token's gas topped up from the main address first). Through HTTP, on anvil.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEther, type Address } from 'viem';
 import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { balanceOf, chargeApi, clockToChain, events, pay, stampNextBlock } from '../charges/support.js';
+import { balanceOf, chargeApi, clockToChain, events, pay, stampNextBlock, tokenChargePaid } from '../charges/support.js';
+import { erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { waitForCursor } from '../transactions/support.js';
 import { reconcileDaily } from '../../src/workers/housekeeping.js';
 
@@ -118,6 +120,33 @@ describe('reconciliation: money sent after a charge’s watch ended', () => {
     const delayed = (await events(t, 'charge.delayed')).filter((e) => e.charge_id === c.id);
     expect(delayed).toHaveLength(1);
     expect(delayed[0].payment).toMatchObject({ tx_hash: null, amount: '0.300000000000000000', late: true });
+  });
+
+  it('an ERC-20 charge: the token found after the watch is recorded and swept (its gas sent first); ok again', async () => {
+    const { wallet, usd, api, c } = await tokenChargePaid(t, chain, alice, { networkId, clock, name: 'Tokens', fund: (a) => pay(chain.rpcUrl, a, parseEther('1')) });
+    await api.until(c.id, (x) => x.sweeps.some((s: { token: string; status: string }) => s.token === 'TUSD' && s.status === 'confirmed'), 'the payment swept');
+    await waitFor(async () => ((await api.show(c.id)).sweeps.every((s: { status: string }) => s.status !== 'pending') ? true : null), { message: 'every sweep final' });
+    await settleHead();
+    const before = await reconciliation(wallet.id);
+    expect([before.ok, before.unswept]).toEqual([true, []]);
+
+    const expiresS = Math.floor(new Date(`${c.expires_at}Z`).getTime() / 1000);
+    await stampNextBlock(chain, expiresS + WATCH_AFTER_S + 100);
+    await mintErc20(chain.rpcUrl, usd, c.address as Address, 2_000_000n);
+    clock.advance(Math.max(0, (expiresS + WATCH_AFTER_S + 200) * 1000 - clock.nowMs()));
+    await settleHead();
+    expect((await reconciliation(wallet.id)).unswept).toEqual([{ address: c.address, charge_id: c.id, token: 'TUSD', amount: '2.000000000000000000', reason: 'after_watch' }]);
+
+    const swept = await t.request('POST', `/api/wallet/${wallet.id}/charge/${c.uuid}/sweep`, { token: alice.token });
+    expect(swept.status, swept.text).toBe(200);
+    expect(swept.body.data.payments.at(-1)).toMatchObject({ tx_hash: null, amount: '2.000000000000000000', late: true });
+    await waitFor(async () => ((await erc20BalanceOf(chain.rpcUrl, usd, c.address as Address)) === 0n ? true : null), { message: 'the tokens swept', timeoutMs: 30_000 });
+    await waitFor(async () => ((await api.show(c.id)).sweeps.every((s: { status: string }) => s.status !== 'pending') ? true : null), { message: 'every sweep final' });
+    await waitFor(async () => ((await events(t, 'charge.delayed')).some((e) => e.charge_id === c.id) ? true : null), { message: 'charge.delayed' });
+    await settleHead();
+    const after = await reconciliation(wallet.id);
+    expect([after.ok, after.unswept]).toEqual([true, []]);
+    expect((await events(t, 'charge.delayed')).filter((e) => e.charge_id === c.id)).toHaveLength(1);
   });
 
   it('housekeeping’s daily run records and sweeps it', async () => {
