@@ -49,6 +49,10 @@ describe('reconciliation: money sent after a charge’s watch ended', () => {
     return waitForCursor(t, networkId, await chain.blockNumber());
   }
 
+  /** The sweeper has nothing more to do for the charge (a look due after its last sweep is done). */
+  const nothingDue = (chargeId: number) =>
+    waitFor(async () => ((await t.store.db.selectFrom('charges').select('sweep_due_at').where('id', '=', chargeId).executeTakeFirstOrThrow()).sweep_due_at === null ? true : null), { message: 'nothing due' });
+
   const reconciliation = async (walletId: number) => {
     const res = await t.request('GET', `/api/wallet/${walletId}/reconciliation`, { token: alice.token });
     expect(res.status, res.text).toBe(200);
@@ -67,6 +71,7 @@ describe('reconciliation: money sent after a charge’s watch ended', () => {
     const c = await api.create({ amount: '1', token: 'ETH', expires: 60 });
     await pay(chain.rpcUrl, c.address, parseEther('1'));
     await api.until(c.id, (x) => x.status === 'paid' && x.sweeps[0]?.status === 'confirmed', 'paid and swept');
+    await nothingDue(c.id);
     await settleHead();
     const before = await reconciliation(wallet.id);
     expect([before.ok, before.unswept]).toEqual([true, []]);
@@ -126,6 +131,7 @@ describe('reconciliation: money sent after a charge’s watch ended', () => {
     const { wallet, usd, api, c } = await tokenChargePaid(t, chain, alice, { networkId, clock, name: 'Tokens', fund: (a) => pay(chain.rpcUrl, a, parseEther('1')) });
     await api.until(c.id, (x) => x.sweeps.some((s: { token: string; status: string }) => s.token === 'TUSD' && s.status === 'confirmed'), 'the payment swept');
     await waitFor(async () => ((await api.show(c.id)).sweeps.every((s: { status: string }) => s.status !== 'pending') ? true : null), { message: 'every sweep final' });
+    await nothingDue(c.id);
     await settleHead();
     const before = await reconciliation(wallet.id);
     expect([before.ok, before.unswept]).toEqual([true, []]);
