@@ -109,9 +109,9 @@ export class NetworkTraces {
   async reread(s: SyncScope, network: NetworkRow): Promise<void> {
     const db = s.ctx.store.db;
     await this.giveUpOld(s);
-    const all = this.healed;
+    if (this.healed) await repo.makePendingTracesDue(db, this.networkId, Date.now());
     this.healed = false;
-    const due = await repo.listDuePendingTraces(db, this.networkId, Date.now(), REREAD_PER_TICK, all);
+    const due = await repo.listDuePendingTraces(db, this.networkId, Date.now(), REREAD_PER_TICK);
     let watched: Watched | null = null;
     for (const row of due) {
       const got = await this.trace(s, row.block_hash as Hex);

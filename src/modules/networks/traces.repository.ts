@@ -22,12 +22,22 @@ export async function addPendingTraces(trx: Executor, networkId: number, blocks:
     .execute();
 }
 
-/** The oldest blocks of the network due a new read (`all`: due or not), at most `limit`. */
-export async function listDuePendingTraces(db: Executor, networkId: number, nowMs: number, limit: number, all: boolean): Promise<PendingTraceBlock[]> {
-  let q = db.selectFrom('trace_pending').select(['block_number', 'block_hash', 'attempts', 'created_at']).where('network_id', '=', networkId);
-  if (!all) q = q.where('next_attempt_at', '<=', nowMs);
-  const rows = await q.orderBy('block_number', 'asc').limit(limit).execute();
+/** The oldest blocks of the network due a new read, at most `limit`. */
+export async function listDuePendingTraces(db: Executor, networkId: number, nowMs: number, limit: number): Promise<PendingTraceBlock[]> {
+  const rows = await db
+    .selectFrom('trace_pending')
+    .select(['block_number', 'block_hash', 'attempts', 'created_at'])
+    .where('network_id', '=', networkId)
+    .where('next_attempt_at', '<=', nowMs)
+    .orderBy('block_number', 'asc')
+    .limit(limit)
+    .execute();
   return rows.map((r) => ({ block_number: Number(r.block_number), block_hash: r.block_hash, attempts: Number(r.attempts), created_at: Number(r.created_at) }));
+}
+
+/** Every pending block of the network due now (traces are answered again: no backoff left to wait out). */
+export async function makePendingTracesDue(db: Executor, networkId: number, nowMs: number): Promise<void> {
+  await db.updateTable('trace_pending').set({ next_attempt_at: nowMs }).where('network_id', '=', networkId).where('next_attempt_at', '>', nowMs).execute();
 }
 
 /** A read that did not get the block's traces: the next one at `nextAtMs`. */
