@@ -8,7 +8,10 @@
  *   first `traces: false`, the second `traces: true`;
  * - both refuse it for a while: the block is recorded and counted in the supervisor's
  *   `traces_pending`, the charge stays unpaid; the second heals: the payment appears and
- *   `traces_pending` is 0 again.
+ *   `traces_pending` is 0 again;
+ * - both refuse while the charge's expiry passes: it is not decided expired across a block whose
+ *   traces are unknown; when they come, the payment made before the expiry makes it `paid`
+ *   (without the wait it expired unpaid and the payment came late).
  * Fail without the fix: one endpoint's -32601 switched trace reading off for the whole network
  * (the payment never seen), and a block whose traces could not be read was committed without them.
  */
@@ -20,7 +23,7 @@ import { deployForwarder, forwardValue } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
 import { RpcProxy, waitForCursor } from '../transactions/support.js';
-import { balanceOf, chargeApi, clockToChain, pay } from './support.js';
+import { balanceOf, chargeApi, clockToChain, mineAt, pay } from './support.js';
 
 const NO_METHOD = { action: 'error', code: -32601, message: 'the method debug_traceBlockByHash does not exist/is not available' } as const;
 
@@ -57,6 +60,7 @@ describe('internal payments on two endpoints, one or both refusing traces', () =
     const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
     api = chargeApi(t, wallet.id, user.token);
     forwarder = await deployForwarder(chain.rpcUrl);
+    await waitForCursor(t, networkId, await chain.blockNumber()); // its block traced: the network has traces
   });
   afterAll(async () => {
     await t?.close();
@@ -100,6 +104,26 @@ describe('internal payments on two endpoints, one or both refusing traces', () =
     const paid = await api.until(c.id, (x) => x.status === 'paid', 'paid once the second endpoint gives traces again', 30_000);
     expect(paid.payments).toEqual([expect.objectContaining({ tx_hash: hash, amount: '0.100000000000000000', internal: true, block_number: forwardBlock })]);
     await waitFor(async () => (await networkEntry()).traces_pending === 0, { message: 'traces_pending back to 0', timeoutMs: 30_000 });
+  });
+  it('no expiry is decided across a block whose traces are unknown: paid when they come', async () => {
+    first.rule('debug_traceBlockByHash', NO_METHOD);
+    second.rule('debug_traceBlockByHash', NO_METHOD);
+    await clockToChain(clock, chain);
+    const c = await api.create({ amount: '0.1', token: 'ETH', expires: 60 });
+    const hash = await forwardValue(chain.rpcUrl, forwarder, c.address, parseEther('0.1'));
+    await waitFor(async () => (await networkEntry()).traces_pending > 0, { message: 'the forwarder’s block pending' });
+
+    // Expired on the chain's time, with a confirmed block after it.
+    clock.advance(70_000);
+    await mineAt(chain, Math.floor(clock.nowMs() / 1000) + 5);
+    await chain.mine(1);
+    await waitForCursor(t, networkId, await chain.blockNumber());
+    await new Promise((r) => setTimeout(r, 1_500)); // thirty charge-worker ticks (CHARGES_POLL_MS 50)
+    expect(await api.show(c.id)).toMatchObject({ status: 'pending', payments: [] });
+
+    second.allow('debug_traceBlockByHash');
+    const paid = await api.until(c.id, (x) => x.status === 'paid', 'paid once the traces come', 30_000);
+    expect(paid.payments).toEqual([expect.objectContaining({ tx_hash: hash, amount: '0.100000000000000000', internal: true, late: false })]);
   });
 });
 

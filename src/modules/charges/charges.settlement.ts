@@ -12,7 +12,9 @@
  *    confirmed payments reach the amount is `paid` at once; each payment is taken once.
  * 3. Pending charges whose `expires_at` is behind the confirmed time (earliest due first,
  *    EXPIRY_BATCH): every one of them is decidable and leaves the pending set, so the next tick
- *    takes the next ones, however many there are.
+ *    takes the next ones, however many there are. Only up to the block below the lowest one
+ *    whose call traces are still to be read (`trace_pending`, src/workers/watcher.traces.ts):
+ *    an internal payment there is not known yet, so no expiry is decided across it.
  * 4. Late payments of settled charges not yet announced: `charge.delayed`, once each (a
  *    conditional update of the payment's `notified` with the event in one transaction), and
  *    the address is made due for a sweep.
@@ -31,6 +33,7 @@ import { confirmedHeight } from '../../chain/blocks.js';
 import { readBalance } from '../../chain/erc20.js';
 import { lockEventsOf, recordEvent } from '../events/outbox.js';
 import { findCursor, listNetworks } from '../networks/networks.repository.js';
+import { lowestPendingTrace } from '../networks/traces.repository.js';
 import { findWalletView } from '../wallets/wallets.repository.js';
 import * as repo from './charges.repository.js';
 import * as pay from './charges.payments.repository.js';
@@ -113,16 +116,27 @@ export class ChargeSettlement {
   }
 
   /** Step 3. */
-  private async expireDue(network: NetworkRow, at: Confirmed): Promise<void> {
+  private async expireDue(network: NetworkRow, confirmed: Confirmed): Promise<void> {
+    const at = await this.tracesKnown(this.ctx.store.db, network, confirmed);
     if (at.timeMs === null) return;
     const ids = await pay.listExpirable(this.ctx.store.db, network.id, at.timeMs, EXPIRY_BATCH);
     for (const id of ids) {
       await this.warnUnseenFunds(network, id, at.height);
       await this.ctx.store.db.transaction().execute(async (trx) => {
         const now = await this.confirmedIn(trx, network, at);
-        if (now) await this.decideOne(trx, id, now);
+        if (now) await this.decideOne(trx, id, await this.tracesKnown(trx, network, now));
       });
     }
+  }
+
+  /**
+   * `at`, or the block below the lowest one whose call traces are still to be read when that is
+   * lower: an expiry decided above it could miss a payment made through a contract before it.
+   */
+  private async tracesKnown(db: Executor, network: NetworkRow, at: Confirmed): Promise<Confirmed> {
+    const lowest = await lowestPendingTrace(db, network.id);
+    if (lowest === null || lowest > at.height) return at;
+    return { height: lowest - 1, timeMs: await pay.blockTimeAtOrBelow(db, network.id, lowest - 1) };
   }
 
   /**

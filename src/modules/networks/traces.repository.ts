@@ -72,6 +72,12 @@ export async function dropPendingTracesBefore(db: Executor, networkId: number, b
   return rows.map((r) => Number(r.block_number)).sort((a, b) => a - b);
 }
 
+/** The lowest block of the network whose traces are still to be read, or null. */
+export async function lowestPendingTrace(db: Executor, networkId: number): Promise<number | null> {
+  const row = await db.selectFrom('trace_pending').select('block_number').where('network_id', '=', networkId).orderBy('block_number', 'asc').limit(1).executeTakeFirst();
+  return row ? Number(row.block_number) : null;
+}
+
 /** When an endpoint of the network last answered a trace call, or null. */
 export async function findTracesAnsweredAt(db: Executor, networkId: number): Promise<number | null> {
   const row = await db.selectFrom('network_traces').select('answered_at').where('network_id', '=', networkId).executeTakeFirst();
