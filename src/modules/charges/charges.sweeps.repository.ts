@@ -220,11 +220,14 @@ export async function topUpState(db: Executor, transactionId: number): Promise<{
   return db.selectFrom('transactions').select(['status', 'tx_hash']).where('id', '=', transactionId).executeTakeFirst();
 }
 
-/** The highest block of the charge's money: where it settled, and its payments' blocks (late ones too); null without any. */
+/** The highest block of the charge's money: where it settled, its payments' blocks (late ones too) and its sweeps' and top-ups'; null without any. */
 export async function moneyBlock(db: Executor, chargeId: number): Promise<number | null> {
   const paid = await db.selectFrom('charge_payments').select((eb) => eb.fn.max('block_number').as('block')).where('charge_id', '=', chargeId).executeTakeFirst();
   const settled = await db.selectFrom('charges').select('settled_block').where('id', '=', chargeId).executeTakeFirst();
-  const blocks = [paid?.block, settled?.settled_block].filter((b) => b !== null && b !== undefined).map(Number);
+  // Its sweeps and top-ups mined too: a balance read below an earlier sweep's block still shows
+  // what that sweep took, and a second sweep signed from it can never mine (it stays pending).
+  const swept = await db.selectFrom('charge_sweeps').select((eb) => eb.fn.max('block_number').as('block')).where('charge_id', '=', chargeId).executeTakeFirst();
+  const blocks = [paid?.block, settled?.settled_block, swept?.block].filter((b) => b !== null && b !== undefined).map(Number);
   return blocks.length > 0 ? Math.max(...blocks) : null;
 }
 
