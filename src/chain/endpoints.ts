@@ -37,7 +37,7 @@
  */
 import { custom, http, HttpRequestError, RpcRequestError, TimeoutError, type EIP1193RequestFn, type Transport } from 'viem';
 import { redactUrl } from '../lib/redact.js';
-import { ALREADY_KNOWN, isFault, isRangeRefused, isTransient, nodeWords, NotYetAtHeightError, refusalKind } from './errors.js';
+import { ALREADY_KNOWN, isFault, isRangeRefused, isTransient, MayBeHeldError, nodeWords, NotYetAtHeightError, refusalKind } from './errors.js';
 import { rpcFetch } from './rpc-fetch.js';
 import { TRACE_METHODS, TraceRoute } from './traces.js';
 
@@ -70,6 +70,13 @@ const REST_FIRST_MS = 1_000;
 /** How long the head of an endpoint that failed since still counts toward the best head. */
 const HEAD_KNOWN_MS = 60_000;
 const REST_MAX_MS = 60_000;
+/**
+ * How long a signed transaction that an endpoint left unanswered is remembered, and how many: a
+ * refusal of the same bytes by every endpoint asked meanwhile is not final (`broadcast`). The
+ * sender's own re-sends after that are never first sends, so their refusals are not final anyway.
+ */
+const MAY_HOLD_MS = 10 * 60_000;
+const MAY_HOLD_KEPT = 10_000;
 const RATE_LIMITED = /rate.?limit|too many requests/i;
 /**
  * An error answer to a read at a block height that says the node has no such block yet: geth's
@@ -315,6 +322,8 @@ export class EndpointSet {
   private readonly traceRoute: TraceRoute<Endpoint>;
   private timer: NodeJS.Timeout | null = null;
   private firstCheck: Promise<void> | null = null;
+  /** Signed transactions (their bytes) a send left with an endpoint that did not answer, and when: see `broadcast`. */
+  private readonly mayHold = new Map<string, number>();
 
   constructor(
     urls: readonly string[],
@@ -553,6 +562,25 @@ export class EndpointSet {
     if (accepted) return (accepted as PromiseFulfilledResult<unknown>).value;
     const reasons = answers.map((a) => (a as PromiseRejectedResult).reason as unknown);
     const refused = (r: unknown) => !isFault(r) && refusalKind(nodeWords(r)) !== null;
-    throw reasons.find((r) => ALREADY_KNOWN.test(nodeWords(r))) ?? reasons.find((r) => !refused(r)) ?? reasons[0];
+    const known = reasons.find((r) => ALREADY_KNOWN.test(nodeWords(r)));
+    if (known !== undefined) throw known;
+    const key = Array.isArray(params) && typeof params[0] === 'string' ? params[0] : JSON.stringify(params);
+    const unknown = reasons.find((r) => !refused(r));
+    if (unknown !== undefined) {
+      this.heldMaybe(key, now);
+      throw unknown;
+    }
+    // Every endpoint asked refused it; but a retry of a send that one did not answer asks fewer
+    // (that one is down now): it may still hold the transaction.
+    const since = this.mayHold.get(key);
+    if (since !== undefined && now - since < MAY_HOLD_MS) throw new MayBeHeldError();
+    throw reasons[0];
+  }
+
+  /** Remembers that an endpoint may hold the signed transaction `key` (at most MAY_HOLD_KEPT, the oldest forgotten first). */
+  private heldMaybe(key: string, nowMs: number): void {
+    this.mayHold.delete(key);
+    this.mayHold.set(key, nowMs);
+    if (this.mayHold.size > MAY_HOLD_KEPT) this.mayHold.delete(this.mayHold.keys().next().value!);
   }
 }

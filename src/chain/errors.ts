@@ -33,6 +33,18 @@ export class NotYetAtHeightError extends BaseError {
   }
 }
 
+/**
+ * Every endpoint asked refused a signed transaction, but an earlier send of the very same bytes
+ * (a retry asks fewer endpoints: one that failed is skipped) had an endpoint that did not answer
+ * and may hold it: the sender cannot know (a fault, never a refusal).
+ */
+export class MayBeHeldError extends BaseError {
+  // No cause: the refusal's words would be read as the answer (broadcast.ts `nodeMessage`).
+  constructor() {
+    super('An endpoint that did not answer an earlier send may hold the transaction', { name: 'MayBeHeldError' });
+  }
+}
+
 /** True when a read failed because no endpoint has (any longer) the block it is about. */
 export function isNotYetAtHeight(err: unknown): boolean {
   return err instanceof BaseError && Boolean(err.walk((e) => e instanceof NotYetAtHeightError));
@@ -109,6 +121,7 @@ export function isTransient(err: unknown): boolean {
 export function isFault(err: unknown): boolean {
   if (isUnreachable(err)) return true;
   if (isNotYetAtHeight(err)) return true;
+  if (err instanceof BaseError && err.walk((e) => e instanceof MayBeHeldError)) return true;
   const status = httpStatusOf(err);
   if (status !== null && (status >= 500 || status === 429)) return true;
   if (!(err instanceof BaseError)) return false;

@@ -84,6 +84,21 @@ describe('a refusal is final only when no endpoint may hold the transaction', ()
     await nothingFalse(w);
   });
 
+  it('a retry of the send asks only the endpoint that refused (the other, which forwarded it, is down now): still not final', async () => {
+    const w = await fundedWallet(t, chain, user, networkId, 10n * ETH);
+    // The first round: A refuses, B forwards and times out (B is then down). The client's retry of
+    // the same bytes asks A alone, which refuses again; B holds it.
+    a.rule('eth_sendRawTransaction', { action: 'error', code: -32000, message: 'insufficient funds for gas * price + value: have 0 want 10000000000000000', times: 2 });
+    b.rule('eth_sendRawTransaction', { action: 'forward-timeout', ms: 3_000, times: 1 });
+    a.rule('eth_getTransactionByHash', { action: 'null', times: 2 });
+    b.rule('eth_getTransactionByHash', { action: 'forward-timeout', ms: 3_000, times: 2 });
+    const res = await create(w, `retry-fewer-${w.id}`);
+    expect({ status: res.status, message: res.body.message, tx: res.body.data?.status }).toEqual({ status: 200, message: expect.any(String), tx: 'pending' });
+    expect(a.calls.filter((m) => m === 'eth_sendRawTransaction').length).toBeGreaterThanOrEqual(2);
+    await waitForStatus(t, user, w.id, res.body.data.id, 'confirmed', 30_000);
+    await nothingFalse(w);
+  });
+
   it('"nonce too low" from one endpoint about an unused nonce, the other down: pending, re-sent, confirmed; no nonce skipped', async () => {
     const w = await fundedWallet(t, chain, user, networkId, 10n * ETH);
     a.rule('eth_sendRawTransaction', { action: 'error', code: -32000, message: 'nonce too low: next nonce 1, tx nonce 0', times: 1 });
