@@ -130,9 +130,10 @@ describe('restart', () => {
     await chain.setBalance(w.address, ETH);
     proxy.allow('eth_sendRawTransaction');
     t = await boot();
-    await waitFor(() => t.logs.some((l) => l.includes('re-broadcast refused')), { message: 'the re-send is refused' });
+    // Refused for a reason a fee does not mend: stuck at once, with the node's words, nonce kept.
+    await waitFor(() => t.logs.some((l) => l.includes('transaction stuck: every endpoint refused its re-send')), { message: 'the re-send is refused' });
     const shown = await t.request('GET', `/api/wallet/${w.id}/transaction/show/${res.body.data.id}`, { token: user.token });
-    expect(shown.body.data).toMatchObject({ status: 'pending', failure_reason: null, block_number: null });
+    expect(shown.body.data).toMatchObject({ status: 'pending', failure_reason: null, block_number: null, nonce: 0, stuck: true, stuck_reason: expect.stringMatching(/insufficient funds/i) });
     expect(await eventsOf(t, w.id, 'transaction.failed')).toEqual([]);
     // Its money stays reserved: 0.5 of the 1 ETH left does not fit next to its 1.5.
     const later = await create('0.5');
