@@ -71,11 +71,12 @@ const REST_FIRST_MS = 1_000;
 const HEAD_KNOWN_MS = 60_000;
 const REST_MAX_MS = 60_000;
 /**
- * How long a signed transaction that an endpoint left unanswered is remembered, and how many: a
- * refusal of the same bytes by every endpoint asked meanwhile is not final (`broadcast`). The
- * sender's own re-sends after that are never first sends, so their refusals are not final anyway.
+ * How long after a send that an endpoint left unanswered a refusal of the same bytes by every
+ * endpoint asked is not final (`broadcast`): the transport's own retry of that send (at once,
+ * asking fewer endpoints) is inside it. A caller's later re-send is never a first send, so its
+ * refusal is not final anyway, and it needs the refusal's words (its fees, or stuck).
  */
-const MAY_HOLD_MS = 10 * 60_000;
+const MAY_HOLD_MS = 2_000;
 const MAY_HOLD_KEPT = 10_000;
 const RATE_LIMITED = /rate.?limit|too many requests/i;
 /**
@@ -567,13 +568,13 @@ export class EndpointSet {
     const key = Array.isArray(params) && typeof params[0] === 'string' ? params[0] : JSON.stringify(params);
     const unknown = reasons.find((r) => !refused(r));
     if (unknown !== undefined) {
-      this.heldMaybe(key, now);
+      this.heldMaybe(key, Date.now());
       throw unknown;
     }
-    // Every endpoint asked refused it; but a retry of a send that one did not answer asks fewer
-    // (that one is down now): it may still hold the transaction.
+    // Every endpoint asked refused it; but the client's retry of a send that one did not answer
+    // asks fewer (that one is down now): it may still hold the transaction.
     const since = this.mayHold.get(key);
-    if (since !== undefined && now - since < MAY_HOLD_MS) throw new MayBeHeldError();
+    if (since !== undefined && Date.now() - since < MAY_HOLD_MS) throw new MayBeHeldError();
     throw reasons[0];
   }
 
