@@ -70,7 +70,8 @@ describe('pending call traces across a restart and a reorg', () => {
     // A block with a transaction, read by the new process while traces are still refused: pending
     // too (the network had traces), not taken for a network without them.
     const other = await pay(chain.rpcUrl, OTHER, 1n);
-    const otherBlock = Number(BigInt((await chain.rpc<{ blockNumber: string }>('eth_getTransactionReceipt', [other])).blockNumber));
+    const mined = await waitFor(() => chain.rpc<{ blockNumber: string } | null>('eth_getTransactionReceipt', [other]), { message: 'the other payment mined' });
+    const otherBlock = Number(BigInt(mined.blockNumber));
     await waitFor(async () => (await app!.store.db.selectFrom('trace_pending').select('block_number').execute()).some((r) => Number(r.block_number) === otherBlock), {
       message: 'the new process’s block pending too',
     });
