@@ -192,6 +192,10 @@ export interface TransactionsTable {
   replaced_hashes: string | null;
   /** What the mined transfer cost: gas used × effective gas price + the receipt's L1 data fee; null unmined (migration 011). */
   fee_paid: Amount | null;
+  /** A call to one of the wallet's token contracts: that token, the amount its policy counted, and what it takes from the wallet's balance (migration 029). */
+  call_token_id: number | null;
+  call_amount: Amount | null;
+  call_spend: Amount | null;
 }
 
 /** Every signed version (same nonce) of a replaced transaction (migration 006). */
