@@ -2,8 +2,12 @@
  * The SSRF guard: a webhook URL must not reach the service's own host, its private network or a
  * cloud metadata endpoint. A host name is resolved (every address, as the connection would) and
  * refused when ANY address is loopback, private, link-local, CGNAT, metadata, unspecified,
- * multicast, reserved or documentation-only, for IPv4 and IPv6 (IPv4-mapped, -compatible,
- * NAT64 and 6to4 forms are judged by the IPv4 address they carry).
+ * multicast, reserved or documentation-only, for IPv4 and IPv6. An IPv6 address that carries an
+ * IPv4 address is judged by the IPv4 address it carries (IPv4-mapped `::ffff:0:0/96`, the
+ * IPv4-translated `::ffff:0:0:0/96`, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`; the deprecated
+ * IPv4-compatible `::/96` is refused whole), and Teredo `2001::/32` is refused whole: its
+ * client address is obfuscated and its relay can forward to any IPv4 address, and no webhook
+ * receiver needs it.
  *
  * Checked twice: on create/update (a 422 for the caller) and again by the delivery worker on
  * every connection (`guardedLookup`, used as the socket's DNS lookup), because DNS can change
@@ -36,6 +40,7 @@ const V4_BLOCKED: ReadonlyArray<readonly [string, number]> = [
 const V6_BLOCKED: ReadonlyArray<readonly [string, number]> = [
   ['::', 96], // unspecified, loopback ::1 and the deprecated IPv4-compatible ::a.b.c.d
   ['64:ff9b:1::', 48], // local-use NAT64
+  ['2001::', 32], // Teredo: tunnels to an IPv4 address (server and obfuscated client inside)
   ['100::', 64], // discard-only
   ['2001:db8::', 32], // documentation
   ['2001:2::', 48], // benchmarking
@@ -96,6 +101,7 @@ export function isForbiddenAddress(ip: string): boolean {
   const hi96 = v >> 32n;
   const low32 = v & 0xffffffffn;
   if (hi96 === 0xffffn) return v4Blocked(low32); // ::ffff:a.b.c.d, IPv4-mapped
+  if (hi96 === 0xffff0000n) return v4Blocked(low32); // ::ffff:0:a.b.c.d, IPv4-translated (SIIT)
   if (hi96 === 0x64ff9b0000000000000000n) return v4Blocked(low32); // 64:ff9b::a.b.c.d, NAT64
   if (v >> 112n === 0x2002n) return v4Blocked((v >> 80n) & 0xffffffffn); // 2002:aabb:ccdd::, 6to4
   return inBlocks(v, 128, V6_BLOCKED, v6ToBigInt);
