@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { SecretBox } from '../../lib/crypto.js';
 import { SecretCache } from './secret-cache.js';
 
 const at = (id: number) => ({ table: 'webhooks', column: 'signature_enc', id });
@@ -42,5 +44,36 @@ describe('SecretCache', () => {
     expect(cache.size).toBe(1);
     cache.forget(2);
     expect(cache.size).toBe(0);
+  });
+
+  // Issue 47 (f): a ciphertext copied into another webhook's row (or another column) does not
+  // decrypt there (values are bound to their place); the cache must not answer it from the
+  // entry of the row it was copied from.
+  it("does not hand one webhook's secret to another row holding the same ciphertext", () => {
+    const box = new SecretBox([{ id: 'k', key: randomBytes(32) }], 'k');
+    const cache = new SecretCache((enc, place) => box.decrypt(enc, place));
+    const enc = box.encrypt('whsec_of_webhook_1', at(1));
+    expect(cache.get(at(1), enc, [enc], 0)).toBe('whsec_of_webhook_1');
+    // Webhook 2's row was given webhook 1's ciphertext (a copied row): decrypted at its own place, refused.
+    expect(() => cache.get(at(2), enc, [enc], 1)).toThrow(/decryption failed/);
+    // The same webhook's other column holding it: refused too.
+    const headers = { table: 'webhooks', column: 'headers_enc', id: 1 };
+    expect(() => cache.get(headers, enc, [enc, enc], 2)).toThrow(/decryption failed/);
+    // The rightful row still reads its own value (from the cache).
+    expect(cache.get(at(1), enc, [enc], 3)).toBe('whsec_of_webhook_1');
+    expect(cache.size).toBe(1);
+  });
+
+  it('keys an entry by webhook, column and ciphertext', () => {
+    const calls: string[] = [];
+    const cache = new SecretCache((enc, place) => (calls.push(`${place.column}#${place.id}:${enc}`), `plain(${enc}@${place.id})`));
+    expect(cache.get(at(1), 'same', ['same'], 0)).toBe('plain(same@1)');
+    expect(cache.get(at(2), 'same', ['same'], 0)).toBe('plain(same@2)');
+    expect(cache.get(at(1), 'same', ['same'], 0)).toBe('plain(same@1)');
+    expect(calls).toEqual(['signature_enc#1:same', 'signature_enc#2:same']);
+    cache.forget(1);
+    expect(cache.size).toBe(1);
+    expect(cache.get(at(2), 'same', ['same'], 0)).toBe('plain(same@2)');
+    expect(calls).toHaveLength(2);
   });
 });

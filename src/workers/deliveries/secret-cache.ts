@@ -7,7 +7,10 @@
  *   process: the old secret is dropped at the first delivery that carries the new one);
  * - after SECRET_TTL_MS in any case (a webhook deleted elsewhere, or never seen again);
  * - all at once past SECRET_CACHE_MAX entries.
- * Keyed by the ciphertext (a fresh nonce on every write), so a stale entry is never used.
+ * Keyed by the place (webhook id and column) and the ciphertext (a fresh nonce on every write),
+ * so a stale entry is never used, and a ciphertext copied into another row or column (which
+ * does not decrypt there: values are bound to their place) is decrypted, and refused, at its
+ * new place instead of being answered from the entry of the row it was copied from.
  */
 import type { SecretPlace } from '../../lib/crypto.js';
 
@@ -16,8 +19,14 @@ export const SECRET_CACHE_MAX = 1_000;
 
 interface Entry {
   plain: string;
+  enc: string;
   webhookId: number;
   expiresAtMs: number;
+}
+
+/** The cache key: where the value is stored and the value itself. */
+function keyOf(place: SecretPlace, enc: string): string {
+  return `${place.table}.${place.column}.${place.id}:${enc}`;
 }
 
 export class SecretCache {
@@ -32,28 +41,29 @@ export class SecretCache {
   /** The plaintext of `enc`, stored at `place` (a webhook's column), one of that webhook's current ciphertexts `current`. */
   get(place: SecretPlace, enc: string, current: readonly (string | null)[], nowMs: number): string {
     const webhookId = place.id;
-    const hit = this.#entries.get(enc);
+    const key = keyOf(place, enc);
+    const hit = this.#entries.get(key);
     if (hit !== undefined && hit.expiresAtMs > nowMs) return hit.plain;
-    if (hit !== undefined) this.#drop(enc);
+    if (hit !== undefined) this.#drop(key);
     this.#retainOnly(webhookId, current);
     if (this.#entries.size >= SECRET_CACHE_MAX) this.clear();
     const plain = this.decrypt(enc, place);
-    this.#entries.set(enc, { plain, webhookId, expiresAtMs: nowMs + this.ttlMs });
+    this.#entries.set(key, { plain, enc, webhookId, expiresAtMs: nowMs + this.ttlMs });
     let set = this.#byWebhook.get(webhookId);
     if (set === undefined) this.#byWebhook.set(webhookId, (set = new Set()));
-    set.add(enc);
+    set.add(key);
     return plain;
   }
 
   /** Drops every entry of the webhook (it was changed or deleted). */
   forget(webhookId: number): void {
-    for (const enc of this.#byWebhook.get(webhookId) ?? []) this.#entries.delete(enc);
+    for (const key of this.#byWebhook.get(webhookId) ?? []) this.#entries.delete(key);
     this.#byWebhook.delete(webhookId);
   }
 
   /** Drops every entry past its time. */
   prune(nowMs: number): void {
-    for (const [enc, e] of this.#entries) if (e.expiresAtMs <= nowMs) this.#drop(enc);
+    for (const [key, e] of this.#entries) if (e.expiresAtMs <= nowMs) this.#drop(key);
   }
 
   clear(): void {
@@ -69,15 +79,18 @@ export class SecretCache {
   #retainOnly(webhookId: number, current: readonly (string | null)[]): void {
     const set = this.#byWebhook.get(webhookId);
     if (set === undefined) return;
-    for (const enc of set) if (!current.includes(enc)) this.#drop(enc);
+    for (const key of set) {
+      const e = this.#entries.get(key);
+      if (e !== undefined && !current.includes(e.enc)) this.#drop(key);
+    }
   }
 
-  #drop(enc: string): void {
-    const e = this.#entries.get(enc);
+  #drop(key: string): void {
+    const e = this.#entries.get(key);
     if (e === undefined) return;
-    this.#entries.delete(enc);
+    this.#entries.delete(key);
     const set = this.#byWebhook.get(e.webhookId);
-    set?.delete(enc);
+    set?.delete(key);
     if (set?.size === 0) this.#byWebhook.delete(e.webhookId);
   }
 }
