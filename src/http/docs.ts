@@ -9,7 +9,8 @@
  * (Scalar's Fastify plugin also bundles its script, but its page fetches fonts from Scalar's
  * CDN unless told otherwise, and its "try it" requests may go through Scalar's proxy.)
  * The page's Content-Security-Policy allows only this origin, so a future asset from
- * elsewhere would fail loudly in the browser test instead of quietly leaking requests.
+ * elsewhere would fail loudly in the browser test instead of quietly leaking requests. A token
+ * given to its "Authorize" dialog is kept in memory only (gone with the tab or a reload).
  */
 import type { RouteOptions } from 'fastify';
 import swagger from '@fastify/swagger';
@@ -106,7 +107,9 @@ export async function installDocs(app: App, version: string): Promise<void> {
     await scope.register(swaggerUi, {
       routePrefix: DOCS_PATH,
       staticCSP: DOCS_CSP,
-      uiConfig: { docExpansion: 'list', deepLinking: true, displayRequestDuration: true, persistAuthorization: true },
+      // The bearer token given to "Authorize" stays in the page's memory: persisting it would
+      // write it to localStorage, where it outlives the tab and any script of this origin reads it.
+      uiConfig: { docExpansion: 'list', deepLinking: true, displayRequestDuration: true, persistAuthorization: false },
       theme: { title: 'Wallet and Payment Service API' },
     });
   });
