@@ -1,4 +1,7 @@
-/** The systemd unit in deploy/ passes `systemd-analyze verify` (and a broken copy does not). */
+/**
+ * The systemd unit in deploy/ passes `systemd-analyze verify` (and a broken copy does not), and
+ * its environment is one the service accepts, trusting one proxy hop (issue 47, c).
+ */
 import { execFile } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,6 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/process.js';
+import { loadConfig } from '../../src/config.js';
 
 const run = promisify(execFile);
 
@@ -33,5 +37,16 @@ describe('deploy/wallet-service@.service', () => {
     writeFileSync(broken, readFileSync(unit, 'utf8').replace('ExecStart=/usr/bin/node', 'ExecStart=node-without-a-path'));
     const bad = await verify(broken);
     expect(bad.code).not.toBe(0);
+  });
+
+  it('trusts one proxy hop, never every X-Forwarded-For entry', () => {
+    const unit = readFileSync(join(ROOT, 'deploy/wallet-service@.service'), 'utf8');
+    const env = Object.fromEntries(
+      [...unit.matchAll(/^Environment=([A-Z_]+)=(.*)$/gm)].map((m) => [m[1]!, m[2]!.replace('%i', '8081')]),
+    );
+    expect(env.TRUST_PROXY).toBe('1');
+    const config = loadConfig({ ...env, APP_KEY: Buffer.alloc(32, 1).toString('base64') });
+    expect(config.trustProxy).toBe(1);
+    expect(config.host).toBe('127.0.0.1');
   });
 });
