@@ -26,10 +26,29 @@ describe('loadConfig', () => {
   it('allows private webhook targets by default only for development on a loopback address', () => {
     expect(loadConfig({ HOST: 'localhost' }).webhook.allowPrivate).toBe(true);
     expect(loadConfig({ HOST: '::1' }).webhook.allowPrivate).toBe(true);
-    expect(loadConfig({ HOST: '0.0.0.0' }).webhook.allowPrivate).toBe(false);
-    expect(loadConfig({ HOST: '192.168.1.10' }).webhook.allowPrivate).toBe(false);
+    expect(loadConfig({ NODE_ENV: 'development', HOST: '0.0.0.0' }).webhook.allowPrivate).toBe(false);
+    expect(loadConfig({ NODE_ENV: 'development', HOST: '192.168.1.10' }).webhook.allowPrivate).toBe(false);
     expect(loadConfig({ NODE_ENV: 'test' }).webhook.allowPrivate).toBe(false);
-    expect(loadConfig({ HOST: '0.0.0.0', WEBHOOK_ALLOW_PRIVATE: 'true' }).webhook.allowPrivate).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'development', HOST: '0.0.0.0', WEBHOOK_ALLOW_PRIVATE: 'true' }).webhook.allowPrivate).toBe(true);
+  });
+
+  // Issue 47 (a): the development defaults are for one machine; on a public bind NODE_ENV must be said.
+  it('refuses an unset NODE_ENV on a HOST others can reach, naming the variable', () => {
+    for (const host of ['0.0.0.0', '::', '192.168.1.10', '[2001:db8::1]', 'wallet.example.com']) {
+      expect(() => loadConfig({ HOST: host }), host).toThrow(ConfigError);
+      expect(() => loadConfig({ HOST: host }), host).toThrow(`Invalid configuration: NODE_ENV must be set when HOST (${host}) is not a loopback address`);
+      expect(() => loadConfig({ HOST: host, NODE_ENV: '' }), host).toThrow(/NODE_ENV must be set/);
+    }
+    // Said explicitly, each is accepted: production (with its key), or development on purpose.
+    expect(loadConfig({ HOST: '0.0.0.0', NODE_ENV: 'production', APP_KEY: KEY }).devnet.register).toBe(false);
+    expect(loadConfig({ HOST: '0.0.0.0', NODE_ENV: 'development' }).devnet.register).toBe(true);
+    expect(loadConfig({ HOST: '0.0.0.0', NODE_ENV: 'test' }).nodeEnv).toBe('test');
+    // Out of the box (`npm start` on a fresh machine) it listens on loopback with the development defaults.
+    for (const host of [undefined, '127.0.0.1', '127.0.0.2', 'localhost', '::1', '[::1]']) {
+      const c = loadConfig(host === undefined ? {} : { HOST: host });
+      expect(c.nodeEnv, String(host)).toBe('development');
+      expect(c.devnet.spawn).toBe(true);
+    }
   });
 
   it('reads TRUST_PROXY as true/false, a hop count, or addresses and CIDRs', () => {

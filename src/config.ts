@@ -212,11 +212,8 @@ function delays(env: Env, name: string, fallback: number[]): number[] {
 }
 
 export function loadConfig(env: Env = process.env): Config {
-  const nodeEnvRaw = str(env, 'NODE_ENV', 'development');
-  if (!['development', 'production', 'test'].includes(nodeEnvRaw)) {
-    throw new ConfigError('NODE_ENV', `must be development, production or test, got "${nodeEnvRaw}"`);
-  }
-  const nodeEnv = nodeEnvRaw as NodeEnv;
+  const host = str(env, 'HOST', '127.0.0.1');
+  const nodeEnv = nodeEnvOf(env, host);
   const production = nodeEnv === 'production';
 
   const appKey = optional(env, 'APP_KEY');
@@ -250,7 +247,6 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
-  const host = str(env, 'HOST', '127.0.0.1');
   const port = int(env, 'PORT', 8080, 0, 65535);
 
   const config: Config = {
@@ -317,6 +313,27 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: trustProxy(env),
   };
   return deepFreeze(config);
+}
+
+/**
+ * NODE_ENV, `development` when unset, except on a HOST others can reach: the development defaults
+ * (a master key generated next to the data, the devnet and its public pay route) are for one
+ * machine, so a service listening on a network must say which it is. `NODE_ENV=development`
+ * there keeps them on purpose (with their warnings); unset is a boot error naming the variable.
+ */
+function nodeEnvOf(env: Env, host: string): NodeEnv {
+  const raw = optional(env, 'NODE_ENV');
+  if (raw === null && !isLoopbackHost(host)) {
+    throw new ConfigError(
+      'NODE_ENV',
+      `must be set when HOST (${host}) is not a loopback address: NODE_ENV=production for a service others reach (APP_KEY required, no devnet), or NODE_ENV=development to expose the development defaults on purpose`,
+    );
+  }
+  const value = raw ?? 'development';
+  if (!['development', 'production', 'test'].includes(value)) {
+    throw new ConfigError('NODE_ENV', `must be development, production or test, got "${value}"`);
+  }
+  return value as NodeEnv;
 }
 
 /** PASSWORD_SCRYPT_N: a power of two from 2^10 to 2^20; default 2^17 (OWASP's scrypt guidance). */

@@ -34,7 +34,7 @@ describe('hosted_url and PUBLIC_URL', () => {
   });
 
   it('defaults PUBLIC_URL to the listen address and drops a trailing slash', () => {
-    expect(loadConfig({ HOST: '0.0.0.0', PORT: '3000' }).publicUrl).toBe('http://0.0.0.0:3000');
+    expect(loadConfig({ NODE_ENV: 'development', HOST: '0.0.0.0', PORT: '3000' }).publicUrl).toBe('http://0.0.0.0:3000');
     expect(loadConfig({}).publicUrl).toBe('http://127.0.0.1:8080');
     expect(loadConfig({ HOST: '::1', PORT: '9000' }).publicUrl).toBe('http://[::1]:9000');
     expect(loadConfig({ PUBLIC_URL: 'https://pay.example.com/' }).publicUrl).toBe('https://pay.example.com');

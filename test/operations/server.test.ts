@@ -1,10 +1,11 @@
 /**
  * The real `npm start` entry point as a child process: devnet spawned and registered,
  * bootstrap user, data surviving a restart, SIGTERM draining in-flight requests and exiting 0,
- * and production refusing to start without APP_KEY.
+ * production refusing to start without APP_KEY, and a public HOST refusing to start without
+ * NODE_ENV.
  */
 import { createServer, type Server, type Socket } from 'node:net';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findFreePort } from '../../src/chain/devnet.js';
@@ -110,5 +111,19 @@ describe('server process', () => {
     const p = runTs('src/server.ts', [], { NODE_ENV: 'production', DATA_DIR: db.dataDir });
     expect(await p.exited).toBe(1);
     expect(p.output().trim()).toBe('Invalid configuration: APP_KEY is required when NODE_ENV=production (32 bytes, base64)');
+  });
+
+  it('refuses to start on a public HOST without NODE_ENV, before generating a key or starting a devnet', async () => {
+    const dataDir = join(db.dataDir, 'public-bind');
+    const p = runTs('src/server.ts', [], { HOST: '0.0.0.0', PORT: String(await findFreePort()), DEVNET_PORT: String(await findFreePort()), DATA_DIR: dataDir });
+    // Should it start after all, it is stopped (SIGTERM also stops its devnet) rather than left behind.
+    const started = setTimeout(() => p.child.kill('SIGTERM'), 30_000);
+    try {
+      expect(await p.exited).toBe(1);
+    } finally {
+      clearTimeout(started);
+    }
+    expect(p.output().trim()).toMatch(/^Invalid configuration: NODE_ENV must be set when HOST \(0\.0\.0\.0\) is not a loopback address: NODE_ENV=production .*$/);
+    expect(existsSync(join(dataDir, 'app.key'))).toBe(false);
   });
 });
