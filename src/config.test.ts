@@ -74,6 +74,15 @@ describe('loadConfig', () => {
     expect(c.devnet.spawn).toBe(false);
   });
 
+  it('serves /metrics without a token by default everywhere but in production (METRICS_PUBLIC)', () => {
+    expect(loadConfig({}).metricsPublic).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'test' }).metricsPublic).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'production', APP_KEY: KEY }).metricsPublic).toBe(false);
+    expect(loadConfig({ NODE_ENV: 'production', APP_KEY: KEY, METRICS_PUBLIC: 'true' }).metricsPublic).toBe(true);
+    expect(loadConfig({ METRICS_PUBLIC: 'off' }).metricsPublic).toBe(false);
+    expect(() => loadConfig({ METRICS_PUBLIC: 'maybe' })).toThrow('Invalid configuration: METRICS_PUBLIC must be true or false, got "maybe"');
+  });
+
   it.each([
     [{ PORT: 'abc' }, 'Invalid configuration: PORT must be a whole number, got "abc"'],
     [{ PORT: '70000' }, 'Invalid configuration: PORT must be between 0 and 65535, got 70000'],

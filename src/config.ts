@@ -48,8 +48,10 @@ export interface Config {
   readonly txStuckAfterS: number;
   /** Outgoing transactions of one wallet that may be unconfirmed at once (one more: 400). */
   readonly maxPendingPerWallet: number;
-  /** Bearer token /metrics requires, or null (open). */
+  /** Bearer token /metrics requires, or null (then open when metricsPublic, else not served). */
   readonly metricsToken: string | null;
+  /** METRICS_PUBLIC: without METRICS_TOKEN, serve /metrics to anyone; default true except in production. */
+  readonly metricsPublic: boolean;
   readonly loginAttemptsPerMinute: number;
   readonly balanceMaxAgeS: number;
   readonly webhook: {
@@ -276,6 +278,7 @@ export function loadConfig(env: Env = process.env): Config {
     txStuckAfterS: int(env, 'TX_STUCK_AFTER_S', 600, 1, 31_536_000),
     maxPendingPerWallet: int(env, 'MAX_PENDING_PER_WALLET', 64, 1, 100_000),
     metricsToken: optional(env, 'METRICS_TOKEN'),
+    metricsPublic: bool(env, 'METRICS_PUBLIC', !production),
     loginAttemptsPerMinute: int(env, 'LOGIN_ATTEMPTS_PER_MINUTE', 5, 1, 10_000),
     publicRateLimitPerMinute: int(env, 'PUBLIC_RATE_LIMIT_PER_MINUTE', 600, 0, 1_000_000),
     balanceMaxAgeS: int(env, 'BALANCE_MAX_AGE_S', 5, 0, 86400),

@@ -100,6 +100,46 @@ describe('/metrics', () => {
   });
 });
 
+// Issue 47 (b): production does not publish its figures by default; it says why in the log.
+describe('/metrics in production', () => {
+  it('is not served without METRICS_TOKEN (404), and the start log says what to set', async () => {
+    const t = await startTestApp({ env: { NODE_ENV: 'production' } });
+    try {
+      const res = await t.request('GET', '/metrics');
+      expect(res.status).toBe(404);
+      expect(res.text).not.toMatch(/http_requests_total/);
+      const warning = t.logs.map((l) => JSON.parse(l) as { level: number; msg: string }).find((l) => l.msg.startsWith('METRICS_TOKEN is not set'));
+      expect(warning).toMatchObject({ level: 40 });
+      expect(warning?.msg).toContain('METRICS_PUBLIC=true');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('needs the token when METRICS_TOKEN is set', async () => {
+    const t = await startTestApp({ env: { NODE_ENV: 'production', METRICS_TOKEN: 'prod-scrape-4747' } });
+    try {
+      expect((await t.request('GET', '/metrics')).status).toBe(401);
+      const right = await t.request('GET', '/metrics', { headers: { authorization: 'Bearer prod-scrape-4747' } });
+      expect(right.status).toBe(200);
+      expect(t.logs.some((l) => l.includes('METRICS_TOKEN is not set'))).toBe(false);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('is open again only with METRICS_PUBLIC=true', async () => {
+    const t = await startTestApp({ env: { NODE_ENV: 'production', METRICS_PUBLIC: 'true' } });
+    try {
+      const res = await t.request('GET', '/metrics');
+      expect(res.status).toBe(200);
+      expect(parsePrometheusTextFormat(res.text).some((f) => f.name === 'http_requests_total')).toBe(true);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('/metrics with METRICS_TOKEN', () => {
   let t: TestApp;
   beforeAll(async () => {

@@ -1,6 +1,9 @@
 /**
  * GET /metrics: Prometheus text, bare (not the envelope). When METRICS_TOKEN is set the scraper
- * sends it as a Bearer token; a missing or wrong token is the usual 401 envelope.
+ * sends it as a Bearer token; a missing or wrong token is the usual 401 envelope. Without a
+ * token the route is open only where METRICS_PUBLIC allows it (by default everywhere but in
+ * production): a production service without METRICS_TOKEN does not serve it at all (404, as any
+ * unknown path) and says so in its log at start, rather than publish its figures silently.
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -22,6 +25,10 @@ export function installMetrics(app: App, ctx: AppContext): MetricsService {
     done();
   });
 
+  if (ctx.config.metricsToken === null && !ctx.config.metricsPublic) {
+    ctx.log.warn('METRICS_TOKEN is not set: GET /metrics is not served (404) in production; set METRICS_TOKEN, or METRICS_PUBLIC=true to serve it without a credential');
+    return metrics;
+  }
   app.get(METRICS_PATH, { schema: { hide: true } }, async (req, reply) => {
     checkToken(ctx.config.metricsToken, req.headers.authorization);
     const text = await metrics.text();
