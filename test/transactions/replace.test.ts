@@ -216,3 +216,50 @@ describe('stuck and the pending cap', () => {
     await chain.mine(1);
   });
 });
+
+describe('Idempotency-Key on a replacement', () => {
+  it('a cancel sent again with the same key replays the cancel recorded, before and after it mined, and signs no other', async () => {
+    const w = await fundedWallet(t, chain, user, networkId, 5n * ETH);
+    const res = await create(w, '1');
+    expect(res.status).toBe(200);
+    const id = res.body.data.id as number;
+    const cancel = () => t.request('POST', `/api/wallet/${w.id}/transaction/${id}/cancel`, { token: user.token, body: {}, headers: { 'idempotency-key': `cancel-${id}` } });
+
+    const first = await cancel();
+    expect(first.status).toBe(200);
+    expect(first.body.data).toMatchObject({ id, status: 'pending', replaced_hashes: [res.body.data.tx_hash] });
+    // The answer was cut: the client sends it again. Without the key honoured this signed a
+    // second cancel (another hash), or, once the first mined, answered 400 for a cancel the chain shows.
+    const again = await cancel();
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+
+    await chain.mine(1);
+    const done = await waitForStatus(t, user, w.id, id, 'failed');
+    expect(done).toMatchObject({ tx_hash: first.body.data.tx_hash, failure_reason: 'cancelled', replaced_hashes: [res.body.data.tx_hash] });
+    const late = await cancel();
+    expect(late.status).toBe(200);
+    expect(late.body).toEqual(first.body);
+    // Another key is another request: the transaction is final now.
+    const other = await t.request('POST', `/api/wallet/${w.id}/transaction/${id}/cancel`, { token: user.token, body: {}, headers: { 'idempotency-key': `cancel-${id}-b` } });
+    expect(other.status).toBe(400);
+    expect(other.body.message).toBe('Transaction cannot be replaced');
+  });
+
+  it('a speed-up sent again with the same key replays it: the fees are raised once', async () => {
+    const w = await fundedWallet(t, chain, user, networkId, 5n * ETH);
+    const res = await create(w, '1');
+    const id = res.body.data.id as number;
+    const speedUp = () => t.request('POST', `/api/wallet/${w.id}/transaction/${id}/speed-up`, { token: user.token, body: {}, headers: { 'idempotency-key': `fast-${id}` } });
+    const first = await speedUp();
+    expect(first.status).toBe(200);
+    const again = await speedUp();
+    expect(again.status).toBe(200);
+    expect(again.body.data.tx_hash).toBe(first.body.data.tx_hash);
+    expect(again.body.data.replaced_hashes).toEqual([res.body.data.tx_hash]);
+    await chain.mine(1);
+    const done = await waitForStatus(t, user, w.id, id, 'confirmed');
+    expect(done.tx_hash).toBe(first.body.data.tx_hash);
+  });
+});

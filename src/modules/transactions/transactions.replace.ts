@@ -26,6 +26,7 @@
  */
 import { getAddress, keccak256, parseTransaction, type Address, type Hex, type PublicClient } from 'viem';
 import type { AppContext } from '../../context.js';
+import type { InTransaction } from '../../db/index.js';
 import { Errors, fieldError } from '../../errors.js';
 import { broadcastRaw } from '../../chain/broadcast.js';
 import { mapChainError } from '../../chain/errors.js';
@@ -94,15 +95,20 @@ export class ReplaceService {
     private readonly wallets: WalletService,
   ) {}
 
-  /** Speeds up or cancels `rec` (a transaction of `wallet`); returns it as it stands after the broadcast. */
-  async replace(wallet: WalletView, rec: TxRecord, r: Replacement): Promise<TxRecord> {
+  /**
+   * Speeds up or cancels `rec` (a transaction of `wallet`); returns it as it stands after the
+   * broadcast. `inTransaction` runs in the transaction that records the new version (the
+   * request's Idempotency-Key response, stored with it: a retry after a crash or a cut answer
+   * replays this replacement instead of signing another, or refusing one the chain may mine).
+   */
+  async replace(wallet: WalletView, rec: TxRecord, r: Replacement, inTransaction?: InTransaction<TxRecord>): Promise<TxRecord> {
     const { db } = this.ctx.store;
     if (!replaceable(rec)) throw Errors.cannotReplace();
     const network = await findNetwork(db, wallet.network_id);
     if (!network) throw Errors.internal(new Error(`network ${wallet.network_id} missing`));
     const client = this.ctx.chains.get(network);
     const signed = await this.sign(client, network.chain_id, wallet, rec, r);
-    const previous = await this.record(wallet, rec, signed);
+    const previous = await this.record(wallet, rec, signed, inTransaction);
     await this.broadcast(client, rec, signed.version, previous);
     return (await repo.findRecord(db, rec.id))!;
   }
@@ -152,7 +158,7 @@ export class ReplaceService {
   }
 
   /** Step 3, under the wallet lock: still replaceable, the larger reservation fits; recorded. Returns the row before. */
-  private async record(wallet: WalletView, rec: TxRecord, s: Signed): Promise<TxRecord> {
+  private async record(wallet: WalletView, rec: TxRecord, s: Signed, inTransaction?: InTransaction<TxRecord>): Promise<TxRecord> {
     const nativeIds = new Set((await listTokens(this.ctx.store.db, wallet.id)).filter((t) => t.is_native === 1).map((t) => t.id));
     return this.ctx.store.db.transaction().execute(async (trx) => {
       await lockWallet(trx, wallet.id);
@@ -165,6 +171,7 @@ export class ReplaceService {
       }
       if (available < reserve - now.fee_reserved) throw Errors.insufficientBalance();
       await repo.recordReplacement(trx, rec.id, s.version, reserve, this.ctx.clock.nowMs());
+      if (inTransaction) await inTransaction(trx, (await repo.findRecord(trx, rec.id))!);
       return now;
     });
   }

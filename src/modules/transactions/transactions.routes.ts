@@ -157,12 +157,12 @@ const REPLACE_DOCS = {
   'speed-up': {
     summary: 'Speed up a pending transaction (same nonce, higher fees)',
     description:
-      'Re-signs the same call at the same nonce with fees at least 10% higher on both fee fields (or the `fee_level` quote, or explicit `max_fee_per_gas` / `max_priority_fee_per_gas`, if higher) and broadcasts it. The transaction keeps its id; `tx_hash` becomes the new hash and the earlier ones are listed in `replaced_hashes`; whichever mines wins. Only a pending outgoing transaction not yet mined: else 400 `Transaction cannot be replaced`.',
+      'Re-signs the same call at the same nonce with fees at least 10% higher on both fee fields (or the `fee_level` quote, or explicit `max_fee_per_gas` / `max_priority_fee_per_gas`, if higher) and broadcasts it. The transaction keeps its id; `tx_hash` becomes the new hash and the earlier ones are listed in `replaced_hashes`; whichever mines wins. Only a pending outgoing transaction not yet mined: else 400 `Transaction cannot be replaced`. `Idempotency-Key` honoured as on creates: a retry replays the speed-up recorded, never signs another.',
   },
   cancel: {
     summary: 'Cancel a pending transaction (zero-value self-transfer at its nonce)',
     description:
-      'Signs a zero-value transfer to the wallet\'s own address at the transaction\'s nonce, with fees at least 10% higher, and broadcasts it. If the cancel mines, the transaction becomes `failed` with `failure_reason` `cancelled` and its reservation is released; if the original mines first, it is confirmed as usual. Only a pending outgoing transaction not yet mined: else 400 `Transaction cannot be replaced`.',
+      'Signs a zero-value transfer to the wallet\'s own address at the transaction\'s nonce, with fees at least 10% higher, and broadcasts it. If the cancel mines, the transaction becomes `failed` with `failure_reason` `cancelled` and its reservation is released; if the original mines first, it is confirmed as usual. Only a pending outgoing transaction not yet mined: else 400 `Transaction cannot be replaced`. `Idempotency-Key` honoured as on creates: a retry replays the cancel recorded.',
   },
 } as const;
 
@@ -171,6 +171,8 @@ function replaceRoute(app: App, txs: TransactionService, kind: 'speed-up' | 'can
   app.post(
     `/wallet/:wallet/transaction/:transaction/${kind}`,
     {
+      // A retry with the same Idempotency-Key replays the replacement recorded, never signs another.
+      config: { idempotency: true },
       schema: {
         tags: ['transactions'],
         ...REPLACE_DOCS[kind],
@@ -184,8 +186,9 @@ function replaceRoute(app: App, txs: TransactionService, kind: 'speed-up' | 'can
       const errors: FieldErrors = {};
       const fees = parseFeeChoice((req.body ?? {}) as Record<string, unknown>, errors);
       if (Object.keys(errors).length > 0) throw validationError(errors);
-      const rec = await txs.replace(requireWallet(req), loaded.get(req)!, { kind, fees });
-      return ok(transactionView(rec), kind === 'cancel' ? 'Transaction cancel sent' : 'Transaction sped up');
+      const message = kind === 'cancel' ? 'Transaction cancel sent' : 'Transaction sped up';
+      const rec = await txs.replace(requireWallet(req), loaded.get(req)!, { kind, fees }, commitResponse(req, message, transactionView));
+      return ok(transactionView(rec), message);
     },
   );
 }

@@ -25,7 +25,7 @@
 import { BaseError, decodeErrorResult, ExecutionRevertedError, getAddress, keccak256, RpcRequestError, type Address, type Hex, type PublicClient } from 'viem';
 import type { Logger } from 'pino';
 import type { AppContext } from '../../context.js';
-import type { Executor } from '../../db/index.js';
+import type { Executor, InTransaction } from '../../db/index.js';
 import type { WalletTokenRow } from '../../db/types.js';
 import { AppError, Errors, fieldError } from '../../errors.js';
 import { broadcastRaw, nodeMessage } from '../../chain/broadcast.js';
@@ -153,9 +153,9 @@ export class TransactionService {
     this.approvals = new Approvals(ctx);
   }
 
-  /** Speed-up or cancel at the transaction's nonce (transactions.replace.ts). */
-  replace(wallet: WalletView, rec: TxRecord, r: Replacement): Promise<TxRecord> {
-    return new ReplaceService(this.ctx, this.wallets).replace(wallet, rec, r);
+  /** Speed-up or cancel at the transaction's nonce (transactions.replace.ts); `inTransaction` runs in the transaction recording it. */
+  replace(wallet: WalletView, rec: TxRecord, r: Replacement, inTransaction?: InTransaction<TxRecord>): Promise<TxRecord> {
+    return new ReplaceService(this.ctx, this.wallets).replace(wallet, rec, r, inTransaction);
   }
 
   /**
