@@ -10645,7 +10645,7 @@ export interface paths {
         put?: never;
         /**
          * Speed up a pending transaction (same nonce, higher fees)
-         * @description Re-signs the same call at the same nonce with fees at least 10% higher on both fee fields (or the `fee_level` quote, or explicit `max_fee_per_gas` / `max_priority_fee_per_gas`, if higher) and broadcasts it. The transaction keeps its id; `tx_hash` becomes the new hash and the earlier ones are listed in `replaced_hashes`; whichever mines wins. Only a pending outgoing transaction not yet mined: else 400 `Transaction cannot be replaced`.
+         * @description Re-signs the same call at the same nonce with fees at least 10% higher on both fee fields (or the `fee_level` quote, or explicit `max_fee_per_gas` / `max_priority_fee_per_gas`, if higher) and broadcasts it. The transaction keeps its id; `tx_hash` becomes the new hash and the earlier ones are listed in `replaced_hashes`; whichever mines wins. Only a pending outgoing transaction not yet mined: else 400 `Transaction cannot be replaced`. `Idempotency-Key` honoured as on creates: a retry replays the speed-up recorded, never signs another.
          */
         post: {
             parameters: {
@@ -11036,7 +11036,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a pending transaction (zero-value self-transfer at its nonce)
-         * @description Signs a zero-value transfer to the wallet's own address at the transaction's nonce, with fees at least 10% higher, and broadcasts it. If the cancel mines, the transaction becomes `failed` with `failure_reason` `cancelled` and its reservation is released; if the original mines first, it is confirmed as usual. Only a pending outgoing transaction not yet mined: else 400 `Transaction cannot be replaced`.
+         * @description Signs a zero-value transfer to the wallet's own address at the transaction's nonce, with fees at least 10% higher, and broadcasts it. If the cancel mines, the transaction becomes `failed` with `failure_reason` `cancelled` and its reservation is released; if the original mines first, it is confirmed as usual. Only a pending outgoing transaction not yet mined: else 400 `Transaction cannot be replaced`. `Idempotency-Key` honoured as on creates: a retry replays the cancel recorded.
          */
         post: {
             parameters: {
@@ -12333,7 +12333,7 @@ export interface paths {
                                 /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
                                 refunds: {
                                     id: number;
-                                    uuid: string;
+                                    uuid: string | null;
                                     /** @description In the charge’s token, 18 decimal places */
                                     amount: string;
                                     address: string | null;
@@ -12631,7 +12631,7 @@ export interface paths {
         };
         /**
          * A charge by id or uuid
-         * @description One charge by its numeric id or its uuid, with what has been paid so far.
+         * @description One charge by its numeric id or its uuid, with what has been paid so far and its refunds (a refund’s `uuid` and `claim_url` are null to an API key without `charges:write` or `transactions:write`: a claim link names where the money goes).
          */
         get: {
             parameters: {
@@ -12764,7 +12764,7 @@ export interface paths {
                                 /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
                                 refunds: {
                                     id: number;
-                                    uuid: string;
+                                    uuid: string | null;
                                     /** @description In the charge’s token, 18 decimal places */
                                     amount: string;
                                     address: string | null;
@@ -13199,7 +13199,7 @@ export interface paths {
                                 /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
                                 refunds: {
                                     id: number;
-                                    uuid: string;
+                                    uuid: string | null;
                                     /** @description In the charge’s token, 18 decimal places */
                                     amount: string;
                                     address: string | null;
@@ -13497,7 +13497,7 @@ export interface paths {
         };
         /**
          * Charges of the wallet, newest first (X-Pagination-* and Link headers)
-         * @description Newest first, paginated, filterable by status.
+         * @description Newest first, paginated, filterable by status. A refund’s `uuid` and `claim_url` are null to an API key without `charges:write` or `transactions:write`.
          */
         get: {
             parameters: {
@@ -13634,7 +13634,7 @@ export interface paths {
                                 /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
                                 refunds: {
                                     id: number;
-                                    uuid: string;
+                                    uuid: string | null;
                                     /** @description In the charge’s token, 18 decimal places */
                                     amount: string;
                                     address: string | null;
@@ -13937,6 +13937,8 @@ export interface paths {
         /**
          * Refund a charge (whole, partial, or as a claim the payer completes)
          * @description With `address`: a transfer of the charge’s token from the main address, reserved, policed and tracked like any transaction (`refund_id` on it). Without: a claim, whose public `claim_url` lets the payer give an address once. The refunds not failed or expired never pass what the charge’s confirmed payments brought (400 `Refund exceeds the amount received`); a charge with no payment: 400 `Nothing to refund`. Idempotency-Key honoured as on creates.
+         *
+         *     Scopes: a claim needs `charges:write`; a refund with `address` (any value but null, a malformed one too) moves money at once and needs `transactions:write` as well: a key with `charges:write` alone gets 403 `Insufficient scope`, a key with `transactions:write` alone gets it for any refund (the route’s own scope). A login token and a `*` key may do both. The address check comes right after the route’s scope, before the wallet’s and the charge’s 404, the 422s, the Idempotency-Key and anything recorded or sent. A refund’s `uuid` and `claim_url` are shown to login tokens and keys with `charges:write` or `transactions:write` only (null to others).
          */
         post: {
             parameters: {
@@ -13999,7 +14001,7 @@ export interface paths {
                             message: string;
                             data: {
                                 id: number;
-                                uuid: string;
+                                uuid: string | null;
                                 /** @description In the charge’s token, 18 decimal places */
                                 amount: string;
                                 address: string | null;

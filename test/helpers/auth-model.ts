@@ -7,7 +7,9 @@
  * 1. No `Authorization` header, or not the Bearer scheme: 401 `Unauthenticated`.
  * 2. An expired, revoked, malformed or unknown token or key: 401 `Invalid token`.
  * 3. (429: never here, the limits are set high.)
- * 4. An API key outside its scopes, or on a login-only route: 403 `Insufficient scope`.
+ * 4. An API key outside its scopes, or on a login-only route: 403 `Insufficient scope`. The
+ *    scopes are the route's and those its JSON body asks for (`bodyScopes`: a refund with an
+ *    `address` needs `transactions:write` too), all checked here, before any 404.
  * 5. The wallet: 404 `Wallet not found` (another user's, missing, non-integer).
  * 6. The route's other path objects, in path order: their own 404.
  * 7. Then the route itself (validation 422, business rules 400, success).
@@ -115,6 +117,38 @@ export const PARAMS: Readonly<Record<string, ParamModel>> = {
 /** A path parameter the model does not know yet (a route added later): any `<Object> not found`. */
 export const UNKNOWN_NOT_FOUND = /^(?!Route |Wallet )[A-Z][A-Za-z ]* not found$/;
 
+const WALLET = String.raw`^/api/wallet/:wallet`;
+
+/**
+ * A field of a route's JSON body that asks for another scope besides the route's when it is
+ * there (any value but null), CONTRACT.md "Policies that see tokens": a refund with an `address`
+ * moves money at once, so it needs `transactions:write` (a claim, without one, the route's
+ * `charges:write` only).
+ */
+export interface BodyScope {
+  method: string;
+  url: RegExp;
+  field: string;
+  scope: RouteScope;
+}
+
+export const BODY_SCOPES: readonly BodyScope[] = [
+  { method: 'POST', url: new RegExp(`${WALLET}/charge/:\\w+/refund$`), field: 'address', scope: 'transactions:write' },
+];
+
+/** The rules of BODY_SCOPES for a route (the fields whose presence changes what a key needs). */
+export function bodyScopeRules(method: string, url: string): BodyScope[] {
+  return BODY_SCOPES.filter((r) => r.method === method && r.url.test(url));
+}
+
+/** The scopes a request's body asks for besides its route's. */
+export function bodyScopes(method: string, url: string, body: Readonly<Record<string, unknown>> | undefined): RouteScope[] {
+  if (body === undefined) return [];
+  return bodyScopeRules(method, url)
+    .filter((r) => body[r.field] !== undefined && body[r.field] !== null)
+    .map((r) => r.scope);
+}
+
 export interface Expected {
   status: number;
   message: string | RegExp;
@@ -126,14 +160,16 @@ export interface Expected {
  * itself), 'public' for a route outside authentication.
  */
 export function expectedAnswer(
-  route: { scope: RouteScope | null; params: readonly string[] },
+  route: { method: string; url: string; scope: RouteScope | null; params: readonly string[] },
   kind: CredentialKind,
   values: Readonly<Record<string, ValueKind>>,
+  body?: Readonly<Record<string, unknown>>,
 ): Expected | 'route' | 'public' {
   if (route.scope === null) return 'public';
   const cred = credentialModel(kind);
   if (cred.refused) return { status: 401, message: cred.refused };
-  if (cred.scopes && !keyMayCall(cred.scopes, route.scope)) return { status: 403, message: 'Insufficient scope' };
+  const needed = [route.scope, ...bodyScopes(route.method, route.url, body)];
+  if (cred.scopes && !needed.every((scope) => keyMayCall(cred.scopes!, scope))) return { status: 403, message: 'Insufficient scope' };
   for (const param of route.params) {
     const model = PARAMS[param];
     const v = values[param]!;
@@ -144,8 +180,6 @@ export function expectedAnswer(
   return 'route';
 }
 
-const WALLET = String.raw`^/api/wallet/:wallet`;
-
 /**
  * The scope CONTRACT.md gives a route, where it says (undefined where it does not): the test
  * checks each route's declared scope against it, then predicts answers from the declared one.
@@ -155,7 +189,8 @@ const WALLET = String.raw`^/api/wallet/:wallet`;
  *   the docs page.
  * - `read` every GET; the two GETs of SPEC.md that change something (token remove, webhook
  *   delete) need their resource's write scope (src/modules/keys/keys.scopes.ts, documented).
- * - A POST: `wallets:write` (wallets and tokens), `charges:write` (refunds too),
+ * - A POST: `wallets:write` (wallets and tokens), `charges:write` (refunds too; one with an
+ *   `address` also needs `transactions:write`, by its body: BODY_SCOPES),
  *   `transactions:write` (payouts too), `webhooks:write`.
  */
 export function contractScope(method: string, url: string): RouteScope | null | undefined {

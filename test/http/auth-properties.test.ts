@@ -5,7 +5,9 @@
  * revoked token, a revoked or an expired API key, an API key of each scope, the owner's login
  * token, another user's login token), the status and message are what the contract's order of
  * checks gives (test/helpers/auth-model.ts): 401, then (429 never: limits set high) 403
- * `Insufficient scope`, then the wallet's 404, then the route's own 404s, then the route itself.
+ * `Insufficient scope` (the route's scope, and the one its body asks for: a refund with an
+ * `address` needs `transactions:write` too), then the wallet's 404, then the route's own 404s,
+ * then the route itself.
  * The expected answer is a function of the scope each route declares (`routeTable()`), so a
  * route added later is covered without touching this file.
  *
@@ -17,9 +19,13 @@
  * a retried delivery, a revoked key, a logged-out token) are made fresh for each request that
  * reaches the route. The network's RPC URL is unreachable: no chain is ever called.
  *
- * Bounded: every route gets one example per credential kind (all path values the caller's own),
- * one per path parameter with another user's, a malformed and a missing value, then
- * RUNS_PER_ROUTE generated cases. A failure prints fast-check's seed and counterexample;
+ * A route whose body has a field that asks for another scope (the model's BODY_SCOPES) is sent
+ * its invalid body with and without those fields: with them (a refund with an address), a key
+ * holding only the route's scope gets 403; without them (a claim), it reaches the route.
+ *
+ * Bounded: every route gets one example per credential kind (all path values the caller's own;
+ * for a route with body scopes, one with and one without those fields), one per path parameter
+ * with another user's, a malformed and a missing value, then RUNS_PER_ROUTE generated cases. A failure prints fast-check's seed and counterexample;
  * replay with AUTHPROP_SEED=<seed>, go longer with AUTHPROP_RUNS_PER_ROUTE.
  */
 import { randomBytes } from 'node:crypto';
@@ -28,11 +34,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEY_SCOPES, type KeyScope, type RouteScope } from '../../src/modules/keys/keys.scopes.js';
 import { ManualClock, startTestApp, type ApiResponse, type TestApp, type TestUser } from '../helpers/app.js';
 import {
+  bodyScopeRules,
+  bodyScopes,
   CONTRACT_KEY_SCOPES,
   contractScope,
   CREDENTIAL_KINDS,
   credentialModel,
   expectedAnswer,
+  keyMayCall,
   PARAMS,
   type CredentialKind,
   type Expected,
@@ -84,6 +93,8 @@ interface Case {
   /** Picks among a credential kind's variants (malformed and bad headers) and among bad ids. */
   variant: number;
   values: Record<string, ValueKind>;
+  /** Leave out the body's fields that ask for another scope (BODY_SCOPES): a refund without an address. */
+  plain: boolean;
 }
 
 // ---------------------------------------------------------------- routes from the document
@@ -300,11 +311,18 @@ describe('the auth and scope layer, for every route and every credential', () =>
     return variants[c.variant % variants.length];
   }
 
-  async function send(route: Route, path: string, auth: string | undefined): Promise<ApiResponse> {
+  /** The invalid body of the route as this case sends it: without its body-scope fields when `plain`. */
+  function bodyOf(route: Route, c: Case): Record<string, unknown> | undefined {
+    const dropped = new Set(bodyScopeRules(route.method, route.url).map((r) => r.field));
+    if (route.body === undefined || !c.plain || dropped.size === 0) return route.body;
+    return Object.fromEntries(Object.entries(route.body).filter(([k]) => !dropped.has(k)));
+  }
+
+  async function send(route: Route, path: string, auth: string | undefined, json: Record<string, unknown> | undefined): Promise<ApiResponse> {
     const h: Record<string, string> = {};
     if (auth !== undefined) h.authorization = auth;
-    if (route.body !== undefined) h['content-type'] = 'application/json';
-    const body = route.body === undefined ? undefined : JSON.stringify(route.body);
+    if (json !== undefined) h['content-type'] = 'application/json';
+    const body = json === undefined ? undefined : JSON.stringify(json);
     const res = await fetch(`${t.url}${path}`, { method: route.method, headers: h, body, redirect: 'manual' });
     const text = await res.text();
     let parsed: any = null;
@@ -323,9 +341,12 @@ describe('the auth and scope layer, for every route and every credential', () =>
   /** route → credential kinds tried, and the statuses seen (the run shows it reached every layer). */
   const tried = new Map<string, Set<CredentialKind>>();
   const statuses = new Map<number, number>();
+  /** Refusals for a scope only the body asked for (the key held the route's), by route. */
+  const bodyRefusals = new Map<string, number>();
 
   function label(route: Route, path: string, c: Case, res: ApiResponse): string {
-    return `${route.method} ${path} (scope ${route.scope}) as ${c.cred}#${c.variant % headers[c.cred].length} → ${res.status} ${res.text.slice(0, 300)}`;
+    const plain = c.plain && bodyScopeRules(route.method, route.url).length > 0 ? ' (without body-scope fields)' : '';
+    return `${route.method} ${path} (scope ${route.scope})${plain} as ${c.cred}#${c.variant % headers[c.cred].length} → ${res.status} ${res.text.slice(0, 300)}`;
   }
 
   function checkRefusal(exp: Expected, res: ApiResponse, what: string): void {
@@ -336,38 +357,44 @@ describe('the auth and scope layer, for every route and every credential', () =>
     expect(res.body?.data, what).toBeNull();
   }
 
-  /** Every check passed: the route's own answer, the same for every caller that gets here. */
-  function checkRouteAnswer(route: Route, c: Case, res: ApiResponse, what: string): void {
+  /** Every check passed: the route's own answer, the same for every caller that gets here (with the same body). */
+  function checkRouteAnswer(route: Route, c: Case, body: Record<string, unknown> | undefined, res: ApiResponse, what: string): void {
     const message = res.body?.message as string;
     expect([401, 403, 404, 429].includes(res.status) || (res.status >= 500 && message !== NODE_UNAVAILABLE), what).toBe(false);
-    if (route.body !== undefined) {
+    if (body !== undefined) {
       // An invalid body: the 422 of the first failing field, in the contract's wording.
       expect(res.status, what).toBe(422);
       const first = Object.values(res.body.data as Record<string, string[]>)[0]?.[0];
       expect(message, what).toBe(first?.replace(/\.$/, ''));
     }
-    const key = `${route.method} ${route.url}`;
+    const key = `${route.method} ${route.url}${body === route.body ? '' : ' (plain)'}`;
     const seen = routeAnswers.get(key) ?? { status: res.status, message, by: c.cred };
     routeAnswers.set(key, seen);
     expect({ status: res.status, message }, `${what} (first answered ${seen.status} ${seen.message} to ${seen.by})`).toEqual({ status: seen.status, message: seen.message });
   }
 
   async function check(route: Route, c: Case): Promise<void> {
-    const exp = expectedAnswer(route, c.cred, c.values);
+    const body = bodyOf(route, c);
+    const exp = expectedAnswer(route, c.cred, c.values, body);
     let path = Object.fromEntries(route.params.map((p) => [p, valueOf(p, c.values[p]!, c.variant)]));
     if (exp === 'route') path = await freshPath(route, c, path);
     const url = route.url.replace(/:(\w+)/g, (_m, name: string) => path[name]!);
-    const res = await send(route, url, await authorization(route, c, exp === 'route'));
+    const res = await send(route, url, await authorization(route, c, exp === 'route'), body);
     const what = label(route, url, c, res);
     tried.get(`${route.method} ${route.url}`)!.add(c.cred);
     statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+    const scopes = credentialModel(c.cred).scopes;
+    if (exp !== 'route' && exp !== 'public' && exp.status === 403 && scopes && route.scope !== null && keyMayCall(scopes, route.scope)) {
+      expect(bodyScopes(route.method, route.url, body).length, what).toBeGreaterThan(0);
+      bodyRefusals.set(`${route.method} ${route.url}`, (bodyRefusals.get(`${route.method} ${route.url}`) ?? 0) + 1);
+    }
     if (exp === 'public') {
       // The same answer without any credential.
-      const anonymous = await send(route, url, undefined);
+      const anonymous = await send(route, url, undefined, body);
       expect(res.status, what).toBeLessThan(500);
       expect([401, 403, 429].includes(res.status), what).toBe(false);
       expect({ status: res.status, text: res.text }, what).toEqual({ status: anonymous.status, text: anonymous.text });
-    } else if (exp === 'route') checkRouteAnswer(route, c, res, what);
+    } else if (exp === 'route') checkRouteAnswer(route, c, body, res, what);
     else checkRefusal(exp, res, what);
   }
 
@@ -377,17 +404,27 @@ describe('the auth and scope layer, for every route and every credential', () =>
     return Object.fromEntries(route.params.map((p) => [p, who]));
   }
 
-  /** One case per credential kind on the caller's own objects; the owner with each path value in turn another user's, malformed, missing. */
+  /**
+   * One case per credential kind on the caller's own objects (for a route with body scopes, with
+   * and without those fields); the owner with each path value in turn another user's, malformed,
+   * missing.
+   */
   function examplesFor(route: Route): Case[] {
-    const out: Case[] = CREDENTIAL_KINDS.map((cred) => ({ cred, variant: 0, values: own(route, cred) }));
+    const scoped = route.body !== undefined && bodyScopeRules(route.method, route.url).length > 0;
+    const out: Case[] = CREDENTIAL_KINDS.map((cred) => ({ cred, variant: 0, values: own(route, cred), plain: false }));
+    if (scoped) out.push(...CREDENTIAL_KINDS.map((cred) => ({ cred, variant: 0, values: own(route, cred), plain: true })));
     // Another user's login token on the owner's objects.
-    if (route.params.length > 0) out.push({ cred: 'other-login', variant: 0, values: own(route, 'owner-login') });
+    if (route.params.length > 0) out.push({ cred: 'other-login', variant: 0, values: own(route, 'owner-login'), plain: false });
     for (const p of route.params) {
       for (const [v, variant] of [['B', 0], ['bad', 0], ['bad', 6], ['missing', 0]] as const) {
-        out.push({ cred: 'owner-login', variant, values: { ...own(route, 'owner-login'), [p]: v } });
+        out.push({ cred: 'owner-login', variant, values: { ...own(route, 'owner-login'), [p]: v }, plain: false });
       }
       // A key without the route's scope on another user's wallet: still 403 (scope before wallet).
-      out.push({ cred: 'key:read', variant: 0, values: { ...own(route, 'key:read'), [p]: 'B' } });
+      out.push({ cred: 'key:read', variant: 0, values: { ...own(route, 'key:read'), [p]: 'B' }, plain: false });
+      // A key with the route's scope but not the body's, on another user's objects: 403 as well.
+      if (scoped && route.scope !== null && route.scope !== 'login') {
+        out.push({ cred: `key:${route.scope}`, variant: 0, values: { ...own(route, `key:${route.scope}`), [p]: 'B' }, plain: false });
+      }
     }
     return out;
   }
@@ -398,6 +435,7 @@ describe('the auth and scope layer, for every route and every credential', () =>
       cred: fc.constantFrom(...CREDENTIAL_KINDS),
       variant: fc.nat({ max: 20 }),
       values: fc.record(Object.fromEntries(route.params.map((p) => [p, value]))) as fc.Arbitrary<Record<string, ValueKind>>,
+      plain: fc.boolean(),
     });
   }
 
@@ -420,6 +458,11 @@ describe('the auth and scope layer, for every route and every credential', () =>
     // Every route with every credential kind; every layer reached.
     for (const [route, kinds] of tried) expect([route, [...kinds].sort()]).toEqual([route, [...CREDENTIAL_KINDS].sort()]);
     for (const status of [200, 401, 403, 404, 422]) expect(statuses.get(status) ?? 0, `no ${status} seen`).toBeGreaterThan(0);
+    // The scope a body asks for was refused where the model says (a refund with an address and a
+    // `charges:write` key: 403), on every route that has one.
+    const withBodyScopes = routes.filter((r) => r.body !== undefined && bodyScopeRules(r.method, r.url).length > 0).map((r) => `${r.method} ${r.url}`);
+    expect(withBodyScopes).toContain('POST /api/wallet/:wallet/charge/:charge/refund');
+    for (const key of withBodyScopes) expect(bodyRefusals.get(key) ?? 0, `${key}: no refusal for a body scope`).toBeGreaterThan(0);
     expect(statuses.get(429) ?? 0).toBe(0);
     // Every authenticated route was reached past every check: a route whose path names an object
     // the fixtures do not make (one added since) fails here until objectsOf makes one.

@@ -17,6 +17,7 @@ import type { ChargeRow } from './charges.repository.js';
 import { ChargeParams, ChargeSchema, CreateChargeBody, parseChargeInput } from './charges.schemas.js';
 import type { ChargeService } from './charges.service.js';
 import { chargeView } from './charges.views.js';
+import { showsRefundLinks } from '../refunds/refunds.views.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -25,7 +26,8 @@ declare module 'fastify' {
 }
 
 export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: string): Promise<void> {
-  const view = (c: ChargeRow) => chargeView(c, publicUrl);
+  // A read key sees its refunds' uuid and claim_url as null (refunds.views.ts, showsRefundLinks).
+  const viewFor = (req: FastifyRequest) => (c: ChargeRow) => chargeView(c, publicUrl, showsRefundLinks(req.apiKey));
   app.post(
     '/wallet/:wallet/charge/create',
     {
@@ -40,6 +42,7 @@ export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: 
     async (req) => {
       const wallet = requireWallet(req);
       const input = parseChargeInput(req.body, await charges.activeTokens(wallet));
+      const view = viewFor(req);
       const charge = await charges.create(wallet, input, { inTransaction: commitResponse(req, 'Charge created', view) });
       return ok(view(charge), 'Charge created');
     },
@@ -48,7 +51,7 @@ export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: 
   app.get(
     '/wallet/:wallet/charge/show/:charge',
     {
-      schema: { tags: ['charges'], summary: 'A charge by id or uuid', description: 'One charge by its numeric id or its uuid, with what has been paid so far.', params: ChargeParams, response: responses(ChargeSchema) },
+      schema: { tags: ['charges'], summary: 'A charge by id or uuid', description: 'One charge by its numeric id or its uuid, with what has been paid so far and its refunds (a refund’s `uuid` and `claim_url` are null to an API key without `charges:write` or `transactions:write`: a claim link names where the money goes).', params: ChargeParams, response: responses(ChargeSchema) },
       preValidation: async (req: FastifyRequest) => {
         const ref = (req.params as { charge: string }).charge;
         const charge = await charges.find(requireWallet(req).id, ref);
@@ -56,7 +59,7 @@ export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: 
         req.charge = charge;
       },
     },
-    async (req) => ok(view(req.charge!), 'Charge retrieved'),
+    async (req) => ok(viewFor(req)(req.charge!), 'Charge retrieved'),
   );
 
   app.post(
@@ -77,7 +80,7 @@ export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: 
         req.charge = charge;
       },
     },
-    async (req) => ok(view(await charges.sweepNow(requireWallet(req), req.charge!)), 'Charge swept'),
+    async (req) => ok(viewFor(req)(await charges.sweepNow(requireWallet(req), req.charge!)), 'Charge swept'),
   );
 
   app.get(
@@ -85,7 +88,7 @@ export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: 
     {
       schema: {
         tags: ['charges'],
-        summary: 'Charges of the wallet, newest first (X-Pagination-* and Link headers)', description: 'Newest first, paginated, filterable by status.',
+        summary: 'Charges of the wallet, newest first (X-Pagination-* and Link headers)', description: 'Newest first, paginated, filterable by status. A refund’s `uuid` and `claim_url` are null to an API key without `charges:write` or `transactions:write`.',
         params: WalletParams,
         querystring: Type.Object(PageQuerySchema),
         response: responses(Type.Array(ChargeSchema)),
@@ -95,7 +98,7 @@ export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: 
       const { page, limit } = pageOf(req.query as { page?: number; limit?: number });
       const { items, total } = await charges.list(requireWallet(req).id, page, limit);
       setPaginationHeaders(req, reply, { page, limit, total });
-      return ok(items.map(view), 'Charges retrieved');
+      return ok(items.map(viewFor(req)), 'Charges retrieved');
     },
   );
 }

@@ -12,8 +12,11 @@ function parseObject(text: string | null): Record<string, unknown> | null {
   return text === null ? null : (JSON.parse(text) as Record<string, unknown>);
 }
 
-/** `publicUrl`: where payers reach the service (config.publicUrl), for `hosted_url`. */
-export function chargeView(c: ChargeRow, publicUrl: string) {
+/**
+ * `publicUrl`: where payers reach the service (config.publicUrl), for `hosted_url`.
+ * `refundLinks`: whether the caller sees its refunds' `uuid` and `claim_url` (`showsRefundLinks`).
+ */
+export function chargeView(c: ChargeRow, publicUrl: string, refundLinks: boolean) {
   return {
     id: c.id,
     uuid: c.uuid,
@@ -35,7 +38,7 @@ export function chargeView(c: ChargeRow, publicUrl: string) {
     updated_at: formatDateTime(c.updated_at),
     payments: (c.payments ?? []).map((p) => paymentView(c, p)),
     sweeps: (c.sweeps ?? []).map(sweepView),
-    refunds: (c.refunds ?? []).map((r) => refundView(r, c.viewed_at ?? c.updated_at, publicUrl)),
+    refunds: (c.refunds ?? []).map((r) => refundView(r, c.viewed_at ?? c.updated_at, publicUrl, refundLinks)),
     hosted_url: hostedUrl(publicUrl, c.uuid),
     payment_uri: paymentUri(c),
   };

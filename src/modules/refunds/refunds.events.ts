@@ -21,7 +21,10 @@ export async function announceRefunded(trx: Executor, refundId: number, userId: 
 export function chargeRefundedPayload(c: ChargeRow, r: RefundRow, atMs: number, publicUrl: string) {
   return {
     ...chargeStateFields(c),
-    refund: refundView(r, atMs, publicUrl),
+    // Unmasked: the payload goes to the merchant's own endpoint (and `GET /api/events`, which
+    // shows what a webhook receives). It is written when the transfer confirms, so a claim's
+    // link in it is spent (a claimed refund is never claimable again).
+    refund: refundView(r, atMs, publicUrl, true),
     refunded_at: formatDateTime(atMs),
   };
 }

@@ -1,5 +1,6 @@
 /**
- * POST /api/wallet/{wallet}/charge/{charge}/refund   a refund of the charge (Idempotency-Key aware; scope charges:write)
+ * POST /api/wallet/{wallet}/charge/{charge}/refund   a refund of the charge (Idempotency-Key aware; scope charges:write,
+ *                                                    and transactions:write too with an `address`)
  *
  * Public, outside the authenticated scope (the link is the capability, as with the checkout):
  * GET  /api/refund/{uuid}   the refund as its payer may see it
@@ -11,6 +12,7 @@ import type { FastifyRequest } from 'fastify';
 import { Errors } from '../../errors.js';
 import { ok, responses } from '../../http/envelope.js';
 import { requireWallet } from '../../http/auth.js';
+import { allows } from '../keys/keys.scopes.js';
 import { commitResponse } from '../../http/idempotency.js';
 import type { App } from '../../http/types.js';
 import { ChargeParams } from '../charges/charges.schemas.js';
@@ -19,12 +21,38 @@ import { CHECKOUT_PAGE_HEADERS } from '../checkout/checkout.routes.js';
 import type { RefundRow } from './refunds.repository.js';
 import { ClaimBody, CreateRefundBody, parseClaimAddress, parseRefundInput, PublicRefundSchema, RefundParams, RefundSchema } from './refunds.schemas.js';
 import type { RefundService } from './refunds.service.js';
-import { publicRefundView, refundView } from './refunds.views.js';
+import { publicRefundView, refundView, showsRefundLinks } from './refunds.views.js';
 import { REFUND_CSP, refundNotFoundPage, refundPage } from './refunds.page.js';
 
 
+/** Whether a create body names an address (a refund sent at once); absent or null: a claim. */
+export function namesAddress(body: unknown): boolean {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  const address = (body as Record<string, unknown>).address;
+  return address !== undefined && address !== null;
+}
+
+/**
+ * CONTRACT.md, "Policies that see tokens": a refund with an `address` moves money at once, so an
+ * API key needs `transactions:write` for it besides the route's `charges:write` (a claim does
+ * not: the payer names the address); a login token and `*` may. Decided on the parsed body
+ * (any `address` but null, a malformed one too), so it is an instance hook of the route's own
+ * context: it runs after the route's scope (onRequest) and before the route-level preValidation
+ * (the wallet's and the charge's 404), the 422s, the Idempotency-Key claim (a 403 is never stored
+ * for replay) and any state change: every 403 before any 404, as the order of checks has it.
+ */
+async function addressScope(req: FastifyRequest): Promise<void> {
+  if (req.apiKey && namesAddress(req.body) && !allows(req.apiKey.scopes, 'transactions:write')) throw Errors.insufficientScope();
+}
+
 export async function refundRoutes(app: App, refunds: RefundService, charges: ChargeService, publicUrl: string): Promise<void> {
-  const view = (r: RefundRow) => refundView(r, refunds.nowMs(), publicUrl);
+  await app.register(async (scoped) => {
+    scoped.addHook('preValidation', addressScope);
+    createRoute(scoped as unknown as App, refunds, charges, publicUrl);
+  });
+}
+
+function createRoute(app: App, refunds: RefundService, charges: ChargeService, publicUrl: string): void {
   app.post(
     '/wallet/:wallet/charge/:charge/refund',
     {
@@ -33,7 +61,8 @@ export async function refundRoutes(app: App, refunds: RefundService, charges: Ch
         tags: ['charges'],
         summary: 'Refund a charge (whole, partial, or as a claim the payer completes)',
         description:
-          'With `address`: a transfer of the charge’s token from the main address, reserved, policed and tracked like any transaction (`refund_id` on it). Without: a claim, whose public `claim_url` lets the payer give an address once. The refunds not failed or expired never pass what the charge’s confirmed payments brought (400 `Refund exceeds the amount received`); a charge with no payment: 400 `Nothing to refund`. Idempotency-Key honoured as on creates.',
+          'With `address`: a transfer of the charge’s token from the main address, reserved, policed and tracked like any transaction (`refund_id` on it). Without: a claim, whose public `claim_url` lets the payer give an address once. The refunds not failed or expired never pass what the charge’s confirmed payments brought (400 `Refund exceeds the amount received`); a charge with no payment: 400 `Nothing to refund`. Idempotency-Key honoured as on creates.\n\n' +
+          'Scopes: a claim needs `charges:write`; a refund with `address` (any value but null, a malformed one too) moves money at once and needs `transactions:write` as well: a key with `charges:write` alone gets 403 `Insufficient scope`, a key with `transactions:write` alone gets it for any refund (the route’s own scope). A login token and a `*` key may do both. The address check comes right after the route’s scope, before the wallet’s and the charge’s 404, the 422s, the Idempotency-Key and anything recorded or sent. A refund’s `uuid` and `claim_url` are shown to login tokens and keys with `charges:write` or `transactions:write` only (null to others).',
         params: ChargeParams,
         body: CreateRefundBody,
         response: responses(RefundSchema),
@@ -46,6 +75,7 @@ export async function refundRoutes(app: App, refunds: RefundService, charges: Ch
     },
     async (req) => {
       const charge = req.charge!;
+      const view = (r: RefundRow) => refundView(r, refunds.nowMs(), publicUrl, showsRefundLinks(req.apiKey));
       const input = parseRefundInput(req.body as Record<string, unknown>, charge.decimals);
       const refund = await refunds.create(requireWallet(req), charge, input, commitResponse(req, 'Refund created', view));
       return ok(view(refund), 'Refund created');

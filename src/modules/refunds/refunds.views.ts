@@ -1,6 +1,7 @@
 /** The Refund as the API, the charge and `charge.refunded` show it, and its public side. */
 import { formatUnits18 } from '../../lib/money.js';
 import { formatDateTime, formatDateTimeOrNull } from '../../lib/time.js';
+import { allows, type KeyScope } from '../keys/keys.scopes.js';
 import type { RefundRow } from './refunds.repository.js';
 
 export type RefundStatus = 'claimable' | 'pending' | 'confirmed' | 'failed' | 'expired';
@@ -28,18 +29,31 @@ export function committedAmount(rows: RefundRow[], nowMs: number): bigint {
 
 export const claimUrl = (publicUrl: string, uuid: string) => `${publicUrl.replace(/\/+$/, '')}/refund/${uuid}`;
 
-/** A refund in the charge's `refunds` and in the refund routes' answers. */
-export function refundView(r: RefundRow, nowMs: number, publicUrl: string) {
+/**
+ * Whether a caller sees a refund's `uuid` and `claim_url` (CONTRACT.md, "Policies that see
+ * tokens"): a claim's link is a capability (whoever holds it names where the money goes), so a
+ * login token (`apiKey` null) and keys that may write charges or transactions see them; any other
+ * key (`read`, `wallets:write`, `webhooks:write`) sees null.
+ */
+export function showsRefundLinks(apiKey: { scopes: readonly KeyScope[] } | null): boolean {
+  return apiKey === null || allows(apiKey.scopes, 'charges:write') || allows(apiKey.scopes, 'transactions:write');
+}
+
+/**
+ * A refund in the charge's `refunds`, in the refund routes' answers and in `charge.refunded`.
+ * `links`: false hides `uuid` and `claim_url` (null), for a caller `showsRefundLinks` refuses.
+ */
+export function refundView(r: RefundRow, nowMs: number, publicUrl: string, links: boolean) {
   return {
     id: r.id,
-    uuid: r.uuid,
+    uuid: links ? r.uuid : null,
     amount: formatUnits18(r.amount, r.decimals),
     address: r.address,
     status: refundStatus(r, nowMs),
     transaction_id: r.transaction_id,
     tx_hash: r.tx_hash,
     reason: r.reason,
-    claim_url: r.claim_expires_at === null ? null : claimUrl(publicUrl, r.uuid),
+    claim_url: !links || r.claim_expires_at === null ? null : claimUrl(publicUrl, r.uuid),
     expires_at: formatDateTimeOrNull(r.claim_expires_at),
     created_at: formatDateTime(r.created_at),
   };
