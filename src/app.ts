@@ -28,6 +28,7 @@ import { CheckoutService } from './modules/checkout/checkout.service.js';
 import { publicRefundRoutes } from './modules/refunds/refunds.routes.js';
 import { dashboardRoutes } from './modules/dashboard/dashboard.routes.js';
 import { registerModules, type Services } from './modules/index.js';
+import { loadSecretFormat } from './modules/secrets/secrets.service.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -56,6 +57,8 @@ export interface BuiltApp {
 }
 
 export async function buildApp(ctx: AppContext): Promise<BuiltApp> {
+  // Before anything decrypts: once keys:rotate left no unbound (v1) value, none is accepted.
+  await loadSecretFormat(ctx);
   const app = createFastify(ctx);
   installBodyParsing(app);
   installErrorHandling(app);

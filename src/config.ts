@@ -37,6 +37,8 @@ export interface Config {
   /** RPC_MAX_LAG_BLOCKS: an endpoint whose head is further behind the best one serves no reads. */
   readonly rpcMaxLagBlocks: number;
   readonly networksFile: string | null;
+  /** SCREENING_FILE: blocked addresses, one a line (src/modules/screening/screening.ts), as an absolute path; null: none. */
+  readonly screeningFile: string | null;
   readonly tokenTtlS: number;
   /** Requests a minute per user; 0 turns the per-user limit (and its headers) off. */
   readonly rateLimitPerMinute: number;
@@ -271,6 +273,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     rpcMaxLagBlocks: int(env, 'RPC_MAX_LAG_BLOCKS', 3, 0, 10_000),
     networksFile: optional(env, 'NETWORKS_FILE'),
+    screeningFile: screeningFile(env),
     tokenTtlS: int(env, 'TOKEN_TTL', 86400, 1, 31_536_000),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 0, 1_000_000),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
@@ -316,6 +319,12 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: trustProxy(env),
   };
   return deepFreeze(config);
+}
+
+/** SCREENING_FILE, resolved against the working directory (it is read now and again when it changes). */
+function screeningFile(env: Env): string | null {
+  const raw = optional(env, 'SCREENING_FILE');
+  return raw === null ? null : resolve(raw.trim());
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
- * What the modules and workers are given: config, store, logger, secrets and clock, passed
- * explicitly (no globals, no DI container).
+ * What the modules and workers are given: config, store, logger, secrets, clock, the node
+ * clients and the screening list, passed explicitly (no globals, no DI container).
  */
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
@@ -8,6 +8,7 @@ import type { Store } from './db/index.js';
 import type { SecretBox } from './lib/crypto.js';
 import type { Clock } from './lib/time.js';
 import type { ChainClients } from './chain/clients.js';
+import type { Screening } from './modules/screening/screening.js';
 
 export interface AppContext {
   readonly config: Config;
@@ -16,4 +17,6 @@ export interface AppContext {
   readonly secrets: SecretBox;
   readonly clock: Clock;
   readonly chains: ChainClients;
+  /** SCREENING_FILE's blocked addresses: `ctx.screening.isBlocked(address)` (src/modules/screening/screening.ts). */
+  readonly screening: Screening;
 }

@@ -81,6 +81,8 @@ export const Errors = {
   overPerTransactionLimit: () => new AppError(400, 'POLICY_PER_TRANSACTION', 'Policy: over the per-transaction limit'),
   overDailyLimit: () => new AppError(400, 'POLICY_DAILY', 'Policy: over the daily limit'),
   notAllowlisted: () => new AppError(400, 'POLICY_ALLOWLIST', 'Policy: address not on the allowlist'),
+  /** A transfer, contract call, payout item or refund to an address on SCREENING_FILE's list (src/modules/screening/screening.ts). */
+  addressBlocked: () => new AppError(400, 'ADDRESS_BLOCKED', 'Address is blocked by screening'),
   /** More than MAX_PENDING_PER_WALLET outgoing transactions of the wallet would be unconfirmed. */
   tooManyPending: () => new AppError(400, 'TOO_MANY_PENDING', 'Too many pending transactions'),
   /** Speed-up or cancel of a transaction that is not pending, not outgoing, or already mined. */

@@ -12,6 +12,7 @@ import { keyIdOf, loadOrCreateKeyFile, parseAppKey, SecretBox } from './lib/cryp
 import { systemClock, type Clock } from './lib/time.js';
 import { ChainClients, type ChainClientOptions } from './chain/clients.js';
 import type { AppContext } from './context.js';
+import { openScreening } from './modules/screening/screening.js';
 
 export function appKeyFile(config: Config): string {
   return join(config.dataDir, 'app.key');
@@ -36,8 +37,12 @@ export async function openStore(config: Config, log: Logger): Promise<Store> {
   return store;
 }
 
-/** `chains`: the node clients' settings beside the config's (tests lengthen a read's time-out). */
+/**
+ * `chains`: the node clients' settings beside the config's (tests lengthen a read's time-out).
+ * Reads SCREENING_FILE: a ConfigError when it cannot be read or has a bad line.
+ */
 export function createContext(config: Config, store: Store, log: Logger, clock: Clock = systemClock, chains: Partial<ChainClientOptions> = {}): AppContext {
+  const screening = openScreening(config.screeningFile, log); // first: it may refuse the boot
   return {
     config,
     store,
@@ -45,5 +50,6 @@ export function createContext(config: Config, store: Store, log: Logger, clock: 
     secrets: createSecretBox(config),
     clock,
     chains: new ChainClients({ maxLagBlocks: config.rpcMaxLagBlocks, healthEveryMs: config.watcher.pollIntervalMs, ...chains }),
+    screening,
   };
 }

@@ -23,8 +23,9 @@ async function main(): Promise<void> {
   const config = readConfigOrExit();
   const log = createLogger(config.logLevel);
   const store = await openStore(config, log);
-  const devnet = await maybeStartDevnet(config, log);
+  // Before the devnet: a SCREENING_FILE it cannot read stops the start with nothing to stop.
   const ctx = createContext(config, store, log);
+  const devnet = await maybeStartDevnet(config, log);
   await registerStartupData(ctx, devnet);
 
   const { app, services } = await buildApp(ctx);
@@ -117,6 +118,6 @@ async function printBanner(config: Config, store: Store, log: Logger, url: strin
 
 main().catch((e) => {
   // A known reason to stop is one line; anything else keeps its stack for the operator.
-  process.stderr.write(e instanceof DevnetUnavailable ? `fatal: ${e.message}\n` : `fatal: ${(e as Error).stack ?? String(e)}\n`);
+  process.stderr.write(e instanceof DevnetUnavailable || e instanceof ConfigError ? `fatal: ${e.message}\n` : `fatal: ${(e as Error).stack ?? String(e)}\n`);
   process.exit(1);
 });

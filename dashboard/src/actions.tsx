@@ -57,6 +57,14 @@ export function ChargeDetail({ wallet, charge, explorer }: { wallet: string; cha
                 <Amount value={p.amount} symbol={c.token} />{' '}
                 {p.tx_hash === null ? 'found on the address after its watch' : <>from <span class="mono">{p.from}</span> · <Hash hash={p.tx_hash} explorer={explorer} /></>} · <Time utc={p.block_timestamp} />
                 {p.late ? ' · late' : ''}
+                {p.screened ? (
+                  <>
+                    {' · '}
+                    <span class="badge badge-screened" title="The sender is on the screening list: not counted toward the charge">
+                      screened: not counted
+                    </span>
+                  </>
+                ) : null}
               </li>
             ))}
           </ul>

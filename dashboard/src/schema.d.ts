@@ -9442,7 +9442,7 @@ export interface paths {
         put?: never;
         /**
          * Sign, record and broadcast a native or ERC-20 transfer
-         * @description Signs and broadcasts a native or ERC-20 transfer from the wallet. Send an `Idempotency-Key` header to make retries safe. 400 when the balance (amount plus the maximum fee) does not cover it.
+         * @description Signs and broadcasts a native or ERC-20 transfer from the wallet. Send an `Idempotency-Key` header to make retries safe. 400 when the balance (amount plus the maximum fee) does not cover it, and 400 `Address is blocked by screening` (nothing recorded) when `address` is on the SCREENING_FILE list.
          */
         post: {
             parameters: {
@@ -11427,7 +11427,7 @@ export interface paths {
         put?: never;
         /**
          * Approve a transaction awaiting approval (login token only): sign and send it
-         * @description A transfer over the policy's `approval_above` waits as `awaiting_approval`, nothing signed. Approving quotes it again (gas, fees at the level or explicit fees it was created with), checks the balance again, takes a nonce, signs and broadcasts it: it is then `pending` as any transfer (`transaction.created`). 400 `Transaction is not awaiting approval` once it is approved, rejected or expired; 400 `Insufficient balance for transaction` leaves it awaiting. Needs a login token: an API key gets 403.
+         * @description A transfer over the policy's `approval_above` waits as `awaiting_approval`, nothing signed. Approving quotes it again (gas, fees at the level or explicit fees it was created with), checks the balance again, takes a nonce, signs and broadcasts it: it is then `pending` as any transfer (`transaction.created`). 400 `Transaction is not awaiting approval` once it is approved, rejected or expired; 400 `Insufficient balance for transaction`, and 400 `Address is blocked by screening` for a recipient listed since, leave it awaiting. Needs a login token: an API key gets 403.
          */
         post: {
             parameters: {
@@ -12251,7 +12251,8 @@ export interface paths {
                          *             "block_number": 1,
                          *             "block_timestamp": "block timestamp",
                          *             "late": true,
-                         *             "internal": true
+                         *             "internal": true,
+                         *             "screened": true
                          *           }
                          *         ],
                          *         "sweeps": [
@@ -12310,7 +12311,7 @@ export interface paths {
                                 } | null;
                                 created_at: string;
                                 updated_at: string;
-                                /** @description Confirmed transfers to the deposit address; `late` for those after settlement (not counted) */
+                                /** @description Confirmed transfers to the deposit address; `late` for those after settlement and `screened` for those from a blocked sender (neither counted) */
                                 payments: {
                                     tx_hash: string | null;
                                     from: string | null;
@@ -12320,6 +12321,8 @@ export interface paths {
                                     late: boolean;
                                     /** @description true: the money reached the deposit address through a contract (an internal call; `tx_hash` is the transaction that carried it), false: a transfer to the address */
                                     internal: boolean;
+                                    /** @description true: the sender was on the SCREENING_FILE list when the payment was recorded: kept and listed, never counted toward `paid_amount` (so it never pays the charge), told once by `charge.screened`, and swept to the main address with the rest for the operator to handle */
+                                    screened: boolean;
                                 }[];
                                 /** @description Transfers of what the deposit address received to the wallet’s main address */
                                 sweeps: {
@@ -12333,7 +12336,7 @@ export interface paths {
                                 /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
                                 refunds: {
                                     id: number;
-                                    uuid: string | null;
+                                    uuid: string;
                                     /** @description In the charge’s token, 18 decimal places */
                                     amount: string;
                                     address: string | null;
@@ -12631,7 +12634,7 @@ export interface paths {
         };
         /**
          * A charge by id or uuid
-         * @description One charge by its numeric id or its uuid, with what has been paid so far and its refunds (a refund’s `uuid` and `claim_url` are null to an API key without `charges:write` or `transactions:write`: a claim link names where the money goes).
+         * @description One charge by its numeric id or its uuid, with what has been paid so far.
          */
         get: {
             parameters: {
@@ -12682,7 +12685,8 @@ export interface paths {
                          *             "block_number": 1,
                          *             "block_timestamp": "block timestamp",
                          *             "late": true,
-                         *             "internal": true
+                         *             "internal": true,
+                         *             "screened": true
                          *           }
                          *         ],
                          *         "sweeps": [
@@ -12741,7 +12745,7 @@ export interface paths {
                                 } | null;
                                 created_at: string;
                                 updated_at: string;
-                                /** @description Confirmed transfers to the deposit address; `late` for those after settlement (not counted) */
+                                /** @description Confirmed transfers to the deposit address; `late` for those after settlement and `screened` for those from a blocked sender (neither counted) */
                                 payments: {
                                     tx_hash: string | null;
                                     from: string | null;
@@ -12751,6 +12755,8 @@ export interface paths {
                                     late: boolean;
                                     /** @description true: the money reached the deposit address through a contract (an internal call; `tx_hash` is the transaction that carried it), false: a transfer to the address */
                                     internal: boolean;
+                                    /** @description true: the sender was on the SCREENING_FILE list when the payment was recorded: kept and listed, never counted toward `paid_amount` (so it never pays the charge), told once by `charge.screened`, and swept to the main address with the rest for the operator to handle */
+                                    screened: boolean;
                                 }[];
                                 /** @description Transfers of what the deposit address received to the wallet’s main address */
                                 sweeps: {
@@ -12764,7 +12770,7 @@ export interface paths {
                                 /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
                                 refunds: {
                                     id: number;
-                                    uuid: string | null;
+                                    uuid: string;
                                     /** @description In the charge’s token, 18 decimal places */
                                     amount: string;
                                     address: string | null;
@@ -13117,7 +13123,8 @@ export interface paths {
                          *             "block_number": 1,
                          *             "block_timestamp": "block timestamp",
                          *             "late": true,
-                         *             "internal": true
+                         *             "internal": true,
+                         *             "screened": true
                          *           }
                          *         ],
                          *         "sweeps": [
@@ -13176,7 +13183,7 @@ export interface paths {
                                 } | null;
                                 created_at: string;
                                 updated_at: string;
-                                /** @description Confirmed transfers to the deposit address; `late` for those after settlement (not counted) */
+                                /** @description Confirmed transfers to the deposit address; `late` for those after settlement and `screened` for those from a blocked sender (neither counted) */
                                 payments: {
                                     tx_hash: string | null;
                                     from: string | null;
@@ -13186,6 +13193,8 @@ export interface paths {
                                     late: boolean;
                                     /** @description true: the money reached the deposit address through a contract (an internal call; `tx_hash` is the transaction that carried it), false: a transfer to the address */
                                     internal: boolean;
+                                    /** @description true: the sender was on the SCREENING_FILE list when the payment was recorded: kept and listed, never counted toward `paid_amount` (so it never pays the charge), told once by `charge.screened`, and swept to the main address with the rest for the operator to handle */
+                                    screened: boolean;
                                 }[];
                                 /** @description Transfers of what the deposit address received to the wallet’s main address */
                                 sweeps: {
@@ -13199,7 +13208,7 @@ export interface paths {
                                 /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
                                 refunds: {
                                     id: number;
-                                    uuid: string | null;
+                                    uuid: string;
                                     /** @description In the charge’s token, 18 decimal places */
                                     amount: string;
                                     address: string | null;
@@ -13497,7 +13506,7 @@ export interface paths {
         };
         /**
          * Charges of the wallet, newest first (X-Pagination-* and Link headers)
-         * @description Newest first, paginated, filterable by status. A refund’s `uuid` and `claim_url` are null to an API key without `charges:write` or `transactions:write`.
+         * @description Newest first, paginated, filterable by status.
          */
         get: {
             parameters: {
@@ -13551,7 +13560,8 @@ export interface paths {
                          *               "block_number": 1,
                          *               "block_timestamp": "block timestamp",
                          *               "late": true,
-                         *               "internal": true
+                         *               "internal": true,
+                         *               "screened": true
                          *             }
                          *           ],
                          *           "sweeps": [
@@ -13611,7 +13621,7 @@ export interface paths {
                                 } | null;
                                 created_at: string;
                                 updated_at: string;
-                                /** @description Confirmed transfers to the deposit address; `late` for those after settlement (not counted) */
+                                /** @description Confirmed transfers to the deposit address; `late` for those after settlement and `screened` for those from a blocked sender (neither counted) */
                                 payments: {
                                     tx_hash: string | null;
                                     from: string | null;
@@ -13621,6 +13631,8 @@ export interface paths {
                                     late: boolean;
                                     /** @description true: the money reached the deposit address through a contract (an internal call; `tx_hash` is the transaction that carried it), false: a transfer to the address */
                                     internal: boolean;
+                                    /** @description true: the sender was on the SCREENING_FILE list when the payment was recorded: kept and listed, never counted toward `paid_amount` (so it never pays the charge), told once by `charge.screened`, and swept to the main address with the rest for the operator to handle */
+                                    screened: boolean;
                                 }[];
                                 /** @description Transfers of what the deposit address received to the wallet’s main address */
                                 sweeps: {
@@ -13634,7 +13646,7 @@ export interface paths {
                                 /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
                                 refunds: {
                                     id: number;
-                                    uuid: string | null;
+                                    uuid: string;
                                     /** @description In the charge’s token, 18 decimal places */
                                     amount: string;
                                     address: string | null;
@@ -13937,8 +13949,6 @@ export interface paths {
         /**
          * Refund a charge (whole, partial, or as a claim the payer completes)
          * @description With `address`: a transfer of the charge’s token from the main address, reserved, policed and tracked like any transaction (`refund_id` on it). Without: a claim, whose public `claim_url` lets the payer give an address once. The refunds not failed or expired never pass what the charge’s confirmed payments brought (400 `Refund exceeds the amount received`); a charge with no payment: 400 `Nothing to refund`. Idempotency-Key honoured as on creates.
-         *
-         *     Scopes: a claim needs `charges:write`; a refund with `address` (any value but null, a malformed one too) moves money at once and needs `transactions:write` as well: a key with `charges:write` alone gets 403 `Insufficient scope`, a key with `transactions:write` alone gets it for any refund (the route’s own scope). A login token and a `*` key may do both. The address check comes right after the route’s scope, before the wallet’s and the charge’s 404, the 422s, the Idempotency-Key and anything recorded or sent. A refund’s `uuid` and `claim_url` are shown to login tokens and keys with `charges:write` or `transactions:write` only (null to others).
          */
         post: {
             parameters: {
@@ -14001,7 +14011,7 @@ export interface paths {
                             message: string;
                             data: {
                                 id: number;
-                                uuid: string | null;
+                                uuid: string;
                                 /** @description In the charge’s token, 18 decimal places */
                                 amount: string;
                                 address: string | null;
@@ -14293,7 +14303,7 @@ export interface paths {
         put?: never;
         /**
          * Pay many recipients at once (1 to 500 items)
-         * @description Checked as a whole before anything is sent: the references (unique per wallet), the spending policy (each item’s limits and allowlist, the total’s daily limit; a total over `approval_above` waits for approval), and the balance for the total plus every item’s maximum fee (400 `Insufficient balance for payout`). Then each item becomes a transaction of its own, in item order, carrying `payout_id` and `reference`. Answers at once, `processing` (or `awaiting_approval`); the payouts worker sends the items.
+         * @description Checked as a whole before anything is sent: no item’s address on the SCREENING_FILE list (400 `Address is blocked by screening`, nothing recorded), the references (unique per wallet), the spending policy (each item’s limits and allowlist, the total’s daily limit; a total over `approval_above` waits for approval), and the balance for the total plus every item’s maximum fee (400 `Insufficient balance for payout`). Then each item becomes a transaction of its own, in item order, carrying `payout_id` and `reference`. Answers at once, `processing` (or `awaiting_approval`); the payouts worker sends the items.
          */
         post: {
             parameters: {
@@ -15373,7 +15383,7 @@ export interface paths {
         put?: never;
         /**
          * Approve a payout held for approval (login token only)
-         * @description Its items go out, in order, each policed and balance-checked when its turn comes. 400 `Payout is not awaiting approval` once decided or expired.
+         * @description Its items go out, in order, each policed and balance-checked when its turn comes. 400 `Payout is not awaiting approval` once decided or expired; 400 `Address is blocked by screening` when an item’s address was listed since (it stays held).
          */
         post: {
             parameters: {
@@ -17093,7 +17103,7 @@ export interface paths {
                     limit?: number;
                     type?: "charge" | "transaction" | "balance" | "token" | "wallet";
                     /** @description A dotted event name, e.g. charge.paid */
-                    event?: "charge.created" | "charge.paid" | "charge.expired" | "charge.failed" | "charge.delayed" | "charge.reopened" | "charge.refunded" | "transaction.created" | "transaction.confirmed" | "transaction.failed" | "transaction.reorged" | "transaction.approval_required" | "transaction.stuck" | "balance.updated" | "token.added" | "token.removed" | "wallet.created" | "wallet.updated";
+                    event?: "charge.created" | "charge.paid" | "charge.expired" | "charge.failed" | "charge.delayed" | "charge.reopened" | "charge.refunded" | "charge.screened" | "transaction.created" | "transaction.confirmed" | "transaction.failed" | "transaction.reorged" | "transaction.approval_required" | "transaction.stuck" | "balance.updated" | "token.added" | "token.removed" | "wallet.created" | "wallet.updated";
                 };
                 header?: never;
                 path?: never;

@@ -27,6 +27,7 @@ import * as m026 from './migrations/026_late_money.js';
 import * as m027 from './migrations/027_pending_traces.js';
 import * as m028 from './migrations/028_payout_reservations.js';
 import * as m029 from './migrations/029_token_calls.js';
+import * as m030 from './migrations/030_screened_payments.js';
 
 /** Migrates to the latest schema, or up to `target` (a migration's name; tests of a migration start before it). */
 export async function migrateToLatest(store: Store, target?: string): Promise<MigrationResultSet> {
@@ -58,6 +59,7 @@ export async function migrateToLatest(store: Store, target?: string): Promise<Mi
     '027_pending_traces': { up: (db) => m027.up(db, d) },
     '028_payout_reservations': { up: (db) => m028.up(db, d) },
     '029_token_calls': { up: (db) => m029.up(db, d) },
+    '030_screened_payments': { up: (db) => m030.up(db, d) },
   };
   const migrator = new Migrator({
     db: store.db,

@@ -253,11 +253,23 @@ export interface ChargePaymentsTable {
   notified: number;
   /** 1: reached the address through a contract (an internal call); migration 016. */
   internal: Generated<number>;
+  /** 1: its sender was on the SCREENING_FILE list when recorded (not counted toward paid); 1 in `screened_notified` once `charge.screened` is written; migration 030. */
+  screened: Generated<number>;
+  screened_notified: Generated<number>;
   created_at: number;
 }
 
 /** The late payments `charge.delayed` was written for (kept when a reorg deletes the payment); migration 026. */
 export interface ChargeLateAnnouncementsTable {
+  id: Generated<number>;
+  charge_id: number;
+  tx_hash: string;
+  ordinal: number;
+  created_at: number;
+}
+
+/** The screened payments `charge.screened` was written for (kept when a reorg deletes the payment); migration 030. */
+export interface ChargeScreenedAnnouncementsTable {
   id: Generated<number>;
   charge_id: number;
   tx_hash: string;
@@ -509,7 +521,14 @@ export interface PayoutItemsTable {
   refused_at: number | null;
 }
 
+/** Facts the service learned about its own data, by name (migration 031): `secrets_unbound_refused`. */
+export interface AppFlagsTable {
+  name: string;
+  set_at: number;
+}
+
 export interface Database {
+  app_flags: AppFlagsTable;
   users: UsersTable;
   access_tokens: AccessTokensTable;
   api_keys: ApiKeysTable;
@@ -524,6 +543,7 @@ export interface Database {
   charges: ChargesTable;
   charge_payments: ChargePaymentsTable;
   charge_late_announcements: ChargeLateAnnouncementsTable;
+  charge_screened_announcements: ChargeScreenedAnnouncementsTable;
   charge_blocks: ChargeBlocksTable;
   charge_sweeps: ChargeSweepsTable;
   webhooks: WebhooksTable;

@@ -5,6 +5,7 @@ import { createCipheriv, randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   SecretBox,
+  UnboundSecretRefused,
   dummyPasswordHash,
   hashPassword,
   needsRehash,
@@ -152,6 +153,25 @@ describe('SecretBox', () => {
     expect(box.decrypt(v1, P)).toBe('legacy');
     expect(box.isCurrent(v1)).toBe(false);
     expect(box.isCurrent(box.encrypt('x', P))).toBe(true);
+  });
+
+  it('refuses a v1 value once told every value is bound (refuseUnbound); v2 values still read', () => {
+    const own = new SecretBox([{ id: 'a', key: keyA }], 'a');
+    const nonce = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', keyA, nonce, { authTagLength: 16 });
+    cipher.setAAD(Buffer.from('v1.a'));
+    const ct = Buffer.concat([cipher.update('swapped', 'utf8'), cipher.final()]);
+    const v1 = ['v1', 'a', nonce.toString('base64url'), ct.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+    const v2 = own.encrypt('bound', P);
+    expect(own.decrypt(v1, P)).toBe('swapped');
+    expect(own.refusesUnbound).toBe(false);
+    own.refuseUnbound();
+    expect(own.refusesUnbound).toBe(true);
+    const err = thrownBy(() => own.decrypt(v1, P));
+    expect(err).toBeInstanceOf(UnboundSecretRefused);
+    expect(err.message).toBe('SecretBox: unbound (v1) value refused: keys:rotate has bound every value to its place');
+    expect(err.message).not.toContain('swapped');
+    expect(own.decrypt(v2, P)).toBe('bound');
   });
 
   it('validates its configuration', () => {

@@ -46,11 +46,13 @@ export interface SecretPlace {
  * Each value is bound to its place (table, column and row id are the associated data): a
  * ciphertext copied into another row or column -- say a wallet's key into a webhook's secret,
  * which an API route shows -- does not decrypt there. Values written before (`v1`, bound to the
- * key id only) still decrypt until `keys:rotate` rewrites them as `v2`.
+ * key id only) still decrypt until `keys:rotate` rewrites them as `v2`; once it has left none,
+ * `refuseUnbound()` makes a `v1` value fail (one there now was put there, say from an old backup).
  */
 export class SecretBox {
   readonly #keys = new Map<string, Buffer>();
   readonly #activeKeyId: string;
+  #refuseUnbound = false;
 
   constructor(keys: ReadonlyArray<SecretBoxKey>, activeKeyId: string) {
     for (const { id, key } of keys) {
@@ -86,6 +88,15 @@ export class SecretBox {
     return [TOKEN_VERSION, keyId, b64url(nonce), b64url(ciphertext), b64url(tag)].join('.');
   }
 
+  /** From now on a `v1` value (not bound to its place) does not decrypt. */
+  refuseUnbound(): void {
+    this.#refuseUnbound = true;
+  }
+
+  get refusesUnbound(): boolean {
+    return this.#refuseUnbound;
+  }
+
   /** True when the value is in the current format under the active key (nothing for keys:rotate to do). */
   isCurrent(token: string): boolean {
     return token.startsWith(`${TOKEN_VERSION}.${this.#activeKeyId}.`);
@@ -97,6 +108,9 @@ export class SecretBox {
       throw new Error('SecretBox: malformed encrypted value');
     }
     const [version, keyId = '', nonceText = '', ciphertextText = '', tagText = ''] = parts;
+    if (version === LEGACY_VERSION && this.#refuseUnbound) {
+      throw new UnboundSecretRefused();
+    }
     const key = this.#keys.get(keyId);
     if (!key) throw new Error(`SecretBox: unknown key id "${keyId}"`);
     const nonce = fromB64url(nonceText);
@@ -114,6 +128,14 @@ export class SecretBox {
       // Deliberately generic: never echo ciphertext, plaintext or key material.
       throw new Error('SecretBox: decryption failed (value tampered with or wrong key)');
     }
+  }
+}
+
+/** A `v1` value met after keys:rotate left none: it was copied or restored there since. */
+export class UnboundSecretRefused extends Error {
+  constructor() {
+    super('SecretBox: unbound (v1) value refused: keys:rotate has bound every value to its place');
+    this.name = 'UnboundSecretRefused';
   }
 }
 

@@ -64,7 +64,7 @@ export async function registerModules(app: App, ctx: AppContext, auth: AuthServi
   const webhooks = new WebhooksService(ctx);
   await webhookRoutes(app, webhooks);
   const transactions = new TransactionService(ctx, wallets);
-  await transactionRoutes(app, transactions);
+  await transactionRoutes(app, transactions, ctx.screening);
   const charges = new ChargeService(ctx, wallets, transactions);
   await chargeRoutes(app, charges, ctx.config.publicUrl);
   const refunds = new RefundService(ctx, transactions);

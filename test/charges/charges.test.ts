@@ -165,7 +165,7 @@ describe('charges', () => {
     expect(done.paid_amount).toBe('0.500000000000000000');
     expect(done.paid_at).toMatch(DATETIME);
     expect(done.payments).toEqual([
-      { tx_hash: paidTx, from: PAYER.address, amount: '0.500000000000000000', block_number: expect.any(Number), block_timestamp: expect.stringMatching(DATETIME), late: false, internal: false },
+      { tx_hash: paidTx, from: PAYER.address, amount: '0.500000000000000000', block_number: expect.any(Number), block_timestamp: expect.stringMatching(DATETIME), late: false, internal: false, screened: false },
     ]);
     await waitFor(async () => (await show(partial.id)).paid_amount === '1.000000000000000000', { message: 'partial payment seen' });
     expect((await show(partial.id)).status).toBe('pending');

@@ -61,7 +61,7 @@ describe('a charge paid through a contract (an internal transfer)', () => {
     const paid = await api.until(c.id, (x) => x.status === 'paid', 'paid through the forwarder');
     expect(paid.paid_amount).toBe('0.300000000000000000');
     expect(paid.payments).toEqual([
-      { tx_hash: hash, from: getAddress(forwarder), amount: '0.300000000000000000', block_number: expect.any(Number), block_timestamp: expect.stringMatching(DATETIME), late: false, internal: true },
+      { tx_hash: hash, from: getAddress(forwarder), amount: '0.300000000000000000', block_number: expect.any(Number), block_timestamp: expect.stringMatching(DATETIME), late: false, internal: true, screened: false },
     ]);
     expect((await events(t, 'charge.paid')).filter((e) => e.charge_id === c.id)).toHaveLength(1);
 

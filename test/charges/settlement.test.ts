@@ -98,7 +98,7 @@ describe('a network with 3 confirmations', () => {
     await s.chain.mine(2);
     const paid = await s.api.until(c.id, (x) => x.status === 'paid', 'paid after confirmations');
     expect(paid.paid_amount).toBe('1.000000000000000000');
-    expect(paid.payments).toEqual([{ tx_hash: hash, from: PAYER.address, amount: '1.000000000000000000', block_number: expect.any(Number), block_timestamp: expect.stringMatching(DATETIME), late: false, internal: false }]);
+    expect(paid.payments).toEqual([{ tx_hash: hash, from: PAYER.address, amount: '1.000000000000000000', block_number: expect.any(Number), block_timestamp: expect.stringMatching(DATETIME), late: false, internal: false, screened: false }]);
     expect(new Date(`${paid.paid_at}Z`).getTime()).toBe((expiresS - 2) * 1000);
     expect((await events(s.t, 'charge.paid')).filter((e) => e.charge_id === c.id)).toHaveLength(1);
     expect((await events(s.t, 'charge.expired')).filter((e) => e.charge_id === c.id)).toEqual([]);
@@ -206,7 +206,7 @@ describe('a network with 1 confirmation', () => {
     const swept = await s.api.until(c.id, (x) => x.sweeps.length === 1 && x.sweeps[0].status === 'confirmed', 'late payment swept');
     expect(swept.status).toBe('expired');
     expect(swept.paid_amount).toBe('0.000000000000000000');
-    const payment = { tx_hash: hash, from: PAYER.address, amount: '0.300000000000000000', block_number: expect.any(Number), block_timestamp: expect.stringMatching(DATETIME), late: true, internal: false };
+    const payment = { tx_hash: hash, from: PAYER.address, amount: '0.300000000000000000', block_number: expect.any(Number), block_timestamp: expect.stringMatching(DATETIME), late: true, internal: false, screened: false };
     expect(swept.payments).toEqual([payment]);
     expect(await balanceOf(s.chain, c.address)).toBe(0n);
     expect((await balanceOf(s.chain, s.wallet.address)) - mainBefore).toBe(parseEther(swept.sweeps[0].amount));

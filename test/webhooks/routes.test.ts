@@ -63,6 +63,7 @@ const SHAPES: Record<string, Record<string, Kind>> = {
   'charge.delayed': { ...CHARGE_SETTLED, payment: 'payment' },
   'charge.reopened': { ...CHARGE_SETTLED, reopened_at: 'datetime' },
   'charge.refunded': { ...CHARGE_SETTLED, refund: 'refund', refunded_at: 'datetime' },
+  'charge.screened': { ...CHARGE_SETTLED, payment: 'payment' },
   'transaction.created': { ...TX_BASE, block_number: 'int|null', type: 'string', created_at: 'datetime' },
   'transaction.confirmed': TX_CONFIRMED,
   'transaction.failed': { ...TX_BASE, block_number: 'int|null', type: 'string', failed_at: 'datetime' },
@@ -108,7 +109,7 @@ function checkKind(v: unknown, k: Kind): boolean {
       return typeof v === 'boolean';
     case 'payment': {
       const p = v as Record<string, unknown>;
-      const fields: Record<string, Kind> = { tx_hash: 'hash', from: 'address', amount: 'amount', block_number: 'int', block_timestamp: 'datetime', late: 'bool', internal: 'bool' };
+      const fields: Record<string, Kind> = { tx_hash: 'hash', from: 'address', amount: 'amount', block_number: 'int', block_timestamp: 'datetime', late: 'bool', internal: 'bool', screened: 'bool' };
       return Object.keys(p).sort().join() === Object.keys(fields).sort().join() && Object.entries(fields).every(([f, k]) => checkKind(p[f], k));
     }
     case 'refund': {
@@ -188,9 +189,9 @@ describe('webhook routes', () => {
         }
         if (type === 'charge') {
           expect(data.payload.expires).toBe(300);
-          // delayed: a late payment to a settled charge; refunded: a refund of a paid one
+          // delayed: a late payment to a settled charge; refunded: a refund of a paid one; screened: a pending one's
           const settled = name === 'charge.delayed' ? 'expired' : name === 'charge.refunded' ? 'paid' : name.split('.')[1];
-          expect(data.payload.status).toBe(name === 'charge.created' || name === 'charge.reopened' ? 'pending' : settled);
+          expect(data.payload.status).toBe(['charge.created', 'charge.reopened', 'charge.screened'].includes(name) ? 'pending' : settled);
         }
       }
     }

@@ -14,6 +14,9 @@
  *   (an internal call), from the block's call traces, which the follower reads once for the
  *   block (src/workers/watcher.traces.ts) and passes in (`internalNative`); a block whose traces
  *   no endpoint could give yet is read again later (`readInternalChargePayments`).
+ * - Screened: a payment whose sender is on the SCREENING_FILE list (`ctx.screening`, the list in
+ *   force when the block is read) is recorded all the same, with `screened`: listed, swept with
+ *   the address, never counted toward paid; `charge.screened` tells of it once (settlement).
  * - Watched: every pending charge of the network, and settled ones until `watch_until`
  *   (`expires_at` + CHARGE_WATCH_AFTER_S) compared with the block's own timestamp, so a
  *   follower catching up after an outage decides exactly as it would have live. Up to
@@ -70,9 +73,9 @@ export interface ChargeBlockPayments {
   record: (trx: Executor, nowMs: number) => Promise<void>;
 }
 
-/** What a block brought to deposit addresses: payments, and charges that received another token. */
+/** What a block brought to deposit addresses: payments (screened in `chargeBlock`), and charges that received another token. */
 interface Found {
-  payments: NewPayment[];
+  payments: Omit<NewPayment, 'screened'>[];
   other: number[];
 }
 
@@ -159,17 +162,31 @@ export async function readInternalChargePayments(s: SyncScope, block: FullBlock,
 
 function chargeBlock(s: SyncScope, block: FullBlock, watching: boolean, found: Found): ChargeBlockPayments {
   const timestampMs = Number(block.timestamp) * 1000;
-  const b = { networkId: s.networkId, number: Number(block.number), hash: block.hash, timestampMs, payments: found.payments };
-  if (found.payments.length + found.other.length > 0) s.log.info({ block: b.number, payments: found.payments.length, other_tokens: found.other.length }, 'charge payments seen');
+  const payments = screen(s, found.payments);
+  const b = { networkId: s.networkId, number: Number(block.number), hash: block.hash, timestampMs, payments };
+  if (payments.length + found.other.length > 0) s.log.info({ block: b.number, payments: payments.length, other_tokens: found.other.length }, 'charge payments seen');
   return {
     watching,
-    payments: found.payments,
+    payments,
     block: { number: b.number, timestampMs },
     record: async (trx, nowMs) => {
       await pay.recordBlockPayments(trx, b, nowMs);
       await pay.makeSettledDue(trx, [...new Set(found.other)], nowMs);
     },
   };
+}
+
+/**
+ * Each payment screened by its sender (the list in force when the block is read): a listed
+ * sender's payment is recorded with `screened`, never counted toward paid (charges.decide.ts),
+ * and told once by `charge.screened` when confirmed (charges.settlement.ts).
+ */
+function screen(s: SyncScope, seen: Found['payments']): NewPayment[] {
+  return seen.map((p) => {
+    const screened = s.ctx.screening.isBlocked(p.from_address);
+    if (screened) s.log.warn({ charge_id: p.charge_id, tx_hash: p.tx_hash, from: p.from_address, amount: p.amount.toString() }, 'payment from an address blocked by screening: recorded, not counted');
+    return { ...p, screened };
+  });
 }
 
 /** The times of a batch of blocks the follower records (charge expiry is decided on them), in its transaction. */

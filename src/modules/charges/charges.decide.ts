@@ -3,7 +3,8 @@
  * height (`height`: the follower's cursor − confirmations + 1) with that block's timestamp.
  *
  * - Counted: payments mined at or below the confirmed height and stamped at or before
- *   `expires_at`. `paid_amount` is their sum (an overpayment is kept and shown).
+ *   `expires_at`, except screened ones (a sender on the SCREENING_FILE list: kept and listed,
+ *   never counted). `paid_amount` is their sum (an overpayment is kept and shown).
  * - `paid` as soon as the counted sum reaches `amount` (`paid_at` the timestamp of the block
  *   whose payment made it reach it).
  * - `expired` (nothing counted) or `failed` (less than `amount`) once the confirmed block is
@@ -23,6 +24,8 @@ export interface PaymentFacts {
   block_number: number;
   block_timestamp: number;
   log_index: number;
+  /** 1: its sender was listed by screening when recorded (never counted). */
+  screened: number;
 }
 
 export interface Decision {
@@ -34,7 +37,7 @@ export interface Decision {
 
 export function decide(terms: Terms, payments: PaymentFacts[], height: number, heightTimeMs: number | null): Decision {
   const counted = payments
-    .filter((p) => p.block_number <= height && p.block_timestamp <= terms.expires_at)
+    .filter((p) => p.screened !== 1 && p.block_number <= height && p.block_timestamp <= terms.expires_at)
     .sort((a, b) => a.block_number - b.block_number || a.log_index - b.log_index);
   let paid = 0n;
   let paidAtMs: number | null = null;

@@ -28,6 +28,8 @@ export interface NewPayment {
   amount: bigint;
   /** Reached the address through a contract (an internal call), not a transaction to it. */
   internal: boolean;
+  /** Its sender is on the SCREENING_FILE list: kept and listed, never counted toward paid. */
+  screened: boolean;
 }
 
 export interface PaymentRow {
@@ -43,6 +45,8 @@ export interface PaymentRow {
   confirmed: number;
   notified: number;
   internal: number;
+  /** 1: its sender was listed by screening when recorded (migration 030): not counted toward paid. */
+  screened: number;
 }
 
 /** Watched in a block stamped `blockMs`: pending charges, and settled ones until `watch_until`. */
@@ -140,6 +144,7 @@ export async function recordBlockPayments(
         ...p,
         amount: p.amount.toString(),
         internal: p.internal ? 1 : 0,
+        screened: p.screened ? 1 : 0,
         network_id: b.networkId,
         block_number: b.number,
         block_hash: b.hash,
@@ -214,10 +219,10 @@ export async function blockTimeAtOrBelow(db: Executor, networkId: number, height
   return r ? Number(r.block_timestamp) : null;
 }
 
-const PAYMENT_COLUMNS = ['id', 'charge_id', 'tx_hash', 'log_index', 'from_address', 'amount', 'block_number', 'block_timestamp', 'confirmed', 'notified', 'internal'] as const;
+const PAYMENT_COLUMNS = ['id', 'charge_id', 'tx_hash', 'log_index', 'from_address', 'amount', 'block_number', 'block_timestamp', 'confirmed', 'notified', 'internal', 'screened'] as const;
 
 type RawPayment = Omit<PaymentRow, 'amount'> & { amount: string };
-const toPayment = (r: RawPayment): PaymentRow => ({ ...r, amount: BigInt(r.amount), block_number: Number(r.block_number), block_timestamp: Number(r.block_timestamp), internal: Number(r.internal) });
+const toPayment = (r: RawPayment): PaymentRow => ({ ...r, amount: BigInt(r.amount), block_number: Number(r.block_number), block_timestamp: Number(r.block_timestamp), internal: Number(r.internal), screened: Number(r.screened) });
 
 /** A charge's payments, in chain order. */
 export async function listPayments(db: Executor, chargeIds: number[], opts: { confirmedOnly: boolean }): Promise<PaymentRow[]> {
@@ -278,6 +283,17 @@ export async function markNotified(trx: Executor, id: number): Promise<boolean> 
  * that transaction's payments to the charge, which a log index moved by the reorg keeps.
  */
 export async function recordAnnouncement(trx: Executor, p: Pick<PaymentRow, 'charge_id' | 'tx_hash' | 'log_index'> & { tx_hash: string }, nowMs: number): Promise<boolean> {
+  const r = await trx
+    .insertInto('charge_late_announcements')
+    .values({ charge_id: p.charge_id, tx_hash: p.tx_hash, ordinal: await ordinalOf(trx, p), created_at: nowMs })
+    .onConflict((oc) => oc.columns(['charge_id', 'tx_hash', 'ordinal']).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return r !== undefined;
+}
+
+/** The payment's place among its transaction's payments to the charge (a reorg may move its log index, not its place). */
+async function ordinalOf(trx: Executor, p: Pick<PaymentRow, 'charge_id' | 'log_index'> & { tx_hash: string }): Promise<number> {
   const before = await trx
     .selectFrom('charge_payments')
     .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -285,9 +301,38 @@ export async function recordAnnouncement(trx: Executor, p: Pick<PaymentRow, 'cha
     .where('tx_hash', '=', p.tx_hash)
     .where('log_index', '<', p.log_index)
     .executeTakeFirstOrThrow();
+  return Number(before.n);
+}
+
+/** Screened payments of the network, confirmed and not yet announced (bounded, oldest first). */
+export async function listUnannouncedScreened(db: Executor, networkId: number, limit: number): Promise<PaymentRow[]> {
+  const rows = await db
+    .selectFrom('charge_payments')
+    .select(PAYMENT_COLUMNS)
+    .where('network_id', '=', networkId)
+    .where('screened', '=', sql.lit(1)) // a literal: the partial index's predicate (migration 030)
+    .where('screened_notified', '=', 0)
+    .where('confirmed', '=', 1)
+    .orderBy('id', 'asc')
+    .limit(limit)
+    .execute();
+  return rows.map(toPayment);
+}
+
+/** Marks a screened payment announced; false when another worker did it first. */
+export async function markScreenedNotified(trx: Executor, id: number): Promise<boolean> {
+  const r = await trx.updateTable('charge_payments').set({ screened_notified: 1 }).where('id', '=', id).where('screened_notified', '=', 0).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/**
+ * Records that `charge.screened` was written for a screened payment; false when it was before
+ * (the payment was removed by a reorg and brought back). Keyed as `recordAnnouncement` is.
+ */
+export async function recordScreenedAnnouncement(trx: Executor, p: Pick<PaymentRow, 'charge_id' | 'tx_hash' | 'log_index'> & { tx_hash: string }, nowMs: number): Promise<boolean> {
   const r = await trx
-    .insertInto('charge_late_announcements')
-    .values({ charge_id: p.charge_id, tx_hash: p.tx_hash, ordinal: Number(before.n), created_at: nowMs })
+    .insertInto('charge_screened_announcements')
+    .values({ charge_id: p.charge_id, tx_hash: p.tx_hash, ordinal: await ordinalOf(trx, p), created_at: nowMs })
     .onConflict((oc) => oc.columns(['charge_id', 'tx_hash', 'ordinal']).doNothing())
     .returning('id')
     .executeTakeFirst();

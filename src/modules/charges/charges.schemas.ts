@@ -25,6 +25,7 @@ const PaymentSchema = Type.Object({
   block_timestamp: Type.String(),
   late: Type.Boolean(),
   internal: Type.Boolean({ description: 'true: the money reached the deposit address through a contract (an internal call; `tx_hash` is the transaction that carried it), false: a transfer to the address' }),
+  screened: Type.Boolean({ description: 'true: the sender was on the SCREENING_FILE list when the payment was recorded: kept and listed, never counted toward `paid_amount` (so it never pays the charge), told once by `charge.screened`, and swept to the main address with the rest for the operator to handle' }),
 });
 
 const SweepSchema = Type.Object({
@@ -54,7 +55,7 @@ export const ChargeSchema = Type.Object({
   info: NullableObject,
   created_at: Type.String(),
   updated_at: Type.String(),
-  payments: Type.Array(PaymentSchema, { description: 'Confirmed transfers to the deposit address; `late` for those after settlement (not counted)' }),
+  payments: Type.Array(PaymentSchema, { description: 'Confirmed transfers to the deposit address; `late` for those after settlement and `screened` for those from a blocked sender (neither counted)' }),
   sweeps: Type.Array(SweepSchema, { description: 'Transfers of what the deposit address received to the wallet’s main address' }),
   refunds: Type.Array(RefundSchema, { description: 'Refunds of the charge, oldest first (POST .../charge/{charge}/refund)' }),
   hosted_url: Type.String({ description: 'The public checkout page: PUBLIC_URL + /pay/{uuid}', examples: ['https://pay.example.com/pay/6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10'] }),

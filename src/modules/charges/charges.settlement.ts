@@ -18,6 +18,10 @@
  * 4. Late payments of settled charges not yet announced: `charge.delayed`, once each (a
  *    conditional update of the payment's `notified` with the event in one transaction), and
  *    the address is made due for a sweep.
+ * 5. Screened payments (a sender on the SCREENING_FILE list, charges.chain-sync.ts) confirmed
+ *    and not yet announced: `charge.screened`, once each, as step 4 does (its own flag,
+ *    `screened_notified`, and its own record against a reorg's bringing it back). A late screened
+ *    payment is told by both events: it is late, and it is screened.
  *
  * Each final move is one conditional UPDATE (WHERE status = 'pending') with its event in the
  * same transaction: several processes may run this, each move happens once. A settlement a
@@ -38,11 +42,12 @@ import { findWalletView } from '../wallets/wallets.repository.js';
 import * as repo from './charges.repository.js';
 import * as pay from './charges.payments.repository.js';
 import { decide } from './charges.decide.js';
-import { chargeDelayedPayload, chargeFinishedPayload } from './charges.views.js';
+import { chargeDelayedPayload, chargeFinishedPayload, chargeScreenedPayload } from './charges.views.js';
 
 const PAYMENT_BATCH = 500;
 const EXPIRY_BATCH = 200;
 const LATE_BATCH = 200;
+const SCREENED_BATCH = 200;
 
 /** Network id → the confirmed height a settlement tick used. */
 export type ConfirmedHeights = Map<number, number>;
@@ -74,6 +79,7 @@ export class ChargeSettlement {
       await this.confirmPayments(network, at);
       await this.expireDue(network, at);
       await this.announceLate(network.id);
+      await this.announceScreened(network.id);
       heights.set(network.id, at.height);
     }
     return heights;
@@ -202,6 +208,30 @@ export class ChargeSettlement {
         const current = (await repo.findChargeById(trx, p.charge_id))!;
         await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'charge.delayed', payload: chargeDelayedPayload(current, p), nowMs: now });
         this.log.info({ charge_id: charge.id, tx_hash: p.tx_hash, amount: p.amount.toString(), status: current.status }, 'late payment to a settled charge');
+      });
+    }
+  }
+
+  /**
+   * Step 5. Each in its own transaction, its locks in the order of step 4 (the network's cursor,
+   * the user's event order, then the payment's row). The payment is never counted, whatever the
+   * charge's status; its money is swept with the address (docs/charges.md, "Screened payments").
+   */
+  private async announceScreened(networkId: number): Promise<void> {
+    const db = this.ctx.store.db;
+    for (const p of await pay.listUnannouncedScreened(db, networkId, SCREENED_BATCH)) {
+      const charge = await repo.findChargeById(db, p.charge_id);
+      const wallet = charge ? await findWalletView(db, charge.wallet_id) : undefined; // a wallet's user never changes
+      if (!charge || !wallet) continue;
+      await db.transaction().execute(async (trx) => {
+        await pay.lockedCursorHeight(trx, networkId);
+        await lockEventsOf(trx, [wallet.user_id]);
+        if (!(await pay.markScreenedNotified(trx, p.id))) return;
+        const now = this.ctx.clock.nowMs();
+        if (p.tx_hash !== null && !(await pay.recordScreenedAnnouncement(trx, { ...p, tx_hash: p.tx_hash }, now))) return;
+        const current = (await repo.findChargeById(trx, p.charge_id))!;
+        await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'charge.screened', payload: chargeScreenedPayload(current, p), nowMs: now });
+        this.log.warn({ charge_id: charge.id, tx_hash: p.tx_hash, from: p.from_address, amount: p.amount.toString(), status: current.status }, 'payment from an address blocked by screening: told by charge.screened, not counted');
       });
     }
   }

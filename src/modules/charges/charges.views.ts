@@ -80,7 +80,7 @@ export function chargeReopenedPayload(c: ChargeRow, atMs: number) {
   };
 }
 
-/** A payment to the charge's address, as `payments[]` and `charge.delayed` show it. */
+/** A payment to the charge's address, as `payments[]`, `charge.delayed` and `charge.screened` show it. */
 export function paymentView(c: ChargeRow, p: PaymentRow) {
   return {
     tx_hash: p.tx_hash,
@@ -90,6 +90,7 @@ export function paymentView(c: ChargeRow, p: PaymentRow) {
     block_timestamp: formatDateTime(p.block_timestamp),
     late: isLate(p, c),
     internal: p.internal === 1,
+    screened: p.screened === 1,
   };
 }
 
@@ -111,5 +112,10 @@ export function chargeStateFields(c: ChargeRow) {
 
 /** charge.delayed: the charge's fields (as in charge.paid) and the late `payment`. */
 export function chargeDelayedPayload(c: ChargeRow, p: PaymentRow) {
+  return { ...chargeStateFields(c), payment: paymentView(c, p) };
+}
+
+/** charge.screened: the charge's fields (as in charge.paid) and the `payment` from a screened sender (not counted). */
+export function chargeScreenedPayload(c: ChargeRow, p: PaymentRow) {
   return { ...chargeStateFields(c), payment: paymentView(c, p) };
 }

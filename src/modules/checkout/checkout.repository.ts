@@ -57,7 +57,7 @@ export async function findCheckoutCharge(db: Executor, uuid: string): Promise<Ch
   return r ? { ...r, amount: BigInt(r.amount), paid_amount: BigInt(r.paid_amount) } : undefined;
 }
 
-/** Payment transactions shown on a paid page (the confirmed ones, oldest first, bounded). */
+/** Payment transactions shown on a paid page (the confirmed, counted ones, oldest first, bounded). */
 const PAYMENT_LINKS_MAX = 5;
 
 export async function listPaymentHashes(db: Executor, chargeId: number): Promise<string[]> {
@@ -67,6 +67,7 @@ export async function listPaymentHashes(db: Executor, chargeId: number): Promise
     .where('charge_id', '=', chargeId)
     .where('confirmed', '=', 1)
     .where('tx_hash', 'is not', null) // a payment found by the balance has no transaction to link
+    .where('screened', '=', 0) // a screened sender's payment paid nothing (docs/charges.md, "Screening")
     .orderBy('block_number', 'asc')
     .orderBy('log_index', 'asc')
     .limit(PAYMENT_LINKS_MAX)

@@ -34,7 +34,7 @@ export async function payoutRoutes(app: App, payouts: PayoutService, txs: Transa
         tags: ['payouts'],
         summary: 'Pay many recipients at once (1 to 500 items)',
         description:
-          'Checked as a whole before anything is sent: the references (unique per wallet), the spending policy (each item’s limits and allowlist, the total’s daily limit; a total over `approval_above` waits for approval), and the balance for the total plus every item’s maximum fee (400 `Insufficient balance for payout`). Then each item becomes a transaction of its own, in item order, carrying `payout_id` and `reference`. Answers at once, `processing` (or `awaiting_approval`); the payouts worker sends the items.',
+          'Checked as a whole before anything is sent: no item’s address on the SCREENING_FILE list (400 `Address is blocked by screening`, nothing recorded), the references (unique per wallet), the spending policy (each item’s limits and allowlist, the total’s daily limit; a total over `approval_above` waits for approval), and the balance for the total plus every item’s maximum fee (400 `Insufficient balance for payout`). Then each item becomes a transaction of its own, in item order, carrying `payout_id` and `reference`. Answers at once, `processing` (or `awaiting_approval`); the payouts worker sends the items.',
         params: WalletParams,
         body: CreatePayoutBody,
         response: responses(PayoutSchema),
@@ -81,7 +81,7 @@ export async function payoutRoutes(app: App, payouts: PayoutService, txs: Transa
         schema: {
           tags: ['payouts'],
           summary: kind === 'approve' ? 'Approve a payout held for approval (login token only)' : 'Reject a payout held for approval (login token only)',
-          description: kind === 'approve' ? 'Its items go out, in order, each policed and balance-checked when its turn comes. 400 `Payout is not awaiting approval` once decided or expired.' : 'It fails with nothing sent (`rejected_by_approver` on every item). 400 `Payout is not awaiting approval` once decided or expired.',
+          description: kind === 'approve' ? 'Its items go out, in order, each policed and balance-checked when its turn comes. 400 `Payout is not awaiting approval` once decided or expired; 400 `Address is blocked by screening` when an item’s address was listed since (it stays held).' : 'It fails with nothing sent (`rejected_by_approver` on every item). 400 `Payout is not awaiting approval` once decided or expired.',
           params: PayoutParams,
           response: responses(PayoutSchema, [403]),
         },

@@ -34,6 +34,7 @@ import type { TransactionService } from '../transactions/transactions.service.js
 import * as repo from './payouts.repository.js';
 import type { ItemRow, PayoutRow } from './payouts.repository.js';
 import type { PayoutInput } from './payouts.schemas.js';
+import { refuseBlocked } from '../screening/screening.js';
 
 export interface PayoutWithItems {
   payout: PayoutRow;
@@ -72,6 +73,7 @@ export class PayoutService {
   }
 
   async create(wallet: WalletView, input: PayoutInput, inTransaction?: InTransaction<PayoutWithItems>): Promise<PayoutWithItems> {
+    refuseBlocked(this.ctx.screening, input.items.map((i) => i.address)); // every item, before anything is recorded
     const total = input.items.reduce((s, i) => s + i.amount, 0n);
     let quote: Awaited<ReturnType<TransactionService['quoteBatch']>>;
     try {
@@ -105,6 +107,9 @@ export class PayoutService {
   /** Approve (login token): its items may go out; 400 unless it awaits approval within APPROVAL_TTL_S. */
   async approve(wallet: WalletView, payoutId: number): Promise<void> {
     await this.expireDue();
+    // An item's recipient listed since the payout was held: it stays held, to be rejected.
+    const held = await repo.findPayoutById(this.ctx.store.db, payoutId);
+    if (held?.state === 'approval') refuseBlocked(this.ctx.screening, (await repo.listItems(this.ctx.store.db, [payoutId])).map((i) => i.address));
     if (!(await repo.moveState(this.ctx.store.db, payoutId, 'approval', 'sending', this.ctx.clock.nowMs()))) throw Errors.payoutNotAwaitingApproval();
     this.ctx.log.info({ component: 'payouts', wallet_id: wallet.id, payout_id: payoutId }, 'payout approved');
   }

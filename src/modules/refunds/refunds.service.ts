@@ -27,6 +27,7 @@ import type { FeeChoice } from '../transactions/transactions.schemas.js';
 import * as repo from './refunds.repository.js';
 import type { RefundRow } from './refunds.repository.js';
 import { committedAmount, refundStatus } from './refunds.views.js';
+import { refuseBlocked } from '../screening/screening.js';
 
 export interface RefundInput {
   /** Base units of the charge's token; absent: all that is left to refund. */
@@ -69,6 +70,7 @@ export class RefundService {
       });
     }
     const to = input.address;
+    refuseBlocked(this.ctx.screening, [to]);
     const token = await this.token(wallet, charge);
     const rec = await this.transactions.create(wallet, { amount, token, to, ...(input.fees ? { fees: input.fees } : {}) }, {
       // Decided again under the wallet's lock: `amount` is what the early look found left.
@@ -86,6 +88,7 @@ export class RefundService {
     const db = this.ctx.store.db;
     const refund = await this.findByUuid(uuid);
     if (!refund) throw Errors.refundNotFound();
+    refuseBlocked(this.ctx.screening, [to]);
     this.requireClaimable(refund);
     const wallet = await findWalletView(db, refund.wallet_id);
     if (!wallet) throw Errors.refundNotFound();

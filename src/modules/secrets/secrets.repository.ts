@@ -29,6 +29,32 @@ export async function pageSecrets(db: Executor, c: SecretColumn, afterId: number
   return rows as unknown as { id: number; value: string }[];
 }
 
+/** How many values of the column are still of the earlier format (`v1`, not bound to their place). */
+export async function countUnbound(db: Executor, c: SecretColumn): Promise<number> {
+  const row = await db
+    .selectFrom(c.table)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where(c.column as never, 'like', 'v1.%' as never)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Set by keys:rotate once no `v1` value is left: from then on one is refused (migration 031). */
+export const UNBOUND_REFUSED = 'secrets_unbound_refused';
+
+export async function isUnboundRefused(db: Executor): Promise<boolean> {
+  const row = await db.selectFrom('app_flags').select('name').where('name', '=', UNBOUND_REFUSED).executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function markUnboundRefused(db: Executor, nowMs: number): Promise<void> {
+  await db
+    .insertInto('app_flags')
+    .values({ name: UNBOUND_REFUSED, set_at: nowMs })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .execute();
+}
+
 /** Replaces one value if it is still the one read (a concurrent change wins); true when replaced. */
 export async function replaceSecret(db: Executor, c: SecretColumn, id: number, oldValue: string, newValue: string): Promise<boolean> {
   const r = await db

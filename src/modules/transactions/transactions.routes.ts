@@ -15,6 +15,7 @@ import { pageOf, setPaginationHeaders } from '../../http/pagination.js';
 import { commitResponse } from '../../http/idempotency.js';
 import { parseId, requireWallet } from '../../http/auth.js';
 import type { App } from '../../http/types.js';
+import { refuseBlocked, type Screening } from '../screening/screening.js';
 import { WalletParams } from '../wallets/wallets.schemas.js';
 import type { TxRecord } from './transactions.repository.js';
 import {
@@ -33,15 +34,15 @@ import {
 import type { TransactionService } from './transactions.service.js';
 import { createdView, feePreviewView, transactionDetailView, transactionListItem, transactionView } from './transactions.views.js';
 
-export async function transactionRoutes(app: App, txs: TransactionService): Promise<void> {
+export async function transactionRoutes(app: App, txs: TransactionService, screening: Screening): Promise<void> {
   listRoute(app, txs);
-  createRoute(app, txs);
+  createRoute(app, txs, screening);
   feesRoute(app, txs);
   showRoute(app, txs);
   replaceRoute(app, txs, 'speed-up');
   replaceRoute(app, txs, 'cancel');
-  decideRoute(app, txs, 'approve');
-  decideRoute(app, txs, 'reject');
+  decideRoute(app, txs, 'approve', screening);
+  decideRoute(app, txs, 'reject', screening);
 }
 
 const LIST_MESSAGE = 'Transactions retrieved';
@@ -80,13 +81,13 @@ function listRoute(app: App, txs: TransactionService): void {
   );
 }
 
-function createRoute(app: App, txs: TransactionService): void {
+function createRoute(app: App, txs: TransactionService, screening: Screening): void {
   app.post(
     '/wallet/:wallet/transaction/create',
     {
       schema: {
         tags: ['transactions'],
-        summary: 'Sign, record and broadcast a native or ERC-20 transfer', description: 'Signs and broadcasts a native or ERC-20 transfer from the wallet. Send an `Idempotency-Key` header to make retries safe. 400 when the balance (amount plus the maximum fee) does not cover it.',
+        summary: 'Sign, record and broadcast a native or ERC-20 transfer', description: 'Signs and broadcasts a native or ERC-20 transfer from the wallet. Send an `Idempotency-Key` header to make retries safe. 400 when the balance (amount plus the maximum fee) does not cover it, and 400 `Address is blocked by screening` (nothing recorded) when `address` is on the SCREENING_FILE list.',
         params: WalletParams,
         body: CreateBody,
         response: responses(CreatedTransactionSchema, [409]),
@@ -95,6 +96,8 @@ function createRoute(app: App, txs: TransactionService): void {
     async (req) => {
       const wallet = requireWallet(req);
       const input = parseCreateInput(req.body as Record<string, unknown>, await txs.activeTokens(wallet));
+      // The recipient of a transfer, or the contract of a call (a token call's own recipient: the policy).
+      refuseBlocked(screening, [input.to]);
       const rec = await txs.create(wallet, input, { inTransaction: commitResponse(req, 'Transaction created', createdView) });
       return ok(createdView(rec), 'Transaction created');
     },
@@ -197,7 +200,7 @@ const DECIDE_DOCS = {
   approve: {
     summary: 'Approve a transaction awaiting approval (login token only): sign and send it',
     description:
-      'A transfer over the policy\'s `approval_above` waits as `awaiting_approval`, nothing signed. Approving quotes it again (gas, fees at the level or explicit fees it was created with), checks the balance again, takes a nonce, signs and broadcasts it: it is then `pending` as any transfer (`transaction.created`). 400 `Transaction is not awaiting approval` once it is approved, rejected or expired; 400 `Insufficient balance for transaction` leaves it awaiting. Needs a login token: an API key gets 403.',
+      'A transfer over the policy\'s `approval_above` waits as `awaiting_approval`, nothing signed. Approving quotes it again (gas, fees at the level or explicit fees it was created with), checks the balance again, takes a nonce, signs and broadcasts it: it is then `pending` as any transfer (`transaction.created`). 400 `Transaction is not awaiting approval` once it is approved, rejected or expired; 400 `Insufficient balance for transaction`, and 400 `Address is blocked by screening` for a recipient listed since, leave it awaiting. Needs a login token: an API key gets 403.',
     message: 'Transaction approved',
   },
   reject: {
@@ -208,7 +211,7 @@ const DECIDE_DOCS = {
   },
 } as const;
 
-function decideRoute(app: App, txs: TransactionService, kind: 'approve' | 'reject'): void {
+function decideRoute(app: App, txs: TransactionService, kind: 'approve' | 'reject', screening: Screening): void {
   const loaded = new WeakMap<FastifyRequest, TxRecord>();
   const { summary, description, message } = DECIDE_DOCS[kind];
   app.post(
@@ -220,6 +223,8 @@ function decideRoute(app: App, txs: TransactionService, kind: 'approve' | 'rejec
     },
     async (req) => {
       const rec = loaded.get(req)!;
+      // A recipient listed since the transfer was held is not paid: it stays held, to be rejected.
+      if (kind === 'approve' && rec.status === 'awaiting_approval') refuseBlocked(screening, [rec.to_address]);
       const after = kind === 'approve' ? await txs.approve(requireWallet(req), rec) : await txs.approvals.reject(rec);
       return ok(transactionView(after), message);
     },

@@ -104,6 +104,27 @@ const CATALOGUE: Record<EventName, Omit<EventInfo, 'event_name'>> = {
         block_timestamp: '2025-03-14 09:33:02',
         late: true,
         internal: false,
+        screened: false,
+      },
+    },
+  },
+  'charge.screened': {
+    description:
+      'A payment reached the charge’s deposit address from a sender on the service’s screening list (SCREENING_FILE). It is kept and listed on the charge with `screened: true`, never counted toward `paid_amount` (it does not pay the charge), and swept to the main address with the rest of the address’s money for the operator to handle. Sent once per screened payment, when it is confirmed.',
+    payload: {
+      ...CHARGE,
+      status: 'pending',
+      address: DEPOSIT_ADDRESS,
+      paid_amount: '0.000000000000000000',
+      payment: {
+        tx_hash: '0x7a9c2b4d6f8e0a1c3b5d7f9e2a4c6b8d0f1e3a3c1e5a7b9d2f4e6a8c0b1d3f5e',
+        from: '0x8589427373D6D84E98730D7795D8f6f8731FDA16',
+        amount: '25.000000000000000000',
+        block_number: 19436621,
+        block_timestamp: '2025-03-14 09:27:40',
+        late: false,
+        internal: false,
+        screened: true,
       },
     },
   },
