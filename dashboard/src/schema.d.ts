@@ -12336,7 +12336,7 @@ export interface paths {
                                 /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
                                 refunds: {
                                     id: number;
-                                    uuid: string;
+                                    uuid: string | null;
                                     /** @description In the charge’s token, 18 decimal places */
                                     amount: string;
                                     address: string | null;
@@ -12634,7 +12634,7 @@ export interface paths {
         };
         /**
          * A charge by id or uuid
-         * @description One charge by its numeric id or its uuid, with what has been paid so far.
+         * @description One charge by its numeric id or its uuid, with what has been paid so far and its refunds (a refund’s `uuid` and `claim_url` are null to an API key without `charges:write` or `transactions:write`: a claim link names where the money goes).
          */
         get: {
             parameters: {
@@ -12770,7 +12770,7 @@ export interface paths {
                                 /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
                                 refunds: {
                                     id: number;
-                                    uuid: string;
+                                    uuid: string | null;
                                     /** @description In the charge’s token, 18 decimal places */
                                     amount: string;
                                     address: string | null;
@@ -13208,7 +13208,7 @@ export interface paths {
                                 /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
                                 refunds: {
                                     id: number;
-                                    uuid: string;
+                                    uuid: string | null;
                                     /** @description In the charge’s token, 18 decimal places */
                                     amount: string;
                                     address: string | null;
@@ -13506,7 +13506,7 @@ export interface paths {
         };
         /**
          * Charges of the wallet, newest first (X-Pagination-* and Link headers)
-         * @description Newest first, paginated, filterable by status.
+         * @description Newest first, paginated, filterable by status. A refund’s `uuid` and `claim_url` are null to an API key without `charges:write` or `transactions:write`.
          */
         get: {
             parameters: {
@@ -13646,7 +13646,7 @@ export interface paths {
                                 /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
                                 refunds: {
                                     id: number;
-                                    uuid: string;
+                                    uuid: string | null;
                                     /** @description In the charge’s token, 18 decimal places */
                                     amount: string;
                                     address: string | null;
@@ -13949,6 +13949,8 @@ export interface paths {
         /**
          * Refund a charge (whole, partial, or as a claim the payer completes)
          * @description With `address`: a transfer of the charge’s token from the main address, reserved, policed and tracked like any transaction (`refund_id` on it). Without: a claim, whose public `claim_url` lets the payer give an address once. The refunds not failed or expired never pass what the charge’s confirmed payments brought (400 `Refund exceeds the amount received`); a charge with no payment: 400 `Nothing to refund`. Idempotency-Key honoured as on creates.
+         *
+         *     Scopes: a claim needs `charges:write`; a refund with `address` (any value but null, a malformed one too) moves money at once and needs `transactions:write` as well: a key with `charges:write` alone gets 403 `Insufficient scope`, a key with `transactions:write` alone gets it for any refund (the route’s own scope). A login token and a `*` key may do both. The address check comes right after the route’s scope, before the wallet’s and the charge’s 404, the 422s, the Idempotency-Key and anything recorded or sent. A refund’s `uuid` and `claim_url` are shown to login tokens and keys with `charges:write` or `transactions:write` only (null to others).
          */
         post: {
             parameters: {
@@ -14011,7 +14013,7 @@ export interface paths {
                             message: string;
                             data: {
                                 id: number;
-                                uuid: string;
+                                uuid: string | null;
                                 /** @description In the charge’s token, 18 decimal places */
                                 amount: string;
                                 address: string | null;
