@@ -9477,11 +9477,11 @@ export interface paths {
                         address?: unknown;
                         /** @description `low`, `medium` (default) or `high` */
                         fee_level?: unknown;
-                        /** @description Explicit max fee, native currency per gas unit (decimal string); with max_priority_fee_per_gas */
+                        /** @description Explicit max fee, native currency per gas unit (decimal string); with max_priority_fee_per_gas; at most 3× the current high level (422 above the cap) */
                         max_fee_per_gas?: unknown;
                         /** @description Explicit tip, native currency per gas unit (decimal string), at most max_fee_per_gas */
                         max_priority_fee_per_gas?: unknown;
-                        /** @description Contract call: 0x-prefixed hex calldata, at most 64 KiB (token must be the native token; amount is the value, may be 0) */
+                        /** @description Contract call: 0x-prefixed hex calldata, at most 64 KiB (token must be the native token; amount is the value, may be 0). A call to one of the wallet’s token contracts (transfer, transferFrom, approve, increaseAllowance, permit) is policed and reserved as that token; any other call waits for approval on a wallet with a policy unless its contract is allowlisted */
                         data?: unknown;
                         /** @description Contract call: a Solidity signature such as `approve(address,uint256)`, with `args` */
                         function?: unknown;
@@ -10669,7 +10669,7 @@ export interface paths {
                     "application/json": {
                         /** @description `low`, `medium` (default) or `high`: the quote the new fees are raised to when higher than the minimum +10% */
                         fee_level?: unknown;
-                        /** @description Explicit max fee, native currency per gas unit (decimal string); at least 10% above the current one */
+                        /** @description Explicit max fee, native currency per gas unit (decimal string); at least 10% above the current one, at most 3× the current high level */
                         max_fee_per_gas?: unknown;
                         /** @description Explicit tip, native currency per gas unit (decimal string); at least 10% above the current one */
                         max_priority_fee_per_gas?: unknown;
@@ -11060,7 +11060,7 @@ export interface paths {
                     "application/json": {
                         /** @description `low`, `medium` (default) or `high`: the quote the new fees are raised to when higher than the minimum +10% */
                         fee_level?: unknown;
-                        /** @description Explicit max fee, native currency per gas unit (decimal string); at least 10% above the current one */
+                        /** @description Explicit max fee, native currency per gas unit (decimal string); at least 10% above the current one, at most 3× the current high level */
                         max_fee_per_gas?: unknown;
                         /** @description Explicit tip, native currency per gas unit (decimal string); at least 10% above the current one */
                         max_priority_fee_per_gas?: unknown;

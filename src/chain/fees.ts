@@ -148,6 +148,18 @@ export function explicitFees(kind: TxKind, maxFeePerGas: bigint, maxPriorityFeeP
     : { kind, maxFeePerGas, maxPriorityFeePerGas };
 }
 
+/** An explicit max fee may be at most this many times the market's `high` level's. */
+export const FEE_CAP_MULTIPLE = 3n;
+
+/**
+ * The highest `max_fee_per_gas` a caller may ask for now: FEE_CAP_MULTIPLE times the `high`
+ * level's max fee (the gas price on a legacy network). Above it, a 1-wei transfer could hand the
+ * wallet's native balance to the block producer.
+ */
+export function feeCap(market: FeeMarket): bigint {
+  return market.levels.high.maxFeePerGas * FEE_CAP_MULTIPLE;
+}
+
 /** `v` raised by BUMP_PERCENT, rounded up, and by at least 1 wei. */
 function bumped(v: bigint): bigint {
   const up = (v * (100n + BUMP_PERCENT) + 99n) / 100n;

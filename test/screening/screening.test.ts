@@ -3,7 +3,7 @@
  * anvil, on SQLite and (DATABASE_URL) PostgreSQL:
  * - money out to a listed address is 400 `Address is blocked by screening` with nothing recorded
  *   (no transaction, payout, refund or event): a transfer (the list's case does not matter), a
- *   contract call to a listed contract, a payout with one listed item, a refund with a listed
+ *   contract call to a listed contract, a token call whose recipient or spender is listed, a payout with one listed item, a refund with a listed
  *   address, and a refund claim given a listed address;
  * - the file is read again when it changes: an address added is refused at the next request a
  *   second later, a transfer held for approval to it is no longer approved (it stays held), and a
@@ -104,6 +104,20 @@ describe('money out to a listed address', () => {
     expect(res.status).toBe(400);
     expect(res.body).toEqual(BLOCKED);
     expect(await list(`/api/wallet/${w.id}/transaction`)).toEqual([]);
+  });
+
+  it('refuses a token call whose recipient or spender is listed (transfer, approve), and records nothing', async () => {
+    const w = await fundedWallet();
+    const token = await deployErc20(chain.rpcUrl, { name: 'Screened USD', symbol: 'SUSD', decimals: 6 });
+    expect((await post(`/api/wallet/${w.id}/token/add`, { contract: token })).status).toBe(200);
+    await mintErc20(chain.rpcUrl, token, w.address, 1_000_000n);
+    for (const fn of ['transfer(address,uint256)', 'approve(address,uint256)']) {
+      const res = await post(`/api/wallet/${w.id}/transaction/create`, { amount: '0', token: 'ETH', address: token, function: fn, args: [LISTED, '1000'] });
+      expect([res.status, res.body], fn).toEqual([400, BLOCKED]);
+    }
+    expect(await list(`/api/wallet/${w.id}/transaction`)).toEqual([]);
+    const ok = await post(`/api/wallet/${w.id}/transaction/create`, { amount: '0', token: 'ETH', address: token, function: 'transfer(address,uint256)', args: [freshAddress(), '1000'] });
+    expect(ok.status, ok.text).toBe(200);
   });
 
   it('refuses a payout with one listed item, before anything is recorded', async () => {

@@ -192,6 +192,8 @@ export function unsentItemReservations(db: Executor, walletId: number) {
       sql<number | null>`null`.as('nonce'),
       sql<string>`'awaiting_approval'`.as('status'),
       sql<number | null>`null`.as('block_number'),
+      sql<number | null>`null`.as('call_token_id'),
+      sql<string | null>`null`.as('call_spend'),
     ])
     .where('i.wallet_id', '=', walletId)
     .where('i.transaction_id', 'is', null)

@@ -5,13 +5,15 @@
  * the daily sum includes it and concurrent creates cannot pass a limit together.
  *
  * Order: per-transaction limit, daily limit, allowlist, then approval. Only the limits of the
- * transfer's token apply (a contract call's value is a native-token amount). A transfer that
+ * transfer's token apply. A contract call is policed by what it does (`enforceCallPolicy`):
+ * its native value as a native transfer, and a token call as a transfer of that token. A transfer that
  * passes every limit but is over `approval_above` is held for a person's approval (`'hold'`:
  * recorded `awaiting_approval`, nothing signed; transactions.service.ts).
  */
 import type { Executor } from '../../db/index.js';
 import { Errors } from '../../errors.js';
-import { isAllowlisted, outgoingAmountsSince, policyForToken } from './policies.repository.js';
+import { hasAnyPolicy, isAllowlisted, outgoingAmountsSince, policyForToken } from './policies.repository.js';
+import type { TokenCall } from './token-calls.js';
 
 /** The daily limit's window: the rolling last 24 hours. */
 export const DAILY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -61,4 +63,34 @@ export async function enforceBatchPolicy(trx: Executor, b: { walletId: number; t
     for (const i of b.items) if (!(await isAllowlisted(trx, b.walletId, i.to))) throw Errors.notAllowlisted();
   }
   return limits.approval_above !== undefined && total > limits.approval_above ? 'hold' : 'send';
+}
+
+/** A contract call as the policy sees it: its native value, the contract, and the token call its calldata makes, if any (token-calls.ts). */
+export interface PolicedCall {
+  walletId: number;
+  nativeTokenId: number;
+  value: bigint;
+  contract: string;
+  tokenCall: TokenCall | null;
+}
+
+/**
+ * The decision for a contract call. Its native value is policed as a native transfer to the
+ * contract, as before. A token call is policed as a transfer of its token to its recipient or
+ * spender (limits, daily count, allowlist on that address), and the value of a token call that
+ * sends none is not checked against the allowlist: the address it pays is the recipient. Any
+ * other call on a wallet whose policy sets anything (a limit of any token, or
+ * `allowlist_only`) is held for a person's approval unless the contract is on the allowlist:
+ * what it does with the money cannot be read from its calldata.
+ */
+export async function enforceCallPolicy(trx: Executor, c: PolicedCall, nowMs: number): Promise<PolicyDecision> {
+  const valueTo = c.tokenCall !== null && c.value === 0n ? c.tokenCall.to : c.contract;
+  const native = await enforcePolicy(trx, { walletId: c.walletId, tokenId: c.nativeTokenId, amount: c.value, to: valueTo }, nowMs);
+  if (c.tokenCall !== null) {
+    const token = await enforcePolicy(trx, { walletId: c.walletId, tokenId: c.tokenCall.tokenId, amount: c.tokenCall.amount, to: c.tokenCall.to }, nowMs);
+    return native === 'hold' || token === 'hold' ? 'hold' : 'send';
+  }
+  if (native === 'hold') return 'hold';
+  if (!(await hasAnyPolicy(trx, c.walletId))) return 'send';
+  return (await isAllowlisted(trx, c.walletId, c.contract)) ? 'send' : 'hold';
 }

@@ -130,8 +130,11 @@ export async function deleteAllowlistEntry(db: Executor, walletId: number, id: n
 
 /**
  * The amounts of the wallet's own outgoing transfers and contract calls of one token created
- * since `sinceMs` that have not failed (pending or confirmed): the daily limit's count. Read
- * under the wallet's lock by the create, so it sees every earlier create's row.
+ * since `sinceMs` that have not failed (pending, awaiting approval or confirmed): the daily
+ * limit's count. A contract call counts its native value toward the native token, and, when it
+ * is a call to one of the wallet's token contracts (`call_token_id`, migration 029), the amount
+ * it moves or approves toward that token. Read under the wallet's lock by the create, so it sees
+ * every earlier create's row.
  */
 export async function outgoingAmountsSince(db: Executor, walletId: number, tokenId: number, sinceMs: number): Promise<bigint[]> {
   const rows = await db
@@ -142,6 +145,24 @@ export async function outgoingAmountsSince(db: Executor, walletId: number, token
     .where('created_at', '>=', sinceMs)
     .where('type', 'in', ['transfer', 'contract'])
     .where('status', '<>', 'failed')
+    .unionAll(
+      db
+        .selectFrom('transactions')
+        .select(sql<string>`call_amount`.as('amount'))
+        .where('wallet_id', '=', walletId)
+        .where('call_token_id', '=', tokenId)
+        .where('created_at', '>=', sinceMs)
+        .where('status', '<>', 'failed'),
+    )
     .execute();
   return rows.map((r) => BigInt(r.amount));
+}
+
+/** Whether the wallet's policy sets anything: a limit of any token, or `allowlist_only`. */
+export async function hasAnyPolicy(db: Executor, walletId: number): Promise<boolean> {
+  const [limit, head] = await Promise.all([
+    db.selectFrom('spending_limits').select('id').where('wallet_id', '=', walletId).limit(1).executeTakeFirst(),
+    db.selectFrom('spending_policies').select('allowlist_only').where('wallet_id', '=', walletId).executeTakeFirst(),
+  ]);
+  return limit !== undefined || Number(head?.allowlist_only ?? 0) === 1;
 }

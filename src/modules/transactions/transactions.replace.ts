@@ -31,7 +31,8 @@ import { Errors, fieldError } from '../../errors.js';
 import { broadcastRaw } from '../../chain/broadcast.js';
 import { mapChainError } from '../../chain/errors.js';
 import { atHead } from '../../chain/blocks.js';
-import { bumpFees, explicitFees, feeFields, l1Fee, maxFee, quoteFees, type Fees } from '../../chain/fees.js';
+import { bumpFees, explicitFees, feeFields, l1Fee, maxFee, quoteFees, recentFeeMarket, type Fees } from '../../chain/fees.js';
+import { requireWithinCap } from './transactions.fees.js';
 import { formatUnits18 } from '../../lib/money.js';
 import { findNetwork } from '../networks/networks.repository.js';
 import { listTokens } from '../tokens/tokens.repository.js';
@@ -65,6 +66,11 @@ async function chooseFees(client: PublicClient, current: Fees, choice: FeeChoice
   const least = bumpFees(current);
   if (choice !== undefined && 'maxFeePerGas' in choice) {
     const asked = explicitFees(current.kind, choice.maxFeePerGas, choice.maxPriorityFeePerGas);
+    try {
+      requireWithinCap(asked.maxFeePerGas, await recentFeeMarket(client));
+    } catch (e) {
+      throw mapChainError(e);
+    }
     if (asked.maxFeePerGas < least.maxFeePerGas) {
       throw fieldError('max_fee_per_gas', `The max_fee_per_gas field must be at least ${formatUnits18(least.maxFeePerGas, 18)}.`);
     }

@@ -313,7 +313,7 @@ const outgoingRows = prepare((db: Executor, walletId: number, minedNonce: number
   const outgoing = () =>
     db
       .selectFrom('transactions')
-      .select(['id', 'token_id', 'amount', 'fee_reserved', 'nonce', 'status', 'block_number'])
+      .select(['id', 'token_id', 'amount', 'fee_reserved', 'nonce', 'status', 'block_number', 'call_token_id', 'call_spend'])
       .where('wallet_id', '=', walletId)
       .where('type', 'in', OUTGOING_TYPES);
   return outgoing()
@@ -357,9 +357,16 @@ export function outgoingStateOf(rows: OutgoingRows, minedNonce: number, excludeI
     if (r.status === 'pending') state.pendingCount += 1;
     const reserving = reserves(r, minedNonce);
     if (r.nonce !== null && (r.status === 'pending' || reserving)) state.usedNonces.push(Number(r.nonce));
-    if (reserving) state.reservations.push({ token_id: r.token_id, amount: BigInt(r.amount), fee_reserved: BigInt(r.fee_reserved) });
+    if (reserving) state.reservations.push(...reservationsOf(r));
   }
   return state;
+}
+
+/** What a reserving row takes: its amount and maximum fee, and a token call's spend of its token (migration 029). */
+function reservationsOf(r: { token_id: number; amount: string; fee_reserved: string; call_token_id: number | null; call_spend: string | null }): Reservation[] {
+  const own = { token_id: r.token_id, amount: BigInt(r.amount), fee_reserved: BigInt(r.fee_reserved) };
+  if (r.call_token_id === null || r.call_spend === null || BigInt(r.call_spend) === 0n) return [own];
+  return [own, { token_id: Number(r.call_token_id), amount: BigInt(r.call_spend), fee_reserved: 0n }];
 }
 
 export interface Reservation {
@@ -381,14 +388,14 @@ export interface Reservation {
 const reservationRows = prepare((db: Executor, walletId: number, minedNonce: number) =>
   db
     .selectFrom('transactions')
-    .select(['id', 'token_id', 'amount', 'fee_reserved', 'nonce', 'status', 'block_number'])
+    .select(['id', 'token_id', 'amount', 'fee_reserved', 'nonce', 'status', 'block_number', 'call_token_id', 'call_spend'])
     .where('wallet_id', '=', walletId)
     .where('type', 'in', OUTGOING_TYPES)
     .where('nonce', '>=', minedNonce)
     .unionAll(
       db
         .selectFrom('transactions')
-        .select(['id', 'token_id', 'amount', 'fee_reserved', 'nonce', 'status', 'block_number'])
+        .select(['id', 'token_id', 'amount', 'fee_reserved', 'nonce', 'status', 'block_number', 'call_token_id', 'call_spend'])
         .where('wallet_id', '=', walletId)
         .where('type', 'in', OUTGOING_TYPES)
         .where('status', '=', AWAITING),
@@ -400,7 +407,7 @@ export async function reservations(db: Executor, walletId: number, minedNonce: n
   const rows = await reservationRows.execute(db, walletId, minedNonce);
   return rows
     .filter((r) => r.id !== excludeId && reserves(r, minedNonce))
-    .map((r) => ({ token_id: r.token_id, amount: BigInt(r.amount), fee_reserved: BigInt(r.fee_reserved) }));
+    .flatMap(reservationsOf);
 }
 
 /** Nonces ≥ `from` held by the wallet's pending outgoing transactions. */
@@ -468,6 +475,10 @@ export interface NewTx {
   refund_id?: number | null;
   payout_id?: number | null;
   reference?: string | null;
+  /** A call to one of the wallet's token contracts: the token, the amount policed, what it takes from the balance (migration 029). */
+  call_token_id?: number | null;
+  call_amount?: bigint | null;
+  call_spend?: bigint | null;
 }
 
 const str = (v: bigint | null): string | null => (v === null ? null : v.toString());
@@ -515,6 +526,7 @@ function insertRow(t: NewTx, nowMs: number) {
     ...(t.requested_fees === undefined ? {} : { requested_fees: t.requested_fees }),
     ...(t.refund_id === undefined ? {} : { refund_id: t.refund_id }),
     ...(t.payout_id === undefined ? {} : { payout_id: t.payout_id, reference: t.reference ?? null }),
+    ...(t.call_token_id == null ? {} : { call_token_id: t.call_token_id, call_amount: str(t.call_amount ?? 0n), call_spend: str(t.call_spend ?? 0n) }),
   };
 }
 

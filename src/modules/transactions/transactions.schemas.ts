@@ -95,9 +95,9 @@ export const CreateBody = Type.Object({
   token: Type.Optional(Type.Unknown({ description: 'Symbol of an active token of the wallet' })),
   address: Type.Optional(Type.Unknown({ description: 'Destination EVM address (EIP-55 checksum if mixed case), not the zero address; for a contract call the contract' })),
   fee_level: Type.Optional(Type.Unknown({ description: '`low`, `medium` (default) or `high`' })),
-  max_fee_per_gas: Type.Optional(Type.Unknown({ description: 'Explicit max fee, native currency per gas unit (decimal string); with max_priority_fee_per_gas' })),
+  max_fee_per_gas: Type.Optional(Type.Unknown({ description: 'Explicit max fee, native currency per gas unit (decimal string); with max_priority_fee_per_gas; at most 3× the current high level (422 above the cap)' })),
   max_priority_fee_per_gas: Type.Optional(Type.Unknown({ description: 'Explicit tip, native currency per gas unit (decimal string), at most max_fee_per_gas' })),
-  data: Type.Optional(Type.Unknown({ description: 'Contract call: 0x-prefixed hex calldata, at most 64 KiB (token must be the native token; amount is the value, may be 0)' })),
+  data: Type.Optional(Type.Unknown({ description: 'Contract call: 0x-prefixed hex calldata, at most 64 KiB (token must be the native token; amount is the value, may be 0). A call to one of the wallet’s token contracts (transfer, transferFrom, approve, increaseAllowance, permit) is policed and reserved as that token; any other call waits for approval on a wallet with a policy unless its contract is allowlisted' })),
   function: Type.Optional(Type.Unknown({ description: 'Contract call: a Solidity signature such as `approve(address,uint256)`, with `args`' })),
   args: Type.Optional(Type.Unknown({ description: 'Arguments of `function` (numbers as decimal strings)' })),
 });
@@ -125,7 +125,7 @@ export const FeePreviewSchema = Type.Object({
 /** The speed-up and cancel body: optional fees, as for create (`fee_level`, or both explicit fields). */
 export const ReplaceBody = Type.Object({
   fee_level: Type.Optional(Type.Unknown({ description: '`low`, `medium` (default) or `high`: the quote the new fees are raised to when higher than the minimum +10%' })),
-  max_fee_per_gas: Type.Optional(Type.Unknown({ description: 'Explicit max fee, native currency per gas unit (decimal string); at least 10% above the current one' })),
+  max_fee_per_gas: Type.Optional(Type.Unknown({ description: 'Explicit max fee, native currency per gas unit (decimal string); at least 10% above the current one, at most 3× the current high level' })),
   max_priority_fee_per_gas: Type.Optional(Type.Unknown({ description: 'Explicit tip, native currency per gas unit (decimal string); at least 10% above the current one' })),
 });
 

@@ -33,11 +33,14 @@ import { ERC20_ABI, erc20TransferData } from '../../chain/erc20.js';
 import { isTransient, mapChainError } from '../../chain/errors.js';
 import { atHead } from '../../chain/blocks.js';
 import { estimateGas, explicitFees, feeFields, feeMarket, l1Fee, maxFee, recentFeeMarket, recentQuote, type Fees } from '../../chain/fees.js';
+import { requireWithinCap } from './transactions.fees.js';
 import { allocateNonce, chainPendingNonce } from '../../chain/nonce.js';
 import type { TransactionSigner } from '../../chain/keys.js';
 import { recordEvent } from '../events/outbox.js';
 import { findNetwork } from '../networks/networks.repository.js';
-import { enforcePolicy, isUnpoliced } from '../policies/policies.check.js';
+import { enforceCallPolicy, enforcePolicy, isUnpoliced } from '../policies/policies.check.js';
+import { decodeTokenCall, type TokenCall } from '../policies/token-calls.js';
+import { refuseBlocked } from '../screening/screening.js';
 import { Batcher } from '../../lib/batcher.js';
 import { pipelinedTransaction, type EndWith } from '../../db/pipelined.js';
 import { findToken, listTokens } from '../tokens/tokens.repository.js';
@@ -118,6 +121,8 @@ interface Prepared {
   client: PublicClient;
   from: Address;
   call: { to: Address; value: bigint; data: Hex | undefined };
+  /** A contract call to one of the wallet's token contracts: what it does with that token (policed and reserved as it). */
+  tokenCall: TokenCall | null;
   snap: Snapshot;
   gas: bigint;
   fees: Fees;
@@ -257,7 +262,11 @@ export class TransactionService {
     const client = this.ctx.chains.get(network);
     const from = getAddress(wallet.address);
     const call = transferCall(input);
-    const snapRead = this.snapshot(client, from, isNative ? null : getAddress(token.contract));
+    // A contract call to a token contract of the wallet: its token's balance is read and checked too.
+    const tokenCall = input.data === undefined ? null : decodeTokenCall(await ownReads[0], from, input.to, input.data);
+    // A token call pays its recipient or spender: screened as a transfer's address is (the route screens the contract).
+    if (tokenCall !== null) refuseBlocked(this.ctx.screening, [tokenCall.to]);
+    const snapRead = this.snapshot(client, from, isNative ? (tokenCall?.contract ?? null) : getAddress(token.contract));
     const [code, snapshot, early, estimate, quote, tokens, key] = await Promise.allSettled([
       input.data !== undefined ? requireContract(client, input.to) : Promise.resolve(),
       snapRead,
@@ -270,8 +279,8 @@ export class TransactionService {
     valueOf(code);
     const snap = valueOf(snapshot);
     const enough = (rows: repo.Reservation[], fee: bigint) => {
-      const a = available(rows, nativeTokenIds, token.id, snap);
-      return isNative ? a.native >= amount + fee : a.token >= amount && a.native >= fee;
+      const a = available(rows, nativeTokenIds, tokenCall?.tokenId ?? token.id, snap);
+      return isNative ? a.native >= amount + fee && a.token >= (tokenCall?.spend ?? 0n) : a.token >= amount && a.native >= fee;
     };
     // Early answer without the lock (the decisive check is repeated under it).
     if (!enough(valueOf(early), 0n)) throw Errors.insufficientBalance();
@@ -280,7 +289,7 @@ export class TransactionService {
     const fees = valueOf(quote);
     const l1 = await l1FeeFor(client, { chainId: network.chain_id, nonce: snap.pendingNonce, gas, ...call }, fees);
     const fee = maxFee(gas, fees, l1);
-    return { input, chainId: network.chain_id, client, from, call, snap, gas, fees, l1Fee: l1, fee, enough, signer: valueOf(key) };
+    return { input, chainId: network.chain_id, client, from, call, tokenCall, snap, gas, fees, l1Fee: l1, fee, enough, signer: valueOf(key) };
   }
 
   /**
@@ -455,7 +464,8 @@ export class TransactionService {
     let next = at.nextNonce;
     for (let k = 0; k < items.length; k++) {
       const { p } = items[k]!;
-      if (!at.unpoliced.has(p.input.token.id)) {
+      // A contract call is policed by what it does (`policyDecision`), and reserves what a token call spends: alone.
+      if (!at.unpoliced.has(p.input.token.id) || p.input.data !== undefined) {
         results[k] = 'alone';
         continue;
       }
@@ -489,7 +499,10 @@ export class TransactionService {
       return false;
     }
     if (opts.exemptFromPolicy) return false;
-    const decision = await enforcePolicy(trx, { walletId: wallet.id, tokenId: p.input.token.id, amount: p.input.amount, to: p.input.to }, nowMs);
+    const decision =
+      p.input.data === undefined
+        ? await enforcePolicy(trx, { walletId: wallet.id, tokenId: p.input.token.id, amount: p.input.amount, to: p.input.to }, nowMs)
+        : await enforceCallPolicy(trx, { walletId: wallet.id, nativeTokenId: p.input.token.id, value: p.input.amount, contract: p.input.to, tokenCall: p.tokenCall }, nowMs);
     return decision === 'hold' && !opts.approvalDecided;
   }
 
@@ -805,6 +818,9 @@ function heldFields(wallet: WalletView, p: Prepared): Omit<repo.NewTx, 'status' 
     max_priority_fee_per_gas: p.fees.kind === 'eip1559' ? p.fees.maxPriorityFeePerGas : null,
     data: p.input.data ?? null,
     l1_fee: p.l1Fee,
+    call_token_id: p.tokenCall?.tokenId ?? null,
+    call_amount: p.tokenCall?.amount ?? null,
+    call_spend: p.tokenCall?.spend ?? null,
     gas_used: null,
     cumulative_gas_used: null,
     receipt_status: null,
@@ -869,17 +885,23 @@ async function requireContract(client: PublicClient, address: Address): Promise<
   if (code === undefined || code === '0x') throw fieldError('address', 'The address field must be a contract.');
 }
 
-/** The fees to sign with: the level's, or the caller's (on the network's kind), from the recent fee market. */
+/** The fees to sign with: the level's, or the caller's (on the network's kind, within the cap), from the recent fee market. */
 async function quoteFor(client: PublicClient, choice: FeeChoice | undefined): Promise<Fees> {
-  try {
-    if (choice !== undefined && 'maxFeePerGas' in choice) {
-      const { kind } = await recentFeeMarket(client);
-      return explicitFees(kind, choice.maxFeePerGas, choice.maxPriorityFeePerGas);
+  if (choice === undefined || !('maxFeePerGas' in choice)) {
+    try {
+      return await recentQuote(client, choice?.level);
+    } catch (e) {
+      throw mapChainError(e);
     }
-    return await recentQuote(client, choice?.level);
+  }
+  let market;
+  try {
+    market = await recentFeeMarket(client);
   } catch (e) {
     throw mapChainError(e);
   }
+  requireWithinCap(choice.maxFeePerGas, market);
+  return explicitFees(market.kind, choice.maxFeePerGas, choice.maxPriorityFeePerGas);
 }
 
 /** The L1 data fee to reserve with these fees (0 without a GasPriceOracle, known after the first call). */
