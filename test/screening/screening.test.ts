@@ -10,7 +10,10 @@
  *   bad version of the file keeps the last good list with a warning;
  * - money in from a listed address (native, and ERC-20) is kept, listed `screened: true`, not
  *   counted toward `paid` (the charge stays pending), told by `charge.screened` exactly once; an
- *   unlisted payer then pays the charge, which is swept with both payments.
+ *   unlisted payer then pays the charge, which is swept with both payments;
+ * - a screened payment is not refundable: a charge paid only by a listed sender answers a refund
+ *   (claim or address) 400 `Nothing to refund`, and with an unlisted payer too the refunds are
+ *   bound by the unlisted payment alone.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -252,5 +255,53 @@ describe('money in from a listed address', () => {
     await new Promise((r) => setTimeout(r, 500));
     expect((await eventsNamed('charge.screened')).filter((e) => e.data.charge_id === c.id)).toHaveLength(1);
     expect((await api.show(c.id)).status).toBe('pending');
+  });
+});
+
+describe('refunds of a screened payment', () => {
+  const NOTHING = { status: 'error', message: 'Nothing to refund', data: null };
+  const EXCEEDS = { status: 'error', message: 'Refund exceeds the amount received', data: null };
+  const told = (chargeId: number) =>
+    waitFor(async () => (await eventsNamed('charge.screened')).some((e) => e.data.charge_id === chargeId), { message: 'charge.screened (the payment confirmed)' });
+
+  it('a charge paid only by a listed sender has nothing to refund, with a claim or an address', async () => {
+    const w = await fundedWallet('1');
+    const api = chargeApi(t, w.id, user.token);
+    await clockToChain(clock, chain);
+    const c = await api.create({ amount: '0.2', token: 'ETH', expires: 3600 });
+    await pay(chain.rpcUrl, c.address, parseEther('0.2'));
+    await told(c.id);
+
+    for (const body of [{}, { amount: '0.1' }, { address: freshAddress() }, { amount: '0.2', address: freshAddress() }]) {
+      const res = await post(`/api/wallet/${w.id}/charge/${c.id}/refund`, body);
+      expect([res.status, res.body], JSON.stringify(body)).toEqual([400, NOTHING]);
+    }
+    expect((await api.show(c.id)).refunds).toEqual([]);
+    expect(await outgoing(w.id)).toEqual([]);
+  });
+
+  it('with an unlisted payer too, the refunds are bound by the unlisted payment alone', async () => {
+    const w = await fundedWallet('1');
+    const api = chargeApi(t, w.id, user.token);
+    await clockToChain(clock, chain);
+    const c = await api.create({ amount: '0.1', token: 'ETH', expires: 3600 });
+    await pay(chain.rpcUrl, c.address, parseEther('0.3'));
+    await told(c.id);
+    await sendFromOutsider(chain.rpcUrl, c.address, parseEther('0.1'));
+    await api.until(c.id, (x) => x.status === 'paid', 'paid by the unlisted payer');
+
+    // 0.4 arrived, 0.1 of it refundable: more is refused, with an address or as a claim.
+    const over = await post(`/api/wallet/${w.id}/charge/${c.id}/refund`, { amount: '0.2', address: freshAddress() });
+    expect([over.status, over.body]).toEqual([400, EXCEEDS]);
+    expect((await post(`/api/wallet/${w.id}/charge/${c.id}/refund`, { amount: '0.11' })).body).toEqual(EXCEEDS);
+    expect(await outgoing(w.id)).toEqual([]);
+
+    // No amount: all that is left, the unlisted payment; then nothing more.
+    const all = await post(`/api/wallet/${w.id}/charge/${c.id}/refund`, {});
+    expect(all.status, all.text).toBe(200);
+    expect(all.body.data).toMatchObject({ amount: '0.100000000000000000', status: 'claimable' });
+    const more = await post(`/api/wallet/${w.id}/charge/${c.id}/refund`, { amount: '0.000000000000000001', address: freshAddress() });
+    expect([more.status, more.body]).toEqual([400, EXCEEDS]);
+    expect((await api.show(c.id)).refunds.map((r: any) => r.amount)).toEqual(['0.100000000000000000']);
   });
 });

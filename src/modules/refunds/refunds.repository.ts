@@ -95,8 +95,19 @@ export async function setClaimAddress(trx: Executor, id: number, address: string
   return Number(r.numUpdatedRows) === 1;
 }
 
-/** The amounts of the charge's confirmed payments (in its token's base units). */
+/**
+ * The amounts of the charge's confirmed payments that a refund may give back (in its token's base
+ * units): not the screened ones (a sender on the SCREENING_FILE list, migration 030). They never
+ * count toward `paid`, and refunding them would move a blocked sender's money out, perhaps to an
+ * address not on the list; the operator handles them outside the API (docs/money-out.md, "Refunds").
+ */
 export async function confirmedPaymentAmounts(db: Executor, chargeId: number): Promise<bigint[]> {
-  const rows = await db.selectFrom('charge_payments').select('amount').where('charge_id', '=', chargeId).where('confirmed', '=', 1).execute();
+  const rows = await db
+    .selectFrom('charge_payments')
+    .select('amount')
+    .where('charge_id', '=', chargeId)
+    .where('confirmed', '=', 1)
+    .where('screened', '=', 0)
+    .execute();
   return rows.map((r) => BigInt(r.amount));
 }
