@@ -35,9 +35,9 @@
  *   in memory by this process; a head read of every endpoint at least every
  *   `healthEveryMs` (WATCHER_POLL_MS), skipped for one whose head a call has just read.
  */
-import { custom, http, HttpRequestError, RpcRequestError, TimeoutError, type EIP1193RequestFn, type Transport } from 'viem';
+import { custom, http, type EIP1193RequestFn, type Transport } from 'viem';
 import { redactUrl } from '../lib/redact.js';
-import { ALREADY_KNOWN, isFault, isRangeRefused, isTransient, MayBeHeldError, nodeWords, NotYetAtHeightError, refusalKind } from './errors.js';
+import { ALREADY_KNOWN, faultOf, isBlockUnknown, isFault, isRangeRefused, isRateLimit, isTransient, MayBeHeldError, nodeWords, NotYetAtHeightError, refusalKind, retryAfterMs } from './errors.js';
 import { rpcFetch } from './rpc-fetch.js';
 import { TRACE_METHODS, TraceRoute } from './traces.js';
 
@@ -78,14 +78,6 @@ const REST_MAX_MS = 60_000;
  */
 const MAY_HOLD_MS = 2_000;
 const MAY_HOLD_KEPT = 10_000;
-const RATE_LIMITED = /rate.?limit|too many requests/i;
-/**
- * An error answer to a read at a block height that says the node has no such block yet: geth's
- * "header not found" (a load balancer's backend a block or two behind the one that gave the head),
- * anvil's "BlockOutOfRangeError" (-32602, its height lowered for a moment by a reorg), others'
- * "unknown block" / "block not found". Not a fault of the request: the endpoint is below that height.
- */
-const BLOCK_UNKNOWN = /header not found|unknown block|block not found|BlockOutOfRange|block height is \d+ but requested|beyond (the )?current head/i;
 /** Calls whose `null` means "this node does not have it": asked of the next endpoint. */
 const NULL_MEANS_NOT_HERE = new Set([
   'eth_getBlockByNumber',
@@ -141,78 +133,6 @@ function heightAnswered(method: string, result: unknown): number | null {
 
 function hexHeight(v: unknown): number | null {
   return typeof v === 'string' && /^0x[0-9a-f]+$/i.test(v) ? Number(BigInt(v)) : null;
-}
-
-/** Seconds of an HTTP Retry-After (delta-seconds or a date), as milliseconds; null without one. */
-function retryAfterMs(err: unknown, nowMs: number): number | null {
-  let e: unknown = err;
-  while (e instanceof Error) {
-    if ((e instanceof HttpRequestError || e instanceof RpcRequestError) && e.headers) {
-      const v = e.headers.get('retry-after');
-      if (v === null) return null;
-      if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
-      const at = Date.parse(v);
-      return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
-    }
-    e = e.cause;
-  }
-  return null;
-}
-
-/** Connection error codes (Node's and undici's) as the health's words. */
-const CONNECTION_FAULTS: Record<string, string> = {
-  ECONNREFUSED: 'connection refused',
-  ECONNRESET: 'connection reset',
-  UND_ERR_SOCKET: 'connection reset',
-  ENOTFOUND: 'host not found',
-  EAI_AGAIN: 'host not found',
-  EHOSTUNREACH: 'host unreachable',
-  ENETUNREACH: 'host unreachable',
-};
-
-/**
- * A transient fault in a few fixed words for the endpoint's health (never the error's own
- * message, which may carry the URL and its key): "timed out", "HTTP 503", "JSON-RPC -32005 rate
- * limited", "connection refused", "rate limited", else "request failed".
- */
-export function faultOf(err: unknown): string {
-  let status: number | null = null;
-  let rpcLimit = false;
-  let connection: string | null = null;
-  for (let e: unknown = err; e instanceof Error; e = e.cause) {
-    if (e instanceof TimeoutError) return 'timed out';
-    if ((e instanceof HttpRequestError || e instanceof RpcRequestError) && typeof e.status === 'number' && status === null) status = e.status;
-    const code = (e as { code?: unknown }).code;
-    if (code === -32005) rpcLimit = true;
-    if (typeof code === 'string' && connection === null) connection = CONNECTION_FAULTS[code] ?? 'connection failed';
-  }
-  if (status !== null && (status < 200 || status >= 300)) return `HTTP ${status}`;
-  if (rpcLimit) return 'JSON-RPC -32005 rate limited';
-  if (connection !== null) return connection;
-  return isRateLimit(err) ? 'rate limited' : 'request failed';
-}
-
-/** A contract's revert, whatever its reason says (a reason is the contract's text, not the node's). */
-const REVERTED = /reverted/i;
-
-/** True when a node answered a read at a height that it has no block at that height (BLOCK_UNKNOWN). */
-export function isBlockUnknown(err: unknown): boolean {
-  if (isFault(err)) return false;
-  const words = nodeWords(err);
-  return BLOCK_UNKNOWN.test(words) && !REVERTED.test(words);
-}
-
-function isRateLimit(err: unknown): boolean {
-  if (isRangeRefused(err)) return false;
-  let e: unknown = err;
-  while (e instanceof Error) {
-    if ((e as { code?: unknown }).code === -32005) return true;
-    if ((e instanceof HttpRequestError || e instanceof RpcRequestError) && e.status === 429) return true;
-    const details = (e as { details?: unknown }).details;
-    if (RATE_LIMITED.test(`${typeof details === 'string' ? details : ''} ${(e as { shortMessage?: string }).shortMessage ?? ''}`)) return true;
-    e = e.cause;
-  }
-  return false;
 }
 
 interface LogFilter {

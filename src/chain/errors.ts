@@ -151,3 +151,86 @@ export function isContractCallFailure(err: unknown): err is BaseError {
   if (!(err instanceof BaseError) || isUnreachable(err)) return false;
   return Boolean(err.walk((e) => e instanceof ContractFunctionExecutionError));
 }
+
+/*
+ * The endpoint set's words for its health and its rests (chain/endpoints.ts): which fault an
+ * error is, when the node asked to be left alone until, and whether a read's block is unknown.
+ */
+
+/**
+ * An error answer to a read at a block height that says the node has no such block yet: geth's
+ * "header not found" (a load balancer's backend a block or two behind the one that gave the head),
+ * anvil's "BlockOutOfRangeError" (-32602, its height lowered for a moment by a reorg), others'
+ * "unknown block" / "block not found". Not a fault of the request: the endpoint is below that height.
+ */
+const BLOCK_UNKNOWN = /header not found|unknown block|block not found|BlockOutOfRange|block height is \d+ but requested|beyond (the )?current head/i;
+
+/** Seconds of an HTTP Retry-After (delta-seconds or a date), as milliseconds; null without one. */
+export function retryAfterMs(err: unknown, nowMs: number): number | null {
+  let e: unknown = err;
+  while (e instanceof Error) {
+    if ((e instanceof HttpRequestError || e instanceof RpcRequestError) && e.headers) {
+      const v = e.headers.get('retry-after');
+      if (v === null) return null;
+      if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
+      const at = Date.parse(v);
+      return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
+    }
+    e = e.cause;
+  }
+  return null;
+}
+
+/** Connection error codes (Node's and undici's) as the health's words. */
+const CONNECTION_FAULTS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  UND_ERR_SOCKET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host not found',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'host unreachable',
+};
+
+/**
+ * A transient fault in a few fixed words for the endpoint's health (never the error's own
+ * message, which may carry the URL and its key): "timed out", "HTTP 503", "JSON-RPC -32005 rate
+ * limited", "connection refused", "rate limited", else "request failed".
+ */
+export function faultOf(err: unknown): string {
+  let status: number | null = null;
+  let rpcLimit = false;
+  let connection: string | null = null;
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if (e instanceof TimeoutError) return 'timed out';
+    if ((e instanceof HttpRequestError || e instanceof RpcRequestError) && typeof e.status === 'number' && status === null) status = e.status;
+    const code = (e as { code?: unknown }).code;
+    if (code === -32005) rpcLimit = true;
+    if (typeof code === 'string' && connection === null) connection = CONNECTION_FAULTS[code] ?? 'connection failed';
+  }
+  if (status !== null && (status < 200 || status >= 300)) return `HTTP ${status}`;
+  if (rpcLimit) return 'JSON-RPC -32005 rate limited';
+  if (connection !== null) return connection;
+  return isRateLimit(err) ? 'rate limited' : 'request failed';
+}
+
+/** True when a node answered a read at a height that it has no block at that height (BLOCK_UNKNOWN). */
+export function isBlockUnknown(err: unknown): boolean {
+  if (isFault(err)) return false;
+  const words = nodeWords(err);
+  return BLOCK_UNKNOWN.test(words) && !REVERTED.test(words);
+}
+
+/** A fault that says the endpoint limits this client: JSON-RPC -32005, HTTP 429, or its words (not a range refusal). */
+export function isRateLimit(err: unknown): boolean {
+  if (isRangeRefused(err)) return false;
+  let e: unknown = err;
+  while (e instanceof Error) {
+    if ((e as { code?: unknown }).code === -32005) return true;
+    if ((e instanceof HttpRequestError || e instanceof RpcRequestError) && e.status === 429) return true;
+    const details = (e as { details?: unknown }).details;
+    if (RATE_LIMITED.test(`${typeof details === 'string' ? details : ''} ${(e as { shortMessage?: string }).shortMessage ?? ''}`)) return true;
+    e = e.cause;
+  }
+  return false;
+}
