@@ -29,7 +29,7 @@ import { createPublicClient, http, toHex, type Address, type Hex } from 'viem';
 import { findFreePort, startDevnet, type Devnet } from '../src/chain/devnet.js';
 import { parseDatabases, positiveInt, rpc, runBench, writeReport } from './common.js';
 import { profileSignal, settingsNote, startServiceProcess, type ServiceProcess } from './process.js';
-import { RpcProxy } from '../test/transactions/support.js';
+import { RpcProxy } from '../test/helpers/transfers.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS_FILE = join(HERE, 'results', 'watcher-catchup.md');

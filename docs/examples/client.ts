@@ -5,7 +5,7 @@
  *   npx openapi-typescript http://127.0.0.1:8080/api/openapi.json -o api.d.ts
  *   npm install openapi-fetch
  *
- * Then: log in, list the wallets, create a charge on the first one. (test/ops/openapi.test.ts
+ * Then: log in, list the wallets, create a charge on the first one. (test/operations/openapi.test.ts
  * generates the types, compiles this file with them and runs it against a real service.)
  */
 import createClient, { type Middleware } from 'openapi-fetch';

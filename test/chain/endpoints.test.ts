@@ -16,7 +16,7 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
-import { RECIPIENT, RpcProxy, fundedWallet, txRows, waitForCursor, waitForStatus, type FundedWallet, type RpcRule } from '../transactions/support.js';
+import { RECIPIENT, RpcProxy, fundedWallet, txRows, waitForCursor, waitForStatus, type FundedWallet, type RpcRule } from '../helpers/transfers.js';
 import { chargeApi, pay } from '../charges/support.js';
 
 /** Every method the service calls (a fault on the first endpoint applies to all of them). */

@@ -16,7 +16,7 @@ import { waitFor } from '../helpers/wait.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
 import { createLogger } from '../../src/logger.js';
 import { followHeads } from '../../src/chain/heads.js';
-import { RpcProxy, waitForCursor } from '../transactions/support.js';
+import { RpcProxy, waitForCursor } from '../helpers/transfers.js';
 import { chargeApi, pay } from '../charges/support.js';
 
 /** Bytes both ways between a client and anvil (HTTP and WebSocket alike); `cut()` drops every connection. */

@@ -18,7 +18,7 @@ import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { ChainClients, type NetworkLike } from '../../src/chain/clients.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { mapChainError } from '../../src/chain/errors.js';
-import { RECIPIENT, RpcProxy } from '../transactions/support.js';
+import { RECIPIENT, RpcProxy } from '../helpers/transfers.js';
 
 let chain: TestChain;
 let chains: ChainClients | null = null;

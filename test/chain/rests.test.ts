@@ -11,7 +11,7 @@ import type { PublicClient } from 'viem';
 import { ChainClients, type NetworkLike } from '../../src/chain/clients.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { RECIPIENT, RpcProxy, type RpcRule, type SeenCall } from '../transactions/support.js';
+import { RECIPIENT, RpcProxy, type RpcRule, type SeenCall } from '../helpers/transfers.js';
 
 /** A call arriving this soon after the limited one was sent before its answer (the same batch, or in flight). */
 const IN_FLIGHT_MS = 25;

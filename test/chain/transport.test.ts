@@ -15,7 +15,7 @@ import { parseAbiItem, type Address, type Hex } from 'viem';
 import { ChainClients } from '../../src/chain/clients.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, mintErc20 } from '../helpers/erc20.js';
-import { RpcProxy, RECIPIENT, publicClient, signFromOutsider, OUTSIDER } from '../transactions/support.js';
+import { RpcProxy, RECIPIENT, publicClient, signFromOutsider, OUTSIDER } from '../helpers/transfers.js';
 
 const TRANSFER = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
 const MAX_RANGE = 10;

@@ -14,7 +14,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { deployForwarder, forwardValue } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
-import { RpcProxy, waitForCursor } from '../transactions/support.js';
+import { RpcProxy, waitForCursor } from '../helpers/transfers.js';
 import { chargeApi, pay } from './support.js';
 
 const NO_METHOD = { action: 'error', code: -32601, message: 'the method debug_traceBlockByHash does not exist/is not available' } as const;

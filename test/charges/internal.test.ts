@@ -22,7 +22,7 @@ import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpe
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployForwarder, forwardValue } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
-import { proxiedNetwork, RpcProxy, waitForCursor } from '../transactions/support.js';
+import { proxiedNetwork, RpcProxy, waitForCursor } from '../helpers/transfers.js';
 import { balanceOf, chargeApi, clockToChain, DATETIME, events, mineAt, pay } from './support.js';
 
 const ZERO = '0.000000000000000000';

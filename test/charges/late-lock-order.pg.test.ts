@@ -19,7 +19,7 @@ import { createStore, type Store } from '../../src/db/index.js';
 import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { waitForCursor } from '../transactions/support.js';
+import { waitForCursor } from '../helpers/transfers.js';
 import { chargeApi, clockToChain, events, pay } from './support.js';
 
 /** events.repository.ts: the advisory lock namespace of a user's event order ('EVNT'). */

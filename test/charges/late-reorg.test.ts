@@ -12,7 +12,7 @@ import { foundry } from 'viem/chains';
 import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { waitForCursor } from '../transactions/support.js';
+import { waitForCursor } from '../helpers/transfers.js';
 import { chargeApi, clockToChain, events, latestTimestampS, pay, PAYER, stampNextBlock } from './support.js';
 
 describe('a late payment removed by a reorg and mined again', () => {

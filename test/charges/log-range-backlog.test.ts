@@ -9,7 +9,7 @@ import type { Address } from 'viem';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, mintErc20 } from '../helpers/erc20.js';
-import { RpcProxy, proxiedNetwork } from '../transactions/support.js';
+import { RpcProxy, proxiedNetwork } from '../helpers/transfers.js';
 import { chargeApi } from './support.js';
 
 const RANGE_LIMIT = 10;

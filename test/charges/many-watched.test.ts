@@ -17,7 +17,7 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, deployForwarder, forwardValue, mintErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
-import { waitForCursor } from '../transactions/support.js';
+import { waitForCursor } from '../helpers/transfers.js';
 import { chargeApi, pay } from './support.js';
 import { MAX_TOPIC_ADDRESSES } from '../../src/chain/blocks.js';
 import { listWatchedDeposits } from '../../src/modules/charges/charges.payments.repository.js';

@@ -18,7 +18,7 @@ import { parseEther, type Hex } from 'viem';
 import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { proxiedNetwork, RpcProxy, waitForCursor } from '../transactions/support.js';
+import { proxiedNetwork, RpcProxy, waitForCursor } from '../helpers/transfers.js';
 import { chargeApi, clockToChain, events, latestTimestampS, mineAt, pay, stampNextBlock } from './support.js';
 
 describe('settlement and a reorg committing meanwhile', () => {

@@ -4,7 +4,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { startTestApp, type ManualClock, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
-import { waitForCursor } from '../transactions/support.js';
+import { waitForCursor } from '../helpers/transfers.js';
 import { waitFor } from '../helpers/wait.js';
 import { deployErc20, mintErc20 } from '../helpers/erc20.js';
 

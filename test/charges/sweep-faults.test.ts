@@ -1,6 +1,6 @@
 /**
  * Charge sweeps under injected faults (issue 18, section 3), with the node behind a real
- * JSON-RPC proxy (test/transactions/support.ts, RpcProxy) and a real database fault:
+ * JSON-RPC proxy (test/helpers/transfers.ts, RpcProxy) and a real database fault:
  * - the write that schedules the next look after a gas top-up is confirmed fails (a trigger
  *   refuses it, as a lost connection would): the tokens are swept all the same once it passes;
  * - eth_estimateGas of a token sweep answers a JSON-RPC rate limit (-32005), a lagging node's
@@ -23,7 +23,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { SWEEP_RETRY_MS } from '../../src/modules/charges/charges.sweeps.js';
-import { proxiedNetwork, RpcProxy, type RpcRule } from '../transactions/support.js';
+import { proxiedNetwork, RpcProxy, type RpcRule } from '../helpers/transfers.js';
 import { balanceOf, chargeApi, clockToChain, pay } from './support.js';
 
 type Sweep = { token: string; status: string; tx_hash: string };

@@ -20,7 +20,7 @@ import { ManualClock, type TestApp, type TestUser } from '../helpers/app.js';
 import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { erc20BalanceOf } from '../helpers/erc20.js';
-import { sendFromOutsider, waitForCursor } from '../transactions/support.js';
+import { sendFromOutsider, waitForCursor } from '../helpers/transfers.js';
 import { SWEEP_RETRY_MS } from '../../src/modules/charges/charges.sweeps.js';
 import { formatUnits18 } from '../../src/lib/money.js';
 import { balanceOf, chargeApi, clockToChain, pay, startSweepingService, tokenChargePaid } from './support.js';

@@ -14,7 +14,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
-import { RpcProxy, waitForCursor } from '../transactions/support.js';
+import { RpcProxy, waitForCursor } from '../helpers/transfers.js';
 import { chargeApi, clockToChain } from './support.js';
 
 const STALE_METHODS = ['eth_call', 'eth_getBalance', 'eth_estimateGas'];

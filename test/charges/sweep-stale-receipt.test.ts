@@ -11,7 +11,7 @@ import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpe
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
-import { RpcProxy, waitForCursor } from '../transactions/support.js';
+import { RpcProxy, waitForCursor } from '../helpers/transfers.js';
 import { balanceOf, chargeApi, clockToChain, pay } from './support.js';
 
 describe('a mined sweep whose receipt the node does not serve for a while', () => {

@@ -10,7 +10,7 @@ import { parseEther } from 'viem';
 import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { proxiedNetwork, RpcProxy } from '../transactions/support.js';
+import { proxiedNetwork, RpcProxy } from '../helpers/transfers.js';
 import { balanceOf, chargeApi, clockToChain, pay } from './support.js';
 
 const STALE = ['eth_getTransactionByHash', 'eth_getTransactionReceipt', 'eth_getTransactionCount', 'eth_sendRawTransaction'];

@@ -15,7 +15,7 @@ import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { GAS_PRICE_ORACLE } from '../../src/chain/fees.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
-import { waitForCursor } from '../transactions/support.js';
+import { waitForCursor } from '../helpers/transfers.js';
 import { balanceOf, chargeApi, pay } from './support.js';
 
 /** Runtime code answering 1e15 to any call (the L1 fee quote). */

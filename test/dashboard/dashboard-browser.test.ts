@@ -19,7 +19,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { ROOT } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 import { startReceiver } from '../helpers/receiver.js';
-import { RECIPIENT, waitForStatus } from '../transactions/support.js';
+import { RECIPIENT, waitForStatus } from '../helpers/transfers.js';
 import { watchPage } from '../helpers/browser.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

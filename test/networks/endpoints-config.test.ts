@@ -14,7 +14,7 @@ import { runCli } from '../helpers/process.js';
 import { TEST_APP_KEY, startTestApp, type TestApp } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { RpcProxy } from '../transactions/support.js';
+import { RpcProxy } from '../helpers/transfers.js';
 
 let db: TestDatabase;
 let env: Record<string, string>;

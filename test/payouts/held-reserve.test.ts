@@ -17,7 +17,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { deployErc20, deployNotAToken, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { balanceOf } from '../charges/support.js';
-import { fundedWallet, waitForStatus, type FundedWallet } from '../transactions/support.js';
+import { fundedWallet, waitForStatus, type FundedWallet } from '../helpers/transfers.js';
 
 const clock = new ManualClock();
 let chain: TestChain;

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEther, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, fundedWallet, publicClient, startProxiedSuite } from '../transactions/support.js';
+import { ETH, fundedWallet, publicClient, startProxiedSuite } from '../helpers/transfers.js';
 
 let s: Awaited<ReturnType<typeof startProxiedSuite>>;
 

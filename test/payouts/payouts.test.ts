@@ -22,7 +22,7 @@ import { waitFor } from '../helpers/wait.js';
 import { expectValidationError } from '../helpers/expect.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { balanceOf } from '../charges/support.js';
-import { eventsOf, fundedWallet, type FundedWallet } from '../transactions/support.js';
+import { eventsOf, fundedWallet, type FundedWallet } from '../helpers/transfers.js';
 
 const clock = new ManualClock();
 let chain: TestChain;

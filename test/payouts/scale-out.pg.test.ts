@@ -12,7 +12,7 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { balanceOf } from '../charges/support.js';
-import { fundedWallet, publicClient, waitForCursor } from '../transactions/support.js';
+import { fundedWallet, publicClient, waitForCursor } from '../helpers/transfers.js';
 
 let chain: TestChain;
 let a: TestApp;

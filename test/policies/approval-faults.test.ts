@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEther } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { ETH, fundedWallet, publicClient, startProxiedSuite, waitForStatus, type FundedWallet } from '../transactions/support.js';
+import { ETH, fundedWallet, publicClient, startProxiedSuite, waitForStatus, type FundedWallet } from '../helpers/transfers.js';
 
 let s: Awaited<ReturnType<typeof startProxiedSuite>>;
 

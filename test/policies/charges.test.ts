@@ -11,7 +11,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { chargeApi, clockToChain, pay } from '../charges/support.js';
-import { RECIPIENT } from '../transactions/support.js';
+import { RECIPIENT } from '../helpers/transfers.js';
 import { policyApi, refusal } from './support.js';
 
 const TINY = '0.000000000000000001';

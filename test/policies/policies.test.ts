@@ -13,7 +13,7 @@ import { getAddress, type Address } from 'viem';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus, type FundedWallet } from '../transactions/support.js';
+import { ETH, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus, type FundedWallet } from '../helpers/transfers.js';
 import { expectFiveUnderDaily, policyApi, race20, refusal } from './support.js';
 
 /** An address whose code is a bare STOP: any call with any value succeeds (a payable contract). */

@@ -11,7 +11,7 @@ import { startTestApp } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { startService, stop, type Service } from '../helpers/process.js';
-import { ETH, fundedWallet, publicClient, RECIPIENT } from '../transactions/support.js';
+import { ETH, fundedWallet, publicClient, RECIPIENT } from '../helpers/transfers.js';
 import { expectFiveUnderDaily, policyApi } from './support.js';
 
 let database: TestDatabase;

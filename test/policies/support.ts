@@ -4,7 +4,7 @@ import type { Address } from 'viem';
 import type { ApiResponse, TestApp, TestUser } from '../helpers/app.js';
 import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, publicClient, RECIPIENT, type FundedWallet } from '../transactions/support.js';
+import { ETH, publicClient, RECIPIENT, type FundedWallet } from '../helpers/transfers.js';
 
 export function policyApi(t: TestApp, walletId: number, token: string) {
   const base = `/api/wallet/${walletId}`;

@@ -15,7 +15,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, deployNotAToken, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { expectValidationError } from '../helpers/expect.js';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, fundedWallet, publicClient, waitForCursor, waitForStatus, type FundedWallet } from '../transactions/support.js';
+import { ETH, fundedWallet, publicClient, waitForCursor, waitForStatus, type FundedWallet } from '../helpers/transfers.js';
 import { policyApi, refusal } from './support.js';
 
 const TOKEN_ABI = parseAbi([

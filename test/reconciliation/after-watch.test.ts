@@ -15,7 +15,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { balanceOf, chargeApi, clockToChain, events, pay, stampNextBlock, tokenChargePaid } from '../charges/support.js';
 import { erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
-import { waitForCursor } from '../transactions/support.js';
+import { waitForCursor } from '../helpers/transfers.js';
 import { reconcileDaily } from '../../src/workers/housekeeping.js';
 
 const WATCH_AFTER_S = 100;

@@ -10,7 +10,7 @@ import { ManualClock, type TestApp, type TestUser } from '../helpers/app.js';
 import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { chargeApi, clockToChain, pay, startSweepingService } from '../charges/support.js';
-import { waitForCursor } from '../transactions/support.js';
+import { waitForCursor } from '../helpers/transfers.js';
 
 const ZERO = '0.000000000000000000';
 

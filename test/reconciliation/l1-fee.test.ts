@@ -11,7 +11,7 @@ import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpe
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
 import { chargeApi, clockToChain, pay } from '../charges/support.js';
-import { RECIPIENT, waitForCursor, waitForStatus } from '../transactions/support.js';
+import { RECIPIENT, waitForCursor, waitForStatus } from '../helpers/transfers.js';
 import { L1FeeProxy } from './support.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -17,7 +17,7 @@ import { runCli } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 import { TEST_APP_KEY } from '../helpers/app.js';
 import { chargeApi, clockToChain, pay } from '../charges/support.js';
-import { RECIPIENT, waitForCursor, waitForStatus } from '../transactions/support.js';
+import { RECIPIENT, waitForCursor, waitForStatus } from '../helpers/transfers.js';
 import { reconcileDaily } from '../../src/workers/housekeeping.js';
 
 const ZERO = '0.000000000000000000';

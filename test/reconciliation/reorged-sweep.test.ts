@@ -20,7 +20,7 @@ import { ManualClock, type TestApp, type TestUser } from '../helpers/app.js';
 import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { startSweepingService, tokenChargePaid } from '../charges/support.js';
-import { waitForCursor } from '../transactions/support.js';
+import { waitForCursor } from '../helpers/transfers.js';
 import { rawOf, type RpcTx } from '../../sim/chain.js';
 import { startWatcherWorker } from '../../src/workers/watcher.js';
 

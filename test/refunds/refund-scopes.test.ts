@@ -21,7 +21,7 @@ import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpe
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { balanceOf, chargeApi, clockToChain, pay } from '../charges/support.js';
-import { waitForStatus } from '../transactions/support.js';
+import { waitForStatus } from '../helpers/transfers.js';
 
 const clock = new ManualClock();
 let chain: TestChain;

@@ -21,7 +21,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { expectValidationError } from '../helpers/expect.js';
 import { balanceOf, chargeApi, clockToChain, DATETIME, pay } from '../charges/support.js';
-import { eventsOf, waitForStatus } from '../transactions/support.js';
+import { eventsOf, waitForStatus } from '../helpers/transfers.js';
 
 const clock = new ManualClock();
 let chain: TestChain;

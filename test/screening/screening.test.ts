@@ -28,7 +28,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, deployForwarder, mintErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { chargeApi, clockToChain, pay, PAYER } from '../charges/support.js';
-import { OUTSIDER, publicClient, sendFromOutsider, waitForCursor } from '../transactions/support.js';
+import { OUTSIDER, publicClient, sendFromOutsider, waitForCursor } from '../helpers/transfers.js';
 
 const BLOCKED = { status: 'error', message: 'Address is blocked by screening', data: null };
 /** Listed in lowercase; requests name it checksummed. */

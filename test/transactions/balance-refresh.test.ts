@@ -2,12 +2,12 @@
  * The chain watcher stores the recorded wallets' balances beside its ticks, not inside them
  * (src/workers/watcher.ts, `queueRefresh`): a slow balance read does not hold back the next
  * block's transfers. A node that holds one wallet's `eth_getBalance` until the test lets it go
- * (test/transactions/support.ts, RpcProxy): another wallet's transfer, mined meanwhile, is
+ * (test/helpers/transfers.ts, RpcProxy): another wallet's transfer, mined meanwhile, is
  * confirmed; once the read is answered, the first wallet's balance is stored.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, RECIPIENT, startProxiedSuite, waitForStatus } from './support.js';
+import { ETH, RECIPIENT, startProxiedSuite, waitForStatus } from '../helpers/transfers.js';
 
 type Suite = Awaited<ReturnType<typeof startProxiedSuite>>;
 

@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
-import { ETH, fundedWallet, RECIPIENT, waitForCursor, waitForStatus } from './support.js';
+import { ETH, fundedWallet, RECIPIENT, waitForCursor, waitForStatus } from '../helpers/transfers.js';
 
 let chain: TestChain;
 let t: TestApp;

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
-import { ETH, fundedWallet, publicClient, RECIPIENT, waitForCursor } from './support.js';
+import { ETH, fundedWallet, publicClient, RECIPIENT, waitForCursor } from '../helpers/transfers.js';
 import { expectExactlyFive, race, START } from './race.js';
 
 let a: TestApp;

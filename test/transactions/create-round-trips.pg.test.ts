@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
 import { timeLockHold } from '../helpers/lock-hold.js';
 import { startLockHoldSuite, type LockHoldSuite } from './lock-hold-suite.js';
-import { eventsOf, RECIPIENT } from './support.js';
+import { eventsOf, RECIPIENT } from '../helpers/transfers.js';
 
 // Large beside a saturated CI machine's scheduling noise (test/db/pipelined.test.ts).
 const DELAY_MS = 200;

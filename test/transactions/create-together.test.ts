@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiResponse } from '../helpers/app.js';
 import { driverName } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, startProxiedSuite, txRows, type FundedWallet } from './support.js';
+import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, startProxiedSuite, txRows, type FundedWallet } from '../helpers/transfers.js';
 
 let s: Awaited<ReturnType<typeof startProxiedSuite>>;
 const PENDING_CAP = 5;

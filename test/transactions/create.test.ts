@@ -12,7 +12,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { requestHash } from '../../src/http/idempotency.js';
-import { dec18, ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, txRows, waitForCursor, waitForStatus, type FundedWallet } from './support.js';
+import { dec18, ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, txRows, waitForCursor, waitForStatus, type FundedWallet } from '../helpers/transfers.js';
 
 const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 const LIST_KEYS = [

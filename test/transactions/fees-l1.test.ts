@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { GAS_PRICE_ORACLE } from '../../src/chain/fees.js';
-import { ETH, fundedWallet, RECIPIENT, waitForCursor } from './support.js';
+import { ETH, fundedWallet, RECIPIENT, waitForCursor } from '../helpers/transfers.js';
 
 /** Runtime code: PUSH7 1e15, PUSH1 0, MSTORE, PUSH1 32, PUSH1 0, RETURN (answers 1e15 to any call). */
 const ORACLE_STUB = '0x66038d7ea4c6800060005260206000f3';

@@ -9,7 +9,7 @@ import type { Hex } from 'viem';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { expectValidationError } from '../helpers/expect.js';
-import { ETH, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus } from './support.js';
+import { ETH, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus } from '../helpers/transfers.js';
 
 const GWEI = 10n ** 9n;
 

@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { waitForCursor, ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, waitForStatus, type FundedWallet, startProxiedSuite } from './support.js';
+import { waitForCursor, ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, waitForStatus, type FundedWallet, startProxiedSuite } from '../helpers/transfers.js';
 
 let t: TestApp;
 let chain: TestChain;

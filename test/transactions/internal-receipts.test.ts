@@ -17,7 +17,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployForwarder, forwardValue } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { events, pay } from '../charges/support.js';
-import { waitForCursor } from './support.js';
+import { waitForCursor } from '../helpers/transfers.js';
 
 const ZERO = '0.000000000000000000';
 

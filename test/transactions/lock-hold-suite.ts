@@ -8,7 +8,7 @@ import { createStore, type Store } from '../../src/db/index.js';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { startDelayProxy, type DelayProxy } from '../helpers/delay-proxy.js';
-import { ETH, fundedWallet, type FundedWallet } from './support.js';
+import { ETH, fundedWallet, type FundedWallet } from '../helpers/transfers.js';
 
 export interface LockHoldSuite {
   t: TestApp;

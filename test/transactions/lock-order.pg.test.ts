@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type ApiResponse, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, fundedWallet, RECIPIENT, sendFromOutsider, txRows, waitForCursor, type FundedWallet } from './support.js';
+import { ETH, fundedWallet, RECIPIENT, sendFromOutsider, txRows, waitForCursor, type FundedWallet } from '../helpers/transfers.js';
 
 let t: TestApp;
 let chain: TestChain;

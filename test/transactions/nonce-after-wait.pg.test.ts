@@ -19,7 +19,7 @@ import { waitFor } from '../helpers/wait.js';
 import { insertTransaction, setNextNonce } from '../../src/modules/transactions/transactions.repository.js';
 import { listTokens } from '../../src/modules/tokens/tokens.repository.js';
 import { lockWallet } from '../../src/modules/wallets/wallets.repository.js';
-import { ETH, fundedWallet, RECIPIENT } from './support.js';
+import { ETH, fundedWallet, RECIPIENT } from '../helpers/transfers.js';
 import { lockWaiters, startStepSuite, type StepSuite } from './watcher-steps.js';
 
 let s: StepSuite;

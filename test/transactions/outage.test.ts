@@ -11,7 +11,7 @@ import type { TestApp, TestUser } from '../helpers/app.js';
 import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { deployErc20 } from '../helpers/erc20.js';
-import { ETH, fundedWallet, publicClient, RECIPIENT, RpcProxy, sendFromOutsider, txRows, waitForCursor, waitForStatus, type FundedWallet, startProxiedSuite } from './support.js';
+import { ETH, fundedWallet, publicClient, RECIPIENT, RpcProxy, sendFromOutsider, txRows, waitForCursor, waitForStatus, type FundedWallet, startProxiedSuite } from '../helpers/transfers.js';
 
 let t: TestApp;
 let chain: TestChain;

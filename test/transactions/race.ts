@@ -3,7 +3,7 @@ import { expect } from 'vitest';
 import type { ApiResponse, TestApp, TestUser } from '../helpers/app.js';
 import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, publicClient, RECIPIENT, txRows, type FundedWallet } from './support.js';
+import { ETH, publicClient, RECIPIENT, txRows, type FundedWallet } from '../helpers/transfers.js';
 
 /** 5 × 1 ETH plus their fees fit; a sixth does not. */
 export const START = 5n * ETH + ETH / 2n;

@@ -11,7 +11,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { formatUnits18 } from '../../src/lib/money.js';
 import { claimAttempt } from '../../src/modules/transactions/transactions.repository.js';
-import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus, type FundedWallet } from './support.js';
+import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus, type FundedWallet } from '../helpers/transfers.js';
 
 let t: TestApp;
 let chain: TestChain;

@@ -10,7 +10,7 @@ import type { Address, Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, eventsOf, fundedWallet, publicClient, startProxiedSuite, waitForStatus } from './support.js';
+import { ETH, eventsOf, fundedWallet, publicClient, startProxiedSuite, waitForStatus } from '../helpers/transfers.js';
 
 let suite: Awaited<ReturnType<typeof startProxiedSuite>>;
 

@@ -12,7 +12,7 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, sendFromOutsider, txRows, waitForCursor, waitForStatus, proxiedNetwork } from './support.js';
+import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, sendFromOutsider, txRows, waitForCursor, waitForStatus, proxiedNetwork } from '../helpers/transfers.js';
 
 let database: TestDatabase;
 let chain: TestChain;

@@ -15,7 +15,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { runTs, type Proc } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 import { expectExactlyFive, race, START } from './race.js';
-import { ETH, fundedWallet, sendFromOutsider, txRows, waitForCursor } from './support.js';
+import { ETH, fundedWallet, sendFromOutsider, txRows, waitForCursor } from '../helpers/transfers.js';
 
 let database: TestDatabase;
 let t: TestApp;

@@ -20,7 +20,7 @@ import type { Hex } from 'viem';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
-import { ETH, fundedWallet, RECIPIENT, RpcProxy, txRows, waitForCursor, waitForStatus, type FundedWallet } from './support.js';
+import { ETH, fundedWallet, RECIPIENT, RpcProxy, txRows, waitForCursor, waitForStatus, type FundedWallet } from '../helpers/transfers.js';
 
 let t: TestApp;
 let chain: TestChain;

@@ -9,7 +9,7 @@
  * reads that balance meanwhile.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ETH, fundedWallet, startProxiedSuite, RECIPIENT } from './support.js';
+import { ETH, fundedWallet, startProxiedSuite, RECIPIENT } from '../helpers/transfers.js';
 
 let suite: Awaited<ReturnType<typeof startProxiedSuite>>;
 

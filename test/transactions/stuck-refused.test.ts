@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, eventsOf, fundedWallet, RECIPIENT, startProxiedSuite, waitForStatus } from './support.js';
+import { ETH, eventsOf, fundedWallet, RECIPIENT, startProxiedSuite, waitForStatus } from '../helpers/transfers.js';
 
 let s: Awaited<ReturnType<typeof startProxiedSuite>>;
 

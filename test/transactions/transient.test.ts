@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiResponse } from '../helpers/app.js';
-import { ETH, fundedWallet, RECIPIENT, startProxiedSuite, txRows, waitForStatus, type FundedWallet, type RpcRule } from './support.js';
+import { ETH, fundedWallet, RECIPIENT, startProxiedSuite, txRows, waitForStatus, type FundedWallet, type RpcRule } from '../helpers/transfers.js';
 
 let s: Awaited<ReturnType<typeof startProxiedSuite>>;
 

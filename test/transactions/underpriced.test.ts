@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, OUTSIDER, dec18, fundedWallet, publicClient, waitForCursor, waitForStatus, type FundedWallet } from './support.js';
+import { ETH, OUTSIDER, dec18, fundedWallet, publicClient, waitForCursor, waitForStatus, type FundedWallet } from '../helpers/transfers.js';
 
 let t: TestApp;
 let chain: TestChain;

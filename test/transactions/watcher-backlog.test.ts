@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
-import { sendFromOutsider, waitForCursor, ETH } from './support.js';
+import { sendFromOutsider, waitForCursor, ETH } from '../helpers/transfers.js';
 
 describe('watcher backlog', () => {
   let t: TestApp;

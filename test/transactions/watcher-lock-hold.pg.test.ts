@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { timeLockHold } from '../helpers/lock-hold.js';
 import { waitFor } from '../helpers/wait.js';
 import { startLockHoldSuite, type LockHoldSuite } from './lock-hold-suite.js';
-import { RECIPIENT, waitForStatus } from './support.js';
+import { RECIPIENT, waitForStatus } from '../helpers/transfers.js';
 
 // Large beside a saturated CI machine's scheduling noise (test/db/pipelined.test.ts).
 const DELAY_MS = 200;

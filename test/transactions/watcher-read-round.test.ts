@@ -13,7 +13,7 @@ import type { FullBlock } from '../../src/chain/blocks.js';
 import { anyDepositWatched } from '../../src/modules/charges/charges.chain-sync.js';
 import { loadWatched, lookupOurs, readBlockTransfers, type SyncScope } from '../../src/modules/transactions/transactions.chain-sync.js';
 import { driverName } from '../helpers/db.js';
-import { ETH, fundedWallet, RECIPIENT } from './support.js';
+import { ETH, fundedWallet, RECIPIENT } from '../helpers/transfers.js';
 import { startStepSuite, syncScope, type StepSuite } from './watcher-steps.js';
 
 const BLOCKS = 4;

@@ -14,7 +14,7 @@ import { listSettleable } from '../../src/modules/transactions/transactions.repo
 import { lockWalletsAndEvents, settleMinedAll } from '../../src/modules/transactions/transactions.state.js';
 import { driverName } from '../helpers/db.js';
 import { startDelayProxy, type DelayProxy } from '../helpers/delay-proxy.js';
-import { ETH, fundedWallet, RECIPIENT } from './support.js';
+import { ETH, fundedWallet, RECIPIENT } from '../helpers/transfers.js';
 import { startStepSuite, syncScope, type StepSuite } from './watcher-steps.js';
 
 // Large beside a saturated CI machine's scheduling noise (test/db/pipelined.test.ts).

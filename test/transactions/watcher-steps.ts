@@ -9,7 +9,7 @@ import { expect } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import type { SyncScope } from '../../src/modules/transactions/transactions.chain-sync.js';
-import { ETH, fundedWallet, publicClient, RECIPIENT } from './support.js';
+import { ETH, fundedWallet, publicClient, RECIPIENT } from '../helpers/transfers.js';
 
 export interface StepSuite {
   t: TestApp;

@@ -27,7 +27,7 @@ import {
   txRows,
   waitForCursor,
   waitForStatus,
-} from './support.js';
+} from '../helpers/transfers.js';
 
 let t: TestApp;
 let chain: TestChain;

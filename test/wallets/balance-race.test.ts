@@ -12,7 +12,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
-import { ETH, RpcProxy, sendFromOutsider } from '../transactions/support.js';
+import { ETH, RpcProxy, sendFromOutsider } from '../helpers/transfers.js';
 import { createWallet, DATETIME, eventsOf } from './support.js';
 
 let t: TestApp;

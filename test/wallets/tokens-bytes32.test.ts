@@ -15,7 +15,7 @@ import { expectValidationError } from '../helpers/expect.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus } from '../transactions/support.js';
+import { ETH, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus } from '../helpers/transfers.js';
 
 /** anvil's first default dev account (well-known test key). */
 const DEPLOYER_KEY: Hex = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';

@@ -1,7 +1,7 @@
 /**
  * Every column that holds a secret encrypted under APP_KEY, and the reads and writes key
  * rotation needs. A new encrypted column must be added to SECRET_COLUMNS (keys:rotate then
- * covers it; test/ops/keys-rotate.test.ts checks every `*_enc` column of the schema is listed).
+ * covers it; test/operations/keys-rotate.test.ts checks every `*_enc` column of the schema is listed).
  */
 import type { Executor } from '../../db/index.js';
 

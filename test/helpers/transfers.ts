@@ -8,10 +8,10 @@ import type { AddressInfo } from 'node:net';
 import { createPublicClient, createWalletClient, http, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
-import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { startTestApp, type TestApp, type TestUser } from './app.js';
+import { startTestChain, type TestChain } from './chain.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from './wait.js';
 
 /** anvil's dev account #1 (a sender outside the service). */
 export const OUTSIDER_KEY: Hex = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d';

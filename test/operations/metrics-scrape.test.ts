@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
-import { RpcProxy } from '../transactions/support.js';
+import { RpcProxy } from '../helpers/transfers.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
 
 describe('/metrics and the nodes', () => {
