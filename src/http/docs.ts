@@ -17,6 +17,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TSchema } from '@sinclair/typebox';
 import { describeResponses, exampleOf } from './examples.js';
+import { operationIdOf } from './operation-ids.js';
 import type { App } from './types.js';
 
 export const OPENAPI_PATH = '/api/openapi.json';
@@ -43,6 +44,18 @@ exactly 18 decimal places; datetimes are UTC \`YYYY-MM-DD HH:MM:SS\`. Each authe
 a request budget per minute (\`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\`, 429 with
 \`Retry-After\`). Every response carries \`X-Request-Id\`.`;
 
+/** package.json's `license`, as an SPDX identifier (OpenAPI 3.1 takes `identifier` or `url`, not both). */
+const LICENSE = { name: 'MIT', identifier: 'MIT' };
+
+/**
+ * Relative: the API is this origin's `/api/...`, wherever the document was fetched from (the
+ * URL OpenAPI assumes when `servers` is left out, said explicitly). Not PUBLIC_URL: that is where
+ * payers reach the checkout, and the reference reached through another address (a tunnel, the
+ * loopback) would send "Try it out" there, which its Content-Security-Policy refuses. Not the
+ * request's Host either: the document would then say whatever a caller put in that header.
+ */
+const SERVERS = [{ url: '/', description: 'This service: the origin that served this document' }];
+
 export interface RegisteredRoute {
   method: string;
   url: string;
@@ -59,6 +72,7 @@ export function registeredRoutes(app: App): RegisteredRoute[] {
 
 interface DocumentedSchema {
   hide?: boolean;
+  operationId?: string;
   body?: TSchema;
   response?: Record<string, TSchema>;
 }
@@ -70,22 +84,33 @@ function addExamples(schema: DocumentedSchema): void {
   if (body && !Array.isArray(body.examples)) schema.body = { ...body, examples: [exampleOf(body)] } as TSchema;
 }
 
+/**
+ * The route's operationId from the one table (operation-ids.ts). A route of several methods
+ * shares one schema and so cannot have an id per method: none is set, and the test names it.
+ */
+function addOperationId(route: RouteOptions, methods: string[]): void {
+  const id = methods.length === 1 ? operationIdOf(methods[0]!, route.url) : undefined;
+  if (id === undefined) return;
+  route.schema = { ...(route.schema ?? {}), operationId: id };
+}
+
 /** Registers the generator (before any route, so it sees them all), the document and the reference. */
 export async function installDocs(app: App, version: string): Promise<void> {
   const routes: RegisteredRoute[] = [];
   registered.set(app, routes);
   app.addHook('onRoute', (route: RouteOptions) => {
-    const schema = route.schema as DocumentedSchema | undefined;
-    const hidden = schema?.hide === true || route.url.startsWith(DOCS_PATH);
-    for (const m of Array.isArray(route.method) ? route.method : [route.method]) {
-      if (m !== 'HEAD') routes.push({ method: m, url: route.url, hidden });
-    }
-    if (schema && !hidden) addExamples(schema);
+    const hidden = (route.schema as DocumentedSchema | undefined)?.hide === true || route.url.startsWith(DOCS_PATH);
+    const methods = (Array.isArray(route.method) ? route.method : [route.method]).filter((m) => m !== 'HEAD');
+    for (const m of methods) routes.push({ method: m, url: route.url, hidden });
+    if (hidden) return;
+    addOperationId(route, methods);
+    if (route.schema) addExamples(route.schema as DocumentedSchema);
   });
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Wallet and Payment Service API', version, description: DESCRIPTION },
+      info: { title: 'Wallet and Payment Service API', version, description: DESCRIPTION, license: LICENSE },
+      servers: SERVERS,
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
