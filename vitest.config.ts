@@ -15,6 +15,7 @@ const ONCE = [
   'test/dashboard/api-types.test.ts',
   'test/operations/docs-browser.test.ts',
   'test/operations/openapi.test.ts',
+  'test/http/openapi-lint.test.ts',
   'test/checkout/links.test.ts',
   'test/operations/deploy.test.ts',
   'test/http/serializer.test.ts',

@@ -85,6 +85,12 @@ export const Errors = {
   addressBlocked: () => new AppError(400, 'ADDRESS_BLOCKED', 'Address is blocked by screening'),
   /** More than MAX_PENDING_PER_WALLET outgoing transactions of the wallet would be unconfirmed. */
   tooManyPending: () => new AppError(400, 'TOO_MANY_PENDING', 'Too many pending transactions'),
+  /** A create that must take exactly `required` (a gap filler) got another nonce: nothing was recorded. */
+  nonceMoved: (required: number, allocated: number) => new AppError(409, 'NONCE_MOVED', `Nonce ${required} is no longer the next to fill (allocation gave ${allocated})`),
+  userExists: () => new AppError(422, 'USER_EXISTS', 'The email has already been taken', { data: { email: ['The email has already been taken.'] } }),
+  dashboardNotBuilt: () => new AppError(503, 'DASHBOARD_NOT_BUILT', 'The dashboard is not built: run npm run build:dashboard'),
+  /** Another 4xx Fastify itself answered (a route it does not have, a request it cannot read). */
+  fastifyRefused: (status: number) => new AppError(status, 'BAD_REQUEST', status === 404 ? 'Route not found' : 'Bad request'),
   /** Speed-up or cancel of a transaction that is not pending, not outgoing, or already mined. */
   cannotReplace: () => new AppError(400, 'CANNOT_REPLACE', 'Transaction cannot be replaced'),
   /** Approve or reject of a transaction that is not (or no longer) `awaiting_approval`. */

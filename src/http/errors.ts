@@ -27,7 +27,7 @@ export function toAppError(err: unknown): AppError {
   if (fe?.code && FASTIFY_CODES[fe.code]) return FASTIFY_CODES[fe.code]!();
   if (fe instanceof SyntaxError || (fe?.statusCode === 400 && /JSON/i.test(fe.message ?? ''))) return Errors.malformedJson();
   if (typeof fe?.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
-    return new AppError(fe.statusCode, 'BAD_REQUEST', fe.statusCode === 404 ? 'Route not found' : 'Bad request');
+    return Errors.fastifyRefused(fe.statusCode);
   }
   return Errors.internal(err);
 }

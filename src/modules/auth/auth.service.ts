@@ -4,7 +4,7 @@
  * scrypt verification against a dummy hash, so both paths take the same time.
  */
 import type { SqlWindow } from '../../lib/rate-limit.js';
-import { AppError, Errors } from '../../errors.js';
+import { Errors } from '../../errors.js';
 import { dummyPasswordHash, hashPassword, needsRehash, randomTokenString, sha256Hex, verifyPassword } from '../../lib/crypto.js';
 import { retryAfterS, type WindowCounters, type WindowState } from '../../lib/rate-limit.js';
 import type { AppContext } from '../../context.js';
@@ -47,7 +47,7 @@ export class AuthService {
   async createUser(input: { email: string; password: string; name?: string }): Promise<repo.AuthUser> {
     const email = normaliseEmail(input.email);
     const existing = await repo.findUserByEmail(this.ctx.store.db, email);
-    if (existing) throw new AppError(422, 'USER_EXISTS', 'The email has already been taken', { data: { email: ['The email has already been taken.'] } });
+    if (existing) throw Errors.userExists();
     const password_hash = await hashPassword(input.password, this.ctx.config.passwordScryptN);
     const name = input.name?.trim() || email.split('@')[0] || email;
     return repo.insertUser(this.ctx.store.db, { name, email, password_hash, nowMs: this.ctx.clock.nowMs() });

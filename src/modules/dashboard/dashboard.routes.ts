@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { App } from '../../http/types.js';
 import { pagePolicy } from '../checkout/checkout.assets.js';
-import { AppError, Errors } from '../../errors.js';
+import { Errors } from '../../errors.js';
 
 const DIST = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'dashboard', 'dist');
 /** The built files and their types (a Map: a name from the path such as `toString` is no asset). */
@@ -72,7 +72,7 @@ export async function dashboardRoutes(app: App): Promise<void> {
     if (!type) throw Errors.routeNotFound();
     if (!built.has(file) || built.get(file) === null) built.set(file, asset(file));
     const body = built.get(file);
-    if (!body) throw new AppError(503, 'DASHBOARD_NOT_BUILT', 'The dashboard is not built: run npm run build:dashboard');
+    if (!body) throw Errors.dashboardNotBuilt();
     reply.headers({ ...HEADERS, 'content-type': type, 'cache-control': 'no-cache' });
     return reply.send(body);
   });

@@ -674,7 +674,7 @@ export class TransactionService {
 function takeNonce(next: number | null, pendingNonce: number, held: ReadonlySet<number>, required: number | undefined): number {
   const nonce = allocateNonce(next, pendingNonce, held);
   if (required !== undefined && nonce !== required) {
-    throw new AppError(409, 'NONCE_MOVED', `Nonce ${required} is no longer the next to fill (allocation gave ${nonce})`);
+    throw Errors.nonceMoved(required, nonce);
   }
   return nonce;
 }
