@@ -66,10 +66,10 @@ const LOG_BATCH_CHARS = 4096;
 /**
  * Lines gathered into batches before they reach sonic-boom (pino's destination), which writes
  * them. sonic-boom appends each line to its pending string and measures that whole string
- * (`Buffer.byteLength`) on every write, so a line cost ~5 µs with 4 KiB pending against ~0.2 µs
- * here (an array and a character count; BENCHMARKS.md, "Issue 23"). A batch goes on at
- * LOG_BATCH_CHARS or after LOG_FLUSH_MS; sonic-boom keeps the rest of the job (async writes,
- * EAGAIN on a full pipe, the synchronous flush at exit).
+ * (`Buffer.byteLength`) on every write, so a line there costs more the more is pending; here it
+ * costs an array push and a character count. A batch goes on at LOG_BATCH_CHARS or after
+ * LOG_FLUSH_MS; sonic-boom keeps the rest of the job (async writes, EAGAIN on a full pipe, the
+ * synchronous flush at exit).
  */
 class LineBatches {
   private lines: string[] = [];
@@ -151,8 +151,9 @@ const REDACTED_NAMES = new Set(REDACT_PATHS.map((p) => p.slice(p.lastIndexOf('.'
  * The writer of one kind of line logged on a hot path: the same JSON line pino writes for
  * `log[level]({ [names[0]]: values[0], … }, msg)`, built as one template string from the
  * logger's own bindings and destination. pino redacts every line (a walk of REDACT_PATHS'
- * wildcards) and walks its object generically: on the request summary that was a fifth of a
- * cached request's CPU, on a delivery's outcome line ~4% of a delivery (BENCHMARKS.md, issue 23).
+ * wildcards) and walks its object generically: that was a large share of a cached request's CPU
+ * on the request summary, and a measurable share of a delivery's on its outcome line
+ * (BENCHMARKS.md).
  * Such a line needs no redaction: its field names are checked here against the redacted ones,
  * and its values are primitives, JSON-escaped as pino does. A logger that is not pino's own (no
  * destination to write to) logs it through pino.

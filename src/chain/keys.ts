@@ -49,8 +49,8 @@ export function signerFor(privateKey: Hex, address: string): TransactionSigner {
 /**
  * The `secp256k1` package's binding of bitcoin-core's libsecp256k1 (prebuilt in the package for
  * linux-x64, darwin-arm64 and win32-x64; never its pure-JavaScript fallback). A signature there
- * costs ~50 µs against ~300 µs in viem's JavaScript signer, on the event loop's thread of every
- * transfer create (BENCHMARKS.md, issue 23); both are RFC 6979 and low-S, so the raw transaction
+ * costs a fraction of one in viem's JavaScript signer, on the event loop's thread of every
+ * transfer create (BENCHMARKS.md); both are RFC 6979 and low-S, so the raw transaction
  * is byte for byte viem's (test/chain/signing.test.ts). Null where no binding loads: viem signs.
  */
 interface NativeSecp256k1 {

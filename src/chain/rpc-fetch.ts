@@ -2,7 +2,7 @@
  * The `fetchFn` every chain client's HTTP transport uses: undici's `request` over one keep-alive
  * agent, instead of the global `fetch`. Both are undici underneath, but `fetch` builds a WHATWG
  * Request, Response, Headers and a web ReadableStream for every JSON-RPC call; on transfer creation
- * (six node calls each) that was a fifth of the process's busy time (BENCHMARKS.md, "Transfer
+ * (six node calls each) that was a large share of the process's busy time (BENCHMARKS.md, "Transfer
  * creation"). The answer is read whole, capped at `MAX_RPC_BODY_BYTES` (viem's own default cap,
  * which the transport's check can then skip).
  */

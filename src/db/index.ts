@@ -42,7 +42,7 @@ export function sqlitePath(config: Pick<Config, 'dataDir'>): string {
 
 /**
  * Kysely's SQLite driver prepares every query again; preparing is a measurable share of a
- * request's CPU (about 12% on the balance route). Prepared statements are reusable, and the
+ * request's CPU (measured on the balance route). Prepared statements are reusable, and the
  * single connection is used by one query at a time, so the instance keeps the last `max`
  * distinct statements (least recently used dropped first). A query that begins with
  * `ARRAY_ROWS_MARK` gets a statement in raw mode: its rows are arrays (prepared.ts, `executeArrays`).

@@ -3,10 +3,10 @@
  *
  * Kysely's driver sends each query as an unnamed statement, so PostgreSQL parses and plans it
  * every time; on transfer creation planning took more of the server's time than executing
- * (pg_stat_statements with track_planning: 4.1 s planning against 3.2 s executing for 1,240
- * creates; BENCHMARKS.md, "Transfer creation"). node-postgres prepares a statement once per
- * connection when the query carries a `name`, and PostgreSQL then keeps its plan (a generic plan
- * after five executions when that is no worse than planning each time).
+ * (pg_stat_statements with track_planning; BENCHMARKS.md, "Transfer creation"). node-postgres
+ * prepares a statement once per connection when the query carries a `name`, and PostgreSQL then
+ * keeps its plan (a generic plan after five executions when that is no worse than planning each
+ * time).
  *
  * `useNamedStatements(pool)` makes every pool connection send a query text as a named statement
  * from its second use on (texts used once, like DDL, stay unnamed), at most MAX_NAMED texts per

@@ -4,8 +4,8 @@
  * Why: every statement of a transaction written as `await a; await b` is a round trip to the
  * server, and on a busy machine a round trip is not the server's work but two wake-ups (the
  * backend's, then this process's, each waiting for a core it shares): on a hot wallet's create
- * ~25% of the service's busy time was `writev`, and the wallet's lock was held across five of
- * them (BENCHMARKS.md, issue 23). Statements that do not need each other's answers can be sent
+ * `writev` was a large share of the service's busy time, and the wallet's lock was held across
+ * several of them (BENCHMARKS.md). Statements that do not need each other's answers can be sent
  * in one write and answered in one: the server runs them one after the other, in the order sent,
  * inside the transaction, each seeing what the ones before it did. A statement queued behind a
  * `FOR UPDATE` runs once the lock is granted, without a round trip to this process.

@@ -16,7 +16,7 @@
  * - Other processes on the same file (the CLI adding a network, say; SQLite runs one service
  *   process, docs/operating.md) are seen through `PRAGMA data_version`, which changes whenever
  *   another connection commits; any change drops everything. Reading it costs as much as a small
- *   query (about 6 µs: it opens a read transaction on the WAL), so it is read again only when
+ *   query (it opens a read transaction on the WAL), so it is read again only when
  *   at least DATA_VERSION_CHECK_MS has passed since the last time: another process's commit is
  *   seen within that millisecond. This process's own writes are seen at once.
  * - An entry remembers the tick taken before its query ran; it is served while no table it

@@ -11,8 +11,8 @@
  *
  * The file is opened once and kept (SQLite keeps the WAL, the same file, while a connection is
  * open; truncating it keeps it the same file). At most once a second a sync also checks, beside
- * it, that the path still names the file held (a `stat` at every sync cost 2% of the event loop
- * under webhook load); if it was replaced, the new one is opened and synced too.
+ * it, that the path still names the file held (a `stat` at every sync was a measurable share of
+ * the event loop under webhook load); if it was replaced, the new one is opened and synced too.
  */
 import { open, stat, type FileHandle } from 'node:fs/promises';
 

@@ -169,7 +169,7 @@ class DeliveryRun {
    * left rows unleased, a claim that filled its room or passed rows over, or rows given back.
    * While false, a freed slot claims nothing: under a steady flow every row comes leased from
    * this worker's own fan-out, and a claim per freed slot found nothing, while it held up the
-   * next fan-out (PostgreSQL, 2 processes: ~25 ms a claim, every tick; BENCHMARKS.md, issue 23).
+   * next fan-out (PostgreSQL, 2 processes: a measurable wait per claim, every tick; BENCHMARKS.md).
    */
   #dueUnleased = true;
   /** Counts the times `#dueUnleased` was set: a claim clears it only if none came during its read. */

@@ -106,10 +106,9 @@ const KEEP_BLOCKS = 128;
 /**
  * Blocks recorded per database transaction while catching up (one commit, one lease check, the
  * cursor moved once), and blocks read from the node at once (BENCHMARKS.md, "Watcher catch-up":
- * 8 at once caught up 2,000 blocks in 1.8× the bare loop's time against 2.1–2.3× with 4, and 16
- * in 1.50–1.54× against 1.67–2.19× with 8, the service's event loop otherwise idle half the time
- * waiting on the node; a provider's rate limit is met by resting that endpoint, not by reading
- * slower). A batch is two rounds of reads.
+ * 8 at once caught up faster than 4, and 16 faster than 8, the service's event loop otherwise
+ * idle much of the time waiting on the node; a provider's rate limit is met by resting that
+ * endpoint, not by reading slower). A batch is two rounds of reads.
  */
 const READ_AHEAD = 16;
 const BATCH_BLOCKS = 2 * READ_AHEAD;
@@ -126,8 +125,8 @@ const NUDGE_MS = 50;
  * On such a chain a new head the node announces brings the next tick to at most HEAD_NUDGE_MS
  * later (a head on a slower chain: at once). Short: the heads come no faster than the chain makes
  * blocks, and a tick running meanwhile takes every head announced during it, so the window only
- * gathers a burst; 50 ms here left a one-wallet create refused at the 64-pending cap 60-80 times
- * in 1,200 on a devnet (confirmation p50 104 ms; BENCHMARKS.md, issue 23, twentieth session).
+ * gathers a burst; 50 ms here left a one-wallet create refused at the 64-pending cap now and
+ * then on a devnet, the window holding back the confirmations that free its places (BENCHMARKS.md).
  */
 const HEAD_NUDGE_MS = 10;
 const FAST_FOR_MS = 10_000;
@@ -580,8 +579,8 @@ class NetworkWatcher {
 
   /**
    * Step 6, beside the ticks: the recorded wallets' balances are read and stored beside the ticks, not inside them: on a
-   * hot wallet a refresh after every batch made each tick ~15% longer (~32 ms of ~230), and a
-   * transfer's confirmation waits on average half a tick (BENCHMARKS.md, issue 23). One refresh
+   * hot wallet a refresh after every batch made each tick measurably longer, and a
+   * transfer's confirmation waits on average half a tick (BENCHMARKS.md). One refresh
    * runs at a time; the wallets of the batches recorded meanwhile are read by the next, so a
    * wallet's readings are still stored in the order they were taken (and `store` keeps a later
    * block's reading over an older one).

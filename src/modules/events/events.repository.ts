@@ -96,8 +96,8 @@ export async function markEventsDispatched(trx: Db, ids: readonly number[], nowM
  * before a larger id is drawn: a reader paging by `id > cursor` never skips an event.
  *
  * Throughput: what is serialised is, per user, the span from a transaction's first event to
- * its commit (the services record events last, so about one commit, ~1-3 ms on a disk with
- * fsync: hundreds of event-writing transactions a second per user). Different users never wait
+ * its commit (the services record events last, so about one commit: per user, as many
+ * event-writing transactions a second as the disk's fsync allows). Different users never wait
  * for each other. A transaction recording events of several users (the chain watcher's block)
  * takes them all up front, after its wallet locks, in user order (`lockEventOrder`): the one
  * lock order is wallet rows (ascending id), then event orders (ascending user), so neither two
@@ -168,8 +168,8 @@ function eventInOrderCtes(e: NewEventRow, after?: string): RawBuilder<unknown> {
  * one atomic unit. On PostgreSQL that is one statement committed on its own: the locks it takes
  * (the written row's, then the event order's, the one lock order) are held for that statement and
  * its commit only, never across a round trip to this process, whose event loop may be busy with
- * other requests between two statements of a transaction (issue 23: the wallet update's row lock
- * was held ~4 ms that way under load, for ~0.5 ms of work). On SQLite it is a transaction of the
+ * other requests between two statements of a transaction (under load the wallet update's row
+ * lock was held that way far longer than its work took). On SQLite it is a transaction of the
  * write and, if it returned a row, the event. Returns the written row and the event, or undefined (no event).
  */
 export async function writeWithEventInOrder<R>(db: Db, write: RawBuilder<R>, e: NewEventRow): Promise<{ row: R; event: InsertedEvent } | undefined> {

@@ -10,7 +10,7 @@
  *   are the whole service's figures, the same from every process (take max() across instances).
  * - watcher_head_block and network_rpc_up per network: read from what this process's endpoint
  *   health tracker already knows (src/chain/endpoints.ts: a head read of every endpoint at least
- *   every WATCHER_POLL_MS), not one RPC call per network per scrape (issue 20): the best head of
+ *   every WATCHER_POLL_MS), not one RPC call per network per scrape: the best head of
  *   the endpoints that are ok, and 1 when at least one is. A network this process has not used
  *   yet waits for its first head read (2 s at most) at its first scrape.
  * - rpc_calls_total and rpc_errors_total per network and endpoint host (the host only: a URL's

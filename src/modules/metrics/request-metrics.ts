@@ -3,10 +3,11 @@
  * lookup and a few additions, and turned into prom-client's samples only when scraped.
  *
  * Why not prom-client's Counter and Histogram: their `inc` and `observe` check the label names and
- * hash the label object on every call (a labelled child too), ~12% of the JavaScript time of a
- * GET balance answered from the cache (CPU profile, BENCHMARKS.md issue 23). The text a scrape
- * gives is the same: both register in the app's prom-client registry as metrics of their type,
- * and the registry formats the samples `get()` returns as it formats its own metrics'.
+ * hash the label object on every call (a labelled child too), a measurable share of the
+ * JavaScript time of a GET balance answered from the cache (CPU profile; BENCHMARKS.md, "GET
+ * balance"). The text a scrape gives is the same: both register in the app's prom-client
+ * registry as metrics of their type, and the registry formats the samples `get()` returns as it
+ * formats its own metrics'.
  */
 import type { Registry } from 'prom-client';
 

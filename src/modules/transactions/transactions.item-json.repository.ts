@@ -3,8 +3,8 @@
  * transactions.list.repository.ts).
  *
  * PostgreSQL evaluates the item expression in the query, in its own process. SQLite evaluates it
- * on the service's event loop, where it was most of a 1000-row page's cost (~7 ms of ~18 on the
- * slowest machine measured, BENCHMARKS.md "Issue 23, fifth session"); so on SQLite each row keeps
+ * on the service's event loop, where it was most of a 1000-row page's cost (on the slowest
+ * machine measured; BENCHMARKS.md, "A 1000-row page"); so on SQLite each row keeps
  * its item JSON in `transactions.item_json` (migration 023), written by triggers whenever a column
  * the item is made from changes (and for every row of a token whose symbol or decimals change),
  * and a page reads that text. Triggers, not the repositories' writes, keep it: no write path can

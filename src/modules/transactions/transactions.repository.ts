@@ -862,7 +862,8 @@ export async function hasPendingTransfers(db: Executor, networkId: number): Prom
 }
 
 // The watcher's reads of every round, compiled once (src/db/prepared.ts): built at each call they
-// were ~2–4% of the event loop's busy time under a hot wallet's creates (BENCHMARKS.md, issue 23).
+// were a measurable share of the event loop's busy time under a hot wallet's creates
+// (BENCHMARKS.md).
 const pendingOnNetwork = prepare((db: Executor, networkId: number) =>
   db.selectFrom('transactions as tx').select('tx.id').where('tx.status', '=', 'pending').where('tx.wallet_id', 'in', onNetwork(db, networkId)).limit(1),
 );

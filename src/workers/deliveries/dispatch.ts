@@ -47,8 +47,8 @@ export interface FanOutLease {
  * read that looks for any first is then skipped: one round trip less between an event and its
  * send. Not on SQLite: there the signal comes from inside the writing transaction, the read
  * answers once its commit group is durable, and a fan-out begun at once joined that group and
- * kept it open for the requests queued behind (event → delivery p50 +4 ms under the update
- * load, measured).
+ * kept it open for the requests queued behind (a measurably slower event → delivery under the
+ * update load).
  */
 export async function dispatchEvents(db: Db, nowMs: number, batch: number, lease?: FanOutLease, signalled = false): Promise<DispatchResult> {
   const postgres = dialectOf(db).driver === 'postgres';

@@ -3,8 +3,8 @@
  * transaction each, one batch at a time: whatever finished while the previous batch was
  * committing goes into the next, once that is a full batch (or its oldest has waited
  * RECORD_DELAY_MS, or the worker is not busy). A busy worker thus pays one commit per batch rather than one
- * per delivery (PostgreSQL manages about 800 single-row commits a second on the benchmark
- * machine). The same transaction gives back the leases of claimed rows the worker did not send.
+ * per delivery (a commit waits for its WAL flush, so one per delivery caps them at the disk's
+ * flush rate). The same transaction gives back the leases of claimed rows the worker did not send.
  *
  * The slot of a delivered send is freed as soon as its 2xx answer is read, before this records
  * it: the row stays leased to the worker until its outcome is written (only then is it
