@@ -305,6 +305,20 @@ export function dec18(wei: bigint): string {
   return `${neg ? '-' : ''}${m / ETH}.${(m % ETH).toString().padStart(18, '0')}`;
 }
 
+/** Wei of an 18-place string of the API ("0.000000001000000000" → 10^9). */
+export const wei18 = (s: string): bigint => BigInt(s.replace('.', ''));
+
+/**
+ * The fee preview's `high` max fee per gas, in wei, for a small ETH transfer from the wallet (it
+ * must hold a little ETH). Explicit fees above 3× it are refused (the fee cap), so tests that
+ * name their fees take them from it rather than from a fixed gwei figure the market may be under.
+ */
+export async function highMaxFeePerGas(t: TestApp, user: TestUser, walletId: number): Promise<bigint> {
+  const res = await t.request('GET', `/api/wallet/${walletId}/transaction/fees?token=ETH&address=${RECIPIENT}&amount=0.000000000000000001`, { token: user.token });
+  if (res.status !== 200) throw new Error(`fee preview failed: ${res.status} ${res.text}`);
+  return wei18(res.body.data.levels.high.max_fee_per_gas as string);
+}
+
 /** Registers a network whose RPC is `proxy` (in front of the test chain) and waits for its first cursor. */
 export async function proxiedNetwork(t: TestApp, proxy: RpcProxy): Promise<number> {
   const n = await upsertNetwork(

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { expectValidationError } from '../helpers/expect.js';
-import { ETH, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus, type FundedWallet } from '../helpers/transfers.js';
+import { dec18, ETH, fundedWallet, highMaxFeePerGas, publicClient, RECIPIENT, waitForCursor, waitForStatus, type FundedWallet } from '../helpers/transfers.js';
 
 let t: TestApp;
 let chain: TestChain;
@@ -63,14 +63,17 @@ describe('money numbers read exactly', () => {
   });
 
   it('reads explicit fees exactly', async () => {
+    // 18-place JSON numbers a double cannot hold, within the fee cap (3× the high level).
+    const maxFee = ((2n * (await highMaxFeePerGas(t, alice, w.id))) / 10n) * 10n + 1n;
+    const tip = maxFee / 3n;
     const res = await post(
       '/transaction/create',
-      `{"amount": 0.5, "token": "ETH", "address": "${RECIPIENT}", "max_fee_per_gas": 0.000000003000000001, "max_priority_fee_per_gas": 0.000000001000000001}`,
+      `{"amount": 0.5, "token": "ETH", "address": "${RECIPIENT}", "max_fee_per_gas": ${dec18(maxFee)}, "max_priority_fee_per_gas": ${dec18(tip)}}`,
     );
     expect(res.status, res.text).toBe(200);
     const onChain = await publicClient(chain.rpcUrl).getTransaction({ hash: res.body.data.tx_hash as Hex });
-    expect(onChain.maxFeePerGas).toBe(3_000000001n);
-    expect(onChain.maxPriorityFeePerGas).toBe(1_000000001n);
+    expect(onChain.maxFeePerGas).toBe(maxFee);
+    expect(onChain.maxPriorityFeePerGas).toBe(tip);
   });
 });
 

@@ -6,12 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { GAS_PRICE_ORACLE } from '../../src/chain/fees.js';
-import { ETH, fundedWallet, RECIPIENT, waitForCursor } from '../helpers/transfers.js';
+import { dec18, ETH, fundedWallet, highMaxFeePerGas, RECIPIENT, waitForCursor } from '../helpers/transfers.js';
 
 /** Runtime code: PUSH7 1e15, PUSH1 0, MSTORE, PUSH1 32, PUSH1 0, RETURN (answers 1e15 to any call). */
 const ORACLE_STUB = '0x66038d7ea4c6800060005260206000f3';
 const L1_RESERVED = (10n ** 15n * 125n) / 100n;
-const GWEI = 10n ** 9n;
 
 let t: TestApp;
 let chain: TestChain;
@@ -43,9 +42,11 @@ describe('L1 data fee', () => {
   });
 
   it('is reserved: a balance covering gas × max fee but not the L1 fee is 400', async () => {
-    const w = await fundedWallet(t, chain, alice, networkId, 0n);
-    const body = { amount: '1', token: 'ETH', address: RECIPIENT, max_fee_per_gas: '0.00000001', max_priority_fee_per_gas: '0.000000001' };
-    const gasFee = 21_000n * 10n * GWEI;
+    const w = await fundedWallet(t, chain, alice, networkId, ETH);
+    // Twice the high level: within the fee cap.
+    const perGas = 2n * (await highMaxFeePerGas(t, alice, w.id));
+    const body = { amount: '1', token: 'ETH', address: RECIPIENT, max_fee_per_gas: dec18(perGas), max_priority_fee_per_gas: dec18(perGas / 2n) };
+    const gasFee = 21_000n * perGas;
     await chain.setBalance(w.address, ETH + gasFee + L1_RESERVED - 1n);
     const short = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: alice.token, body });
     expect(short.status).toBe(400);

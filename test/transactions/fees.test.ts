@@ -9,9 +9,8 @@ import type { Hex } from 'viem';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { expectValidationError } from '../helpers/expect.js';
-import { ETH, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus } from '../helpers/transfers.js';
+import { dec18, ETH, fundedWallet, highMaxFeePerGas, publicClient, RECIPIENT, waitForCursor, waitForStatus } from '../helpers/transfers.js';
 
-const GWEI = 10n ** 9n;
 
 let t: TestApp;
 let chain: TestChain;
@@ -63,23 +62,20 @@ describe('EIP-1559 transfers', () => {
 
   it('uses explicit max_fee_per_gas and max_priority_fee_per_gas exactly as given', async () => {
     const w = await fundedWallet(t, chain, alice, networkId, 10n * ETH);
-    const res = await create(w.id, {
-      amount: '0.25',
-      token: 'ETH',
-      address: RECIPIENT,
-      max_fee_per_gas: '0.000000007',
-      max_priority_fee_per_gas: 0.000000003,
-    });
-    expect(res.status).toBe(200);
-    expect(res.body.data.gas_price).toBe(0.000000007);
+    // Within the cap (3× the high level): twice the high level, a tip of half that.
+    const maxFee = 2n * (await highMaxFeePerGas(t, alice, w.id)) + 7n;
+    const tip = maxFee / 2n;
+    const res = await create(w.id, { amount: '0.25', token: 'ETH', address: RECIPIENT, max_fee_per_gas: dec18(maxFee), max_priority_fee_per_gas: dec18(tip) });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.gas_price).toBe(Number(dec18(maxFee)));
     const onChain = await publicClient(chain.rpcUrl).getTransaction({ hash: res.body.data.tx_hash as Hex });
     expect(onChain.type).toBe('eip1559');
-    expect(onChain.maxFeePerGas).toBe(7n * GWEI);
-    expect(onChain.maxPriorityFeePerGas).toBe(3n * GWEI);
+    expect(onChain.maxFeePerGas).toBe(maxFee);
+    expect(onChain.maxPriorityFeePerGas).toBe(tip);
     const confirmed = await waitForStatus(t, alice, w.id, res.body.data.id, 'confirmed');
     // Once mined, gas_price is what was paid per gas (base fee + tip, at most the max fee).
     const receipt = await publicClient(chain.rpcUrl).getTransactionReceipt({ hash: res.body.data.tx_hash as Hex });
-    expect(receipt.effectiveGasPrice <= 7n * GWEI).toBe(true);
+    expect(receipt.effectiveGasPrice <= maxFee).toBe(true);
     expect(confirmed.gas_price).toBe(`0.${receipt.effectiveGasPrice.toString().padStart(18, '0')}`);
   });
 
@@ -95,9 +91,11 @@ describe('EIP-1559 transfers', () => {
   });
 
   it('reserves gas × max fee: one wei short of it is 400, exactly it is accepted', async () => {
-    const w = await fundedWallet(t, chain, alice, networkId, 0n);
-    const body = { amount: '1', token: 'ETH', address: RECIPIENT, max_fee_per_gas: '0.00000001', max_priority_fee_per_gas: '0.000000001' };
-    const maxFee = 21_000n * 10n * GWEI; // far above what it will actually pay (base fee < 1 gwei + 1 gwei tip)
+    const w = await fundedWallet(t, chain, alice, networkId, ETH);
+    // Twice the high level: above what it will pay, within the cap.
+    const perGas = 2n * (await highMaxFeePerGas(t, alice, w.id));
+    const body = { amount: '1', token: 'ETH', address: RECIPIENT, max_fee_per_gas: dec18(perGas), max_priority_fee_per_gas: dec18(perGas / 2n) };
+    const maxFee = 21_000n * perGas;
     await chain.setBalance(w.address, ETH + maxFee - 1n);
     const short = await create(w.id, body);
     expect(short.status).toBe(400);

@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { waitForCursor, ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, waitForStatus, type FundedWallet, startProxiedSuite } from '../helpers/transfers.js';
+import { dec18, highMaxFeePerGas, waitForCursor, ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, waitForStatus, type FundedWallet, startProxiedSuite } from '../helpers/transfers.js';
 
 let t: TestApp;
 let chain: TestChain;
@@ -253,8 +253,10 @@ describe('a refused transfer retried to the same bytes', () => {
   it('is shown once: the refused row failed, the retry confirmed, the money spent once', async () => {
     const w = await fundedWallet(t, chain, user, networkId, 3n * ETH);
     proxy.rule('eth_sendRawTransaction', { action: 'error', message: 'insufficient funds for gas * price + value', times: 1 });
-    // Explicit fees: the same bytes however the fee market moves between the two (a quote is shared for a second only).
-    const fees = { max_fee_per_gas: '0.00000001', max_priority_fee_per_gas: '0.000000001' };
+    // Explicit fees: the same bytes however the fee market moves between the two (a quote is shared
+    // for a second only); twice the high level, within the fee cap.
+    const perGas = 2n * (await highMaxFeePerGas(t, user, w.id));
+    const fees = { max_fee_per_gas: dec18(perGas), max_priority_fee_per_gas: dec18(perGas / 2n) };
     const sameBytes = () => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '1', token: 'ETH', address: RECIPIENT, ...fees } });
     const refused = await sameBytes();
     expect(refused.status).toBe(400);
