@@ -2,11 +2,11 @@
  * The invariants, checked after quiescence against the chain itself. Each violation names the
  * check and the object; the runner prints the seed with it.
  */
-import { getAddress } from 'viem';
+import { decodeFunctionData, getAddress, parseAbi, type Hex } from 'viem';
 import type { RpcReceipt, SimChain } from './chain.js';
 import { TOKEN_DECIMALS, TOKEN_SYMBOL } from './chain.js';
 import type { Api } from './service.js';
-import type { SimWallet, Workload } from './workload.js';
+import type { PolicedWallet, SimWallet, Workload } from './workload.js';
 import type { Delivery } from './receiver.js';
 import { checkNonceGap, checkRefusals } from './refusals.js';
 
@@ -53,6 +53,40 @@ export function parse18(s: string): bigint {
 const scale = (token: string): bigint => (token === TOKEN_SYMBOL ? 10n ** BigInt(18 - TOKEN_DECIMALS) : 1n);
 const fmt18 = (v: bigint): string => `${v / 10n ** 18n}.${(v % 10n ** 18n).toString().padStart(18, '0')}`;
 const dateMs = (s: string): number => Date.parse(`${s.replace(' ', 'T')}Z`);
+
+/** The calls that move or approve a token (CONTRACT.md, "Policies that see tokens"), read by the oracle itself. */
+const TOKEN_CALLS_ABI = parseAbi([
+  'function transfer(address to, uint256 amount) returns (bool)',
+  'function transferFrom(address from, address to, uint256 amount) returns (bool)',
+  'function approve(address spender, uint256 amount) returns (bool)',
+  'function increaseAllowance(address spender, uint256 addedValue) returns (bool)',
+  'function permit(address owner, address spender, uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s)',
+]);
+
+/** What a transaction's calldata to the token does: the recipient or spender and the amount; null when it is no such call. */
+export function readTokenCall(input: string): { fn: string; to: string; amount: bigint } | null {
+  try {
+    const d = decodeFunctionData({ abi: TOKEN_CALLS_ABI, data: input as Hex });
+    switch (d.functionName) {
+      case 'transfer':
+      case 'approve':
+      case 'increaseAllowance':
+        return { fn: d.functionName, to: lc(d.args[0]), amount: d.args[1] };
+      case 'transferFrom':
+        return { fn: d.functionName, to: lc(d.args[1]), amount: d.args[2] };
+      case 'permit':
+        return { fn: d.functionName, to: lc(d.args[1]), amount: d.args[2] };
+    }
+  } catch {
+    return null;
+  }
+  return null;
+}
+const MAX_UINT256 = 2n ** 256n - 1n;
+/** A token amount in base units for a message: whole tokens with their places, or "unlimited". */
+const tokenAmount = (v: bigint): string => (v === MAX_UINT256 ? 'unlimited (2^256-1)' : `${v / 10n ** BigInt(TOKEN_DECIMALS)}.${(v % 10n ** BigInt(TOKEN_DECIMALS)).toString().padStart(TOKEN_DECIMALS, '0')}`);
+/** A policy's decimal amount of the token in its base units. */
+const tokenUnits = (v: string | undefined): bigint | null => (v === undefined ? null : units18(v) / 10n ** BigInt(18 - TOKEN_DECIMALS));
 
 export class Checker {
   readonly violations: Violation[] = [];
@@ -183,6 +217,106 @@ export class Checker {
         if (decision === 'rejected' && t.status !== 'failed') this.violate('approvals', obj, 'rejected by the workload, but not failed');
       }
     }
+  }
+
+  /**
+   * No token leaves a policed wallet past its policy, read from the chain (every transaction its
+   * main address sent that succeeded, its calldata decoded here) and named by the service's row
+   * that holds its hash (tx_hash or a replaced version):
+   * - a call to the token that moves or approves it (`transfer`, `transferFrom`, `approve`,
+   *   `increaseAllowance`, `permit`: the token-call lane's calls, and the plain transfers, refunds
+   *   and payout items, which are `transfer` calls too) is at most `per_transaction`; over
+   *   `approval_above` (payout items left out: a payout is decided by its total, "payouts") it is
+   *   one the workload approved; on an allowlist_only wallet its recipient or spender is listed;
+   * - the wallet's transfers and approvals of the token sum to at most `daily` (the run is shorter
+   *   than a day; the message names the transaction that passes it);
+   * - any other contract call (another contract, the token's `mint`, calldata that does not
+   *   decode) was signed only when its contract is allowlisted, or, on a wallet that is not
+   *   allowlist_only, when the workload approved it.
+   */
+  async checkTokenPolicy(o: Observed, policed: PolicedWallet[]): Promise<void> {
+    const decisions = new Map(this.work.held.map((h) => [h.id, h.decision]));
+    const token = lc(this.chain.token);
+    for (const pw of policed) {
+      const entry = o.wallets.find((x) => x.w.id === pw.w.id);
+      if (!entry) continue;
+      const main = lc(pw.w.address);
+      const rowOf = new Map<string, any>();
+      for (const t of entry.txs) if (t.type !== 'receipt') for (const h of [t.tx_hash, ...(t.replaced_hashes ?? [])]) if (h) rowOf.set(lc(h), t);
+      const allow = new Set(pw.allowlist.map(lc));
+      const perTx = tokenUnits(pw.policy.per_transaction[TOKEN_SYMBOL]);
+      const above = tokenUnits(pw.policy.approval_above[TOKEN_SYMBOL]);
+      const daily = tokenUnits(pw.policy.daily[TOKEN_SYMBOL]);
+      const sent = [...this.txs].filter(([, t]) => t.from === main).sort((a, b) => a[1].block - b[1].block || a[1].nonce - b[1].nonce);
+      let total = 0n;
+      const counted: string[] = [];
+      let over = false;
+      for (const [hash, t] of sent) {
+        if ((await this.receipt(hash))?.status !== '0x1') continue; // reverted: it moved and approved nothing
+        const row = rowOf.get(hash);
+        const what = row ? `transaction ${row.id} (${row.type}${row.refund_id !== null ? ` refund ${row.refund_id}` : ''}${row.payout_id !== null ? ` payout ${row.payout_id}` : ''}, ${row.status}${row.failure_reason ? ` ${row.failure_reason}` : ''}, ${hash}, block ${t.block})` : `transaction ${hash} (block ${t.block}, no row lists it)`;
+        const decision = row ? decisions.get(row.id) : undefined;
+        const call = t.to === token ? readTokenCall(t.input) : null;
+        if (call) {
+          const obj = `wallet ${pw.w.id} ${TOKEN_SYMBOL} ${what}`;
+          const moved = `${call.fn} of ${tokenAmount(call.amount)} ${TOKEN_SYMBOL} to ${call.to}`;
+          if (perTx !== null && call.amount > perTx) this.violate('token policy', obj, `${moved} mined, over per_transaction ${tokenAmount(perTx)}`);
+          if (above !== null && call.amount > above && row?.payout_id == null && decision !== 'approved') this.violate('token policy', obj, `${moved} signed over approval_above ${tokenAmount(above)} though the workload ${decision ?? 'never saw it held'}`);
+          if (pw.policy.allowlist_only && !allow.has(call.to)) this.violate('token policy', obj, `${moved} mined from an allowlist_only wallet: ${call.to} is not on its allowlist`);
+          total += call.amount;
+          counted.push(`${row ? row.id : hash.slice(0, 10)}:${call.fn} ${tokenAmount(call.amount)}`);
+          if (daily !== null && total > daily && !over) {
+            over = true;
+            this.violate('token policy', obj, `${moved} brings the wallet's ${TOKEN_SYMBOL} transfers and approvals on chain to ${tokenAmount(total)}, over daily ${tokenAmount(daily)} (the run is shorter than a day): ${counted.join(', ')}`);
+          }
+          continue;
+        }
+        if (t.input === '0x' || t.input === '') continue; // a native transfer, a cancel, a gas top-up
+        if (allow.has(t.to)) continue;
+        const obj = `wallet ${pw.w.id} contract call to ${t.to}${t.to === token ? ` (the ${TOKEN_SYMBOL} token, not a token call: ${t.input.slice(0, 10)})` : ''} ${what}`;
+        if (pw.policy.allowlist_only) this.violate('token policy', obj, 'signed from an allowlist_only wallet, but the contract is not on its allowlist');
+        else if (decision !== 'approved') this.violate('token policy', obj, `signed without approval (not a token call, contract not allowlisted) though the workload ${decision ?? 'never saw it held'}`);
+      }
+    }
+  }
+
+  /**
+   * The token-call lane's answers follow the policy: a call over `per_transaction` (an unlimited
+   * approve included) is never accepted, not even held; one over `approval_above` is held; on an
+   * allowlist_only wallet one to an unlisted recipient, spender or contract is refused; a call
+   * that is not a token call, to a contract not allowlisted, is held. (A daily refusal depends on
+   * what the service counted, which the workload cannot know: its proof is on chain.)
+   */
+  checkTokenCallAnswers(policed: PolicedWallet[]): void {
+    for (const r of this.work.tokenCalls) {
+      const pw = policed.find((p) => p.w.id === r.walletId);
+      if (!pw || r.answer?.status !== 200) continue;
+      const allow = new Set(pw.allowlist.map(lc));
+      const perTx = tokenUnits(pw.policy.per_transaction[TOKEN_SYMBOL]);
+      const above = tokenUnits(pw.policy.approval_above[TOKEN_SYMBOL]);
+      const obj = `wallet ${r.walletId} ${TOKEN_SYMBOL} transaction ${r.answer.id} (key ${r.key}, ${r.fn} ${r.intent})`;
+      const said = `answered 200 ${r.answer.txStatus}`;
+      if (r.intent === 'non-token') {
+        if (allow.has(lc(r.contract))) continue;
+        if (pw.policy.allowlist_only) this.violate('token policy', obj, `${said}: a call to ${r.contract}, not on the allowlist of an allowlist_only wallet`);
+        else if (r.answer.txStatus !== 'awaiting_approval') this.violate('token policy', obj, `${said}: a call to ${r.contract} that is not a token call, not held for approval`);
+        continue;
+      }
+      const moved = `${r.fn} of ${tokenAmount(r.amount)} ${TOKEN_SYMBOL} to ${r.to}`;
+      if (perTx !== null && r.amount > perTx) this.violate('token policy', obj, `${said}: ${moved}, over per_transaction ${tokenAmount(perTx)}`);
+      else if (above !== null && r.amount > above && r.answer.txStatus !== 'awaiting_approval') this.violate('token policy', obj, `${said}: ${moved}, over approval_above ${tokenAmount(above)}, not held`);
+      if (pw.policy.allowlist_only && !allow.has(lc(r.to))) this.violate('token policy', obj, `${said}: ${moved}, not on the allowlist of an allowlist_only wallet`);
+    }
+  }
+
+  /**
+   * The token the wallet's confirmed contract calls moved out of its main address (their Transfer
+   * logs, 10^-18 units) in blocks (afterBlock, toBlock]: what reconciliation does not count
+   * (docs/reconciliation.md: a contract call is recorded with its native value only).
+   */
+  tokenCallOutflow(w: SimWallet, txs: any[], afterBlock: number, toBlock: number): bigint {
+    const calls = new Set(txs.filter((t) => t.type === 'contract').flatMap((t) => [t.tx_hash, ...(t.replaced_hashes ?? [])]).filter(Boolean).map(lc));
+    return this.inflows.filter((f) => f.token === TOKEN_SYMBOL && f.from === lc(w.address) && calls.has(f.hash) && f.block > afterBlock && f.block <= toBlock).reduce((s, f) => s + f.amount18, 0n);
   }
 
   /** Main address → wallet; deposit address → charge. */

@@ -6,17 +6,17 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseEther } from 'viem';
+import { getAddress, parseEther } from 'viem';
 import { findFreePort } from '../src/chain/devnet.js';
 import { createTestDatabase } from '../test/helpers/db.js';
 import { SimChain, TOKEN_SYMBOL } from './chain.js';
-import { Checker, type Observed, type Violation } from './checks.js';
+import { Checker, parse18, type Observed, type Violation } from './checks.js';
 import { Prng } from './prng.js';
 import { FaultProxy } from './proxy.js';
 import { SendLedger } from './sends.js';
 import { SimReceiver } from './receiver.js';
 import { Api, ServiceProcess, SIM_EMAIL, SIM_PASSWORD, sleep } from './service.js';
-import { Workload, type SimWallet } from './workload.js';
+import { Workload, type PolicedWallet, type SimWallet } from './workload.js';
 
 export const FAULT_KINDS = ['kill', 'reorg', 'rpc', 'receiver', 'behind', 'refuse', 'glitch', 'no-trace'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -123,8 +123,8 @@ export async function runSim(opts: SimOptions): Promise<SimResult> {
     await svc.start();
     const api = new Api(svc);
     await api.login();
-    const { wallets, firstEvent, hooked } = await setUp(api, chain, receiver);
-    const work = new Workload(api, chain, prng.fork('workload'), wallets, opts.seed);
+    const { wallets, firstEvent, hooked, policed } = await setUp(api, chain, receiver, prng.fork('listed'));
+    const work = new Workload(api, chain, prng.fork('workload'), wallets, opts.seed, policed);
     for (const w of wallets) await work.fund(w, 50n * 10n ** 18n, 1_000_000n * 10n ** 6n);
     await underFaults(opts, prng, work, svc, chain, proxies, receiver);
     for (const p of proxies) p.setFaults(false);
@@ -158,16 +158,19 @@ export async function runSim(opts: SimOptions): Promise<SimResult> {
 }
 
 /**
- * Three wallets and the token; a webhook of every type on the first two, none on the third (its
- * events are written already dispatched: docs/webhooks.md, step 0). Returns the last event id
- * before the webhooks and the ids of the wallets with webhooks.
+ * Four wallets and the token; a webhook of every type on the first two, none on the third and
+ * fourth (their events are written already dispatched: docs/webhooks.md, step 0). The second
+ * spends under SIM_POLICY; the fourth (`sim-listed`) under LISTED_POLICY, allowlist_only, with
+ * three addresses drawn from `listing` and the forwarder contract on its allowlist: it spends only
+ * through the token-call lane. Returns the last event id before the webhooks, the ids of the
+ * wallets with webhooks, and the policed wallets.
  */
-async function setUp(api: Api, chain: SimChain, receiver: SimReceiver): Promise<{ wallets: SimWallet[]; firstEvent: number; hooked: Set<number> }> {
+async function setUp(api: Api, chain: SimChain, receiver: SimReceiver, listing: Prng): Promise<{ wallets: SimWallet[]; firstEvent: number; hooked: Set<number>; policed: PolicedWallet[] }> {
   const nets = await api.call<Array<{ id: number; name: string }>>('GET', '/api/networks');
   const net = nets.data.find((n) => n.name === 'Local devnet');
   if (!net) throw new Error(`no Local devnet network: ${JSON.stringify(nets.data)}`);
   const wallets: SimWallet[] = [];
-  for (const name of ['sim-a', 'sim-b', 'sim-quiet']) {
+  for (const name of ['sim-a', 'sim-b', 'sim-quiet', 'sim-listed']) {
     const r = await api.call<{ id: number; address: `0x${string}` }>('POST', '/api/wallet/create', { name, network_id: net.id }, { key: `setup-${name}` });
     if (r.status !== 200) throw new Error(`wallet create: ${r.status} ${r.message}`);
     wallets.push({ id: r.data.id, address: r.data.address });
@@ -187,7 +190,26 @@ async function setUp(api: Api, chain: SimChain, receiver: SimReceiver): Promise<
   // and its own movements (sweeps, top-ups, gap fillers, cancels) must never be.
   const policy = await api.call('POST', `/api/wallet/${wallets[1]!.id}/policy`, SIM_POLICY);
   if (policy.status !== 200) throw new Error(`policy: ${policy.status} ${policy.message} ${JSON.stringify(policy.data)}`);
-  return { wallets, firstEvent, hooked };
+  // The fourth pays only listed addresses, under a daily limit of the token (the token-call lane's).
+  const listed = await api.call('POST', `/api/wallet/${wallets[3]!.id}/policy`, LISTED_POLICY);
+  if (listed.status !== 200) throw new Error(`policy: ${listed.status} ${listed.message} ${JSON.stringify(listed.data)}`);
+  const allowlist = [...Array.from({ length: 3 }, () => randomAddress(listing)), chain.forwarder];
+  for (const address of allowlist) {
+    const r = await api.call('POST', `/api/wallet/${wallets[3]!.id}/allowlist/add`, { address, label: address === chain.forwarder ? 'forwarder' : 'listed payee' });
+    if (r.status !== 200) throw new Error(`allowlist add: ${r.status} ${r.message} ${JSON.stringify(r.data)}`);
+  }
+  const policed: PolicedWallet[] = [
+    { w: wallets[1]!, policy: { ...SIM_POLICY, allowlist_only: false }, allowlist: [], tokenCallsOnly: false },
+    { w: wallets[3]!, policy: LISTED_POLICY, allowlist, tokenCallsOnly: true },
+  ];
+  return { wallets, firstEvent, hooked, policed };
+}
+
+/** An address drawn from the stream, in EIP-55 form (the allowlist takes mixed case only with its checksum). */
+function randomAddress(p: Prng): `0x${string}` {
+  let hex = '';
+  while (hex.length < 40) hex += Math.floor(p.next() * 16).toString(16);
+  return getAddress(`0x${hex}`);
 }
 
 /** The workload lanes, the killer and the reorger, until the time is up. */
@@ -290,6 +312,8 @@ async function quiesceAndCheck(
   await checker.run({ ...o, events });
   checker.checkPolicy(o, work.wallets[1]!.id, SIM_POLICY);
   checker.checkApprovals(o, work.wallets[1]!.id, SIM_POLICY.approval_above);
+  await checker.checkTokenPolicy(o, work.policed);
+  checker.checkTokenCallAnswers(work.policed);
   checker.checkDelivered(events, receiver.delivered, hooked);
   await checkBalancesAndReconciliation(api, o, checker);
 }
@@ -365,7 +389,7 @@ function reconciliationProblems(rec: any): string {
 
 async function checkBalancesAndReconciliation(api: Api, o: Observed, checker: Checker): Promise<void> {
   let reconciliationRan = false;
-  for (const { w, charges } of o.wallets) {
+  for (const { w, charges, txs } of o.wallets) {
     let problems: string[] = [];
     const deadline = Date.now() + 15_000;
     do {
@@ -387,7 +411,18 @@ async function checkBalancesAndReconciliation(api: Api, o: Observed, checker: Ch
       // token sweep's fees on the new chain (docs/reconciliation.md, "A sweep a reorg removed").
       // Any difference, and anything else left unswept, is a violation.
       const dust = (r.data.unswept ?? []).filter((u: any) => u.token === 'ETH' && /^dust/.test(u.reason) && parseEther(u.amount) < 10n ** 15n);
-      const rest = { ...r.data, unswept: (r.data.unswept ?? []).filter((u: any) => !dust.includes(u)) };
+      // The token a contract call moved is not recorded (docs/reconciliation.md, "What a difference
+      // usually means"): a main address's token difference of exactly minus what the wallet's
+      // confirmed token calls moved since its checkpoint is that, a note; any other, a violation.
+      const byCalls = (a: any, t: any): boolean => {
+        if (a.kind !== 'main' || t.token !== TOKEN_SYMBOL) return false;
+        const moved = checker.tokenCallOutflow(w, txs, Number(t.checkpoint_block), Number(r.data.block_number));
+        if (moved === 0n || parse18(t.difference) !== -moved) return false;
+        checker.notes.push(`reconciliation: wallet ${w.id} main ${TOKEN_SYMBOL}: difference ${t.difference}, exactly what its confirmed token calls moved (recorded with their native value only)`);
+        return true;
+      };
+      const addresses = (r.data.addresses ?? []).map((a: any) => ({ ...a, tokens: (a.tokens ?? []).filter((t: any) => !byCalls(a, t)) }));
+      const rest = { ...r.data, addresses, unswept: (r.data.unswept ?? []).filter((u: any) => !dust.includes(u)) };
       for (const u of dust) checker.notes.push(`reconciliation: wallet ${w.id}: charge ${u.charge_id}'s address keeps ${u.amount} ETH, listed unswept as dust`);
       const differs = (rest.addresses ?? []).some((a: any) => (a.tokens ?? []).some((t: any) => !/^-?0\.0+$/.test(t.difference)));
       if (differs || rest.unswept.length > 0) checker.violate('reconciliation', `wallet ${w.id}`, `ok is ${r.data.ok} at block ${r.data.block_number}: ${reconciliationProblems(rest)}`);
@@ -406,3 +441,9 @@ export { TOKEN_SYMBOL };
  * leaves each; undecided ones expire after the service's APPROVAL_TTL_S).
  */
 export const SIM_POLICY = { per_transaction: { [TOKEN_SYMBOL]: '150' }, daily: { ETH: '0.3' }, approval_above: { [TOKEN_SYMBOL]: '100' } };
+/**
+ * The policy of the fourth wallet (`sim-listed`), which spends only through the token-call lane:
+ * the token's per-transaction, daily and approval limits, and only to its allowlist (three
+ * payees and the forwarder contract). The lane's daily bursts pass its daily limit of 500.
+ */
+export const LISTED_POLICY = { per_transaction: { [TOKEN_SYMBOL]: '200' }, daily: { [TOKEN_SYMBOL]: '500' }, approval_above: { [TOKEN_SYMBOL]: '120' }, allowlist_only: true };

@@ -80,6 +80,43 @@ export interface Refusal {
   retried?: boolean;
 }
 
+/**
+ * A wallet of the simulation that spends under a spending policy (docs/money-out.md), as the run
+ * set it: its limits (token symbol → decimal amount), whether it pays only listed addresses, the
+ * addresses and contracts it listed, and whether the general lanes leave it alone (its allowlist
+ * would refuse their fresh recipients: it spends only through the token-call lane).
+ */
+export interface PolicedWallet {
+  w: SimWallet;
+  policy: { per_transaction: Record<string, string>; daily: Record<string, string>; approval_above: Record<string, string>; allowlist_only?: boolean };
+  allowlist: Address[];
+  tokenCallsOnly: boolean;
+}
+
+/**
+ * A contract call sent to a policed wallet by the token-call lane (`token-call-*` operations),
+ * and what it was answered: 200 with the transaction's status (`pending`, `awaiting_approval`),
+ * or the 4xx and its message. `amount` is in the token's base units (0 for a call that is not a
+ * token call); `to` the recipient or spender in its calldata (a non-token call's argument).
+ */
+export interface TokenCallRecord {
+  walletId: number;
+  fn: 'transfer' | 'approve' | 'plain' | 'forwarder' | 'mint';
+  intent: 'within' | 'over-per-transaction' | 'unlimited' | 'daily-burst' | 'unlisted' | 'non-token';
+  contract: string;
+  to: string;
+  amount: bigint;
+  key?: string;
+  answer?: { status: number; message: string; id?: number; txStatus?: string };
+}
+
+/** Where a refused create would have sent money, when the workload names it (overrides `refusedTo`). */
+type CreateOpts = { refusal?: Pick<Refusal, 'to' | 'spender'>; legit?: RegExp; record?: TokenCallRecord };
+
+const MAX_UINT256 = 2n ** 256n - 1n;
+/** Legit refusals of the token-call lane: the policy's, the balance's, the pending cap's. */
+const TOKEN_CALL_LEGIT = /Insufficient balance|Too many pending|^Policy: over the (per-transaction|daily) limit$|^Policy: address not on the allowlist$/;
+
 export const decimalsOf = (token: string): number => (token === TOKEN_SYMBOL ? TOKEN_DECIMALS : 18);
 const fmt = (v: bigint, token: string): string => formatUnits(v, decimalsOf(token));
 /** An 18-place amount of the API in the token's base units. */
@@ -100,6 +137,8 @@ export class Workload {
   readonly payouts: SimPayout[] = [];
   /** Refunds the service answered a refund request with (by the request's key: a retry answers the same one). */
   readonly refunds: SimRefund[] = [];
+  /** The token-call lane's calls to the policed wallets, with their answers. */
+  readonly tokenCalls: TokenCallRecord[] = [];
   /** Keys answered with two different transactions (a double create). */
   readonly keyConflicts: string[] = [];
   /** Speed-ups and cancels answered 200 (the transaction's id and what it was). */
@@ -110,6 +149,8 @@ export class Workload {
   readonly unexpected: string[] = [];
   private readonly tasks: Promise<void>[] = [];
   private n = 0;
+  /** The wallets the general lanes pick from (all but those that spend only through token calls). */
+  private readonly general: SimWallet[];
 
   constructor(
     private readonly api: Api,
@@ -117,7 +158,10 @@ export class Workload {
     private readonly prng: Prng,
     readonly wallets: SimWallet[],
     private readonly seed: number,
-  ) {}
+    readonly policed: PolicedWallet[] = [],
+  ) {
+    this.general = wallets.filter((w) => !policed.some((p) => p.w.id === w.id && p.tokenCallsOnly));
+  }
 
   private count(op: string): void {
     this.ops[op] = (this.ops[op] ?? 0) + 1;
@@ -139,19 +183,19 @@ export class Workload {
 
   /** One operation, picked by the seeded stream. */
   async step(): Promise<void> {
-    const op = this.prng.weighted({ native: 4, token: 3, contract: 1, 'wallet-to-wallet': 1, burst: 1, fund: 1, charge: 5, payout: 1, rename: 1 });
-    const w = this.prng.pick(this.wallets);
+    const op = this.prng.weighted({ native: 4, token: 3, contract: 1, 'wallet-to-wallet': 1, burst: 1, fund: 1, charge: 5, payout: 1, rename: 1, 'token-call': 4 });
+    const w = this.prng.pick(this.general);
     switch (op) {
       case 'native':
         return this.transfer(w, 'ETH', this.prng.bigint(ETH / 1000n, ETH / 50n), this.recipient());
       case 'token':
         // The policed wallet's amounts straddle its approval_above (100) and per-transaction (150)
         // limits, so held, refused and plain transfers all come up in a short run.
-        return this.transfer(w, TOKEN_SYMBOL, w === this.wallets[1] ? this.prng.bigint(50n * UNIT, 170n * UNIT) : this.prng.bigint(UNIT, 500n * UNIT), this.recipient());
+        return this.transfer(w, TOKEN_SYMBOL, w.id === this.wallets[1]?.id ? this.prng.bigint(50n * UNIT, 170n * UNIT) : this.prng.bigint(UNIT, 500n * UNIT), this.recipient());
       case 'contract':
         return this.contractCall(w);
       case 'wallet-to-wallet': {
-        const other = this.wallets.find((x) => x.id !== w.id) ?? w;
+        const other = this.general.find((x) => x.id !== w.id) ?? w;
         return this.transfer(w, this.prng.chance(0.5) ? 'ETH' : TOKEN_SYMBOL, this.prng.chance(0.5) ? ETH / 100n : 3n * UNIT, other.address, 'wallet-to-wallet');
       }
       case 'burst':
@@ -164,7 +208,92 @@ export class Workload {
         return this.payout(w);
       case 'rename':
         return this.rename(w);
+      case 'token-call':
+        return this.tokenCall();
     }
+  }
+
+  /**
+   * A contract call to a policed wallet's token or to another contract, through the
+   * contract-call route (`function`/`args`, `amount` 0), policed by what it does
+   * (docs/money-out.md, "Contract calls: policed by what they do"): `transfer`/`approve` of the
+   * token within the limits (some over `approval_above`: held, then decided like a held
+   * transfer), over `per_transaction`, an unlimited approve (2^256-1), on a wallet with a daily
+   * limit a burst of concurrent calls whose sum passes it, on an allowlist_only wallet a call to
+   * an unlisted recipient, a plain transfer of the token between the calls (the daily limit
+   * counts both), and calls that are not token calls (the forwarder's `payNative`, the token's
+   * `mint`): held for approval unless the contract is allowlisted. Each answer is recorded.
+   */
+  private async tokenCall(): Promise<void> {
+    if (this.policed.length === 0) return;
+    const p = this.prng.pick(this.policed);
+    const limit = (k: 'per_transaction' | 'daily' | 'approval_above'): bigint | null => {
+      const v = p.policy[k][TOKEN_SYMBOL];
+      return v === undefined ? null : units(v, TOKEN_SYMBOL);
+    };
+    const perTx = limit('per_transaction') ?? 200n * UNIT;
+    const above = limit('approval_above') ?? perTx;
+    const daily = limit('daily');
+    const listed = p.policy.allowlist_only === true;
+    const listedTo = p.allowlist.filter((a) => a.toLowerCase() !== this.chain.forwarder.toLowerCase());
+    // On an allowlist_only wallet the lane pays listed addresses, except when it means not to.
+    const to = (): Address => (listed ? this.prng.pick(listedTo) : this.recipient());
+    const kind = this.prng.weighted({
+      transfer: 3,
+      approve: 3,
+      over: 2,
+      unlimited: 1,
+      // Weight 0: never picked (on a wallet without a daily limit, or not allowlist_only).
+      'daily-burst': daily !== null ? 2 : 0,
+      unlisted: listed ? 1 : 0,
+      plain: listed ? 1 : 0,
+      'non-token': 2,
+    });
+    const fn = (): 'transfer' | 'approve' => (this.prng.chance(0.5) ? 'transfer' : 'approve');
+    switch (kind) {
+      case 'transfer':
+      case 'approve':
+        // Straddles approval_above and per_transaction: sent, held, and refused all come up.
+        return this.sendTokenCall(p, kind, 'within', to(), this.prng.bigint(above / 2n, (perTx * 115n) / 100n));
+      case 'over':
+        return this.sendTokenCall(p, fn(), 'over-per-transaction', to(), this.prng.bigint(perTx + 1n, 2n * perTx));
+      case 'unlimited':
+        return this.sendTokenCall(p, 'approve', 'unlimited', to(), MAX_UINT256);
+      case 'unlisted':
+        return this.sendTokenCall(p, fn(), 'unlisted', this.recipient(), this.prng.bigint(1n, above));
+      case 'plain':
+        return this.sendTokenCall(p, 'plain', 'within', to(), this.prng.bigint(1n, above));
+      case 'daily-burst': {
+        // Concurrent creates whose sum passes the daily limit whatever was spent before: each under
+        // approval_above (sent at once, not held), as many as the limit over the smallest of them, plus one.
+        const lo = (above * 8n) / 10n;
+        const n = Number(daily! / lo) + 1;
+        const calls = Array.from({ length: Math.min(n, 12) }, () => ({ fn: this.prng.chance(0.2) ? ('plain' as const) : fn(), to: to(), amount: this.prng.bigint(lo, above) }));
+        await Promise.all(calls.map((c) => this.sendTokenCall(p, c.fn, 'daily-burst', c.to, c.amount)));
+        return this.count(`token-call daily burst of ${calls.length}`);
+      }
+      case 'non-token':
+        return this.prng.chance(0.7) ? this.sendTokenCall(p, 'forwarder', 'non-token', this.recipient(), 0n) : this.sendTokenCall(p, 'mint', 'non-token', this.recipient(), this.prng.bigint(1n, UNIT));
+    }
+  }
+
+  private async sendTokenCall(p: PolicedWallet, fn: TokenCallRecord['fn'], intent: TokenCallRecord['intent'], to: Address, amount: bigint): Promise<void> {
+    const contract = fn === 'forwarder' ? this.chain.forwarder : this.chain.token;
+    const record: TokenCallRecord = { walletId: p.w.id, fn, intent, contract, to, amount };
+    this.tokenCalls.push(record);
+    // A listed recipient is paid by other requests too: a refusal names it only when it is fresh.
+    const fresh = !p.allowlist.some((a) => a.toLowerCase() === to.toLowerCase());
+    const kind = `token-call-${fn}-${intent}`;
+    if (fn === 'plain') {
+      await this.create(p.w, { amount: fmt(amount, TOKEN_SYMBOL), token: TOKEN_SYMBOL, address: to }, kind, { refusal: fresh ? { to: [to] } : {}, legit: TOKEN_CALL_LEGIT, record });
+      return;
+    }
+    const body =
+      fn === 'forwarder'
+        ? { amount: '0', token: 'ETH', address: contract, function: 'payNative(address)', args: [to] }
+        : { amount: '0', token: 'ETH', address: contract, function: `${fn}(address,uint256)`, args: [to, amount.toString()] };
+    const id = await this.create(p.w, body, kind, { refusal: fresh ? { spender: to } : {}, legit: TOKEN_CALL_LEGIT, record });
+    if (id !== null && this.prng.chance(0.2)) await this.replace(p.w, id, 'speed-up');
   }
 
   /**
@@ -234,13 +363,15 @@ export class Workload {
     this.count('fund');
   }
 
-  private async create(w: SimWallet, body: Record<string, unknown>, kind: string): Promise<number | null> {
+  private async create(w: SimWallet, body: Record<string, unknown>, kind: string, opts: CreateOpts = {}): Promise<number | null> {
     const key = this.key();
+    if (opts.record) opts.record.key = key;
     const r = await this.api.call<{ id: number; status: string }>('POST', `/api/wallet/${w.id}/transaction/create`, body, { key }).catch((e: Error) => {
       this.keyConflicts.push(`${key}: never answered: ${e.message}`);
       return null;
     });
     if (!r) return null;
+    if (opts.record) opts.record.answer = { status: r.status, message: r.message, ...(r.status === 200 ? { id: r.data.id, txStatus: r.data.status } : {}) };
     if (r.status === 200) {
       // The same key once more: it must answer the same transaction.
       const again = await this.api.call<{ id: number }>('POST', `/api/wallet/${w.id}/transaction/create`, body, { key });
@@ -255,8 +386,8 @@ export class Workload {
       return r.data.id;
     }
     this.count(`${kind} refused (${r.status} ${r.message})`);
-    this.refusals.push({ what: kind, walletId: w.id, key, status: r.status, message: r.message, ...refusedTo(body, kind, this.wallets), retried: (r.attempts ?? 1) > 1 });
-    if (r.status !== 400 || !/Insufficient balance|Too many pending|^Policy: over the (per-transaction|daily) limit$/.test(r.message)) this.unexpected.push(`${kind}: ${r.status} ${r.message}`);
+    this.refusals.push({ what: kind, walletId: w.id, key, status: r.status, message: r.message, ...(opts.refusal ?? refusedTo(body, kind, this.wallets)), retried: (r.attempts ?? 1) > 1 });
+    if (r.status !== 400 || !(opts.legit ?? /Insufficient balance|Too many pending|^Policy: over the (per-transaction|daily) limit$/).test(r.message)) this.unexpected.push(`${kind}: ${r.status} ${r.message}`);
     return null;
   }
 
