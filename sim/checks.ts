@@ -309,16 +309,6 @@ export class Checker {
     }
   }
 
-  /**
-   * The token the wallet's confirmed contract calls moved out of its main address (their Transfer
-   * logs, 10^-18 units) in blocks (afterBlock, toBlock]: what reconciliation does not count
-   * (docs/reconciliation.md: a contract call is recorded with its native value only).
-   */
-  tokenCallOutflow(w: SimWallet, txs: any[], afterBlock: number, toBlock: number): bigint {
-    const calls = new Set(txs.filter((t) => t.type === 'contract').flatMap((t) => [t.tx_hash, ...(t.replaced_hashes ?? [])]).filter(Boolean).map(lc));
-    return this.inflows.filter((f) => f.token === TOKEN_SYMBOL && f.from === lc(w.address) && calls.has(f.hash) && f.block > afterBlock && f.block <= toBlock).reduce((s, f) => s + f.amount18, 0n);
-  }
-
   /** Main address → wallet; deposit address → charge. */
   private serviceAddresses(o: Observed): Map<string, { walletId: number; charge: any | null }> {
     const m = new Map<string, { walletId: number; charge: any | null }>();

@@ -10,7 +10,7 @@ import { getAddress, parseEther } from 'viem';
 import { findFreePort } from '../src/chain/devnet.js';
 import { createTestDatabase } from '../test/helpers/db.js';
 import { SimChain, TOKEN_SYMBOL } from './chain.js';
-import { Checker, parse18, type Observed, type Violation } from './checks.js';
+import { Checker, type Observed, type Violation } from './checks.js';
 import { Prng } from './prng.js';
 import { FaultProxy } from './proxy.js';
 import { SendLedger } from './sends.js';
@@ -411,18 +411,8 @@ async function checkBalancesAndReconciliation(api: Api, o: Observed, checker: Ch
       // token sweep's fees on the new chain (docs/reconciliation.md, "A sweep a reorg removed").
       // Any difference, and anything else left unswept, is a violation.
       const dust = (r.data.unswept ?? []).filter((u: any) => u.token === 'ETH' && /^dust/.test(u.reason) && parseEther(u.amount) < 10n ** 15n);
-      // The token a contract call moved is not recorded (docs/reconciliation.md, "What a difference
-      // usually means"): a main address's token difference of exactly minus what the wallet's
-      // confirmed token calls moved since its checkpoint is that, a note; any other, a violation.
-      const byCalls = (a: any, t: any): boolean => {
-        if (a.kind !== 'main' || t.token !== TOKEN_SYMBOL) return false;
-        const moved = checker.tokenCallOutflow(w, txs, Number(t.checkpoint_block), Number(r.data.block_number));
-        if (moved === 0n || parse18(t.difference) !== -moved) return false;
-        checker.notes.push(`reconciliation: wallet ${w.id} main ${TOKEN_SYMBOL}: difference ${t.difference}, exactly what its confirmed token calls moved (recorded with their native value only)`);
-        return true;
-      };
-      const addresses = (r.data.addresses ?? []).map((a: any) => ({ ...a, tokens: (a.tokens ?? []).filter((t: any) => !byCalls(a, t)) }));
-      const rest = { ...r.data, addresses, unswept: (r.data.unswept ?? []).filter((u: any) => !dust.includes(u)) };
+      // The tokens a token call moved are counted (its row's call_spend): any difference is a violation.
+      const rest = { ...r.data, unswept: (r.data.unswept ?? []).filter((u: any) => !dust.includes(u)) };
       for (const u of dust) checker.notes.push(`reconciliation: wallet ${w.id}: charge ${u.charge_id}'s address keeps ${u.amount} ETH, listed unswept as dust`);
       const differs = (rest.addresses ?? []).some((a: any) => (a.tokens ?? []).some((t: any) => !/^-?0\.0+$/.test(t.difference)));
       if (differs || rest.unswept.length > 0) checker.violate('reconciliation', `wallet ${w.id}`, `ok is ${r.data.ok} at block ${r.data.block_number}: ${reconciliationProblems(rest)}`);

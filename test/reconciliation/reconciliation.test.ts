@@ -75,6 +75,10 @@ describe('reconciliation', () => {
     const tokOut = await create({ amount: '10', token: 'TOK', address: RECIPIENT });
     expect(tokOut.status, tokOut.text).toBe(200);
     await waitForStatus(t, alice, wallet.id, tokOut.body.data.id, 'confirmed');
+    // And a token call: the token's transfer() through the contract-call route moves 5 TOK out.
+    const tokCall = await create({ amount: '0', token: 'ETH', address: tok, function: 'transfer(address,uint256)', args: [RECIPIENT, (5n * TOK).toString()] });
+    expect(tokCall.status, tokCall.text).toBe(200);
+    await waitForStatus(t, alice, wallet.id, tokCall.body.data.id, 'confirmed');
 
     await revertedContractCall();
     await cancelledTransfer();
@@ -93,22 +97,22 @@ describe('reconciliation', () => {
 
     const main = r.addresses[0];
     expect(main).toMatchObject({ address: wallet.address, charge_id: null });
-    // TOK: 100 held when added (the checkpoint), +50 minted −10 sent +20 swept in = +60.
+    // TOK: 100 held when added (the checkpoint), +50 minted −10 sent −5 by a token call +20 swept in = +55.
     expect(main.tokens.find((x: any) => x.token === 'TOK')).toEqual({
       token: 'TOK',
       checkpoint_block: expect.any(Number),
       checkpoint_balance: '100.000000000000000000',
-      recorded_change: '60.000000000000000000',
-      chain_balance: '160.000000000000000000',
+      recorded_change: '55.000000000000000000',
+      chain_balance: '155.000000000000000000',
       difference: ZERO,
     });
     // ETH: from 0 at block 0; the chain's balance at the answer's block, to the wei.
     const ethAtHead = BigInt(await chain.rpc<string>('eth_getBalance', [wallet.address, `0x${r.block_number.toString(16)}`]));
     expect(main.tokens.find((x: any) => x.token === 'ETH')).toEqual({ token: 'ETH', checkpoint_block: 0, checkpoint_balance: ZERO, recorded_change: dec(ethAtHead), chain_balance: dec(ethAtHead), difference: ZERO });
-    expect(await erc20BalanceOf(chain.rpcUrl, tok, wallet.address)).toBe(160n * TOK);
+    expect(await erc20BalanceOf(chain.rpcUrl, tok, wallet.address)).toBe(155n * TOK);
     // Every fee paid is stored, to the wei: gas used × effective price (no L1 fee on anvil).
     const rows = await t.store.db.selectFrom('transactions').select(['fee_paid', 'gas_used', 'gas_price']).where('wallet_id', '=', wallet.id).where('type', '<>', 'receipt').execute();
-    expect(rows.length).toBe(5); // ETH, TOK, the reverted call, the cancelled transfer, the top-up
+    expect(rows.length).toBe(6); // ETH, TOK, the token call, the reverted call, the cancelled transfer, the top-up
     for (const row of rows) expect(BigInt(row.fee_paid!)).toBe(BigInt(row.gas_used!) * BigInt(row.gas_price!));
     expect(await gauge()).toBe(0);
   });

@@ -40,6 +40,9 @@ export interface TxMovement {
   broadcast_kind: string;
   /** fee_paid, else gas used × the stored effective price (rows mined before migration 011). */
   fee: bigint;
+  /** A contract call to a token contract of the wallet: that token, and what it took from the balance (migration 029); else null and 0. */
+  call_token_id: number | null;
+  call_spend: bigint;
 }
 
 export interface PaymentMovement {
@@ -107,7 +110,7 @@ export async function listDeposits(db: Executor, walletId: number, chargeId?: nu
 export async function listTxMovements(db: Executor, walletId: number, fromBlock: number, toBlock: number, afterId: number): Promise<TxMovement[]> {
   const rows = await db
     .selectFrom('transactions')
-    .select(['id', 'type', 'token_id', 'amount', 'to_address', 'block_number', 'receipt_status', 'broadcast_kind', 'fee_paid', 'gas_used', 'gas_price'])
+    .select(['id', 'type', 'token_id', 'amount', 'to_address', 'block_number', 'receipt_status', 'broadcast_kind', 'fee_paid', 'gas_used', 'gas_price', 'call_token_id', 'call_spend'])
     .where('wallet_id', '=', walletId)
     .where('block_number', '>', fromBlock)
     .where('block_number', '<=', toBlock)
@@ -126,6 +129,8 @@ export async function listTxMovements(db: Executor, walletId: number, fromBlock:
     receipt_status: r.receipt_status === null ? null : Number(r.receipt_status),
     broadcast_kind: r.broadcast_kind,
     fee: r.fee_paid !== null ? BigInt(r.fee_paid) : BigInt(r.gas_used ?? '0') * BigInt(r.gas_price ?? '0'),
+    call_token_id: r.call_token_id === null ? null : Number(r.call_token_id),
+    call_spend: BigInt(r.call_spend ?? '0'),
   }));
 }
 
