@@ -4,7 +4,7 @@
  * With `synchronous = FULL` every COMMIT waits for an fsync of the WAL, and better-sqlite3 waits
  * on the event loop's thread: on transfer creation, where each create, each block the watcher
  * records and each event the outbox dispatches commits, those waits were the largest share of the
- * process's busy time (BENCHMARKS.md, "Transfer creation"). PostgreSQL has the same problem and
+ * process's busy time (BENCHMARKS.md, "Transfer create, one hot wallet"). PostgreSQL has the same problem and
  * the same answer (`commit_delay`): when several transactions are ready together, one flush makes
  * them all durable.
  *

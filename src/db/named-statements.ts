@@ -3,7 +3,7 @@
  *
  * Kysely's driver sends each query as an unnamed statement, so PostgreSQL parses and plans it
  * every time; on transfer creation planning took more of the server's time than executing
- * (pg_stat_statements with track_planning; BENCHMARKS.md, "Transfer creation"). node-postgres
+ * (pg_stat_statements with track_planning; BENCHMARKS.md, "Transfer create, one hot wallet"). node-postgres
  * prepares a statement once per connection when the query carries a `name`, and PostgreSQL then
  * keeps its plan (a generic plan after five executions when that is no worse than planning each
  * time).

@@ -3,7 +3,7 @@
  *
  * Building a query with Kysely's builder and compiling it to SQL costs more CPU than SQLite
  * takes to run a small indexed query: on the balance route the builder and compiler were a large
- * share of the busy time (BENCHMARKS.md, "Profile: GET balance"). For the queries every request
+ * share of the busy time (BENCHMARKS.md, "GET balance"). For the queries every request
  * runs (the bearer token, the wallet guard, the balance read), the builder runs once per
  * dialect with placeholder values; the compiled SQL is kept and each call substitutes its own
  * values for the placeholders. The query is still written with the typed builder, so its

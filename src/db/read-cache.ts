@@ -3,7 +3,7 @@
  *
  * Every authenticated request reads the same few rows (the bearer token and its user, the wallet
  * of a `{wallet}` route, the wallet's tokens with their cached balances), and on SQLite running
- * those statements was the largest share of a request's CPU (BENCHMARKS.md, "Balance route").
+ * those statements was the largest share of a request's CPU (BENCHMARKS.md, "GET balance").
  * A cache is only acceptable here if it is never stale, so it is driven by the writes
  * themselves, not by a time to live:
  *

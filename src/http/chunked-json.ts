@@ -6,7 +6,7 @@
  * (`Buffer.byteLength`, which flattens the rope into a new 650 KB string) and Node copies it into a
  * new 650 KB buffer. Objects that large are allocated in fresh memory every time (V8's large
  * object space, a fresh mapping for the buffer), and on this project's machines the page faults of
- * that fresh memory cost more than serialising the rows (BENCHMARKS.md, "Transaction list").
+ * that fresh memory cost more than serialising the rows (BENCHMARKS.md, "A 1000-row page").
  * Sent in chunks of about CHUNK_CHARS, every string and buffer is small, from memory reused
  * request after request. The bytes are the same as the route's serializer writes (each item by
  * the same schema, compiled by Fastify's serializer compiler); the answer goes out with chunked

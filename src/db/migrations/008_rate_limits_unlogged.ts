@@ -3,7 +3,7 @@
  *
  * rate-limiter-flexible keeps one row per (key, window) and updates it on every request. In a
  * logged table each of those updates is a commit that waits for the WAL to reach the disk, which
- * capped an authenticated route near the machine's fsync rate (BENCHMARKS.md, "Balance route").
+ * capped an authenticated route near the machine's fsync rate (BENCHMARKS.md, "GET balance").
  * An UNLOGGED table writes no WAL: its commits do not wait. What it gives up is acceptable for
  * counters that live two minutes: after a crash of PostgreSQL the table comes back empty (every
  * window restarts), and a standby does not have it (after a failover the windows restart too).

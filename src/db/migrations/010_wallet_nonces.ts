@@ -4,7 +4,7 @@
  * Every transfer moved `wallets.next_nonce`, so every transfer was a write to `wallets`: the read
  * cache (src/db/read-cache.ts) forgot every wallet row it held, in every process (on PostgreSQL
  * the `wallets` trigger NOTIFY fires at each such commit), and the next request of any wallet
- * read its guard row and its keys from the database again (BENCHMARKS.md, "Transfer creation").
+ * read its guard row and its keys from the database again (BENCHMARKS.md, "Transfer create, one hot wallet").
  * The nonce is not part of what those rows answer. The wallet's row lock is unchanged: transfer
  * creation still locks the `wallets` row (`lockWalletForCreate`) and reads the nonce under it.
  *
