@@ -7,6 +7,8 @@
  */
 import { DEFAULT_ENDPOINTS, FAULT_KINDS, ONE_ENDPOINT_FAULT_KINDS, runSim, type FaultKind } from './run.js';
 import { summary } from './summary.js';
+// @ts-expect-error: a plain ESM build script, no declaration file
+import { buildEntries } from '../scripts/build-entries.mjs';
 
 const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -50,6 +52,8 @@ async function main(): Promise<void> {
     process.stderr.write(`sim: ${(e as Error).message}\n`);
     process.exit(2);
   }
+  // The service runs from its bundle (sim/service.ts), built from this checkout's source.
+  await (buildEntries as () => Promise<void>)();
   const r = await runSim({ ...opts, log: (l) => process.stdout.write(`${new Date().toISOString()} ${l}\n`) });
   process.stdout.write(`${summary(r)}\n`);
   process.exit(r.violations.length > 0 ? 1 : 0);

@@ -1,6 +1,7 @@
 /**
- * The service as users run it: `node --import tsx src/server.ts` (what `npm start`'s tsx does,
- * without tsx's extra parent process, so a SIGKILL reaches the server itself), its data in a temp
+ * The service as users run it, bundled: `node build/server.mjs` (src/server.ts bundled by
+ * scripts/build-entries.mjs, which `npm run sim` and the tests' global setup run first; one process, so a SIGKILL reaches the
+ * server itself, and a restart costs a fraction of tsx's loading), its data in a temp
  * folder, its chain behind the fault proxy. `kill()` is a SIGKILL (no drain); `start()` again
  * brings it back on the same port and data. The API client retries a request whose answer a kill
  * or a fault cut (network error, 5xx, 429) with the same Idempotency-Key.
@@ -38,7 +39,7 @@ export class ServiceProcess {
 
   async start(timeoutMs = 60_000): Promise<void> {
     const fd = openSync(this.logPath, 'a');
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    const child = spawn(process.execPath, ['build/server.mjs'], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...this.env, PORT: String(this.port) },
       stdio: ['ignore', fd, fd],

@@ -10,13 +10,13 @@
  * inline code, no frames, no forms posting elsewhere.
  */
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../../lib/paths.js';
 import type { App } from '../../http/types.js';
 import { pagePolicy } from '../checkout/checkout.assets.js';
 import { Errors } from '../../errors.js';
 
-const DIST = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'dashboard', 'dist');
+const DIST = join(PACKAGE_ROOT, 'dashboard', 'dist');
 /** The built files and their types (a Map: a name from the path such as `toString` is no asset). */
 const ASSETS = new Map([
   ['app.js', 'text/javascript; charset=utf-8'],

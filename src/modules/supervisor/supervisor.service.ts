@@ -3,21 +3,14 @@
  * down makes the status `degraded` (still HTTP 200); each probe has a short time-out so the
  * route answers quickly when a node hangs.
  */
-import { readFileSync } from 'node:fs';
 import type { AppContext } from '../../context.js';
 import type { EndpointHealth } from '../../chain/endpoints.js';
 import type { NetworkRow } from '../../db/types.js';
 import { listNetworks } from '../networks/networks.repository.js';
 import * as repo from './supervisor.repository.js';
 import { networkHealthView } from './supervisor.views.js';
+import { VERSION } from '../../lib/version.js';
 
-const VERSION: string = (() => {
-  try {
-    return (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-  } catch {
-    return 'unknown';
-  }
-})();
 
 const PROBE_TIMEOUT_MS = 2_000;
 const HOUR_MS = 3_600_000;
