@@ -25,7 +25,7 @@ import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { Address, Hex } from 'viem';
+import type { Address } from 'viem';
 import { nonNegativeInt, parseDatabases, positiveInt, rpc, runBench, writeReport, type Driver } from './common.js';
 import { settingsNote, startBareProcess, startServiceProcess, type ServiceProcess } from './process.js';
 import { measure, serviceTarget, type LoadResult } from './load.js';
@@ -68,7 +68,7 @@ async function call(url: string, method: string, path: string, token: string | n
 async function fundedWallet(service: ServiceProcess, devnet: Devnet, token20: Address) {
   const { base, token } = service;
   const wallet = (await call(base, 'POST', '/api/wallet/create', token, { name: 'Bench', network_id: service.networkId })).json.data as { id: number; address: Address };
-  await rpc(devnet.rpcUrl, 'anvil_setBalance', [wallet.address, `0x${(1_500_000_000_000_000_000n).toString(16)}` as Hex]);
+  await rpc(devnet.rpcUrl, 'anvil_setBalance', [wallet.address, `0x${(1_500_000_000_000_000_000n).toString(16)}`]);
   await call(base, 'POST', `/api/wallet/${wallet.id}/token/add`, token, { contract: token20 });
   await mintErc20(devnet.rpcUrl, token20, wallet.address, 2_500_000n);
   const path = `/api/wallet/${wallet.id}/balance`;

@@ -42,6 +42,7 @@ function autocannon(url: string, seconds: number, conns: number, headers: Record
   args.push(url);
   return new Promise((resolve, reject) => {
     execFile(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 }, (err, stdout) => {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- execFile's err is an Error; @types/node's ExecException is an Omit<> of ErrnoException, which hides that from the rule
       if (err) return reject(err);
       const r = JSON.parse(stdout) as { requests: { average: number; total: number }; throughput: { total: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
       resolve({ rps: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, requests: r.requests.total, bytes: r.throughput.total, non2xx: r.non2xx, errors: r.errors });
@@ -74,5 +75,5 @@ export async function measure(targets: Target[], o: LoadOptions): Promise<LoadRe
 
 /** A service process as a load target. */
 export function serviceTarget(s: { base: string; pid: number; cpuMs(): number; peakRssMiB(): number }, path: string): Target {
-  return { url: `${s.base}${path}`, pid: s.pid, cpuMs: s.cpuMs, peakRssMiB: s.peakRssMiB, service: true };
+  return { url: `${s.base}${path}`, pid: s.pid, cpuMs: () => s.cpuMs(), peakRssMiB: () => s.peakRssMiB(), service: true };
 }

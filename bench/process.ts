@@ -138,7 +138,7 @@ async function until<T>(what: string, ms: number, probe: () => Promise<T | null>
     }
     await sleep(100);
   }
-  throw new Error(`${what}: not within ${ms} ms${last ? ` (${String(last)})` : ''}`);
+  throw new Error(`${what}: not within ${ms} ms${last ? ` (${last instanceof Error ? String(last) : JSON.stringify(last)})` : ''}`);
 }
 
 /**

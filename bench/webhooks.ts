@@ -92,7 +92,7 @@ interface Receiver { url: string; child: ChildProcess }
 async function startReceiver(): Promise<Receiver> {
   const child = spawn(process.execPath, ['-e', RECEIVER_SOURCE], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve, reject) => {
-    child.stdout!.once('data', (c: Buffer) => resolve(c.toString().trim()));
+    child.stdout.once('data', (c: Buffer) => resolve(c.toString().trim()));
     child.once('exit', (code) => reject(new Error(`receiver exited with ${code}`)));
   });
   return { url: `http://127.0.0.1:${port}/hook`, child };

@@ -227,7 +227,7 @@ export class SimChain {
       if (raw && tx !== dropped) await this.rpc('eth_sendRawTransaction', [raw]).catch(() => undefined);
     }
     if (dropped) this.droppedByReorg += 1;
-    return dropped ? (dropped.hash as Hex) : null;
+    return dropped ? dropped.hash : null;
   }
 
   /**
@@ -314,7 +314,7 @@ function compileForwarder(): { abi: Abi; bytecode: Hex } {
   const out = JSON.parse(solc.compile(input)) as { contracts?: Record<string, Record<string, { abi: Abi; evm: { bytecode: { object: string } } }>>; errors?: Array<{ severity: string; message: string }> };
   const c = out.contracts?.['Forwarder.sol']?.['Forwarder'];
   if (!c) throw new Error(`forwarder compilation failed: ${JSON.stringify(out.errors)}`);
-  const compiled = { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}` as Hex };
+  const compiled: { abi: Abi; bytecode: Hex } = { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}` };
   try {
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, JSON.stringify(compiled));

@@ -310,8 +310,8 @@ export class Checker {
   }
 
   /** Main address → wallet; deposit address → charge. */
-  private serviceAddresses(o: Observed): Map<string, { walletId: number; charge: any | null }> {
-    const m = new Map<string, { walletId: number; charge: any | null }>();
+  private serviceAddresses(o: Observed): Map<string, { walletId: number; charge: any }> {
+    const m = new Map<string, { walletId: number; charge: any }>();
     for (const { w, charges } of o.wallets) {
       m.set(lc(w.address), { walletId: w.id, charge: null });
       for (const c of charges) m.set(lc(c.address), { walletId: w.id, charge: c });
@@ -345,7 +345,7 @@ export class Checker {
   }
 
   /** Every transaction from a service address is one the service reports (transfer, top-up, sweep). */
-  private async checkOutflows(o: Observed, service: Map<string, { walletId: number; charge: any | null }>): Promise<void> {
+  private async checkOutflows(o: Observed, service: Map<string, { walletId: number; charge: any }>): Promise<void> {
     const reported = new Map<string, string>();
     for (const { w, txs, charges } of o.wallets) {
       for (const t of txs) if (t.type !== 'receipt' && t.tx_hash) reported.set(lc(t.tx_hash), `wallet ${w.id} transaction ${t.id}`);

@@ -78,7 +78,7 @@ const BLOCK_PARAM: Record<string, number> = { eth_getBalance: 1, eth_getTransact
 /** True for a read at a block number (not a tag such as latest or pending). */
 function atHeight(c: RpcCall): boolean {
   const i = BLOCK_PARAM[String(c.method)];
-  return i !== undefined && Array.isArray(c.params) && typeof c.params[i] === 'string' && /^0x[0-9a-f]+$/i.test(c.params[i] as string);
+  return i !== undefined && Array.isArray(c.params) && typeof c.params[i] === 'string' && /^0x[0-9a-f]+$/i.test(c.params[i]);
 }
 
 const isSend = (c: RpcCall): boolean => c.method === 'eth_sendRawTransaction';

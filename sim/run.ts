@@ -305,7 +305,7 @@ async function quiesceAndCheck(
     await sleep(2_000);
     o = await observe(api, work.wallets);
   }
-  const { o: quiet, events } = await quietObservation(api, work, chain, receiver, o, firstEvent, hooked);
+  const { o: quiet, events } = await quietObservation(api, work, chain, receiver, firstEvent, hooked);
   o = quiet;
   await chain.rpc('evm_mine').catch(() => undefined);
   await checker.scan();
@@ -335,15 +335,13 @@ async function quietObservation(
   work: Workload,
   chain: SimChain,
   receiver: SimReceiver,
-  first: Observed,
   firstEvent: number,
   hooked: Set<number>,
 ): Promise<{ o: Observed; events: any[] }> {
   const deadline = Date.now() + 90_000;
-  let o = first;
   for (;;) {
     const h0 = await chain.head();
-    o = await observe(api, work.wallets);
+    const o = await observe(api, work.wallets);
     const events = o.events.filter((e) => e.id > firstEvent);
     const wanted = events.filter((e) => hooked.has(e.wallet_id));
     while (Date.now() < deadline && !allDelivered(wanted, receiver)) await sleep(1_000);
@@ -389,8 +387,8 @@ function reconciliationProblems(rec: any): string {
 
 async function checkBalancesAndReconciliation(api: Api, o: Observed, checker: Checker): Promise<void> {
   let reconciliationRan = false;
-  for (const { w, charges, txs } of o.wallets) {
-    let problems: string[] = [];
+  for (const { w, charges } of o.wallets) {
+    let problems: string[];
     const deadline = Date.now() + 15_000;
     do {
       const b = await api.call('GET', `/api/wallet/${w.id}/balance`);

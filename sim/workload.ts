@@ -178,7 +178,7 @@ export class Workload {
   private recipient(): Address {
     let hex = '';
     while (hex.length < 40) hex += Math.floor(this.prng.next() * 16).toString(16);
-    return `0x${hex}` as Address;
+    return `0x${hex}`;
   }
 
   /** One operation, picked by the seeded stream. */
@@ -537,7 +537,7 @@ export class Workload {
   }
 
   /** The charge once it has a confirmed payment (bounded wait); null if none comes. */
-  private async paidCharge(w: SimWallet, c: SimCharge): Promise<any | null> {
+  private async paidCharge(w: SimWallet, c: SimCharge): Promise<any> {
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
       const r = await this.api.call<any>('GET', `/api/wallet/${w.id}/charge/show/${c.id}`);

@@ -105,7 +105,7 @@ function RefundForm({ wallet, charge, token, onDone }: { wallet: string; charge:
     onDone();
   };
   return (
-    <form class="inline-form" onSubmit={submit} aria-label="Refund this charge">
+    <form class="inline-form" onSubmit={(e) => void submit(e)} aria-label="Refund this charge">
       <label for="refund-amount">Refund amount ({token}, empty: all that is left)</label>
       <input id="refund-amount" inputMode="decimal" autocomplete="off" value={amount} onInput={(e) => setAmount((e.target as HTMLInputElement).value)} />
       <label for="refund-address">Refund address (empty: a claim link for the payer)</label>
@@ -144,10 +144,10 @@ export function Payouts({ wallet }: { wallet: string }) {
               <StatusBadge status={p.status} /> Payout {p.id}: <Amount value={p.total} symbol={p.token} /> to {p.items.length} {p.items.length === 1 ? 'recipient' : 'recipients'} · <Time utc={p.created_at} />
               {p.status === 'awaiting_approval' && (
                 <span class="actions">
-                  <button type="button" onClick={() => decide(p.id, 'approve')} aria-label={`Approve payout ${p.id}`}>
+                  <button type="button" onClick={() => void decide(p.id, 'approve')} aria-label={`Approve payout ${p.id}`}>
                     Approve
                   </button>
-                  <button type="button" onClick={() => decide(p.id, 'reject')} aria-label={`Reject payout ${p.id}`}>
+                  <button type="button" onClick={() => void decide(p.id, 'reject')} aria-label={`Reject payout ${p.id}`}>
                     Reject
                   </button>
                 </span>
@@ -207,7 +207,7 @@ export function Keys() {
               <li key={k.id} data-key={k.id}>
                 <strong>{k.name}</strong> <span class="mono">{k.prefix}…</span> · {k.scopes.join(', ')} · {k.revoked_at ? 'revoked' : 'active'}
                 {!k.revoked_at && (
-                  <button type="button" onClick={() => revoke(k.id)} aria-label={`Revoke ${k.name}`}>
+                  <button type="button" onClick={() => void revoke(k.id)} aria-label={`Revoke ${k.name}`}>
                     Revoke
                   </button>
                 )}
@@ -216,7 +216,7 @@ export function Keys() {
           </ul>
         )}
       </section>
-      <form class="inline-form card" onSubmit={create} aria-label="Create an API key">
+      <form class="inline-form card" onSubmit={(e) => void create(e)} aria-label="Create an API key">
         <label for="key-name">Key name</label>
         <input id="key-name" required maxLength={255} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
         <fieldset>
@@ -269,7 +269,7 @@ export function Webhooks({ wallet }: { wallet: string }) {
             <div key={hook.id} class="hook" data-webhook={hook.id}>
               <p>
                 <StatusBadge status={hook.status} /> <span class="mono">{hook.url}</span> · {hook.type}
-                <button type="button" aria-label={`Send test to webhook ${hook.id}`} onClick={() => act(`Test sent to webhook ${hook.id}`, () => api.POST('/api/wallet/{wallet}/webhook/{webhook}/test', { params: { path: { wallet, webhook } } }))}>
+                <button type="button" aria-label={`Send test to webhook ${hook.id}`} onClick={() => void act(`Test sent to webhook ${hook.id}`, () => api.POST('/api/wallet/{wallet}/webhook/{webhook}/test', { params: { path: { wallet, webhook } } }))}>
                   Send test
                 </button>
               </p>
@@ -282,7 +282,7 @@ export function Webhooks({ wallet }: { wallet: string }) {
                       <StatusBadge status={d.status} /> {d.event} · {d.attempts} attempts{d.response_status !== null ? ` · HTTP ${d.response_status}` : ''}
                       {d.last_error ? ` · ${d.last_error}` : ''} · <Time utc={d.created_at} />
                       <Attempts wallet={wallet} webhook={webhook} delivery={d.id} />
-                      <button type="button" aria-label={`Retry delivery ${d.id}`} onClick={() => act(`Delivery ${d.id} retried`, () => api.POST('/api/wallet/{wallet}/webhook/{webhook}/deliveries/{delivery}/retry', { params: { path: { wallet, webhook, delivery: String(d.id) } } }))}>
+                      <button type="button" aria-label={`Retry delivery ${d.id}`} onClick={() => void act(`Delivery ${d.id} retried`, () => api.POST('/api/wallet/{wallet}/webhook/{webhook}/deliveries/{delivery}/retry', { params: { path: { wallet, webhook, delivery: String(d.id) } } }))}>
                         Retry
                       </button>
                     </li>
@@ -346,9 +346,9 @@ export function Policy({ wallet }: { wallet: string }) {
       ) : (
         <>
           <dl class="balances" aria-label="Limits">
-            {limits('Per transaction', value.policy.per_transaction as Limits)}
-            {limits('Daily', value.policy.daily as Limits)}
-            {limits('Approval above', value.policy.approval_above as Limits)}
+            {limits('Per transaction', value.policy.per_transaction)}
+            {limits('Daily', value.policy.daily)}
+            {limits('Approval above', value.policy.approval_above)}
             <div>
               <dt>Allowlist only</dt>
               <dd>{value.policy.allowlist_only ? 'yes' : 'no'}</dd>
@@ -363,14 +363,14 @@ export function Policy({ wallet }: { wallet: string }) {
               {value.allowlist.map((a) => (
                 <li key={a.id} data-allowlist={a.id}>
                   <strong>{a.label}</strong> <span class="mono">{a.address}</span>
-                  <button type="button" onClick={() => remove(a.id)} aria-label={`Remove ${a.label} from the allowlist`}>
+                  <button type="button" onClick={() => void remove(a.id)} aria-label={`Remove ${a.label} from the allowlist`}>
                     Remove
                   </button>
                 </li>
               ))}
             </ul>
           )}
-          <form class="inline-form" onSubmit={add} aria-label="Add to the allowlist">
+          <form class="inline-form" onSubmit={(e) => void add(e)} aria-label="Add to the allowlist">
             <label for="allow-address">Address to allow</label>
             <input id="allow-address" class="mono" required autocomplete="off" spellcheck={false} value={address} onInput={(e) => setAddress((e.target as HTMLInputElement).value)} />
             <label for="allow-label">Label</label>
@@ -397,7 +397,7 @@ function Attempts({ wallet, webhook, delivery }: { wallet: string; webhook: stri
   };
   return (
     <>
-      <button type="button" aria-expanded={rows !== null} aria-label={`Attempts of delivery ${delivery}`} onClick={show}>
+      <button type="button" aria-expanded={rows !== null} aria-label={`Attempts of delivery ${delivery}`} onClick={() => void show()}>
         Attempts
       </button>
       {error && <Problem text={error} />}
@@ -437,7 +437,7 @@ function LimitsForm({ wallet, allowlistOnly, onSaved }: { wallet: string; allowl
     onSaved(r.data ? 'The policy was saved.' : failure(r.error, 'The policy could not be saved.'), !r.data);
   };
   return (
-    <form class="inline-form" onSubmit={save} aria-label="Change the limits">
+    <form class="inline-form" onSubmit={(e) => void save(e)} aria-label="Change the limits">
       <label for="limit-token">Token</label>
       <input id="limit-token" required maxLength={64} value={token} onInput={(e) => setToken((e.target as HTMLInputElement).value)} />
       {LIMIT_KINDS.map(([kind, label]) => (

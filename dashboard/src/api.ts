@@ -31,6 +31,9 @@ const bearer: Middleware = {
   },
 };
 
+/** The `data` of a 200 answer to `method` on `path`, as the OpenAPI document describes it. */
+export type Data<P extends keyof paths, M extends 'get' | 'post' = 'get'> = paths[P][M] extends { responses: { 200: { content: { 'application/json': { data: infer D } } } } } ? D : never;
+
 export const api = createClient<paths>({ baseUrl: window.location.origin });
 api.use(bearer);
 

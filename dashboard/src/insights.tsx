@@ -5,14 +5,18 @@
  * scaled to numbers.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { api, failure } from './api.js';
+import { api, failure, type Data } from './api.js';
 import { amount as short } from './format.js';
 import { Amount, Empty, Loading, Problem, StatusBadge, Time, Notice } from './ui.js';
 
 const zero = (v: string) => /^-?0(\.0+)?$/.test(v);
 
+type Report = Data<'/api/wallet/{wallet}/reconciliation'>;
+type Transaction = Data<'/api/wallet/{wallet}/transaction'>[number];
+type EventRow = Data<'/api/events'>[number];
+
 export function Reconciliation({ wallet }: { wallet: string }) {
-  const [report, setReport] = useState<any | null>(null);
+  const [report, setReport] = useState<Report | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [message, setMessage] = useState<string | null>(null);
   const [note, setNote] = useState('');
@@ -30,7 +34,7 @@ export function Reconciliation({ wallet }: { wallet: string }) {
     setNote('');
     setVersion(version + 1);
   };
-  const rows = report ? report.addresses.flatMap((a: any) => a.tokens.filter((t: any) => !zero(t.difference)).map((t: any) => ({ ...t, address: a.address, kind: a.kind }))) : [];
+  const rows = report ? report.addresses.flatMap((a) => a.tokens.filter((t) => !zero(t.difference)).map((t) => ({ ...t, address: a.address, kind: a.kind }))) : [];
   return (
     <section aria-labelledby="rec-title">
       <h2 id="rec-title">Reconciliation</h2>
@@ -46,7 +50,7 @@ export function Reconciliation({ wallet }: { wallet: string }) {
           </p>
           {rows.length > 0 && (
             <ul class="plain">
-              {rows.map((r: any) => (
+              {rows.map((r) => (
                 <li key={`${r.address}-${r.token}`} data-difference={r.token}>
                   {r.kind} <span class="mono">{r.address}</span>: difference <Amount value={r.difference} symbol={r.token} /> (chain <Amount value={r.chain_balance} />, recorded change <Amount value={r.recorded_change} />)
                 </li>
@@ -55,7 +59,7 @@ export function Reconciliation({ wallet }: { wallet: string }) {
           )}
           {report.unswept.length > 0 && (
             <ul class="plain">
-              {report.unswept.map((u: any) => (
+              {report.unswept.map((u) => (
                 <li key={`${u.address}-${u.token}`}>
                   Unswept <Amount value={u.amount} symbol={u.token} /> on charge {u.charge_id}: {u.reason}
                 </li>
@@ -63,7 +67,7 @@ export function Reconciliation({ wallet }: { wallet: string }) {
             </ul>
           )}
           {rows.length > 0 && (
-            <form class="inline-form" onSubmit={accept} aria-label="Accept the differences">
+            <form class="inline-form" onSubmit={(e) => void accept(e)} aria-label="Accept the differences">
               <label for="rec-note">Note for the adjustment</label>
               <input id="rec-note" required maxLength={500} value={note} onInput={(e) => setNote((e.target as HTMLInputElement).value)} />
               <button type="submit" class="primary">
@@ -81,7 +85,7 @@ export function Reconciliation({ wallet }: { wallet: string }) {
 function units(v: string): bigint {
   const neg = v.startsWith('-');
   const [i, f = ''] = (neg ? v.slice(1) : v).split('.');
-  const u = BigInt(i! + f.padEnd(18, '0').slice(0, 18));
+  const u = BigInt(i + f.padEnd(18, '0').slice(0, 18));
   return neg ? -u : u;
 }
 
@@ -97,7 +101,7 @@ interface Day {
 }
 
 /** Received (confirmed receipts) and sent (confirmed transfers and calls) per UTC day and token, the last 30 days. */
-function perDay(rows: any[], nowMs: number): Map<string, Day[]> {
+function perDay(rows: Transaction[], nowMs: number): Map<string, Day[]> {
   const days: string[] = [];
   for (let i = 29; i >= 0; i--) days.push(new Date(nowMs - i * 86_400_000).toISOString().slice(0, 10));
   const out = new Map<string, Day[]>();
@@ -107,7 +111,7 @@ function perDay(rows: any[], nowMs: number): Map<string, Day[]> {
     const i = days.indexOf(day);
     if (i < 0) continue;
     if (!out.has(t.symbol)) out.set(t.symbol, days.map((d) => ({ day: d, received: 0n, sent: 0n })));
-    const slot = out.get(t.symbol)![i]!;
+    const slot = out.get(t.symbol)![i];
     if (t.type === 'receipt') slot.received += units(t.amount);
     else slot.sent += units(t.amount);
   }
@@ -158,13 +162,13 @@ export function Chart({ wallet }: { wallet: string }) {
 }
 
 export function Events() {
-  const [rows, setRows] = useState<any[] | null>(null);
+  const [rows, setRows] = useState<EventRow[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     (async () => {
       // Oldest first from a cursor: read to the end, show the newest 50.
       let after = 0;
-      const all: any[] = [];
+      const all: EventRow[] = [];
       for (let i = 0; i < 20; i++) {
         const r = await api.GET('/api/events', { params: { query: { after, limit: 1000 } } });
         if (!r.data) return setError(failure(r.error, 'The events could not be read.'));

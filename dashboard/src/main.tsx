@@ -6,7 +6,7 @@
 import { render, type ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import './styles.css';
-import { api, failure, session } from './api.js';
+import { api, failure, session, type Data } from './api.js';
 import { Time, Hash, Loading, Problem, Empty, StatusBadge, Amount, Notice } from './ui.js';
 import { ChargeDetail, Keys, Payouts, Policy, Webhooks } from './actions.js';
 import { Chart, Events, Reconciliation } from './insights.js';
@@ -17,9 +17,9 @@ function parseRoute(hash: string): Route {
   if (hash === '#/keys') return { view: 'keys' };
   if (hash === '#/events') return { view: 'events' };
   const c = /^#\/wallet\/([1-9][0-9]*)\/charge\/([1-9][0-9]*)$/.exec(hash);
-  if (c) return { view: 'charge', id: c[1]!, charge: c[2]! };
+  if (c) return { view: 'charge', id: c[1], charge: c[2] };
   const m = /^#\/wallet\/([1-9][0-9]*)$/.exec(hash);
-  return m ? { view: 'wallet', id: m[1]! } : { view: 'wallets' };
+  return m ? { view: 'wallet', id: m[1] } : { view: 'wallets' };
 }
 
 function useRoute(): Route {
@@ -49,7 +49,7 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   };
   return (
     <main class="signin">
-      <form class="card" onSubmit={submit} aria-labelledby="signin-title">
+      <form class="card" onSubmit={(e) => void submit(e)} aria-labelledby="signin-title">
         <h1 id="signin-title">Wallet service</h1>
         <p class="muted">Sign in to see your wallets.</p>
         <label for="email">Email</label>
@@ -174,7 +174,7 @@ function Transactions({ wallet, explorer }: { wallet: string; explorer: string }
     setMessage(r.data ? `Transaction ${id} ${kind === 'approve' ? 'approved' : 'rejected'}.` : failure(r.error, `The transaction could not be ${kind === 'approve' ? 'approved' : 'rejected'}.`));
     setVersion(version + 1);
   };
-  const { rows, error } = useList<any>(async () => {
+  const { rows, error } = useList<Data<'/api/wallet/{wallet}/transaction'>[number]>(async () => {
     const { data, error: err, response } = await api.GET('/api/wallet/{wallet}/transaction', { params: { path: { wallet }, query: { page, limit: PAGE } } });
     if (!data) return { error: failure(err, 'The transactions could not be listed.') };
     setPages(Number(response.headers.get('x-pagination-pages') ?? '1') || 1);
@@ -202,10 +202,10 @@ function Transactions({ wallet, explorer }: { wallet: string; explorer: string }
                   <StatusBadge status={t.status} />
                   {t.status === 'awaiting_approval' && (
                     <span class="actions">
-                      <button type="button" onClick={() => decide(t.id, 'approve')} aria-label={`Approve transaction ${t.id}`}>
+                      <button type="button" onClick={() => void decide(t.id, 'approve')} aria-label={`Approve transaction ${t.id}`}>
                         Approve
                       </button>
-                      <button type="button" onClick={() => decide(t.id, 'reject')} aria-label={`Reject transaction ${t.id}`}>
+                      <button type="button" onClick={() => void decide(t.id, 'reject')} aria-label={`Reject transaction ${t.id}`}>
                         Reject
                       </button>
                     </span>
@@ -240,7 +240,7 @@ function Transactions({ wallet, explorer }: { wallet: string; explorer: string }
 }
 
 function Charges({ wallet }: { wallet: string }) {
-  const { rows, error } = useList<any>(async () => {
+  const { rows, error } = useList<Data<'/api/wallet/{wallet}/charge'>[number]>(async () => {
     const { data, error: err } = await api.GET('/api/wallet/{wallet}/charge', { params: { path: { wallet }, query: { limit: PAGE } } });
     return data ? { rows: data.data } : { error: failure(err, 'The charges could not be listed.') };
   }, [wallet]);
@@ -298,7 +298,7 @@ function FundFromDevnet({ wallet, onFunded }: { wallet: string; onFunded: () => 
     if (r.data) onFunded();
   };
   return (
-    <form class="inline-form" onSubmit={fund} aria-label="Fund from the local devnet">
+    <form class="inline-form" onSubmit={(e) => void fund(e)} aria-label="Fund from the local devnet">
       <label for="fund-amount">ETH from the local devnet</label>
       <input id="fund-amount" inputMode="decimal" autocomplete="off" value={value} onInput={(e) => setValue((e.target as HTMLInputElement).value)} />
       <button type="submit" class="primary">
@@ -402,7 +402,7 @@ function App() {
           <a href="#/keys">API keys</a>
           <a href="#/events">Events</a>
         </nav>
-        <button type="button" onClick={signOut}>
+        <button type="button" onClick={() => void signOut()}>
           Sign out
         </button>
       </header>

@@ -328,7 +328,7 @@ export class EndpointSet {
   async refresh(all = false): Promise<void> {
     const now = Date.now();
     const due = this.endpoints.filter((e) => !e.rested(now) && (all || now - e.headAtMs >= this.opts.healthEveryMs));
-    await Promise.all(due.map((e) => (e.checking ? (all ? e.checking : undefined) : this.readHead(e))));
+    await Promise.all(due.map((e) => (e.checking ? (all ? e.checking : Promise.resolve()) : this.readHead(e))));
   }
 
   /** Reads every head again (not a rested one's), until one is at or above `height` or all have answered. */
@@ -443,7 +443,7 @@ export class EndpointSet {
     // "Not found" is the answer only when an endpoint at the height answered it and none of the
     // others failed to answer (one that timed out may be the one that has it).
     if (absentAtBest && lastErr === null) return null;
-    throw lastErr ?? new NotYetAtHeightError(best ?? 0);
+    throw (lastErr ?? new NotYetAtHeightError(best ?? 0)) as Error;
   }
 
   /**
@@ -484,12 +484,12 @@ export class EndpointSet {
     const reasons = answers.map((a) => (a as PromiseRejectedResult).reason as unknown);
     const refused = (r: unknown) => !isFault(r) && refusalKind(nodeWords(r)) !== null;
     const known = reasons.find((r) => ALREADY_KNOWN.test(nodeWords(r)));
-    if (known !== undefined) throw known;
+    if (known !== undefined) throw known as Error;
     const key = Array.isArray(params) && typeof params[0] === 'string' ? params[0] : JSON.stringify(params);
     const unknown = reasons.find((r) => !refused(r));
     if (unknown !== undefined) {
       this.heldMaybe(key, Date.now());
-      throw unknown;
+      throw unknown as Error;
     }
     // Every endpoint asked refused it; but the client's retry of a send that one did not answer
     // asks fewer (that one is down now): it may still hold the transaction.

@@ -105,19 +105,19 @@ class HeadSocket {
     ws.on('unexpected-response', (_req, res) => this.end(`HTTP ${res.statusCode} to the WebSocket upgrade`));
     ws.on('error', (err) => this.end(err.message));
     ws.on('close', (code) => this.end(`closed (${code})`));
-    ws.on('message', (data) => this.#message(data.toString()));
+    ws.on('message', (data) => this.#message((data as Buffer).toString('utf8'))); // ws's default binary type: a Buffer
   }
 
   #message(text: string): void {
     let msg: { id?: unknown; result?: unknown; error?: { message?: unknown }; method?: unknown; params?: { subscription?: unknown; result?: { number?: unknown } } };
     try {
-      msg = JSON.parse(text);
+      msg = JSON.parse(text) as typeof msg;
     } catch {
       return this.end('an answer that is not JSON');
     }
     if (this.subscription === null) {
       if (msg.id !== 1) return;
-      if (typeof msg.result !== 'string') return this.end(`eth_subscribe refused: ${String(msg.error?.message ?? 'no subscription id')}`);
+      if (typeof msg.result !== 'string') return this.end(`eth_subscribe refused: ${typeof msg.error?.message === 'string' ? msg.error.message : 'no subscription id'}`);
       this.subscription = msg.result;
       clearTimeout(this.#openTimer);
       this.on.subscribed(this);

@@ -181,7 +181,7 @@ export class TraceRoute<E extends TraceEndpoint> {
         st.refused = true;
       }
     }
-    if (failure !== null) throw failure;
+    if (failure !== null) throw failure as Error;
     throw new NoTraceEndpointError([...this.state.values()].find((s) => s.refusal !== null)?.refusal ?? null);
   }
 }

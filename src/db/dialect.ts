@@ -11,7 +11,7 @@
  * On SQLite the row-lock helpers are therefore no-ops: the transaction itself is the lock.
  */
 import { PostgresAdapter, sql, type SelectQueryBuilder, type Kysely } from 'kysely';
-import type { Database } from './types.js';
+import type { AnyKysely, Database } from './types.js';
 
 export type DriverName = 'sqlite' | 'postgres';
 
@@ -52,7 +52,7 @@ export function sqlDialect(driver: DriverName): SqlDialect {
 }
 
 /** The dialect of an executor (the database or an open transaction), read from its adapter. */
-export function dialectOf(db: Kysely<any>): SqlDialect {
+export function dialectOf(db: AnyKysely): SqlDialect {
   return db.getExecutor().adapter instanceof PostgresAdapter ? POSTGRES : SQLITE;
 }
 
@@ -68,7 +68,7 @@ export const CACHE_CHANNEL = 'wallet_cache';
  * transaction is delivered when (and only if) it commits, to every listening process. SQLite has
  * one process; its in-process signal is enough (see modules/events/outbox.ts).
  */
-export async function notifyOutbox(db: Kysely<any>): Promise<void> {
+export async function notifyOutbox(db: AnyKysely): Promise<void> {
   if (dialectOf(db).driver === 'postgres') {
     await sql`select pg_notify(${OUTBOX_CHANNEL}, '')`.execute(db);
   }

@@ -72,7 +72,7 @@ function postgresStore(url: string, poolSize: number): Store {
   // NUMERIC stays a string, so amounts are never squeezed through a float.
   const types = {
     getTypeParser: (oid: number, format?: 'text' | 'binary') =>
-      oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format),
+      oid === 20 ? (v: string) => Number(v) : (pg.types.getTypeParser(oid, format) as (v: string) => unknown),
   };
   const pool = new pg.Pool({
     connectionString: url,

@@ -25,7 +25,7 @@ import type { CompiledQuery, Kysely, QueryResult } from 'kysely';
 import { dialectOf, type DriverName } from './dialect.js';
 import { preferNamed } from './named-statements.js';
 import { ReadCache, tableVersionsOf } from './read-cache.js';
-import type { Database } from './types.js';
+import type { AnyKysely, Database } from './types.js';
 
 interface Compiles<R> {
   compile(): CompiledQuery<R>;
@@ -49,10 +49,10 @@ const MARK = '\u0000prepared-parameter:';
 export const ARRAY_ROWS_MARK = '/* array rows */ ';
 
 export interface Prepared<A extends readonly unknown[], R> {
-  execute(db: Kysely<any>, ...args: A): Promise<R[]>;
-  executeTakeFirst(db: Kysely<any>, ...args: A): Promise<R | undefined>;
+  execute(db: AnyKysely, ...args: A): Promise<R[]>;
+  executeTakeFirst(db: AnyKysely, ...args: A): Promise<R | undefined>;
   /** The rows as arrays of their column values, in the order the query selects them. */
-  executeArrays(db: Kysely<any>, ...args: A): Promise<unknown[][]>;
+  executeArrays(db: AnyKysely, ...args: A): Promise<unknown[][]>;
 }
 
 /** Every table a query cached on PostgreSQL reads (each must announce its writes: migration 009). */
@@ -64,7 +64,7 @@ export interface PrepareOptions {
    * reads) is written (src/db/read-cache.ts). Rows returned from the cache are frozen.
    */
   cache?: {
-    tables: readonly (keyof Database & string)[];
+    tables: readonly (keyof Database)[];
     max?: number;
     /**
      * false: SQLite only. On PostgreSQL other processes learn of a write by NOTIFY, a moment
@@ -80,14 +80,14 @@ export interface PrepareOptions {
  * the i-th argument of every later call (typed as the argument, a marker string at runtime).
  */
 export function prepare<A extends readonly unknown[], R>(
-  build: (db: Kysely<any>, ...placeholders: A) => Compiles<R>,
+  build: (db: Kysely<Database>, ...placeholders: A) => Compiles<R>,
   options: PrepareOptions = {},
 ): Prepared<A, R> {
   // One placeholder per declared parameter after `db` (so no default or rest parameters).
   const arity = build.length - 1;
   const templates = new Map<DriverName, Template<R>>();
 
-  function template(db: Kysely<any>): Template<R> {
+  function template(db: AnyKysely): Template<R> {
     const driver = dialectOf(db).driver;
     let t = templates.get(driver);
     if (!t) {
@@ -101,8 +101,8 @@ export function prepare<A extends readonly unknown[], R>(
   const cacheOptions = options.cache;
   if (cacheOptions?.onPostgres !== false) for (const t of cacheOptions?.tables ?? []) cachedTables.add(t);
   // One cache per database handle: a process may hold several stores (tests, the CLI).
-  const caches = new WeakMap<Kysely<any>, ReadCache<R>>();
-  function cacheOf(db: Kysely<any>): ReadCache<R> {
+  const caches = new WeakMap<AnyKysely, ReadCache<R>>();
+  function cacheOf(db: AnyKysely): ReadCache<R> {
     let c = caches.get(db);
     if (!c) {
       c = new ReadCache<R>(cacheOptions!.tables, cacheOptions!.max ?? 10_000);
@@ -111,25 +111,25 @@ export function prepare<A extends readonly unknown[], R>(
     return c;
   }
 
-  async function run(db: Kysely<any>, args: A): Promise<R[]> {
+  async function run(db: AnyKysely, args: A): Promise<R[]> {
     const { compiled, slots } = template(db);
     const parameters = slots.map((s) => ('arg' in s ? args[s.arg] : s.value));
     const result: QueryResult<R> = await db.executeQuery<R>({ ...compiled, parameters });
     return result.rows;
   }
 
-  async function execute(db: Kysely<any>, ...args: A): Promise<R[]> {
+  async function execute(db: AnyKysely, ...args: A): Promise<R[]> {
     const versions = cacheOptions ? tableVersionsOf(db) : undefined;
     if (!versions || (cacheOptions!.onPostgres === false && dialectOf(db).driver === 'postgres')) return run(db, args);
     return (await cacheOf(db).read(versions, args.join('\u0000'), () => run(db, args))) as R[];
   }
 
-  async function executeArrays(db: Kysely<any>, ...args: A): Promise<unknown[][]> {
+  async function executeArrays(db: AnyKysely, ...args: A): Promise<unknown[][]> {
     const { arrays, slots } = template(db);
     const parameters = slots.map((s) => ('arg' in s ? args[s.arg] : s.value));
     const { rows } = await db.executeQuery<unknown>({ ...arrays, parameters });
     // SQLite's marked statement already gives arrays; PostgreSQL's rows are objects in column order.
-    return rows.length > 0 && Array.isArray(rows[0]) ? (rows as unknown[][]) : rows.map((r) => Object.values(r as object));
+    return rows.length > 0 && Array.isArray(rows[0]) ? (rows as unknown[][]) : rows.map((r) => Object.values(r as object) as unknown[]);
   }
 
   return {
@@ -139,9 +139,9 @@ export function prepare<A extends readonly unknown[], R>(
   };
 }
 
-function compileTemplate<A extends readonly unknown[], R>(db: Kysely<any>, arity: number, build: (db: Kysely<any>, ...placeholders: A) => Compiles<R>): Template<R> {
+function compileTemplate<A extends readonly unknown[], R>(db: AnyKysely, arity: number, build: (db: Kysely<Database>, ...placeholders: A) => Compiles<R>): Template<R> {
   const marks = Array.from({ length: arity }, (_, i) => `${MARK}${i}`);
-  const compiled = build(db, ...(marks as unknown as A)).compile();
+  const compiled = build(db as Kysely<Database>, ...(marks as unknown as A)).compile();
   const used = new Set<number>();
   const slots: Slot[] = compiled.parameters.map((p) => {
     if (typeof p === 'string' && p.startsWith(MARK)) {
@@ -158,8 +158,8 @@ function compileTemplate<A extends readonly unknown[], R>(db: Kysely<any>, arity
 }
 
 export interface PreparedRow<T, R> {
-  execute(db: Kysely<any>, row: T): Promise<R[]>;
-  executeTakeFirst(db: Kysely<any>, row: T): Promise<R | undefined>;
+  execute(db: AnyKysely, row: T): Promise<R[]>;
+  executeTakeFirst(db: AnyKysely, row: T): Promise<R | undefined>;
 }
 
 /**
@@ -169,17 +169,17 @@ export interface PreparedRow<T, R> {
  * must be a plain one (string, number, bigint, null, bytes): the build function makes any SQL
  * expression itself, from the row's fields.
  */
-export function prepareRow<T extends object, R>(build: (db: Kysely<any>, row: T) => Compiles<R>): PreparedRow<T, R> {
+export function prepareRow<T extends object, R>(build: (db: Kysely<Database>, row: T) => Compiles<R>): PreparedRow<T, R> {
   const templates = new Map<string, { compiled: CompiledQuery<R>; slots: RowSlot[] }>();
 
-  function template(db: Kysely<any>, row: T) {
+  function template(db: AnyKysely, row: T) {
     const keys = Object.keys(row).filter((k) => (row as Record<string, unknown>)[k] !== undefined);
     const driver = dialectOf(db).driver;
     const id = `${driver}\u0000${keys.join(',')}`;
     let t = templates.get(id);
     if (!t) {
       const marks = Object.fromEntries(keys.map((k) => [k, `${MARK}${k}`])) as T;
-      const compiled = build(db, marks).compile();
+      const compiled = build(db as Kysely<Database>, marks).compile();
       const used = new Set<string>();
       const slots: RowSlot[] = compiled.parameters.map((p) => {
         if (typeof p === 'string' && p.startsWith(MARK)) {
@@ -199,7 +199,7 @@ export function prepareRow<T extends object, R>(build: (db: Kysely<any>, row: T)
     return t;
   }
 
-  async function execute(db: Kysely<any>, row: T): Promise<R[]> {
+  async function execute(db: AnyKysely, row: T): Promise<R[]> {
     const values = row as Record<string, unknown>;
     for (const k in values) {
       const v = values[k];

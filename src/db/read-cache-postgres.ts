@@ -56,7 +56,7 @@ export function trackPoolWrites(pool: pg.Pool, versions: TableVersions): void {
 }
 
 /** The cache's external check on PostgreSQL: served only while the LISTEN connection is up. */
-export function listenerGate(): { gate: ExternalChanges; up(versions: TableVersions): void; down(): void } {
+export function listenerGate(): { gate: ExternalChanges; up(this: void, versions: TableVersions): void; down(this: void): void } {
   let listening = false;
   return {
     gate: () => listening,

@@ -27,7 +27,7 @@
  * tables, and nothing short of a query tells this one at once (a logout must be seen by every
  * process on its very next request).
  */
-import type { Kysely } from 'kysely';
+import type { AnyKysely } from './types.js';
 
 /** How long a reading of PRAGMA data_version is trusted (another process's commit is seen after it). */
 export const DATA_VERSION_CHECK_MS = 1;
@@ -130,14 +130,14 @@ export function sqliteDataVersion(read: () => number): ExternalChanges {
   };
 }
 
-const registry = new WeakMap<Kysely<any>, TableVersions>();
+const registry = new WeakMap<AnyKysely, TableVersions>();
 
-export function registerTableVersions(db: Kysely<any>, versions: TableVersions): void {
+export function registerTableVersions(db: AnyKysely, versions: TableVersions): void {
   registry.set(db, versions);
 }
 
 /** The versions of the store's own handle; undefined for a transaction or PostgreSQL. */
-export function tableVersionsOf(db: Kysely<any>): TableVersions | undefined {
+export function tableVersionsOf(db: AnyKysely): TableVersions | undefined {
   return registry.get(db);
 }
 

@@ -5,7 +5,7 @@
  *   read back as decimal strings and turned into bigint by the repositories;
  * - booleans are 0/1 integers; JSON values are TEXT.
  */
-import type { Generated, Insertable, Selectable } from 'kysely';
+import type { Generated, Insertable, Kysely, Selectable } from 'kysely';
 
 /** A base-unit amount as the driver hands it over (decimal string); written as a string too. */
 export type Amount = string;
@@ -569,3 +569,11 @@ export interface Database {
 export type NetworkRow = Selectable<NetworksTable>;
 export type WalletTokenRow = Selectable<WalletTokensTable>;
 export type NewTransaction = Insertable<TransactionsTable>;
+
+/**
+ * A connection of any schema: the service's (`Kysely<Database>`) or a migration's, which must not
+ * depend on today's tables. For the database plumbing that serves both (dialect, prepared
+ * statements, the read cache).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- Kysely's own type for "any schema"
+export type AnyKysely = Kysely<any>;

@@ -56,32 +56,51 @@ function isAmountField(key: string): boolean {
   return /(^|_)(amount|balance|fee|fees|paid_amount|value|gas_price|gas_used|max_fee|priority_fee|fee_reserved)$/.test(key) || key.endsWith('_amount');
 }
 
+/** The JSON Schema keywords an example is made from. */
+interface SchemaWords {
+  examples?: unknown;
+  example?: unknown;
+  const?: unknown;
+  default?: unknown;
+  enum?: unknown;
+  anyOf?: TSchema[];
+  oneOf?: TSchema[];
+  allOf?: TSchema[];
+  type?: string | string[];
+  properties?: Record<string, TSchema>;
+  items?: TSchema;
+  minimum?: number;
+  format?: string;
+  pattern?: string;
+  minLength?: number;
+}
+
 /** An example value for `schema` (found under `key`, when it is an object's property). */
 export function exampleOf(schema: TSchema | undefined, key = ''): Json {
   if (schema === undefined) return null;
-  const s = schema as Record<string, any>;
+  const s = schema as SchemaWords;
   if (Array.isArray(s.examples) && s.examples.length > 0) return s.examples[0] as Json;
   if (s.example !== undefined) return s.example as Json;
   if (s.const !== undefined) return s.const as Json;
   if (s.default !== undefined) return s.default as Json;
   if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0] as Json;
-  const members = (s.anyOf ?? s.oneOf) as TSchema[] | undefined;
+  const members = s.anyOf ?? s.oneOf;
   if (members) {
     const nonNull = members.find((m) => (m as Record<string, unknown>).type !== 'null') ?? members[0];
     return exampleOf(nonNull, key);
   }
-  if (Array.isArray(s.allOf)) return Object.assign({}, ...s.allOf.map((m: TSchema) => exampleOf(m, key)));
-  const type = Array.isArray(s.type) ? s.type.find((t: string) => t !== 'null') : s.type;
+  if (Array.isArray(s.allOf)) return Object.assign({}, ...s.allOf.map((m) => exampleOf(m, key))) as Json;
+  const type = Array.isArray(s.type) ? s.type.find((t) => t !== 'null') : s.type;
   switch (type) {
     case 'null':
       return null;
     case 'object': {
       const out: Record<string, Json> = {};
-      for (const [k, v] of Object.entries((s.properties ?? {}) as Record<string, TSchema>)) out[k] = exampleOf(v, k);
+      for (const [k, v] of Object.entries(s.properties ?? {})) out[k] = exampleOf(v, k);
       return out;
     }
     case 'array':
-      return key === 'events' ? BY_NAME.events! : [exampleOf(s.items as TSchema, singular(key))];
+      return key === 'events' ? BY_NAME.events! : [exampleOf(s.items, singular(key))];
     case 'integer':
     case 'number':
       return typeof BY_NAME[key] === 'number' ? BY_NAME[key]! : Math.max(1, Number(s.minimum ?? 1));
@@ -98,7 +117,7 @@ function singular(key: string): string {
   return key.endsWith('s') ? key.slice(0, -1) : key;
 }
 
-function stringExample(s: Record<string, any>, key: string): Json {
+function stringExample(s: SchemaWords, key: string): Json {
   const named = BY_NAME[key];
   if (typeof named === 'string') return named;
   if (isAmountField(key)) return '1.500000000000000000';

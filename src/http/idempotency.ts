@@ -28,7 +28,7 @@
  *   back: with `commit`, a takeover can never make an effect happen twice.
  */
 import { createHash } from 'node:crypto';
-import type { FastifyReply, FastifyRequest, RouteOptions, onSendHookHandler, preHandlerHookHandler } from 'fastify';
+import type { FastifyReply, FastifyRequest, RouteOptions, onSendAsyncHookHandler, preHandlerAsyncHookHandler } from 'fastify';
 import type { AppContext } from '../context.js';
 import type { Executor, InTransaction } from '../db/index.js';
 import { Errors, fieldError } from '../errors.js';
@@ -125,7 +125,7 @@ export function installIdempotency(app: App, ctx: AppContext): void {
   const states = new WeakMap<FastifyRequest, ClaimState>();
   app.decorateRequest('idempotency', null);
 
-  const claim: preHandlerHookHandler = async function (req: FastifyRequest, reply: FastifyReply) {
+  const claim: preHandlerAsyncHookHandler = async function (req: FastifyRequest, reply: FastifyReply) {
     const key = keyHeader(req);
     if (key === undefined) return;
     const outcome = await service.claim(requireUser(req).id, key, requestHash(req.method, req.url, req.body));
@@ -144,7 +144,7 @@ export function installIdempotency(app: App, ctx: AppContext): void {
     }
   };
 
-  const store: onSendHookHandler = async function (req, reply, payload) {
+  const store: onSendAsyncHookHandler = async function (req, reply, payload) {
     const state = states.get(req);
     if (!state) return payload;
     states.delete(req);

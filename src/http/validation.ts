@@ -126,7 +126,7 @@ function makeAjv(coerce: boolean): Ajv {
 const bodyAjv = makeAjv(false);
 const queryAjv = makeAjv(true);
 
-export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) => {
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : queryAjv;
   return ajv.compile(schema as object);
 };
@@ -156,7 +156,7 @@ const TYPE_WORDS: Record<string, string> = {
 };
 
 function messageOf(err: ErrorObject, field: string): string | null {
-  const p = err.params as Record<string, unknown>;
+  const p = err.params as { type?: unknown; limit?: number; format?: string };
   const label = `The ${field} field`;
   switch (err.keyword) {
     case 'required':

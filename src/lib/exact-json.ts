@@ -47,7 +47,7 @@ function record(frame: Frame | undefined, text: string): void {
   if (typeof value !== 'number' || Number(text) !== value || String(value) === text) return;
   const holder = frame.node as object;
   let map = sources.get(holder);
-  if (!map) sources.set(holder, (map = new Map()));
+  if (!map) sources.set(holder, (map = new Map<string, string>()));
   map.set(key, text);
 }
 

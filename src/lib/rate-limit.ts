@@ -182,7 +182,7 @@ async function postgresLimiter(store: Store, common: { points: number; duration:
   return new Promise<RateLimiterPostgres>((resolve, reject) => {
     const l: RateLimiterPostgres = new RateLimiterPostgres(
       { ...common, storeClient: client, storeType: 'client', tableName: LIMITS_TABLE, keyPrefix: LIMITS_TABLE },
-      (err?: unknown) => (err ? reject(err) : resolve(l)),
+      (err?: unknown) => (err ? reject(err as Error) : resolve(l)),
     );
   });
 }

@@ -450,7 +450,7 @@ class NetworkWatcher {
       }
       if (linked.length > 0) cursor = await this.recordBlocks(network, linked, cursor);
       if (linked.length < read.length) {
-        cursor = await this.rollBack(s, cursor, head);
+        await this.rollBack(s, cursor, head);
         return false; // the new chain is processed from the ancestor on the next tick (paced: a flapping node cannot spin the loop)
       }
     }

@@ -127,7 +127,7 @@ describe('a node without WebSockets', () => {
     const chain = await startTestChain();
     const http = await RpcProxy.start(chain.rpcUrl);
     const logs: string[] = [];
-    const log = createLogger('debug', new Writable({ write: (c, _e, cb) => void (logs.push(c.toString()), cb()) }) as never);
+    const log = createLogger('debug', new Writable({ write: (c, _e, cb) => void (logs.push(c.toString()), cb()) }));
     const heads: bigint[] = [];
     const follower = followHeads({ urls: [`${http.url}/v2/SECRET-KEY-123`], log, onHead: (n) => heads.push(n ?? -1n), retryMinMs: 50, retryMaxMs: 200 });
     try {
@@ -148,7 +148,7 @@ describe('a node without WebSockets', () => {
 
   it('a node that does serve them: heads arrive with their numbers', async () => {
     const chain = await startTestChain();
-    const log = createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() }) as never);
+    const log = createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() }));
     const heads: bigint[] = [];
     const follower = followHeads({ urls: ['not a url', chain.rpcUrl], log, onHead: (n) => heads.push(n ?? -1n), retryMinMs: 50 });
     try {

@@ -91,7 +91,7 @@ describe('a block, transaction or receipt the first endpoint does not have', () 
       expect((await client.getTransaction({ hash: mints[3]! })).hash).toBe(mints[3]);
       expect((await client.getTransactionReceipt({ hash: mints[3]! })).status).toBe('success');
       expect(b.calls.filter((m) => m !== 'eth_blockNumber')).toEqual(['eth_getBlockByNumber', 'eth_getTransactionByHash', 'eth_getTransactionReceipt']);
-      const nowhere = `0x${'ab'.repeat(32)}` as Hex;
+      const nowhere: Hex = `0x${'ab'.repeat(32)}`;
       await expect(client.getTransaction({ hash: nowhere })).rejects.toThrow(/could not be found/);
     } finally {
       for (const m of ['eth_getBlockByNumber', 'eth_getTransactionByHash', 'eth_getTransactionReceipt']) a.allow(m);

@@ -9,7 +9,7 @@ import { waitFor } from '../helpers/wait.js';
 import { deployErc20, mintErc20 } from '../helpers/erc20.js';
 
 /** anvil's dev account #2: the payer, outside the service. */
-export const PAYER = privateKeyToAccount('0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a' as Hex);
+export const PAYER = privateKeyToAccount('0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a');
 
 export const DATETIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/;
 

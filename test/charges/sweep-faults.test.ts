@@ -153,7 +153,7 @@ describe('charge sweeps under faults', () => {
       for (const m of ['eth_getTransactionReceipt', 'eth_getTransactionByHash', 'eth_sendRawTransaction']) proxy.allow(m);
       const done = await api.until(c.id, (x) => x.sweeps[0]?.status === 'confirmed', 'sweep confirmed', 20_000);
       expect(done.sweeps).toEqual([{ ...sweep, status: 'confirmed' }]);
-      expect(await balanceOf(chain, wallet.address as string)).toBeGreaterThan(0n);
+      expect(await balanceOf(chain, wallet.address)).toBeGreaterThan(0n);
     } finally {
       for (const m of ['eth_getTransactionReceipt', 'eth_getTransactionByHash', 'eth_sendRawTransaction']) proxy.allow(m);
       await chain.rpc('evm_setAutomine', [true]);

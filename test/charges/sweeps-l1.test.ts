@@ -55,15 +55,17 @@ class OpStackNode {
   }
 
   async start(): Promise<void> {
-    this.server = createServer(async (req, res) => {
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      // HTTP JSON-RPC only: the watcher's WebSocket upgrade (new heads) is refused, as such a node would.
-      if (req.method !== 'POST') return void res.writeHead(405).end();
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Call | Call[];
-      const out = Array.isArray(body) ? await Promise.all(body.map((c) => this.answer(c))) : await this.answer(body);
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(out));
+    this.server = createServer((req, res) => {
+      void (async () => {
+        const chunks: Buffer[] = [];
+        for await (const c of req) chunks.push(c as Buffer);
+        // HTTP JSON-RPC only: the watcher's WebSocket upgrade (new heads) is refused, as such a node would.
+        if (req.method !== 'POST') return void res.writeHead(405).end();
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Call | Call[];
+        const out = Array.isArray(body) ? await Promise.all(body.map((c) => this.answer(c))) : await this.answer(body);
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(out));
+      })();
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', () => resolve()));
   }

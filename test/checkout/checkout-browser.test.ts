@@ -27,7 +27,7 @@ const DESKTOP = { width: 1280, height: 800 };
 const EXPLORER = 'https://explorer.example';
 
 /** anvil's dev account #2: the payer, outside the service. */
-const PAYER = privateKeyToAccount('0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a' as Hex);
+const PAYER = privateKeyToAccount('0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a');
 
 async function pay(rpcUrl: string, to: string, wei: bigint): Promise<Hex> {
   const client = createWalletClient({ account: PAYER, chain: foundry, transport: http(rpcUrl) });

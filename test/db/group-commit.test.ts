@@ -163,11 +163,11 @@ describe('SQLite group commit', () => {
       db.transaction().execute((trx) => trx.insertInto('doomed').defaultValues().execute()),
       db.transaction().execute((trx) => insert(trx, 'after-doomed')),
     ]);
-    expect(results[0]!.status).toBe('rejected');
+    expect(results[0].status).toBe('rejected');
     expect(String((results[0] as PromiseRejectedResult).reason)).toMatch(/nothing of this commit group was saved/);
     expect(String((results[1] as PromiseRejectedResult).reason)).toMatch(/trigger rolled back the transaction/);
     // The third ran after the rollback, in a group of its own.
-    expect(results[2]!.status).toBe('fulfilled');
+    expect(results[2].status).toBe('fulfilled');
     expect(committedNames()).toEqual(['after-doomed']);
   });
 
@@ -299,7 +299,6 @@ describe('SQLite group commit with the WAL synced off the event loop (the servic
     const held = steeredSync();
     await reopen({ maxMs: 60_000, maxMembers: 10_000 }, held.factory);
     held.hold = true;
-    const syncsBefore = driver.stats.syncs;
     const write = db.transaction().execute((trx) => insert(trx, 'w'));
     await until(() => held.waiting.length === 1);
     let read: string[] | null = null;

@@ -21,7 +21,7 @@ describe(`010_wallet_nonces (${driverName})`, () => {
   });
 
   it("copies each wallet's next nonce to wallet_nonces, none for a wallet that never sent, and keeps the old column for the previous version", async () => {
-    const db = store.db as unknown as Store['db'];
+    const db = store.db;
     const user = await db.insertInto('users').values({ name: 'M', email: 'm@example.com', password_hash: 'x', created_at: 1, updated_at: 1 }).returning('id').executeTakeFirstOrThrow();
     const net = await db
       .insertInto('networks')

@@ -229,7 +229,7 @@ describe.runIf(driverName === 'postgres')('coalesceWrites', () => {
       const client = await pool.connect();
       try {
         await client.query('select 1');
-        const socket = (client as unknown as { connection: { stream: { _write: Function; _writev: Function } } }).connection.stream;
+        const socket = (client as unknown as { connection: { stream: { _write: (...args: unknown[]) => unknown; _writev: (...args: unknown[]) => unknown } } }).connection.stream;
         let writes = 0;
         for (const m of ['_write', '_writev'] as const) {
           const orig = socket[m];

@@ -109,7 +109,7 @@ describe(`read cache through HTTP (${driverName})`, () => {
   it('a token added, a balance re-read and a token removed show in the next balance answer', async () => {
     const w = await createWallet(t, user, networkId);
     const usd: Address = await deployErc20(chain.rpcUrl, { name: 'Cache USD', symbol: 'CUSD', decimals: 6 });
-    await mintErc20(chain.rpcUrl, usd, w.address as Address, 1_250_000n);
+    await mintErc20(chain.rpcUrl, usd, w.address, 1_250_000n);
     const before = await balance(user.token, w.id);
     expect(before.body.data.tokens.map((x: { symbol: string }) => x.symbol)).toEqual(['ETH']);
     await balance(user.token, w.id); // served from the cache

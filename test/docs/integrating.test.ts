@@ -31,7 +31,7 @@ function block(marker: string, lang: string): string {
 function shape(v: unknown): unknown {
   if (v === null) return 'null';
   if (Array.isArray(v)) return v.length === 0 ? [] : [shape(v[0])];
-  if (typeof v === 'object') return Object.fromEntries(Object.keys(v as object).sort().map((k) => [k, shape((v as Record<string, unknown>)[k])]));
+  if (typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, shape((v as Record<string, unknown>)[k])]));
   return typeof v;
 }
 

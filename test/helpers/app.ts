@@ -110,7 +110,7 @@ export async function startTestApp(opts: StartOptions = {}): Promise<TestApp> {
       cb();
     },
   });
-  const log: Logger = createLogger(config.logLevel, sink as never);
+  const log: Logger = createLogger(config.logLevel, sink);
   const store = await openStore(config, log);
   const ctx = createContext(config, store, log, opts.clock, opts.chains);
   const { app, services } = await buildApp(ctx);
@@ -142,7 +142,7 @@ export async function startTestApp(opts: StartOptions = {}): Promise<TestApp> {
       }
       const res = await fetch(`${url}${path}`, { method, headers, body: typeof body === "string" || body === undefined ? body : new Uint8Array(body) });
       const text = await res.text();
-      let parsed: any = null;
+      let parsed: any;
       try {
         parsed = text === '' ? null : JSON.parse(text);
       } catch {

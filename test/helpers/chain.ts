@@ -2,7 +2,7 @@
  * A real anvil chain per test file, on a free port, registered as a network in the test
  * service's database. Test-only node methods (anvil_setBalance, evm_mine) go over JSON-RPC.
  */
-import type { Address, Hex } from 'viem';
+import type { Address } from 'viem';
 import { findFreePort, startDevnet, type Devnet } from '../../src/chain/devnet.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
 import type { TestApp } from './app.js';
@@ -37,7 +37,7 @@ export async function startTestChain(opts: { blockTimeS?: number } = {}): Promis
     rpcUrl: devnet.rpcUrl,
     rpc,
     setBalance: async (address, wei) => {
-      await rpc('anvil_setBalance', [address as Address, `0x${wei.toString(16)}` as Hex]);
+      await rpc('anvil_setBalance', [address as Address, `0x${wei.toString(16)}`]);
     },
     mine: async (blocks = 1) => {
       await rpc('anvil_mine', [`0x${blocks.toString(16)}`]);

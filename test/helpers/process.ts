@@ -28,8 +28,8 @@ export function runTs(entry: keyof typeof BUNDLED, args: string[], env: Record<s
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (d) => (out += d.toString()));
-  child.stderr!.on('data', (d) => (out += d.toString()));
+  child.stdout.on('data', (d) => (out += d.toString()));
+  child.stderr.on('data', (d) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, output: () => out, exited };
 }

@@ -276,9 +276,9 @@ describe('the auth and scope layer, for every route and every credential', () =>
     if (kind === 'bad') return BAD_IDS[variant % BAD_IDS.length]!;
     const missing = kind === 'missing' || (PARAMS[param] === undefined && param !== 'uuid');
     if (param === 'event') return missing ? 'nothing.here' : 'charge.created';
-    if (param === 'uuid') return missing ? MISSING_UUID : objects[kind as Who].chargeUuid;
+    if (param === 'uuid') return missing ? MISSING_UUID : objects[kind].chargeUuid;
     if (missing) return MISSING_ID;
-    const o = objects[kind as Who];
+    const o = objects[kind];
     const ids: Record<string, number> = {
       wallet: o.walletId, token: o.tokenId, webhook: o.webhookId, delivery: o.deliveryId,
       transaction: o.transactionId, charge: o.chargeId, id: o.eventId, key: o.keyId, payout: o.payoutId, entry: o.entryId,
@@ -325,7 +325,7 @@ describe('the auth and scope layer, for every route and every credential', () =>
     const body = json === undefined ? undefined : JSON.stringify(json);
     const res = await fetch(`${t.url}${path}`, { method: route.method, headers: h, body, redirect: 'manual' });
     const text = await res.text();
-    let parsed: any = null;
+    let parsed: any;
     try {
       parsed = JSON.parse(text);
     } catch {
@@ -359,7 +359,7 @@ describe('the auth and scope layer, for every route and every credential', () =>
 
   /** Every check passed: the route's own answer, the same for every caller that gets here (with the same body). */
   function checkRouteAnswer(route: Route, c: Case, body: Record<string, unknown> | undefined, res: ApiResponse, what: string): void {
-    const message = res.body?.message as string;
+    const message = res.body?.message;
     expect([401, 403, 404, 429].includes(res.status) || (res.status >= 500 && message !== NODE_UNAVAILABLE), what).toBe(false);
     if (body !== undefined) {
       // An invalid body: the 422 of the first failing field, in the contract's wording.
@@ -434,7 +434,7 @@ describe('the auth and scope layer, for every route and every credential', () =>
     return fc.record({
       cred: fc.constantFrom(...CREDENTIAL_KINDS),
       variant: fc.nat({ max: 20 }),
-      values: fc.record(Object.fromEntries(route.params.map((p) => [p, value]))) as fc.Arbitrary<Record<string, ValueKind>>,
+      values: fc.record(Object.fromEntries(route.params.map((p) => [p, value]))),
       plain: fc.boolean(),
     });
   }

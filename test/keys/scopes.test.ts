@@ -7,7 +7,6 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { WindowCounters } from '../../src/lib/rate-limit.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installAuth } from '../../src/http/auth.js';
-import type { App } from '../../src/http/types.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { createWalletRow } from '../helpers/factories.js';
 import { KEY_SCOPES, scopeByRules, type RouteScope } from '../../src/modules/keys/keys.scopes.js';
@@ -108,7 +107,7 @@ describe('API-key scopes of the routes', () => {
     expect(scopeByRules('PUT', '/api/wallet/:wallet')).toBeUndefined();
     const f = Fastify();
     void f.register(async (scoped) => {
-      installAuth(scoped as unknown as App, t.ctx, t.services.auth, new WindowCounters(new RateLimiterMemory({ points: 1_000_000, duration: 120 }), 'test'), async () => undefined);
+      installAuth(scoped, t.ctx, t.services.auth, new WindowCounters(new RateLimiterMemory({ points: 1_000_000, duration: 120 }), 'test'), async () => undefined);
       scoped.post('/api/wallet/:wallet/charge/create', async () => 'by the rules');
       scoped.post('/api/something/declared', { config: { scope: 'webhooks:write' } }, async () => 'declared');
       scoped.post('/api/something/new', async () => 'neither');

@@ -55,7 +55,7 @@ describe('start banner', () => {
     ]);
     // The watcher fails against both nodes for a while: its errors name the host, never the key.
     await until(async () => proc!.output().includes('watcher tick failed'), 30_000, 'a watcher error');
-    const all = proc!.output();
+    const all = proc.output();
     // The error did name the node: by its origin.
     expect(all.split('\n').some((l) => l.includes('watcher tick failed') && /http:\/\/127\.0\.0\.1:(1|9)\b/.test(l))).toBe(true);
     for (const secret of ['SECRETKEY123', 'QUERYKEY456', 'DEVNETKEY789', '/v2/', '/devnet/']) expect(all, secret).not.toContain(secret);

@@ -19,7 +19,7 @@ async function verify(file: string): Promise<{ code: number; output: string }> {
     return { code: 0, output: `${r.stdout}${r.stderr}` };
   } catch (e) {
     const err = e as { code?: number | string; stdout?: string; stderr?: string };
-    if (err.code === 'ENOENT') throw new Error('systemd-analyze is not installed (Debian: apt-get install systemd)');
+    if (err.code === 'ENOENT') throw new Error('systemd-analyze is not installed (Debian: apt-get install systemd)', { cause: e });
     return { code: Number(err.code), output: `${err.stdout ?? ''}${err.stderr ?? ''}` };
   }
 }

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { privateKeyToAddress } from 'viem/accounts';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { startTestApp } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { ensureNetwork } from '../helpers/factories.js';
 import { runCli } from '../helpers/process.js';

@@ -30,7 +30,7 @@ describe('the request summary line', () => {
 
   it('is the line pino writes for the same fields, escapes included', () => {
     const mine = capture();
-    const log = createLogger('info', mine as never);
+    const log = createLogger('info', mine);
     const write = accessLine(log, 'request_id');
     const theirs = capture();
     const reference = pino({ level: 'info', base: { service: 'wallet-service' }, timestamp: pino.stdTimeFunctions.isoTime }, theirs as never);
@@ -47,7 +47,7 @@ describe('the request summary line', () => {
 
   it('is not written when the level is above info', () => {
     const mine = capture();
-    const log = createLogger('warn', mine as never);
+    const log = createLogger('warn', mine);
     accessLine(log, 'request_id')('id', 'GET', '/api/health', 200, 1);
     log.warn('kept');
     expect(mine.lines.map((l) => JSON.parse(l).msg)).toEqual(['kept']);
@@ -75,14 +75,14 @@ describe('a fixed line (a hot path\'s line built as a template string)', () => {
 
   it('is written at its own level only when that level is enabled', () => {
     const mine = capture();
-    const log = createLogger('warn', mine as never);
+    const log = createLogger('warn', mine);
     fixedLine(log, 'info', 'quiet', ['n'])(1);
     fixedLine(log, 'warn', 'loud', ['n'])(2);
     expect(mine.lines.map((l) => JSON.parse(l))).toMatchObject([{ level: 40, msg: 'loud', n: 2 }]);
   });
 
   it('cannot have a field that the logger redacts', () => {
-    const log = createLogger('info', capture() as never);
+    const log = createLogger('info', capture());
     for (const name of ['secret', 'signature', 'headers', 'private_key', 'token', 'authorization']) {
       expect(() => fixedLine(log, 'info', 'x', ['id', name])).toThrow(`a fixed log line cannot have the redacted field ${name}`);
     }

@@ -54,11 +54,11 @@ describe('server process', () => {
     const base = `http://127.0.0.1:${port}`;
     const login = async () => {
       const r = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'admin@example.com', password: 'admin-password' }) });
-      return r.status === 200 ? ((await r.json()) as any).data.token as string : null;
+      return r.status === 200 ? (await r.json()).data.token as string : null;
     };
     const get = async (path: string, token: string) => {
       const r = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } });
-      return { status: r.status, body: (await r.json()) as any };
+      return { status: r.status, body: await r.json() };
     };
 
     const first = runTs('src/server.ts', [], env);
@@ -76,7 +76,7 @@ describe('server process', () => {
         body: JSON.stringify({ name: 'Survivor', network_id: devnet.id }),
       });
       expect(created.status).toBe(200);
-      address = ((await created.json()) as any).data.address;
+      address = (await created.json()).data.address;
       await rpc(`http://127.0.0.1:${devnetPort}`, 'anvil_setBalance', [address, '0xde0b6b3a7640000']);
 
       // An in-flight request (the supervisor waits up to 2 s on the stuck node) survives SIGTERM.

@@ -44,7 +44,7 @@ function sharedLimitTests(name: string, extra: () => Record<string, string>, che
       const email = `shared-${randomBytes(3).toString('hex')}@example.com`;
       await seed.services.auth.createUser({ email, password: 'shared-password' });
       await startOfAMinute();
-      const token = ((await (await login(a, email, 'shared-password')).json()) as any).data.token as string;
+      const token = (await (await login(a, email, 'shared-password')).json()).data.token as string;
       const me = (s: Service) => fetch(`${s.url}/api/auth/me`, { headers: { authorization: `Bearer ${token}` } });
       const remaining: number[] = [];
       for (let i = 0; i < 60; i++) {

@@ -1,6 +1,5 @@
 /** Shared by the policy tests: the routes through HTTP, and the outcome of many creates at once. */
 import { expect } from 'vitest';
-import type { Address } from 'viem';
 import type { ApiResponse, TestApp, TestUser } from '../helpers/app.js';
 import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
@@ -36,7 +35,7 @@ export async function expectFiveUnderDaily(chain: TestChain, w: FundedWallet, re
   for (const r of refused) expect([r.status, r.body]).toEqual([400, refusal('Policy: over the daily limit')]);
   expect(accepted.map((r) => r.body.data.nonce).sort()).toEqual([0, 1, 2, 3, 4]);
   const client = publicClient(chain.rpcUrl);
-  await waitFor(async () => (await client.getTransactionCount({ address: w.address as Address })) === 5, { timeoutMs: 20_000, message: 'five mined' });
+  await waitFor(async () => (await client.getTransactionCount({ address: w.address })) === 5, { timeoutMs: 20_000, message: 'five mined' });
   for (const r of accepted) {
     const receipt = await client.getTransactionReceipt({ hash: r.body.data.tx_hash });
     const tx = await client.getTransaction({ hash: r.body.data.tx_hash });

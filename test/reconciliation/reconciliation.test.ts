@@ -238,7 +238,7 @@ describe('reconciliation', () => {
   });
 
   it('is in the OpenAPI document, with its schemas', async () => {
-    const doc = (await (await fetch(`${t.url}/api/openapi.json`)).json()) as any;
+    const doc = await (await fetch(`${t.url}/api/openapi.json`)).json();
     const get = doc.paths['/api/wallet/{wallet}/reconciliation'].get;
     const post = doc.paths['/api/wallet/{wallet}/reconciliation/accept'].post;
     expect(Object.keys(get.responses['200'].content['application/json'].schema.properties.data.properties).sort()).toEqual(['addresses', 'adjustments', 'block_number', 'ok', 'unswept']);

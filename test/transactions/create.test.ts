@@ -198,7 +198,7 @@ describe('a row or an event that cannot be written', () => {
     expect(refused.body).toEqual({ status: 'error', message: 'Internal server error', data: null });
     expect(await txRows(t, w.id)).toEqual([]);
     expect(await eventsOf(t, w.id, 'transaction.created')).toEqual([]);
-    expect(await publicClient(chain.rpcUrl).getTransactionCount({ address: w.address as Address, blockTag: 'pending' })).toBe(0);
+    expect(await publicClient(chain.rpcUrl).getTransactionCount({ address: w.address, blockTag: 'pending' })).toBe(0);
     await sql`drop trigger ${name}${sql.raw(t.store.driver === 'postgres' ? ` on ${table}` : '')}`.execute(t.store.db);
     const next = await create(alice, w.id, { amount: '0.5', token: 'ETH', address: RECIPIENT });
     expect(next.status).toBe(200);

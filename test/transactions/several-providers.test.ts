@@ -114,7 +114,7 @@ describe('a refusal is final only when no endpoint may hold the transaction', ()
 
   it('a speed-up refused "underpriced" by one endpoint while the other forwarded it and timed out is kept; its version confirms', async () => {
     const w = await fundedWallet(t, chain, user, networkId, 10n * ETH);
-    let newHash: Hex = '0x';
+    let newHash: Hex;
     await chain.rpc('evm_setAutomine', [false]);
     try {
       const res = await create(w, `speed-${w.id}`);

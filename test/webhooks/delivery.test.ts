@@ -111,7 +111,7 @@ describe('webhook delivery worker', () => {
     // Verified the way a receiver would, from the raw bytes and the secret.
     const hex = createHmac('sha256', secret).update(r.body).digest('hex');
     expect(h['x-webhook-signature']).toBe(`sha256=${hex}`);
-    const b64 = createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${h['webhook-id']}.${ts}.${r.body}`).digest('base64');
+    const b64 = createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${String(h['webhook-id'])}.${ts}.${r.body}`).digest('base64');
     expect(h['webhook-signature']).toBe(`v1,${b64}`);
     expect(createHmac('sha256', 'wrong').update(r.body).digest('hex')).not.toBe(hex);
 

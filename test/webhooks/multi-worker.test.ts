@@ -34,7 +34,7 @@ function spawnWorker(t: TestApp): Proc {
   });
   const lines: string[] = [];
   let buf = '';
-  child.stdout!.on('data', (c: Buffer) => {
+  child.stdout.on('data', (c: Buffer) => {
     buf += c.toString();
     const parts = buf.split('\n');
     buf = parts.pop() ?? '';

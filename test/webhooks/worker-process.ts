@@ -9,7 +9,7 @@ import { createContext, openStore } from '../../src/runtime.js';
 import { startDeliveryWorker } from '../../src/workers/deliveries.js';
 
 const config = loadConfig();
-const log = createLogger(config.logLevel, process.stderr as never);
+const log = createLogger(config.logLevel, process.stderr);
 const store = await openStore(config, log);
 const ctx = createContext(config, store, log);
 const worker = startDeliveryWorker(ctx);

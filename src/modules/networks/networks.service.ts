@@ -142,7 +142,7 @@ export async function registerNetworksFile(db: Executor, path: string, nowMs: nu
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'));
   } catch (e) {
-    throw new Error(`NETWORKS_FILE ${path} is not readable JSON: ${(e as Error).message}`);
+    throw new Error(`NETWORKS_FILE ${path} is not readable JSON: ${(e as Error).message}`, { cause: e });
   }
   if (!Array.isArray(parsed)) throw fieldError('networks', 'NETWORKS_FILE must hold a JSON array of networks.');
   const out: NetworkRow[] = [];

@@ -32,7 +32,7 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
       },
       (e) => {
         clearTimeout(timer);
-        reject(e);
+        reject(e as Error);
       },
     );
   });

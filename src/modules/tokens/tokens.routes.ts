@@ -16,14 +16,14 @@ const TAGS = ['tokens'];
 function tokenLoader(tokens: TokenService) {
   const loaded = new WeakMap<FastifyRequest, WalletTokenRow>();
   return {
-    async load(req: FastifyRequest): Promise<void> {
+    async load(this: void, req: FastifyRequest): Promise<void> {
       const wallet = requireWallet(req);
       const id = parseId((req.params as Record<string, unknown>).token);
       const token = id === null ? undefined : await tokens.find(wallet, id);
       if (!token) throw Errors.tokenNotFound();
       loaded.set(req, token);
     },
-    get(req: FastifyRequest): WalletTokenRow {
+    get(this: void, req: FastifyRequest): WalletTokenRow {
       const token = loaded.get(req);
       if (!token) throw Errors.tokenNotFound();
       return token;

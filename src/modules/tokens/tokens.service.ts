@@ -37,6 +37,7 @@ export const MAX_TOKEN_DECIMALS = 18;
 export const MAX_SYMBOL_LENGTH = 64;
 export const MAX_NAME_LENGTH = 255;
 
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
 const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 
 /** The metadata as stored, or a 422 on the `contract` field saying why the token cannot be used. */

@@ -192,7 +192,7 @@ export async function readInternalReceipts(s: SyncScope, block: FullBlock, watch
     tokenLogs: [],
     internal,
     ours: [],
-    receipts: hashes.length > 0 ? await s.net(blockReceipts(s.client, block.hash, hashes)) : new Map(),
+    receipts: hashes.length > 0 ? await s.net(blockReceipts(s.client, block.hash, hashes)) : new Map<string, TransactionReceipt>(),
     txByHash: new Map((block.transactions as Transaction[]).map((t) => [t.hash, t])),
   };
 }
@@ -283,7 +283,7 @@ export function walletsOfBlock(b: BlockTransfers): Array<[wallet: number, user: 
 export async function attachMinedTransfers(trx: Executor, blocks: BlockTransfers[], nowMs: number, log: Logger): Promise<void> {
   const mined = blocks.flatMap((b) => b.ours.map(({ rec, hash }) => ({ b, rec, hash, fields: minedFields(b, b.receipts.get(hash)!) })));
   // The mined version is the current one of a pending row (as read before the locks).
-  const attached = await Promise.all(mined.map(({ rec, hash, fields }) => rec.status === 'pending' && hash === rec.tx_hash && repo.attachMined(trx, rec.id, hash, fields, nowMs)));
+  const attached = await Promise.all(mined.map(async ({ rec, hash, fields }) => rec.status === 'pending' && hash === rec.tx_hash && repo.attachMined(trx, rec.id, hash, fields, nowMs)));
   for (const [i, { b, rec, hash, fields }] of mined.entries()) {
     if (attached[i]) continue;
     // Another version current now (a replacement recorded since the read), or none pending.

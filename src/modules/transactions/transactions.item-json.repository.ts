@@ -14,7 +14,8 @@
  * rewritten, in one transaction. A NULL `item_json` (a row the expression does not format
  * exactly) makes the page read the usual way, as before.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
+import type { AnyKysely } from '../../db/types.js';
 import { OUTPUT_DECIMALS } from '../../lib/money.js';
 import { LAST_FOUR_DIGIT_YEAR_MS } from '../../lib/time.js';
 import { INTERNAL_LOG_BASE } from './transactions.repository.js';
@@ -172,7 +173,7 @@ export function itemJsonTriggers(): Record<string, string> {
  * again (one transaction). Returns the rows written, 0 when the triggers were already these, and
  * null where there is nothing to keep (PostgreSQL; a schema before migration 023).
  */
-export async function syncStoredItemJson(db: Kysely<any>, driver: 'sqlite' | 'postgres'): Promise<number | null> {
+export async function syncStoredItemJson(db: AnyKysely, driver: 'sqlite' | 'postgres'): Promise<number | null> {
   if (driver !== 'sqlite') return null;
   const column = await sql<{ n: number }>`SELECT count(*) AS n FROM pragma_table_info('transactions') WHERE name = ${STORED_ITEM_JSON}`.execute(db);
   if (Number(column.rows[0]!.n) === 0) return null;

@@ -230,7 +230,7 @@ export async function listPageJson(db: Executor, walletId: number, q: ListQuery)
   const r = await pageRange(db, walletId, q);
   const rows =
     r.high <= 0 ? [] : r.symbolKey === null ? await rangeAllJson.executeArrays(db, walletId, r.low, r.high) : await rangeSymbolJson.executeArrays(db, walletId, r.symbolKey, r.low, r.high);
-  const json: string[] = new Array(rows.length);
+  const json = new Array<string>(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const j = rows[i]![0] as string | null;
     if (j === null) return null;

@@ -143,7 +143,7 @@ export class ReplaceService {
       kind === 'cancel'
         ? { to: from as Address, value: 0n, data: undefined, gas: CANCEL_GAS }
         : { to: was.to as Address, value: was.value ?? 0n, data: was.data, gas: was.gas! };
-    let l1 = 0n;
+    let l1: bigint;
     try {
       l1 = await l1Fee(client, { chainId, nonce: rec.nonce!, ...call }, fees);
     } catch (e) {

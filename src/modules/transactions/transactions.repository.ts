@@ -7,7 +7,7 @@
  * that holds the wallet's row lock (`lockWallet`, wallets.repository.ts): it numbers the row (`seq`, `symbol_seq`)
  * from the current maximum, and the lock is what keeps those numbers dense and unique.
  */
-import { sql, type QueryCreator, type RawBuilder } from 'kysely';
+import { sql, type QueryCreator } from 'kysely';
 import { dialectOf } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
 import { prepare, prepareRow } from '../../db/prepared.js';

@@ -44,7 +44,7 @@ import { refuseBlocked } from '../screening/screening.js';
 import { Batcher } from '../../lib/batcher.js';
 import { pipelinedTransaction, type EndWith } from '../../db/pipelined.js';
 import { findToken, listTokens } from '../tokens/tokens.repository.js';
-import { lockWallet, type WalletView } from '../wallets/wallets.repository.js';
+import type { WalletView } from '../wallets/wallets.repository.js';
 import type { WalletService } from '../wallets/wallets.service.js';
 import * as repo from './transactions.repository.js';
 import { listPage, listPageJson, type JsonListPage, type ListPage, type ListQuery } from './transactions.list.repository.js';
@@ -387,7 +387,7 @@ export class TransactionService {
    * recorded by `record` afterwards (the policy's reads and writes are per transfer).
    */
   private async recordBatch(wallet: WalletView, items: Queued[]): Promise<Outcome[]> {
-    const out: Outcome[] = new Array(items.length);
+    const out = new Array<Outcome>(items.length);
     let todo = items.map((_, i) => i);
     const alone: number[] = [];
     while (todo.length > 1) {
@@ -456,7 +456,7 @@ export class TransactionService {
     items: Queued[],
     at: { nextNonce: number | null; rows: repo.OutgoingRows; unpoliced: Set<number>; ids: number[] | undefined },
   ): Promise<{ results: Array<Outcome | 'alone'>; signed: Signed[] }> {
-    const results: Array<Outcome | 'alone'> = new Array(items.length);
+    const results = new Array<Outcome | 'alone'>(items.length);
     const signed: Signed[] = [];
     // What the creates before this one in the batch take: as their rows will once inserted.
     const taken: repo.Reservation[] = [];
@@ -543,7 +543,7 @@ export class TransactionService {
    */
   private snapshot(client: PublicClient, from: Address, contract: Address | null): Promise<Snapshot> {
     let reads = SNAPSHOTS_IN_FLIGHT.get(client);
-    if (!reads) SNAPSHOTS_IN_FLIGHT.set(client, (reads = new Map()));
+    if (!reads) SNAPSHOTS_IN_FLIGHT.set(client, (reads = new Map<string, Promise<Snapshot>>()));
     const key = `${from}:${contract ?? ''}`;
     let read = reads.get(key);
     if (!read) {
@@ -743,7 +743,7 @@ async function writeBatch(trx: Executor, end: EndWith, wallet: WalletView, items
       recs.push(rec);
     }
   }
-  const stored = await Promise.allSettled(signed.map((s, i) => items[s.k]!.inTransaction?.(trx, recs[i]!)));
+  const stored = await Promise.allSettled(signed.map((s, i) => Promise.resolve(items[s.k]!.inTransaction?.(trx, recs[i]!))));
   const failed = stored.findIndex((r) => r.status === 'rejected');
   if (failed >= 0) throw new Refused(signed[failed]!.k, (stored[failed] as PromiseRejectedResult).reason);
   return recs;

@@ -25,7 +25,7 @@ export async function balanceRoutes(app: App, balances: BalanceService): Promise
       if (!Object.isFrozen(data)) return body;
       let text = serialized.get(data);
       if (text === undefined) {
-        text = String(reply.serialize(body));
+        text = reply.serialize(body) as string;
         serialized.set(data, text);
       }
       return reply.type('application/json; charset=utf-8').send(text);

@@ -42,8 +42,8 @@ const TAGS = ['webhooks'];
 
 /** The `{webhook}` and `{delivery}` of a request, each loaded in its route's preValidation hook. */
 interface PathObjects {
-  loadWebhook(req: FastifyRequest): Promise<void>;
-  loadDelivery(req: FastifyRequest): Promise<void>;
+  loadWebhook(this: void, req: FastifyRequest): Promise<void>;
+  loadDelivery(this: void, req: FastifyRequest): Promise<void>;
   webhook(req: FastifyRequest): WebhookRecord;
   delivery(req: FastifyRequest): DeliveryRecord;
 }

@@ -56,7 +56,7 @@ export class OutcomeRecorder {
    * `onBatch` runs after each batch (the worker may claim again: its backlog shrank); `busy`
    * says whether more outcomes are coming soon (sends in flight or queued).
    */
-  constructor(ctx: AppContext, workerId: string, hooks: { onBatch(): void; onReleaseError(err: unknown): void; busy(): boolean }, minBatch: number) {
+  constructor(ctx: AppContext, workerId: string, hooks: { onBatch(this: void): void; onReleaseError(this: void, err: unknown): void; busy(this: void): boolean }, minBatch: number) {
     this.#ctx = ctx;
     this.#workerId = workerId;
     this.#onBatch = hooks.onBatch;
