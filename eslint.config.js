@@ -4,7 +4,9 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'build/', 'dashboard/dist/', 'dashboard/src/schema.d.ts', 'data/', 'coverage/', 'test/artifacts/', 'docs/'] },
+  {
+    ignores: ['node_modules/', 'build/', 'dashboard/dist/', 'dashboard/src/schema.d.ts', 'data/', 'coverage/', 'test/artifacts/', 'docs/'],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -56,7 +56,10 @@ const load = { connections, durationS, warmupS };
 async function call(url: string, method: string, path: string, token: string | null, body?: unknown) {
   const res = await fetch(`${url}${path}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -67,8 +70,11 @@ async function call(url: string, method: string, path: string, token: string | n
 /** A wallet with 1.5 ETH and 2.5 of a token; returns its balance path and the answer's text. */
 async function fundedWallet(service: ServiceProcess, devnet: Devnet, token20: Address) {
   const { base, token } = service;
-  const wallet = (await call(base, 'POST', '/api/wallet/create', token, { name: 'Bench', network_id: service.networkId })).json.data as { id: number; address: Address };
-  await rpc(devnet.rpcUrl, 'anvil_setBalance', [wallet.address, `0x${(1_500_000_000_000_000_000n).toString(16)}`]);
+  const wallet = (await call(base, 'POST', '/api/wallet/create', token, { name: 'Bench', network_id: service.networkId })).json.data as {
+    id: number;
+    address: Address;
+  };
+  await rpc(devnet.rpcUrl, 'anvil_setBalance', [wallet.address, `0x${1_500_000_000_000_000_000n.toString(16)}`]);
   await call(base, 'POST', `/api/wallet/${wallet.id}/token/add`, token, { contract: token20 });
   await mintErc20(devnet.rpcUrl, token20, wallet.address, 2_500_000n);
   const path = `/api/wallet/${wallet.id}/balance`;
@@ -79,13 +85,28 @@ async function fundedWallet(service: ServiceProcess, devnet: Devnet, token20: Ad
   return { path, text: check.text };
 }
 
-interface Row { driver: string; processes: number; round: number; bare: LoadResult; balance: LoadResult }
+interface Row {
+  driver: string;
+  processes: number;
+  round: number;
+  bare: LoadResult;
+  balance: LoadResult;
+}
 
 async function runOne(driver: Driver, devnet: Devnet, token20: Address): Promise<Row[]> {
   const services: ServiceProcess[] = [await startServiceProcess({ driver, rpcUrl: devnet.rpcUrl })];
   try {
     const n = driver === 'postgres' ? processes : 1;
-    for (let i = 1; i < n; i++) services.push(await startServiceProcess({ driver, rpcUrl: devnet.rpcUrl, database: services[0]!.database, appKey: services[0]!.appKey, label: String(i + 1) }));
+    for (let i = 1; i < n; i++)
+      services.push(
+        await startServiceProcess({
+          driver,
+          rpcUrl: devnet.rpcUrl,
+          database: services[0]!.database,
+          appKey: services[0]!.appKey,
+          label: String(i + 1),
+        }),
+      );
     const { path, text } = await fundedWallet(services[0]!, devnet, token20);
     const bare = await startBareProcess(text, 'object', services[0]!.database.dataDir);
     try {
@@ -94,7 +115,10 @@ async function runOne(driver: Driver, devnet: Devnet, token20: Address): Promise
         process.stderr.write(`${driver}${rounds > 1 ? ` round ${round}` : ''}: bare ${durationS}s ... `);
         const bareResult = await measure([bare], load);
         process.stderr.write(`balance ${durationS}s (${n} process${n > 1 ? 'es' : ''}) ... `);
-        const balance = await measure(services.map((s) => serviceTarget(s, path)), { ...load, headers: { authorization: `Bearer ${services[0]!.token}` } });
+        const balance = await measure(
+          services.map((s) => serviceTarget(s, path)),
+          { ...load, headers: { authorization: `Bearer ${services[0]!.token}` } },
+        );
         process.stderr.write('done\n');
         rows.push({ driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL', processes: n, round, bare: bareResult, balance });
       }
@@ -116,7 +140,9 @@ function table(rows: Row[]): string {
   ];
   const round = (r: Row) => (rounds > 1 ? ` (round ${r.round})` : '');
   for (const r of rows) {
-    lines.push(`| ${r.driver} | bare Fastify, the same JSON${round(r)} | ${f(r.bare.rps)} | ${ms(r.bare.p50Ms)} / ${ms(r.bare.p99Ms)} | ${f(r.bare.cpuUsPerRequest)} | ${f(r.bare.peakRssMiB)} | 1.000× | 1.000× |`);
+    lines.push(
+      `| ${r.driver} | bare Fastify, the same JSON${round(r)} | ${f(r.bare.rps)} | ${ms(r.bare.p50Ms)} / ${ms(r.bare.p99Ms)} | ${f(r.bare.cpuUsPerRequest)} | ${f(r.bare.peakRssMiB)} | 1.000× | 1.000× |`,
+    );
     lines.push(
       `| ${r.driver} | GET balance, ${r.processes} service process${r.processes > 1 ? 'es' : ''}${round(r)} | ${f(r.balance.rps)} | ${ms(r.balance.p50Ms)} / ${ms(r.balance.p99Ms)} | ` +
         `${f(r.balance.cpuUsPerRequest)} | ${f(r.balance.peakRssMiB)} | **${f(r.balance.rps / r.bare.rps, 3)}×** | ${f(r.bare.cpuUsPerRequest / r.balance.cpuUsPerRequest, 3)}× |`,
@@ -126,7 +152,9 @@ function table(rows: Row[]): string {
     lines.push('');
     for (const driver of [...new Set(rows.map((r) => r.driver))]) {
       const ratios = rows.filter((r) => r.driver === driver).map((r) => r.balance.rps / r.bare.rps);
-      lines.push(`${driver}: median / bare over ${rounds} rounds **${f(median(ratios), 3)}×** (rounds ${ratios.map((x) => f(x, 3)).join(', ')})`);
+      lines.push(
+        `${driver}: median / bare over ${rounds} rounds **${f(median(ratios), 3)}×** (rounds ${ratios.map((x) => f(x, 3)).join(', ')})`,
+      );
     }
   }
   return lines.join('\n');
@@ -163,7 +191,7 @@ async function main(): Promise<void> {
     `Command: \`npm run bench:balance${extra.length ? ` -- ${extra.join(' ')}` : ''}\` (\`npm start\` with its defaults and ${settingsNote()}; ` +
       `autocannon in its own process, ${connections} connections, ${durationS} s per server after a ${warmupS} s warm-up). ` +
       `${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}; ` +
-      'anvil, PostgreSQL and the load generator on the same machine. CPU per request is the server process\'s own (/proc).',
+      "anvil, PostgreSQL and the load generator on the same machine. CPU per request is the server process's own (/proc).",
     '',
   ].join('\n');
   writeReport(RESULTS_FILE, report, started);

@@ -16,7 +16,8 @@ import Fastify from 'fastify';
 import { Pool } from 'undici';
 
 const [file, mode, port] = process.argv.slice(2);
-if (!file || (mode !== 'object' && mode !== 'bytes' && mode !== 'relay') || !port) throw new Error('usage: bare-server.ts FILE object|bytes|relay PORT');
+if (!file || (mode !== 'object' && mode !== 'bytes' && mode !== 'relay') || !port)
+  throw new Error('usage: bare-server.ts FILE object|bytes|relay PORT');
 const text = readFileSync(file, 'utf8');
 const app = Fastify({ logger: false });
 if (mode === 'object') {

@@ -59,7 +59,11 @@ export function runBench(main: () => Promise<void>): void {
 
 /** One JSON-RPC call to the benches' anvil (anvil_setBalance and the like). */
 export async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   const json = (await res.json()) as { result?: unknown; error?: { message: string } };
   if (json.error) throw new Error(`${method}: ${json.error.message}`);
   return json.result;

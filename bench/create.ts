@@ -57,7 +57,13 @@ const databases = parseDatabases(flags.db);
 /** How long one create may be refused at the pending cap before the run is given up. */
 const REFUSED_FOR_MS = 60_000;
 
-interface Run { perSecond: number; p50: number; p99: number; refusals: number; cpuUsPerOp: number }
+interface Run {
+  perSecond: number;
+  p50: number;
+  p99: number;
+  refusals: number;
+  cpuUsPerOp: number;
+}
 
 /** `total` jobs over `loops` concurrent loops; job(loop) returns false when refused (then retried). */
 async function drive(total: number, loops: number, job: (loop: number) => Promise<boolean>, cpuMs: () => number = () => 0): Promise<Run> {
@@ -75,7 +81,8 @@ async function drive(total: number, loops: number, job: (loop: number) => Promis
           refusals++;
           // Nothing confirmed for a minute: the chain stopped mining (anvil's pool has been seen to
           // leave an account's next nonce queued, baseline accounts included), not a slow service.
-          if (performance.now() - t0 > REFUSED_FOR_MS) throw new Error(`a create refused for ${REFUSED_FOR_MS / 1000} s (64 pending): is the node still mining? (txpool_status)`);
+          if (performance.now() - t0 > REFUSED_FOR_MS)
+            throw new Error(`a create refused for ${REFUSED_FOR_MS / 1000} s (64 pending): is the node still mining? (txpool_status)`);
           await sleep(50);
         }
         times.push(performance.now() - t0);
@@ -84,7 +91,13 @@ async function drive(total: number, loops: number, job: (loop: number) => Promis
   );
   const elapsed = performance.now() - started;
   times.sort((a, b) => a - b);
-  return { perSecond: (times.length / elapsed) * 1000, p50: percentile(times, 50), p99: percentile(times, 99), refusals, cpuUsPerOp: ((cpuMs() - cpu0) * 1000) / times.length };
+  return {
+    perSecond: (times.length / elapsed) * 1000,
+    p50: percentile(times, 50),
+    p99: percentile(times, 99),
+    refusals,
+    cpuUsPerOp: ((cpuMs() - cpu0) * 1000) / times.length,
+  };
 }
 
 const fund = (devnet: Devnet, address: string) => rpc(devnet.rpcUrl, 'anvil_setBalance', [address, `0x${FUNDS.toString(16)}`]);
@@ -141,7 +154,13 @@ async function serviceRun(services: ServiceProcess[], wallets: number[]): Promis
   }
 }
 
-interface Row { driver: string; processes: number; base: Run; runs: Array<{ wallets: number; run: Run }>; peakRssMiB: number }
+interface Row {
+  driver: string;
+  processes: number;
+  base: Run;
+  runs: Array<{ wallets: number; run: Run }>;
+  peakRssMiB: number;
+}
 
 async function runDatabase(driver: Driver): Promise<Row> {
   const devnet = await startDevnet({ port: await findFreePort() });
@@ -152,7 +171,16 @@ async function runDatabase(driver: Driver): Promise<Row> {
     const services: ServiceProcess[] = [first];
     try {
       const n = driver === 'postgres' ? processes : 1;
-      for (let i = 1; i < n; i++) services.push(await startServiceProcess({ driver, rpcUrl: devnet.rpcUrl, database: first.database, appKey: first.appKey, label: String(i + 1) }));
+      for (let i = 1; i < n; i++)
+        services.push(
+          await startServiceProcess({
+            driver,
+            rpcUrl: devnet.rpcUrl,
+            database: first.database,
+            appKey: first.appKey,
+            label: String(i + 1),
+          }),
+        );
       const wallets: number[] = [];
       for (let i = 0; i < Math.max(...walletCounts); i++) {
         const res = await fetch(`${first.base}/api/wallet/create`, {
@@ -170,7 +198,13 @@ async function runDatabase(driver: Driver): Promise<Row> {
         runs.push({ wallets: w, run: await serviceRun(services, wallets.slice(0, w)) });
       }
       process.stderr.write('done\n');
-      return { driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL', processes: n, base, runs, peakRssMiB: Math.max(...services.map((s) => s.peakRssMiB())) };
+      return {
+        driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL',
+        processes: n,
+        base,
+        runs,
+        peakRssMiB: Math.max(...services.map((s) => s.peakRssMiB())),
+      };
     } finally {
       for (const s of services.reverse()) await s.stop();
     }
@@ -189,7 +223,9 @@ async function main(): Promise<void> {
     '|---|---|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
-    lines.push(`| ${r.driver} | bare viem sign + eth_sendRawTransaction, ${concurrency} accounts | ${f(r.base.perSecond)} | ${f(r.base.p50, 2)} / ${f(r.base.p99, 2)} | — | ${f(r.base.cpuUsPerOp, 0)} | 1 |`);
+    lines.push(
+      `| ${r.driver} | bare viem sign + eth_sendRawTransaction, ${concurrency} accounts | ${f(r.base.perSecond)} | ${f(r.base.p50, 2)} / ${f(r.base.p99, 2)} | — | ${f(r.base.cpuUsPerOp, 0)} | 1 |`,
+    );
     for (const { wallets, run } of r.runs) {
       lines.push(
         `| ${r.driver} | create, ${wallets === 1 ? 'one wallet' : `${wallets} wallets`}, ${r.processes} process${r.processes > 1 ? 'es' : ''} | ${f(run.perSecond)} | ${f(run.p50, 2)} / ${f(run.p99, 2)} | ${run.refusals} | ${f(run.cpuUsPerOp, 0)} | ` +

@@ -43,11 +43,25 @@ const { values: flags } = parseArgs({
 });
 const rowCounts = flags.rows.split(',').map((r) => positiveInt('rows', r.trim()));
 for (const r of rowCounts) if (r < LIMIT) throw new Error(`--rows: at least ${LIMIT} (one full page), got ${r}`);
-const load = { connections: positiveInt('connections', flags.connections), durationS: positiveInt('duration', flags.duration), warmupS: nonNegativeInt('warmup', flags.warmup) };
+const load = {
+  connections: positiveInt('connections', flags.connections),
+  durationS: positiveInt('duration', flags.duration),
+  warmupS: nonNegativeInt('warmup', flags.warmup),
+};
 const processes = positiveInt('processes', flags.processes);
 const databases = parseDatabases(flags.db);
 
-interface Row { driver: string; rows: number; processes: number; bodyBytes: number; seedS: number; bare: LoadResult; bytes: LoadResult; list: LoadResult; idleRssMiB: number }
+interface Row {
+  driver: string;
+  rows: number;
+  processes: number;
+  bodyBytes: number;
+  seedS: number;
+  bare: LoadResult;
+  bytes: LoadResult;
+  list: LoadResult;
+  idleRssMiB: number;
+}
 
 async function runOne(driver: Driver, rpcUrl: string, rows: number): Promise<Row> {
   const first = await startServiceProcess({ driver, rpcUrl });
@@ -61,7 +75,8 @@ async function runOne(driver: Driver, rpcUrl: string, rows: number): Promise<Row
     const walletId = ((await res.json()) as { data: { id: number } }).data.id;
     const seedS = await seedServiceWallet(first, walletId, rows);
     const n = driver === 'postgres' ? processes : 1;
-    for (let i = 1; i < n; i++) services.push(await startServiceProcess({ driver, rpcUrl, database: first.database, appKey: first.appKey, label: String(i + 1) }));
+    for (let i = 1; i < n; i++)
+      services.push(await startServiceProcess({ driver, rpcUrl, database: first.database, appKey: first.appKey, label: String(i + 1) }));
     const path = `/api/wallet/${walletId}/transaction?page=1&limit=${LIMIT}`;
     const headers = { authorization: `Bearer ${first.token}` };
     const page = await fetch(`${first.base}${path}`, { headers });
@@ -76,9 +91,22 @@ async function runOne(driver: Driver, rpcUrl: string, rows: number): Promise<Row
       const bareResult = await measure([bare], load);
       const bytesResult = await measure([bareBytes], load);
       process.stderr.write(`list ${load.durationS}s ... `);
-      const list = await measure(services.map((s) => serviceTarget(s, path)), { ...load, headers });
+      const list = await measure(
+        services.map((s) => serviceTarget(s, path)),
+        { ...load, headers },
+      );
       process.stderr.write('done\n');
-      return { driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL', rows, processes: n, bodyBytes: Buffer.byteLength(body), seedS, bare: bareResult, bytes: bytesResult, list, idleRssMiB };
+      return {
+        driver: driver === 'sqlite' ? 'SQLite' : 'PostgreSQL',
+        rows,
+        processes: n,
+        bodyBytes: Buffer.byteLength(body),
+        seedS,
+        bare: bareResult,
+        bytes: bytesResult,
+        list,
+        idleRssMiB,
+      };
     } finally {
       await bare.stop();
       await bareBytes.stop();

@@ -34,7 +34,15 @@ export interface LoadOptions {
 
 const autocannonBin = join(dirname(createRequire(import.meta.url).resolve('autocannon/package.json')), 'autocannon.js');
 
-interface Cannon { rps: number; p50Ms: number; p99Ms: number; requests: number; bytes: number; non2xx: number; errors: number }
+interface Cannon {
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  requests: number;
+  bytes: number;
+  non2xx: number;
+  errors: number;
+}
 
 function autocannon(url: string, seconds: number, conns: number, headers: Record<string, string>): Promise<Cannon> {
   const args = [autocannonBin, '-c', String(conns), '-d', String(seconds), '-j', '-n'];
@@ -44,8 +52,22 @@ function autocannon(url: string, seconds: number, conns: number, headers: Record
     execFile(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 }, (err, stdout) => {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- execFile's err is an Error; @types/node's ExecException is an Omit<> of ErrnoException, which hides that from the rule
       if (err) return reject(err);
-      const r = JSON.parse(stdout) as { requests: { average: number; total: number }; throughput: { total: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
-      resolve({ rps: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, requests: r.requests.total, bytes: r.throughput.total, non2xx: r.non2xx, errors: r.errors });
+      const r = JSON.parse(stdout) as {
+        requests: { average: number; total: number };
+        throughput: { total: number };
+        latency: { p50: number; p99: number };
+        non2xx: number;
+        errors: number;
+      };
+      resolve({
+        rps: r.requests.average,
+        p50Ms: r.latency.p50,
+        p99Ms: r.latency.p99,
+        requests: r.requests.total,
+        bytes: r.throughput.total,
+        non2xx: r.non2xx,
+        errors: r.errors,
+      });
     });
   });
 }

@@ -66,8 +66,14 @@ function series(driver: Driver, n: number) {
 async function seed(db: Kysely<any>, driver: Driver, walletId: number, n: number): Promise<void> {
   const now = Date.now();
   const w = await db.selectFrom('wallets').select(['user_id']).where('id', '=', walletId).executeTakeFirstOrThrow();
-  const eth = await db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', walletId).where('is_native', '=', 1).executeTakeFirstOrThrow();
-  const hex = (x: string, width: number) => (driver === 'postgres' ? `'0x' || lpad(to_hex(${x}), ${width}, '0')` : `printf('0x%0${width}x', ${x})`);
+  const eth = await db
+    .selectFrom('wallet_tokens')
+    .select('id')
+    .where('wallet_id', '=', walletId)
+    .where('is_native', '=', 1)
+    .executeTakeFirstOrThrow();
+  const hex = (x: string, width: number) =>
+    driver === 'postgres' ? `'0x' || lpad(to_hex(${x}), ${width}, '0')` : `printf('0x%0${width}x', ${x})`;
   const [wid, uid, tid, at, far] = [sql.lit(walletId), sql.lit(w.user_id), sql.lit(eth.id), sql.lit(now), sql.lit(now + 86_400_000)];
   const base = Number((await sql<{ m: number | null }>`SELECT max(id) AS m FROM sub_wallets`.execute(db)).rows[0]?.m ?? 0);
   await sql`INSERT INTO sub_wallets (wallet_id, derivation_index, address, private_key_enc, created_at)
@@ -77,7 +83,18 @@ async function seed(db: Kysely<any>, driver: Driver, walletId: number, n: number
     FROM (${series(driver, n)}) s`.execute(db);
   const hook = await db
     .insertInto('webhooks')
-    .values({ wallet_id: walletId, url: 'http://127.0.0.1:9/hook', type: 'wallet', events: '["*"]', status: 'active', signature_enc: null, headers_enc: null, deleted_at: null, created_at: now, updated_at: now })
+    .values({
+      wallet_id: walletId,
+      url: 'http://127.0.0.1:9/hook',
+      type: 'wallet',
+      events: '["*"]',
+      status: 'active',
+      signature_enc: null,
+      headers_enc: null,
+      deleted_at: null,
+      created_at: now,
+      updated_at: now,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   const firstEvent = Number((await sql<{ m: number | null }>`SELECT max(id) AS m FROM events`.execute(db)).rows[0]?.m ?? 0);
@@ -94,14 +111,28 @@ async function cursorOf(db: Kysely<any>, networkId: number): Promise<number> {
   return r ? Number(r.block_number) : -1;
 }
 
-interface Row { driver: string; rows: number; idleMiB: number; peakMiB: number; blockMs: number[] }
+interface Row {
+  driver: string;
+  rows: number;
+  idleMiB: number;
+  peakMiB: number;
+  blockMs: number[];
+}
 
 async function runOne(driver: Driver, devnet: Devnet, n: number): Promise<Row> {
   const s = await startServiceProcess({ driver, rpcUrl: devnet.rpcUrl });
   const store = await storeOf(s);
   try {
     const auth = { authorization: `Bearer ${s.token}` };
-    const wallet = ((await (await fetch(`${s.base}/api/wallet/create`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Bench', network_id: s.networkId }) })).json()) as { data: { id: number } }).data;
+    const wallet = (
+      (await (
+        await fetch(`${s.base}/api/wallet/create`, {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'Bench', network_id: s.networkId }),
+        })
+      ).json()) as { data: { id: number } }
+    ).data;
     process.stderr.write(`${driver}, ${n} rows of each: seeding ... `);
     await seed(store.db, driver, wallet.id, n);
     await rpc(devnet.rpcUrl, 'evm_mine', []);
@@ -119,7 +150,12 @@ async function runOne(driver: Driver, devnet: Devnet, n: number): Promise<Row> {
       await sleep(Math.max(0, 500 - (performance.now() - t0)));
     }
     const hook = await store.db.selectFrom('webhooks').select('id').where('wallet_id', '=', wallet.id).executeTakeFirstOrThrow();
-    for (const path of [`/api/wallet/${wallet.id}/transaction?limit=1000`, '/api/events?limit=100', `/api/wallet/${wallet.id}/webhook/${hook.id}/deliveries?limit=100`, `/api/wallet/${wallet.id}/charge?limit=100`]) {
+    for (const path of [
+      `/api/wallet/${wallet.id}/transaction?limit=1000`,
+      '/api/events?limit=100',
+      `/api/wallet/${wallet.id}/webhook/${hook.id}/deliveries?limit=100`,
+      `/api/wallet/${wallet.id}/charge?limit=100`,
+    ]) {
       for (let i = 0; i < 20; i++) {
         const res = await fetch(`${s.base}${path}`, { headers: auth });
         await res.text();
@@ -148,7 +184,10 @@ async function main(): Promise<void> {
   const lines = [
     '| Database | Rows of each (transactions, deliveries + events, open charges) | RSS after the seed (MiB) | Peak RSS (MiB) | Block → cursor, p50 / max (ms) |',
     '|---|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.driver} | ${f(r.rows)} | ${f(r.idleMiB)} | ${f(r.peakMiB)} | ${f(percentile(r.blockMs, 50), 1)} / ${f(r.blockMs.at(-1)!, 1)} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.driver} | ${f(r.rows)} | ${f(r.idleMiB)} | ${f(r.peakMiB)} | ${f(percentile(r.blockMs, 50), 1)} / ${f(r.blockMs.at(-1)!, 1)} |`,
+    ),
   ];
   const cpu = cpus();
   const argv = process.argv.slice(2).join(' ');

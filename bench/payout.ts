@@ -49,7 +49,11 @@ const items = positiveInt('items', flags.items);
 const driver = parseDatabases(flags.db)[0]!;
 
 async function rpc<T>(url: string, method: string, params: unknown[]): Promise<T> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   const json = (await res.json()) as { result?: T; error?: { message: string } };
   if (json.error) throw new Error(`${method}: ${json.error.message}`);
   return json.result as T;
@@ -68,7 +72,16 @@ async function baseline(rpcUrl: string): Promise<number> {
   const started = performance.now();
   const hashes: Hex[] = [];
   for (let n = 0; n < items; n++) {
-    const raw = await account.signTransaction({ chainId: 31337, type: 'eip1559', nonce: n, gas: 21_000n, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas, to: to[n]!, value: AMOUNT_WEI });
+    const raw = await account.signTransaction({
+      chainId: 31337,
+      type: 'eip1559',
+      nonce: n,
+      gas: 21_000n,
+      maxFeePerGas: fees.maxFeePerGas,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      to: to[n]!,
+      value: AMOUNT_WEI,
+    });
     hashes.push(await rpc<Hex>(rpcUrl, 'eth_sendRawTransaction', [raw]));
   }
   for (const hash of hashes) await client.waitForTransactionReceipt({ hash, pollingInterval: 20 });
@@ -85,7 +98,10 @@ async function call(base: string, token: string, method: string, path: string, b
 }
 
 /** The service: one payout of N items, timed from the create's request to the answer showing it completed. */
-async function service(rpcUrl: string, env: Record<string, string>): Promise<{ ms: number; items: number; cpuMs: number; peakRssMiB: number }> {
+async function service(
+  rpcUrl: string,
+  env: Record<string, string>,
+): Promise<{ ms: number; items: number; cpuMs: number; peakRssMiB: number }> {
   const svc = await startServiceProcess({ driver, rpcUrl, env });
   try {
     const wallet = await call(svc.base, svc.token, 'POST', '/api/wallet/create', { name: 'Payouts', network_id: svc.networkId });
@@ -102,9 +118,17 @@ async function service(rpcUrl: string, env: Record<string, string>): Promise<{ m
       const shown = await call(svc.base, svc.token, 'GET', `/api/wallet/${wallet.body.data.id}/payout/${created.body.data.id}`);
       if (shown.body.data.status === 'completed') {
         await profileSignal([svc]);
-        return { ms: performance.now() - started, items: shown.body.data.items.length, cpuMs: svc.cpuMs() - cpu0, peakRssMiB: svc.peakRssMiB() };
+        return {
+          ms: performance.now() - started,
+          items: shown.body.data.items.length,
+          cpuMs: svc.cpuMs() - cpu0,
+          peakRssMiB: svc.peakRssMiB(),
+        };
       }
-      if (shown.body.data.status !== 'processing') throw new Error(`payout ended ${shown.body.data.status}: ${JSON.stringify(shown.body.data.items.filter((i: any) => i.status === 'failed').slice(0, 3))}`);
+      if (shown.body.data.status !== 'processing')
+        throw new Error(
+          `payout ended ${shown.body.data.status}: ${JSON.stringify(shown.body.data.items.filter((i: any) => i.status === 'failed').slice(0, 3))}`,
+        );
       await new Promise((r) => setTimeout(r, 100));
     }
   } finally {
@@ -118,9 +142,14 @@ async function main(): Promise<void> {
   try {
     const base = await baseline(devnet.rpcUrl);
     const runs = [{ name: `service (\`npm start\`), defaults and ${settingsNote()}`, ...(await service(devnet.rpcUrl, {})) }];
-    if (flags.tuned) runs.push({ name: 'service, WATCHER_POLL_MS=100 MAX_PENDING_PER_WALLET=1000', ...(await service(devnet.rpcUrl, { WATCHER_POLL_MS: '100', MAX_PENDING_PER_WALLET: '1000' })) });
+    if (flags.tuned)
+      runs.push({
+        name: 'service, WATCHER_POLL_MS=100 MAX_PENDING_PER_WALLET=1000',
+        ...(await service(devnet.rpcUrl, { WATCHER_POLL_MS: '100', MAX_PENDING_PER_WALLET: '1000' })),
+      });
     const rows = runs.map(
-      (r) => `| ${r.name} | ${(r.ms / 1000).toFixed(2)} s | ${(items / (r.ms / 1000)).toFixed(0)} items/s | ${(r.cpuMs / items).toFixed(1)} ms | ${r.peakRssMiB.toFixed(0)} MiB | **${(base / r.ms).toFixed(3)}×** |`,
+      (r) =>
+        `| ${r.name} | ${(r.ms / 1000).toFixed(2)} s | ${(items / (r.ms / 1000)).toFixed(0)} items/s | ${(r.cpuMs / items).toFixed(1)} ms | ${r.peakRssMiB.toFixed(0)} MiB | **${(base / r.ms).toFixed(3)}×** |`,
     );
     const report = [
       `# Payout of ${items} items, create to all confirmed (${driver})`,
@@ -139,4 +168,3 @@ async function main(): Promise<void> {
 }
 
 runBench(main);
-

@@ -184,13 +184,19 @@ export async function startServiceProcess(opts: {
   child.once('exit', () => (exited = true));
   const token = await until('the service to answer a login', 60_000, async () => {
     if (exited) throw new Error(`npm start exited; see ${logFile}:\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
-    const res = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+    const res = await fetch(`${base}/api/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password }),
+    });
     if (res.status !== 200) return null;
     return ((await res.json()) as { data: { token: string } }).data.token;
   });
   const pid = findDescendant(child.pid!, 'src/server.ts');
   if (pid === null) throw new Error('no service process under npm start');
-  const networks = (await (await fetch(`${base}/api/networks`, { headers: { authorization: `Bearer ${token}` } })).json()) as { data: Array<{ id: number; chain_id: number }> };
+  const networks = (await (await fetch(`${base}/api/networks`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+    data: Array<{ id: number; chain_id: number }>;
+  };
   const devnet = networks.data.find((n) => n.chain_id === 31337);
   if (!devnet) throw new Error(`no devnet network: ${JSON.stringify(networks)}`);
   return {
@@ -268,5 +274,6 @@ export async function profileSignal(targets: Array<{ pid: number }>): Promise<vo
     process.kill(t.pid, 'SIGUSR2');
     if (!profiling.delete(t.pid)) profiling.add(t.pid);
   }
-  for (const s of stopping) await until(`the CPU profile of process ${s.pid}`, 60_000, async () => (written(s.pid) > s.before ? true : null));
+  for (const s of stopping)
+    await until(`the CPU profile of process ${s.pid}`, 60_000, async () => (written(s.pid) > s.before ? true : null));
 }

@@ -62,10 +62,26 @@ export async function seedServiceWallet(service: ServiceProcess, walletId: numbe
   const store = await openServiceStore(service);
   try {
     const now = Date.now();
-    const eth = await store.db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', walletId).where('is_native', '=', 1).executeTakeFirstOrThrow();
+    const eth = await store.db
+      .selectFrom('wallet_tokens')
+      .select('id')
+      .where('wallet_id', '=', walletId)
+      .where('is_native', '=', 1)
+      .executeTakeFirstOrThrow();
     const tusd = await store.db
       .insertInto('wallet_tokens')
-      .values({ wallet_id: walletId, name: 'TUSD', symbol: 'TUSD', decimals: 6, contract: '0x5FbDB2315678afecb367f032d93F642f64180aa3', is_native: 0, is_active: 1, is_testnet: 1, created_at: now, updated_at: now })
+      .values({
+        wallet_id: walletId,
+        name: 'TUSD',
+        symbol: 'TUSD',
+        decimals: 6,
+        contract: '0x5FbDB2315678afecb367f032d93F642f64180aa3',
+        is_native: 0,
+        is_active: 1,
+        is_testnet: 1,
+        created_at: now,
+        updated_at: now,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     const t0 = Date.now();

@@ -73,7 +73,12 @@ async function timeAlternating(a: () => Promise<void>, b: () => Promise<void>): 
       if (i >= WARMUP) samples[k]!.push(performance.now() - t0);
     }
   }
-  return samples.map((x) => percentile(x.sort((p, q) => p - q), 50)) as [number, number];
+  return samples.map((x) =>
+    percentile(
+      x.sort((p, q) => p - q),
+      50,
+    ),
+  ) as [number, number];
 }
 
 async function createWallet(service: ServiceProcess): Promise<number> {
@@ -101,7 +106,8 @@ async function runOne(driver: Driver, rpcUrl: string): Promise<string> {
       });
       const text = await res.body.text();
       if (res.statusCode !== 200) throw new Error(`page ${page}, limit ${limit}: ${res.statusCode} ${text.slice(0, 200)}`);
-      if (expectRows !== undefined && (JSON.parse(text) as { data: unknown[] }).data.length !== expectRows) throw new Error(`page ${page}, limit ${limit}: not ${expectRows} rows`);
+      if (expectRows !== undefined && (JSON.parse(text) as { data: unknown[] }).data.length !== expectRows)
+        throw new Error(`page ${page}, limit ${limit}: not ${expectRows} rows`);
     };
     const tusdRows = ROWS / 4;
     const cases: Case[] = [
@@ -134,7 +140,9 @@ async function runOne(driver: Driver, rpcUrl: string): Promise<string> {
             .offset((c.page - 1) * c.limit)
             .execute();
         });
-        rows.push(`| naive OFFSET query (for contrast) | ${c.label} | ${c.page} | ${c.limit} | ${r.median.toFixed(2)} | ${r.p95.toFixed(2)} |`);
+        rows.push(
+          `| naive OFFSET query (for contrast) | ${c.label} | ${c.page} | ${c.limit} | ${r.median.toFixed(2)} | ${r.p95.toFixed(2)} |`,
+        );
       }
     } finally {
       await store.destroy();

@@ -87,13 +87,24 @@ async function bareLoop(rpcUrl: string, from: bigint, to: bigint): Promise<{ ms:
   return { ms: performance.now() - started, receipts };
 }
 
-interface Run { n: number; bare: { ms: number; receipts: number }; watcherMs: number; received: number; cpuMs: number; peakRssMiB: number; calls: string }
+interface Run {
+  n: number;
+  bare: { ms: number; receipts: number };
+  watcherMs: number;
+  received: number;
+  cpuMs: number;
+  peakRssMiB: number;
+  calls: string;
+}
 
 /** The node calls the proxy passed on since `sinceMs`, by method ("eth_getBlockByNumber 2,020, …"). */
 function callsSince(proxy: RpcProxy, sinceMs: number): string {
   const count = new Map<string, number>();
   for (const c of proxy.seen) if (c.atMs >= sinceMs) count.set(c.method, (count.get(c.method) ?? 0) + 1);
-  return [...count].sort((a, b) => b[1] - a[1]).map(([m, n]) => `${m} ${n.toLocaleString('en-US')}`).join(', ');
+  return [...count]
+    .sort((a, b) => b[1] - a[1])
+    .map(([m, n]) => `${m} ${n.toLocaleString('en-US')}`)
+    .join(', ');
 }
 
 /** The markdown of one run. */
@@ -127,7 +138,10 @@ async function runOnce(devnet: Devnet): Promise<Run> {
   const proxy = await RpcProxy.start(devnet.rpcUrl);
   const service = await startServiceProcess({ driver, rpcUrl: proxy.url });
   try {
-    const wallet = (await call(service, 'POST', '/api/wallet/create', { name: 'Bench', network_id: service.networkId })).data as { id: number; address: Address };
+    const wallet = (await call(service, 'POST', '/api/wallet/create', { name: 'Bench', network_id: service.networkId })).data as {
+      id: number;
+      address: Address;
+    };
     // The watcher's cursor at the head, then the head held there while the backlog is mined.
     const start = await headOf(devnet.rpcUrl);
     await waitUntil('the first cursor at the head', async () => ((await syncedBlock(service)) ?? -1) >= start, 60_000, 50);
@@ -148,7 +162,15 @@ async function runOnce(devnet: Devnet): Promise<Run> {
     await profileSignal([service]);
     process.stderr.write('done\n');
     const list = await call(service, 'GET', `/api/wallet/${wallet.id}/transaction?limit=1`);
-    return { n: head - start, bare, watcherMs, received: Number(list.headers.get('x-pagination-total')), cpuMs, peakRssMiB: service.peakRssMiB(), calls };
+    return {
+      n: head - start,
+      bare,
+      watcherMs,
+      received: Number(list.headers.get('x-pagination-total')),
+      cpuMs,
+      peakRssMiB: service.peakRssMiB(),
+      calls,
+    };
   } finally {
     await service.stop();
     await proxy.down();

@@ -87,7 +87,10 @@ s.keepAliveTimeout = 60000;
 s.listen(0, '127.0.0.1', () => process.stdout.write(String(s.address().port) + '\\n'));
 `;
 
-interface Receiver { url: string; child: ChildProcess }
+interface Receiver {
+  url: string;
+  child: ChildProcess;
+}
 
 async function startReceiver(): Promise<Receiver> {
   const child = spawn(process.execPath, ['-e', RECEIVER_SOURCE], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -98,7 +101,11 @@ async function startReceiver(): Promise<Receiver> {
   return { url: `http://127.0.0.1:${port}/hook`, child };
 }
 
-interface Stats { count: number; bytes: number; arrivals: Record<string, number[]> }
+interface Stats {
+  count: number;
+  bytes: number;
+  arrivals: Record<string, number[]>;
+}
 
 async function receiverStats(url: string): Promise<Stats> {
   return (await (await fetch(url)).json()) as Stats;
@@ -151,7 +158,14 @@ interface LoadRun {
  * `n` updates named `${prefix}-i`, spread over the services, `concurrency` at a time; waits for
  * every delivery (`perUpdate` of them an update: 0 for a wallet without webhooks).
  */
-async function updateLoad(services: Target[], walletId: number, receiverUrl: string, prefix: string, n: number, perUpdate = webhookCount): Promise<LoadRun> {
+async function updateLoad(
+  services: Target[],
+  walletId: number,
+  receiverUrl: string,
+  prefix: string,
+  n: number,
+  perUpdate = webhookCount,
+): Promise<LoadRun> {
   await fetch(receiverUrl, { method: 'DELETE' });
   const pools = services.map((s) => new Pool(s.base, { connections: Math.ceil(concurrency / services.length), pipelining: 1 }));
   const answered = new Map<string, number>();
@@ -181,7 +195,18 @@ async function updateLoad(services: Target[], walletId: number, receiverUrl: str
   const tUpdates = performance.timeOrigin + performance.now();
   await Promise.all(pools.map((p) => p.close()));
   const updateRps = n / ((tUpdates - t0) / 1000);
-  if (perUpdate === 0) return { seconds: (tUpdates - t0) / 1000, deliveries: 0, updateRps, updateP50Ms: percentile(took.sort((a, b) => a - b), 50), latencies: [], bodyBytes: 0 };
+  if (perUpdate === 0)
+    return {
+      seconds: (tUpdates - t0) / 1000,
+      deliveries: 0,
+      updateRps,
+      updateP50Ms: percentile(
+        took.sort((a, b) => a - b),
+        50,
+      ),
+      latencies: [],
+      bodyBytes: 0,
+    };
   const want = n * perUpdate;
   const deadline = Date.now() + 300_000;
   let stats = await receiverStats(receiverUrl);
@@ -206,14 +231,27 @@ async function updateLoad(services: Target[], walletId: number, receiverUrl: str
 }
 
 /** CPU of the processes a phase ran on (ms) and its wall time: the bench's client, the server (the service or the relay), the receiver. */
-interface Cpu { client: number; server: number; receiver: number; wallMs: number }
+interface Cpu {
+  client: number;
+  server: number;
+  receiver: number;
+  wallMs: number;
+}
 
 async function withCpu<T>(serverPids: number[], receiverPid: number, run: () => Promise<T>): Promise<[T, Cpu]> {
   const servers = () => serverPids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
   const [c0, s0, r0, t0] = [process.cpuUsage(), servers(), processCpuMs(receiverPid), performance.now()];
   const value = await run();
   const c = process.cpuUsage(c0);
-  return [value, { client: (c.user + c.system) / 1000, server: servers() - s0, receiver: processCpuMs(receiverPid) - r0, wallMs: performance.now() - t0 }];
+  return [
+    value,
+    {
+      client: (c.user + c.system) / 1000,
+      server: servers() - s0,
+      receiver: processCpuMs(receiverPid) - r0,
+      wallMs: performance.now() - t0,
+    },
+  ];
 }
 
 interface Row {
@@ -234,12 +272,17 @@ async function runOne(driver: Driver, rpcUrl: string, receiver: Receiver): Promi
   const services: ServiceProcess[] = [first];
   try {
     const n = driver === 'postgres' ? processes : 1;
-    for (let i = 1; i < n; i++) services.push(await startServiceProcess({ driver, rpcUrl, database: first.database, appKey: first.appKey, label: String(i + 1) }));
+    for (let i = 1; i < n; i++)
+      services.push(await startServiceProcess({ driver, rpcUrl, database: first.database, appKey: first.appKey, label: String(i + 1) }));
     const pids = services.map((s) => s.pid);
-    const wallet = (await api(first.base, first.token, 'POST', '/api/wallet/create', { name: 'Bench', network_id: first.networkId })) as { id: number };
+    const wallet = (await api(first.base, first.token, 'POST', '/api/wallet/create', { name: 'Bench', network_id: first.networkId })) as {
+      id: number;
+    };
     // The same updates on a wallet without webhooks: what the update load alone reaches, the
     // ceiling of deliveries that each follow an update.
-    const quiet = (await api(first.base, first.token, 'POST', '/api/wallet/create', { name: 'Quiet', network_id: first.networkId })) as { id: number };
+    const quiet = (await api(first.base, first.token, 'POST', '/api/wallet/create', { name: 'Quiet', network_id: first.networkId })) as {
+      id: number;
+    };
     for (let i = 0; i < webhookCount; i++) {
       await api(first.base, first.token, 'POST', `/api/wallet/${wallet.id}/webhook/create`, {
         url: receiverUrl,
@@ -345,7 +388,7 @@ async function main(): Promise<void> {
     '',
     ...lines,
     '',
-    'Where the CPU went in each phase (from /proc and the bench\'s own `process.cpuUsage`; the client is the bench process sending the updates or the bare POSTs; anvil and PostgreSQL not counted):',
+    "Where the CPU went in each phase (from /proc and the bench's own `process.cpuUsage`; the client is the bench process sending the updates or the bare POSTs; anvil and PostgreSQL not counted):",
     '',
     ...cpuLines,
     '',

@@ -28,7 +28,14 @@ export async function generatedTypes(document: unknown): Promise<string> {
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'dashboard-types-'));
-  const config = loadConfig({ NODE_ENV: 'production', APP_KEY: randomBytes(32).toString('base64'), DATA_DIR: dir, DEVNET: 'off', WORKERS: 'false', LOG_LEVEL: 'warn' });
+  const config = loadConfig({
+    NODE_ENV: 'production',
+    APP_KEY: randomBytes(32).toString('base64'),
+    DATA_DIR: dir,
+    DEVNET: 'off',
+    WORKERS: 'false',
+    LOG_LEVEL: 'warn',
+  });
   const log = createLogger('warn');
   const store = await openStore(config, log);
   const { app } = await buildApp(createContext(config, store, log));

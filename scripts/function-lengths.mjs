@@ -48,7 +48,8 @@ function nameOf(node, sf) {
   if (node.name) return node.name.getText(sf);
   if (ts.isConstructorDeclaration(node)) return 'constructor';
   const parent = node.parent;
-  if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent)) return parent.name.getText(sf);
+  if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent))
+    return parent.name.getText(sf);
   if (ts.isCallExpression(parent)) return `(callback of ${parent.expression.getText(sf).slice(0, 40)})`;
   return '(anonymous)';
 }

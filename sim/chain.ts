@@ -105,10 +105,18 @@ class Outsider {
 }
 
 /** anvil's dev accounts (the outsiders and the devnet's own): every other sender is the service. */
-const DEV_ADDRESSES = new Set(Array.from({ length: 10 }, (_, i) => mnemonicToAccount(DEV_MNEMONIC, { addressIndex: i }).address.toLowerCase()));
+const DEV_ADDRESSES = new Set(
+  Array.from({ length: 10 }, (_, i) => mnemonicToAccount(DEV_MNEMONIC, { addressIndex: i }).address.toLowerCase()),
+);
 
 function makeWallet(rpcUrl: string, index: number) {
-  return createWalletClient({ account: mnemonicToAccount(DEV_MNEMONIC, { addressIndex: index }), chain: foundry, transport: http(rpcUrl), pollingInterval: 100, cacheTime: 0 });
+  return createWalletClient({
+    account: mnemonicToAccount(DEV_MNEMONIC, { addressIndex: index }),
+    chain: foundry,
+    transport: http(rpcUrl),
+    pollingInterval: 100,
+    cacheTime: 0,
+  });
 }
 
 export class SimChain {
@@ -138,7 +146,9 @@ export class SimChain {
     const devnet = await startDevnet({ port: await findFreePort(), blockTimeS, accounts: 10 });
     const c = new SimChain(devnet, devnet.rpcUrl);
     c.blockTimeS = blockTimeS;
-    c.token = await c.outsiders[0]!.run(() => deployErc20(devnet.rpcUrl, { name: 'Sim Token', symbol: TOKEN_SYMBOL, decimals: TOKEN_DECIMALS }));
+    c.token = await c.outsiders[0]!.run(() =>
+      deployErc20(devnet.rpcUrl, { name: 'Sim Token', symbol: TOKEN_SYMBOL, decimals: TOKEN_DECIMALS }),
+    );
     c.forwarder = await c.outsiders[0]!.run(() => c.deployForwarder());
     for (const o of c.outsiders.slice(1)) {
       await c.mint(o.address, 10n ** 15n);
@@ -148,7 +158,11 @@ export class SimChain {
   }
 
   async rpc<T = unknown>(method: string, params: unknown[] = []): Promise<T> {
-    const res = await fetch(this.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: ++this.rpcId, method, params }) });
+    const res = await fetch(this.rpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: ++this.rpcId, method, params }),
+    });
     const json = (await res.json()) as { result?: T; error?: { message: string } };
     if (json.error) throw new Error(`${method}: ${json.error.message}`);
     return json.result as T;
@@ -284,12 +298,25 @@ export class SimChain {
 /** The signed bytes of a transaction as a node returns it (legacy or EIP-1559). */
 export function rawOf(tx: RpcTx): Hex | null {
   const t = tx as Record<string, string | undefined> & RpcTx;
-  const common = { chainId: Number(BigInt(t.chainId ?? '0x7a69')), nonce: Number(BigInt(t.nonce)), gas: BigInt(t.gas!), to: t.to ?? undefined, value: BigInt(t.value), data: t.input };
+  const common = {
+    chainId: Number(BigInt(t.chainId ?? '0x7a69')),
+    nonce: Number(BigInt(t.nonce)),
+    gas: BigInt(t.gas!),
+    to: t.to ?? undefined,
+    value: BigInt(t.value),
+    data: t.input,
+  };
   const sig = { r: t.r as Hex, s: t.s as Hex };
   let raw: Hex;
   if (t.type === '0x2') {
     raw = serializeTransaction(
-      { ...common, type: 'eip1559', maxFeePerGas: BigInt(t.maxFeePerGas!), maxPriorityFeePerGas: BigInt(t.maxPriorityFeePerGas!), accessList: (tx.accessList as never) ?? [] },
+      {
+        ...common,
+        type: 'eip1559',
+        maxFeePerGas: BigInt(t.maxFeePerGas!),
+        maxPriorityFeePerGas: BigInt(t.maxPriorityFeePerGas!),
+        accessList: (tx.accessList as never) ?? [],
+      },
       { ...sig, yParity: Number(BigInt(t.yParity ?? t.v!)) },
     );
   } else if (t.type === '0x0') {
@@ -302,7 +329,11 @@ function compileForwarder(): { abi: Abi; bytecode: Hex } {
   const input = JSON.stringify({
     language: 'Solidity',
     sources: { 'Forwarder.sol': { content: FORWARDER_SOURCE } },
-    settings: { evmVersion: 'paris', optimizer: { enabled: true, runs: 200 }, outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } } },
+    settings: {
+      evmVersion: 'paris',
+      optimizer: { enabled: true, runs: 200 },
+      outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } },
+    },
   });
   const path = join(tmpdir(), 'wallet-service-sim', `${createHash('sha256').update(input).digest('hex')}.json`);
   try {
@@ -311,7 +342,10 @@ function compileForwarder(): { abi: Abi; bytecode: Hex } {
     /* compile below */
   }
   const solc = createRequire(import.meta.url)('solc') as { compile(input: string): string };
-  const out = JSON.parse(solc.compile(input)) as { contracts?: Record<string, Record<string, { abi: Abi; evm: { bytecode: { object: string } } }>>; errors?: Array<{ severity: string; message: string }> };
+  const out = JSON.parse(solc.compile(input)) as {
+    contracts?: Record<string, Record<string, { abi: Abi; evm: { bytecode: { object: string } } }>>;
+    errors?: Array<{ severity: string; message: string }>;
+  };
   const c = out.contracts?.['Forwarder.sol']?.['Forwarder'];
   if (!c) throw new Error(`forwarder compilation failed: ${JSON.stringify(out.errors)}`);
   const compiled: { abi: Abi; bytecode: Hex } = { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}` };

@@ -84,7 +84,10 @@ export function readTokenCall(input: string): { fn: string; to: string; amount: 
 }
 const MAX_UINT256 = 2n ** 256n - 1n;
 /** A token amount in base units for a message: whole tokens with their places, or "unlimited". */
-const tokenAmount = (v: bigint): string => (v === MAX_UINT256 ? 'unlimited (2^256-1)' : `${v / 10n ** BigInt(TOKEN_DECIMALS)}.${(v % 10n ** BigInt(TOKEN_DECIMALS)).toString().padStart(TOKEN_DECIMALS, '0')}`);
+const tokenAmount = (v: bigint): string =>
+  v === MAX_UINT256
+    ? 'unlimited (2^256-1)'
+    : `${v / 10n ** BigInt(TOKEN_DECIMALS)}.${(v % 10n ** BigInt(TOKEN_DECIMALS)).toString().padStart(TOKEN_DECIMALS, '0')}`;
 /** A policy's decimal amount of the token in its base units. */
 const tokenUnits = (v: string | undefined): bigint | null => (v === undefined ? null : units18(v) / 10n ** BigInt(18 - TOKEN_DECIMALS));
 
@@ -114,19 +117,38 @@ export class Checker {
     for (let n = 0; n <= this.head; n++) {
       const b = await this.chain.block(n);
       if (b === null) {
-        this.notes.push(`anvil answers no block at height ${n} (head ${this.head}): an anvil fault after a reorg; its transactions, if any, are not in the scan`);
+        this.notes.push(
+          `anvil answers no block at height ${n} (head ${this.head}): an anvil fault after a reorg; its transactions, if any, are not in the scan`,
+        );
         continue;
       }
       this.blocks.set(n, { hash: lc(b.hash), timestamp: Number(BigInt(b.timestamp)) });
-      for (const t of b.transactions) this.txs.set(lc(t.hash), { from: lc(t.from), to: lc(t.to), value: BigInt(t.value), block: n, input: lc(t.input), nonce: Number(BigInt(t.nonce)) });
+      for (const t of b.transactions)
+        this.txs.set(lc(t.hash), {
+          from: lc(t.from),
+          to: lc(t.to),
+          value: BigInt(t.value),
+          block: n,
+          input: lc(t.input),
+          nonce: Number(BigInt(t.nonce)),
+        });
     }
     for (const [hash, t] of this.txs) {
       if (t.value > 0n && t.to) this.inflows.push({ hash, from: t.from, to: t.to, token: 'ETH', amount18: t.value, block: t.block });
     }
-    for (const l of await this.chain.tokenTransfers()) this.inflows.push({ hash: l.hash, from: l.from, to: l.to, token: TOKEN_SYMBOL, amount18: l.amount * scale(TOKEN_SYMBOL), block: l.block });
+    for (const l of await this.chain.tokenTransfers())
+      this.inflows.push({
+        hash: l.hash,
+        from: l.from,
+        to: l.to,
+        token: TOKEN_SYMBOL,
+        amount18: l.amount * scale(TOKEN_SYMBOL),
+        block: l.block,
+      });
     for (const [hash, p] of this.chain.internalNative) {
       const t = this.txs.get(hash);
-      if (t && (await this.receipt(hash))?.status === '0x1') this.inflows.push({ hash, from: t.from, to: p.to, token: 'ETH', amount18: p.amount, block: t.block });
+      if (t && (await this.receipt(hash))?.status === '0x1')
+        this.inflows.push({ hash, from: t.from, to: p.to, token: 'ETH', amount18: p.amount, block: t.block });
     }
     this.inflows = await this.onlySucceeded(this.inflows);
   }
@@ -164,7 +186,8 @@ export class Checker {
     this.checkEvents(o);
     const chainView = { txs: this.txs, tokenMoves: this.inflows.filter((f) => f.token !== 'ETH'), receipt: (h: string) => this.receipt(h) };
     for (const v of await checkRefusals(o, this.work, chainView)) this.violate(v.check, v.object, v.detail);
-    for (const { w, txs } of o.wallets) for (const v of checkNonceGap(w, txs, await this.chain.nonce(w.address))) this.violate(v.check, v.object, v.detail);
+    for (const { w, txs } of o.wallets)
+      for (const v of checkNonceGap(w, txs, await this.chain.nonce(w.address))) this.violate(v.check, v.object, v.detail);
   }
 
   /**
@@ -181,13 +204,19 @@ export class Checker {
     const outgoing = entry.txs.filter((t: any) => (t.type === 'transfer' || t.type === 'contract') && !topUp(t));
     for (const [token, limit] of Object.entries(policy.per_transaction)) {
       for (const t of outgoing) {
-        if (t.symbol === token && units18(t.amount) > units18(limit)) this.violate('spending policy', `transaction ${t.id}`, `${t.amount} ${token} accepted over the per-transaction limit ${limit}`);
+        if (t.symbol === token && units18(t.amount) > units18(limit))
+          this.violate('spending policy', `transaction ${t.id}`, `${t.amount} ${token} accepted over the per-transaction limit ${limit}`);
       }
     }
     for (const [token, limit] of Object.entries(policy.daily)) {
       const live = outgoing.filter((t: any) => t.symbol === token && t.status !== 'failed');
       const sum = live.reduce((a: bigint, t: any) => a + units18(t.amount), 0n);
-      if (sum > units18(limit)) this.violate('spending policy', `wallet ${walletId}`, `${live.length} transfers not failed send ${sum} (10^-18 units) of ${token}, over the daily limit ${limit}`);
+      if (sum > units18(limit))
+        this.violate(
+          'spending policy',
+          `wallet ${walletId}`,
+          `${live.length} transfers not failed send ${sum} (10^-18 units) of ${token}, over the daily limit ${limit}`,
+        );
     }
   }
 
@@ -205,15 +234,36 @@ export class Checker {
       // A payout over it as a whole: nothing of it sent unless the workload approved it.
       for (const p of entry.payouts.filter((x: any) => x.token === token && units18(x.total) > units18(limit))) {
         const decision = this.work.payouts.find((x) => x.id === p.id)?.decision;
-        if (p.items.some((i: any) => i.transaction_id !== null) && decision !== 'approved') this.violate('approvals', `payout ${p.id} (${p.total} ${token})`, `items sent over approval_above ${limit} though the workload ${decision ?? 'never saw it held'}`);
+        if (p.items.some((i: any) => i.transaction_id !== null) && decision !== 'approved')
+          this.violate(
+            'approvals',
+            `payout ${p.id} (${p.total} ${token})`,
+            `items sent over approval_above ${limit} though the workload ${decision ?? 'never saw it held'}`,
+          );
       }
       for (const t of entry.txs) {
         // A payout's items are decided with the payout (its total): checked in checkPayouts.
-        if ((t.type !== 'transfer' && t.type !== 'contract') || t.symbol !== token || units18(t.amount) <= units18(limit) || t.payout_id !== null) continue;
+        if (
+          (t.type !== 'transfer' && t.type !== 'contract') ||
+          t.symbol !== token ||
+          units18(t.amount) <= units18(limit) ||
+          t.payout_id !== null
+        )
+          continue;
         const obj = `transaction ${t.id} (${t.amount} ${token}, ${t.status}${t.failure_reason ? ` ${t.failure_reason}` : ''})`;
         const decision = decisions.get(t.id);
-        if (t.tx_hash !== null && decision !== 'approved') this.violate('approvals', obj, `signed (${t.tx_hash}) over approval_above ${limit} though the workload ${decision ?? 'never saw it held'}`);
-        if (t.status === 'failed' && (t.failure_reason === 'rejected_by_approver' || t.failure_reason === 'approval_expired') && (t.tx_hash !== null || t.nonce !== null)) this.violate('approvals', obj, 'failed unsigned, but it has a hash or a nonce');
+        if (t.tx_hash !== null && decision !== 'approved')
+          this.violate(
+            'approvals',
+            obj,
+            `signed (${t.tx_hash}) over approval_above ${limit} though the workload ${decision ?? 'never saw it held'}`,
+          );
+        if (
+          t.status === 'failed' &&
+          (t.failure_reason === 'rejected_by_approver' || t.failure_reason === 'approval_expired') &&
+          (t.tx_hash !== null || t.nonce !== null)
+        )
+          this.violate('approvals', obj, 'failed unsigned, but it has a hash or a nonce');
         if (decision === 'rejected' && t.status !== 'failed') this.violate('approvals', obj, 'rejected by the workload, but not failed');
       }
     }
@@ -242,7 +292,8 @@ export class Checker {
       if (!entry) continue;
       const main = lc(pw.w.address);
       const rowOf = new Map<string, any>();
-      for (const t of entry.txs) if (t.type !== 'receipt') for (const h of [t.tx_hash, ...(t.replaced_hashes ?? [])]) if (h) rowOf.set(lc(h), t);
+      for (const t of entry.txs)
+        if (t.type !== 'receipt') for (const h of [t.tx_hash, ...(t.replaced_hashes ?? [])]) if (h) rowOf.set(lc(h), t);
       const allow = new Set(pw.allowlist.map(lc));
       const perTx = tokenUnits(pw.policy.per_transaction[TOKEN_SYMBOL]);
       const above = tokenUnits(pw.policy.approval_above[TOKEN_SYMBOL]);
@@ -254,28 +305,47 @@ export class Checker {
       for (const [hash, t] of sent) {
         if ((await this.receipt(hash))?.status !== '0x1') continue; // reverted: it moved and approved nothing
         const row = rowOf.get(hash);
-        const what = row ? `transaction ${row.id} (${row.type}${row.refund_id !== null ? ` refund ${row.refund_id}` : ''}${row.payout_id !== null ? ` payout ${row.payout_id}` : ''}, ${row.status}${row.failure_reason ? ` ${row.failure_reason}` : ''}, ${hash}, block ${t.block})` : `transaction ${hash} (block ${t.block}, no row lists it)`;
+        const what = row
+          ? `transaction ${row.id} (${row.type}${row.refund_id !== null ? ` refund ${row.refund_id}` : ''}${row.payout_id !== null ? ` payout ${row.payout_id}` : ''}, ${row.status}${row.failure_reason ? ` ${row.failure_reason}` : ''}, ${hash}, block ${t.block})`
+          : `transaction ${hash} (block ${t.block}, no row lists it)`;
         const decision = row ? decisions.get(row.id) : undefined;
         const call = t.to === token ? readTokenCall(t.input) : null;
         if (call) {
           const obj = `wallet ${pw.w.id} ${TOKEN_SYMBOL} ${what}`;
           const moved = `${call.fn} of ${tokenAmount(call.amount)} ${TOKEN_SYMBOL} to ${call.to}`;
-          if (perTx !== null && call.amount > perTx) this.violate('token policy', obj, `${moved} mined, over per_transaction ${tokenAmount(perTx)}`);
-          if (above !== null && call.amount > above && row?.payout_id == null && decision !== 'approved') this.violate('token policy', obj, `${moved} signed over approval_above ${tokenAmount(above)} though the workload ${decision ?? 'never saw it held'}`);
-          if (pw.policy.allowlist_only && !allow.has(call.to)) this.violate('token policy', obj, `${moved} mined from an allowlist_only wallet: ${call.to} is not on its allowlist`);
+          if (perTx !== null && call.amount > perTx)
+            this.violate('token policy', obj, `${moved} mined, over per_transaction ${tokenAmount(perTx)}`);
+          if (above !== null && call.amount > above && row?.payout_id == null && decision !== 'approved')
+            this.violate(
+              'token policy',
+              obj,
+              `${moved} signed over approval_above ${tokenAmount(above)} though the workload ${decision ?? 'never saw it held'}`,
+            );
+          if (pw.policy.allowlist_only && !allow.has(call.to))
+            this.violate('token policy', obj, `${moved} mined from an allowlist_only wallet: ${call.to} is not on its allowlist`);
           total += call.amount;
           counted.push(`${row ? row.id : hash.slice(0, 10)}:${call.fn} ${tokenAmount(call.amount)}`);
           if (daily !== null && total > daily && !over) {
             over = true;
-            this.violate('token policy', obj, `${moved} brings the wallet's ${TOKEN_SYMBOL} transfers and approvals on chain to ${tokenAmount(total)}, over daily ${tokenAmount(daily)} (the run is shorter than a day): ${counted.join(', ')}`);
+            this.violate(
+              'token policy',
+              obj,
+              `${moved} brings the wallet's ${TOKEN_SYMBOL} transfers and approvals on chain to ${tokenAmount(total)}, over daily ${tokenAmount(daily)} (the run is shorter than a day): ${counted.join(', ')}`,
+            );
           }
           continue;
         }
         if (t.input === '0x' || t.input === '') continue; // a native transfer, a cancel, a gas top-up
         if (allow.has(t.to)) continue;
         const obj = `wallet ${pw.w.id} contract call to ${t.to}${t.to === token ? ` (the ${TOKEN_SYMBOL} token, not a token call: ${t.input.slice(0, 10)})` : ''} ${what}`;
-        if (pw.policy.allowlist_only) this.violate('token policy', obj, 'signed from an allowlist_only wallet, but the contract is not on its allowlist');
-        else if (decision !== 'approved') this.violate('token policy', obj, `signed without approval (not a token call, contract not allowlisted) though the workload ${decision ?? 'never saw it held'}`);
+        if (pw.policy.allowlist_only)
+          this.violate('token policy', obj, 'signed from an allowlist_only wallet, but the contract is not on its allowlist');
+        else if (decision !== 'approved')
+          this.violate(
+            'token policy',
+            obj,
+            `signed without approval (not a token call, contract not allowlisted) though the workload ${decision ?? 'never saw it held'}`,
+          );
       }
     }
   }
@@ -298,14 +368,19 @@ export class Checker {
       const said = `answered 200 ${r.answer.txStatus}`;
       if (r.intent === 'non-token') {
         if (allow.has(lc(r.contract))) continue;
-        if (pw.policy.allowlist_only) this.violate('token policy', obj, `${said}: a call to ${r.contract}, not on the allowlist of an allowlist_only wallet`);
-        else if (r.answer.txStatus !== 'awaiting_approval') this.violate('token policy', obj, `${said}: a call to ${r.contract} that is not a token call, not held for approval`);
+        if (pw.policy.allowlist_only)
+          this.violate('token policy', obj, `${said}: a call to ${r.contract}, not on the allowlist of an allowlist_only wallet`);
+        else if (r.answer.txStatus !== 'awaiting_approval')
+          this.violate('token policy', obj, `${said}: a call to ${r.contract} that is not a token call, not held for approval`);
         continue;
       }
       const moved = `${r.fn} of ${tokenAmount(r.amount)} ${TOKEN_SYMBOL} to ${r.to}`;
-      if (perTx !== null && r.amount > perTx) this.violate('token policy', obj, `${said}: ${moved}, over per_transaction ${tokenAmount(perTx)}`);
-      else if (above !== null && r.amount > above && r.answer.txStatus !== 'awaiting_approval') this.violate('token policy', obj, `${said}: ${moved}, over approval_above ${tokenAmount(above)}, not held`);
-      if (pw.policy.allowlist_only && !allow.has(lc(r.to))) this.violate('token policy', obj, `${said}: ${moved}, not on the allowlist of an allowlist_only wallet`);
+      if (perTx !== null && r.amount > perTx)
+        this.violate('token policy', obj, `${said}: ${moved}, over per_transaction ${tokenAmount(perTx)}`);
+      else if (above !== null && r.amount > above && r.answer.txStatus !== 'awaiting_approval')
+        this.violate('token policy', obj, `${said}: ${moved}, over approval_above ${tokenAmount(above)}, not held`);
+      if (pw.policy.allowlist_only && !allow.has(lc(r.to)))
+        this.violate('token policy', obj, `${said}: ${moved}, not on the allowlist of an allowlist_only wallet`);
     }
   }
 
@@ -329,7 +404,13 @@ export class Checker {
     }
     const chargeIds = new Set(this.work.charges.map((c) => c.id));
     for (const { w, txs, charges } of o.wallets) {
-      for (const c of charges) if (!chargeIds.has(c.id)) this.violate('chain exactly once', `wallet ${w.id} charge ${c.id}`, 'a charge that no accepted create was answered with (a create done twice?)');
+      for (const c of charges)
+        if (!chargeIds.has(c.id))
+          this.violate(
+            'chain exactly once',
+            `wallet ${w.id} charge ${c.id}`,
+            'a charge that no accepted create was answered with (a create done twice?)',
+          );
       const deposits = new Set(charges.map((c) => lc(c.address)));
       const refunds = new Set(this.work.refunds.map((r) => r.id));
       const payouts = new Set(this.work.payouts.map((p) => p.id));
@@ -338,8 +419,14 @@ export class Checker {
         if (t.refund_id !== null && refunds.has(t.refund_id)) continue; // answers a refund request (or its claim)
         if (t.payout_id !== null && payouts.has(t.payout_id)) continue; // an item of a payout the workload created
         const to = this.txs.get(lc(t.tx_hash))?.to ?? '';
-        const topUp = deposits.has(to) || [t.tx_hash, ...(t.replaced_hashes ?? [])].some((h: string) => deposits.has(this.txs.get(lc(h))?.to ?? ''));
-        if (!topUp && t.status !== 'failed') this.violate('chain exactly once', `wallet ${w.id} transaction ${t.id}`, `an outgoing ${t.type} of ${t.amount} ${t.symbol} (${t.status}) that no accepted request was answered with and that is not a top-up`);
+        const topUp =
+          deposits.has(to) || [t.tx_hash, ...(t.replaced_hashes ?? [])].some((h: string) => deposits.has(this.txs.get(lc(h))?.to ?? ''));
+        if (!topUp && t.status !== 'failed')
+          this.violate(
+            'chain exactly once',
+            `wallet ${w.id} transaction ${t.id}`,
+            `an outgoing ${t.type} of ${t.amount} ${t.symbol} (${t.status}) that no accepted request was answered with and that is not a top-up`,
+          );
       }
     }
   }
@@ -357,10 +444,15 @@ export class Checker {
       const what = reported.get(hash);
       const where = owner.charge ? `charge ${owner.charge.id} deposit ${t.from}` : `wallet ${owner.walletId} main ${t.from}`;
       if (!what) {
-        this.violate('nothing unrequested leaves', where, `transaction ${hash} (block ${t.block}, ${fmt18(t.value)} ETH to ${t.to}) matches no transaction, sweep or top-up the service reports`);
+        this.violate(
+          'nothing unrequested leaves',
+          where,
+          `transaction ${hash} (block ${t.block}, ${fmt18(t.value)} ETH to ${t.to}) matches no transaction, sweep or top-up the service reports`,
+        );
         continue;
       }
-      if (owner.charge && !what.startsWith(`charge ${owner.charge.id} `)) this.violate('nothing unrequested leaves', where, `transaction ${hash} is reported as ${what}`);
+      if (owner.charge && !what.startsWith(`charge ${owner.charge.id} `))
+        this.violate('nothing unrequested leaves', where, `transaction ${hash} is reported as ${what}`);
       if (owner.charge) await this.checkSweepTarget(where, hash, t, lc(o.wallets.find((x) => x.w.id === owner.walletId)!.w.address));
     }
   }
@@ -371,7 +463,11 @@ export class Checker {
     const token = this.inflows.filter((f) => f.hash === hash && f.token === TOKEN_SYMBOL);
     if (t.to === lc(this.chain.token) && token.length > 0 && token.every((f) => f.to === main)) return;
     if (t.to === lc(this.chain.token) && (await this.receipt(hash))?.status === '0x0') return;
-    this.violate('nothing unrequested leaves', where, `sweep ${hash} pays ${token.length > 0 ? token.map((f) => f.to).join(', ') : t.to}, not the main address ${main}`);
+    this.violate(
+      'nothing unrequested leaves',
+      where,
+      `sweep ${hash} pays ${token.length > 0 ? token.map((f) => f.to).join(', ') : t.to}, not the main address ${main}`,
+    );
   }
 
   /** Every state the API shows is the chain's. */
@@ -381,12 +477,20 @@ export class Checker {
       const obj = `wallet ${w.id} transaction ${t.id} (${t.type} ${t.amount} ${t.symbol})`;
       const r = t.tx_hash ? await this.receipt(t.tx_hash) : null;
       if (t.status === 'pending') this.violate('states are the chain', obj, `still pending after quiescence (tx ${t.tx_hash})`);
-      else if (t.status === 'awaiting_approval') this.violate('states are the chain', obj, 'still awaiting approval after quiescence (APPROVAL_TTL_S passed)');
+      else if (t.status === 'awaiting_approval')
+        this.violate('states are the chain', obj, 'still awaiting approval after quiescence (APPROVAL_TTL_S passed)');
       else if (t.status === 'confirmed') {
-        if (!r || r.status !== '0x1' || !this.canonical(r)) this.violate('states are the chain', obj, `confirmed, but ${t.tx_hash} is ${r ? `status ${r.status} in block ${Number(BigInt(r.blockNumber))}${this.canonical(r) ? '' : ' (not canonical)'}` : 'not mined'}`);
-        else if (Number(BigInt(r.blockNumber)) !== t.block_number) this.violate('states are the chain', obj, `block_number ${t.block_number}, chain ${Number(BigInt(r.blockNumber))}`);
+        if (!r || r.status !== '0x1' || !this.canonical(r))
+          this.violate(
+            'states are the chain',
+            obj,
+            `confirmed, but ${t.tx_hash} is ${r ? `status ${r.status} in block ${Number(BigInt(r.blockNumber))}${this.canonical(r) ? '' : ' (not canonical)'}` : 'not mined'}`,
+          );
+        else if (Number(BigInt(r.blockNumber)) !== t.block_number)
+          this.violate('states are the chain', obj, `block_number ${t.block_number}, chain ${Number(BigInt(r.blockNumber))}`);
       } else if (t.status === 'failed' && t.type !== 'receipt') await this.checkFailed(obj, t, r, chainNonce);
-      else if (t.status === 'failed' && r?.status === '0x1' && this.canonical(r)) this.violate('states are the chain', obj, `a receipt marked failed whose ${t.tx_hash} is mined with status 1`);
+      else if (t.status === 'failed' && r?.status === '0x1' && this.canonical(r))
+        this.violate('states are the chain', obj, `a receipt marked failed whose ${t.tx_hash} is mined with status 1`);
     }
   }
 
@@ -403,7 +507,12 @@ export class Checker {
         continue;
       }
       const differ = Object.keys(t).filter((k) => canonical(t[k]) !== canonical(r.data[k]));
-      if (differ.length > 0) this.violate('the list is each transaction', obj, differ.map((k) => `${k}: listed ${canonical(t[k])}, shown ${canonical(r.data[k])}`).join('; '));
+      if (differ.length > 0)
+        this.violate(
+          'the list is each transaction',
+          obj,
+          differ.map((k) => `${k}: listed ${canonical(t[k])}, shown ${canonical(r.data[k])}`).join('; '),
+        );
     }
   }
 
@@ -416,19 +525,32 @@ export class Checker {
     }
     switch (t.failure_reason) {
       case 'reverted':
-        if (!r || r.status !== '0x0') this.violate('states are the chain', obj, `failed (reverted), but ${t.tx_hash} is ${r ? `status ${r.status}` : 'not mined'}`);
+        if (!r || r.status !== '0x0')
+          this.violate('states are the chain', obj, `failed (reverted), but ${t.tx_hash} is ${r ? `status ${r.status}` : 'not mined'}`);
         return;
       case 'cancelled':
-        if (!r || r.status !== '0x1' || lc(r.to) !== lc(r.from)) this.violate('states are the chain', obj, `failed (cancelled), but ${t.tx_hash} is not a mined self-transfer`);
+        if (!r || r.status !== '0x1' || lc(r.to) !== lc(r.from))
+          this.violate('states are the chain', obj, `failed (cancelled), but ${t.tx_hash} is not a mined self-transfer`);
         return;
       case 'rejected_by_approver':
       case 'approval_expired':
-        if (hashes.length > 0 || t.nonce !== null) this.violate('states are the chain', obj, `failed (${t.failure_reason}) unsigned, but it has hash ${hashes[0]} / nonce ${t.nonce}`);
+        if (hashes.length > 0 || t.nonce !== null)
+          this.violate(
+            'states are the chain',
+            obj,
+            `failed (${t.failure_reason}) unsigned, but it has hash ${hashes[0]} / nonce ${t.nonce}`,
+          );
         return;
       case 'dropped':
       case 'rejected':
-        if (mined.length > 0) this.violate('states are the chain', obj, `failed (${t.failure_reason}), but ${mined[0]!.h} is mined with status ${mined[0]!.rr.status}`);
-        if (t.failure_reason === 'dropped' && t.nonce !== null && chainNonce <= t.nonce) this.violate('states are the chain', obj, `failed (dropped), but nonce ${t.nonce} is not taken (chain nonce ${chainNonce})`);
+        if (mined.length > 0)
+          this.violate(
+            'states are the chain',
+            obj,
+            `failed (${t.failure_reason}), but ${mined[0]!.h} is mined with status ${mined[0]!.rr.status}`,
+          );
+        if (t.failure_reason === 'dropped' && t.nonce !== null && chainNonce <= t.nonce)
+          this.violate('states are the chain', obj, `failed (dropped), but nonce ${t.nonce} is not taken (chain nonce ${chainNonce})`);
         return;
       default:
         this.violate('states are the chain', obj, `failed with failure_reason ${t.failure_reason}`);
@@ -445,10 +567,17 @@ export class Checker {
     for (const t of receipts) {
       const k = key(t.tx_hash, t.symbol, parse18(t.amount));
       const n = left.get(k) ?? 0;
-      if (n === 0) this.violate('one receipt per transfer', `wallet ${w.id} transaction ${t.id}`, `receipt of ${t.amount} ${t.symbol} in ${t.tx_hash} matches no transfer on chain (or is recorded twice)`);
+      if (n === 0)
+        this.violate(
+          'one receipt per transfer',
+          `wallet ${w.id} transaction ${t.id}`,
+          `receipt of ${t.amount} ${t.symbol} in ${t.tx_hash} matches no transfer on chain (or is recorded twice)`,
+        );
       else left.set(k, n - 1);
     }
-    for (const [k, n] of left) if (n > 0) this.violate('one receipt per transfer', `wallet ${w.id} main ${w.address}`, `chain transfer ${k} has no confirmed receipt`);
+    for (const [k, n] of left)
+      if (n > 0)
+        this.violate('one receipt per transfer', `wallet ${w.id} main ${w.address}`, `chain transfer ${k} has no confirmed receipt`);
   }
 
   /** Payments are the transfers into the address; the status follows the contract. */
@@ -460,20 +589,45 @@ export class Checker {
     const expected = chainIn.map((f) => `${f.hash}|${f.amount18}`).sort();
     if (JSON.stringify(listed) !== JSON.stringify(expected)) {
       // Say which are missing and how they came: an internal payment is seen only through call traces.
-      const missing = chainIn.filter((f) => !listed.includes(`${f.hash}|${f.amount18}`)).map((f) => `${f.hash}${this.chain.internalNative.has(f.hash) ? ' (internal, through a contract: read from call traces)' : ''}`);
-      this.violate('charge payments', obj, `payments ${JSON.stringify(listed)} but the chain has ${JSON.stringify(expected)}${missing.length > 0 ? `; missing ${missing.join(', ')}` : ''}`);
+      const missing = chainIn
+        .filter((f) => !listed.includes(`${f.hash}|${f.amount18}`))
+        .map((f) => `${f.hash}${this.chain.internalNative.has(f.hash) ? ' (internal, through a contract: read from call traces)' : ''}`);
+      this.violate(
+        'charge payments',
+        obj,
+        `payments ${JSON.stringify(listed)} but the chain has ${JSON.stringify(expected)}${missing.length > 0 ? `; missing ${missing.join(', ')}` : ''}`,
+      );
     }
     const expiresS = dateMs(c.expires_at) / 1000;
-    const onTime = chainIn.filter((f) => (this.blocks.get(f.block)?.timestamp ?? Infinity) <= expiresS).reduce((s, f) => s + f.amount18, 0n);
+    const onTime = chainIn
+      .filter((f) => (this.blocks.get(f.block)?.timestamp ?? Infinity) <= expiresS)
+      .reduce((s, f) => s + f.amount18, 0n);
     const want = onTime >= parse18(c.amount) ? 'paid' : onTime > 0n ? 'failed' : 'expired';
-    if (c.status !== want) this.violate('charge status', obj, `status ${c.status}, but payments by expires_at (${c.expires_at}) on chain sum to ${fmt18(onTime)}: ${want}`);
-    if (c.status !== 'paid' && parse18(c.paid_amount) !== onTime) this.violate('charge status', obj, `paid_amount ${c.paid_amount}, payments by expiry sum to ${fmt18(onTime)}`);
-    for (const s of c.sweeps ?? []) if (s.status === 'pending') this.violate('states are the chain', `${obj} sweep ${s.tx_hash}`, 'still pending after quiescence');
+    if (c.status !== want)
+      this.violate(
+        'charge status',
+        obj,
+        `status ${c.status}, but payments by expires_at (${c.expires_at}) on chain sum to ${fmt18(onTime)}: ${want}`,
+      );
+    if (c.status !== 'paid' && parse18(c.paid_amount) !== onTime)
+      this.violate('charge status', obj, `paid_amount ${c.paid_amount}, payments by expiry sum to ${fmt18(onTime)}`);
+    for (const s of c.sweeps ?? [])
+      if (s.status === 'pending') this.violate('states are the chain', `${obj} sweep ${s.tx_hash}`, 'still pending after quiescence');
     for (const s of c.sweeps ?? []) {
       const r = s.tx_hash ? await this.receipt(s.tx_hash) : null;
       const minedOk = r !== null && r.status === '0x1' && this.canonical(r);
-      if (s.status === 'confirmed' && !minedOk) this.violate('states are the chain', `${obj} sweep ${s.tx_hash}`, `confirmed, but the chain has ${r ? `status ${r.status}` : 'no receipt'}`);
-      if (s.status === 'failed' && minedOk) this.violate('states are the chain', `${obj} sweep ${s.tx_hash}`, `failed, but it is mined with status 1 in block ${Number(BigInt(r.blockNumber))}`);
+      if (s.status === 'confirmed' && !minedOk)
+        this.violate(
+          'states are the chain',
+          `${obj} sweep ${s.tx_hash}`,
+          `confirmed, but the chain has ${r ? `status ${r.status}` : 'no receipt'}`,
+        );
+      if (s.status === 'failed' && minedOk)
+        this.violate(
+          'states are the chain',
+          `${obj} sweep ${s.tx_hash}`,
+          `failed, but it is mined with status 1 in block ${Number(BigInt(r.blockNumber))}`,
+        );
     }
   }
 
@@ -488,16 +642,26 @@ export class Checker {
     const received = (c.payments ?? []).reduce((a: bigint, p: any) => a + parse18(p.amount), 0n);
     const live = (c.refunds ?? []).filter((r: any) => r.status !== 'failed' && r.status !== 'expired');
     const committed = live.reduce((a: bigint, r: any) => a + parse18(r.amount), 0n);
-    if (committed > received) this.violate('refunds', `wallet ${w.id} charge ${c.id}`, `refunds not failed or expired sum to ${fmt18(committed)}, more than its payments brought (${fmt18(received)})`);
+    if (committed > received)
+      this.violate(
+        'refunds',
+        `wallet ${w.id} charge ${c.id}`,
+        `refunds not failed or expired sum to ${fmt18(committed)}, more than its payments brought (${fmt18(received)})`,
+      );
     for (const r of c.refunds ?? []) {
       const work = this.work.refunds.find((x) => x.id === r.id);
       if (r.status === 'pending') this.violate('states are the chain', obj(r), 'still pending after quiescence');
-      if (work?.claim === 'claimed' && r.transaction_id === null) this.violate('refunds', obj(r), 'claimed by the payer, but it has no transfer');
+      if (work?.claim === 'claimed' && r.transaction_id === null)
+        this.violate('refunds', obj(r), 'claimed by the payer, but it has no transfer');
       if (r.transaction_id === null) continue;
       const t = txs.find((x) => x.id === r.transaction_id);
       const want = t?.status === 'confirmed' ? 'confirmed' : t?.status === 'failed' ? 'failed' : 'pending';
       if (!t || t.refund_id !== r.id || t.amount !== r.amount || want !== r.status) {
-        this.violate('refunds', obj(r), `its transaction ${r.transaction_id} is ${t ? `${t.status}, ${t.amount}, refund_id ${t.refund_id}` : 'not in the wallet'}`);
+        this.violate(
+          'refunds',
+          obj(r),
+          `its transaction ${r.transaction_id} is ${t ? `${t.status}, ${t.amount}, refund_id ${t.refund_id}` : 'not in the wallet'}`,
+        );
         continue;
       }
       if (r.status === 'confirmed') await this.checkPaidOnChain(obj(r), r, c.token, lc(w.address));
@@ -505,11 +669,26 @@ export class Checker {
   }
 
   /** A confirmed refund or payout item: mined with status 1 in a canonical block, exactly its amount of the token from the main address to its address. */
-  private async checkPaidOnChain(obj: string, r: { tx_hash: string | null; address: string; amount: string }, token: string, main: string): Promise<void> {
+  private async checkPaidOnChain(
+    obj: string,
+    r: { tx_hash: string | null; address: string; amount: string },
+    token: string,
+    main: string,
+  ): Promise<void> {
     const rc = r.tx_hash ? await this.receipt(r.tx_hash) : null;
-    if (!rc || rc.status !== '0x1' || !this.canonical(rc)) return this.violate('refunds', obj, `confirmed, but ${r.tx_hash} is ${rc ? `status ${rc.status}${this.canonical(rc) ? '' : ' (not canonical)'}` : 'not mined'}`);
+    if (!rc || rc.status !== '0x1' || !this.canonical(rc))
+      return this.violate(
+        'refunds',
+        obj,
+        `confirmed, but ${r.tx_hash} is ${rc ? `status ${rc.status}${this.canonical(rc) ? '' : ' (not canonical)'}` : 'not mined'}`,
+      );
     const paid = this.inflows.filter((f) => f.hash === lc(r.tx_hash) && f.token === token && f.from === main && f.to === lc(r.address));
-    if (paid.length !== 1 || paid[0]!.amount18 !== parse18(r.amount)) this.violate('refunds', obj, `${r.tx_hash} pays ${JSON.stringify(paid.map((f) => `${fmt18(f.amount18)} to ${f.to}`))}, not ${r.amount} to ${r.address} from the main address`);
+    if (paid.length !== 1 || paid[0]!.amount18 !== parse18(r.amount))
+      this.violate(
+        'refunds',
+        obj,
+        `${r.tx_hash} pays ${JSON.stringify(paid.map((f) => `${fmt18(f.amount18)} to ${f.to}`))}, not ${r.amount} to ${r.address} from the main address`,
+      );
   }
 
   /**
@@ -523,9 +702,11 @@ export class Checker {
     const obj = `wallet ${w.id} payout ${p.id} (${p.total} ${p.token}, ${p.status})`;
     const work = this.work.payouts.find((x) => x.id === p.id);
     if (!work) this.violate('payouts', obj, 'listed, but no payout create was answered with it (a payout made twice?)');
-    if (p.status === 'processing' || p.status === 'awaiting_approval') this.violate('states are the chain', obj, 'not final after quiescence');
+    if (p.status === 'processing' || p.status === 'awaiting_approval')
+      this.violate('states are the chain', obj, 'not final after quiescence');
     const sent = p.items.filter((i: any) => i.transaction_id !== null);
-    if (sent.length > 0 && work?.decision !== undefined && work.decision !== 'approved') this.violate('payouts', obj, `${sent.length} items sent, but the workload ${work.decision} it`);
+    if (sent.length > 0 && work?.decision !== undefined && work.decision !== 'approved')
+      this.violate('payouts', obj, `${sent.length} items sent, but the workload ${work.decision} it`);
     let lastNonce = -1;
     for (const i of p.items) {
       const io = `${obj} item ${i.id} (${i.reference}, ${i.amount}, ${i.status})`;
@@ -536,19 +717,26 @@ export class Checker {
       const t = txs.find((x) => x.id === i.transaction_id);
       const want = t?.status === 'confirmed' ? 'confirmed' : t?.status === 'failed' ? 'failed' : 'pending';
       if (!t || t.payout_id !== p.id || t.reference !== i.reference || t.amount !== i.amount || want !== i.status) {
-        this.violate('payouts', io, `its transaction ${i.transaction_id} is ${t ? `${t.status}, ${t.amount}, payout ${t.payout_id}, reference ${t.reference}` : 'not in the wallet'}`);
+        this.violate(
+          'payouts',
+          io,
+          `its transaction ${i.transaction_id} is ${t ? `${t.status}, ${t.amount}, payout ${t.payout_id}, reference ${t.reference}` : 'not in the wallet'}`,
+        );
         continue;
       }
-      if (t.nonce !== null && t.nonce < lastNonce) this.violate('payouts', io, `nonce ${t.nonce} after an earlier item's ${lastNonce}: not in item order`);
+      if (t.nonce !== null && t.nonce < lastNonce)
+        this.violate('payouts', io, `nonce ${t.nonce} after an earlier item's ${lastNonce}: not in item order`);
       lastNonce = Math.max(lastNonce, t.nonce ?? -1);
-      if (i.status === 'confirmed') await this.checkPaidOnChain(io, { tx_hash: i.tx_hash, address: i.address, amount: i.amount }, p.token, lc(w.address));
+      if (i.status === 'confirmed')
+        await this.checkPaidOnChain(io, { tx_hash: i.tx_hash, address: i.address, amount: i.amount }, p.token, lc(w.address));
     }
   }
 
   /** Every payout answered to the workload is listed. */
   private checkPayoutRequests(o: Observed): void {
     const shown = new Set(o.wallets.flatMap(({ payouts }) => payouts.map((p: any) => p.id)));
-    for (const p of this.work.payouts) if (!shown.has(p.id)) this.violate('payouts', `wallet ${p.walletId} payout ${p.id}`, 'answered to a payout create, but not listed');
+    for (const p of this.work.payouts)
+      if (!shown.has(p.id)) this.violate('payouts', `wallet ${p.walletId} payout ${p.id}`, 'answered to a payout create, but not listed');
   }
 
   /** Every refund the workload was answered with is on its charge, and no other refund is. */
@@ -556,16 +744,27 @@ export class Checker {
     const shown = new Map<number, any>();
     for (const { charges } of o.wallets) for (const c of charges) for (const r of c.refunds ?? []) shown.set(r.id, r);
     const answered = new Set(this.work.refunds.map((r) => r.id));
-    for (const r of this.work.refunds) if (!shown.has(r.id)) this.violate('refunds', `charge ${r.chargeId} refund ${r.id}`, 'answered to a refund request, but not on the charge');
+    for (const r of this.work.refunds)
+      if (!shown.has(r.id))
+        this.violate('refunds', `charge ${r.chargeId} refund ${r.id}`, 'answered to a refund request, but not on the charge');
     // A refund the node refused is recorded failed and answered 400 (contract, "Several providers"):
     // listed though no request was answered with it; that it paid nothing is "no refusal for what mined".
-    for (const [id, r] of shown) if (!answered.has(id) && r.status !== 'failed') this.violate('refunds', `refund ${id} (${r.status})`, 'on a charge, but no refund request was answered with it (a refund made twice?)');
+    for (const [id, r] of shown)
+      if (!answered.has(id) && r.status !== 'failed')
+        this.violate(
+          'refunds',
+          `refund ${id} (${r.status})`,
+          'on a charge, but no refund request was answered with it (a refund made twice?)',
+        );
   }
 
   /** Its address is empty, or reconciliation lists it as unswept. */
   async checkDepositEmpty(w: SimWallet, c: any, unswept: Array<{ address: string; token: string }> | null): Promise<void> {
     const obj = `wallet ${w.id} charge ${c.id} (${c.token} ${c.amount}, ${c.status}) deposit ${c.address}`;
-    const held = { ETH: await this.chain.nativeBalance(c.address), [TOKEN_SYMBOL]: await this.chain.tokenBalance(c.address) } as Record<string, bigint>;
+    const held = { ETH: await this.chain.nativeBalance(c.address), [TOKEN_SYMBOL]: await this.chain.tokenBalance(c.address) } as Record<
+      string,
+      bigint
+    >;
     for (const [token, v] of Object.entries(held)) {
       if (v === 0n) continue;
       const amount = fmt18(v * scale(token));
@@ -573,10 +772,16 @@ export class Checker {
       // A sweep under way of that token is the other answer the contract allows (its fate is checked with the states).
       if ((c.sweeps ?? []).some((s: any) => s.status === 'pending' && s.token === token)) continue;
       if (unswept === null && token === 'ETH' && v < 10n ** 15n && c.token !== 'ETH') {
-        this.notes.push(`${obj} keeps ${amount} ETH (gas left from a token sweep?); reconciliation did not run, so whether it is listed unswept is NOT CHECKED`);
+        this.notes.push(
+          `${obj} keeps ${amount} ETH (gas left from a token sweep?); reconciliation did not run, so whether it is listed unswept is NOT CHECKED`,
+        );
         continue;
       }
-      this.violate('deposit addresses emptied', obj, `holds ${amount} ${token} with no sweep under way and ${unswept === null ? 'no reconciliation to list it (NOT RUN)' : "no unswept entry in the wallet's reconciliation (stranded, unlisted)"}; sweeps ${JSON.stringify((c.sweeps ?? []).map((s: any) => `${s.token} ${s.amount} ${s.status}${s.tx_hash ? ` ${s.tx_hash}` : ''}`))}`);
+      this.violate(
+        'deposit addresses emptied',
+        obj,
+        `holds ${amount} ${token} with no sweep under way and ${unswept === null ? 'no reconciliation to list it (NOT RUN)' : "no unswept entry in the wallet's reconciliation (stranded, unlisted)"}; sweeps ${JSON.stringify((c.sweeps ?? []).map((s: any) => `${s.token} ${s.amount} ${s.status}${s.tx_hash ? ` ${s.tx_hash}` : ''}`))}`,
+      );
     }
   }
 
@@ -599,25 +804,37 @@ export class Checker {
     for (const [id, t] of finalTx) {
       const evs = (byTx.get(id) ?? []).filter((e) => e !== 'transaction.created' && e !== 'transaction.approval_required');
       const want = t.status === 'confirmed' ? 'transaction.confirmed' : t.status === 'failed' ? 'transaction.failed' : null;
-      if (want && evs[evs.length - 1] !== want) this.violate('event story', `transaction ${id} (${t.type}, ${t.status})`, `its events are ${JSON.stringify(byTx.get(id) ?? [])}`);
+      if (want && evs[evs.length - 1] !== want)
+        this.violate('event story', `transaction ${id} (${t.type}, ${t.status})`, `its events are ${JSON.stringify(byTx.get(id) ?? [])}`);
       const all = byTx.get(id) ?? [];
       // A held transfer starts with approval_required; approved (signed), transaction.created follows.
       const start = all[0] === 'transaction.approval_required' && t.tx_hash !== null ? all.slice(0, 2).join() : all[0];
-      const wantStart = all[0] === 'transaction.approval_required' ? (t.tx_hash !== null ? 'transaction.approval_required,transaction.created' : 'transaction.approval_required') : 'transaction.created';
-      if (t.type !== 'receipt' && start !== wantStart) this.violate('event story', `transaction ${id} (${t.type})`, `does not start with ${wantStart}: ${JSON.stringify(all)}`);
+      const wantStart =
+        all[0] === 'transaction.approval_required'
+          ? t.tx_hash !== null
+            ? 'transaction.approval_required,transaction.created'
+            : 'transaction.approval_required'
+          : 'transaction.created';
+      if (t.type !== 'receipt' && start !== wantStart)
+        this.violate('event story', `transaction ${id} (${t.type})`, `does not start with ${wantStart}: ${JSON.stringify(all)}`);
     }
     // Events are numbered in commit order: a wallet's newest wallet.updated names it as it is.
     for (const { w, shown } of o.wallets) {
       const updates = o.events.filter((e) => e.event === 'wallet.updated' && e.data.wallet_id === w.id);
       const newest = updates[updates.length - 1];
       if (newest && (newest.data.name !== shown.name || newest.data.description !== shown.description)) {
-        this.violate('event story', `wallet ${w.id} (${JSON.stringify(shown.name)})`, `its newest wallet.updated (event ${newest.id}) says ${JSON.stringify({ name: newest.data.name, description: newest.data.description })}`);
+        this.violate(
+          'event story',
+          `wallet ${w.id} (${JSON.stringify(shown.name)})`,
+          `its newest wallet.updated (event ${newest.id}) says ${JSON.stringify({ name: newest.data.name, description: newest.data.description })}`,
+        );
       }
     }
     for (const [id, c] of finalCharge) {
       const evs = byCharge.get(id) ?? [];
       const outcomes = evs.filter((e) => ['charge.paid', 'charge.expired', 'charge.failed', 'charge.reopened'].includes(e));
-      if (evs[0] !== 'charge.created' || outcomes[outcomes.length - 1] !== `charge.${c.status}`) this.violate('event story', `charge ${id} (${c.status})`, `its events are ${JSON.stringify(evs)}`);
+      if (evs[0] !== 'charge.created' || outcomes[outcomes.length - 1] !== `charge.${c.status}`)
+        this.violate('event story', `charge ${id} (${c.status})`, `its events are ${JSON.stringify(evs)}`);
       // Each confirmed refund was told by charge.refunded (with that refund).
       for (const r of (c.refunds ?? []).filter((x: any) => x.status === 'confirmed')) {
         if (!refunded.has(r.id)) this.violate('event story', `charge ${id} refund ${r.id} (confirmed)`, 'no charge.refunded event with it');
@@ -637,7 +854,12 @@ export class Checker {
     for (const e of bal) {
       const k = `${e.wallet_id}|${e.data.token}`;
       if (typeof e.data.block_number !== 'number') continue;
-      if ((last.get(k) ?? -1) > e.data.block_number) this.violate('event story', `wallet ${e.wallet_id} ${e.data.token} balance.updated event ${e.id}`, `block_number ${e.data.block_number} after ${last.get(k)}`);
+      if ((last.get(k) ?? -1) > e.data.block_number)
+        this.violate(
+          'event story',
+          `wallet ${e.wallet_id} ${e.data.token} balance.updated event ${e.id}`,
+          `block_number ${e.data.block_number} after ${last.get(k)}`,
+        );
       last.set(k, Math.max(last.get(k) ?? -1, e.data.block_number));
     }
   }
@@ -650,11 +872,18 @@ export class Checker {
     const got = new Set(deliveries.map((d) => canonical({ event: d.event, data: d.data })));
     for (const e of events) {
       const delivered = got.has(canonical({ event: e.event, data: e.data }));
-      if (hooked.has(e.wallet_id) && !delivered) this.violate('events delivered', `event ${e.id} ${e.event}`, `never delivered to the receiver: ${JSON.stringify(e.data).slice(0, 200)}`);
-      if (!hooked.has(e.wallet_id) && delivered) this.violate('events delivered', `event ${e.id} ${e.event} of wallet ${e.wallet_id}`, 'delivered, but that wallet has no webhook');
+      if (hooked.has(e.wallet_id) && !delivered)
+        this.violate(
+          'events delivered',
+          `event ${e.id} ${e.event}`,
+          `never delivered to the receiver: ${JSON.stringify(e.data).slice(0, 200)}`,
+        );
+      if (!hooked.has(e.wallet_id) && delivered)
+        this.violate('events delivered', `event ${e.id} ${e.event} of wallet ${e.wallet_id}`, 'delivered, but that wallet has no webhook');
     }
     const quiet = events.filter((e) => !hooked.has(e.wallet_id));
-    if (quiet.length === 0) this.notRun.push('events of a wallet without webhooks: none was listed, so their being sent nowhere is NOT CHECKED');
+    if (quiet.length === 0)
+      this.notRun.push('events of a wallet without webhooks: none was listed, so their being sent nowhere is NOT CHECKED');
   }
 
   /** The main address's balances, as the API shows them, equal the chain's. */
@@ -678,7 +907,11 @@ function push<K>(m: Map<K, string[]>, k: K, v: string): void {
 /** JSON with sorted keys, to compare bodies whatever their key order. */
 export function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  if (v && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   return JSON.stringify(v);
 }
 

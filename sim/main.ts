@@ -12,7 +12,14 @@ import { buildEntries } from '../scripts/build-entries.mjs';
 
 const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
-function parseArgs(argv: string[]): { seed: number; seconds: number; postgresUrl: string | null; faults: Set<FaultKind>; endpoints: number; quiesceS: number } {
+function parseArgs(argv: string[]): {
+  seed: number;
+  seconds: number;
+  postgresUrl: string | null;
+  faults: Set<FaultKind>;
+  endpoints: number;
+  quiesceS: number;
+} {
   const args = new Map<string, string>();
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -20,7 +27,8 @@ function parseArgs(argv: string[]): { seed: number; seconds: number; postgresUrl
     const [k, inline] = a.slice(2).split('=', 2);
     args.set(k!, inline ?? argv[++i] ?? '');
   }
-  for (const k of args.keys()) if (!['seed', 'seconds', 'db', 'faults', 'quiesce', 'endpoints'].includes(k)) throw new Error(`unknown option --${k}`);
+  for (const k of args.keys())
+    if (!['seed', 'seconds', 'db', 'faults', 'quiesce', 'endpoints'].includes(k)) throw new Error(`unknown option --${k}`);
   const int = (k: string, d: number) => {
     const v = Number(args.get(k) ?? d);
     if (!Number.isInteger(v) || v < 0) throw new Error(`--${k} must be a whole number`);
@@ -30,8 +38,12 @@ function parseArgs(argv: string[]): { seed: number; seconds: number; postgresUrl
   if (db !== 'sqlite' && db !== 'postgres') throw new Error('--db must be sqlite or postgres');
   const endpoints = int('endpoints', DEFAULT_ENDPOINTS);
   if (endpoints < 1 || endpoints > 9) throw new Error('--endpoints must be 1 to 9');
-  const faults = (args.get('faults') ?? (endpoints > 1 ? FAULT_KINDS : ONE_ENDPOINT_FAULT_KINDS).join(',')).split(',').map((f) => f.trim()).filter(Boolean);
-  for (const f of faults) if (!(FAULT_KINDS as readonly string[]).includes(f)) throw new Error(`--faults: unknown fault "${f}" (${FAULT_KINDS.join(', ')})`);
+  const faults = (args.get('faults') ?? (endpoints > 1 ? FAULT_KINDS : ONE_ENDPOINT_FAULT_KINDS).join(','))
+    .split(',')
+    .map((f) => f.trim())
+    .filter(Boolean);
+  for (const f of faults)
+    if (!(FAULT_KINDS as readonly string[]).includes(f)) throw new Error(`--faults: unknown fault "${f}" (${FAULT_KINDS.join(', ')})`);
   // One endpoint without the trace API, and no other to ask, is a network without traces (not a fault).
   if (faults.includes('no-trace') && endpoints < 2) throw new Error('--faults no-trace needs --endpoints 2 or more');
   return {

@@ -86,7 +86,12 @@ const isTrace = (c: RpcCall): boolean => /^(debug_trace|trace_)/.test(String(c.m
 const rawOf = (c: RpcCall): unknown => (Array.isArray(c.params) ? c.params[0] : undefined);
 
 /** geth's definite refusals of a broadcast (JSON-RPC -32000). */
-const REFUSALS = ['nonce too low', 'insufficient funds for gas * price + value', 'replacement transaction underpriced', 'transaction underpriced'] as const;
+const REFUSALS = [
+  'nonce too low',
+  'insufficient funds for gas * price + value',
+  'replacement transaction underpriced',
+  'transaction underpriced',
+] as const;
 const GLITCHES = [
   { code: -32603, message: 'internal error' },
   { code: -32000, message: 'header not found' },
@@ -162,7 +167,17 @@ export class FaultProxy {
   /** What this proxy is, for the run's first lines. */
   describe(): string {
     const k = this.kinds;
-    return [k.rpc && 'rpc', k.behind && 'behind', k.refuse && 'refuse', k.glitch && 'glitch', k.traces === 'none' ? 'no trace API' : k.traces === 'flaky' ? 'traces 403 at times' : null].filter(Boolean).join(', ') || 'no faults';
+    return (
+      [
+        k.rpc && 'rpc',
+        k.behind && 'behind',
+        k.refuse && 'refuse',
+        k.glitch && 'glitch',
+        k.traces === 'none' ? 'no trace API' : k.traces === 'flaky' ? 'traces 403 at times' : null,
+      ]
+        .filter(Boolean)
+        .join(', ') || 'no faults'
+    );
   }
 
   /** Faults on or off (off also ends a lag or a view behind at once; a missing trace API stays). */
@@ -195,15 +210,18 @@ export class FaultProxy {
   /** The next view behind: 4–20 s from now, for 2–8 s, 1–3 blocks behind the node. */
   private scheduleBehind(): void {
     if (!this.on || !this.kinds.behind) return;
-    this.behindTimer = setTimeout(() => {
-      if (!this.on) return;
-      this.behindBy = this.schedule.int(1, 3);
-      const lasts = this.schedule.int(2_000, 8_000);
-      this.behindUntil = Date.now() + lasts;
-      this.injected.behind += 1;
-      this.behindTimer = setTimeout(() => this.scheduleBehind(), lasts);
-      this.behindTimer.unref();
-    }, this.schedule.int(4_000, 20_000));
+    this.behindTimer = setTimeout(
+      () => {
+        if (!this.on) return;
+        this.behindBy = this.schedule.int(1, 3);
+        const lasts = this.schedule.int(2_000, 8_000);
+        this.behindUntil = Date.now() + lasts;
+        this.injected.behind += 1;
+        this.behindTimer = setTimeout(() => this.scheduleBehind(), lasts);
+        this.behindTimer.unref();
+      },
+      this.schedule.int(4_000, 20_000),
+    );
     this.behindTimer.unref();
   }
 
@@ -232,11 +250,14 @@ export class FaultProxy {
   /** While faults are on, half the sockets are cut 0.2–5 s later. */
   private maybeCut(client: Duplex): void {
     if (!this.on || !this.prng.chance(0.5)) return;
-    setTimeout(() => {
-      if (!this.sockets.has(client)) return;
-      this.injected['ws-cut'] += 1;
-      client.destroy();
-    }, this.prng.int(200, 5000)).unref();
+    setTimeout(
+      () => {
+        if (!this.sockets.has(client)) return;
+        this.injected['ws-cut'] += 1;
+        client.destroy();
+      },
+      this.prng.int(200, 5000),
+    ).unref();
   }
 
   /** The faults of one request (drawn only while faults are on; nothing drawn for a kind that is off). */
@@ -247,7 +268,10 @@ export class FaultProxy {
     const sends = calls.some(isSend);
     // A broadcast meets a fault more often, and most often the worst one: taken, then cut.
     if (sends && k.rpc && this.prng.chance(this.opts.rate * 3)) {
-      return { ...none, whole: this.prng.chance(0.6) ? 'reset-after-send' : this.prng.pick<RpcFault>(['http-5xx', 'rpc-32005', 'timeout']) };
+      return {
+        ...none,
+        whole: this.prng.chance(0.6) ? 'reset-after-send' : this.prng.pick<RpcFault>(['http-5xx', 'rpc-32005', 'timeout']),
+      };
     }
     if (sends && k.refuse && this.prng.chance(this.opts.sendRate ?? 0.3)) {
       const f = this.prng.weighted({ refuse: 2, 'forward-hang': 1, 'forward-502': 1 });
@@ -261,7 +285,16 @@ export class FaultProxy {
     }
     if (!k.rpc || !this.prng.chance(this.opts.rate)) return none;
     if (calls.some(atHeight) && this.prng.chance(0.3)) return { ...none, whole: 'header-not-found' };
-    return { ...none, whole: this.prng.weighted<Exclude<RpcFault, 'reset-after-send' | 'header-not-found'>>({ 'http-5xx': 2, 'http-429': 2, 'rpc-32005': 2, timeout: 1, lag: 1 }) };
+    return {
+      ...none,
+      whole: this.prng.weighted<Exclude<RpcFault, 'reset-after-send' | 'header-not-found'>>({
+        'http-5xx': 2,
+        'http-429': 2,
+        'rpc-32005': 2,
+        timeout: 1,
+        lag: 1,
+      }),
+    };
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -281,7 +314,14 @@ export class FaultProxy {
       if (d.whole) {
         this.injected[d.whole] += 1;
         if (await this.answerWhole(d.whole, parsed, calls, body, req, res)) {
-          this.recordSends(calls, d.whole === 'reset-after-send' || d.whole === 'forward-hang' || d.whole === 'forward-502' ? 'unanswered' : d.whole === 'header-not-found' ? 'answered' : 'lost');
+          this.recordSends(
+            calls,
+            d.whole === 'reset-after-send' || d.whole === 'forward-hang' || d.whole === 'forward-502'
+              ? 'unanswered'
+              : d.whole === 'header-not-found'
+                ? 'answered'
+                : 'lost',
+          );
           return;
         }
       }
@@ -297,7 +337,14 @@ export class FaultProxy {
   }
 
   /** A fault of the whole request; false when the request is then served as usual (a lag starting). */
-  private async answerWhole(fault: WholeFault, parsed: RpcCall | RpcCall[] | null, calls: RpcCall[], body: string, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+  private async answerWhole(
+    fault: WholeFault,
+    parsed: RpcCall | RpcCall[] | null,
+    calls: RpcCall[],
+    body: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<boolean> {
     switch (fault) {
       case 'http-5xx':
         send(res, 502, { error: 'bad gateway' });
@@ -342,7 +389,13 @@ export class FaultProxy {
   }
 
   /** Each call as its plan says: a view behind, a refusal, a glitch, no trace API; else forwarded. */
-  private async answerCalls(d: Draw, parsed: RpcCall | RpcCall[] | null, calls: RpcCall[], body: string, res: ServerResponse): Promise<void> {
+  private async answerCalls(
+    d: Draw,
+    parsed: RpcCall | RpcCall[] | null,
+    calls: RpcCall[],
+    body: string,
+    res: ServerResponse,
+  ): Promise<void> {
     const plans = parsed === null ? [] : await this.plans(d, calls);
     if (plans.every((p, i) => p.forward === calls[i] && !p.post)) {
       const up = await this.forward(body);
@@ -363,7 +416,11 @@ export class FaultProxy {
     }
     const final = plans.map((p, i) => {
       if (p.answer) return p.answer;
-      const a = answers.find((x) => x.id === p.forward!.id) ?? { jsonrpc: '2.0' as const, id: calls[i]!.id ?? null, error: { code: -32603, message: 'no answer' } };
+      const a = answers.find((x) => x.id === p.forward!.id) ?? {
+        jsonrpc: '2.0' as const,
+        id: calls[i]!.id ?? null,
+        error: { code: -32603, message: 'no answer' },
+      };
       return p.post ? p.post(a) : a;
     });
     return this.reply(res, 200, parsed, JSON.stringify(Array.isArray(parsed) ? final : final[0]));
@@ -425,7 +482,9 @@ export class FaultProxy {
 
   /** The height of a block named by hash, read from the node (null when it has none). */
   private async heightOf(hash: string): Promise<number | null> {
-    const up = await this.forward(JSON.stringify({ jsonrpc: '2.0', id: `proxy-${++this.rpcId}`, method: 'eth_getBlockByHash', params: [hash, false] }));
+    const up = await this.forward(
+      JSON.stringify({ jsonrpc: '2.0', id: `proxy-${++this.rpcId}`, method: 'eth_getBlockByHash', params: [hash, false] }),
+    );
     const b = (JSON.parse(up.text) as { result: { number: string } | null }).result;
     return b ? Number(BigInt(b.number)) : null;
   }
@@ -458,7 +517,8 @@ export class FaultProxy {
 
 /** The node's answer with each read at a block number replaced by geth's "header not found". */
 function behind(calls: RpcCall[], text: string): string {
-  const out = JSON.parse(text) as Array<{ id?: unknown; result?: unknown; error?: unknown }> | { id?: unknown; result?: unknown; error?: unknown };
+  const out = JSON.parse(text) as
+    Array<{ id?: unknown; result?: unknown; error?: unknown }> | { id?: unknown; result?: unknown; error?: unknown };
   const list = Array.isArray(out) ? out : [out];
   for (const r of list) {
     const call = calls.find((c) => c.id === r.id);

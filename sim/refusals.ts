@@ -52,13 +52,20 @@ export async function checkRefusals(o: Observed, work: Workload, view: ChainView
     }
     if (r.spender) {
       const needle = lc(r.spender).slice(2);
-      for (const [hash, t] of view.txs) if (t.from === main && t.input.includes(needle)) violate(obj, `${answered}, but the chain mined its call (approving ${r.spender}): ${describe(hash)}`);
+      for (const [hash, t] of view.txs)
+        if (t.from === main && t.input.includes(needle))
+          violate(obj, `${answered}, but the chain mined its call (approving ${r.spender}): ${describe(hash)}`);
     }
     if (r.txId === undefined) continue;
     const row = rows.get(r.txId);
     if (!row) continue;
     if (r.what === 'approve') {
-      for (const h of hashesOf(row)) if (view.txs.has(h)) violate(obj, `${answered}, but ${describe(h)} of it mined (transaction ${row.status}${row.failure_reason ? ` ${row.failure_reason}` : ''})`);
+      for (const h of hashesOf(row))
+        if (view.txs.has(h))
+          violate(
+            obj,
+            `${answered}, but ${describe(h)} of it mined (transaction ${row.status}${row.failure_reason ? ` ${row.failure_reason}` : ''})`,
+          );
       continue;
     }
     if (r.replace === undefined || row.nonce === null) continue;
@@ -67,9 +74,21 @@ export async function checkRefusals(o: Observed, work: Workload, view: ChainView
     const t = view.txs.get(mined)!;
     if (!hashesOf(row).includes(mined)) {
       const rowOf = [...rows.values()].find((x) => hashesOf(x).includes(mined));
-      if (!rowOf) violate(obj, `${answered}, but the chain mined ${describe(mined)} at its nonce ${row.nonce}, a version the transaction does not list (its hashes ${JSON.stringify(hashesOf(row))}): the refused ${r.replace}, forgotten while it could mine?`);
-    } else if (r.replace === 'cancel' && t.to === main && t.value === 0n && !work.replacements.some((x) => x.txId === r.txId && x.kind === 'cancel')) {
-      violate(obj, `${answered} and no cancel of it was accepted, but the chain mined a cancel (a 0 self-transfer) at its nonce ${row.nonce}: ${describe(mined)}`);
+      if (!rowOf)
+        violate(
+          obj,
+          `${answered}, but the chain mined ${describe(mined)} at its nonce ${row.nonce}, a version the transaction does not list (its hashes ${JSON.stringify(hashesOf(row))}): the refused ${r.replace}, forgotten while it could mine?`,
+        );
+    } else if (
+      r.replace === 'cancel' &&
+      t.to === main &&
+      t.value === 0n &&
+      !work.replacements.some((x) => x.txId === r.txId && x.kind === 'cancel')
+    ) {
+      violate(
+        obj,
+        `${answered} and no cancel of it was accepted, but the chain mined a cancel (a 0 self-transfer) at its nonce ${row.nonce}: ${describe(mined)}`,
+      );
     }
   }
   checkFailedPaidNothing(o, paid, violate);
@@ -84,13 +103,21 @@ function checkFailedPaidNothing(o: Observed, paid: Map<string, string[]>, violat
     for (const p of payouts) {
       for (const i of p.items.filter((x: any) => x.status === 'failed')) {
         const hashes = paid.get(`${main}|${lc(i.address)}`) ?? [];
-        if (hashes.length > 0) violate(`wallet ${w.id} payout ${p.id} item ${i.id} (${i.reference}, failed${i.failure_reason ? ` ${i.failure_reason}` : ''})`, `failed, but the chain has the wallet paying its address ${i.address}: ${hashes.join(', ')}`);
+        if (hashes.length > 0)
+          violate(
+            `wallet ${w.id} payout ${p.id} item ${i.id} (${i.reference}, failed${i.failure_reason ? ` ${i.failure_reason}` : ''})`,
+            `failed, but the chain has the wallet paying its address ${i.address}: ${hashes.join(', ')}`,
+          );
       }
     }
     for (const c of charges) {
       for (const r of (c.refunds ?? []).filter((x: any) => x.status === 'failed' && x.address)) {
         const hashes = paid.get(`${main}|${lc(r.address)}`) ?? [];
-        if (hashes.length > 0) violate(`wallet ${w.id} charge ${c.id} refund ${r.id} (${r.amount}, failed)`, `failed, but the chain has the wallet paying its address ${r.address}: ${hashes.join(', ')}`);
+        if (hashes.length > 0)
+          violate(
+            `wallet ${w.id} charge ${c.id} refund ${r.id} (${r.amount}, failed)`,
+            `failed, but the chain has the wallet paying its address ${r.address}: ${hashes.join(', ')}`,
+          );
       }
     }
   }
@@ -102,21 +129,38 @@ function checkFailedPaidNothing(o: Observed, paid: Map<string, string[]>, violat
  * that a row lists only among its replaced versions is a row whose state is not the chain's.
  * (A hash no row or sweep names at all is `nothing unrequested leaves`.)
  */
-async function checkMinedRows(o: Observed, view: ChainView, rows: Map<number, any>, violate: (object: string, detail: string) => void): Promise<void> {
+async function checkMinedRows(
+  o: Observed,
+  view: ChainView,
+  rows: Map<number, any>,
+  violate: (object: string, detail: string) => void,
+): Promise<void> {
   const owner = new Map(o.wallets.map((x) => [lc(x.w.address), x.w.id]));
   const sweeps = new Set(o.wallets.flatMap((x) => x.charges.flatMap((c: any) => (c.sweeps ?? []).map((s: any) => lc(s.tx_hash)))));
   for (const [hash, t] of view.txs) {
     const walletId = owner.get(t.from);
     if (walletId === undefined || sweeps.has(hash)) continue;
-    const row = [...rows.values()].find((x) => x.type !== 'receipt' && x.wallet_id === walletId && lc(x.tx_hash) === hash) ?? [...rows.values()].find((x) => x.type !== 'receipt' && lc(x.tx_hash) === hash);
+    const row =
+      [...rows.values()].find((x) => x.type !== 'receipt' && x.wallet_id === walletId && lc(x.tx_hash) === hash) ??
+      [...rows.values()].find((x) => x.type !== 'receipt' && lc(x.tx_hash) === hash);
     if (row) {
       const status = (await view.receipt(hash))?.status;
-      const ok = (row.status === 'confirmed' && status === '0x1') || (row.status === 'failed' && ((row.failure_reason === 'reverted' && status === '0x0') || row.failure_reason === 'cancelled'));
-      if (!ok) violate(`wallet ${walletId} transaction ${row.id} (${row.type} ${row.amount} ${row.symbol})`, `${hash} mined (status ${status}, block ${t.block}), but the transaction is ${row.status}${row.failure_reason ? ` ${row.failure_reason}` : ''}`);
+      const ok =
+        (row.status === 'confirmed' && status === '0x1') ||
+        (row.status === 'failed' && ((row.failure_reason === 'reverted' && status === '0x0') || row.failure_reason === 'cancelled'));
+      if (!ok)
+        violate(
+          `wallet ${walletId} transaction ${row.id} (${row.type} ${row.amount} ${row.symbol})`,
+          `${hash} mined (status ${status}, block ${t.block}), but the transaction is ${row.status}${row.failure_reason ? ` ${row.failure_reason}` : ''}`,
+        );
       continue;
     }
     const older = [...rows.values()].find((x) => hashesOf(x).includes(hash));
-    if (older) violate(`wallet ${walletId} transaction ${older.id} (${older.type} ${older.amount} ${older.symbol}, ${older.status})`, `${hash} mined (block ${t.block}) is one of its replaced versions, but it shows tx_hash ${older.tx_hash}`);
+    if (older)
+      violate(
+        `wallet ${walletId} transaction ${older.id} (${older.type} ${older.amount} ${older.symbol}, ${older.status})`,
+        `${hash} mined (block ${t.block}) is one of its replaced versions, but it shows tx_hash ${older.tx_hash}`,
+      );
   }
 }
 
@@ -130,13 +174,21 @@ export function checkNonceGap(w: SimWallet, txs: any[], chainNonce: number): Vio
   if (pending.length === 0) return [];
   if (pending.some((t) => t.nonce === chainNonce)) return [];
   const at = txs.filter((t) => t.type !== 'receipt' && t.nonce === chainNonce);
-  const held = at.length > 0 ? at.map((t) => `transaction ${t.id} ${t.status}${t.failure_reason ? ` ${t.failure_reason}` : ''}${t.tx_hash ? ` ${t.tx_hash}` : ''}`).join(', ') : 'no transaction';
+  const held =
+    at.length > 0
+      ? at
+          .map((t) => `transaction ${t.id} ${t.status}${t.failure_reason ? ` ${t.failure_reason}` : ''}${t.tx_hash ? ` ${t.tx_hash}` : ''}`)
+          .join(', ')
+      : 'no transaction';
   const waiting = pending.sort((a, b) => a.nonce - b.nonce);
   return [
     {
       check: 'no nonce gap',
       object: `wallet ${w.id} main ${w.address}`,
-      detail: `the chain's next nonce is ${chainNonce}, held by ${held}; ${waiting.length} pending transfer(s) wait behind it, never to be mined: ${waiting.slice(0, 8).map((t) => `${t.id}@${t.nonce}`).join(', ')}${waiting.length > 8 ? ', …' : ''}`,
+      detail: `the chain's next nonce is ${chainNonce}, held by ${held}; ${waiting.length} pending transfer(s) wait behind it, never to be mined: ${waiting
+        .slice(0, 8)
+        .map((t) => `${t.id}@${t.nonce}`)
+        .join(', ')}${waiting.length > 8 ? ', …' : ''}`,
     },
   ];
 }

@@ -90,7 +90,18 @@ async function startProxies(opts: SimOptions, prng: Prng, target: string, ledger
   for (let i = 0; i < n; i++) {
     const traces = !f.has('no-trace') || n < 2 ? 'all' : i === opts.seed % n ? 'none' : i === (opts.seed + 1) % n ? 'flaky' : 'all';
     const kinds = { rpc: f.has('rpc'), behind: f.has('behind'), refuse: f.has('refuse'), glitch: f.has('glitch'), traces } as const;
-    proxies.push(await FaultProxy.start(target, prng.fork(n === 1 ? 'proxy' : `proxy-${i}`), { rate: 0.08, timeoutMs: 6_000, lagMs: 4_000, kinds, sendRate: 0.3, glitchRate: 0.05, index: i, ledger }));
+    proxies.push(
+      await FaultProxy.start(target, prng.fork(n === 1 ? 'proxy' : `proxy-${i}`), {
+        rate: 0.08,
+        timeoutMs: 6_000,
+        lagMs: 4_000,
+        kinds,
+        sendRate: 0.3,
+        glitchRate: 0.05,
+        index: i,
+        ledger,
+      }),
+    );
   }
   return proxies;
 }
@@ -116,9 +127,18 @@ export async function runSim(opts: SimOptions): Promise<SimResult> {
   const db = await createTestDatabase(opts.postgresUrl, 'sim');
   const logDir = join(tmpdir(), 'wallet-sim-logs');
   mkdirSync(logDir, { recursive: true });
-  const logPath = join(logDir, `seed-${opts.seed}-${db.databaseUrl ? 'postgres' : 'sqlite'}-${new Date().toISOString().replace(/[:.]/g, '')}.log`);
-  const svc = new ServiceProcess(await findFreePort(), serviceEnv(proxies.map((p) => p.url).join(','), db.dataDir, db.databaseUrl, opts.seed % 2 === 1), logPath);
-  opts.log(`seed ${opts.seed}: anvil ${chain.rpcUrl}, ${proxies.length} endpoint(s) ${proxies.map((p) => `${p.url} (${p.describe()})`).join(', ')}, service ${svc.url} (${db.databaseUrl ? 'PostgreSQL' : 'SQLite'}), deposits matched ${opts.seed % 2 === 1 ? 'by lookup' : 'against the whole list'}, log ${svc.logPath}`);
+  const logPath = join(
+    logDir,
+    `seed-${opts.seed}-${db.databaseUrl ? 'postgres' : 'sqlite'}-${new Date().toISOString().replace(/[:.]/g, '')}.log`,
+  );
+  const svc = new ServiceProcess(
+    await findFreePort(),
+    serviceEnv(proxies.map((p) => p.url).join(','), db.dataDir, db.databaseUrl, opts.seed % 2 === 1),
+    logPath,
+  );
+  opts.log(
+    `seed ${opts.seed}: anvil ${chain.rpcUrl}, ${proxies.length} endpoint(s) ${proxies.map((p) => `${p.url} (${p.describe()})`).join(', ')}, service ${svc.url} (${db.databaseUrl ? 'PostgreSQL' : 'SQLite'}), deposits matched ${opts.seed % 2 === 1 ? 'by lookup' : 'against the whole list'}, log ${svc.logPath}`,
+  );
   try {
     await svc.start();
     const api = new Api(svc);
@@ -136,15 +156,37 @@ export async function runSim(opts: SimOptions): Promise<SimResult> {
     // A 503 (node unavailable) is the contract's answer to a node fault; a 500 is a defect (e.g. a deadlock).
     // A rate limit of the node is transient: 503 with Retry-After, never a 4xx (contract, "Chains as they are");
     // so is a node (or a balancer's backend) that has not, or no longer, the block a read names.
-    for (const u of work.unexpected) if (/: 4\d\d .*(rate limit|exceeds defined limit|header not found|BlockOutOfRange|Invalid parameters were provided|internal error)/i.test(u)) checker.violate('node faults answer 503', u.split(':')[0]!, `answered ${u.slice(u.indexOf(':') + 2)}`);
-    for (const [k, n] of api.stats.serverErrors) if (k.startsWith('500')) checker.violate('no internal errors', `${n} answer(s)`, `HTTP ${k} (the request was retried with the same key); see the service log`);
+    for (const u of work.unexpected)
+      if (
+        /: 4\d\d .*(rate limit|exceeds defined limit|header not found|BlockOutOfRange|Invalid parameters were provided|internal error)/i.test(
+          u,
+        )
+      )
+        checker.violate('node faults answer 503', u.split(':')[0]!, `answered ${u.slice(u.indexOf(':') + 2)}`);
+    for (const [k, n] of api.stats.serverErrors)
+      if (k.startsWith('500'))
+        checker.violate(
+          'no internal errors',
+          `${n} answer(s)`,
+          `HTTP ${k} (the request was retried with the same key); see the service log`,
+        );
     return {
       seed: opts.seed,
       ops: work.ops,
-      faults: { kill: svc.kills, reorg: chain.reorgs, 'reorg-lost-tx': chain.droppedByReorg, 'receiver-500': receiver.failed, ...faultCounts(proxies, ledger) },
+      faults: {
+        kill: svc.kills,
+        reorg: chain.reorgs,
+        'reorg-lost-tx': chain.droppedByReorg,
+        'receiver-500': receiver.failed,
+        ...faultCounts(proxies, ledger),
+      },
       violations: checker.violations,
       notRun: checker.notRun,
-      notes: [...proxies.map((p, i) => `endpoint ${i} (${p.describe()}): ${p.requests} requests`), ...checker.notes, ...work.unexpected.map((u) => `unexpected answer: ${u}`)],
+      notes: [
+        ...proxies.map((p, i) => `endpoint ${i} (${p.describe()}): ${p.requests} requests`),
+        ...checker.notes,
+        ...work.unexpected.map((u) => `unexpected answer: ${u}`),
+      ],
       serverErrors: Object.fromEntries(api.stats.serverErrors),
       logPath: svc.logPath,
     };
@@ -165,13 +207,23 @@ export async function runSim(opts: SimOptions): Promise<SimResult> {
  * through the token-call lane. Returns the last event id before the webhooks, the ids of the
  * wallets with webhooks, and the policed wallets.
  */
-async function setUp(api: Api, chain: SimChain, receiver: SimReceiver, listing: Prng): Promise<{ wallets: SimWallet[]; firstEvent: number; hooked: Set<number>; policed: PolicedWallet[] }> {
+async function setUp(
+  api: Api,
+  chain: SimChain,
+  receiver: SimReceiver,
+  listing: Prng,
+): Promise<{ wallets: SimWallet[]; firstEvent: number; hooked: Set<number>; policed: PolicedWallet[] }> {
   const nets = await api.call<Array<{ id: number; name: string }>>('GET', '/api/networks');
   const net = nets.data.find((n) => n.name === 'Local devnet');
   if (!net) throw new Error(`no Local devnet network: ${JSON.stringify(nets.data)}`);
   const wallets: SimWallet[] = [];
   for (const name of ['sim-a', 'sim-b', 'sim-quiet', 'sim-listed']) {
-    const r = await api.call<{ id: number; address: `0x${string}` }>('POST', '/api/wallet/create', { name, network_id: net.id }, { key: `setup-${name}` });
+    const r = await api.call<{ id: number; address: `0x${string}` }>(
+      'POST',
+      '/api/wallet/create',
+      { name, network_id: net.id },
+      { key: `setup-${name}` },
+    );
     if (r.status !== 200) throw new Error(`wallet create: ${r.status} ${r.message}`);
     wallets.push({ id: r.data.id, address: r.data.address });
   }
@@ -180,7 +232,12 @@ async function setUp(api: Api, chain: SimChain, receiver: SimReceiver, listing: 
   const hooked = new Set(wallets.slice(0, 2).map((w) => w.id));
   for (const w of wallets) {
     for (const type of hooked.has(w.id) ? ['charge', 'transaction', 'balance', 'token', 'wallet'] : []) {
-      const r = await api.call('POST', `/api/wallet/${w.id}/webhook/create`, { url: `${receiver.url}/w${w.id}/${type}`, type, events: ['*'] }, { key: `setup-hook-${w.id}-${type}` });
+      const r = await api.call(
+        'POST',
+        `/api/wallet/${w.id}/webhook/create`,
+        { url: `${receiver.url}/w${w.id}/${type}`, type, events: ['*'] },
+        { key: `setup-hook-${w.id}-${type}` },
+      );
       if (r.status !== 200) throw new Error(`webhook create: ${r.status} ${r.message} ${JSON.stringify(r.data)}`);
     }
     const t = await api.call('POST', `/api/wallet/${w.id}/token/add`, { contract: chain.token }, { key: `setup-token-${w.id}` });
@@ -195,7 +252,10 @@ async function setUp(api: Api, chain: SimChain, receiver: SimReceiver, listing: 
   if (listed.status !== 200) throw new Error(`policy: ${listed.status} ${listed.message} ${JSON.stringify(listed.data)}`);
   const allowlist = [...Array.from({ length: 3 }, () => randomAddress(listing)), chain.forwarder];
   for (const address of allowlist) {
-    const r = await api.call('POST', `/api/wallet/${wallets[3]!.id}/allowlist/add`, { address, label: address === chain.forwarder ? 'forwarder' : 'listed payee' });
+    const r = await api.call('POST', `/api/wallet/${wallets[3]!.id}/allowlist/add`, {
+      address,
+      label: address === chain.forwarder ? 'forwarder' : 'listed payee',
+    });
     if (r.status !== 200) throw new Error(`allowlist add: ${r.status} ${r.message} ${JSON.stringify(r.data)}`);
   }
   const policed: PolicedWallet[] = [
@@ -213,7 +273,15 @@ function randomAddress(p: Prng): `0x${string}` {
 }
 
 /** The workload lanes, the killer and the reorger, until the time is up. */
-async function underFaults(opts: SimOptions, prng: Prng, work: Workload, svc: ServiceProcess, chain: SimChain, proxies: FaultProxy[], receiver: SimReceiver): Promise<void> {
+async function underFaults(
+  opts: SimOptions,
+  prng: Prng,
+  work: Workload,
+  svc: ServiceProcess,
+  chain: SimChain,
+  proxies: FaultProxy[],
+  receiver: SimReceiver,
+): Promise<void> {
   // A proxy's kinds say what it injects; faults on lets them loose (a missing trace API is there from the start).
   for (const p of proxies) p.setFaults(true);
   receiver.setFaults(opts.faults.has('receiver'));
@@ -264,7 +332,7 @@ async function observe(api: Api, wallets: SimWallet[]): Promise<Observed> {
     const shown = (await api.call('GET', `/api/wallet/${w.id}`)).data;
     out.wallets.push({ w, shown, txs, charges, payouts });
   }
-  for (let after = 0; ; ) {
+  for (let after = 0; ;) {
     const r = await api.call<any[]>('GET', `/api/events?after=${after}&limit=1000`);
     out.events.push(...r.data);
     if (r.data.length < 1000) break;
@@ -278,7 +346,9 @@ const busy = (o: Observed): string[] =>
     ...payouts.filter((p) => p.status === 'processing' || p.status === 'awaiting_approval').map((p) => `wallet ${w.id} payout ${p.id}`),
     ...txs.filter((t) => t.status === 'pending' || t.status === 'awaiting_approval').map((t) => `wallet ${w.id} transaction ${t.id}`),
     ...charges.filter((c) => c.status === 'pending').map((c) => `charge ${c.id}`),
-    ...charges.flatMap((c) => (c.sweeps ?? []).filter((s: any) => s.status === 'pending').map((s: any) => `charge ${c.id} sweep ${s.tx_hash}`)),
+    ...charges.flatMap((c) =>
+      (c.sweeps ?? []).filter((s: any) => s.status === 'pending').map((s: any) => `charge ${c.id} sweep ${s.tx_hash}`),
+    ),
   ]);
 
 /** Waits (bounded) until nothing is pending, the deposits are swept and the events delivered; then checks. */
@@ -353,7 +423,9 @@ async function quietObservation(
 
 /** The heights in [from, to] holding a transaction sent from a main or deposit address. */
 async function serviceBlocks(chain: SimChain, o: Observed, from: number, to: number): Promise<number[]> {
-  const service = new Set(o.wallets.flatMap(({ w, charges }) => [w.address, ...charges.map((c) => c.address)].map((a: string) => a.toLowerCase())));
+  const service = new Set(
+    o.wallets.flatMap(({ w, charges }) => [w.address, ...charges.map((c) => c.address)].map((a: string) => a.toLowerCase())),
+  );
   const out: number[] = [];
   for (let n = Math.max(0, from); n <= to; n++) {
     const b = await chain.block(n);
@@ -365,7 +437,12 @@ async function serviceBlocks(chain: SimChain, o: Observed, from: number, to: num
 async function unswept(chain: SimChain, o: Observed): Promise<number> {
   let n = 0;
   for (const { charges } of o.wallets) {
-    for (const c of charges) if (c.status !== 'pending' && ((await chain.tokenBalance(c.address)) > 0n || (c.token === 'ETH' && (await chain.nativeBalance(c.address)) > 0n))) n++;
+    for (const c of charges)
+      if (
+        c.status !== 'pending' &&
+        ((await chain.tokenBalance(c.address)) > 0n || (c.token === 'ETH' && (await chain.nativeBalance(c.address)) > 0n))
+      )
+        n++;
   }
   return n;
 }
@@ -379,7 +456,11 @@ function allDelivered(events: any[], receiver: SimReceiver): boolean {
 function reconciliationProblems(rec: any): string {
   const out: string[] = [];
   for (const a of rec.addresses ?? []) {
-    for (const t of a.tokens ?? []) if (!/^-?0\.0+$/.test(t.difference)) out.push(`${a.kind} ${a.address}${a.charge_id ? ` (charge ${a.charge_id})` : ''} ${t.token}: difference ${t.difference} (chain ${t.chain_balance}, checkpoint ${t.checkpoint_balance} at ${t.checkpoint_block}, recorded ${t.recorded_change})`);
+    for (const t of a.tokens ?? [])
+      if (!/^-?0\.0+$/.test(t.difference))
+        out.push(
+          `${a.kind} ${a.address}${a.charge_id ? ` (charge ${a.charge_id})` : ''} ${t.token}: difference ${t.difference} (chain ${t.chain_balance}, checkpoint ${t.checkpoint_balance} at ${t.checkpoint_block}, recorded ${t.recorded_change})`,
+        );
   }
   for (const u of rec.unswept ?? []) out.push(`unswept ${u.address} (charge ${u.charge_id}) ${u.amount} ${u.token}: ${u.reason}`);
   return out.join('; ') || JSON.stringify(rec).slice(0, 1500);
@@ -408,17 +489,28 @@ async function checkBalancesAndReconciliation(api: Api, o: Observed, checker: Ch
       // charge's remainder sweep re-sent as signed after a reorg leaves the difference of the
       // token sweep's fees on the new chain (docs/reconciliation.md, "A sweep a reorg removed").
       // Any difference, and anything else left unswept, is a violation.
-      const dust = (r.data.unswept ?? []).filter((u: any) => u.token === 'ETH' && /^dust/.test(u.reason) && parseEther(u.amount) < 10n ** 15n);
+      const dust = (r.data.unswept ?? []).filter(
+        (u: any) => u.token === 'ETH' && /^dust/.test(u.reason) && parseEther(u.amount) < 10n ** 15n,
+      );
       // The tokens a token call moved are counted (its row's call_spend): any difference is a violation.
       const rest = { ...r.data, unswept: (r.data.unswept ?? []).filter((u: any) => !dust.includes(u)) };
-      for (const u of dust) checker.notes.push(`reconciliation: wallet ${w.id}: charge ${u.charge_id}'s address keeps ${u.amount} ETH, listed unswept as dust`);
+      for (const u of dust)
+        checker.notes.push(`reconciliation: wallet ${w.id}: charge ${u.charge_id}'s address keeps ${u.amount} ETH, listed unswept as dust`);
       const differs = (rest.addresses ?? []).some((a: any) => (a.tokens ?? []).some((t: any) => !/^-?0\.0+$/.test(t.difference)));
-      if (differs || rest.unswept.length > 0) checker.violate('reconciliation', `wallet ${w.id}`, `ok is ${r.data.ok} at block ${r.data.block_number}: ${reconciliationProblems(rest)}`);
+      if (differs || rest.unswept.length > 0)
+        checker.violate(
+          'reconciliation',
+          `wallet ${w.id}`,
+          `ok is ${r.data.ok} at block ${r.data.block_number}: ${reconciliationProblems(rest)}`,
+        );
     }
     // Every charge's address, settled or not: nothing sits there without a sweep under way or an unswept entry.
     for (const c of charges) await checker.checkDepositEmpty(w, c, r.status === 200 ? (r.data.unswept ?? []) : []);
   }
-  if (!reconciliationRan) checker.notRun.push('RECONCILIATION: GET /api/wallet/{id}/reconciliation answers 404 Route not found (not merged yet): reconciliation ok, and deposit remainders listed as unswept, NOT CHECKED');
+  if (!reconciliationRan)
+    checker.notRun.push(
+      'RECONCILIATION: GET /api/wallet/{id}/reconciliation answers 404 Route not found (not merged yet): reconciliation ok, and deposit remainders listed as unswept, NOT CHECKED',
+    );
 }
 
 export { TOKEN_SYMBOL };
@@ -434,4 +526,9 @@ export const SIM_POLICY = { per_transaction: { [TOKEN_SYMBOL]: '150' }, daily: {
  * the token's per-transaction, daily and approval limits, and only to its allowlist (three
  * payees and the forwarder contract). The lane's daily bursts pass its daily limit of 500.
  */
-export const LISTED_POLICY = { per_transaction: { [TOKEN_SYMBOL]: '200' }, daily: { [TOKEN_SYMBOL]: '500' }, approval_above: { [TOKEN_SYMBOL]: '120' }, allowlist_only: true };
+export const LISTED_POLICY = {
+  per_transaction: { [TOKEN_SYMBOL]: '200' },
+  daily: { [TOKEN_SYMBOL]: '500' },
+  approval_above: { [TOKEN_SYMBOL]: '120' },
+  allowlist_only: true,
+};

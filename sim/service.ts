@@ -54,7 +54,10 @@ export class ServiceProcess {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       if (this.child !== child) throw new Error(`the service exited during start-up; see ${this.logPath}`);
-      const ok = await fetch(`${this.url}/api/openapi.json`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${this.url}/api/openapi.json`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) return;
       await sleep(200);
     }
@@ -116,7 +119,12 @@ export class Api {
    * One request, sent again (same body, same Idempotency-Key) until it has an answer that is not
    * a cut, a 5xx or a 429, or `deadlineMs` passes (then it throws).
    */
-  async call<T = any>(method: 'GET' | 'POST', path: string, body?: unknown, opts: { key?: string; deadlineMs?: number; auth?: boolean } = {}): Promise<ApiAnswer<T>> {
+  async call<T = any>(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    opts: { key?: string; deadlineMs?: number; auth?: boolean } = {},
+  ): Promise<ApiAnswer<T>> {
     const deadline = Date.now() + (opts.deadlineMs ?? 180_000);
     const headers: Record<string, string> = {};
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -132,7 +140,10 @@ export class Api {
         const k = `${answer.status} ${answer.message}`;
         this.stats.serverErrors.set(k, (this.stats.serverErrors.get(k) ?? 0) + 1);
       }
-      if (Date.now() > deadline) throw new Error(`${method} ${path}: no answer before the deadline (last: ${answer ? `${answer.status} ${answer.message}` : 'no connection'})`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `${method} ${path}: no answer before the deadline (last: ${answer ? `${answer.status} ${answer.message}` : 'no connection'})`,
+        );
       this.stats.retries += 1;
       await sleep(Math.min(2000, 200 * 2 ** Math.min(attempt, 4)));
     }

@@ -44,7 +44,14 @@ export const headerNotFound = (id: unknown): RpcAnswer => ({ jsonrpc: '2.0', id,
 const result = (id: unknown, value: unknown): RpcAnswer => ({ jsonrpc: '2.0', id, result: value });
 
 /** Where a state read's block parameter is. */
-const STATE_PARAM: Record<string, number> = { eth_getBalance: 1, eth_getTransactionCount: 1, eth_call: 1, eth_getCode: 1, eth_estimateGas: 1, eth_getStorageAt: 2 };
+const STATE_PARAM: Record<string, number> = {
+  eth_getBalance: 1,
+  eth_getTransactionCount: 1,
+  eth_call: 1,
+  eth_getCode: 1,
+  eth_estimateGas: 1,
+  eth_getStorageAt: 2,
+};
 
 /** The plan for one call while the proxy serves a view at height `v`. */
 export async function behindPlan(c: RpcCall, v: number, heightOf: BlockHeight): Promise<CallPlan> {
@@ -55,7 +62,8 @@ export async function behindPlan(c: RpcCall, v: number, heightOf: BlockHeight): 
   if (m === 'eth_getBlockByNumber' || m === 'eth_getBlockReceipts' || m === 'debug_traceBlockByNumber') {
     const tag = params[0];
     if (typeof tag === 'string' && LATEST.has(tag)) return { forward: { ...c, params: [hex(v), ...params.slice(1)] }, effect: 'rewritten' };
-    if (isNumber(tag) && Number(BigInt(tag)) > v) return { answer: m === 'debug_traceBlockByNumber' ? notFound(c.id, tag) : result(c.id, null), effect: 'absent' };
+    if (isNumber(tag) && Number(BigInt(tag)) > v)
+      return { answer: m === 'debug_traceBlockByNumber' ? notFound(c.id, tag) : result(c.id, null), effect: 'absent' };
     return { forward: c };
   }
   if (m === 'eth_getBlockByHash' || m === 'eth_getTransactionReceipt' || m === 'eth_getTransactionByHash') {
@@ -66,14 +74,19 @@ export async function behindPlan(c: RpcCall, v: number, heightOf: BlockHeight): 
     return n !== null && n > v ? { answer: notFound(c.id, params[0] as string), effect: 'absent' } : { forward: c };
   }
   if (m === 'eth_getLogs') return logs(c, params, v, heightOf);
-  if (m === 'eth_feeHistory' && typeof params[1] === 'string' && LATEST.has(params[1])) return { forward: { ...c, params: [params[0], hex(v), ...params.slice(2)] }, effect: 'rewritten' };
+  if (m === 'eth_feeHistory' && typeof params[1] === 'string' && LATEST.has(params[1]))
+    return { forward: { ...c, params: [params[0], hex(v), ...params.slice(2)] }, effect: 'rewritten' };
   return { forward: c };
 }
 
 /** A state read: at `latest`/`pending` (or no block) read at V; above V, "header not found". */
 function atBlock(c: RpcCall, params: unknown[], i: number, v: number): CallPlan {
   const b = params[i];
-  const n = isNumber(b) ? Number(BigInt(b)) : b && typeof b === 'object' && isNumber((b as { blockNumber?: unknown }).blockNumber) ? Number(BigInt((b as { blockNumber: string }).blockNumber)) : null;
+  const n = isNumber(b)
+    ? Number(BigInt(b))
+    : b && typeof b === 'object' && isNumber((b as { blockNumber?: unknown }).blockNumber)
+      ? Number(BigInt((b as { blockNumber: string }).blockNumber))
+      : null;
   if (n !== null) return n > v ? { answer: headerNotFound(c.id), effect: 'absent' } : { forward: c };
   if (b !== undefined && b !== null && !(typeof b === 'string' && LATEST.has(b))) return { forward: c }; // earliest, safe, finalized, a block hash
   while (params.length < i) params.push(undefined);
@@ -87,9 +100,12 @@ async function logs(c: RpcCall, params: unknown[], v: number, heightOf: BlockHei
   const drop: CallPlan['post'] = (a) => (Array.isArray(a.result) ? { ...a, result: a.result.filter((l) => !above(l, v)) } : a);
   if (typeof f.blockHash === 'string') {
     const n = await heightOf(f.blockHash);
-    return n !== null && n > v ? { answer: { jsonrpc: '2.0', id: c.id, error: { code: -32000, message: 'unknown block' } }, effect: 'absent' } : { forward: c, post: drop };
+    return n !== null && n > v
+      ? { answer: { jsonrpc: '2.0', id: c.id, error: { code: -32000, message: 'unknown block' } }, effect: 'absent' }
+      : { forward: c, post: drop };
   }
-  const at = (x: unknown): number | null => (x === undefined || (typeof x === 'string' && LATEST.has(x)) ? v : isNumber(x) ? Number(BigInt(x)) : x === 'earliest' ? 0 : null);
+  const at = (x: unknown): number | null =>
+    x === undefined || (typeof x === 'string' && LATEST.has(x)) ? v : isNumber(x) ? Number(BigInt(x)) : x === 'earliest' ? 0 : null;
   const from = at(f.fromBlock);
   const to = at(f.toBlock);
   if (from !== null && from > v) return { answer: headerNotFound(c.id), effect: 'absent' };

@@ -88,7 +88,12 @@ export interface Refusal {
  */
 export interface PolicedWallet {
   w: SimWallet;
-  policy: { per_transaction: Record<string, string>; daily: Record<string, string>; approval_above: Record<string, string>; allowlist_only?: boolean };
+  policy: {
+    per_transaction: Record<string, string>;
+    daily: Record<string, string>;
+    approval_above: Record<string, string>;
+    allowlist_only?: boolean;
+  };
   allowlist: Address[];
   tokenCallsOnly: boolean;
 }
@@ -115,7 +120,8 @@ type CreateOpts = { refusal?: Pick<Refusal, 'to' | 'spender'>; legit?: RegExp; r
 
 const MAX_UINT256 = 2n ** 256n - 1n;
 /** Legit refusals of the token-call lane: the policy's, the balance's, the pending cap's. */
-const TOKEN_CALL_LEGIT = /Insufficient balance|Too many pending|^Policy: over the (per-transaction|daily) limit$|^Policy: address not on the allowlist$/;
+const TOKEN_CALL_LEGIT =
+  /Insufficient balance|Too many pending|^Policy: over the (per-transaction|daily) limit$|^Policy: address not on the allowlist$/;
 
 export const decimalsOf = (token: string): number => (token === TOKEN_SYMBOL ? TOKEN_DECIMALS : 18);
 const fmt = (v: bigint, token: string): string => formatUnits(v, decimalsOf(token));
@@ -183,7 +189,18 @@ export class Workload {
 
   /** One operation, picked by the seeded stream. */
   async step(): Promise<void> {
-    const op = this.prng.weighted({ native: 4, token: 3, contract: 1, 'wallet-to-wallet': 1, burst: 1, fund: 1, charge: 5, payout: 1, rename: 1, 'token-call': 4 });
+    const op = this.prng.weighted({
+      native: 4,
+      token: 3,
+      contract: 1,
+      'wallet-to-wallet': 1,
+      burst: 1,
+      fund: 1,
+      charge: 5,
+      payout: 1,
+      rename: 1,
+      'token-call': 4,
+    });
     const w = this.prng.pick(this.general);
     switch (op) {
       case 'native':
@@ -191,12 +208,23 @@ export class Workload {
       case 'token':
         // The policed wallet's amounts straddle its approval_above (100) and per-transaction (150)
         // limits, so held, refused and plain transfers all come up in a short run.
-        return this.transfer(w, TOKEN_SYMBOL, w.id === this.wallets[1]?.id ? this.prng.bigint(50n * UNIT, 170n * UNIT) : this.prng.bigint(UNIT, 500n * UNIT), this.recipient());
+        return this.transfer(
+          w,
+          TOKEN_SYMBOL,
+          w.id === this.wallets[1]?.id ? this.prng.bigint(50n * UNIT, 170n * UNIT) : this.prng.bigint(UNIT, 500n * UNIT),
+          this.recipient(),
+        );
       case 'contract':
         return this.contractCall(w);
       case 'wallet-to-wallet': {
         const other = this.general.find((x) => x.id !== w.id) ?? w;
-        return this.transfer(w, this.prng.chance(0.5) ? 'ETH' : TOKEN_SYMBOL, this.prng.chance(0.5) ? ETH / 100n : 3n * UNIT, other.address, 'wallet-to-wallet');
+        return this.transfer(
+          w,
+          this.prng.chance(0.5) ? 'ETH' : TOKEN_SYMBOL,
+          this.prng.chance(0.5) ? ETH / 100n : 3n * UNIT,
+          other.address,
+          'wallet-to-wallet',
+        );
       }
       case 'burst':
         return this.burst(w, this.prng.int(3, 6));
@@ -268,16 +296,28 @@ export class Workload {
         // approval_above (sent at once, not held), as many as the limit over the smallest of them, plus one.
         const lo = (above * 8n) / 10n;
         const n = Number(daily! / lo) + 1;
-        const calls = Array.from({ length: Math.min(n, 12) }, () => ({ fn: this.prng.chance(0.2) ? ('plain' as const) : fn(), to: to(), amount: this.prng.bigint(lo, above) }));
+        const calls = Array.from({ length: Math.min(n, 12) }, () => ({
+          fn: this.prng.chance(0.2) ? ('plain' as const) : fn(),
+          to: to(),
+          amount: this.prng.bigint(lo, above),
+        }));
         await Promise.all(calls.map((c) => this.sendTokenCall(p, c.fn, 'daily-burst', c.to, c.amount)));
         return this.count(`token-call daily burst of ${calls.length}`);
       }
       case 'non-token':
-        return this.prng.chance(0.7) ? this.sendTokenCall(p, 'forwarder', 'non-token', this.recipient(), 0n) : this.sendTokenCall(p, 'mint', 'non-token', this.recipient(), this.prng.bigint(1n, UNIT));
+        return this.prng.chance(0.7)
+          ? this.sendTokenCall(p, 'forwarder', 'non-token', this.recipient(), 0n)
+          : this.sendTokenCall(p, 'mint', 'non-token', this.recipient(), this.prng.bigint(1n, UNIT));
     }
   }
 
-  private async sendTokenCall(p: PolicedWallet, fn: TokenCallRecord['fn'], intent: TokenCallRecord['intent'], to: Address, amount: bigint): Promise<void> {
+  private async sendTokenCall(
+    p: PolicedWallet,
+    fn: TokenCallRecord['fn'],
+    intent: TokenCallRecord['intent'],
+    to: Address,
+    amount: bigint,
+  ): Promise<void> {
     const contract = fn === 'forwarder' ? this.chain.forwarder : this.chain.token;
     const record: TokenCallRecord = { walletId: p.w.id, fn, intent, contract, to, amount };
     this.tokenCalls.push(record);
@@ -285,7 +325,11 @@ export class Workload {
     const fresh = !p.allowlist.some((a) => a.toLowerCase() === to.toLowerCase());
     const kind = `token-call-${fn}-${intent}`;
     if (fn === 'plain') {
-      await this.create(p.w, { amount: fmt(amount, TOKEN_SYMBOL), token: TOKEN_SYMBOL, address: to }, kind, { refusal: fresh ? { to: [to] } : {}, legit: TOKEN_CALL_LEGIT, record });
+      await this.create(p.w, { amount: fmt(amount, TOKEN_SYMBOL), token: TOKEN_SYMBOL, address: to }, kind, {
+        refusal: fresh ? { to: [to] } : {},
+        legit: TOKEN_CALL_LEGIT,
+        record,
+      });
       return;
     }
     const body =
@@ -309,7 +353,8 @@ export class Workload {
       return null;
     });
     if (r === null) return;
-    if (r.status !== 200 || r.data.name !== body.name) this.unexpected.push(`rename of wallet ${w.id}: ${r.status} ${r.message} ${r.data?.name ?? ''}`);
+    if (r.status !== 200 || r.data.name !== body.name)
+      this.unexpected.push(`rename of wallet ${w.id}: ${r.status} ${r.message} ${r.data?.name ?? ''}`);
     else this.count('rename');
   }
 
@@ -326,18 +371,37 @@ export class Workload {
       reference: `${this.key()}-ref`,
     }));
     const payoutKey = this.key();
-    const r = await this.api.call<{ id: number; status: string }>('POST', `/api/wallet/${w.id}/payout/create`, { token, items }, { key: payoutKey });
+    const r = await this.api.call<{ id: number; status: string }>(
+      'POST',
+      `/api/wallet/${w.id}/payout/create`,
+      { token, items },
+      { key: payoutKey },
+    );
     const kind = `payout-${token === 'ETH' ? 'native' : 'token'}`;
     if (r.status !== 200) {
-      this.refusals.push({ what: kind, walletId: w.id, key: payoutKey, status: r.status, message: r.message, to: items.map((i) => i.address), retried: (r.attempts ?? 1) > 1 });
+      this.refusals.push({
+        what: kind,
+        walletId: w.id,
+        key: payoutKey,
+        status: r.status,
+        message: r.message,
+        to: items.map((i) => i.address),
+        retried: (r.attempts ?? 1) > 1,
+      });
       this.count(`${kind} refused (${r.status} ${r.message})`);
-      if (r.status !== 400 || !/^(Insufficient balance for payout|Policy: over the (per-transaction|daily) limit)$/.test(r.message)) this.unexpected.push(`${kind}: ${r.status} ${r.message}`);
+      if (r.status !== 400 || !/^(Insufficient balance for payout|Policy: over the (per-transaction|daily) limit)$/.test(r.message))
+        this.unexpected.push(`${kind}: ${r.status} ${r.message}`);
       return;
     }
     const payout: SimPayout = { walletId: w.id, id: r.data.id, token };
     this.payouts.push(payout);
     this.count(r.data.status === 'awaiting_approval' ? `${kind} held for approval` : kind);
-    if (r.data.status === 'awaiting_approval') this.tasks.push(this.decidePayout(w, payout, this.prng.fork(`payout-${payout.id}`)).catch((e) => void this.unexpected.push(`decision on payout ${payout.id}: ${(e as Error).message}`)));
+    if (r.data.status === 'awaiting_approval')
+      this.tasks.push(
+        this.decidePayout(w, payout, this.prng.fork(`payout-${payout.id}`)).catch(
+          (e) => void this.unexpected.push(`decision on payout ${payout.id}: ${(e as Error).message}`),
+        ),
+      );
   }
 
   private async decidePayout(w: SimWallet, payout: SimPayout, p: Prng): Promise<void> {
@@ -366,28 +430,52 @@ export class Workload {
   private async create(w: SimWallet, body: Record<string, unknown>, kind: string, opts: CreateOpts = {}): Promise<number | null> {
     const key = this.key();
     if (opts.record) opts.record.key = key;
-    const r = await this.api.call<{ id: number; status: string }>('POST', `/api/wallet/${w.id}/transaction/create`, body, { key }).catch((e: Error) => {
-      this.keyConflicts.push(`${key}: never answered: ${e.message}`);
-      return null;
-    });
+    const r = await this.api
+      .call<{ id: number; status: string }>('POST', `/api/wallet/${w.id}/transaction/create`, body, { key })
+      .catch((e: Error) => {
+        this.keyConflicts.push(`${key}: never answered: ${e.message}`);
+        return null;
+      });
     if (!r) return null;
-    if (opts.record) opts.record.answer = { status: r.status, message: r.message, ...(r.status === 200 ? { id: r.data.id, txStatus: r.data.status } : {}) };
+    if (opts.record)
+      opts.record.answer = {
+        status: r.status,
+        message: r.message,
+        ...(r.status === 200 ? { id: r.data.id, txStatus: r.data.status } : {}),
+      };
     if (r.status === 200) {
       // The same key once more: it must answer the same transaction.
       const again = await this.api.call<{ id: number }>('POST', `/api/wallet/${w.id}/transaction/create`, body, { key });
-      if (again.status !== 200 || again.data.id !== r.data.id) this.keyConflicts.push(`${key}: first ${r.data.id}, again ${again.status} ${again.data?.id ?? again.message}`);
+      if (again.status !== 200 || again.data.id !== r.data.id)
+        this.keyConflicts.push(`${key}: first ${r.data.id}, again ${again.status} ${again.data?.id ?? again.message}`);
       this.accepted.push({ key, walletId: w.id, id: r.data.id, kind });
       if (r.data.status === 'awaiting_approval') {
         this.count(`${kind} held for approval`);
-        this.tasks.push(this.decide(w, r.data.id, this.prng.fork(`decide-${r.data.id}`)).catch((e) => void this.unexpected.push(`decision on ${r.data.id}: ${(e as Error).message}`)));
+        this.tasks.push(
+          this.decide(w, r.data.id, this.prng.fork(`decide-${r.data.id}`)).catch(
+            (e) => void this.unexpected.push(`decision on ${r.data.id}: ${(e as Error).message}`),
+          ),
+        );
         return null; // nothing on chain to speed up or cancel
       }
       this.count(kind);
       return r.data.id;
     }
     this.count(`${kind} refused (${r.status} ${r.message})`);
-    this.refusals.push({ what: kind, walletId: w.id, key, status: r.status, message: r.message, ...(opts.refusal ?? refusedTo(body, kind, this.wallets)), retried: (r.attempts ?? 1) > 1 });
-    if (r.status !== 400 || !(opts.legit ?? /Insufficient balance|Too many pending|^Policy: over the (per-transaction|daily) limit$/).test(r.message)) this.unexpected.push(`${kind}: ${r.status} ${r.message}`);
+    this.refusals.push({
+      what: kind,
+      walletId: w.id,
+      key,
+      status: r.status,
+      message: r.message,
+      ...(opts.refusal ?? refusedTo(body, kind, this.wallets)),
+      retried: (r.attempts ?? 1) > 1,
+    });
+    if (
+      r.status !== 400 ||
+      !(opts.legit ?? /Insufficient balance|Too many pending|^Policy: over the (per-transaction|daily) limit$/).test(r.message)
+    )
+      this.unexpected.push(`${kind}: ${r.status} ${r.message}`);
     return null;
   }
 
@@ -403,16 +491,29 @@ export class Workload {
     this.count(`burst of ${n}`);
   }
 
-  private async transfer(w: SimWallet, token: string, amount: bigint, to: Address, kind = `transfer-${token === 'ETH' ? 'native' : 'token'}`): Promise<void> {
+  private async transfer(
+    w: SimWallet,
+    token: string,
+    amount: bigint,
+    to: Address,
+    kind = `transfer-${token === 'ETH' ? 'native' : 'token'}`,
+  ): Promise<void> {
     const id = await this.create(w, { amount: fmt(amount, token), token, address: to }, kind);
     if (id === null || !this.prng.chance(0.3)) return;
     const how = this.prng.chance(0.5) ? 'speed-up' : 'cancel';
     // A cancel sped up must stay a cancel: mined, nothing moved (the books are checked against the chain).
-    if ((await this.replace(w, id, how)) && how === 'cancel' && this.prng.chance(0.6)) await this.replace(w, id, 'speed-up', 'speed-up of a cancel');
+    if ((await this.replace(w, id, how)) && how === 'cancel' && this.prng.chance(0.6))
+      await this.replace(w, id, 'speed-up', 'speed-up of a cancel');
   }
 
   private async contractCall(w: SimWallet): Promise<void> {
-    const body = { amount: '0', token: 'ETH', address: this.chain.token, function: 'approve(address,uint256)', args: [this.recipient(), String(this.prng.int(1, 1_000_000))] };
+    const body = {
+      amount: '0',
+      token: 'ETH',
+      address: this.chain.token,
+      function: 'approve(address,uint256)',
+      args: [this.recipient(), String(this.prng.int(1, 1_000_000))],
+    };
     const id = await this.create(w, body, 'contract-call');
     if (id !== null && this.prng.chance(0.2)) await this.replace(w, id, 'speed-up');
   }
@@ -421,12 +522,21 @@ export class Workload {
   private async replace(w: SimWallet, id: number, kind: 'speed-up' | 'cancel', label: string = kind): Promise<boolean> {
     const key = this.key();
     const r = await this.api.call('POST', `/api/wallet/${w.id}/transaction/${id}/${kind}`, {}, { key });
-    if (r.status !== 200) this.refusals.push({ what: label, walletId: w.id, key, status: r.status, message: r.message, txId: id, replace: kind, retried: (r.attempts ?? 1) > 1 });
+    if (r.status !== 200)
+      this.refusals.push({
+        what: label,
+        walletId: w.id,
+        key,
+        status: r.status,
+        message: r.message,
+        txId: id,
+        replace: kind,
+        retried: (r.attempts ?? 1) > 1,
+      });
     if (r.status === 200) {
       this.replacements.push({ txId: id, kind });
       this.count(label);
-    }
-    else if (r.status === 400 && r.message === 'Transaction cannot be replaced') this.count(`${label} too late`);
+    } else if (r.status === 400 && r.message === 'Transaction cannot be replaced') this.count(`${label} too late`);
     else this.unexpected.push(`${label} of ${id}: ${r.status} ${r.message}`);
     return r.status === 200;
   }
@@ -449,10 +559,21 @@ export class Workload {
       this.count(op);
     };
     if (r.status === 200) return decided(choice === 'approve' ? 'approved' : 'rejected', choice);
-    if (r.status >= 400 && r.status < 500 && choice === 'approve' && r.message !== 'Transaction is not awaiting approval') this.refusals.push({ what: 'approve', walletId: w.id, key: null, status: r.status, message: r.message, txId: id, retried: (r.attempts ?? 1) > 1 });
-    if (r.status === 400 && r.message === 'Insufficient balance for transaction' && choice === 'approve') return decided('refused', 'approve refused (balance)');
+    if (r.status >= 400 && r.status < 500 && choice === 'approve' && r.message !== 'Transaction is not awaiting approval')
+      this.refusals.push({
+        what: 'approve',
+        walletId: w.id,
+        key: null,
+        status: r.status,
+        message: r.message,
+        txId: id,
+        retried: (r.attempts ?? 1) > 1,
+      });
+    if (r.status === 400 && r.message === 'Insufficient balance for transaction' && choice === 'approve')
+      return decided('refused', 'approve refused (balance)');
     // A retried request whose first answer a kill cut finds it decided: by that first request, or by the expiry.
-    if (r.status === 400 && r.message === 'Transaction is not awaiting approval') return decided(choice === 'approve' ? 'approved' : 'rejected', `${choice} (already decided)`);
+    if (r.status === 400 && r.message === 'Transaction is not awaiting approval')
+      return decided(choice === 'approve' ? 'approved' : 'rejected', `${choice} (already decided)`);
     this.unexpected.push(`${choice} of ${id}: ${r.status} ${r.message}`);
   }
 
@@ -460,12 +581,25 @@ export class Workload {
     const token = this.prng.chance(0.5) ? 'ETH' : TOKEN_SYMBOL;
     const amount = token === 'ETH' ? this.prng.bigint(ETH / 100n, ETH / 2n) : this.prng.bigint(UNIT, 200n * UNIT);
     const plan = this.prng.weighted<PayPlan>({ exact: 3, under: 2, over: 2, split: 2, late: 1, never: 1, contract: 2 });
-    const r = await this.api.call<{ id: number; address: Address; expires_at: string }>('POST', `/api/wallet/${w.id}/charge/create`, { amount: fmt(amount, token), token, expires: 60 }, { key: this.key() });
+    const r = await this.api.call<{ id: number; address: Address; expires_at: string }>(
+      'POST',
+      `/api/wallet/${w.id}/charge/create`,
+      { amount: fmt(amount, token), token, expires: 60 },
+      { key: this.key() },
+    );
     if (r.status !== 200) {
       this.unexpected.push(`charge create: ${r.status} ${r.message}`);
       return;
     }
-    const c: SimCharge = { id: r.data.id, walletId: w.id, address: r.data.address, token, amount, plan, expiresAtMs: Date.parse(`${r.data.expires_at.replace(' ', 'T')}Z`) };
+    const c: SimCharge = {
+      id: r.data.id,
+      walletId: w.id,
+      address: r.data.address,
+      token,
+      amount,
+      plan,
+      expiresAtMs: Date.parse(`${r.data.expires_at.replace(' ', 'T')}Z`),
+    };
     this.charges.push(c);
     this.count(`charge-${token === 'ETH' ? 'native' : 'token'}-${plan}`);
     const p = this.prng.fork(`pay-${c.id}`);
@@ -488,18 +622,49 @@ export class Workload {
     if (!shown) return this.count('refund skipped (no confirmed payment)');
     const received = shown.payments.reduce((a: bigint, x: any) => a + units(x.amount, c.token), 0n);
     const over = units(shown.paid_amount, c.token) - c.amount;
-    const kind = c.plan === 'over' && shown.status === 'paid' && over > 0n ? 'overpaid' : p.weighted({ partial: 3, whole: 2, claim: 3 } as const);
+    const kind =
+      c.plan === 'over' && shown.status === 'paid' && over > 0n ? 'overpaid' : p.weighted({ partial: 3, whole: 2, claim: 3 } as const);
     const amount = kind === 'overpaid' ? over : kind === 'partial' ? (received * BigInt(p.int(10, 60))) / 100n : undefined;
-    await this.requestRefund(w, c, kind, { ...(amount === undefined ? {} : { amount: fmt(amount, c.token) }), ...(kind === 'claim' ? {} : { address: this.recipient() }), reason: `sim ${kind}` }, p);
+    await this.requestRefund(
+      w,
+      c,
+      kind,
+      {
+        ...(amount === undefined ? {} : { amount: fmt(amount, c.token) }),
+        ...(kind === 'claim' ? {} : { address: this.recipient() }),
+        reason: `sim ${kind}`,
+      },
+      p,
+    );
     if (p.chance(0.3)) await this.requestRefund(w, c, 'rest', { address: this.recipient() }, p);
   }
 
   private async requestRefund(w: SimWallet, c: SimCharge, kind: SimRefund['kind'], body: Record<string, unknown>, p: Prng): Promise<void> {
-    const r = await this.api.call<{ id: number; uuid: string; transaction_id: number | null }>('POST', `/api/wallet/${w.id}/charge/${c.id}/refund`, body, { key: this.key() });
+    const r = await this.api.call<{ id: number; uuid: string; transaction_id: number | null }>(
+      'POST',
+      `/api/wallet/${w.id}/charge/${c.id}/refund`,
+      body,
+      { key: this.key() },
+    );
     if (r.status !== 200) {
-      if (typeof body.address === 'string') this.refusals.push({ what: `refund-${kind}`, walletId: w.id, key: null, status: r.status, message: r.message, to: [body.address], retried: (r.attempts ?? 1) > 1 });
+      if (typeof body.address === 'string')
+        this.refusals.push({
+          what: `refund-${kind}`,
+          walletId: w.id,
+          key: null,
+          status: r.status,
+          message: r.message,
+          to: [body.address],
+          retried: (r.attempts ?? 1) > 1,
+        });
       this.count(`refund-${kind} refused (${r.status} ${r.message})`);
-      if (r.status !== 400 || !/^(Refund exceeds the amount received|Nothing to refund|Insufficient balance for transaction|Too many pending transactions|Policy: over the (per-transaction|daily) limit)$/.test(r.message)) this.unexpected.push(`refund-${kind} of charge ${c.id}: ${r.status} ${r.message}`);
+      if (
+        r.status !== 400 ||
+        !/^(Refund exceeds the amount received|Nothing to refund|Insufficient balance for transaction|Too many pending transactions|Policy: over the (per-transaction|daily) limit)$/.test(
+          r.message,
+        )
+      )
+        this.unexpected.push(`refund-${kind} of charge ${c.id}: ${r.status} ${r.message}`);
       return;
     }
     const refund: SimRefund = { walletId: w.id, chargeId: c.id, id: r.data.id, kind };
@@ -523,9 +688,23 @@ export class Workload {
       return;
     }
     refund.claim = 'unclaimed';
-    this.refusals.push({ what: 'refund claim', walletId: w.id, key: null, status: claim.status, message: claim.message, to: [claimTo], retried: (claim.attempts ?? 1) > 1 });
+    this.refusals.push({
+      what: 'refund claim',
+      walletId: w.id,
+      key: null,
+      status: claim.status,
+      message: claim.message,
+      to: [claimTo],
+      retried: (claim.attempts ?? 1) > 1,
+    });
     this.count(`refund claim refused (${claim.status} ${claim.message})`);
-    if (claim.status !== 400 || !/^(Insufficient balance for transaction|Too many pending transactions|Policy: over the (per-transaction|daily) limit)$/.test(claim.message)) this.unexpected.push(`claim of refund ${r.data.id}: ${claim.status} ${claim.message}`);
+    if (
+      claim.status !== 400 ||
+      !/^(Insufficient balance for transaction|Too many pending transactions|Policy: over the (per-transaction|daily) limit)$/.test(
+        claim.message,
+      )
+    )
+      this.unexpected.push(`claim of refund ${r.data.id}: ${claim.status} ${claim.message}`);
   }
 
   /** A refund's transfer the policy held waits for a person's decision, as a held create does. */
@@ -550,7 +729,8 @@ export class Workload {
   /** The payer's side of a charge, as its plan says; late payments wait for the expiry. */
   private async pay(c: SimCharge, p: Prng): Promise<void> {
     const o = p.pick(this.chain.outsiders.slice(1));
-    const send = (amount: bigint) => (c.token === 'ETH' ? this.chain.payNative(o, c.address, amount) : this.chain.payToken(o, c.address, amount));
+    const send = (amount: bigint) =>
+      c.token === 'ETH' ? this.chain.payNative(o, c.address, amount) : this.chain.payToken(o, c.address, amount);
     await sleep(p.int(500, 4000));
     switch (c.plan) {
       case 'exact':
@@ -569,7 +749,9 @@ export class Workload {
         await sleep(Math.max(0, c.expiresAtMs + 8_000 - Date.now()));
         return void (await send(c.amount));
       case 'contract':
-        await (c.token === 'ETH' ? this.chain.payNativeViaContract(o, c.address, c.amount) : this.chain.payTokenViaContract(o, c.address, c.amount));
+        await (c.token === 'ETH'
+          ? this.chain.payNativeViaContract(o, c.address, c.amount)
+          : this.chain.payTokenViaContract(o, c.address, c.amount));
         return;
       case 'never':
         return;

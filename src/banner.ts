@@ -20,7 +20,9 @@ export interface BannerInput {
 export function developmentWarnings(config: Config): string[] {
   const out: string[] = [];
   if (config.appKey === null) {
-    out.push(`APP_KEY is not set: secrets are encrypted with the development key generated in ${join(config.dataDir, 'app.key')}; set APP_KEY in production`);
+    out.push(
+      `APP_KEY is not set: secrets are encrypted with the development key generated in ${join(config.dataDir, 'app.key')}; set APP_KEY in production`,
+    );
   }
   if (config.devnet.register) {
     out.push('the local devnet (anvil, chain id 31337) is registered as a network: its coins are not real; set DEVNET=off in production');

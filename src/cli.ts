@@ -122,7 +122,9 @@ async function addNetwork(ctx: AppContext, args: string[]) {
     {
       preset: values.preset,
       name: values.name,
-      ...(values['rpc-url'] !== undefined && values['rpc-url'].length > 1 ? { rpc_urls: values['rpc-url'] } : { rpc_url: values['rpc-url']?.[0] }),
+      ...(values['rpc-url'] !== undefined && values['rpc-url'].length > 1
+        ? { rpc_urls: values['rpc-url'] }
+        : { rpc_url: values['rpc-url']?.[0] }),
       chain_id: values['chain-id'],
       currency_symbol: values.symbol,
       block_explorer: values.explorer,
@@ -150,7 +152,13 @@ async function createKey(ctx: AppContext, args: string[]) {
   const expires = values['expires-in'];
   const input = parseKeyInput({
     name: values.name,
-    scopes: values.scopes === undefined ? undefined : values.scopes.split(',').map((x) => x.trim()).filter((x) => x !== ''),
+    scopes:
+      values.scopes === undefined
+        ? undefined
+        : values.scopes
+            .split(',')
+            .map((x) => x.trim())
+            .filter((x) => x !== ''),
     ...(expires === undefined ? {} : { expires_in: /^\d+$/.test(expires) ? Number(expires) : expires }),
   });
   const { row, key } = await new KeyService(ctx).create(user.id, input);
@@ -163,7 +171,10 @@ async function reconcile(ctx: AppContext, args: string[]) {
   const id = values.wallet;
   if (id !== undefined && !/^[1-9][0-9]{0,14}$/.test(id)) throw new Error('--wallet must be a wallet id');
   const results = await reconcileWallets(ctx, id === undefined ? undefined : Number(id));
-  return new Lines(results.map((r) => r.line), results.every((r) => r.ok) ? 0 : 1);
+  return new Lines(
+    results.map((r) => r.line),
+    results.every((r) => r.ok) ? 0 : 1,
+  );
 }
 
 /** devnet:fund <wallet> <amount>: ETH from the local devnet's first dev account, in a real transfer (devnet-fund.ts). */

@@ -9,7 +9,13 @@ describe('loadConfig', () => {
     expect(c.host).toBe('127.0.0.1');
     expect(c.port).toBe(8080);
     expect(c.databaseUrl).toBeNull();
-    expect(c.devnet).toEqual({ spawn: true, register: true, port: 8545, rpcUrl: 'http://127.0.0.1:8545', rpcUrls: ['http://127.0.0.1:8545'] });
+    expect(c.devnet).toEqual({
+      spawn: true,
+      register: true,
+      port: 8545,
+      rpcUrl: 'http://127.0.0.1:8545',
+      rpcUrls: ['http://127.0.0.1:8545'],
+    });
     expect(c.tokenTtlS).toBe(86400);
     expect(c.rateLimitPerMinute).toBe(60);
     expect(c.loginAttemptsPerMinute).toBe(5);
@@ -36,7 +42,9 @@ describe('loadConfig', () => {
   it('refuses an unset NODE_ENV on a HOST others can reach, naming the variable', () => {
     for (const host of ['0.0.0.0', '::', '192.168.1.10', '[2001:db8::1]', 'wallet.example.com']) {
       expect(() => loadConfig({ HOST: host }), host).toThrow(ConfigError);
-      expect(() => loadConfig({ HOST: host }), host).toThrow(`Invalid configuration: NODE_ENV must be set when HOST (${host}) is not a loopback address`);
+      expect(() => loadConfig({ HOST: host }), host).toThrow(
+        `Invalid configuration: NODE_ENV must be set when HOST (${host}) is not a loopback address`,
+      );
       expect(() => loadConfig({ HOST: host, NODE_ENV: '' }), host).toThrow(/NODE_ENV must be set/);
     }
     // Said explicitly, each is accepted: production (with its key), or development on purpose.
@@ -57,8 +65,15 @@ describe('loadConfig', () => {
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
     expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(1);
     expect(loadConfig({ TRUST_PROXY: '0' }).trustProxy).toBe(false);
-    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1,fd00::/8' }).trustProxy).toEqual(['10.0.0.0/8', '127.0.0.1', '::1', 'fd00::/8']);
-    expect(() => loadConfig({ TRUST_PROXY: '10.0.0.0/33' })).toThrow('Invalid configuration: TRUST_PROXY must be true, false, a hop count, or comma-separated addresses/CIDRs, got "10.0.0.0/33"');
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1,fd00::/8' }).trustProxy).toEqual([
+      '10.0.0.0/8',
+      '127.0.0.1',
+      '::1',
+      'fd00::/8',
+    ]);
+    expect(() => loadConfig({ TRUST_PROXY: '10.0.0.0/33' })).toThrow(
+      'Invalid configuration: TRUST_PROXY must be true, false, a hop count, or comma-separated addresses/CIDRs, got "10.0.0.0/33"',
+    );
     expect(() => loadConfig({ TRUST_PROXY: 'proxy.local' })).toThrow(ConfigError);
   });
 
@@ -80,7 +95,9 @@ describe('loadConfig', () => {
     expect(loadConfig({ NODE_ENV: 'production', APP_KEY: KEY }).metricsPublic).toBe(false);
     expect(loadConfig({ NODE_ENV: 'production', APP_KEY: KEY, METRICS_PUBLIC: 'true' }).metricsPublic).toBe(true);
     expect(loadConfig({ METRICS_PUBLIC: 'off' }).metricsPublic).toBe(false);
-    expect(() => loadConfig({ METRICS_PUBLIC: 'maybe' })).toThrow('Invalid configuration: METRICS_PUBLIC must be true or false, got "maybe"');
+    expect(() => loadConfig({ METRICS_PUBLIC: 'maybe' })).toThrow(
+      'Invalid configuration: METRICS_PUBLIC must be true or false, got "maybe"',
+    );
   });
 
   it.each([
@@ -88,7 +105,10 @@ describe('loadConfig', () => {
     [{ PORT: '70000' }, 'Invalid configuration: PORT must be between 0 and 65535, got 70000'],
     [{ APP_KEY: 'short' }, 'Invalid configuration: APP_KEY must be 32 bytes encoded as base64 (e.g. `openssl rand -base64 32`)'],
     [{ DATABASE_URL: 'mysql://x' }, 'Invalid configuration: DATABASE_URL must use postgres: or postgresql:'],
-    [{ WEBHOOK_RETRY_DELAYS: '1,x' }, 'Invalid configuration: WEBHOOK_RETRY_DELAYS must be a comma-separated list of seconds (e.g. 60,300,900), got "1,x"'],
+    [
+      { WEBHOOK_RETRY_DELAYS: '1,x' },
+      'Invalid configuration: WEBHOOK_RETRY_DELAYS must be a comma-separated list of seconds (e.g. 60,300,900), got "1,x"',
+    ],
     [{ WEBHOOK_ALLOW_PRIVATE: 'maybe' }, 'Invalid configuration: WEBHOOK_ALLOW_PRIVATE must be true or false, got "maybe"'],
     [{ NODE_ENV: 'staging' }, 'Invalid configuration: NODE_ENV must be development, production or test, got "staging"'],
     [{ BOOTSTRAP_EMAIL: 'a@b.c' }, 'Invalid configuration: BOOTSTRAP_PASSWORD must be set together with its pair'],

@@ -164,7 +164,10 @@ function trustProxy(env: Env): boolean | number | string[] {
     if (hops > 100) throw new ConfigError('TRUST_PROXY', `must be at most 100 hops, got ${hops}`);
     return hops;
   }
-  const entries = raw.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const entries = raw
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
   for (const e of entries) {
     if (!isAddressOrCidr(e)) {
       throw new ConfigError('TRUST_PROXY', `must be true, false, a hop count, or comma-separated addresses/CIDRs, got "${e}"`);
@@ -200,7 +203,10 @@ function url(env: Env, name: string, protocols: string[]): string | null {
 function urlList(env: Env, name: string, protocols: string[]): string[] {
   const raw = optional(env, name);
   if (raw === null) return [];
-  const list = raw.split(',').map((u) => u.trim()).filter((u) => u !== '');
+  const list = raw
+    .split(',')
+    .map((u) => u.trim())
+    .filter((u) => u !== '');
   if (list.length === 0) throw new ConfigError(name, 'must be a valid URL');
   return list.map((u) => url({ [name]: u }, name, protocols)!);
 }
@@ -257,7 +263,10 @@ export function loadConfig(env: Env = process.env): Config {
     nodeEnv,
     host,
     port,
-    publicUrl: (url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, ''),
+    publicUrl: (url(env, 'PUBLIC_URL', ['http:', 'https:']) ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(
+      /\/+$/,
+      '',
+    ),
     logLevel,
     dataDir: resolve(str(env, 'DATA_DIR', './data')),
     databaseUrl,
@@ -369,4 +378,3 @@ function deepFreeze<T>(value: T): T {
   }
   return value;
 }
-

@@ -86,8 +86,10 @@ export const Errors = {
   /** More than MAX_PENDING_PER_WALLET outgoing transactions of the wallet would be unconfirmed. */
   tooManyPending: () => new AppError(400, 'TOO_MANY_PENDING', 'Too many pending transactions'),
   /** A create that must take exactly `required` (a gap filler) got another nonce: nothing was recorded. */
-  nonceMoved: (required: number, allocated: number) => new AppError(409, 'NONCE_MOVED', `Nonce ${required} is no longer the next to fill (allocation gave ${allocated})`),
-  userExists: () => new AppError(422, 'USER_EXISTS', 'The email has already been taken', { data: { email: ['The email has already been taken.'] } }),
+  nonceMoved: (required: number, allocated: number) =>
+    new AppError(409, 'NONCE_MOVED', `Nonce ${required} is no longer the next to fill (allocation gave ${allocated})`),
+  userExists: () =>
+    new AppError(422, 'USER_EXISTS', 'The email has already been taken', { data: { email: ['The email has already been taken.'] } }),
   dashboardNotBuilt: () => new AppError(503, 'DASHBOARD_NOT_BUILT', 'The dashboard is not built: run npm run build:dashboard'),
   /** Another 4xx Fastify itself answered (a route it does not have, a request it cannot read). */
   fastifyRefused: (status: number) => new AppError(status, 'BAD_REQUEST', status === 404 ? 'Route not found' : 'Bad request'),
@@ -100,13 +102,14 @@ export const Errors = {
   nothingToRefund: () => new AppError(400, 'NOTHING_TO_REFUND', 'Nothing to refund'),
   refundClaimed: () => new AppError(400, 'REFUND_CLAIMED', 'Refund already claimed'),
   refundExpired: () => new AppError(400, 'REFUND_EXPIRED', 'Refund claim expired'),
-  idempotencyMismatch: () =>
-    validationError({ 'Idempotency-Key': ['Idempotency-Key already used with a different request.'] }),
-  idempotencyInProgress: () =>
-    new AppError(409, 'IDEMPOTENCY_IN_PROGRESS', 'A request with this Idempotency-Key is still in progress'),
+  idempotencyMismatch: () => validationError({ 'Idempotency-Key': ['Idempotency-Key already used with a different request.'] }),
+  idempotencyInProgress: () => new AppError(409, 'IDEMPOTENCY_IN_PROGRESS', 'A request with this Idempotency-Key is still in progress'),
   /** A transient node fault (src/chain/errors.ts `isTransient`): the client retries after Retry-After. */
   chainUnavailable: (cause?: unknown) =>
-    new AppError(503, 'CHAIN_UNAVAILABLE', 'The blockchain node is unavailable', { cause, headers: { 'retry-after': String(CHAIN_RETRY_AFTER_S) } }),
+    new AppError(503, 'CHAIN_UNAVAILABLE', 'The blockchain node is unavailable', {
+      cause,
+      headers: { 'retry-after': String(CHAIN_RETRY_AFTER_S) },
+    }),
   chainRejected: (message: string, cause?: unknown) => new AppError(400, 'CHAIN_REJECTED', message, { cause }),
   /** eth_estimateGas of a contract call reverted; `reason` when the node gave one. */
   wouldRevert: (reason: string | null, cause?: unknown) =>

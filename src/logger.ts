@@ -75,7 +75,14 @@ class LineBatches {
   private lines: string[] = [];
   private chars = 0;
 
-  constructor(private readonly out: pino.DestinationStream & { flush(cb?: (err?: Error) => void): void; flushSync(): void; destroyed?: boolean; sync?: boolean }) {}
+  constructor(
+    private readonly out: pino.DestinationStream & {
+      flush(cb?: (err?: Error) => void): void;
+      flushSync(): void;
+      destroyed?: boolean;
+      sync?: boolean;
+    },
+  ) {}
 
   write(line: string): void {
     this.lines.push(line);

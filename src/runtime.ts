@@ -23,7 +23,10 @@ export function createSecretBox(config: Config): SecretBox {
   const active = config.appKey !== null ? parseAppKey(config.appKey) : loadOrCreateKeyFile(appKeyFile(config));
   const byId = new Map<string, Buffer>();
   for (const key of [active, ...config.appPreviousKeys.map(parseAppKey)]) byId.set(keyIdOf(key), key);
-  return new SecretBox([...byId].map(([id, key]) => ({ id, key })), keyIdOf(active));
+  return new SecretBox(
+    [...byId].map(([id, key]) => ({ id, key })),
+    keyIdOf(active),
+  );
 }
 
 export async function openStore(config: Config, log: Logger): Promise<Store> {
@@ -33,7 +36,8 @@ export async function openStore(config: Config, log: Logger): Promise<Store> {
   log.info({ driver: store.driver, applied }, applied.length > 0 ? 'migrations applied' : 'schema up to date');
   const started = Date.now();
   const rewritten = await syncStoredItemJson(store.db, store.driver);
-  if (rewritten !== null && rewritten > 0) log.info({ rows: rewritten, ms: Date.now() - started }, 'transaction list items rewritten for this version');
+  if (rewritten !== null && rewritten > 0)
+    log.info({ rows: rewritten, ms: Date.now() - started }, 'transaction list items rewritten for this version');
   return store;
 }
 
@@ -41,7 +45,13 @@ export async function openStore(config: Config, log: Logger): Promise<Store> {
  * `chains`: the node clients' settings beside the config's (tests lengthen a read's time-out).
  * Reads SCREENING_FILE: a ConfigError when it cannot be read or has a bad line.
  */
-export function createContext(config: Config, store: Store, log: Logger, clock: Clock = systemClock, chains: Partial<ChainClientOptions> = {}): AppContext {
+export function createContext(
+  config: Config,
+  store: Store,
+  log: Logger,
+  clock: Clock = systemClock,
+  chains: Partial<ChainClientOptions> = {},
+): AppContext {
   const screening = openScreening(config.screeningFile, log); // first: it may refuse the boot
   return {
     config,

@@ -118,6 +118,8 @@ async function printBanner(config: Config, store: Store, log: Logger, url: strin
 
 main().catch((e) => {
   // A known reason to stop is one line; anything else keeps its stack for the operator.
-  process.stderr.write(e instanceof DevnetUnavailable || e instanceof ConfigError ? `fatal: ${e.message}\n` : `fatal: ${(e as Error).stack ?? String(e)}\n`);
+  process.stderr.write(
+    e instanceof DevnetUnavailable || e instanceof ConfigError ? `fatal: ${e.message}\n` : `fatal: ${(e as Error).stack ?? String(e)}\n`,
+  );
   process.exit(1);
 });

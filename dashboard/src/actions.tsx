@@ -31,7 +31,18 @@ function ok<T>(r: { data?: T; error?: unknown }, fallback: string): T {
 }
 
 export function ChargeDetail({ wallet, charge, explorer }: { wallet: string; charge: string; explorer: string }) {
-  const { value: c, error, reload } = useLoad(async () => ok(await api.GET('/api/wallet/{wallet}/charge/show/{charge}', { params: { path: { wallet, charge } } }), 'The charge could not be read.').data, [wallet, charge]);
+  const {
+    value: c,
+    error,
+    reload,
+  } = useLoad(
+    async () =>
+      ok(
+        await api.GET('/api/wallet/{wallet}/charge/show/{charge}', { params: { path: { wallet, charge } } }),
+        'The charge could not be read.',
+      ).data,
+    [wallet, charge],
+  );
   if (error) return <Problem text={error} />;
   if (!c) return <Loading what="the charge" />;
   return (
@@ -42,7 +53,8 @@ export function ChargeDetail({ wallet, charge, explorer }: { wallet: string; cha
         </p>
         <h1 id="charge-title">Charge {c.id}</h1>
         <p>
-          <StatusBadge status={c.status} /> <Amount value={c.paid_amount} symbol={c.token} /> paid of <Amount value={c.amount} symbol={c.token} />
+          <StatusBadge status={c.status} /> <Amount value={c.paid_amount} symbol={c.token} /> paid of{' '}
+          <Amount value={c.amount} symbol={c.token} />
         </p>
         <p class="mono address">{c.address}</p>
       </section>
@@ -55,7 +67,14 @@ export function ChargeDetail({ wallet, charge, explorer }: { wallet: string; cha
             {c.payments.map((p, i) => (
               <li key={p.tx_hash ?? `found-${i}`} data-payment={p.tx_hash ?? ''}>
                 <Amount value={p.amount} symbol={c.token} />{' '}
-                {p.tx_hash === null ? 'found on the address after its watch' : <>from <span class="mono">{p.from}</span> · <Hash hash={p.tx_hash} explorer={explorer} /></>} · <Time utc={p.block_timestamp} />
+                {p.tx_hash === null ? (
+                  'found on the address after its watch'
+                ) : (
+                  <>
+                    from <span class="mono">{p.from}</span> · <Hash hash={p.tx_hash} explorer={explorer} />
+                  </>
+                )}{' '}
+                · <Time utc={p.block_timestamp} />
                 {p.late ? ' · late' : ''}
                 {p.screened ? (
                   <>
@@ -78,7 +97,8 @@ export function ChargeDetail({ wallet, charge, explorer }: { wallet: string; cha
           <ul class="plain">
             {c.refunds.map((r) => (
               <li key={r.id} data-refund={r.id}>
-                <StatusBadge status={r.status} /> <Amount value={r.amount} symbol={c.token} /> {r.address ? <span class="mono">to {r.address}</span> : r.claim_url ? <a href={r.claim_url}>claim link</a> : null}
+                <StatusBadge status={r.status} /> <Amount value={r.amount} symbol={c.token} />{' '}
+                {r.address ? <span class="mono">to {r.address}</span> : r.claim_url ? <a href={r.claim_url}>claim link</a> : null}
               </li>
             ))}
           </ul>
@@ -96,10 +116,17 @@ function RefundForm({ wallet, charge, token, onDone }: { wallet: string; charge:
   const submit = async (e: Event) => {
     e.preventDefault();
     const body = { ...(amount.trim() ? { amount: amount.trim() } : {}), ...(address.trim() ? { address: address.trim() } : {}) };
-    const r = await api.POST('/api/wallet/{wallet}/charge/{charge}/refund', { params: { path: { wallet, charge } }, body }).catch(() => ({ data: undefined, error: undefined }));
+    const r = await api
+      .POST('/api/wallet/{wallet}/charge/{charge}/refund', { params: { path: { wallet, charge } }, body })
+      .catch(() => ({ data: undefined, error: undefined }));
     if (!r.data) return setMessage({ error: true, text: failure(r.error, 'The refund could not be made.') });
     const refund = r.data.data;
-    setMessage({ error: false, text: refund.claim_url ? `Refund of ${short(refund.amount)} ${token} created: send the payer ${refund.claim_url}` : `Refund of ${short(refund.amount)} ${token} sent (${refund.status}).` });
+    setMessage({
+      error: false,
+      text: refund.claim_url
+        ? `Refund of ${short(refund.amount)} ${token} created: send the payer ${refund.claim_url}`
+        : `Refund of ${short(refund.amount)} ${token} sent (${refund.status}).`,
+    });
     setAmount('');
     setAddress('');
     onDone();
@@ -107,9 +134,22 @@ function RefundForm({ wallet, charge, token, onDone }: { wallet: string; charge:
   return (
     <form class="inline-form" onSubmit={(e) => void submit(e)} aria-label="Refund this charge">
       <label for="refund-amount">Refund amount ({token}, empty: all that is left)</label>
-      <input id="refund-amount" inputMode="decimal" autocomplete="off" value={amount} onInput={(e) => setAmount((e.target as HTMLInputElement).value)} />
+      <input
+        id="refund-amount"
+        inputMode="decimal"
+        autocomplete="off"
+        value={amount}
+        onInput={(e) => setAmount((e.target as HTMLInputElement).value)}
+      />
       <label for="refund-address">Refund address (empty: a claim link for the payer)</label>
-      <input id="refund-address" class="mono" autocomplete="off" spellcheck={false} value={address} onInput={(e) => setAddress((e.target as HTMLInputElement).value)} />
+      <input
+        id="refund-address"
+        class="mono"
+        autocomplete="off"
+        spellcheck={false}
+        value={address}
+        onInput={(e) => setAddress((e.target as HTMLInputElement).value)}
+      />
       <button type="submit" class="primary">
         Refund
       </button>
@@ -119,12 +159,26 @@ function RefundForm({ wallet, charge, token, onDone }: { wallet: string; charge:
 }
 
 export function Payouts({ wallet }: { wallet: string }) {
-  const { value, error, reload } = useLoad(async () => ok(await api.GET('/api/wallet/{wallet}/payout', { params: { path: { wallet }, query: { limit: 20 } } }), 'The payouts could not be listed.').data, [wallet]);
+  const { value, error, reload } = useLoad(
+    async () =>
+      ok(
+        await api.GET('/api/wallet/{wallet}/payout', { params: { path: { wallet }, query: { limit: 20 } } }),
+        'The payouts could not be listed.',
+      ).data,
+    [wallet],
+  );
   const [message, setMessage] = useState<string | null>(null);
   const decide = async (id: number, kind: 'approve' | 'reject') => {
     const path = { wallet, payout: String(id) };
-    const r = kind === 'approve' ? await api.POST('/api/wallet/{wallet}/payout/{payout}/approve', { params: { path } }) : await api.POST('/api/wallet/{wallet}/payout/{payout}/reject', { params: { path } });
-    setMessage(r.data ? `Payout ${id} ${kind === 'approve' ? 'approved' : 'rejected'}.` : failure(r.error, `The payout could not be ${kind === 'approve' ? 'approved' : 'rejected'}.`));
+    const r =
+      kind === 'approve'
+        ? await api.POST('/api/wallet/{wallet}/payout/{payout}/approve', { params: { path } })
+        : await api.POST('/api/wallet/{wallet}/payout/{payout}/reject', { params: { path } });
+    setMessage(
+      r.data
+        ? `Payout ${id} ${kind === 'approve' ? 'approved' : 'rejected'}.`
+        : failure(r.error, `The payout could not be ${kind === 'approve' ? 'approved' : 'rejected'}.`),
+    );
     reload();
   };
   return (
@@ -141,7 +195,8 @@ export function Payouts({ wallet }: { wallet: string }) {
         <ul class="plain">
           {value.map((p) => (
             <li key={p.id} data-payout={p.id}>
-              <StatusBadge status={p.status} /> Payout {p.id}: <Amount value={p.total} symbol={p.token} /> to {p.items.length} {p.items.length === 1 ? 'recipient' : 'recipients'} · <Time utc={p.created_at} />
+              <StatusBadge status={p.status} /> Payout {p.id}: <Amount value={p.total} symbol={p.token} /> to {p.items.length}{' '}
+              {p.items.length === 1 ? 'recipient' : 'recipients'} · <Time utc={p.created_at} />
               {p.status === 'awaiting_approval' && (
                 <span class="actions">
                   <button type="button" onClick={() => void decide(p.id, 'approve')} aria-label={`Approve payout ${p.id}`}>
@@ -205,7 +260,8 @@ export function Keys() {
           <ul class="plain">
             {value.map((k) => (
               <li key={k.id} data-key={k.id}>
-                <strong>{k.name}</strong> <span class="mono">{k.prefix}…</span> · {k.scopes.join(', ')} · {k.revoked_at ? 'revoked' : 'active'}
+                <strong>{k.name}</strong> <span class="mono">{k.prefix}…</span> · {k.scopes.join(', ')} ·{' '}
+                {k.revoked_at ? 'revoked' : 'active'}
                 {!k.revoked_at && (
                   <button type="button" onClick={() => void revoke(k.id)} aria-label={`Revoke ${k.name}`}>
                     Revoke
@@ -223,7 +279,12 @@ export function Keys() {
           <legend>Scopes</legend>
           {SCOPES.map((s) => (
             <label key={s} class="check">
-              <input type="checkbox" checked={scopes.includes(s)} onChange={(e) => setScopes((e.target as HTMLInputElement).checked ? [...scopes, s] : scopes.filter((x) => x !== s))} /> {s}
+              <input
+                type="checkbox"
+                checked={scopes.includes(s)}
+                onChange={(e) => setScopes((e.target as HTMLInputElement).checked ? [...scopes, s] : scopes.filter((x) => x !== s))}
+              />{' '}
+              {s}
             </label>
           ))}
         </fieldset>
@@ -238,10 +299,15 @@ export function Keys() {
 /** A wallet's webhooks, each with its latest deliveries (`Retry`) and `Send test`. */
 export function Webhooks({ wallet }: { wallet: string }) {
   const { value, error, reload } = useLoad(async () => {
-    const hooks = ok(await api.GET('/api/wallet/{wallet}/webhook', { params: { path: { wallet } } }), 'The webhooks could not be listed.').data;
+    const hooks = ok(
+      await api.GET('/api/wallet/{wallet}/webhook', { params: { path: { wallet } } }),
+      'The webhooks could not be listed.',
+    ).data;
     return Promise.all(
       hooks.map(async (h) => {
-        const d = await api.GET('/api/wallet/{wallet}/webhook/{webhook}/deliveries', { params: { path: { wallet, webhook: String(h.id) }, query: { limit: 10 } } });
+        const d = await api.GET('/api/wallet/{wallet}/webhook/{webhook}/deliveries', {
+          params: { path: { wallet, webhook: String(h.id) }, query: { limit: 10 } },
+        });
         return { hook: h, deliveries: d.data?.data ?? [] };
       }),
     );
@@ -269,7 +335,15 @@ export function Webhooks({ wallet }: { wallet: string }) {
             <div key={hook.id} class="hook" data-webhook={hook.id}>
               <p>
                 <StatusBadge status={hook.status} /> <span class="mono">{hook.url}</span> · {hook.type}
-                <button type="button" aria-label={`Send test to webhook ${hook.id}`} onClick={() => void act(`Test sent to webhook ${hook.id}`, () => api.POST('/api/wallet/{wallet}/webhook/{webhook}/test', { params: { path: { wallet, webhook } } }))}>
+                <button
+                  type="button"
+                  aria-label={`Send test to webhook ${hook.id}`}
+                  onClick={() =>
+                    void act(`Test sent to webhook ${hook.id}`, () =>
+                      api.POST('/api/wallet/{wallet}/webhook/{webhook}/test', { params: { path: { wallet, webhook } } }),
+                    )
+                  }
+                >
                   Send test
                 </button>
               </p>
@@ -279,10 +353,21 @@ export function Webhooks({ wallet }: { wallet: string }) {
                 <ul class="plain">
                   {deliveries.map((d) => (
                     <li key={d.id} data-delivery={d.id}>
-                      <StatusBadge status={d.status} /> {d.event} · {d.attempts} attempts{d.response_status !== null ? ` · HTTP ${d.response_status}` : ''}
+                      <StatusBadge status={d.status} /> {d.event} · {d.attempts} attempts
+                      {d.response_status !== null ? ` · HTTP ${d.response_status}` : ''}
                       {d.last_error ? ` · ${d.last_error}` : ''} · <Time utc={d.created_at} />
                       <Attempts wallet={wallet} webhook={webhook} delivery={d.id} />
-                      <button type="button" aria-label={`Retry delivery ${d.id}`} onClick={() => void act(`Delivery ${d.id} retried`, () => api.POST('/api/wallet/{wallet}/webhook/{webhook}/deliveries/{delivery}/retry', { params: { path: { wallet, webhook, delivery: String(d.id) } } }))}>
+                      <button
+                        type="button"
+                        aria-label={`Retry delivery ${d.id}`}
+                        onClick={() =>
+                          void act(`Delivery ${d.id} retried`, () =>
+                            api.POST('/api/wallet/{wallet}/webhook/{webhook}/deliveries/{delivery}/retry', {
+                              params: { path: { wallet, webhook, delivery: String(d.id) } },
+                            }),
+                          )
+                        }
+                      >
                         Retry
                       </button>
                     </li>
@@ -313,8 +398,15 @@ export function Policy({ wallet }: { wallet: string }) {
   const [message, setMessage] = useState<{ error: boolean; text: string } | null>(null);
   const add = async (e: Event) => {
     e.preventDefault();
-    const r = await api.POST('/api/wallet/{wallet}/allowlist/add', { params: { path: { wallet } }, body: { address: address.trim(), label: label.trim() } });
-    setMessage(r.data ? { error: false, text: `${r.data.data.address} added to the allowlist.` } : { error: true, text: failure(r.error, 'The address could not be added.') });
+    const r = await api.POST('/api/wallet/{wallet}/allowlist/add', {
+      params: { path: { wallet } },
+      body: { address: address.trim(), label: label.trim() },
+    });
+    setMessage(
+      r.data
+        ? { error: false, text: `${r.data.data.address} added to the allowlist.` }
+        : { error: true, text: failure(r.error, 'The address could not be added.') },
+    );
     if (r.data) {
       setAddress('');
       setLabel('');
@@ -323,7 +415,11 @@ export function Policy({ wallet }: { wallet: string }) {
   };
   const remove = async (id: number) => {
     const r = await api.POST('/api/wallet/{wallet}/allowlist/{entry}/remove', { params: { path: { wallet, entry: String(id) } } });
-    setMessage(r.data ? { error: false, text: 'Removed from the allowlist.' } : { error: true, text: failure(r.error, 'The address could not be removed.') });
+    setMessage(
+      r.data
+        ? { error: false, text: 'Removed from the allowlist.' }
+        : { error: true, text: failure(r.error, 'The address could not be removed.') },
+    );
     reload();
   };
   const limits = (name: string, l: Limits) => {
@@ -354,7 +450,14 @@ export function Policy({ wallet }: { wallet: string }) {
               <dd>{value.policy.allowlist_only ? 'yes' : 'no'}</dd>
             </div>
           </dl>
-          <LimitsForm wallet={wallet} allowlistOnly={Boolean(value.policy.allowlist_only)} onSaved={(text, failed) => { setMessage({ error: failed, text }); if (!failed) reload(); }} />
+          <LimitsForm
+            wallet={wallet}
+            allowlistOnly={Boolean(value.policy.allowlist_only)}
+            onSaved={(text, failed) => {
+              setMessage({ error: failed, text });
+              if (!failed) reload();
+            }}
+          />
           <h3>Allowlist</h3>
           {value.allowlist.length === 0 ? (
             <Empty text="No addresses on the allowlist." />
@@ -372,9 +475,23 @@ export function Policy({ wallet }: { wallet: string }) {
           )}
           <form class="inline-form" onSubmit={(e) => void add(e)} aria-label="Add to the allowlist">
             <label for="allow-address">Address to allow</label>
-            <input id="allow-address" class="mono" required autocomplete="off" spellcheck={false} value={address} onInput={(e) => setAddress((e.target as HTMLInputElement).value)} />
+            <input
+              id="allow-address"
+              class="mono"
+              required
+              autocomplete="off"
+              spellcheck={false}
+              value={address}
+              onInput={(e) => setAddress((e.target as HTMLInputElement).value)}
+            />
             <label for="allow-label">Label</label>
-            <input id="allow-label" required maxLength={255} value={label} onInput={(e) => setLabel((e.target as HTMLInputElement).value)} />
+            <input
+              id="allow-label"
+              required
+              maxLength={255}
+              value={label}
+              onInput={(e) => setLabel((e.target as HTMLInputElement).value)}
+            />
             <button type="submit" class="primary">
               Add to allowlist
             </button>
@@ -387,11 +504,17 @@ export function Policy({ wallet }: { wallet: string }) {
 
 /** A delivery's HTTP attempts, read when asked for: when, the status answered, how long, the error. */
 function Attempts({ wallet, webhook, delivery }: { wallet: string; webhook: string; delivery: number }) {
-  const [rows, setRows] = useState<{ attempt: number; at: string; response_status: number | null; duration_ms: number; error: string | null }[] | null>(null);
+  const [rows, setRows] = useState<
+    { attempt: number; at: string; response_status: number | null; duration_ms: number; error: string | null }[] | null
+  >(null);
   const [error, setError] = useState<string | null>(null);
   const show = async () => {
     if (rows) return setRows(null);
-    const r = await api.GET('/api/wallet/{wallet}/webhook/{webhook}/deliveries/{delivery}', { params: { path: { wallet, webhook, delivery: String(delivery) } } }).catch(() => ({ data: undefined, error: undefined }));
+    const r = await api
+      .GET('/api/wallet/{wallet}/webhook/{webhook}/deliveries/{delivery}', {
+        params: { path: { wallet, webhook, delivery: String(delivery) } },
+      })
+      .catch(() => ({ data: undefined, error: undefined }));
     if (!r.data) return setError(failure(r.error, 'The attempts could not be read.'));
     setRows(r.data.data.attempts);
   };
@@ -405,7 +528,8 @@ function Attempts({ wallet, webhook, delivery }: { wallet: string; webhook: stri
         <ol class="attempts" data-attempts={delivery}>
           {rows.map((a) => (
             <li key={a.attempt}>
-              <Time utc={a.at} /> · {a.response_status === null ? 'no answer' : `HTTP ${a.response_status}`} · {a.duration_ms} ms{a.error ? ` · ${a.error}` : ''}
+              <Time utc={a.at} /> · {a.response_status === null ? 'no answer' : `HTTP ${a.response_status}`} · {a.duration_ms} ms
+              {a.error ? ` · ${a.error}` : ''}
             </li>
           ))}
         </ol>
@@ -421,7 +545,15 @@ const LIMIT_KINDS = [
 ] as const;
 
 /** One token's three limits (an empty field leaves a limit as it is; `none` removes it) and allowlist_only. */
-function LimitsForm({ wallet, allowlistOnly, onSaved }: { wallet: string; allowlistOnly: boolean; onSaved: (text: string, failed: boolean) => void }) {
+function LimitsForm({
+  wallet,
+  allowlistOnly,
+  onSaved,
+}: {
+  wallet: string;
+  allowlistOnly: boolean;
+  onSaved: (text: string, failed: boolean) => void;
+}) {
   const [token, setToken] = useState('ETH');
   const [values, setValues] = useState<Record<string, string>>({});
   const [only, setOnly] = useState(allowlistOnly);
@@ -432,7 +564,9 @@ function LimitsForm({ wallet, allowlistOnly, onSaved }: { wallet: string; allowl
       const v = (values[kind] ?? '').trim();
       if (v !== '') body[kind] = { [token.trim()]: v.toLowerCase() === 'none' ? null : v };
     }
-    const r = await api.POST('/api/wallet/{wallet}/policy', { params: { path: { wallet } }, body }).catch(() => ({ data: undefined, error: undefined }));
+    const r = await api
+      .POST('/api/wallet/{wallet}/policy', { params: { path: { wallet } }, body })
+      .catch(() => ({ data: undefined, error: undefined }));
     if (r.data) setValues({});
     onSaved(r.data ? 'The policy was saved.' : failure(r.error, 'The policy could not be saved.'), !r.data);
   };
@@ -443,11 +577,18 @@ function LimitsForm({ wallet, allowlistOnly, onSaved }: { wallet: string; allowl
       {LIMIT_KINDS.map(([kind, label]) => (
         <div key={kind} class="field">
           <label for={`limit-${kind}`}>{label} (empty: unchanged, none: removed)</label>
-          <input id={`limit-${kind}`} inputMode="decimal" autocomplete="off" value={values[kind] ?? ''} onInput={(e) => setValues({ ...values, [kind]: (e.target as HTMLInputElement).value })} />
+          <input
+            id={`limit-${kind}`}
+            inputMode="decimal"
+            autocomplete="off"
+            value={values[kind] ?? ''}
+            onInput={(e) => setValues({ ...values, [kind]: (e.target as HTMLInputElement).value })}
+          />
         </div>
       ))}
       <label class="check">
-        <input type="checkbox" checked={only} onChange={(e) => setOnly((e.target as HTMLInputElement).checked)} /> Only send to addresses on the allowlist
+        <input type="checkbox" checked={only} onChange={(e) => setOnly((e.target as HTMLInputElement).checked)} /> Only send to addresses on
+        the allowlist
       </label>
       <button type="submit" class="primary">
         Save policy

@@ -32,7 +32,11 @@ const bearer: Middleware = {
 };
 
 /** The `data` of a 200 answer to `method` on `path`, as the OpenAPI document describes it. */
-export type Data<P extends keyof paths, M extends 'get' | 'post' = 'get'> = paths[P][M] extends { responses: { 200: { content: { 'application/json': { data: infer D } } } } } ? D : never;
+export type Data<P extends keyof paths, M extends 'get' | 'post' = 'get'> = paths[P][M] extends {
+  responses: { 200: { content: { 'application/json': { data: infer D } } } };
+}
+  ? D
+  : never;
 
 export const api = createClient<paths>({ baseUrl: window.location.origin });
 api.use(bearer);
@@ -40,7 +44,12 @@ api.use(bearer);
 /** The envelope's message of a failed call, in words. */
 export function failure(error: unknown, fallback: string): string {
   const e = error as { message?: unknown; data?: Record<string, string[]> | null } | undefined;
-  const fields = e?.data && typeof e.data === 'object' ? Object.values(e.data).flat().filter((x) => typeof x === 'string') : [];
+  const fields =
+    e?.data && typeof e.data === 'object'
+      ? Object.values(e.data)
+          .flat()
+          .filter((x) => typeof x === 'string')
+      : [];
   if (fields.length > 0) return fields.join(' ');
   return typeof e?.message === 'string' && e.message !== '' ? e.message : fallback;
 }

@@ -34,7 +34,9 @@ export function Reconciliation({ wallet }: { wallet: string }) {
     setNote('');
     setVersion(version + 1);
   };
-  const rows = report ? report.addresses.flatMap((a) => a.tokens.filter((t) => !zero(t.difference)).map((t) => ({ ...t, address: a.address, kind: a.kind }))) : [];
+  const rows = report
+    ? report.addresses.flatMap((a) => a.tokens.filter((t) => !zero(t.difference)).map((t) => ({ ...t, address: a.address, kind: a.kind })))
+    : [];
   return (
     <section aria-labelledby="rec-title">
       <h2 id="rec-title">Reconciliation</h2>
@@ -46,13 +48,15 @@ export function Reconciliation({ wallet }: { wallet: string }) {
       ) : (
         <>
           <p data-reconciliation-ok={String(report.ok)}>
-            <StatusBadge status={report.ok ? 'confirmed' : 'failed'} /> {report.ok ? 'Every wei accounted for' : 'Differences found'} at block {report.block_number}.
+            <StatusBadge status={report.ok ? 'confirmed' : 'failed'} /> {report.ok ? 'Every wei accounted for' : 'Differences found'} at
+            block {report.block_number}.
           </p>
           {rows.length > 0 && (
             <ul class="plain">
               {rows.map((r) => (
                 <li key={`${r.address}-${r.token}`} data-difference={r.token}>
-                  {r.kind} <span class="mono">{r.address}</span>: difference <Amount value={r.difference} symbol={r.token} /> (chain <Amount value={r.chain_balance} />, recorded change <Amount value={r.recorded_change} />)
+                  {r.kind} <span class="mono">{r.address}</span>: difference <Amount value={r.difference} symbol={r.token} /> (chain{' '}
+                  <Amount value={r.chain_balance} />, recorded change <Amount value={r.recorded_change} />)
                 </li>
               ))}
             </ul>
@@ -110,7 +114,11 @@ function perDay(rows: Transaction[], nowMs: number): Map<string, Day[]> {
     const day = String(t.created_at).slice(0, 10);
     const i = days.indexOf(day);
     if (i < 0) continue;
-    if (!out.has(t.symbol)) out.set(t.symbol, days.map((d) => ({ day: d, received: 0n, sent: 0n })));
+    if (!out.has(t.symbol))
+      out.set(
+        t.symbol,
+        days.map((d) => ({ day: d, received: 0n, sent: 0n })),
+      );
     const slot = out.get(t.symbol)![i];
     if (t.type === 'receipt') slot.received += units(t.amount);
     else slot.sent += units(t.amount);
@@ -124,7 +132,11 @@ function Bars({ symbol, days }: { symbol: string; days: Day[] }) {
   const total = (k: 'received' | 'sent') => decimal(days.reduce((s, d) => s + d[k], 0n));
   return (
     <figure class="chart" data-chart={symbol}>
-      <svg viewBox="0 0 300 110" role="img" aria-label={`${symbol}: received ${total('received')}, sent ${total('sent')} in the last 30 days`}>
+      <svg
+        viewBox="0 0 300 110"
+        role="img"
+        aria-label={`${symbol}: received ${total('received')}, sent ${total('sent')} in the last 30 days`}
+      >
         {days.map((d, i) => (
           <g key={d.day}>
             <rect x={i * 10 + 1} y={100 - h(d.received)} width="4" height={h(d.received)} fill="#15803d">
@@ -150,13 +162,23 @@ export function Chart({ wallet }: { wallet: string }) {
   useEffect(() => {
     api
       .GET('/api/wallet/{wallet}/transaction', { params: { path: { wallet }, query: { limit: 1000 } } })
-      .then((r) => (r.data ? setSeries(perDay(r.data.data, Date.now())) : setError(failure(r.error, 'The transactions could not be read.'))))
+      .then((r) =>
+        r.data ? setSeries(perDay(r.data.data, Date.now())) : setError(failure(r.error, 'The transactions could not be read.')),
+      )
       .catch(() => setError('The service could not be reached.'));
   }, [wallet]);
   return (
     <section aria-labelledby="chart-title">
       <h2 id="chart-title">Received and sent, last 30 days</h2>
-      {error ? <Problem text={error} /> : !series ? <Loading what="the chart" /> : series.size === 0 ? <Empty text="Nothing received or sent in the last 30 days." /> : [...series].map(([symbol, days]) => <Bars key={symbol} symbol={symbol} days={days} />)}
+      {error ? (
+        <Problem text={error} />
+      ) : !series ? (
+        <Loading what="the chart" />
+      ) : series.size === 0 ? (
+        <Empty text="Nothing received or sent in the last 30 days." />
+      ) : (
+        [...series].map(([symbol, days]) => <Bars key={symbol} symbol={symbol} days={days} />)
+      )}
     </section>
   );
 }

@@ -11,7 +11,12 @@ import { Time, Hash, Loading, Problem, Empty, StatusBadge, Amount, Notice } from
 import { ChargeDetail, Keys, Payouts, Policy, Webhooks } from './actions.js';
 import { Chart, Events, Reconciliation } from './insights.js';
 
-type Route = { view: 'wallets' } | { view: 'keys' } | { view: 'events' } | { view: 'wallet'; id: string } | { view: 'charge'; id: string; charge: string };
+type Route =
+  | { view: 'wallets' }
+  | { view: 'keys' }
+  | { view: 'events' }
+  | { view: 'wallet'; id: string }
+  | { view: 'charge'; id: string; charge: string };
 
 function parseRoute(hash: string): Route {
   if (hash === '#/keys') return { view: 'keys' };
@@ -41,7 +46,9 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
     e.preventDefault();
     setBusy(true);
     setError(null);
-    const { data, error: err } = await api.POST('/api/auth/login', { body: { email, password } }).catch(() => ({ data: undefined, error: { message: 'The service could not be reached.' } }));
+    const { data, error: err } = await api
+      .POST('/api/auth/login', { body: { email, password } })
+      .catch(() => ({ data: undefined, error: { message: 'The service could not be reached.' } }));
     setBusy(false);
     if (!data) return setError(failure(err, 'Signing in failed.'));
     session.set(data.data.token);
@@ -53,11 +60,33 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
         <h1 id="signin-title">Wallet service</h1>
         <p class="muted">Sign in to see your wallets.</p>
         <label for="email">Email</label>
-        <input id="email" name="email" type="email" autocomplete="username" required value={email} onInput={(e) => setEmail((e.target as HTMLInputElement).value)} />
+        <input
+          id="email"
+          name="email"
+          type="email"
+          autocomplete="username"
+          required
+          value={email}
+          onInput={(e) => setEmail((e.target as HTMLInputElement).value)}
+        />
         <label for="password">Password</label>
-        <input id="password" name="password" type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword((e.target as HTMLInputElement).value)} />
-        {error && <p class="error" role="alert">{error}</p>}
-        <button type="submit" class="primary" disabled={busy}>{busy ? 'Signing in…' : 'Sign in'}</button>
+        <input
+          id="password"
+          name="password"
+          type="password"
+          autocomplete="current-password"
+          required
+          value={password}
+          onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
+        />
+        {error && (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        )}
+        <button type="submit" class="primary" disabled={busy}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
       </form>
     </main>
   );
@@ -152,7 +181,19 @@ function useList<T>(load: () => Promise<{ rows: T[] } | { error: string }>, deps
 }
 
 /** Loading, error and empty states around a table that scrolls sideways on a phone. */
-function Listing({ label, rows, error, empty, children }: { label: string; rows: unknown[] | null; error: string | null; empty: string; children: ComponentChildren }) {
+function Listing({
+  label,
+  rows,
+  error,
+  empty,
+  children,
+}: {
+  label: string;
+  rows: unknown[] | null;
+  error: string | null;
+  empty: string;
+  children: ComponentChildren;
+}) {
   if (error) return <Problem text={error} />;
   if (!rows) return <Loading what={label.toLowerCase()} />;
   if (rows.length === 0) return <Empty text={empty} />;
@@ -170,12 +211,23 @@ function Transactions({ wallet, explorer }: { wallet: string; explorer: string }
   const [message, setMessage] = useState<string | null>(null);
   const decide = async (id: number, kind: 'approve' | 'reject') => {
     const path = { wallet, transaction: String(id) };
-    const r = kind === 'approve' ? await api.POST('/api/wallet/{wallet}/transaction/{transaction}/approve', { params: { path } }) : await api.POST('/api/wallet/{wallet}/transaction/{transaction}/reject', { params: { path } });
-    setMessage(r.data ? `Transaction ${id} ${kind === 'approve' ? 'approved' : 'rejected'}.` : failure(r.error, `The transaction could not be ${kind === 'approve' ? 'approved' : 'rejected'}.`));
+    const r =
+      kind === 'approve'
+        ? await api.POST('/api/wallet/{wallet}/transaction/{transaction}/approve', { params: { path } })
+        : await api.POST('/api/wallet/{wallet}/transaction/{transaction}/reject', { params: { path } });
+    setMessage(
+      r.data
+        ? `Transaction ${id} ${kind === 'approve' ? 'approved' : 'rejected'}.`
+        : failure(r.error, `The transaction could not be ${kind === 'approve' ? 'approved' : 'rejected'}.`),
+    );
     setVersion(version + 1);
   };
   const { rows, error } = useList<Data<'/api/wallet/{wallet}/transaction'>[number]>(async () => {
-    const { data, error: err, response } = await api.GET('/api/wallet/{wallet}/transaction', { params: { path: { wallet }, query: { page, limit: PAGE } } });
+    const {
+      data,
+      error: err,
+      response,
+    } = await api.GET('/api/wallet/{wallet}/transaction', { params: { path: { wallet }, query: { page, limit: PAGE } } });
     if (!data) return { error: failure(err, 'The transactions could not be listed.') };
     setPages(Number(response.headers.get('x-pagination-pages') ?? '1') || 1);
     return { rows: data.data };
@@ -215,7 +267,9 @@ function Transactions({ wallet, explorer }: { wallet: string; explorer: string }
                 <td class="num" data-label="Amount">
                   <Amount value={t.amount} symbol={t.symbol} />
                 </td>
-                <td data-label="Hash">{t.tx_hash ? <Hash hash={t.tx_hash} explorer={explorer} /> : <span class="muted">not signed</span>}</td>
+                <td data-label="Hash">
+                  {t.tx_hash ? <Hash hash={t.tx_hash} explorer={explorer} /> : <span class="muted">not signed</span>}
+                </td>
                 <td data-label="Created">
                   <Time utc={t.created_at} />
                 </td>
@@ -293,14 +347,26 @@ function FundFromDevnet({ wallet, onFunded }: { wallet: string; onFunded: () => 
   const [message, setMessage] = useState<{ error: boolean; text: string } | null>(null);
   const fund = async (e: Event) => {
     e.preventDefault();
-    const r = await api.POST('/api/wallet/{wallet}/devnet/fund', { params: { path: { wallet } }, body: { amount: value.trim() } }).catch(() => ({ data: undefined, error: undefined }));
-    setMessage(r.data ? { error: false, text: `Funded with ${r.data.data.amount.replace(/0+$/, '').replace(/\.$/, '')} ETH from the devnet.` } : { error: true, text: failure(r.error, 'The wallet could not be funded.') });
+    const r = await api
+      .POST('/api/wallet/{wallet}/devnet/fund', { params: { path: { wallet } }, body: { amount: value.trim() } })
+      .catch(() => ({ data: undefined, error: undefined }));
+    setMessage(
+      r.data
+        ? { error: false, text: `Funded with ${r.data.data.amount.replace(/0+$/, '').replace(/\.$/, '')} ETH from the devnet.` }
+        : { error: true, text: failure(r.error, 'The wallet could not be funded.') },
+    );
     if (r.data) onFunded();
   };
   return (
     <form class="inline-form" onSubmit={(e) => void fund(e)} aria-label="Fund from the local devnet">
       <label for="fund-amount">ETH from the local devnet</label>
-      <input id="fund-amount" inputMode="decimal" autocomplete="off" value={value} onInput={(e) => setValue((e.target as HTMLInputElement).value)} />
+      <input
+        id="fund-amount"
+        inputMode="decimal"
+        autocomplete="off"
+        value={value}
+        onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+      />
       <button type="submit" class="primary">
         Fund from devnet
       </button>

@@ -45,7 +45,13 @@ export function Hash({ hash, explorer }: { hash: string; explorer: string }) {
   const url = explorerUrl(explorer, 'tx', hash);
   const text = <span class="mono">{shortHash(hash)}</span>;
   return url ? (
-    <a href={url} target="_blank" rel="noopener noreferrer" title={hash} aria-label={`${shortHash(hash)}: transaction ${hash} on the explorer`}>
+    <a
+      href={url}
+      target="_blank"
+      rel="noopener noreferrer"
+      title={hash}
+      aria-label={`${shortHash(hash)}: transaction ${hash} on the explorer`}
+    >
       {text}
     </a>
   ) : (

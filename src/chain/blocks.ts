@@ -105,7 +105,12 @@ export interface TransferLog {
  * on the recipient when there are few enough `recipients` (else, or with `null`, every transfer
  * is returned and the caller filters).
  */
-export async function transferLogs(client: PublicClient, blockHash: Hex, contracts: Hex[], recipients: Hex[] | null): Promise<TransferLog[]> {
+export async function transferLogs(
+  client: PublicClient,
+  blockHash: Hex,
+  contracts: Hex[],
+  recipients: Hex[] | null,
+): Promise<TransferLog[]> {
   const found = await client.getLogs({
     blockHash,
     address: contracts,

@@ -6,7 +6,15 @@
  * transaction pending; the watcher asks the node again later and re-sends it if it is unknown.
  */
 import { inProcessSignal } from '../lib/signal.js';
-import { BaseError, parseTransaction, recoverTransactionAddress, TransactionNotFoundError, type Hex, type PublicClient, type TransactionSerialized } from 'viem';
+import {
+  BaseError,
+  parseTransaction,
+  recoverTransactionAddress,
+  TransactionNotFoundError,
+  type Hex,
+  type PublicClient,
+  type TransactionSerialized,
+} from 'viem';
 import { ALREADY_KNOWN, isUnreachable, refusalKind } from './errors.js';
 
 const accepted = inProcessSignal();
@@ -41,7 +49,8 @@ export async function nodeKnows(client: PublicClient, hash: Hex): Promise<boolea
     await client.getTransaction({ hash });
     return true;
   } catch (e) {
-    if (e instanceof TransactionNotFoundError || (e instanceof BaseError && e.walk((x) => x instanceof TransactionNotFoundError))) return false;
+    if (e instanceof TransactionNotFoundError || (e instanceof BaseError && e.walk((x) => x instanceof TransactionNotFoundError)))
+      return false;
     return null;
   }
 }

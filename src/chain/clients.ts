@@ -87,7 +87,11 @@ export class ChainClients {
     const known = this.byNetwork.get(n.id);
     if (known && known.key === key) return known;
     known?.endpoints.stop();
-    const endpoints = new EndpointSet(urls, { timeoutMs: this.opts.timeoutMs, maxLagBlocks: this.opts.maxLagBlocks, healthEveryMs: this.opts.healthEveryMs });
+    const endpoints = new EndpointSet(urls, {
+      timeoutMs: this.opts.timeoutMs,
+      maxLagBlocks: this.opts.maxLagBlocks,
+      healthEveryMs: this.opts.healthEveryMs,
+    });
     const client = createPublicClient({ chain: chainOf(n), transport: endpoints.transport(this.opts.retryCount, 100) }) as PublicClient;
     const entry = { key, client, endpoints };
     this.byNetwork.set(n.id, entry);

@@ -52,7 +52,11 @@ function toArg(param: AbiParameter, v: unknown, depth: number): unknown {
   }
   if (param.type === 'tuple') {
     const components = (param as { components?: readonly AbiParameter[] }).components ?? [];
-    const values = Array.isArray(v) ? v : v !== null && typeof v === 'object' ? components.map((c) => (v as Record<string, unknown>)[c.name ?? '']) : null;
+    const values = Array.isArray(v)
+      ? v
+      : v !== null && typeof v === 'object'
+        ? components.map((c) => (v as Record<string, unknown>)[c.name ?? ''])
+        : null;
     if (values === null || values.length !== components.length) throw new ArgError('not a tuple');
     const out = components.map((c, i) => toArg(c, values[i], depth + 1));
     return Array.isArray(v) || components.some((c) => !c.name) ? out : Object.fromEntries(components.map((c, i) => [c.name!, out[i]]));

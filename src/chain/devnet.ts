@@ -41,7 +41,9 @@ export function anvilBinaryPath(): string {
   const platformKey = `${process.platform}-${process.arch}`;
   const pkg = PLATFORM_PACKAGES[platformKey];
   if (!pkg) {
-    throw new DevnetUnavailable(`anvil: no prebuilt binary package for ${platformKey} (supported: ${Object.keys(PLATFORM_PACKAGES).join(', ')}); ${WITHOUT_DEVNET}`);
+    throw new DevnetUnavailable(
+      `anvil: no prebuilt binary package for ${platformKey} (supported: ${Object.keys(PLATFORM_PACKAGES).join(', ')}); ${WITHOUT_DEVNET}`,
+    );
   }
   let pkgJsonPath: string;
   try {
@@ -52,7 +54,8 @@ export function anvilBinaryPath(): string {
     );
   }
   const binary = join(dirname(pkgJsonPath), 'bin', 'anvil');
-  if (!existsSync(binary)) throw new DevnetUnavailable(`anvil: binary not found at ${binary}; reinstall with \`npm install\`, ${WITHOUT_DEVNET}`);
+  if (!existsSync(binary))
+    throw new DevnetUnavailable(`anvil: binary not found at ${binary}; reinstall with \`npm install\`, ${WITHOUT_DEVNET}`);
   return binary;
 }
 
@@ -231,15 +234,11 @@ async function terminate(child: ChildProcess): Promise<void> {
   await waitForExit(child, STOP_GRACE_MS);
 }
 
-/** Start anvil and wait until it answers JSON-RPC. */
-export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
-  const host = opts.host ?? DEFAULT_HOST;
-  // anvil silently skips dumping state if the parent directory is missing.
-  if (opts.statePath !== undefined) mkdirSync(dirname(opts.statePath), { recursive: true });
-
-  // Readiness is detected by polling the port, so something else already
-  // listening there would be mistaken for our anvil. Refuse that up front.
-  await assertPortFree(host, opts.port);
+/** The anvil process, its output's tail, and its pipes' close. */
+async function spawnAnvil(
+  opts: StartDevnetOptions,
+  host: string,
+): Promise<{ child: ChildProcess; tail: OutputTail; closed: Promise<void> }> {
   const binary = anvilBinaryPath();
   const child = spawn(binary, anvilArgs(opts, host), { stdio: ['ignore', 'pipe', 'pipe'] });
   if (child.pid === undefined) {
@@ -255,6 +254,19 @@ export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
   child.stderr?.on('data', (chunk: Buffer) => tail.push(chunk));
   // Not events.once(): that would reject on an 'error' event nobody awaits.
   const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  return { child, tail, closed };
+}
+
+/** Start anvil and wait until it answers JSON-RPC. */
+export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
+  const host = opts.host ?? DEFAULT_HOST;
+  // anvil silently skips dumping state if the parent directory is missing.
+  if (opts.statePath !== undefined) mkdirSync(dirname(opts.statePath), { recursive: true });
+
+  // Readiness is detected by polling the port, so something else already
+  // listening there would be mistaken for our anvil. Refuse that up front.
+  await assertPortFree(host, opts.port);
+  const { child, tail, closed } = await spawnAnvil(opts, host);
 
   // 'exit' handlers must be synchronous; a plain SIGKILL is the best we can do there.
   const killOnParentExit = (): void => {
@@ -278,7 +290,10 @@ export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
     process.off('exit', killOnParentExit);
     if (!stopping) opts.logger?.warn({ code, signal, output: tail.text() }, 'anvil devnet exited unexpectedly');
   });
-  opts.logger?.info({ rpcUrl, pid: child.pid, chainId: opts.chainId ?? DEFAULT_CHAIN_ID, statePath: opts.statePath }, 'anvil devnet started');
+  opts.logger?.info(
+    { rpcUrl, pid: child.pid, chainId: opts.chainId ?? DEFAULT_CHAIN_ID, statePath: opts.statePath },
+    'anvil devnet started',
+  );
 
   let stopped: Promise<void> | undefined;
   return {
@@ -287,7 +302,9 @@ export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
     stop(): Promise<void> {
       stopping = true;
       const statePath = opts.statePath;
-      stopped ??= (statePath === undefined ? terminate(child) : stopKeepingState(child, rpcUrl, statePath)).finally(() => process.off('exit', killOnParentExit));
+      stopped ??= (statePath === undefined ? terminate(child) : stopKeepingState(child, rpcUrl, statePath)).finally(() =>
+        process.off('exit', killOnParentExit),
+      );
       return stopped;
     },
   };

@@ -37,7 +37,20 @@
  */
 import { custom, http, type EIP1193RequestFn, type Transport } from 'viem';
 import { redactUrl } from '../lib/redact.js';
-import { ALREADY_KNOWN, faultOf, isBlockUnknown, isFault, isRangeRefused, isRateLimit, isTransient, MayBeHeldError, nodeWords, NotYetAtHeightError, refusalKind, retryAfterMs } from './errors.js';
+import {
+  ALREADY_KNOWN,
+  faultOf,
+  isBlockUnknown,
+  isFault,
+  isRangeRefused,
+  isRateLimit,
+  isTransient,
+  MayBeHeldError,
+  nodeWords,
+  NotYetAtHeightError,
+  refusalKind,
+  retryAfterMs,
+} from './errors.js';
 import { rpcFetch } from './rpc-fetch.js';
 import { TRACE_METHODS, TraceRoute } from './traces.js';
 
@@ -105,7 +118,8 @@ export function endpointUrls(n: { rpc_url: string; rpc_urls?: string | null }): 
   if (!n.rpc_urls) return [n.rpc_url];
   try {
     const list = JSON.parse(n.rpc_urls) as unknown;
-    if (Array.isArray(list) && list.length > 0 && list[0] === n.rpc_url && list.every((u) => typeof u === 'string')) return list as string[];
+    if (Array.isArray(list) && list.length > 0 && list[0] === n.rpc_url && list.every((u) => typeof u === 'string'))
+      return list as string[];
   } catch {
     // not a list: the first endpoint alone
   }
@@ -180,7 +194,10 @@ class Endpoint {
   calls = 0;
   errors = 0;
 
-  constructor(readonly url: string, timeoutMs: number) {
+  constructor(
+    readonly url: string,
+    timeoutMs: number,
+  ) {
     this.origin = redactUrl(url);
     this.host = (() => {
       try {
@@ -255,7 +272,10 @@ export class EndpointSet {
   }
 
   transport(retryCount: number, retryDelay: number): Transport {
-    return custom({ request: ({ method, params }: { method: string; params?: unknown }) => this.request(method, params) }, { retryCount, retryDelay });
+    return custom(
+      { request: ({ method, params }: { method: string; params?: unknown }) => this.request(method, params) },
+      { retryCount, retryDelay },
+    );
   }
 
   /** Starts the head reads (every `healthEveryMs`; the timer does not hold the process open). */

@@ -66,7 +66,8 @@ async function readText(client: PublicClient, address: Address, functionName: 'n
 /** A contract read whose call succeeded and whose returned data did not decode as asked. */
 function isUndecodable(err: unknown): boolean {
   if (!isContractCallFailure(err)) return false;
-  const answered = (e: unknown) => e instanceof CallExecutionError || e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError;
+  const answered = (e: unknown) =>
+    e instanceof CallExecutionError || e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError;
   return !(err as BaseError).walk(answered);
 }
 
@@ -80,9 +81,7 @@ export function bytes32Text(value: Hex): string {
 
 /** What an address turned out to be when asked for ERC-20 metadata and a balance. */
 export type Erc20Probe =
-  | { kind: 'no-code' }
-  | { kind: 'not-erc20'; reason: string }
-  | { kind: 'token'; metadata: TokenMetadata; balance: bigint };
+  { kind: 'no-code' } | { kind: 'not-erc20'; reason: string } | { kind: 'token'; metadata: TokenMetadata; balance: bigint };
 
 /**
  * Checks that `contract` is a deployed ERC-20: it has code, and name(), symbol(), decimals()

@@ -163,7 +163,8 @@ export function isContractCallFailure(err: unknown): err is BaseError {
  * anvil's "BlockOutOfRangeError" (-32602, its height lowered for a moment by a reorg), others'
  * "unknown block" / "block not found". Not a fault of the request: the endpoint is below that height.
  */
-const BLOCK_UNKNOWN = /header not found|unknown block|block not found|BlockOutOfRange|block height is \d+ but requested|beyond (the )?current head/i;
+const BLOCK_UNKNOWN =
+  /header not found|unknown block|block not found|BlockOutOfRange|block height is \d+ but requested|beyond (the )?current head/i;
 
 /** Seconds of an HTTP Retry-After (delta-seconds or a date), as milliseconds; null without one. */
 export function retryAfterMs(err: unknown, nowMs: number): number | null {
@@ -203,7 +204,8 @@ export function faultOf(err: unknown): string {
   let connection: string | null = null;
   for (let e: unknown = err; e instanceof Error; e = e.cause) {
     if (e instanceof TimeoutError) return 'timed out';
-    if ((e instanceof HttpRequestError || e instanceof RpcRequestError) && typeof e.status === 'number' && status === null) status = e.status;
+    if ((e instanceof HttpRequestError || e instanceof RpcRequestError) && typeof e.status === 'number' && status === null)
+      status = e.status;
     const code = (e as { code?: unknown }).code;
     if (code === -32005) rpcLimit = true;
     if (typeof code === 'string' && connection === null) connection = CONNECTION_FAULTS[code] ?? 'connection failed';
@@ -229,7 +231,8 @@ export function isRateLimit(err: unknown): boolean {
     if ((e as { code?: unknown }).code === -32005) return true;
     if ((e instanceof HttpRequestError || e instanceof RpcRequestError) && e.status === 429) return true;
     const details = (e as { details?: unknown }).details;
-    if (RATE_LIMITED.test(`${typeof details === 'string' ? details : ''} ${(e as { shortMessage?: string }).shortMessage ?? ''}`)) return true;
+    if (RATE_LIMITED.test(`${typeof details === 'string' ? details : ''} ${(e as { shortMessage?: string }).shortMessage ?? ''}`))
+      return true;
     e = e.cause;
   }
   return false;

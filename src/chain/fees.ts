@@ -58,7 +58,10 @@ const L1_FEE_HEADROOM_PERCENT = 125n;
 export const GAS_PRICE_ORACLE: Address = '0x420000000000000000000000000000000000000F';
 const ORACLE_ABI = parseAbi(['function getL1Fee(bytes _data) view returns (uint256)']);
 
-export function estimateGas(client: PublicClient, call: { from: Address; to: Address; value: bigint; data?: Hex | undefined }): Promise<bigint> {
+export function estimateGas(
+  client: PublicClient,
+  call: { from: Address; to: Address; value: bigint; data?: Hex | undefined },
+): Promise<bigint> {
   return client.estimateGas({ account: call.from, to: call.to, value: call.value, data: call.data });
 }
 
@@ -71,9 +74,7 @@ function median(values: bigint[]): bigint {
 function tipsOf(history: { reward?: bigint[][] | undefined; gasUsedRatio: number[] }, suggested: bigint): [bigint, bigint, bigint] {
   const rewards = (history.reward ?? []).filter((_, i) => (history.gasUsedRatio[i] ?? 0) > 0);
   const [low, medium, high] =
-    rewards.length === 0
-      ? [suggested / 2n, suggested, suggested * 2n]
-      : PERCENTILES.map((_, p) => median(rewards.map((r) => r[p] ?? 0n)));
+    rewards.length === 0 ? [suggested / 2n, suggested, suggested * 2n] : PERCENTILES.map((_, p) => median(rewards.map((r) => r[p] ?? 0n)));
   // Blocks of one or two transactions give the same tip at every percentile: keep the levels
   // apart, low at most 3/4 of medium and high at least 5/4 of it.
   const lowCap = (medium! * 3n) / 4n;
@@ -143,9 +144,7 @@ export async function recentQuote(client: PublicClient, level: FeeLevel = DEFAUL
  * max fee is the gas price.
  */
 export function explicitFees(kind: TxKind, maxFeePerGas: bigint, maxPriorityFeePerGas: bigint): Fees {
-  return kind === 'legacy'
-    ? { kind, maxFeePerGas, maxPriorityFeePerGas: maxFeePerGas }
-    : { kind, maxFeePerGas, maxPriorityFeePerGas };
+  return kind === 'legacy' ? { kind, maxFeePerGas, maxPriorityFeePerGas: maxFeePerGas } : { kind, maxFeePerGas, maxPriorityFeePerGas };
 }
 
 /** An explicit max fee may be at most this many times the market's `high` level's. */
@@ -175,7 +174,9 @@ export function bumpFees(previous: Fees, fresh?: Fees): Fees {
   const max = (a: bigint, b: bigint) => (a > b ? a : b);
   const tip = max(bumped(previous.maxPriorityFeePerGas), fresh?.maxPriorityFeePerGas ?? 0n);
   const fee = max(max(bumped(previous.maxFeePerGas), fresh?.maxFeePerGas ?? 0n), tip);
-  return previous.kind === 'legacy' ? { kind: 'legacy', maxFeePerGas: fee, maxPriorityFeePerGas: fee } : { kind: 'eip1559', maxFeePerGas: fee, maxPriorityFeePerGas: tip };
+  return previous.kind === 'legacy'
+    ? { kind: 'legacy', maxFeePerGas: fee, maxPriorityFeePerGas: fee }
+    : { kind: 'eip1559', maxFeePerGas: fee, maxPriorityFeePerGas: tip };
 }
 
 /** The most a transaction can pay in fees (wei): every unit of its gas limit at its max fee, plus the L1 fee. */
@@ -184,7 +185,9 @@ export function maxFee(gas: bigint, fees: Pick<Fees, 'maxFeePerGas'>, l1Fee = 0n
 }
 
 /** The fields viem signs with for these fees. */
-export function feeFields(fees: Fees): { type: 'legacy'; gasPrice: bigint } | { type: 'eip1559'; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } {
+export function feeFields(
+  fees: Fees,
+): { type: 'legacy'; gasPrice: bigint } | { type: 'eip1559'; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } {
   return fees.kind === 'legacy'
     ? { type: 'legacy', gasPrice: fees.maxFeePerGas }
     : { type: 'eip1559', maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
@@ -218,7 +221,15 @@ export interface UnsignedCall {
  */
 export async function l1Fee(client: PublicClient, call: UnsignedCall, fees: Fees): Promise<bigint> {
   if (!(await chargesL1Fee(client))) return 0n;
-  const unsigned = serializeTransaction({ chainId: call.chainId, nonce: call.nonce, gas: call.gas, to: call.to, value: call.value, data: call.data, ...feeFields(fees) });
+  const unsigned = serializeTransaction({
+    chainId: call.chainId,
+    nonce: call.nonce,
+    gas: call.gas,
+    to: call.to,
+    value: call.value,
+    data: call.data,
+    ...feeFields(fees),
+  });
   const quoted = await client.readContract({ address: GAS_PRICE_ORACLE, abi: ORACLE_ABI, functionName: 'getL1Fee', args: [unsigned] });
   return (quoted * L1_FEE_HEADROOM_PERCENT + 99n) / 100n;
 }

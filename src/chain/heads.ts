@@ -109,7 +109,13 @@ class HeadSocket {
   }
 
   #message(text: string): void {
-    let msg: { id?: unknown; result?: unknown; error?: { message?: unknown }; method?: unknown; params?: { subscription?: unknown; result?: { number?: unknown } } };
+    let msg: {
+      id?: unknown;
+      result?: unknown;
+      error?: { message?: unknown };
+      method?: unknown;
+      params?: { subscription?: unknown; result?: { number?: unknown } };
+    };
     try {
       msg = JSON.parse(text) as typeof msg;
     } catch {
@@ -117,7 +123,8 @@ class HeadSocket {
     }
     if (this.subscription === null) {
       if (msg.id !== 1) return;
-      if (typeof msg.result !== 'string') return this.end(`eth_subscribe refused: ${typeof msg.error?.message === 'string' ? msg.error.message : 'no subscription id'}`);
+      if (typeof msg.result !== 'string')
+        return this.end(`eth_subscribe refused: ${typeof msg.error?.message === 'string' ? msg.error.message : 'no subscription id'}`);
       this.subscription = msg.result;
       clearTimeout(this.#openTimer);
       this.on.subscribed(this);
@@ -214,10 +221,13 @@ class Follower implements HeadFollower {
     }
     // RETRY_MIN_MS through the first round of endpoints, then doubling to RETRY_MAX_MS.
     const rounds = Math.floor((this.#failures - 1) / this.#targets.length);
-    this.#timer = setTimeout(() => {
-      this.#timer = null;
-      this.#connect();
-    }, Math.min(this.#retryMax, this.#retryMin * 2 ** Math.min(16, rounds)));
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = null;
+        this.#connect();
+      },
+      Math.min(this.#retryMax, this.#retryMin * 2 ** Math.min(16, rounds)),
+    );
     this.#timer.unref();
   }
 }

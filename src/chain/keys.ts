@@ -3,7 +3,17 @@
  * transactions signed by libsecp256k1 where its binding is built for the platform.
  */
 import { createRequire } from 'node:module';
-import { bytesToHex, getAddress, hexToBytes, keccak256, serializeTransaction, toHex, type Address, type Hex, type TransactionSerializable } from 'viem';
+import {
+  bytesToHex,
+  getAddress,
+  hexToBytes,
+  keccak256,
+  serializeTransaction,
+  toHex,
+  type Address,
+  type Hex,
+  type TransactionSerializable,
+} from 'viem';
 import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount, signTransaction, type PrivateKeyAccount } from 'viem/accounts';
 
 export interface DerivedKey {

@@ -43,7 +43,8 @@ interface CallFrame {
   calls?: CallFrame[];
 }
 
-const UNSUPPORTED = /method\b.*(does not exist|not (available|supported|allowed|whitelisted|enabled))|(unsupported|unknown) method|method not found|trace.* not (available|supported|enabled)|tracer not found/i;
+const UNSUPPORTED =
+  /method\b.*(does not exist|not (available|supported|allowed|whitelisted|enabled))|(unsupported|unknown) method|method not found|trace.* not (available|supported|enabled)|tracer not found/i;
 /** HTTP statuses a provider answers a method it does not offer (or not to this key) with. */
 const UNSUPPORTED_STATUS = new Set([401, 403, 404, 405, 501]);
 
@@ -54,7 +55,9 @@ const UNSUPPORTED_STATUS = new Set([401, 403, 404, 405, 501]);
  */
 export function isTracesUnsupported(err: unknown): boolean {
   if (!(err instanceof BaseError)) return false;
-  const http = err.walk((e) => (e instanceof HttpRequestError || e instanceof RpcRequestError) && typeof e.status === 'number') as HttpRequestError | null;
+  const http = err.walk(
+    (e) => (e instanceof HttpRequestError || e instanceof RpcRequestError) && typeof e.status === 'number',
+  ) as HttpRequestError | null;
   if (http?.status !== undefined && UNSUPPORTED_STATUS.has(http.status)) return true;
   const rpc = err.walk((e) => e instanceof RpcRequestError) as RpcRequestError | null;
   if (!rpc) return false;
@@ -69,7 +72,10 @@ export function isTracesUnsupported(err: unknown): boolean {
 export async function internalTransfers(client: PublicClient, blockHash: Hex): Promise<InternalTransfer[]> {
   let traces: { txHash?: Hex; result?: CallFrame }[];
   try {
-    traces = (await client.request({ method: 'debug_traceBlockByHash', params: [blockHash, { tracer: 'callTracer' }] } as never)) as typeof traces;
+    traces = (await client.request({
+      method: 'debug_traceBlockByHash',
+      params: [blockHash, { tracer: 'callTracer' }],
+    } as never)) as typeof traces;
   } catch (e) {
     const none = e instanceof BaseError ? (e.walk((x) => x instanceof NoTraceEndpointError) as NoTraceEndpointError | null) : null;
     if (none) throw new TracesUnsupported(none.cause);
@@ -86,7 +92,8 @@ export async function internalTransfers(client: PublicClient, blockHash: Hex): P
         if (f.error) continue;
         const value = f.value ? BigInt(f.value) : 0n;
         const type = (f.type ?? '').toUpperCase();
-        if (value > 0n && f.from && f.to && (type === 'CALL' || type === 'SELFDESTRUCT')) out.push({ txHash: t.txHash!, index, from: f.from, to: f.to, value });
+        if (value > 0n && f.from && f.to && (type === 'CALL' || type === 'SELFDESTRUCT'))
+          out.push({ txHash: t.txHash!, index, from: f.from, to: f.to, value });
         walk(f.calls);
       }
     };
@@ -100,7 +107,13 @@ export async function internalTransfers(client: PublicClient, blockHash: Hex): P
 // ---------------------------------------------------------------------------------------------
 
 /** The methods that read call traces: routed by `TraceRoute`, not as ordinary reads. */
-export const TRACE_METHODS: ReadonlySet<string> = new Set(['debug_traceBlockByHash', 'debug_traceBlockByNumber', 'debug_traceTransaction', 'trace_block', 'trace_transaction']);
+export const TRACE_METHODS: ReadonlySet<string> = new Set([
+  'debug_traceBlockByHash',
+  'debug_traceBlockByNumber',
+  'debug_traceTransaction',
+  'trace_block',
+  'trace_transaction',
+]);
 
 /** How long an endpoint that keeps refusing the trace API is left unasked, at most (a provider may add it). */
 export const TRACES_OFF_MAX_MS = 10 * 60_000;
@@ -109,7 +122,10 @@ const TRACES_OFF_FIRST_MS = 1_000;
 /** Every endpoint of the network refused the trace method lately (none was asked this time, or each refused it now). */
 export class NoTraceEndpointError extends BaseError {
   constructor(cause: unknown) {
-    super('No RPC endpoint of the network offers debug_traceBlockByHash now', { name: 'NoTraceEndpointError', cause: cause instanceof Error ? cause : undefined });
+    super('No RPC endpoint of the network offers debug_traceBlockByHash now', {
+      name: 'NoTraceEndpointError',
+      cause: cause instanceof Error ? cause : undefined,
+    });
   }
 }
 

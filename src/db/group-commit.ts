@@ -39,7 +39,15 @@
  * that a transaction may wait for the ones queued behind it, at most MAX_GROUP_MS, and for the
  * sync of the WAL.
  */
-import { CompiledQuery, SelectQueryNode, SqliteDialect, type DatabaseConnection, type Driver, type QueryResult, type SqliteDialectConfig } from 'kysely';
+import {
+  CompiledQuery,
+  SelectQueryNode,
+  SqliteDialect,
+  type DatabaseConnection,
+  type Driver,
+  type QueryResult,
+  type SqliteDialectConfig,
+} from 'kysely';
 import type SQLite from 'better-sqlite3';
 import type { WalSync } from './wal-sync.js';
 
@@ -253,7 +261,9 @@ export class GroupCommitSqliteDriver implements Driver {
     const c = connection as GroupConnection;
     const g = this.#group;
     if (g !== null) {
-      const full = g.members >= (this.limits.maxMembers ?? MAX_GROUP_MEMBERS) || performance.now() - g.startedAt >= (this.limits.maxMs ?? MAX_GROUP_MS);
+      const full =
+        g.members >= (this.limits.maxMembers ?? MAX_GROUP_MEMBERS) ||
+        performance.now() - g.startedAt >= (this.limits.maxMs ?? MAX_GROUP_MS);
       if (full || (this.#flushDue && this.#queue.length === 0)) this.#commit();
       else this.#scheduleFlush();
     }
@@ -319,21 +329,25 @@ export class GroupCommitSqliteDriver implements Driver {
     const groups = this.#unsynced;
     this.#unsynced = [];
     this.stats.syncs += 1;
-    this.#syncing = this.#syncWal!().then(
-      () => {
-        for (const g of groups) g.resolve();
-        if (this.#newestUnsynced === groups.at(-1)) this.#newestUnsynced = null;
-      },
-      (err: unknown) => this.#syncFailed(groups, err),
-    ).finally(() => {
-      this.#syncing = null;
-      this.#startSync();
-    });
+    this.#syncing = this.#syncWal!()
+      .then(
+        () => {
+          for (const g of groups) g.resolve();
+          if (this.#newestUnsynced === groups.at(-1)) this.#newestUnsynced = null;
+        },
+        (err: unknown) => this.#syncFailed(groups, err),
+      )
+      .finally(() => {
+        this.#syncing = null;
+        this.#startSync();
+      });
   }
 
   /** The disk refused: nothing waiting is known to be durable, and the driver stops. */
   #syncFailed(groups: Group[], err: unknown): void {
-    this.#broken ??= new Error(`the database's write-ahead log could not be synced to disk (${String((err as Error)?.message ?? err)}); restart the service`);
+    this.#broken ??= new Error(
+      `the database's write-ahead log could not be synced to disk (${String((err as Error)?.message ?? err)}); restart the service`,
+    );
     for (const g of [...groups, ...this.#unsynced]) g.reject(this.#broken);
     this.#unsynced = [];
     this.#newestUnsynced = null;

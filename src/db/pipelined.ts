@@ -88,7 +88,12 @@ export async function pipelinedTransaction<T>(db: Db, body: (trx: Db, end: EndWi
   return db.getExecutor().provideConnection((connection) => onConnection(db, dialect, connection, body));
 }
 
-async function onConnection<T>(db: Db, dialect: Dialect, connection: DatabaseConnection, body: (trx: Db, end: EndWith) => Promise<T>): Promise<T> {
+async function onConnection<T>(
+  db: Db,
+  dialect: Dialect,
+  connection: DatabaseConnection,
+  body: (trx: Db, end: EndWith) => Promise<T>,
+): Promise<T> {
   let issued = 0;
   let ended = false;
   // Every statement straight to the connection, without Kysely's one-at-a-time hand-over: the

@@ -139,7 +139,11 @@ export function prepare<A extends readonly unknown[], R>(
   };
 }
 
-function compileTemplate<A extends readonly unknown[], R>(db: AnyKysely, arity: number, build: (db: Kysely<Database>, ...placeholders: A) => Compiles<R>): Template<R> {
+function compileTemplate<A extends readonly unknown[], R>(
+  db: AnyKysely,
+  arity: number,
+  build: (db: Kysely<Database>, ...placeholders: A) => Compiles<R>,
+): Template<R> {
   const marks = Array.from({ length: arity }, (_, i) => `${MARK}${i}`);
   const compiled = build(db as Kysely<Database>, ...(marks as unknown as A)).compile();
   const used = new Set<number>();
@@ -151,7 +155,8 @@ function compileTemplate<A extends readonly unknown[], R>(db: AnyKysely, arity: 
     }
     return { value: p };
   });
-  if (used.size !== arity) throw new Error(`prepared query: ${arity - used.size} placeholder(s) not bound as parameters in: ${compiled.sql}`);
+  if (used.size !== arity)
+    throw new Error(`prepared query: ${arity - used.size} placeholder(s) not bound as parameters in: ${compiled.sql}`);
   if (compiled.sql.includes(MARK)) throw new Error(`prepared query: a placeholder was inlined into the SQL: ${compiled.sql}`);
   const arrays = dialectOf(db).driver === 'sqlite' ? { ...compiled, sql: ARRAY_ROWS_MARK + compiled.sql } : compiled;
   return { compiled, arrays, slots };
@@ -191,7 +196,8 @@ export function prepareRow<T extends object, R>(build: (db: Kysely<Database>, ro
       });
       if (compiled.sql.includes(MARK)) throw new Error(`prepared row query: a field was inlined into the SQL: ${compiled.sql}`);
       const unused = keys.filter((k) => !used.has(k));
-      if (unused.length > 0) throw new Error(`prepared row query: field(s) ${unused.join(', ')} not bound as parameters in: ${compiled.sql}`);
+      if (unused.length > 0)
+        throw new Error(`prepared row query: field(s) ${unused.join(', ')} not bound as parameters in: ${compiled.sql}`);
       t = { compiled, slots };
       templates.set(id, t);
       if (driver === 'postgres') preferNamed(compiled.sql);
@@ -203,7 +209,8 @@ export function prepareRow<T extends object, R>(build: (db: Kysely<Database>, ro
     const values = row as Record<string, unknown>;
     for (const k in values) {
       const v = values[k];
-      if (v !== null && typeof v === 'object' && !(v instanceof Uint8Array)) throw new Error(`prepared row query: field ${k} is not a plain value`);
+      if (v !== null && typeof v === 'object' && !(v instanceof Uint8Array))
+        throw new Error(`prepared row query: field ${k} is not a plain value`);
     }
     const { compiled, slots } = template(db, row);
     const parameters = slots.map((s) => ('key' in s ? values[s.key] : s.value));

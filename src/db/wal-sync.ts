@@ -25,10 +25,12 @@ export function walSyncer(walPath: string): WalSync {
   let handle: Promise<{ fh: FileHandle; ino: number }> | null = null;
   let checkedAt = 0;
   const opened = () =>
-    (handle ??= open(walPath, 'r').then(async (fh) => ({ fh, ino: (await fh.stat()).ino })).catch((err: unknown) => {
-      handle = null;
-      throw err;
-    }));
+    (handle ??= open(walPath, 'r')
+      .then(async (fh) => ({ fh, ino: (await fh.stat()).ino }))
+      .catch((err: unknown) => {
+        handle = null;
+        throw err;
+      }));
   const sync = async (): Promise<void> => {
     const held = await opened();
     const at = performance.now();

@@ -72,7 +72,12 @@ export function frameworkErrorHandler(routing: (req: IncomingMessage, res: Serve
       routing(raw, reply.raw);
       return;
     }
-    const e = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? Errors.uriTooLong() : err.code === 'FST_ERR_BAD_URL' ? Errors.malformedUrl() : toAppError(err);
+    const e =
+      err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? Errors.uriTooLong()
+        : err.code === 'FST_ERR_BAD_URL'
+          ? Errors.malformedUrl()
+          : toAppError(err);
     req.log.debug({ code: err.code, status: e.statusCode }, 'request rejected by the router');
     void sendError(reply, e);
   };

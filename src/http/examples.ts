@@ -53,7 +53,10 @@ const BY_NAME: Record<string, Json> = {
 };
 
 function isAmountField(key: string): boolean {
-  return /(^|_)(amount|balance|fee|fees|paid_amount|value|gas_price|gas_used|max_fee|priority_fee|fee_reserved)$/.test(key) || key.endsWith('_amount');
+  return (
+    /(^|_)(amount|balance|fee|fees|paid_amount|value|gas_price|gas_used|max_fee|priority_fee|fee_reserved)$/.test(key) ||
+    key.endsWith('_amount')
+  );
 }
 
 /** The JSON Schema keywords an example is made from. */
@@ -131,11 +134,20 @@ function stringExample(s: SchemaWords, key: string): Json {
 
 /** What each error status means on this API, with the envelope it answers with. */
 export const ERROR_EXAMPLES: Record<number, { description: string; message: string; data?: Json }> = {
-  400: { description: 'Malformed JSON, or a business rule refused the request (e.g. insufficient balance)', message: 'Malformed JSON body' },
-  401: { description: 'No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`)', message: 'Unauthenticated' },
+  400: {
+    description: 'Malformed JSON, or a business rule refused the request (e.g. insufficient balance)',
+    message: 'Malformed JSON body',
+  },
+  401: {
+    description: 'No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`)',
+    message: 'Unauthenticated',
+  },
   404: { description: 'The wallet (or another object in the path) does not exist or belongs to another user', message: 'Wallet not found' },
   405: { description: 'The path exists but does not take this method (see the Allow header)', message: 'Method not allowed' },
-  409: { description: 'A request with the same Idempotency-Key is still being processed', message: 'A request with this Idempotency-Key is still in progress' },
+  409: {
+    description: 'A request with the same Idempotency-Key is still being processed',
+    message: 'A request with this Idempotency-Key is still in progress',
+  },
   413: { description: 'The body is larger than 1 MiB', message: 'Payload too large' },
   415: { description: 'The body is not application/json', message: 'Unsupported media type' },
   422: {
@@ -146,7 +158,11 @@ export const ERROR_EXAMPLES: Record<number, { description: string; message: stri
   429: { description: 'Over the per-user rate limit (or the failed-login limit); see Retry-After', message: 'Too Many Requests' },
   500: { description: 'An internal error; the details are in the log under the X-Request-Id', message: 'Internal server error' },
   502: { description: 'The blockchain node answered with an error', message: 'The blockchain node returned an error' },
-  503: { description: 'The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After', message: 'The blockchain node is unavailable' },
+  503: {
+    description:
+      'The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After',
+    message: 'The blockchain node is unavailable',
+  },
 };
 
 /** A copy of `schema` with a description and an example, unless it has its own. */

@@ -30,7 +30,12 @@ export function pageCount(p: PageInfo): number {
   return Math.ceil(p.total / p.limit);
 }
 
-export function setPaginationHeaders(req: FastifyRequest, reply: FastifyReply, p: PageInfo, keep: Record<string, string | undefined> = {}): void {
+export function setPaginationHeaders(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  p: PageInfo,
+  keep: Record<string, string | undefined> = {},
+): void {
   const pages = pageCount(p);
   const path = req.url.split('?')[0] ?? '';
   const href = (page: number) => {

@@ -63,9 +63,13 @@ describe('Batcher', () => {
   it('rejects a batch answered with the wrong number of results, and a run that throws', async () => {
     const short = new Batcher(async (items: number[]) => items.slice(1).map(String), 1, 10);
     await expect(short.submit(1)).rejects.toThrow('0 results for 1 items');
-    const throwing = new Batcher<number, string>(() => {
-      throw new Error('no connection');
-    }, 1, 10);
+    const throwing = new Batcher<number, string>(
+      () => {
+        throw new Error('no connection');
+      },
+      1,
+      10,
+    );
     await expect(throwing.submit(1)).rejects.toThrow('no connection');
     await expect(throwing.submit(2)).rejects.toThrow('no connection');
   });

@@ -180,14 +180,15 @@ describe('SecretBox', () => {
     expect(() => new SecretBox([{ id: 'a.b', key: keyA }], 'a.b')).toThrow(/'\.'/);
     expect(() => new SecretBox([{ id: '', key: keyA }], '')).toThrow(/non-empty/);
     expect(() => new SecretBox([{ id: 'a', key: keyA }], 'b')).toThrow(/active key id/);
-    expect(() =>
-      new SecretBox(
-        [
-          { id: 'a', key: keyA },
-          { id: 'a', key: keyB },
-        ],
-        'a',
-      ),
+    expect(
+      () =>
+        new SecretBox(
+          [
+            { id: 'a', key: keyA },
+            { id: 'a', key: keyB },
+          ],
+          'a',
+        ),
     ).toThrow(/duplicate/);
   });
 });
@@ -270,9 +271,7 @@ describe('hash helpers', () => {
   });
 
   it('hmacSha256Hex matches RFC 4231 test case 2', () => {
-    expect(hmacSha256Hex('Jefe', 'what do ya want for nothing?')).toBe(
-      '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843',
-    );
+    expect(hmacSha256Hex('Jefe', 'what do ya want for nothing?')).toBe('5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
   });
 
   it('hmacSha256Hex matches a fixed webhook-style vector', () => {

@@ -30,11 +30,7 @@ describe('formatUnits18', () => {
     [10n ** 18n, 18, '1.000000000000000000'],
     [123456789012345678901234567890n, 18, '123456789012.345678901234567890'],
     [1n, 1, '0.100000000000000000'],
-    [
-      MAX_UINT256,
-      18,
-      '115792089237316195423570985008687907853269984665640564039457.584007913129639935',
-    ],
+    [MAX_UINT256, 18, '115792089237316195423570985008687907853269984665640564039457.584007913129639935'],
   ])('(%s, %i) -> %s', (value, decimals, expected) => {
     expect(formatUnits18(value, decimals)).toBe(expected);
   });
@@ -63,7 +59,18 @@ describe('formatStoredUnits18 (a stored decimal string of base units)', () => {
   };
 
   it('gives exactly what formatUnits18 gives for every decimals and length', () => {
-    const values = ['0', '1', '9', '10', '21000', '1000000000', '1500000', String(MAX_UINT256), String(10n ** 18n), String(10n ** 18n - 1n)];
+    const values = [
+      '0',
+      '1',
+      '9',
+      '10',
+      '21000',
+      '1000000000',
+      '1500000',
+      String(MAX_UINT256),
+      String(10n ** 18n),
+      String(10n ** 18n - 1n),
+    ];
     for (let len = 1; len <= 80; len++) values.push('7'.repeat(len), '1' + '0'.repeat(len - 1), String(len) + '9'.repeat(len));
     for (const v of [...values]) if (v !== '0') values.push(`-${v}`);
     for (const v of values) for (let d = 0; d <= 18; d++) expect(formatStoredUnits18(v, d), `${v} @${d}`).toBe(viaBigint(v, d));
@@ -81,9 +88,14 @@ describe('formatStoredUnits18 (a stored decimal string of base units)', () => {
 
   it('leaves anything not canonical, and bad decimals, to the bigint path with its errors', () => {
     for (const v of ['007', '-0', '00', ' 1', '1 ', '+1', '1.5', '', 'abc', '0x10', '1e5', '-', '--1']) {
-      for (const d of [0, 6, 18]) expect(outcome(() => formatStoredUnits18(v, d)), JSON.stringify(v)).toBe(outcome(() => viaBigint(v, d)));
+      for (const d of [0, 6, 18])
+        expect(
+          outcome(() => formatStoredUnits18(v, d)),
+          JSON.stringify(v),
+        ).toBe(outcome(() => viaBigint(v, d)));
     }
-    for (const d of [-1, 19, 36, 1.5, Number.NaN]) expect(outcome(() => formatStoredUnits18('1', d))).toBe(outcome(() => viaBigint('1', d)));
+    for (const d of [-1, 19, 36, 1.5, Number.NaN])
+      expect(outcome(() => formatStoredUnits18('1', d))).toBe(outcome(() => viaBigint('1', d)));
     expect(() => formatStoredUnits18('1', 19)).toThrow(RangeError);
   });
 });

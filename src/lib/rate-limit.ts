@@ -114,7 +114,11 @@ export interface Limits {
 }
 
 /** The counters for this process: Redis (REDIS_URL), PostgreSQL (DATABASE_URL), else memory. */
-export async function createLimits(config: Pick<Config, 'redisUrl' | 'databaseUrl' | 'dataDir'>, store: Store, log: Logger): Promise<Limits> {
+export async function createLimits(
+  config: Pick<Config, 'redisUrl' | 'databaseUrl' | 'dataDir'>,
+  store: Store,
+  log: Logger,
+): Promise<Limits> {
   const insurance = new RateLimiterMemory({ points: Number.MAX_SAFE_INTEGER, duration: KEEP_S });
   let warnedAtMs = 0;
   const onStoreError = (err: unknown) => {
@@ -128,7 +132,12 @@ export async function createLimits(config: Pick<Config, 'redisUrl' | 'databaseUr
   if (config.redisUrl !== null) {
     // Auto-pipelining: the counts of requests answered in the same turn of the event loop go to
     // Redis in one write (ioredis's own batching; each command keeps its own answer).
-    const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false, enableAutoPipelining: true });
+    const redis = new Redis(config.redisUrl, {
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: true,
+      lazyConnect: false,
+      enableAutoPipelining: true,
+    });
     redis.on('error', onStoreError);
     // Processes on the same database share counters; another deployment on the same Redis does not.
     const keyPrefix = `wallet-rl:${sha256Hex(config.databaseUrl ?? config.dataDir).slice(0, 12)}`;
@@ -164,7 +173,11 @@ export async function createLimits(config: Pick<Config, 'redisUrl' | 'databaseUr
 }
 
 /** Counters in the UNLOGGED `rate_limits` table (migration 008), through the store's pool. */
-async function postgresLimiter(store: Store, common: { points: number; duration: number; insuranceLimiter: RateLimiterAbstract }, onStoreError: (err: unknown) => void): Promise<RateLimiterPostgres> {
+async function postgresLimiter(
+  store: Store,
+  common: { points: number; duration: number; insuranceLimiter: RateLimiterAbstract },
+  onStoreError: (err: unknown) => void,
+): Promise<RateLimiterPostgres> {
   // rate-limiter-flexible speaks to a pg-like client; this one runs its queries on the store's pool.
   const client = {
     query: async (q: { text: string; values?: unknown[]; name?: string }) => {

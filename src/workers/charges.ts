@@ -19,6 +19,12 @@ export function startChargeWorker(ctx: AppContext, charges: ChargeService): Work
   const log = ctx.log.child({ component: 'charges' });
   log.info({ interval_ms: ctx.config.chargesPollMs }, 'charge worker started');
   const off = onChargeBlocks(() => loop.nudge(BLOCKS_NUDGE_MS));
-  const loop = startLoop({ name: 'charges', intervalMs: ctx.config.chargesPollMs, log, tick: (stopping) => charges.tick(stopping), onStopRequested: off });
+  const loop = startLoop({
+    name: 'charges',
+    intervalMs: ctx.config.chargesPollMs,
+    log,
+    tick: (stopping) => charges.tick(stopping),
+    onStopRequested: off,
+  });
   return loop;
 }

@@ -71,7 +71,6 @@ const RECORD_BACKLOG_PER_SLOT = 8;
  */
 const REFILL_COALESCE_MS = 2;
 
-
 interface Queued {
   c: ClaimedDelivery;
   /** When it was claimed (service clock, ms). */
@@ -114,7 +113,13 @@ export function startDeliveryWorker(ctx: AppContext, opts: { webhooks?: Webhooks
 
 /** The outcome of an attempt that could not be made: the webhook's secrets are unreadable. */
 function unreadableOutcome(): AttemptOutcome {
-  return { delivered: false, statusCode: null, durationMs: 0, responseBody: null, error: "the webhook's secret or headers cannot be decrypted with the configured keys" };
+  return {
+    delivered: false,
+    statusCode: null,
+    durationMs: 0,
+    responseBody: null,
+    error: "the webhook's secret or headers cannot be decrypted with the configured keys",
+  };
 }
 
 /** One running delivery worker: its queue, its slots, its wake-ups; outcomes go to its recorder. */
@@ -182,7 +187,14 @@ class DeliveryRun {
     this.#id = id;
     this.#cfg = ctx.config.webhook;
     this.#log = ctx.log.child({ component: 'deliveries', worker: id });
-    this.#deliveredLine = fixedLine(this.#log, 'info', 'webhook delivered', ['delivery', 'webhook_id', 'event', 'status_code', 'duration_ms', 'attempt']);
+    this.#deliveredLine = fixedLine(this.#log, 'info', 'webhook delivered', [
+      'delivery',
+      'webhook_id',
+      'event',
+      'status_code',
+      'duration_ms',
+      'attempt',
+    ]);
     this.#perWebhookLimit = Math.max(1, Math.ceil(this.#cfg.concurrency / 2));
     this.#secrets = new SecretCache((enc, place) => ctx.secrets.decrypt(enc, place));
     this.#leaseMs = this.#cfg.totalTimeoutMs + LEASE_MARGIN_MS;
@@ -209,9 +221,15 @@ class DeliveryRun {
   subscribe(webhooks: WebhooksService | undefined): void {
     const wake = () => this.wake();
     const outbox = () => this.#outboxSignal();
-    if (webhooks) this.#unsubscribe.push(webhooks.onWork(wake), webhooks.onChange((id) => this.#secrets.forget(id)));
+    if (webhooks)
+      this.#unsubscribe.push(
+        webhooks.onWork(wake),
+        webhooks.onChange((id) => this.#secrets.forget(id)),
+      );
     this.#unsubscribe.push(onOutboxEvent(outbox));
-    this.#unlisten = this.#ctx.store.listenOutbox(outbox, (err) => this.#log.warn({ err }, 'outbox LISTEN connection failed; reconnecting'));
+    this.#unlisten = this.#ctx.store.listenOutbox(outbox, (err) =>
+      this.#log.warn({ err }, 'outbox LISTEN connection failed; reconnecting'),
+    );
   }
 
   start(): void {
@@ -280,7 +298,10 @@ class DeliveryRun {
 
   async #run(): Promise<void> {
     const cfg = this.#cfg;
-    this.#log.info({ concurrency: cfg.concurrency, per_webhook: this.#perWebhookLimit, retry_delays_s: cfg.retryDelaysS }, 'delivery worker started');
+    this.#log.info(
+      { concurrency: cfg.concurrency, per_webhook: this.#perWebhookLimit, retry_delays_s: cfg.retryDelaysS },
+      'delivery worker started',
+    );
     while (!this.#stopping) {
       let more = false;
       try {
@@ -336,7 +357,16 @@ class DeliveryRun {
       this.#dispatchDue = false;
       const now = this.#ctx.clock.nowMs();
       const room = this.#stopping ? 0 : this.#room();
-      const lease = room > 0 ? { workerId: this.#id, limit: room, untilMs: now + this.#leaseMs, heldByWebhook: this.#heldByWebhook, perWebhookLimit: this.#perWebhookLimit * (1 + PREFETCH_FACTOR) } : undefined;
+      const lease =
+        room > 0
+          ? {
+              workerId: this.#id,
+              limit: room,
+              untilMs: now + this.#leaseMs,
+              heldByWebhook: this.#heldByWebhook,
+              perWebhookLimit: this.#perWebhookLimit * (1 + PREFETCH_FACTOR),
+            }
+          : undefined;
       const signalled = this.#signalled;
       this.#signalled = false;
       this.#counts.fanOuts += 1;
@@ -393,7 +423,12 @@ class DeliveryRun {
     const stale: Queued[] = [];
     for (const q of this.#queue) {
       if (q.at < staleBefore) stale.push(q);
-      else if (this.#stopping || this.#inFlight.size >= this.#cfg.concurrency || (this.#inFlightByWebhook.get(q.c.webhook_id) ?? 0) >= this.#perWebhookLimit) keep.push(q);
+      else if (
+        this.#stopping ||
+        this.#inFlight.size >= this.#cfg.concurrency ||
+        (this.#inFlightByWebhook.get(q.c.webhook_id) ?? 0) >= this.#perWebhookLimit
+      )
+        keep.push(q);
       else this.#launch(q.c);
     }
     this.#queue = keep;
@@ -417,7 +452,10 @@ class DeliveryRun {
     this.#inFlightByWebhook.set(c.webhook_id, (this.#inFlightByWebhook.get(c.webhook_id) ?? 0) + 1);
     const p: Promise<void> = this.#deliver(c)
       .catch((err: unknown) =>
-        this.#log.error({ err, delivery: c.uuid, webhook_id: c.webhook_id }, 'delivery bookkeeping failed; the lease will expire and it will be retried'),
+        this.#log.error(
+          { err, delivery: c.uuid, webhook_id: c.webhook_id },
+          'delivery bookkeeping failed; the lease will expire and it will be retried',
+        ),
       )
       .finally(() => this.#tasks.delete(p));
     this.#tasks.add(p);
@@ -476,7 +514,8 @@ class DeliveryRun {
     try {
       const current = [c.signature_enc, c.previous_signature_enc, c.headers_enc];
       const now = this.#ctx.clock.nowMs();
-      const open = (enc: string, column: Parameters<typeof webhookPlace>[1]) => this.#secrets.get(webhookPlace(c.webhook_id, column), enc, current, now);
+      const open = (enc: string, column: Parameters<typeof webhookPlace>[1]) =>
+        this.#secrets.get(webhookPlace(c.webhook_id, column), enc, current, now);
       secret = c.signature_enc === null ? null : open(c.signature_enc, 'signature_enc');
       previousSecret = c.previous_signature_enc === null ? null : open(c.previous_signature_enc, 'previous_signature_enc');
       extra = c.headers_enc === null ? {} : (JSON.parse(open(c.headers_enc, 'headers_enc')) as Record<string, string>);
@@ -501,7 +540,13 @@ class DeliveryRun {
       this.#deliveredLine(c.uuid, c.webhook_id, c.event_name, outcome.statusCode, outcome.durationMs, rec.attempts);
       return;
     }
-    const base = { delivery: c.uuid, webhook_id: c.webhook_id, event: c.event_name, status_code: outcome.statusCode, duration_ms: outcome.durationMs };
+    const base = {
+      delivery: c.uuid,
+      webhook_id: c.webhook_id,
+      event: c.event_name,
+      status_code: outcome.statusCode,
+      duration_ms: outcome.durationMs,
+    };
     if (rec === null) {
       this.#log.warn(base, 'delivery lease lost before its outcome was recorded');
     } else {

@@ -30,7 +30,14 @@ import type { FullBlock } from '../chain/blocks.js';
 import { internalTransfers, TracesUnsupported, TRACES_OFF_MAX_MS, type InternalTransfer } from '../chain/traces.js';
 import * as repo from '../modules/networks/traces.repository.js';
 import { chargeBlocksCommitted, readInternalChargePayments } from '../modules/charges/charges.chain-sync.js';
-import { loadWatched, readInternalReceipts, recordBlockReceipts, walletsOfBlock, type SyncScope, type Watched } from '../modules/transactions/transactions.chain-sync.js';
+import {
+  loadWatched,
+  readInternalReceipts,
+  recordBlockReceipts,
+  walletsOfBlock,
+  type SyncScope,
+  type Watched,
+} from '../modules/transactions/transactions.chain-sync.js';
 import { lockWalletsAndEvents } from '../modules/transactions/transactions.state.js';
 
 /** How long after an endpoint last answered a trace the network still counts as having traces. */
@@ -90,7 +97,8 @@ export class NetworkTraces {
     // Once per streak of failures (a block of them follows while it lasts).
     const fields = { block: Number(block.number), err: got.err };
     if (this.toldPending) this.log.debug(fields, 'no endpoint gave the block’s call traces: read again later');
-    else this.log.info(fields, 'no endpoint gave the block’s call traces: recorded without them for now, read again later (traces_pending)');
+    else
+      this.log.info(fields, 'no endpoint gave the block’s call traces: recorded without them for now, read again later (traces_pending)');
     this.toldPending = true;
     return { moves: null, pending: true };
   }
@@ -115,14 +123,20 @@ export class NetworkTraces {
     let watched: Watched | null = null;
     for (const row of due) {
       const got = await this.trace(s, row.block_hash as Hex);
-      const block = 'moves' in got ? await s.net(s.client.getBlock({ blockHash: row.block_hash as Hex, includeTransactions: true }).catch(() => null)) : null;
+      const block =
+        'moves' in got
+          ? await s.net(s.client.getBlock({ blockHash: row.block_hash as Hex, includeTransactions: true }).catch(() => null))
+          : null;
       if (!('moves' in got) || block === null) {
         await repo.postponePendingTraces(db, this.networkId, row.block_number, Date.now() + rereadBackoffMs(row.attempts + 1));
         if (got && 'err' in got && got.err instanceof TracesUnsupported) break; // no endpoint offers traces now: the others wait their turn
         continue;
       }
       watched ??= await loadWatched(db, this.networkId);
-      const [receipts, charges] = await Promise.all([readInternalReceipts(s, block, watched, got.moves), readInternalChargePayments(s, block, got.moves)]);
+      const [receipts, charges] = await Promise.all([
+        readInternalReceipts(s, block, watched, got.moves),
+        readInternalChargePayments(s, block, got.moves),
+      ]);
       const owners = new Map(walletsOfBlock(receipts));
       const recorded = await s.fenced(async (trx) => {
         const now = s.ctx.clock.nowMs();
@@ -134,13 +148,21 @@ export class NetworkTraces {
       });
       if (!recorded) continue;
       chargeBlocksCommitted([charges]);
-      this.log.info({ block: row.block_number, attempts: row.attempts + 1, payments: charges.payments.length, receipts: receipts.internal.length }, 'call traces of a pending block read: its internal transfers recorded');
+      this.log.info(
+        { block: row.block_number, attempts: row.attempts + 1, payments: charges.payments.length, receipts: receipts.internal.length },
+        'call traces of a pending block read: its internal transfers recorded',
+      );
     }
   }
 
   /** The block's internal transfers, or the error that kept every endpoint from giving them (a stop still throws). */
   private async trace(s: SyncScope, blockHash: Hex): Promise<{ moves: InternalTransfer[] } | { err: unknown }> {
-    const got = await s.net(internalTransfers(s.client, blockHash).then((moves) => ({ moves }), (err: unknown) => ({ err })));
+    const got = await s.net(
+      internalTransfers(s.client, blockHash).then(
+        (moves) => ({ moves }),
+        (err: unknown) => ({ err }),
+      ),
+    );
     if ('moves' in got) await this.answered(s);
     else this.failing = true;
     return got;
@@ -170,7 +192,10 @@ export class NetworkTraces {
     const now = Date.now();
     if (now - this.warnedAtMs < TRACES_OFF_MAX_MS) return;
     this.warnedAtMs = now;
-    this.log.warn({ err: cause }, 'the node has no trace API (debug_traceBlockByHash) on any endpoint: money reaching deposit or wallet addresses through a contract is not seen');
+    this.log.warn(
+      { err: cause },
+      'the node has no trace API (debug_traceBlockByHash) on any endpoint: money reaching deposit or wallet addresses through a contract is not seen',
+    );
   }
 
   private async giveUpOld(s: SyncScope): Promise<void> {
@@ -179,7 +204,10 @@ export class NetworkTraces {
     this.givenUpAtMs = now;
     const dropped = await repo.dropPendingTracesBefore(s.ctx.store.db, this.networkId, now - TRACES_KEPT_MS);
     if (dropped.length > 0) {
-      this.log.error({ blocks: dropped.length, first: dropped[0], last: dropped.at(-1) }, 'call traces of blocks recorded over TRACES_KEPT_MS ago never read: given up (money sent to watched addresses through a contract in them is not recorded; reconciliation shows it)');
+      this.log.error(
+        { blocks: dropped.length, first: dropped[0], last: dropped.at(-1) },
+        'call traces of blocks recorded over TRACES_KEPT_MS ago never read: given up (money sent to watched addresses through a contract in them is not recorded; reconciliation shows it)',
+      );
     }
   }
 }

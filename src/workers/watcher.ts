@@ -92,7 +92,13 @@ import {
   type Watched,
 } from '../modules/transactions/transactions.chain-sync.js';
 import { lockWalletsAndEvents, rollBackAbove } from '../modules/transactions/transactions.state.js';
-import { anyDepositWatched, chargeBlocksCommitted, readChargePayments, recordChargeBlockTimes, rollBackChargePayments } from '../modules/charges/charges.chain-sync.js';
+import {
+  anyDepositWatched,
+  chargeBlocksCommitted,
+  readChargePayments,
+  recordChargeBlockTimes,
+  rollBackChargePayments,
+} from '../modules/charges/charges.chain-sync.js';
 import type { TransactionService } from '../modules/transactions/transactions.service.js';
 import type { BalanceService } from '../modules/wallets/balances.service.js';
 import { findWalletView } from '../modules/wallets/wallets.repository.js';
@@ -159,6 +165,9 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
   stopped.catch(() => undefined);
 
   const { fillNonceGap, reprice } = transferRepairs(ctx, deps.transactions);
+  // What every network's watcher shares (`loop` is there by the time a head arrives).
+  const onHead = (fast: boolean) => loop.nudge(fast ? HEAD_NUDGE_MS : 0);
+  const shared = { ctx, balances: deps.balances, holder, stopped, fillNonceGap, reprice, onHead };
 
   log.info({ holder }, 'chain watcher started');
   const offBroadcast = onBroadcast(() => {
@@ -178,10 +187,7 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
       const states = await Promise.all(
         networks.map((n) => {
           let w = watchers.get(n.id);
-          if (!w) {
-            w = new NetworkWatcher({ ctx, balances: deps.balances, holder, stopped, fillNonceGap, reprice, onHead: (fast) => loop.nudge(fast ? HEAD_NUDGE_MS : 0) }, n.id);
-            watchers.set(n.id, w);
-          }
+          if (!w) watchers.set(n.id, (w = new NetworkWatcher(shared, n.id)));
           return w.tick(n, stopping);
         }),
       );
@@ -200,7 +206,10 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
 }
 
 /** The transfer service's repairs the watcher asks for, by wallet id (none without the service). */
-function transferRepairs(ctx: AppContext, transactions: TransactionService | undefined): Pick<NetworkWatcherDeps, 'fillNonceGap' | 'reprice'> {
+function transferRepairs(
+  ctx: AppContext,
+  transactions: TransactionService | undefined,
+): Pick<NetworkWatcherDeps, 'fillNonceGap' | 'reprice'> {
   if (!transactions) return {};
   return {
     fillNonceGap: async (walletId) => {
@@ -437,7 +446,7 @@ class NetworkWatcher {
       return p;
     };
     let ahead = readFrom(cursor.block_number + 1);
-    for (let n = cursor.block_number + 1; n <= to && !shouldStop(); ) {
+    for (let n = cursor.block_number + 1; n <= to && !shouldStop();) {
       const read = await ahead;
       n += read.length;
       if (n <= to && !shouldStop()) ahead = readFrom(n);
@@ -479,6 +488,8 @@ class NetworkWatcher {
     const next: ChainCursor = { block_number: lastFound.number, block_hash: lastFound.hash };
     const owners = new Map(blocks.flatMap((b) => walletsOfBlock(b.found)));
     const locked = new Set(owners.keys());
+    const founds = blocks.map((b) => b.found);
+    const chargeBlocks = blocks.map((b) => b.charges);
     const settled = await this.fenced(async (trx) => {
       const now = this.deps.ctx.clock.nowMs();
       // What touches no wallet's rows goes first: the cursor, the batch's hashes and times, the
@@ -488,15 +499,26 @@ class NetworkWatcher {
       // it, are locked only for what needs them (test/transactions/watcher-lock-hold.pg.test.ts).
       const [moved] = await Promise.all([
         moveCursor(trx, this.networkId, cursor, next, now),
-        saveBlocks(trx, this.networkId, blocks.map(({ block, found }) => ({ number: found.number, hash: found.hash, parentHash: block.parentHash })), now),
+        saveBlocks(
+          trx,
+          this.networkId,
+          blocks.map(({ block, found }) => ({ number: found.number, hash: found.hash, parentHash: block.parentHash })),
+          now,
+        ),
         pruneBlocks(trx, this.networkId, lastFound.number, KEEP_BLOCKS),
-        recordChargeBlockTimes(trx, this.networkId, blocks.map((b) => b.charges)),
-        addPendingTraces(trx, this.networkId, this.traces.pendingOf(blocks.map((b) => ({ ...b.found, traces: b.traces }))), this.traces.firstRereadAt(), now),
+        recordChargeBlockTimes(trx, this.networkId, chargeBlocks),
+        addPendingTraces(
+          trx,
+          this.networkId,
+          this.traces.pendingOf(blocks.map((b) => ({ ...b.found, traces: b.traces }))),
+          this.traces.firstRereadAt(),
+          now,
+        ),
         lockWalletsAndEvents(trx, owners),
       ]);
       if (!moved) throw new LostLease();
       // Our transfers' blocks first, together (they emit nothing); then each block's receipts and charge payments in order.
-      await attachMinedTransfers(trx, blocks.map((b) => b.found), now, this.log);
+      await attachMinedTransfers(trx, founds, now, this.log);
       for (const { found, charges } of blocks) {
         await recordBlockReceipts(trx, found, { settledNow: network.confirmations <= 1, nowMs: now });
         await charges.record(trx, now);
@@ -506,7 +528,7 @@ class NetworkWatcher {
       return network.confirmations <= 1 && ours ? settleLocked(trx, this.deps.ctx, this.networkId, next.block_number, locked, now) : [];
     });
     logSettled(this.log, settled);
-    chargeBlocksCommitted(blocks.map((b) => b.charges));
+    chargeBlocksCommitted(chargeBlocks);
     for (const { found } of blocks) {
       const receipts = found.incoming.length + found.tokenLogs.length;
       if (receipts + found.ours.length > 0) {
@@ -540,11 +562,15 @@ class NetworkWatcher {
   private async findAncestor(s: SyncScope, cursor: ChainCursor, head: number): Promise<ChainCursor> {
     const stored = await listBlocks(this.deps.ctx.store.db, this.networkId, Math.min(cursor.block_number, head));
     for (const b of stored) {
-      if ((await this.net(blockAt(s.client, b.block_number))).hash === b.block_hash) return { block_number: b.block_number, block_hash: b.block_hash };
+      if ((await this.net(blockAt(s.client, b.block_number))).hash === b.block_hash)
+        return { block_number: b.block_number, block_hash: b.block_hash };
     }
     const n = Math.max(0, (stored.at(-1)?.block_number ?? Math.min(cursor.block_number, head)) - 1);
     const b = await this.net(blockAt(s.client, n));
-    this.log.error({ from: cursor.block_number, to: n, kept: KEEP_BLOCKS }, 'reorg deeper than the kept block hashes: rolling back all of them');
+    this.log.error(
+      { from: cursor.block_number, to: n, kept: KEEP_BLOCKS },
+      'reorg deeper than the kept block hashes: rolling back all of them',
+    );
     return { block_number: n, block_hash: b.hash };
   }
 
@@ -647,7 +673,10 @@ async function readBlocks(s: SyncScope, from: number, to: number, watched: Watch
     return Promise.all(
       blocks.map(async (block) => {
         const t = await traces.read(s, block, tracesNeeded);
-        const [found, charges] = await Promise.all([readBlockTransfers(s, block, watched, ours, t.moves), readChargePayments(s, block, anyWatched, t.moves)]);
+        const [found, charges] = await Promise.all([
+          readBlockTransfers(s, block, watched, ours, t.moves),
+          readChargePayments(s, block, anyWatched, t.moves),
+        ]);
         return { block, found, charges, traces: t };
       }),
     );

@@ -31,11 +31,21 @@ describe('authentication', () => {
 
     const me = await t.request('GET', '/api/auth/me', { token: res.body.data.token });
     expect(me.status).toBe(200);
-    expect(me.body.data).toEqual({ id: expect.any(Number), name: 'Alice', email: 'alice@example.com', created_at: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/) });
+    expect(me.body.data).toEqual({
+      id: expect.any(Number),
+      name: 'Alice',
+      email: 'alice@example.com',
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/),
+    });
   });
 
   it('answers 401 Unauthenticated without a header or with another scheme', async () => {
-    for (const headers of [{} as Record<string, string>, { authorization: 'Basic YTpi' }, { authorization: 'Bearer' }, { authorization: '' }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { authorization: 'Basic YTpi' },
+      { authorization: 'Bearer' },
+      { authorization: '' },
+    ]) {
       const res = await t.request('GET', '/api/auth/me', { headers });
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ status: 'error', message: 'Unauthenticated', data: null });
@@ -102,7 +112,10 @@ describe('authentication', () => {
       const user = await proxied.createUser();
       let n = 0;
       const attempt = (password: string) =>
-        proxied.request('POST', '/api/auth/login', { body: { email: user.email, password }, headers: { 'x-forwarded-for': `10.0.0.${++n}` } });
+        proxied.request('POST', '/api/auth/login', {
+          body: { email: user.email, password },
+          headers: { 'x-forwarded-for': `10.0.0.${++n}` },
+        });
       for (let round = 0; round < 2; round++) {
         for (let i = 0; i < 2; i++) expect((await attempt('bad-password')).status).toBe(401);
         expect((await attempt(user.password)).status).toBe(200);
@@ -134,7 +147,10 @@ describe('authentication', () => {
     try {
       let n = 0;
       const attempt = (forwardedFor: string) =>
-        proxied.request('POST', '/api/auth/login', { body: { email: `hop${++n}@example.com`, password: 'x-password' }, headers: { 'x-forwarded-for': forwardedFor } });
+        proxied.request('POST', '/api/auth/login', {
+          body: { email: `hop${++n}@example.com`, password: 'x-password' },
+          headers: { 'x-forwarded-for': forwardedFor },
+        });
       // The left entries are whatever the client wrote; only the last one was added by the proxy.
       expect((await attempt('1.1.1.1, 10.0.0.1')).status).toBe(401);
       expect((await attempt('2.2.2.2, 10.0.0.1')).status).toBe(401);
@@ -148,7 +164,9 @@ describe('authentication', () => {
   it('limits failed logins per IP across emails', async () => {
     clock.advance(61_000);
     for (let i = 0; i < 3; i++) {
-      expect((await t.request('POST', '/api/auth/login', { body: { email: `nobody${i}@example.com`, password: 'x-password' } })).status).toBe(401);
+      expect(
+        (await t.request('POST', '/api/auth/login', { body: { email: `nobody${i}@example.com`, password: 'x-password' } })).status,
+      ).toBe(401);
     }
     const res = await t.request('POST', '/api/auth/login', { body: { email: 'nobody-else@example.com', password: 'x-password' } });
     expect(res.status).toBe(429);

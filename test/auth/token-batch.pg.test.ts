@@ -95,7 +95,11 @@ describe('batched token lookups', () => {
   it('without counting (counters in Redis), answers each lookup of one batch for its own token and refuses expired and revoked ones', async () => {
     const [a, b, c, d, e] = [await t.createUser(), await t.createUser(), await t.createUser(), await t.createUser(), await t.createUser()];
     expect((await t.request('POST', '/api/auth/logout', { token: c.token })).status).toBe(200);
-    await t.store.db.updateTable('access_tokens').set({ expires_at: Date.now() - 1 }).where('token_hash', '=', sha256Hex(e.token)).execute();
+    await t.store.db
+      .updateTable('access_tokens')
+      .set({ expires_at: Date.now() - 1 })
+      .where('token_hash', '=', sha256Hex(e.token))
+      .execute();
     const auth = t.services.auth;
     const before = { ...auth.lookups.stats };
     const batched = [a, c, null, b, e, a];
@@ -105,7 +109,9 @@ describe('batched token lookups', () => {
     const seen = answers.map((r) => (r.status === 'fulfilled' ? r.value.user.id : (r.reason as Error).message));
     expect(seen).toEqual([d.id, d.id, a.id, 'Invalid token', 'Invalid token', b.id, 'Invalid token', a.id]);
     // The same token, the same token id; a's two answers are a's whole user.
-    const aAnswers = answers.filter((r, i) => i === 2 || i === 7).map((r) => (r as PromiseFulfilledResult<Awaited<ReturnType<typeof auth.authenticate>>>).value);
+    const aAnswers = answers
+      .filter((r, i) => i === 2 || i === 7)
+      .map((r) => (r as PromiseFulfilledResult<Awaited<ReturnType<typeof auth.authenticate>>>).value);
     expect(aAnswers[0]).toEqual(aAnswers[1]);
     expect(aAnswers[0]!.user).toMatchObject({ id: a.id, email: a.email });
   });

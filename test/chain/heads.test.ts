@@ -71,10 +71,21 @@ describe('the watcher follows new heads over a WebSocket', () => {
     chain = await startTestChain();
     proxy = await TcpProxy.start(chain.rpcUrl);
     // Polls a minute apart: only an announced head brings a tick sooner.
-    t = await startTestApp({ workers: false, env: { WATCHER_POLL_MS: '60000', WATCHER_PENDING_POLL_MS: '60000', CHARGES_POLL_MS: '60000' } });
+    t = await startTestApp({
+      workers: false,
+      env: { WATCHER_POLL_MS: '60000', WATCHER_PENDING_POLL_MS: '60000', CHARGES_POLL_MS: '60000' },
+    });
     const n = await upsertNetwork(
       t.store.db,
-      { name: 'Followed', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
+      {
+        name: 'Followed',
+        rpc_url: proxy.url,
+        chain_id: 31337,
+        currency_symbol: 'ETH',
+        block_explorer: '',
+        is_mainnet: false,
+        confirmations: 1,
+      },
       Date.now(),
     );
     networkId = n.id;
@@ -104,7 +115,8 @@ describe('the watcher follows new heads over a WebSocket', () => {
 
   it('settles a charge paid in a new block moments after it, not at the next poll of the charge worker', async () => {
     const user = await t.createUser();
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Till', network_id: networkId } })).body.data as { id: number };
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Till', network_id: networkId } }))
+      .body.data as { id: number };
     const api = chargeApi(t, wallet.id, user.token);
     const charge = await api.create({ amount: '0.5', token: 'ETH', expires: 600 });
     const started = Date.now();
@@ -129,7 +141,13 @@ describe('a node without WebSockets', () => {
     const logs: string[] = [];
     const log = createLogger('debug', new Writable({ write: (c, _e, cb) => void (logs.push(c.toString()), cb()) }));
     const heads: bigint[] = [];
-    const follower = followHeads({ urls: [`${http.url}/v2/SECRET-KEY-123`], log, onHead: (n) => heads.push(n ?? -1n), retryMinMs: 50, retryMaxMs: 200 });
+    const follower = followHeads({
+      urls: [`${http.url}/v2/SECRET-KEY-123`],
+      log,
+      onHead: (n) => heads.push(n ?? -1n),
+      retryMinMs: 50,
+      retryMaxMs: 200,
+    });
     try {
       await waitFor(() => logs.filter((l) => l.includes('still unavailable')).length >= 3, { message: 'three retries' });
       await chain.mine(1);

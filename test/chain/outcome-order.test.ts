@@ -25,7 +25,10 @@ describe('an endpoint rate-limited while an earlier call is in flight', () => {
       req.on('data', (c: Buffer) => (text += c.toString('utf8')));
       req.on('end', () => {
         const calls = JSON.parse(text) as Array<{ id: number }>;
-        const answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(calls.map((c) => ({ jsonrpc: '2.0', id: c.id, result: '0x7a69' }))));
+        const answer = () =>
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(JSON.stringify(calls.map((c) => ({ jsonrpc: '2.0', id: c.id, result: '0x7a69' }))));
         if (++requests === 1) releaseFirst = answer;
         else res.writeHead(429, { 'content-type': 'text/plain' }).end('Too Many Requests');
       });

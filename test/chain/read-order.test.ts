@@ -48,7 +48,14 @@ async function proxy(): Promise<RpcProxy> {
 /** A network over `list` (in that order), with fresh endpoint state and heads read once now. */
 async function networkOf(list: RpcProxy[]): Promise<{ n: NetworkLike; chains: ChainClients }> {
   chains = new ChainClients({ healthEveryMs: 60_000, maxLagBlocks: 3, retryCount: 1 });
-  const n = { id: 1, name: 'Read order', rpc_url: list[0]!.url, rpc_urls: JSON.stringify(list.map((p) => p.url)), chain_id: 31337, currency_symbol: 'ETH' };
+  const n = {
+    id: 1,
+    name: 'Read order',
+    rpc_url: list[0]!.url,
+    rpc_urls: JSON.stringify(list.map((p) => p.url)),
+    chain_id: 31337,
+    currency_symbol: 'ETH',
+  };
   await chains.freshHealth(n, 5_000);
   for (const p of list) p.calls = [];
   return { n, chains };
@@ -76,9 +83,15 @@ describe('a lagging endpoint serves no reads', () => {
     const { n, chains } = await networkOf([lagging, fresh]);
     fresh.rule('eth_getBalance', { action: 'error', code: -32005, message: 'Request exceeds defined limit', times: 1 });
     // The first read meets the limit (the fresh one is rested); the retry and the next reads do not go to the lagging one.
-    await chains.get(n).getBalance({ address: RECIPIENT }).catch(() => null);
+    await chains
+      .get(n)
+      .getBalance({ address: RECIPIENT })
+      .catch(() => null);
     expect(chains.health(n)[1]).toMatchObject({ ok: false });
-    await chains.get(n).getBalance({ address: RECIPIENT }).catch(() => null);
+    await chains
+      .get(n)
+      .getBalance({ address: RECIPIENT })
+      .catch(() => null);
     expect(reads(lagging, 'eth_getBalance')).toBe(0);
   });
 
@@ -89,7 +102,10 @@ describe('a lagging endpoint serves no reads', () => {
     const { n, chains } = await networkOf([lagging, fresh]);
     lagging.rule('eth_blockNumber', { action: 'error', status: 503, message: 'Service Unavailable', times: 1 });
     await chains.freshHealth(n, 5_000);
-    expect(chains.health(n).map((e) => [e.ok, e.lag_blocks])).toEqual([[false, 5], [true, 0]]);
+    expect(chains.health(n).map((e) => [e.ok, e.lag_blocks])).toEqual([
+      [false, 5],
+      [true, 0],
+    ]);
     fresh.rule('eth_getBalance', { action: 'error', status: 503, message: 'Service Unavailable', times: 1 });
     await chains.get(n).getBalance({ address: RECIPIENT });
     expect({ lagging: reads(lagging, 'eth_getBalance'), fresh: reads(fresh, 'eth_getBalance') }).toEqual({ lagging: 0, fresh: 2 });
@@ -146,7 +162,9 @@ describe('a block or logs at height H only from endpoints at or above H', () => 
 
   it('logs up to a block no endpoint has: the read fails (transient), no endpoint asked for logs', async () => {
     const { below, b, c, h, client } = await setup();
-    await expect(client.getLogs({ fromBlock: BigInt(h - 5), toBlock: BigInt(h + 50) })).rejects.toThrow(/No RPC endpoint has reached block/);
+    await expect(client.getLogs({ fromBlock: BigInt(h - 5), toBlock: BigInt(h + 50) })).rejects.toThrow(
+      /No RPC endpoint has reached block/,
+    );
     expect([below, b, c].map((p) => reads(p, 'eth_getLogs'))).toEqual([0, 0, 0]);
   });
 
@@ -160,7 +178,7 @@ describe('a block or logs at height H only from endpoints at or above H', () => 
   });
 });
 
-describe('a node without the block a read is about (a balancer\'s backend behind, a reorg lowering the height)', () => {
+describe("a node without the block a read is about (a balancer's backend behind, a reorg lowering the height)", () => {
   const pinned = (p: unknown[]) => typeof p[1] === 'string' && /^0x/.test(p[1]);
 
   it('"header not found" at H from one endpoint: asked of the next at H; the first serves H again only after its head is read at H', async () => {
@@ -179,21 +197,44 @@ describe('a node without the block a read is about (a balancer\'s backend behind
     expect([reads(a, 'eth_getBalance'), reads(b, 'eth_getBalance')]).toEqual([1, 2]);
   });
 
-  it('anvil\'s BlockOutOfRangeError (-32602) from the only endpoint: a transient failure (503), never the node refusing the request (400)', async () => {
+  it("anvil's BlockOutOfRangeError (-32602) from the only endpoint: a transient failure (503), never the node refusing the request (400)", async () => {
     const a = await proxy();
     const { n, chains } = await networkOf([a]);
     const h = await chain.blockNumber();
-    a.rule('eth_getBalance', { action: 'error', code: -32602, message: `BlockOutOfRangeError: block height is ${h - 1} but requested was ${h}`, match: pinned });
-    const err: unknown = await chains.get(n).getBalance({ address: RECIPIENT, blockNumber: BigInt(h) }).then(() => null, (e: unknown) => e);
+    a.rule('eth_getBalance', {
+      action: 'error',
+      code: -32602,
+      message: `BlockOutOfRangeError: block height is ${h - 1} but requested was ${h}`,
+      match: pinned,
+    });
+    const err: unknown = await chains
+      .get(n)
+      .getBalance({ address: RECIPIENT, blockNumber: BigInt(h) })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(String(err)).toMatch(new RegExp(`No RPC endpoint has reached block ${h} yet`));
     expect(mapChainError(err).statusCode).toBe(503);
     // The same answer to a read that names no height is the node's own answer (400), not a height.
     a.rule('eth_getBalance', { action: 'error', code: -32602, message: 'BlockOutOfRangeError: block height is 1 but requested was 2' });
-    const unpinned: unknown = await chains.get(n).getBalance({ address: RECIPIENT }).then(() => null, (e: unknown) => e);
+    const unpinned: unknown = await chains
+      .get(n)
+      .getBalance({ address: RECIPIENT })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(mapChainError(unpinned).statusCode).toBe(400);
     // A contract's revert whose reason reads like a missing block is still the contract's answer.
     a.rule('eth_call', { action: 'error', code: -32000, message: 'execution reverted: header not found', match: pinned });
-    const reverted: unknown = await chains.get(n).call({ to: RECIPIENT, data: '0x', blockNumber: BigInt(h) }).then(() => null, (e: unknown) => e);
+    const reverted: unknown = await chains
+      .get(n)
+      .call({ to: RECIPIENT, data: '0x', blockNumber: BigInt(h) })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(String(reverted)).not.toMatch(/No RPC endpoint has reached block/);
     expect(mapChainError(reverted).statusCode).toBe(400);
   });
@@ -203,7 +244,13 @@ describe('a node without the block a read is about (a balancer\'s backend behind
     const { n, chains } = await networkOf([a]);
     const h = await chain.blockNumber();
     a.rule('eth_getLogs', { action: 'error', code: -32602, message: 'block range extends beyond current head block' });
-    const err: unknown = await chains.get(n).getLogs({ fromBlock: BigInt(h - 8), toBlock: BigInt(h) }).then(() => null, (e: unknown) => e);
+    const err: unknown = await chains
+      .get(n)
+      .getLogs({ fromBlock: BigInt(h - 8), toBlock: BigInt(h) })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(String(err)).toMatch(new RegExp(`No RPC endpoint has reached block ${h} yet`));
     expect(mapChainError(err).statusCode).toBe(503);
     // Asked at H (and again, after its head was read at H once more), never in halves.

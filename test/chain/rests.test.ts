@@ -25,7 +25,14 @@ let chains: ChainClients;
 
 /** The network, the rate-limited proxy first (each test has ChainClients of its own: fresh endpoint state). */
 function network(): NetworkLike {
-  return { id: 1, name: 'Rate-limited provider', rpc_url: a.url, rpc_urls: JSON.stringify([a.url, b.url]), chain_id: 31337, currency_symbol: 'ETH' };
+  return {
+    id: 1,
+    name: 'Rate-limited provider',
+    rpc_url: a.url,
+    rpc_urls: JSON.stringify([a.url, b.url]),
+    chain_id: 31337,
+    currency_symbol: 'ETH',
+  };
 }
 
 beforeAll(async () => {
@@ -76,10 +83,13 @@ async function expectRests(n: NetworkLike, reason: string, restsMs: number[]): P
   const gaps: number[] = [];
   let from = 0;
   for (const [k, restMs] of restsMs.entries()) {
-    const limitedAt = await waitFor(() => {
-      const i = a.seen.findIndex((c, j) => j >= from && c.action !== null);
-      return i >= 0 ? i : null;
-    }, { timeoutMs: 5_000, message: 'a call meeting the rate limit' }).catch(() => -1);
+    const limitedAt = await waitFor(
+      () => {
+        const i = a.seen.findIndex((c, j) => j >= from && c.action !== null);
+        return i >= 0 ? i : null;
+      },
+      { timeoutMs: 5_000, message: 'a call meeting the rate limit' },
+    ).catch(() => -1);
     expect(limitedAt, `a call met the rate limit (calls: ${JSON.stringify(a.seen.slice(from, from + 5))})`).toBeGreaterThanOrEqual(0);
     const t0 = a.seen[limitedAt]!.atMs;
     if (k === restsMs.length - 1) a.allow('*');
@@ -88,10 +98,13 @@ async function expectRests(n: NetworkLike, reason: string, restsMs: number[]): P
       timeoutMs: 2_000,
       message: `health error "${reason}: rested ${restMs / 1000} s" (is ${JSON.stringify(chains.health(n)[0])})`,
     });
-    const next = await waitFor(() => {
-      const i = a.seen.findIndex((c, j) => j > limitedAt && c.atMs > t0 + IN_FLIGHT_MS);
-      return i >= 0 ? i : null;
-    }, { timeoutMs: restMs + LATE_MS + 2_000, message: `a call after the ${restMs} ms rest` });
+    const next = await waitFor(
+      () => {
+        const i = a.seen.findIndex((c, j) => j > limitedAt && c.atMs > t0 + IN_FLIGHT_MS);
+        return i >= 0 ? i : null;
+      },
+      { timeoutMs: restMs + LATE_MS + 2_000, message: `a call after the ${restMs} ms rest` },
+    );
     const during = a.seen.slice(limitedAt + 1, next).filter((c: SeenCall) => c.atMs > t0 + IN_FLIGHT_MS);
     expect(during, 'calls during the rest').toEqual([]);
     gaps.push(a.seen[next]!.atMs - t0);
@@ -140,7 +153,11 @@ async function restScenario(rule: RpcRule, reason: string, restsMs: number[]): P
 
 describe('a rate-limited endpoint is rested, then used again', () => {
   it('HTTP 429 with Retry-After: 3: no call for 3 s', async () => {
-    await restScenario({ action: 'error', status: 429, code: -32603, message: 'busy', headers: { 'retry-after': '3' } }, 'HTTP 429', [3_000]);
+    await restScenario(
+      { action: 'error', status: 429, code: -32603, message: 'busy', headers: { 'retry-after': '3' } },
+      'HTTP 429',
+      [3_000],
+    );
   });
 
   it('HTTP 429 without Retry-After, limiting twice in a row: rested 1 s, then 2 s', async () => {
@@ -148,7 +165,11 @@ describe('a rate-limited endpoint is rested, then used again', () => {
   });
 
   it('JSON-RPC -32005 (HTTP 200): rested 1 s', async () => {
-    await restScenario({ action: 'error', code: -32005, message: 'Request exceeds defined limit' }, 'JSON-RPC -32005 rate limited', [1_000]);
+    await restScenario(
+      { action: 'error', code: -32005, message: 'Request exceeds defined limit' },
+      'JSON-RPC -32005 rate limited',
+      [1_000],
+    );
   });
 });
 
@@ -166,7 +187,10 @@ describe('an answer to a call sent before the rate limit', () => {
     a.rule('*', { action: 'error', status: 429, code: -32603, message: 'busy' });
     try {
       const slow = client.getBalance({ address: RECIPIENT });
-      await waitFor(() => chains.health(n)[0]!.error === 'HTTP 429: rested 1 s', { timeoutMs: 2_000, message: 'the first endpoint rested' });
+      await waitFor(() => chains.health(n)[0]!.error === 'HTTP 429: rested 1 s', {
+        timeoutMs: 2_000,
+        message: 'the first endpoint rested',
+      });
       const limitedAt = a.seen.find((c) => c.action === 'error')!.atMs;
       expect(typeof (await slow)).toBe('bigint');
       const answeredAt = Date.now();

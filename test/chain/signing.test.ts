@@ -16,8 +16,25 @@ const TO = '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720';
 function kinds(nonce: number): TransactionSerializable[] {
   const value = 10n ** 15n * BigInt(nonce + 1);
   return [
-    { chainId: 31337, nonce, gas: 21_000n, maxFeePerGas: 2_000_000_000n + BigInt(nonce), maxPriorityFeePerGas: 1_000_000_000n, to: TO, value },
-    { chainId: 1, nonce, gas: 65_000n, maxFeePerGas: 30_000_000_000n, maxPriorityFeePerGas: 0n, to: TO, value: 0n, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [TO, value] }) },
+    {
+      chainId: 31337,
+      nonce,
+      gas: 21_000n,
+      maxFeePerGas: 2_000_000_000n + BigInt(nonce),
+      maxPriorityFeePerGas: 1_000_000_000n,
+      to: TO,
+      value,
+    },
+    {
+      chainId: 1,
+      nonce,
+      gas: 65_000n,
+      maxFeePerGas: 30_000_000_000n,
+      maxPriorityFeePerGas: 0n,
+      to: TO,
+      value: 0n,
+      data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [TO, value] }),
+    },
     { type: 'legacy', chainId: 56, nonce, gas: 21_000n, gasPrice: 3_000_000_000n + BigInt(nonce), to: TO, value },
   ];
 }

@@ -28,7 +28,14 @@ let token: Address;
 let from: number;
 let to: number;
 const mints: Hex[] = [];
-const network = () => ({ id: 1, name: 'Picky providers', rpc_url: a.url, rpc_urls: JSON.stringify([a.url, b.url]), chain_id: 31337, currency_symbol: 'ETH' });
+const network = () => ({
+  id: 1,
+  name: 'Picky providers',
+  rpc_url: a.url,
+  rpc_urls: JSON.stringify([a.url, b.url]),
+  chain_id: 31337,
+  currency_symbol: 'ETH',
+});
 
 function rangeOf(params: unknown[]): number {
   const f = params[0] as { fromBlock?: string; toBlock?: string };
@@ -51,7 +58,12 @@ beforeAll(async () => {
   a = await RpcProxy.start(chain.rpcUrl);
   b = await RpcProxy.start(chain.rpcUrl);
   for (const p of [a, b]) {
-    p.rule('eth_getLogs', { action: 'error', code: -32005, message: `query exceeds max block range ${MAX_RANGE}`, match: (params) => rangeOf(params) > MAX_RANGE });
+    p.rule('eth_getLogs', {
+      action: 'error',
+      code: -32005,
+      message: `query exceeds max block range ${MAX_RANGE}`,
+      match: (params) => rangeOf(params) > MAX_RANGE,
+    });
   }
   chains = new ChainClients({ healthEveryMs: 200 });
 });
@@ -71,7 +83,9 @@ describe('eth_getLogs refused over more than 10 blocks', () => {
     expect(expected.map((l) => l.args.value)).toEqual([1000n, 1001n, 1002n, 1003n, 1004n, 1005n, 1006n]);
 
     const got = await client.getLogs(query);
-    expect(got.map((l) => [l.transactionHash, l.logIndex, l.args.value])).toEqual(expected.map((l) => [l.transactionHash, l.logIndex, l.args.value]));
+    expect(got.map((l) => [l.transactionHash, l.logIndex, l.args.value])).toEqual(
+      expected.map((l) => [l.transactionHash, l.logIndex, l.args.value]),
+    );
     // The proxies did refuse the wide queries (at least the first one), and answered the narrow ones.
     expect(a.calls.filter((m) => m === 'eth_getLogs').length).toBeGreaterThan(50);
     // A refused range is not a fault of the endpoint: both stay ok.
@@ -90,7 +104,11 @@ describe('a block, transaction or receipt the first endpoint does not have', () 
       expect((await client.getBlock({ blockNumber: BigInt(n) })).hash).toBe(direct.hash);
       expect((await client.getTransaction({ hash: mints[3]! })).hash).toBe(mints[3]);
       expect((await client.getTransactionReceipt({ hash: mints[3]! })).status).toBe('success');
-      expect(b.calls.filter((m) => m !== 'eth_blockNumber')).toEqual(['eth_getBlockByNumber', 'eth_getTransactionByHash', 'eth_getTransactionReceipt']);
+      expect(b.calls.filter((m) => m !== 'eth_blockNumber')).toEqual([
+        'eth_getBlockByNumber',
+        'eth_getTransactionByHash',
+        'eth_getTransactionReceipt',
+      ]);
       const nowhere: Hex = `0x${'ab'.repeat(32)}`;
       await expect(client.getTransaction({ hash: nowhere })).rejects.toThrow(/could not be found/);
     } finally {
@@ -126,13 +144,22 @@ describe('a send the node is slow to answer', () => {
     const raw = await signFromOutsider(chain.rpcUrl, RECIPIENT, 4321n, nonce);
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    for (const p of [a, b]) p.rule('eth_sendRawTransaction', { action: 'error', code: -32000, message: 'insufficient funds for gas * price + value', until: held });
+    for (const p of [a, b])
+      p.rule('eth_sendRawTransaction', {
+        action: 'error',
+        code: -32000,
+        message: 'insufficient funds for gas * price + value',
+        until: held,
+      });
     try {
       // Issued in one turn, as a create's broadcast and the watcher's head read can be.
       const send = client.sendRawTransaction({ serializedTransaction: raw });
       send.catch(() => undefined);
       const head = client.getBlockNumber({ cacheTime: 0 });
-      const answered = await Promise.race([head.then(() => 'head read'), new Promise((r) => setTimeout(() => r('held with the send'), 5_000))]);
+      const answered = await Promise.race([
+        head.then(() => 'head read'),
+        new Promise((r) => setTimeout(() => r('held with the send'), 5_000)),
+      ]);
       expect(answered).toBe('head read');
       expect(await head).toBe(BigInt(await chain.blockNumber()));
       release();

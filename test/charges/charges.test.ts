@@ -45,7 +45,31 @@ describe('charges', () => {
     expect(res.status).toBe(200);
     const c = res.body.data;
     expect(Object.keys(c).sort()).toEqual(
-      ['address', 'amount', 'content', 'created_at', 'expires', 'expires_at', 'hosted_url', 'id', 'info', 'mode', 'paid_amount', 'paid_at', 'payment_uri', 'payments', 'refunds', 'status', 'sub_wallet_id', 'sweeps', 'token', 'token_id', 'updated_at', 'uuid', 'wallet_id'].sort(),
+      [
+        'address',
+        'amount',
+        'content',
+        'created_at',
+        'expires',
+        'expires_at',
+        'hosted_url',
+        'id',
+        'info',
+        'mode',
+        'paid_amount',
+        'paid_at',
+        'payment_uri',
+        'payments',
+        'refunds',
+        'status',
+        'sub_wallet_id',
+        'sweeps',
+        'token',
+        'token_id',
+        'updated_at',
+        'uuid',
+        'wallet_id',
+      ].sort(),
     );
     expect(c).toMatchObject({
       wallet_id: wallet.id,
@@ -70,7 +94,10 @@ describe('charges', () => {
     expect(c.address).toBe(deriveKey(mnemonic, 1).address);
     expect(c.address).not.toBe(wallet.address);
 
-    const second = await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, { token: alice.token, body: { amount: 1, token: 'eth', expires: 60 } });
+    const second = await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, {
+      token: alice.token,
+      body: { amount: 1, token: 'eth', expires: 60 },
+    });
     expect(second.body.data.address).toBe(deriveKey(mnemonic, 2).address);
     expect(second.body.data.content).toBeNull();
 
@@ -99,11 +126,17 @@ describe('charges', () => {
     await bad({ amount: '0', token: 'ETH' }, { amount: ['The amount field must be greater than 0.'] });
     await bad({ amount: 'ten', token: 'ETH' }, { amount: ['The amount field must be a number.'] });
     await bad({ amount: '1', token: 'DOGE' }, { token: ['The selected token is invalid.'] });
-    await bad({ amount: '1.0000000000000000001', token: 'ETH' }, { amount: ['The amount field must not have more than 18 decimal places.'] });
+    await bad(
+      { amount: '1.0000000000000000001', token: 'ETH' },
+      { amount: ['The amount field must not have more than 18 decimal places.'] },
+    );
     await bad({ amount: '1', token: 'ETH', expires: 59 }, { expires: ['The expires field must be at least 60.'] });
     await bad({ amount: '1', token: 'ETH', expires: 86401 }, { expires: ['The expires field must not be greater than 86400.'] });
     await bad({ amount: '1', token: 'ETH', content: 'text' }, { content: ['The content field must be an object.'] });
-    await bad({ amount: '1', token: 'ETH', info: { blob: 'x'.repeat(17 * 1024) } }, { info: ['The info field must not be greater than 16 kilobytes.'] });
+    await bad(
+      { amount: '1', token: 'ETH', info: { blob: 'x'.repeat(17 * 1024) } },
+      { info: ['The info field must not be greater than 16 kilobytes.'] },
+    );
   });
 
   it('shows a charge by id or uuid, lists them newest first, and hides them from others', async () => {
@@ -144,28 +177,49 @@ describe('charges', () => {
 
   it('settles: paid (and swept to the main address), expired, failed; each event once', async () => {
     const create = async (amount: string) =>
-      (await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, { token: alice.token, body: { amount, token: 'ETH', expires: 60 } })).body.data;
+      (
+        await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, {
+          token: alice.token,
+          body: { amount, token: 'ETH', expires: 60 },
+        })
+      ).body.data;
     const paid = await create('0.5');
     const partial = await create('2');
     const unpaid = await create('3');
     // Earlier tests' charges are settled too; only these three are asserted.
     t.startWorkers();
     // Payments are read from the blocks the chain follower records: it starts at the head.
-    await waitFor(() => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(), { message: 'watcher cursor' });
+    await waitFor(
+      () => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(),
+      { message: 'watcher cursor' },
+    );
 
     const mainBefore = BigInt(await chain.rpc<string>('eth_getBalance', [wallet.address, 'latest']));
     const paidTx = await pay(chain.rpcUrl, paid.address, parseEther('0.5'));
     await pay(chain.rpcUrl, partial.address, parseEther('1'));
 
-    const show = (id: number) => t.request('GET', `/api/wallet/${wallet.id}/charge/show/${id}`, { token: alice.token }).then((r) => r.body.data);
-    const done = await waitFor(async () => {
-      const c = await show(paid.id);
-      return c.status === 'paid' ? c : null;
-    }, { message: 'charge paid' });
+    const show = (id: number) =>
+      t.request('GET', `/api/wallet/${wallet.id}/charge/show/${id}`, { token: alice.token }).then((r) => r.body.data);
+    const done = await waitFor(
+      async () => {
+        const c = await show(paid.id);
+        return c.status === 'paid' ? c : null;
+      },
+      { message: 'charge paid' },
+    );
     expect(done.paid_amount).toBe('0.500000000000000000');
     expect(done.paid_at).toMatch(DATETIME);
     expect(done.payments).toEqual([
-      { tx_hash: paidTx, from: PAYER.address, amount: '0.500000000000000000', block_number: expect.any(Number), block_timestamp: expect.stringMatching(DATETIME), late: false, internal: false, screened: false },
+      {
+        tx_hash: paidTx,
+        from: PAYER.address,
+        amount: '0.500000000000000000',
+        block_number: expect.any(Number),
+        block_timestamp: expect.stringMatching(DATETIME),
+        late: false,
+        internal: false,
+        screened: false,
+      },
     ]);
     await waitFor(async () => (await show(partial.id)).paid_amount === '1.000000000000000000', { message: 'partial payment seen' });
     expect((await show(partial.id)).status).toBe('pending');
@@ -179,28 +233,57 @@ describe('charges', () => {
     // Time passes beyond expiry: the service's clock, and a block stamped after it is confirmed.
     clock.advance(61_000);
     await mineAt(chain, Math.floor(clock.nowMs() / 1000));
-    await waitFor(async () => (await show(partial.id)).status === 'failed' && (await show(unpaid.id)).status === 'expired', { message: 'expiry' });
+    await waitFor(async () => (await show(partial.id)).status === 'failed' && (await show(unpaid.id)).status === 'expired', {
+      message: 'expiry',
+    });
 
     const paidEvents = (await events(t, 'charge.paid')).filter((e) => e.charge_id === paid.id);
     const failedEvents = (await events(t, 'charge.failed')).filter((e) => e.charge_id === partial.id);
     const expiredEvents = (await events(t, 'charge.expired')).filter((e) => e.charge_id === unpaid.id);
     expect(paidEvents).toEqual([
-      { charge_id: paid.id, wallet_id: wallet.id, amount: '0.500000000000000000', token: 'ETH', uuid: paid.uuid, status: 'paid', expires: 60, created_at: paid.created_at, address: paid.address, paid_amount: '0.500000000000000000', paid_at: expect.stringMatching(DATETIME) },
+      {
+        charge_id: paid.id,
+        wallet_id: wallet.id,
+        amount: '0.500000000000000000',
+        token: 'ETH',
+        uuid: paid.uuid,
+        status: 'paid',
+        expires: 60,
+        created_at: paid.created_at,
+        address: paid.address,
+        paid_amount: '0.500000000000000000',
+        paid_at: expect.stringMatching(DATETIME),
+      },
     ]);
-    expect(failedEvents).toEqual([expect.objectContaining({ status: 'failed', paid_amount: '1.000000000000000000', failed_at: expect.stringMatching(DATETIME) })]);
-    expect(expiredEvents).toEqual([expect.objectContaining({ status: 'expired', paid_amount: '0.000000000000000000', expired_at: expect.stringMatching(DATETIME) })]);
+    expect(failedEvents).toEqual([
+      expect.objectContaining({ status: 'failed', paid_amount: '1.000000000000000000', failed_at: expect.stringMatching(DATETIME) }),
+    ]);
+    expect(expiredEvents).toEqual([
+      expect.objectContaining({ status: 'expired', paid_amount: '0.000000000000000000', expired_at: expect.stringMatching(DATETIME) }),
+    ]);
 
     // The sweep is listed and followed to confirmation; the address ends at exactly 0.
-    const sweptCharge = await waitFor(async () => {
-      const c = await show(paid.id);
-      return c.sweeps.length === 1 && c.sweeps[0].status === 'confirmed' ? c : null;
-    }, { message: 'sweep confirmed' });
-    expect(sweptCharge.sweeps[0]).toEqual({ tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/), token: 'ETH', amount: expect.any(String), status: 'confirmed', created_at: expect.stringMatching(DATETIME) });
+    const sweptCharge = await waitFor(
+      async () => {
+        const c = await show(paid.id);
+        return c.sweeps.length === 1 && c.sweeps[0].status === 'confirmed' ? c : null;
+      },
+      { message: 'sweep confirmed' },
+    );
+    expect(sweptCharge.sweeps[0]).toEqual({
+      tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      token: 'ETH',
+      amount: expect.any(String),
+      status: 'confirmed',
+      created_at: expect.stringMatching(DATETIME),
+    });
     expect(parseEther(sweptCharge.sweeps[0].amount)).toBe(mainAfter - mainBefore);
 
     // A payment after expiry does not pay the charge (it is late: settlement.test.ts).
     await pay(chain.rpcUrl, unpaid.address, parseEther('3'));
-    await waitFor(async () => (await events(t, 'charge.delayed')).some((e) => e.charge_id === unpaid.id), { message: 'late payment announced' });
+    await waitFor(async () => (await events(t, 'charge.delayed')).some((e) => e.charge_id === unpaid.id), {
+      message: 'late payment announced',
+    });
     await t.workers!.stop();
     expect((await show(unpaid.id)).status).toBe('expired');
     expect((await events(t, 'charge.paid')).filter((e) => e.charge_id === unpaid.id)).toEqual([]);
@@ -210,30 +293,55 @@ describe('charges', () => {
     const usdc = await deployErc20(chain.rpcUrl, { name: 'USD Coin', symbol: 'USDC', decimals: 6 });
     const added = await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: alice.token, body: { contract: usdc } });
     expect(added.status).toBe(200);
-    const c = (await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, { token: alice.token, body: { amount: '12.345678', token: 'USDC' } })).body.data;
+    const c = (
+      await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, {
+        token: alice.token,
+        body: { amount: '12.345678', token: 'USDC' },
+      })
+    ).body.data;
     expect(c.amount).toBe('12.345678000000000000');
     t.startWorkers();
     try {
       await mintErc20(chain.rpcUrl, usdc, c.address, 12_345_678n);
-      const paid = await waitFor(async () => {
-        const r = await t.request('GET', `/api/wallet/${wallet.id}/charge/show/${c.uuid}`, { token: alice.token });
-        return r.body.data.status === 'paid' ? r.body.data : null;
-      }, { message: 'token charge paid' });
+      const paid = await waitFor(
+        async () => {
+          const r = await t.request('GET', `/api/wallet/${wallet.id}/charge/show/${c.uuid}`, { token: alice.token });
+          return r.body.data.status === 'paid' ? r.body.data : null;
+        },
+        { message: 'token charge paid' },
+      );
       expect(paid.paid_amount).toBe('12.345678000000000000');
 
       // The deposit address has no gas: the main wallet sends some (a recorded transfer), then
       // the tokens move to the main address.
       await chain.setBalance(wallet.address, parseEther('1'));
-      await waitFor(async () => (await erc20BalanceOf(chain.rpcUrl, usdc, wallet.address as Address)) === 12_345_678n, { timeoutMs: 20_000, message: 'token sweep' });
+      await waitFor(async () => (await erc20BalanceOf(chain.rpcUrl, usdc, wallet.address as Address)) === 12_345_678n, {
+        timeoutMs: 20_000,
+        message: 'token sweep',
+      });
       expect(await erc20BalanceOf(chain.rpcUrl, usdc, c.address)).toBe(0n);
-      const topUps = await t.store.db.selectFrom('transactions').select(['type', 'to_address']).where('wallet_id', '=', wallet.id).where('to_address', '=', c.address).execute();
+      const topUps = await t.store.db
+        .selectFrom('transactions')
+        .select(['type', 'to_address'])
+        .where('wallet_id', '=', wallet.id)
+        .where('to_address', '=', c.address)
+        .execute();
       expect(topUps).toEqual([{ type: 'transfer', to_address: c.address }]);
       // The token sweep is listed and confirmed (the gas top-up is a wallet transaction, not a sweep).
-      const swept = await waitFor(async () => {
-        const r = await t.request('GET', `/api/wallet/${wallet.id}/charge/show/${c.id}`, { token: alice.token });
-        return r.body.data.sweeps.find((s: { token: string; status: string }) => s.token === 'USDC' && s.status === 'confirmed');
-      }, { message: 'sweep recorded', timeoutMs: 20_000 });
-      expect(swept).toEqual({ tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/), token: 'USDC', amount: '12.345678000000000000', status: 'confirmed', created_at: expect.stringMatching(DATETIME) });
+      const swept = await waitFor(
+        async () => {
+          const r = await t.request('GET', `/api/wallet/${wallet.id}/charge/show/${c.id}`, { token: alice.token });
+          return r.body.data.sweeps.find((s: { token: string; status: string }) => s.token === 'USDC' && s.status === 'confirmed');
+        },
+        { message: 'sweep recorded', timeoutMs: 20_000 },
+      );
+      expect(swept).toEqual({
+        tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+        token: 'USDC',
+        amount: '12.345678000000000000',
+        status: 'confirmed',
+        created_at: expect.stringMatching(DATETIME),
+      });
     } finally {
       await t.workers!.stop();
     }

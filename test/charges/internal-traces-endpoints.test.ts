@@ -51,13 +51,23 @@ describe('internal payments on two endpoints, one or both refusing traces', () =
     t = await startTestApp({ clock, workers: true, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
     const n = await upsertNetwork(
       t.store.db,
-      { name: 'Two providers', rpc_url: first.url, rpc_urls: [first.url, second.url], chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
+      {
+        name: 'Two providers',
+        rpc_url: first.url,
+        rpc_urls: [first.url, second.url],
+        chain_id: 31337,
+        currency_symbol: 'ETH',
+        block_explorer: '',
+        is_mainnet: false,
+        confirmations: 1,
+      },
       Date.now(),
     );
     networkId = n.id;
     await waitForCursor(t, networkId);
     user = await t.createUser();
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } }))
+      .body.data;
     api = chargeApi(t, wallet.id, user.token);
     forwarder = await deployForwarder(chain.rpcUrl);
     await waitForCursor(t, networkId, await chain.blockNumber()); // its block traced: the network has traces
@@ -102,7 +112,9 @@ describe('internal payments on two endpoints, one or both refusing traces', () =
 
     second.allow('debug_traceBlockByHash');
     const paid = await api.until(c.id, (x) => x.status === 'paid', 'paid once the second endpoint gives traces again', 30_000);
-    expect(paid.payments).toEqual([expect.objectContaining({ tx_hash: hash, amount: '0.100000000000000000', internal: true, block_number: forwardBlock })]);
+    expect(paid.payments).toEqual([
+      expect.objectContaining({ tx_hash: hash, amount: '0.100000000000000000', internal: true, block_number: forwardBlock }),
+    ]);
     await waitFor(async () => (await networkEntry()).traces_pending === 0, { message: 'traces_pending back to 0', timeoutMs: 30_000 });
   });
   it('no expiry is decided across a block whose traces are unknown: paid when they come', async () => {
@@ -123,7 +135,9 @@ describe('internal payments on two endpoints, one or both refusing traces', () =
 
     second.allow('debug_traceBlockByHash');
     const paid = await api.until(c.id, (x) => x.status === 'paid', 'paid once the traces come', 30_000);
-    expect(paid.payments).toEqual([expect.objectContaining({ tx_hash: hash, amount: '0.100000000000000000', internal: true, late: false })]);
+    expect(paid.payments).toEqual([
+      expect.objectContaining({ tx_hash: hash, amount: '0.100000000000000000', internal: true, late: false }),
+    ]);
   });
 });
 
@@ -140,7 +154,21 @@ describe('a network none of whose endpoints ever offered traces', () => {
     proxy = await RpcProxy.start(chain.rpcUrl);
     proxy.rule('debug_traceBlockByHash', { action: 'error', code: -32601, message: 'Method not found', status: 200 });
     t = await startTestApp({ clock, workers: true, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
-    networkId = (await upsertNetwork(t.store.db, { name: 'Plain provider', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 }, Date.now())).id;
+    networkId = (
+      await upsertNetwork(
+        t.store.db,
+        {
+          name: 'Plain provider',
+          rpc_url: proxy.url,
+          chain_id: 31337,
+          currency_symbol: 'ETH',
+          block_explorer: '',
+          is_mainnet: false,
+          confirmations: 1,
+        },
+        Date.now(),
+      )
+    ).id;
     await waitForCursor(t, networkId);
     user = await t.createUser();
   });
@@ -151,7 +179,8 @@ describe('a network none of whose endpoints ever offered traces', () => {
   });
 
   it('keeps no block pending (nothing could ever read them): warned once, traces_pending 0, direct payments found', async () => {
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } }))
+      .body.data;
     const api = chargeApi(t, wallet.id, user.token);
     const forwarder = await deployForwarder(chain.rpcUrl);
     await clockToChain(clock, chain);
@@ -162,7 +191,9 @@ describe('a network none of whose endpoints ever offered traces', () => {
     await api.until(direct.id, (x) => x.status === 'paid', 'the direct payment is found');
     await waitForCursor(t, networkId, await chain.blockNumber());
     expect((await api.show(forwarded.id)).payments).toEqual([]);
-    const entry = (await t.request('GET', '/api/supervisor', { token: user.token })).body.data.networks.find((n: any) => n.id === networkId);
+    const entry = (await t.request('GET', '/api/supervisor', { token: user.token })).body.data.networks.find(
+      (n: any) => n.id === networkId,
+    );
     expect(entry.traces_pending).toBe(0);
     expect(entry.endpoints.map((e: any) => e.traces)).toEqual([false]);
     expect(t.logs.filter((l) => l.includes('the node has no trace API'))).toHaveLength(1);

@@ -45,10 +45,25 @@ describe('pending call traces across a restart and a reorg', () => {
     chain = await startTestChain();
     proxy = await RpcProxy.start(chain.rpcUrl);
     const t = await boot();
-    networkId = (await upsertNetwork(t.store.db, { name: 'One provider', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 }, Date.now())).id;
+    networkId = (
+      await upsertNetwork(
+        t.store.db,
+        {
+          name: 'One provider',
+          rpc_url: proxy.url,
+          chain_id: 31337,
+          currency_symbol: 'ETH',
+          block_explorer: '',
+          is_mainnet: false,
+          confirmations: 1,
+        },
+        Date.now(),
+      )
+    ).id;
     await waitForCursor(t, networkId);
     user = await t.createUser();
-    walletId = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data.id;
+    walletId = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body
+      .data.id;
     forwarder = await deployForwarder(chain.rpcUrl); // its block traced: the network has traces
     await waitForCursor(t, networkId, await chain.blockNumber());
   });
@@ -70,11 +85,19 @@ describe('pending call traces across a restart and a reorg', () => {
     // A block with a transaction, read by the new process while traces are still refused: pending
     // too (the network had traces), not taken for a network without them.
     const other = await pay(chain.rpcUrl, OTHER, 1n);
-    const mined = await waitFor(() => chain.rpc<{ blockNumber: string } | null>('eth_getTransactionReceipt', [other]), { message: 'the other payment mined' });
-    const otherBlock = Number(BigInt(mined.blockNumber));
-    await waitFor(async () => (await app!.store.db.selectFrom('trace_pending').select('block_number').execute()).some((r) => Number(r.block_number) === otherBlock), {
-      message: 'the new process’s block pending too',
+    const mined = await waitFor(() => chain.rpc<{ blockNumber: string } | null>('eth_getTransactionReceipt', [other]), {
+      message: 'the other payment mined',
     });
+    const otherBlock = Number(BigInt(mined.blockNumber));
+    await waitFor(
+      async () =>
+        (await app!.store.db.selectFrom('trace_pending').select('block_number').execute()).some(
+          (r) => Number(r.block_number) === otherBlock,
+        ),
+      {
+        message: 'the new process’s block pending too',
+      },
+    );
     expect((await api().show(c.id)).payments).toEqual([]);
     expect(app!.logs.some((l) => l.includes('the node has no trace API'))).toBe(false);
 
@@ -102,7 +125,9 @@ describe('pending call traces across a restart and a reorg', () => {
       proxy.allow('debug_traceBlockByHash');
     }
     await waitFor(async () => (await pending()) === 0, { message: 'nothing pending once traces are back', timeoutMs: 30_000 });
-    const payments = (await app!.store.db.selectFrom('charge_payments').select('block_hash').where('charge_id', '=', c.id).execute()).map((p) => p.block_hash);
+    const payments = (await app!.store.db.selectFrom('charge_payments').select('block_hash').where('charge_id', '=', c.id).execute()).map(
+      (p) => p.block_hash,
+    );
     expect(payments).not.toContain(removed!);
   });
 });

@@ -42,7 +42,8 @@ describe('a charge paid through a contract (an internal transfer)', () => {
     t = await startTestApp({ clock, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
     networkId = await chain.register(t, { confirmations: 1 });
     user = await t.createUser();
-    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body
+      .data;
     api = chargeApi(t, wallet.id, user.token);
     forwarder = await deployForwarder(chain.rpcUrl);
     t.startWorkers();
@@ -61,7 +62,16 @@ describe('a charge paid through a contract (an internal transfer)', () => {
     const paid = await api.until(c.id, (x) => x.status === 'paid', 'paid through the forwarder');
     expect(paid.paid_amount).toBe('0.300000000000000000');
     expect(paid.payments).toEqual([
-      { tx_hash: hash, from: getAddress(forwarder), amount: '0.300000000000000000', block_number: expect.any(Number), block_timestamp: expect.stringMatching(DATETIME), late: false, internal: true, screened: false },
+      {
+        tx_hash: hash,
+        from: getAddress(forwarder),
+        amount: '0.300000000000000000',
+        block_number: expect.any(Number),
+        block_timestamp: expect.stringMatching(DATETIME),
+        late: false,
+        internal: true,
+        screened: false,
+      },
     ]);
     expect((await events(t, 'charge.paid')).filter((e) => e.charge_id === c.id)).toHaveLength(1);
 
@@ -75,9 +85,14 @@ describe('a charge paid through a contract (an internal transfer)', () => {
     expect(res.status, res.text).toBe(200);
     const r = res.body.data;
     const deposit = r.addresses.find((a: any) => a.charge_id === c.id);
-    expect(deposit.tokens.map((x: any) => ({ token: x.token, recorded_change: x.recorded_change, chain_balance: x.chain_balance, difference: x.difference }))).toEqual([
-      { token: 'ETH', recorded_change: ZERO, chain_balance: ZERO, difference: ZERO },
-    ]);
+    expect(
+      deposit.tokens.map((x: any) => ({
+        token: x.token,
+        recorded_change: x.recorded_change,
+        chain_balance: x.chain_balance,
+        difference: x.difference,
+      })),
+    ).toEqual([{ token: 'ETH', recorded_change: ZERO, chain_balance: ZERO, difference: ZERO }]);
     expect(r.addresses.flatMap((a: any) => a.tokens).filter((x: any) => x.difference !== ZERO)).toEqual([]);
     expect(r.ok).toBe(true);
   });
@@ -124,7 +139,8 @@ describe('a node whose trace API fails or is missing', () => {
     await proxiedNetwork(t, proxy);
     const user = await t.createUser();
     const networkId = (await t.store.db.selectFrom('networks').select('id').executeTakeFirstOrThrow()).id;
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } }))
+      .body.data;
     api = chargeApi(t, wallet.id, user.token);
     forwarder = await deployForwarder(chain.rpcUrl);
   });
@@ -138,7 +154,13 @@ describe('a node whose trace API fails or is missing', () => {
     await clockToChain(clock, chain);
     const c = await api.create({ amount: '0.15', token: 'ETH', expires: 600 });
     let refused = 0;
-    proxy.rule('debug_traceBlockByHash', { action: 'error', code: -32000, message: 'header not found', times: 3, match: () => (refused += 1) > 0 });
+    proxy.rule('debug_traceBlockByHash', {
+      action: 'error',
+      code: -32000,
+      message: 'header not found',
+      times: 3,
+      match: () => (refused += 1) > 0,
+    });
     const hash = await forwardValue(chain.rpcUrl, forwarder, c.address, parseEther('0.15'));
     const paid = await api.until(c.id, (x) => x.status === 'paid', 'paid after the trace faults');
     expect(refused).toBe(3);
@@ -148,7 +170,11 @@ describe('a node whose trace API fails or is missing', () => {
 
   it('its trace API gone: blocks pending, direct payments found, no expiry across them; back, the payment found and swept', async () => {
     await clockToChain(clock, chain);
-    proxy.rule('debug_traceBlockByHash', { action: 'error', code: -32601, message: 'the method debug_traceBlockByHash does not exist/is not available' });
+    proxy.rule('debug_traceBlockByHash', {
+      action: 'error',
+      code: -32601,
+      message: 'the method debug_traceBlockByHash does not exist/is not available',
+    });
     let forwarded: any;
     let hash: Hex;
     try {
@@ -169,8 +195,15 @@ describe('a node whose trace API fails or is missing', () => {
     } finally {
       proxy.allow('debug_traceBlockByHash');
     }
-    const paid = await api.until(forwarded.id, (x) => x.status === 'paid' && x.sweeps.some((w: any) => w.status === 'confirmed'), 'paid and swept once traces are back', 20_000);
-    expect(paid.payments).toEqual([expect.objectContaining({ tx_hash: hash!, amount: '0.100000000000000000', internal: true, late: false })]);
+    const paid = await api.until(
+      forwarded.id,
+      (x) => x.status === 'paid' && x.sweeps.some((w: any) => w.status === 'confirmed'),
+      'paid and swept once traces are back',
+      20_000,
+    );
+    expect(paid.payments).toEqual([
+      expect.objectContaining({ tx_hash: hash!, amount: '0.100000000000000000', internal: true, late: false }),
+    ]);
     await waitFor(async () => (await balanceOf(chain, forwarded.address)) === 0n, { message: 'deposit address emptied' });
   });
 });

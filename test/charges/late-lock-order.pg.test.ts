@@ -48,12 +48,23 @@ describe('a late payment announced while a rollback deletes it (postgres)', () =
     await chain?.stop();
   });
 
-  const deadlocks = async () => Number((await sql<{ n: string }>`select deadlocks::text as n from pg_stat_database where datname = current_database()`.execute(direct.db)).rows[0]!.n);
+  const deadlocks = async () =>
+    Number(
+      (await sql<{ n: string }>`select deadlocks::text as n from pg_stat_database where datname = current_database()`.execute(direct.db))
+        .rows[0]!.n,
+    );
   const advisoryWaiters = async () =>
-    (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and wait_event = 'advisory'`.execute(direct.db)).rows[0]!.n;
+    (
+      await sql<{
+        n: number;
+      }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and wait_event = 'advisory'`.execute(
+        direct.db,
+      )
+    ).rows[0]!.n;
 
   it('takes the event order before the payment’s row: the rollback’s delete goes through, no deadlock', async () => {
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } })).body.data as { id: number };
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } }))
+      .body.data as { id: number };
     const api = chargeApi(t, wallet.id, alice.token);
     await clockToChain(clock, chain);
     const c = await api.create({ amount: '0.1', token: 'ETH', expires: 600 });
@@ -63,7 +74,13 @@ describe('a late payment announced while a rollback deletes it (postgres)', () =
 
     const late = await pay(chain.rpcUrl, c.address, parseEther('0.05'));
     const payment = await waitFor(
-      () => t.store.db.selectFrom('charge_payments').select(['id', 'block_number']).where('charge_id', '=', c.id).where('tx_hash', '=', late).executeTakeFirst(),
+      () =>
+        t.store.db
+          .selectFrom('charge_payments')
+          .select(['id', 'block_number'])
+          .where('charge_id', '=', c.id)
+          .where('tx_hash', '=', late)
+          .executeTakeFirst(),
       { message: 'the follower recorded the late payment' },
     );
     await waitForCursor(t, networkId, Number(payment.block_number));

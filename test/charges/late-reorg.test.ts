@@ -38,7 +38,8 @@ describe('a late payment removed by a reorg and mined again', () => {
   const delayed = async (chargeId: number) => (await events(t, 'charge.delayed')).filter((e) => e.charge_id === chargeId);
 
   it('emits charge.delayed once', async () => {
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } })).body.data as { id: number };
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } }))
+      .body.data as { id: number };
     const api = chargeApi(t, wallet.id, alice.token);
     await clockToChain(clock, chain);
     const c = await api.create({ amount: '0.1', token: 'ETH', expires: 600 });
@@ -52,7 +53,11 @@ describe('a late payment removed by a reorg and mined again', () => {
     const raw = await payer.signTransaction(await payer.prepareTransactionRequest({ to: c.address as Address, value: parseEther('0.05') }));
     const hash = await chain.rpc<Hex>('eth_sendRawTransaction', [raw]);
     await waitFor(async () => ((await delayed(c.id)).length === 1 ? true : null), { message: 'the late payment announced' });
-    const oldRow = await t.store.db.selectFrom('charge_payments').select(['block_hash']).where('tx_hash', '=', hash).executeTakeFirstOrThrow();
+    const oldRow = await t.store.db
+      .selectFrom('charge_payments')
+      .select(['block_hash'])
+      .where('tx_hash', '=', hash)
+      .executeTakeFirstOrThrow();
 
     // The new chain: the same transfer, in another block (an empty one stamped differently first).
     expect(await chain.rpc('evm_revert', [snapshot])).toBe(true);
@@ -62,13 +67,25 @@ describe('a late payment removed by a reorg and mined again', () => {
       if (!/already known|known transaction/i.test(e.message)) throw e;
     });
     await chain.mine(4);
-    await waitFor(() => t.logs.some((l) => l.includes('reorg: rolled back to the common ancestor')), { message: 'the follower rolled back', timeoutMs: 30_000 });
+    await waitFor(() => t.logs.some((l) => l.includes('reorg: rolled back to the common ancestor')), {
+      message: 'the follower rolled back',
+      timeoutMs: 30_000,
+    });
     const again = await waitFor(
-      () => t.store.db.selectFrom('charge_payments').select(['block_hash', 'notified']).where('tx_hash', '=', hash).where('notified', '=', 1).executeTakeFirst(),
+      () =>
+        t.store.db
+          .selectFrom('charge_payments')
+          .select(['block_hash', 'notified'])
+          .where('tx_hash', '=', hash)
+          .where('notified', '=', 1)
+          .executeTakeFirst(),
       { message: 'the payment recorded again from the new chain and looked at by the announcement', timeoutMs: 30_000 },
     );
     expect(again.block_hash).not.toBe(oldRow.block_hash);
-    await waitFor(async () => (await api.show(c.id)).sweeps.every((s: { status: string }) => s.status !== 'pending'), { message: 'the sweeps settled', timeoutMs: 30_000 });
+    await waitFor(async () => (await api.show(c.id)).sweeps.every((s: { status: string }) => s.status !== 'pending'), {
+      message: 'the sweeps settled',
+      timeoutMs: 30_000,
+    });
 
     const told = await delayed(c.id);
     expect(told).toHaveLength(1);

@@ -48,9 +48,12 @@ describe('ERC-20 payments over a backlog, with a provider limiting eth_getLogs r
   it('five token charges paid across 500 blocks of backlog: every payment found, every charge paid', async () => {
     t.startWorkers();
     const networkId = await proxiedNetwork(t, proxy);
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } }))
+      .body.data;
     const usdc = await deployErc20(chain.rpcUrl, { name: 'USD Coin', symbol: 'USDC', decimals: 6 });
-    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: usdc } })).status).toBe(200);
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: usdc } })).status).toBe(
+      200,
+    );
     const api = chargeApi(t, wallet.id, user.token);
     const charges: { id: number; address: Address }[] = [];
     for (let i = 0; i < 5; i++) charges.push(await api.create({ amount: `${i + 1}.5`, token: 'USDC', expires: 3600 }));

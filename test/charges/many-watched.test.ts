@@ -46,18 +46,32 @@ describe('more watched deposit addresses than a log query filters on', () => {
     t = await startTestApp({ env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
     networkId = await chain.register(t, { confirmations: 1 });
     user = await t.createUser();
-    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body
+      .data;
     api = chargeApi(t, wallet.id, user.token);
 
     // FILLERS open charges of 1 ETH each, written straight to the database (their keys are never used).
     const now = Date.now();
     const far = now + 86_400_000;
-    const eth = await t.store.db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', wallet.id).where('is_native', '=', 1).executeTakeFirstOrThrow();
+    const eth = await t.store.db
+      .selectFrom('wallet_tokens')
+      .select('id')
+      .where('wallet_id', '=', wallet.id)
+      .where('is_native', '=', 1)
+      .executeTakeFirstOrThrow();
     for (let from = 0; from < FILLERS; from += 100) {
       const idx = Array.from({ length: Math.min(100, FILLERS - from) }, (_, k) => from + k);
       const subs = await t.store.db
         .insertInto('sub_wallets')
-        .values(idx.map((i) => ({ wallet_id: wallet.id, derivation_index: 1_000_000 + i, address: fillerAddress(i), private_key_enc: 'never-decrypted', created_at: now })))
+        .values(
+          idx.map((i) => ({
+            wallet_id: wallet.id,
+            derivation_index: 1_000_000 + i,
+            address: fillerAddress(i),
+            private_key_enc: 'never-decrypted',
+            created_at: now,
+          })),
+        )
         .returning('id')
         .execute();
       await t.store.db
@@ -92,7 +106,9 @@ describe('more watched deposit addresses than a log query filters on', () => {
   it('finds native, ERC-20 and internal payments by looking up the block’s recipients', { timeout: 60_000 }, async () => {
     const usdc = await deployErc20(chain.rpcUrl, { name: 'USD Coin', symbol: 'USDC', decimals: 6 });
     const stranger = await deployErc20(chain.rpcUrl, { name: 'Not Held', symbol: 'NOPE', decimals: 18 });
-    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: usdc } })).status).toBe(200);
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: usdc } })).status).toBe(
+      200,
+    );
     const forwarder = await deployForwarder(chain.rpcUrl);
 
     const native = await api.create({ amount: '0.3', token: 'ETH', expires: 600 });
@@ -117,7 +133,9 @@ describe('more watched deposit addresses than a log query filters on', () => {
     const paidToken = await api.until(token.id, (c) => c.status === 'paid', 'token charge paid', 30_000);
     expect(paidToken.payments).toMatchObject([{ tx_hash: tokenHash, amount: '12.345678000000000000', internal: false }]);
     const paidInternal = await api.until(internal.id, (c) => c.status === 'paid', 'internal payment', 30_000);
-    expect(paidInternal.payments).toMatchObject([{ tx_hash: internalHash, from: getAddress(forwarder), amount: '0.200000000000000000', internal: true }]);
+    expect(paidInternal.payments).toMatchObject([
+      { tx_hash: internalHash, from: getAddress(forwarder), amount: '0.200000000000000000', internal: true },
+    ]);
 
     const head = Number(await chain.blockNumber());
     await waitForCursor(t, networkId, head);
@@ -133,7 +151,9 @@ describe('more watched deposit addresses than a log query filters on', () => {
       },
       { message: 'the filler’s payment recorded' },
     );
-    expect(filler.map((r) => ({ uuid: r.uuid, amount: String(r.amount) }))).toEqual([{ uuid: fillerUuid(7), amount: parseEther('0.25').toString() }]);
+    expect(filler.map((r) => ({ uuid: r.uuid, amount: String(r.amount) }))).toEqual([
+      { uuid: fillerUuid(7), amount: parseEther('0.25').toString() },
+    ]);
     expect((await api.show(untouched.id)).payments).toEqual([]);
     const recorded = await t.store.db
       .selectFrom('charge_payments')

@@ -79,8 +79,19 @@ let compiled: { abi: Abi; bytecode: Hex } | undefined;
 function compile(): { abi: Abi; bytecode: Hex } {
   if (compiled) return compiled;
   const solc = createRequire(import.meta.url)('solc') as { compile(input: string): string };
-  const input = { language: 'Solidity', sources: { 'Pausable.sol': { content: SOURCE } }, settings: { evmVersion: 'paris', optimizer: { enabled: true, runs: 200 }, outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } } } };
-  const out = JSON.parse(solc.compile(JSON.stringify(input))) as { errors?: { severity: string; message: string }[]; contracts: Record<string, Record<string, { abi: Abi; evm: { bytecode: { object: string } } }>> };
+  const input = {
+    language: 'Solidity',
+    sources: { 'Pausable.sol': { content: SOURCE } },
+    settings: {
+      evmVersion: 'paris',
+      optimizer: { enabled: true, runs: 200 },
+      outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } },
+    },
+  };
+  const out = JSON.parse(solc.compile(JSON.stringify(input))) as {
+    errors?: { severity: string; message: string }[];
+    contracts: Record<string, Record<string, { abi: Abi; evm: { bytecode: { object: string } } }>>;
+  };
   const errors = (out.errors ?? []).filter((e) => e.severity === 'error');
   if (errors.length > 0) throw new Error(`solc: ${errors.map((e) => e.message).join('\n')}`);
   const c = out.contracts['Pausable.sol']!.PausableToken!;
@@ -88,12 +99,20 @@ function compile(): { abi: Abi; bytecode: Hex } {
   return compiled;
 }
 
-const ABI = parseAbi(['function pause()', 'function unpause()', 'function blacklist(address account, bool on)', 'function mint(address to, uint256 amount)']);
+const ABI = parseAbi([
+  'function pause()',
+  'function unpause()',
+  'function blacklist(address account, bool on)',
+  'function mint(address to, uint256 amount)',
+]);
 
 async function write(rpcUrl: string, send: (w: ReturnType<typeof createWalletClient>) => Promise<Hex>): Promise<void> {
   const wallet = createWalletClient({ account: DEPLOYER, chain: foundry, transport: http(rpcUrl) });
   const hash = await send(wallet);
-  const receipt = await createPublicClient({ chain: foundry, transport: http(rpcUrl), pollingInterval: 50 }).waitForTransactionReceipt({ hash, timeout: 30_000 });
+  const receipt = await createPublicClient({ chain: foundry, transport: http(rpcUrl), pollingInterval: 50 }).waitForTransactionReceipt({
+    hash,
+    timeout: 30_000,
+  });
   if (receipt.status !== 'success') throw new Error(`pausable token call reverted (${hash})`);
 }
 
@@ -101,14 +120,25 @@ export async function deployPausable(rpcUrl: string, opts: { name: string; symbo
   const { abi, bytecode } = compile();
   const wallet = createWalletClient({ account: DEPLOYER, chain: foundry, transport: http(rpcUrl) });
   const hash = await wallet.deployContract({ abi, bytecode, args: [opts.name, opts.symbol, opts.decimals] });
-  const receipt = await createPublicClient({ chain: foundry, transport: http(rpcUrl), pollingInterval: 50 }).waitForTransactionReceipt({ hash, timeout: 30_000 });
+  const receipt = await createPublicClient({ chain: foundry, transport: http(rpcUrl), pollingInterval: 50 }).waitForTransactionReceipt({
+    hash,
+    timeout: 30_000,
+  });
   if (!receipt.contractAddress) throw new Error('PausableToken: not deployed');
   return receipt.contractAddress;
 }
 
 export const pausableToken = (rpcUrl: string, token: Address) => ({
-  pause: () => write(rpcUrl, (w) => w.writeContract({ account: DEPLOYER, chain: foundry, address: token, abi: ABI, functionName: 'pause' })),
-  unpause: () => write(rpcUrl, (w) => w.writeContract({ account: DEPLOYER, chain: foundry, address: token, abi: ABI, functionName: 'unpause' })),
-  blacklist: (account: Address, on: boolean) => write(rpcUrl, (w) => w.writeContract({ account: DEPLOYER, chain: foundry, address: token, abi: ABI, functionName: 'blacklist', args: [account, on] })),
-  mint: (to: Address, amount: bigint) => write(rpcUrl, (w) => w.writeContract({ account: DEPLOYER, chain: foundry, address: token, abi: ABI, functionName: 'mint', args: [to, amount] })),
+  pause: () =>
+    write(rpcUrl, (w) => w.writeContract({ account: DEPLOYER, chain: foundry, address: token, abi: ABI, functionName: 'pause' })),
+  unpause: () =>
+    write(rpcUrl, (w) => w.writeContract({ account: DEPLOYER, chain: foundry, address: token, abi: ABI, functionName: 'unpause' })),
+  blacklist: (account: Address, on: boolean) =>
+    write(rpcUrl, (w) =>
+      w.writeContract({ account: DEPLOYER, chain: foundry, address: token, abi: ABI, functionName: 'blacklist', args: [account, on] }),
+    ),
+  mint: (to: Address, amount: bigint) =>
+    write(rpcUrl, (w) =>
+      w.writeContract({ account: DEPLOYER, chain: foundry, address: token, abi: ABI, functionName: 'mint', args: [to, amount] }),
+    ),
 });

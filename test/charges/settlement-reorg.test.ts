@@ -36,7 +36,8 @@ describe('settlement and a reorg committing meanwhile', () => {
     t = await startTestApp({ clock, workers: true, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' }, chains: { timeoutMs: 60_000 } });
     networkId = await proxiedNetwork(t, proxy);
     user = await t.createUser();
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } }))
+      .body.data;
     api = chargeApi(t, wallet.id, user.token);
     // The charge worker is driven by hand: the test holds one settlement tick in the middle.
     const workers = t.workers!;
@@ -64,7 +65,13 @@ describe('settlement and a reorg committing meanwhile', () => {
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
     const deposit = c.address.toLowerCase();
-    proxy.rule('eth_getBalance', { action: 'other-node', url: chain.rpcUrl, until: released, times: 1, match: (p) => (held = held || String(p[0]).toLowerCase() === deposit) });
+    proxy.rule('eth_getBalance', {
+      action: 'other-node',
+      url: chain.rpcUrl,
+      until: released,
+      times: 1,
+      match: (p) => (held = held || String(p[0]).toLowerCase() === deposit),
+    });
     const settling = t.services.charges.settle();
     await waitFor(() => held, { message: 'the tick holds on the balance read', timeoutMs: 10_000 });
 
@@ -76,7 +83,10 @@ describe('settlement and a reorg committing meanwhile', () => {
       await stampNextBlock(chain, start + 2);
       await pay(chain.rpcUrl, c.address, parseEther('0.3'));
       await chain.mine(1);
-      await waitFor(() => t.logs.some((l) => l.includes('reorg: rolled back to the common ancestor')), { message: 'the follower rolled back', timeoutMs: 30_000 });
+      await waitFor(() => t.logs.some((l) => l.includes('reorg: rolled back to the common ancestor')), {
+        message: 'the follower rolled back',
+        timeoutMs: 30_000,
+      });
       release();
       await settling;
       const held_ = await api.show(c.id);
@@ -87,12 +97,18 @@ describe('settlement and a reorg committing meanwhile', () => {
     }
 
     // The follower records the new chain; the next ticks count the payment.
-    const paid = await waitFor(async () => {
-      await t.services.charges.settle();
-      const x = await api.show(c.id);
-      return x.status === 'paid' ? x : null;
-    }, { message: 'paid on the new chain', timeoutMs: 20_000 });
-    expect(paid).toMatchObject({ paid_amount: '0.300000000000000000', payments: [expect.objectContaining({ amount: '0.300000000000000000', late: false })] });
+    const paid = await waitFor(
+      async () => {
+        await t.services.charges.settle();
+        const x = await api.show(c.id);
+        return x.status === 'paid' ? x : null;
+      },
+      { message: 'paid on the new chain', timeoutMs: 20_000 },
+    );
+    expect(paid).toMatchObject({
+      paid_amount: '0.300000000000000000',
+      payments: [expect.objectContaining({ amount: '0.300000000000000000', late: false })],
+    });
     expect((await events(t, 'charge.expired')).filter((e) => e.charge_id === c.id)).toEqual([]);
   });
 });

@@ -36,9 +36,13 @@ async function setUp(confirmations: number, env: Record<string, string> = {}): P
   const t = await startTestApp({ clock, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50', ...env } });
   const networkId = await chain.register(t, { confirmations });
   const user = await t.createUser();
-  const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+  const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body
+    .data;
   t.startWorkers();
-  await waitFor(() => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(), { message: 'watcher cursor' });
+  await waitFor(
+    () => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(),
+    { message: 'watcher cursor' },
+  );
   return { chain, t, user, wallet, clock, api: chargeApi(t, wallet.id, user.token) };
 }
 
@@ -50,21 +54,43 @@ async function tearDown(s: Setup | undefined) {
 /** Pending charges of the setup's wallet, each with a deposit address of its own, as `create` stores them. */
 async function olderPendingCharges(s: Setup, n: number, expiresAtMs: number): Promise<number[]> {
   const db = s.t.store.db;
-  const token = await db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', s.wallet.id).where('is_native', '=', 1).executeTakeFirstOrThrow();
+  const token = await db
+    .selectFrom('wallet_tokens')
+    .select('id')
+    .where('wallet_id', '=', s.wallet.id)
+    .where('is_native', '=', 1)
+    .executeTakeFirstOrThrow();
   return db.transaction().execute(async (trx) => {
     const ids: number[] = [];
     for (let i = 0; i < n; i++) {
       const key = generatePrivateKey();
       const index = await takeSubIndex(trx, s.wallet.id);
-      const sub = await insertSubWallet(trx, { wallet_id: s.wallet.id, derivation_index: index, address: privateKeyToAccount(key).address }, (id) => s.t.ctx.secrets.encrypt(key, subWalletPlace(id)), s.clock.nowMs());
-      const charge = { uuid: randomUUID(), wallet_id: s.wallet.id, sub_wallet_id: sub, token_id: token.id, amount: parseEther('0.01'), mode: 'test', expires: 120, expires_at: expiresAtMs, content: null, info: null };
+      const sub = await insertSubWallet(
+        trx,
+        { wallet_id: s.wallet.id, derivation_index: index, address: privateKeyToAccount(key).address },
+        (id) => s.t.ctx.secrets.encrypt(key, subWalletPlace(id)),
+        s.clock.nowMs(),
+      );
+      const charge = {
+        uuid: randomUUID(),
+        wallet_id: s.wallet.id,
+        sub_wallet_id: sub,
+        token_id: token.id,
+        amount: parseEther('0.01'),
+        mode: 'test',
+        expires: 120,
+        expires_at: expiresAtMs,
+        content: null,
+        info: null,
+      };
       ids.push(await insertCharge(trx, { ...charge, watch_until: expiresAtMs + 86_400_000 }, s.clock.nowMs()));
     }
     return ids;
   });
 }
 
-const paymentRows = (s: Setup, chargeId: number) => s.t.store.db.selectFrom('charge_payments').select(['tx_hash', 'block_number']).where('charge_id', '=', chargeId).execute();
+const paymentRows = (s: Setup, chargeId: number) =>
+  s.t.store.db.selectFrom('charge_payments').select(['tx_hash', 'block_number']).where('charge_id', '=', chargeId).execute();
 
 /** The charge stays in `status` for a while (the workers tick every 50 ms meanwhile). */
 async function staysFor(s: Setup, id: number, status: string, ms = 600) {
@@ -98,7 +124,18 @@ describe('a network with 3 confirmations', () => {
     await s.chain.mine(2);
     const paid = await s.api.until(c.id, (x) => x.status === 'paid', 'paid after confirmations');
     expect(paid.paid_amount).toBe('1.000000000000000000');
-    expect(paid.payments).toEqual([{ tx_hash: hash, from: PAYER.address, amount: '1.000000000000000000', block_number: expect.any(Number), block_timestamp: expect.stringMatching(DATETIME), late: false, internal: false, screened: false }]);
+    expect(paid.payments).toEqual([
+      {
+        tx_hash: hash,
+        from: PAYER.address,
+        amount: '1.000000000000000000',
+        block_number: expect.any(Number),
+        block_timestamp: expect.stringMatching(DATETIME),
+        late: false,
+        internal: false,
+        screened: false,
+      },
+    ]);
     expect(new Date(`${paid.paid_at}Z`).getTime()).toBe((expiresS - 2) * 1000);
     expect((await events(s.t, 'charge.paid')).filter((e) => e.charge_id === c.id)).toHaveLength(1);
     expect((await events(s.t, 'charge.expired')).filter((e) => e.charge_id === c.id)).toEqual([]);
@@ -139,10 +176,18 @@ describe('a network with 3 confirmations', () => {
     await mineAt(s.chain, expiresS + 1);
     await s.chain.mine(2);
     const others = ids.filter((id) => id !== newest.id);
-    await waitFor(async () => {
-      const rows = await s.t.store.db.selectFrom('charges').select('status').where('id', 'in', others).where('status', '=', 'expired').execute();
-      return rows.length === 299;
-    }, { message: '299 expired', timeoutMs: 30_000 });
+    await waitFor(
+      async () => {
+        const rows = await s.t.store.db
+          .selectFrom('charges')
+          .select('status')
+          .where('id', 'in', others)
+          .where('status', '=', 'expired')
+          .execute();
+        return rows.length === 299;
+      },
+      { message: '299 expired', timeoutMs: 30_000 },
+    );
     const expired = (await events(s.t, 'charge.expired')).filter((e) => others.includes(e.charge_id));
     expect(expired).toHaveLength(299);
     expect((await s.api.show(newest.id)).status).toBe('paid');
@@ -190,8 +235,17 @@ describe('a network with 1 confirmation', () => {
     const again = await s.api.until(c.id, (x) => x.status === 'paid', 'paid again');
     expect(again.payments).toHaveLength(1);
     // The outcome is told again after the reopening: paid, reopened, paid.
-    const told = await s.t.store.db.selectFrom('events').select(['name', 'payload']).where('name', 'in', ['charge.paid', 'charge.reopened']).orderBy('id', 'asc').execute();
-    expect(told.filter((e) => JSON.parse(e.payload).charge_id === c.id).map((e) => e.name)).toEqual(['charge.paid', 'charge.reopened', 'charge.paid']);
+    const told = await s.t.store.db
+      .selectFrom('events')
+      .select(['name', 'payload'])
+      .where('name', 'in', ['charge.paid', 'charge.reopened'])
+      .orderBy('id', 'asc')
+      .execute();
+    expect(told.filter((e) => JSON.parse(e.payload).charge_id === c.id).map((e) => e.name)).toEqual([
+      'charge.paid',
+      'charge.reopened',
+      'charge.paid',
+    ]);
   });
 
   it('a payment after expiry is late: listed, charge.delayed once, and swept', async () => {
@@ -206,16 +260,42 @@ describe('a network with 1 confirmation', () => {
     const swept = await s.api.until(c.id, (x) => x.sweeps.length === 1 && x.sweeps[0].status === 'confirmed', 'late payment swept');
     expect(swept.status).toBe('expired');
     expect(swept.paid_amount).toBe('0.000000000000000000');
-    const payment = { tx_hash: hash, from: PAYER.address, amount: '0.300000000000000000', block_number: expect.any(Number), block_timestamp: expect.stringMatching(DATETIME), late: true, internal: false, screened: false };
+    const payment = {
+      tx_hash: hash,
+      from: PAYER.address,
+      amount: '0.300000000000000000',
+      block_number: expect.any(Number),
+      block_timestamp: expect.stringMatching(DATETIME),
+      late: true,
+      internal: false,
+      screened: false,
+    };
     expect(swept.payments).toEqual([payment]);
     expect(await balanceOf(s.chain, c.address)).toBe(0n);
     expect((await balanceOf(s.chain, s.wallet.address)) - mainBefore).toBe(parseEther(swept.sweeps[0].amount));
 
     await s.chain.mine(2); // more ticks and blocks: still one event
-    await waitFor(async () => (await s.t.store.db.selectFrom('charges').select('sweep_due_at').where('id', '=', c.id).executeTakeFirstOrThrow()).sweep_due_at === null, { message: 'nothing more to sweep' });
+    await waitFor(
+      async () =>
+        (await s.t.store.db.selectFrom('charges').select('sweep_due_at').where('id', '=', c.id).executeTakeFirstOrThrow()).sweep_due_at ===
+        null,
+      { message: 'nothing more to sweep' },
+    );
     const delayed = (await events(s.t, 'charge.delayed')).filter((e) => e.charge_id === c.id);
     expect(delayed).toEqual([
-      { charge_id: c.id, wallet_id: s.wallet.id, amount: '1.000000000000000000', token: 'ETH', uuid: c.uuid, status: 'expired', expires: 60, created_at: c.created_at, address: c.address, paid_amount: '0.000000000000000000', payment },
+      {
+        charge_id: c.id,
+        wallet_id: s.wallet.id,
+        amount: '1.000000000000000000',
+        token: 'ETH',
+        uuid: c.uuid,
+        status: 'expired',
+        expires: 60,
+        created_at: c.created_at,
+        address: c.address,
+        paid_amount: '0.000000000000000000',
+        payment,
+      },
     ]);
   });
 
@@ -269,10 +349,13 @@ describe('the watch window after expiry (CHARGE_WATCH_AFTER_S=100)', () => {
     await stampNextBlock(s.chain, expiresS + 200);
     const outside = await pay(s.chain.rpcUrl, c.address, parseEther('0.2'));
     await s.chain.mine(2);
-    await waitFor(async () => {
-      const cursor = await s.t.store.db.selectFrom('chain_cursors').select('block_number').executeTakeFirstOrThrow();
-      return Number(cursor.block_number) >= (await s.chain.blockNumber());
-    }, { message: 'follower at the head' });
+    await waitFor(
+      async () => {
+        const cursor = await s.t.store.db.selectFrom('chain_cursors').select('block_number').executeTakeFirstOrThrow();
+        return Number(cursor.block_number) >= (await s.chain.blockNumber());
+      },
+      { message: 'follower at the head' },
+    );
     const after = await s.api.show(c.id);
     expect(after.payments.map((p: { tx_hash: string }) => p.tx_hash)).toEqual([inside]);
     expect(after.payments.map((p: { tx_hash: string }) => p.tx_hash)).not.toContain(outside);

@@ -57,10 +57,13 @@ export function chargeApi(t: TestApp, walletId: number, token: string) {
     show: async (id: number | string) => (await t.request('GET', `/api/wallet/${walletId}/charge/show/${id}`, { token })).body.data,
     /** Polls until `pred` holds for the charge; returns it. */
     until: (id: number, pred: (c: any) => boolean, message: string, timeoutMs = 15_000) =>
-      waitFor(async () => {
-        const c = (await t.request('GET', `/api/wallet/${walletId}/charge/show/${id}`, { token })).body.data;
-        return pred(c) ? c : null;
-      }, { message, timeoutMs }),
+      waitFor(
+        async () => {
+          const c = (await t.request('GET', `/api/wallet/${walletId}/charge/show/${id}`, { token })).body.data;
+          return pred(c) ? c : null;
+        },
+        { message, timeoutMs },
+      ),
   };
 }
 
@@ -73,7 +76,9 @@ export async function balanceOf(chain: TestChain, address: string): Promise<bigi
  * app on `clock` with its workers on (charges and the watcher polled every 50 ms), a user, and the
  * watcher's cursor set. The caller closes `t` and stops `chain` after its tests.
  */
-export async function startSweepingService(clock: ManualClock): Promise<{ chain: TestChain; t: TestApp; alice: TestUser; networkId: number }> {
+export async function startSweepingService(
+  clock: ManualClock,
+): Promise<{ chain: TestChain; t: TestApp; alice: TestUser; networkId: number }> {
   const chain = await startTestChain();
   const t = await startTestApp({ clock, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
   const networkId = await chain.register(t);
@@ -93,7 +98,9 @@ export async function tokenChargePaid(
   alice: TestUser,
   opts: { networkId: number; clock: ManualClock; name: string; fund: (address: Address) => Promise<unknown> },
 ) {
-  const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: opts.name, network_id: opts.networkId } })).body.data as { id: number; address: Address };
+  const wallet = (
+    await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: opts.name, network_id: opts.networkId } })
+  ).body.data as { id: number; address: Address };
   await opts.fund(wallet.address);
   const usd = await deployErc20(chain.rpcUrl, { name: 'Test USD', symbol: 'TUSD', decimals: 6 });
   const added = await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: alice.token, body: { contract: usd } });

@@ -45,10 +45,13 @@ describe('charge sweeps under faults', () => {
     t = await startTestApp({ clock, workers: true, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
     const networkId = await proxiedNetwork(t, proxy);
     user = await t.createUser();
-    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body
+      .data;
     await chain.setBalance(wallet.address, parseEther('10'));
     usdc = await deployErc20(chain.rpcUrl, { name: 'USD Coin', symbol: 'USDC', decimals: 6 });
-    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: usdc } })).status).toBe(200);
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: usdc } })).status).toBe(
+      200,
+    );
     api = chargeApi(t, wallet.id, user.token);
   });
   afterAll(async () => {
@@ -65,10 +68,20 @@ describe('charge sweeps under faults', () => {
   async function refuseDueAfterTopUp(): Promise<void> {
     const when = `NEW.sweep_due_at IS NOT NULL AND OLD.status <> 'pending' AND EXISTS (SELECT 1 FROM charge_sweeps s WHERE s.charge_id = NEW.id AND s.kind = 'gas' AND s.status = 'confirmed')`;
     if (t.store.driver === 'postgres') {
-      await sql.raw(`CREATE FUNCTION fault_sweep_due() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF ${when} THEN RAISE EXCEPTION 'injected fault: connection lost'; END IF; RETURN NEW; END $$`).execute(t.store.db);
-      await sql.raw('CREATE TRIGGER fault_sweep_due BEFORE UPDATE ON charges FOR EACH ROW EXECUTE FUNCTION fault_sweep_due()').execute(t.store.db);
+      await sql
+        .raw(
+          `CREATE FUNCTION fault_sweep_due() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF ${when} THEN RAISE EXCEPTION 'injected fault: connection lost'; END IF; RETURN NEW; END $$`,
+        )
+        .execute(t.store.db);
+      await sql
+        .raw('CREATE TRIGGER fault_sweep_due BEFORE UPDATE ON charges FOR EACH ROW EXECUTE FUNCTION fault_sweep_due()')
+        .execute(t.store.db);
     } else {
-      await sql.raw(`CREATE TRIGGER fault_sweep_due BEFORE UPDATE OF sweep_due_at ON charges WHEN ${when} BEGIN SELECT RAISE(ABORT, 'injected fault: connection lost'); END`).execute(t.store.db);
+      await sql
+        .raw(
+          `CREATE TRIGGER fault_sweep_due BEFORE UPDATE OF sweep_due_at ON charges WHEN ${when} BEGIN SELECT RAISE(ABORT, 'injected fault: connection lost'); END`,
+        )
+        .execute(t.store.db);
     }
   }
 
@@ -84,7 +97,10 @@ describe('charge sweeps under faults', () => {
     try {
       const c = await api.create({ amount: '12', token: 'USDC', expires: 600 });
       await mintErc20(chain.rpcUrl, usdc, c.address, 12_000_000n);
-      await waitFor(() => t.logs.some((l) => l.includes('could not follow a charge sweep') && l.includes('injected fault')), { timeoutMs: 30_000, message: 'the fault hit the top-up confirmation' });
+      await waitFor(() => t.logs.some((l) => l.includes('could not follow a charge sweep') && l.includes('injected fault')), {
+        timeoutMs: 30_000,
+        message: 'the fault hit the top-up confirmation',
+      });
       await healDue();
       healed = true;
       const done = await retryingUntil(async () => {
@@ -94,7 +110,12 @@ describe('charge sweeps under faults', () => {
       expect(done.status).toBe('paid');
       expect(done.sweeps.filter((w: Sweep) => w.token === 'USDC')).toHaveLength(1);
       expect(await erc20BalanceOf(chain.rpcUrl, usdc, c.address as Address)).toBe(0n);
-      const gas = await t.store.db.selectFrom('charge_sweeps').select(['status']).where('charge_id', '=', c.id).where('kind', '=', 'gas').execute();
+      const gas = await t.store.db
+        .selectFrom('charge_sweeps')
+        .select(['status'])
+        .where('charge_id', '=', c.id)
+        .where('kind', '=', 'gas')
+        .execute();
       expect(gas).toEqual([{ status: 'confirmed' }]);
     } finally {
       if (!healed) await healDue();
@@ -106,29 +127,36 @@ describe('charge sweeps under faults', () => {
     { fault: 'a lagging node’s "header not found"', rule: { action: 'error', code: -32000, message: 'header not found' } },
     { fault: 'HTTP 429', rule: { action: 'forward-error', status: 429, code: -32005, message: 'Too Many Requests' } },
   ];
-  it.each(estimateFaults)('a token sweep’s gas estimate answered with $fault is tried again: the tokens are swept once the node relents', async ({ rule }) => {
-    await clockToChain(clock, chain);
-    const c = await api.create({ amount: '30', token: 'USDC', expires: 600 });
-    const deposit = c.address.toLowerCase();
-    const before = await erc20BalanceOf(chain.rpcUrl, usdc, wallet.address as Address);
-    let refused = 0;
-    proxy.rule('eth_estimateGas', { ...rule, times: 6, match: (p) => (p[0] as { from?: string } | undefined)?.from?.toLowerCase() === deposit && ++refused > 0 });
-    try {
-      await mintErc20(chain.rpcUrl, usdc, c.address, 30_000_000n);
-      const done = await retryingUntil(async () => {
-        const x = await api.show(c.id);
-        return confirmedSweep('USDC')(x) ? x : null;
-      }, 'USDC swept once the node relents');
-      expect(refused).toBe(6);
-      expect(done.status).toBe('paid');
-      expect(done.sweeps.filter((w: Sweep) => w.token === 'USDC')).toHaveLength(1);
-      expect(await erc20BalanceOf(chain.rpcUrl, usdc, c.address as Address)).toBe(0n);
-      expect(await erc20BalanceOf(chain.rpcUrl, usdc, wallet.address as Address)).toBe(before + 30_000_000n);
-      expect(t.logs.some((l) => l.includes('cannot be moved'))).toBe(false);
-    } finally {
-      proxy.allow('eth_estimateGas');
-    }
-  });
+  it.each(estimateFaults)(
+    'a token sweep’s gas estimate answered with $fault is tried again: the tokens are swept once the node relents',
+    async ({ rule }) => {
+      await clockToChain(clock, chain);
+      const c = await api.create({ amount: '30', token: 'USDC', expires: 600 });
+      const deposit = c.address.toLowerCase();
+      const before = await erc20BalanceOf(chain.rpcUrl, usdc, wallet.address as Address);
+      let refused = 0;
+      proxy.rule('eth_estimateGas', {
+        ...rule,
+        times: 6,
+        match: (p) => (p[0] as { from?: string } | undefined)?.from?.toLowerCase() === deposit && ++refused > 0,
+      });
+      try {
+        await mintErc20(chain.rpcUrl, usdc, c.address, 30_000_000n);
+        const done = await retryingUntil(async () => {
+          const x = await api.show(c.id);
+          return confirmedSweep('USDC')(x) ? x : null;
+        }, 'USDC swept once the node relents');
+        expect(refused).toBe(6);
+        expect(done.status).toBe('paid');
+        expect(done.sweeps.filter((w: Sweep) => w.token === 'USDC')).toHaveLength(1);
+        expect(await erc20BalanceOf(chain.rpcUrl, usdc, c.address as Address)).toBe(0n);
+        expect(await erc20BalanceOf(chain.rpcUrl, usdc, wallet.address as Address)).toBe(before + 30_000_000n);
+        expect(t.logs.some((l) => l.includes('cannot be moved'))).toBe(false);
+      } finally {
+        proxy.allow('eth_estimateGas');
+      }
+    },
+  );
 
   it('a lagging node answers "nonce too low" to the re-send of a sweep that mined: not failed, confirmed once its block is seen', async () => {
     await clockToChain(clock, chain);
@@ -147,7 +175,10 @@ describe('charge sweeps under faults', () => {
       proxy.rule('eth_sendRawTransaction', { action: 'error', code: -32000, message: 'nonce too low' });
       await chain.mine(1);
       expect(await balanceOf(chain, c.address)).toBe(0n);
-      await waitFor(() => t.logs.some((l) => l.includes('charge sweep re-send refused') || l.includes('charge sweep refused by the node')), { timeoutMs: 15_000, message: 'a re-send refused' });
+      await waitFor(
+        () => t.logs.some((l) => l.includes('charge sweep re-send refused') || l.includes('charge sweep refused by the node')),
+        { timeoutMs: 15_000, message: 'a re-send refused' },
+      );
       expect((await api.show(c.id)).sweeps).toEqual([sweep]);
 
       for (const m of ['eth_getTransactionReceipt', 'eth_getTransactionByHash', 'eth_sendRawTransaction']) proxy.allow(m);
@@ -171,7 +202,12 @@ describe('charge sweeps under faults', () => {
       const first = paid.sweeps[0] as Sweep;
       await waitFor(() => chain.rpc('eth_getTransactionByHash', [first.tx_hash]), { timeoutMs: 10_000, message: 'sweep in the pool' });
       // The node forgets it and refuses it from now on (as an OP node does when the L1 fee rose).
-      proxy.rule('eth_sendRawTransaction', { action: 'error', code: -32000, message: 'insufficient funds for gas * price + value', match: (p) => keccak256(p[0] as Hex) === first.tx_hash });
+      proxy.rule('eth_sendRawTransaction', {
+        action: 'error',
+        code: -32000,
+        message: 'insufficient funds for gas * price + value',
+        match: (p) => keccak256(p[0] as Hex) === first.tx_hash,
+      });
       await chain.rpc('anvil_dropTransaction', [first.tx_hash]);
       await chain.mine(1); // an empty block: the fees move, so the next sweep is a different transaction
       const again = await retryingUntil(async () => {
@@ -182,13 +218,33 @@ describe('charge sweeps under faults', () => {
       // chain shows its nonce used by the replacement.
       expect(again.sweeps[0]).toEqual({ ...first, status: 'pending' });
       expect(again.sweeps[1].tx_hash).not.toBe(first.tx_hash);
-      const nonces = await t.store.db.selectFrom('charge_sweeps').select('nonce').where('charge_id', '=', c.id).where('kind', '=', 'sweep').orderBy('id', 'asc').execute();
+      const nonces = await t.store.db
+        .selectFrom('charge_sweeps')
+        .select('nonce')
+        .where('charge_id', '=', c.id)
+        .where('kind', '=', 'sweep')
+        .orderBy('id', 'asc')
+        .execute();
       expect(nonces.map((n) => Number(n.nonce))).toEqual([0, 0]);
-      await waitFor(() => chain.rpc('eth_getTransactionByHash', [again.sweeps[1].tx_hash]), { timeoutMs: 10_000, message: 'second sweep in the pool' });
+      await waitFor(() => chain.rpc('eth_getTransactionByHash', [again.sweeps[1].tx_hash]), {
+        timeoutMs: 10_000,
+        message: 'second sweep in the pool',
+      });
       await chain.mine(1);
-      const done = await api.until(c.id, (x) => x.sweeps[1]?.status === 'confirmed' && x.sweeps[0].status === 'failed', 'second sweep confirmed, the first dropped', 20_000);
+      const done = await api.until(
+        c.id,
+        (x) => x.sweeps[1]?.status === 'confirmed' && x.sweeps[0].status === 'failed',
+        'second sweep confirmed, the first dropped',
+        20_000,
+      );
       expect(done.sweeps.map((w: Sweep) => w.status)).toEqual(['failed', 'confirmed']);
-      const rows = await t.store.db.selectFrom('charge_sweeps').select('error').where('charge_id', '=', c.id).where('kind', '=', 'sweep').orderBy('id', 'asc').execute();
+      const rows = await t.store.db
+        .selectFrom('charge_sweeps')
+        .select('error')
+        .where('charge_id', '=', c.id)
+        .where('kind', '=', 'sweep')
+        .orderBy('id', 'asc')
+        .execute();
       expect(rows[0]!.error).toBe('dropped');
       expect(await balanceOf(chain, c.address)).toBe(0n);
     } finally {
@@ -201,7 +257,12 @@ describe('charge sweeps under faults', () => {
     await clockToChain(clock, chain);
     const c = await api.create({ amount: '0.7', token: 'ETH', expires: 600 });
     // The first send of the sweep is refused (a lagging node that has not seen the payment).
-    proxy.rule('eth_sendRawTransaction', { action: 'error', code: -32000, message: 'insufficient funds for gas * price + value', times: 1 });
+    proxy.rule('eth_sendRawTransaction', {
+      action: 'error',
+      code: -32000,
+      message: 'insufficient funds for gas * price + value',
+      times: 1,
+    });
     try {
       await pay(chain.rpcUrl, c.address, parseEther('0.7'));
       const refused = await api.until(c.id, (x) => x.status === 'paid' && x.sweeps[0]?.status === 'failed', 'first sweep refused', 20_000);
@@ -212,7 +273,12 @@ describe('charge sweeps under faults', () => {
         return x.sweeps.some((w: Sweep) => w.status === 'confirmed') ? x : null;
       }, 'swept again and confirmed');
       expect(done.sweeps).toEqual([{ ...first, status: 'confirmed' }]);
-      const rows = await t.store.db.selectFrom('charge_sweeps').select(['status', 'tx_hash', 'error']).where('charge_id', '=', c.id).where('kind', '=', 'sweep').execute();
+      const rows = await t.store.db
+        .selectFrom('charge_sweeps')
+        .select(['status', 'tx_hash', 'error'])
+        .where('charge_id', '=', c.id)
+        .where('kind', '=', 'sweep')
+        .execute();
       expect(rows).toEqual([{ status: 'confirmed', tx_hash: first.tx_hash, error: null }]);
       const mined = await chain.rpc<{ status: string } | null>('eth_getTransactionReceipt', [first.tx_hash]);
       expect(mined?.status).toBe('0x1');

@@ -17,9 +17,17 @@ import { deployPausable, pausableToken } from './pausable-token.js';
 
 type Token = ReturnType<typeof pausableToken>;
 
-const cases: { what: string; stop: (token: Token, deposit: Address) => Promise<void>; resume: (token: Token, deposit: Address) => Promise<void> }[] = [
+const cases: {
+  what: string;
+  stop: (token: Token, deposit: Address) => Promise<void>;
+  resume: (token: Token, deposit: Address) => Promise<void>;
+}[] = [
   { what: 'the token paused', stop: (token) => token.pause(), resume: (token) => token.unpause() },
-  { what: 'the deposit address blacklisted', stop: (token, deposit) => token.blacklist(deposit, true), resume: (token, deposit) => token.blacklist(deposit, false) },
+  {
+    what: 'the deposit address blacklisted',
+    stop: (token, deposit) => token.blacklist(deposit, true),
+    resume: (token, deposit) => token.blacklist(deposit, false),
+  },
 ];
 
 describe('a paid charge whose token stops its transfers for a while', () => {
@@ -44,11 +52,14 @@ describe('a paid charge whose token stops its transfers for a while', () => {
   const reverted = () => t.logs.filter((l) => l.includes('cannot be moved now')).length;
 
   it.each(cases)('$what, then cleared: the tokens reach the main address', async ({ what, stop, resume }) => {
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: what, network_id: networkId } })).body.data as { id: number; address: Address };
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: what, network_id: networkId } })).body
+      .data as { id: number; address: Address };
     await chain.setBalance(wallet.address, parseEther('10'));
     const usd = await deployPausable(chain.rpcUrl, { name: 'Pausable USD', symbol: 'PUSD', decimals: 6 });
     const token = pausableToken(chain.rpcUrl, usd);
-    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: alice.token, body: { contract: usd } })).status).toBe(200);
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: alice.token, body: { contract: usd } })).status).toBe(
+      200,
+    );
     const api = chargeApi(t, wallet.id, alice.token);
     await clockToChain(clock, chain);
     const c = await api.create({ amount: '5', token: 'PUSD', expires: 600 });
@@ -63,10 +74,13 @@ describe('a paid charge whose token stops its transfers for a while', () => {
     const waits: number[] = [];
     for (let look = 1; look <= 3; look++) {
       await waitFor(() => reverted() >= before + look, { timeoutMs: 15_000, message: `look ${look} reverted` });
-      const due = await waitFor(async () => {
-        const at = await dueAt(c.id);
-        return at !== null && at > clock.nowMs() ? at : null;
-      }, { timeoutMs: 10_000, message: `look ${look}: still due, later` });
+      const due = await waitFor(
+        async () => {
+          const at = await dueAt(c.id);
+          return at !== null && at > clock.nowMs() ? at : null;
+        },
+        { timeoutMs: 10_000, message: `look ${look}: still due, later` },
+      );
       waits.push(due - clock.nowMs());
       clock.advance(due - clock.nowMs());
     }

@@ -43,7 +43,12 @@ describe('charge sweeps: a confirmed sweep removed by a reorg and not mined agai
   });
 
   const sweepRows = (chargeId: number) =>
-    t.store.db.selectFrom('charge_sweeps').select(['id', 'kind', 'token_id', 'amount', 'status', 'error', 'nonce', 'tx_hash', 'block_number', 'fee_paid', 'live_key']).where('charge_id', '=', chargeId).orderBy('id').execute();
+    t.store.db
+      .selectFrom('charge_sweeps')
+      .select(['id', 'kind', 'token_id', 'amount', 'status', 'error', 'nonce', 'tx_hash', 'block_number', 'fee_paid', 'live_key'])
+      .where('charge_id', '=', chargeId)
+      .orderBy('id')
+      .execute();
 
   /** In the chain now: its receipt, in the block the chain has at that height. */
   async function canonicalReceipt(hash: string): Promise<Receipt | null> {
@@ -79,7 +84,10 @@ describe('charge sweeps: a confirmed sweep removed by a reorg and not mined agai
     } else {
       await chain.mine(1);
     }
-    await waitFor(() => t.logs.filter((l) => l.includes('reorg: rolled back to the common ancestor')).length > seen, { timeoutMs: 15_000, message: 'the watcher saw the reorg' });
+    await waitFor(() => t.logs.filter((l) => l.includes('reorg: rolled back to the common ancestor')).length > seen, {
+      timeoutMs: 15_000,
+      message: 'the watcher saw the reorg',
+    });
   }
 
   /** Every sweep and top-up of the charge final, each confirmed sweep in the chain; moves the clock on for retries. */
@@ -89,7 +97,8 @@ describe('charge sweeps: a confirmed sweep removed by a reorg and not mined agai
       async () => {
         clock.advance(SWEEP_RETRY_MS);
         const rows = await sweepRows(chargeId);
-        const due = (await t.store.db.selectFrom('charges').select('sweep_due_at').where('id', '=', chargeId).executeTakeFirstOrThrow()).sweep_due_at;
+        const due = (await t.store.db.selectFrom('charges').select('sweep_due_at').where('id', '=', chargeId).executeTakeFirstOrThrow())
+          .sweep_due_at;
         last = { rows, due };
         const confirmed = rows.filter((r) => r.kind === 'sweep' && r.status === 'confirmed');
         if (confirmed.length === 0 || due !== null || rows.some((r) => r.live_key !== null || r.status === 'pending')) return null;
@@ -132,7 +141,8 @@ describe('charge sweeps: a confirmed sweep removed by a reorg and not mined agai
   }
 
   it('native: the sweep goes back in flight, is sent again as signed, and the funds reach the main address once', async () => {
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } })).body.data as { id: number; address: Address };
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } }))
+      .body.data as { id: number; address: Address };
     const api = chargeApi(t, wallet.id, alice.token);
     await clockToChain(clock, chain);
     const c = await api.create({ amount: '0.5', token: 'ETH', expires: 600 });
@@ -169,14 +179,24 @@ describe('charge sweeps: a confirmed sweep removed by a reorg and not mined agai
   /** A token charge of 5 TUSD paid and swept: the gas top-up, the token sweep and the remainder's sweep, all confirmed. */
   async function tokenChargeSwept(name: string) {
     // Gas for the deposit's token sweep, sent from outside (a recorded receipt).
-    const { wallet, usd, api, c } = await tokenChargePaid(t, chain, alice, { networkId, clock, name, fund: (a) => sendFromOutsider(chain.rpcUrl, a, 10n ** 18n) });
+    const { wallet, usd, api, c } = await tokenChargePaid(t, chain, alice, {
+      networkId,
+      clock,
+      name,
+      fund: (a) => sendFromOutsider(chain.rpcUrl, a, 10n ** 18n),
+    });
     const before = await settled(c.id, 'top-up and sweeps confirmed');
     expect(before.map((r) => [r.kind, r.status])).toEqual([
       ['gas', 'confirmed'],
       ['sweep', 'confirmed'],
       ['sweep', 'confirmed'],
     ]);
-    const topUp = await t.store.db.selectFrom('charge_sweeps as w').innerJoin('transactions as x', 'x.id', 'w.transaction_id').select(['x.tx_hash', 'x.block_number']).where('w.id', '=', before[0]!.id).executeTakeFirstOrThrow();
+    const topUp = await t.store.db
+      .selectFrom('charge_sweeps as w')
+      .innerJoin('transactions as x', 'x.id', 'w.transaction_id')
+      .select(['x.tx_hash', 'x.block_number'])
+      .where('w.id', '=', before[0]!.id)
+      .executeTakeFirstOrThrow();
     const from = Number(topUp.block_number);
     expect(from).toBeLessThanOrEqual(before[1]!.block_number!);
     expect(await erc20BalanceOf(chain.rpcUrl, usd, wallet.address)).toBe(5_000_000n);
@@ -194,14 +214,24 @@ describe('charge sweeps: a confirmed sweep removed by a reorg and not mined agai
     const left = await balanceOf(chain, c.address);
     const expected =
       confirmed.filter((x) => x.kind === 'gas').reduce((a, x) => a + BigInt(x.amount), 0n) -
-      confirmed.filter((x) => x.kind === 'sweep').reduce((a, x) => a + BigInt(x.fee_paid!) + (x.token_id === tokenId ? 0n : BigInt(x.amount)), 0n);
+      confirmed
+        .filter((x) => x.kind === 'sweep')
+        .reduce((a, x) => a + BigInt(x.fee_paid!) + (x.token_id === tokenId ? 0n : BigInt(x.amount)), 0n);
     expect(left).toBe(expected);
     if (left === 0n) {
       const r = await reconciliationOk(walletId);
       expect(r.unswept).toEqual([]);
     } else {
       const r = await reconciliationWith(walletId, (x) => x.unswept.length > 0);
-      expect(r.unswept).toEqual([{ address: c.address, charge_id: c.id, token: 'ETH', amount: formatUnits18(left, 18), reason: 'dust: below the fee of sweeping it' }]);
+      expect(r.unswept).toEqual([
+        {
+          address: c.address,
+          charge_id: c.id,
+          token: 'ETH',
+          amount: formatUnits18(left, 18),
+          reason: 'dust: below the fee of sweeping it',
+        },
+      ]);
       expect(r.addresses.flatMap((a: any) => a.tokens).filter((x: any) => x.difference !== '0.000000000000000000')).toEqual([]);
     }
     return left;
@@ -222,8 +252,14 @@ describe('charge sweeps: a confirmed sweep removed by a reorg and not mined agai
       { timeoutMs: 40_000, intervalMs: 100, message: 'the token left the deposit address on the new chain' },
     ).catch(async (e: Error) => {
       // What a failure needs to be understood: the rows, the balances and the charge workers' log.
-      const state = { rows: await sweepRows(c.id), eth: String(await balanceOf(chain, c.address)), token: String(await erc20BalanceOf(chain.rpcUrl, usd, c.address as Address)) };
-      const log = t.logs.filter((l) => /"component":"(charges|watcher|transactions)"/.test(l) && /"level":(40|50)|sweep|reorg/.test(l)).slice(-30);
+      const state = {
+        rows: await sweepRows(c.id),
+        eth: String(await balanceOf(chain, c.address)),
+        token: String(await erc20BalanceOf(chain.rpcUrl, usd, c.address as Address)),
+      };
+      const log = t.logs
+        .filter((l) => /"component":"(charges|watcher|transactions)"/.test(l) && /"level":(40|50)|sweep|reorg/.test(l))
+        .slice(-30);
       throw new Error(`${e.message}: ${JSON.stringify(state)}\n${log.join('')}`);
     });
     const rows = await settled(c.id, 'swept again on the new chain');

@@ -35,7 +35,16 @@ describe('a sweep whose deposit address one endpoint sees stale', () => {
     t = await startTestApp({ clock, workers: true, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
     const n = await upsertNetwork(
       t.store.db,
-      { name: 'Two providers', rpc_url: stale.url, rpc_urls: [stale.url, other.url], chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
+      {
+        name: 'Two providers',
+        rpc_url: stale.url,
+        rpc_urls: [stale.url, other.url],
+        chain_id: 31337,
+        currency_symbol: 'ETH',
+        block_explorer: '',
+        is_mainnet: false,
+        confirmations: 1,
+      },
       Date.now(),
     );
     networkId = n.id;
@@ -55,14 +64,18 @@ describe('a sweep whose deposit address one endpoint sees stale', () => {
     const about = (p: unknown[]) => {
       const call = p[0] as { from?: string; data?: string } | string;
       if (typeof call === 'string') return call.toLowerCase() === d && p[1] === 'latest';
-      return call.from?.toLowerCase() === d || (call.data?.toLowerCase().includes(d.slice(2)) === true && (p[1] === undefined || p[1] === 'latest'));
+      return (
+        call.from?.toLowerCase() === d ||
+        (call.data?.toLowerCase().includes(d.slice(2)) === true && (p[1] === undefined || p[1] === 'latest'))
+      );
     };
     let answered = 0;
     const counted = (p: unknown[]) => about(p) && ++answered > 0;
     stale.rule('eth_call', { action: 'result', result: `0x${'0'.repeat(64)}`, match: counted });
     stale.rule('eth_getBalance', { action: 'result', result: '0x0', match: counted });
     stale.rule('eth_estimateGas', { action: 'error', code: 3, message: 'execution reverted', match: counted });
-    for (const m of STALE_METHODS) other.rule(m, { action: 'error', status: 503, code: -32603, message: 'Service Unavailable', match: about });
+    for (const m of STALE_METHODS)
+      other.rule(m, { action: 'error', status: 503, code: -32603, message: 'Service Unavailable', match: about });
     return () => answered;
   }
 
@@ -79,10 +92,13 @@ describe('a sweep whose deposit address one endpoint sees stale', () => {
   };
 
   it('a token paid: read 0 and a revert at latest while stale, swept to the main address once the view heals', async () => {
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data as { id: number; address: Address };
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } }))
+      .body.data as { id: number; address: Address };
     await chain.setBalance(wallet.address, parseEther('10'));
     const usd = await deployErc20(chain.rpcUrl, { name: 'USD Coin', symbol: 'USDC', decimals: 6 });
-    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: usd } })).status).toBe(200);
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: usd } })).status).toBe(
+      200,
+    );
     const api = chargeApi(t, wallet.id, user.token);
     await clockToChain(clock, chain);
     const c = await api.create({ amount: '5', token: 'USDC', expires: 600 });
@@ -94,10 +110,13 @@ describe('a sweep whose deposit address one endpoint sees stale', () => {
       await api.until(c.id, (x) => x.status === 'paid', 'paid');
       // The first look after settlement has met the stale view and is over: the charge is due
       // again later (or, taking the stale 0 as the answer, no longer due at all).
-      await waitFor(async () => {
-        const at = await dueAt(c.id);
-        return answered() > 0 && (at === null || at > clock.nowMs());
-      }, { timeoutMs: 15_000, message: 'a look met the stale view' });
+      await waitFor(
+        async () => {
+          const at = await dueAt(c.id);
+          return answered() > 0 && (at === null || at > clock.nowMs());
+        },
+        { timeoutMs: 15_000, message: 'a look met the stale view' },
+      );
       expect(await erc20BalanceOf(chain.rpcUrl, usd, deposit)).toBe(5_000_000n);
     } finally {
       heal();

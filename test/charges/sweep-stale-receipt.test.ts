@@ -30,7 +30,15 @@ describe('a mined sweep whose receipt the node does not serve for a while', () =
     // sweep's nonce is used at the confirmed height, which is when a missing receipt is judged.
     const n = await upsertNetwork(
       t.store.db,
-      { name: 'Lagging backends', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 2 },
+      {
+        name: 'Lagging backends',
+        rpc_url: proxy.url,
+        chain_id: 31337,
+        currency_symbol: 'ETH',
+        block_explorer: '',
+        is_mainnet: false,
+        confirmations: 2,
+      },
       Date.now(),
     );
     networkId = n.id;
@@ -44,7 +52,8 @@ describe('a mined sweep whose receipt the node does not serve for a while', () =
   });
 
   it('its nonce used at the confirmed height, its receipt null: confirmed once served, not dropped', async () => {
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data as { id: number; address: string };
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } }))
+      .body.data as { id: number; address: string };
     const api = chargeApi(t, wallet.id, user.token);
     await clockToChain(clock, chain);
     const c = await api.create({ amount: '0.5', token: 'ETH', expires: 600 });
@@ -62,18 +71,28 @@ describe('a mined sweep whose receipt the node does not serve for a while', () =
       await waitForCursor(t, networkId, mined);
       // From here the node's backend that answers receipts lags: null for the sweep's.
       let nulls = 0;
-      proxy.rule('eth_getTransactionReceipt', { action: 'null', match: (p) => String(p[0]).toLowerCase() === sweep.tx_hash.toLowerCase() && ++nulls > 0 });
+      proxy.rule('eth_getTransactionReceipt', {
+        action: 'null',
+        match: (p) => String(p[0]).toLowerCase() === sweep.tx_hash.toLowerCase() && ++nulls > 0,
+      });
       await chain.mine(1); // the sweep's block is now at the confirmed height
       await waitForCursor(t, networkId, mined + 1);
       const seen = nulls;
-      await waitFor(async () => nulls >= seen + 10 || (await api.show(c.id)).sweeps[0].status !== 'pending', { timeoutMs: 15_000, message: 'the sweep followed with its receipt missing' });
+      await waitFor(async () => nulls >= seen + 10 || (await api.show(c.id)).sweeps[0].status !== 'pending', {
+        timeoutMs: 15_000,
+        message: 'the sweep followed with its receipt missing',
+      });
       expect((await api.show(c.id)).sweeps).toEqual([sweep]);
 
       proxy.allow('eth_getTransactionReceipt');
       const done = await api.until(c.id, (x) => x.sweeps[0]?.status !== 'pending', 'sweep final', 20_000);
       expect(done.sweeps).toEqual([{ ...sweep, status: 'confirmed' }]);
       expect(await balanceOf(chain, c.address)).toBe(0n);
-      const row = await t.store.db.selectFrom('charge_sweeps').select(['status', 'error', 'block_number']).where('tx_hash', '=', sweep.tx_hash).executeTakeFirstOrThrow();
+      const row = await t.store.db
+        .selectFrom('charge_sweeps')
+        .select(['status', 'error', 'block_number'])
+        .where('tx_hash', '=', sweep.tx_hash)
+        .executeTakeFirstOrThrow();
       expect({ ...row, block_number: Number(row.block_number) }).toEqual({ status: 'confirmed', error: null, block_number: mined });
     } finally {
       proxy.allow('eth_getTransactionReceipt');

@@ -36,14 +36,26 @@ afterAll(async () => {
 });
 
 const topUpRows = (app: TestApp, walletId: number, address: string) =>
-  app.store.db.selectFrom('transactions').select(['id', 'status']).where('wallet_id', '=', walletId).where('to_address', '=', address).execute();
-const gasRows = (app: TestApp, chargeId: number) => app.store.db.selectFrom('charge_sweeps').select('id').where('charge_id', '=', chargeId).where('kind', '=', 'gas').execute();
+  app.store.db
+    .selectFrom('transactions')
+    .select(['id', 'status'])
+    .where('wallet_id', '=', walletId)
+    .where('to_address', '=', address)
+    .execute();
+const gasRows = (app: TestApp, chargeId: number) =>
+  app.store.db.selectFrom('charge_sweeps').select('id').where('charge_id', '=', chargeId).where('kind', '=', 'gas').execute();
 
-async function shopWithToken(app: TestApp, networkId: number): Promise<{ user: TestUser; wallet: { id: number; address: string }; usdc: Address }> {
+async function shopWithToken(
+  app: TestApp,
+  networkId: number,
+): Promise<{ user: TestUser; wallet: { id: number; address: string }; usdc: Address }> {
   const user = await app.createUser();
-  const wallet = (await app.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+  const wallet = (await app.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } }))
+    .body.data;
   const usdc = await deployErc20(chain.rpcUrl, { name: 'USD Coin', symbol: 'USDC', decimals: 6 });
-  expect((await app.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: usdc } })).status).toBe(200);
+  expect((await app.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: usdc } })).status).toBe(
+    200,
+  );
   await chain.setBalance(wallet.address, parseEther('10'));
   return { user, wallet, usdc };
 }
@@ -62,10 +74,13 @@ describe('ERC-20 sweeps across processes', () => {
       CHARGES_POLL_MS: '50',
       LOG_LEVEL: 'info',
     });
-    const network = await waitFor(() => t.store.db.selectFrom('networks').select('id').where('name', '=', 'Local devnet').executeTakeFirst(), {
-      timeoutMs: 30_000,
-      message: 'the other process registers the devnet',
-    });
+    const network = await waitFor(
+      () => t.store.db.selectFrom('networks').select('id').where('name', '=', 'Local devnet').executeTakeFirst(),
+      {
+        timeoutMs: 30_000,
+        message: 'the other process registers the devnet',
+      },
+    );
     t.startWorkers();
     const { user, wallet, usdc } = await shopWithToken(t, network.id);
     const api = chargeApi(t, wallet.id, user.token);
@@ -73,18 +88,27 @@ describe('ERC-20 sweeps across processes', () => {
     for (const c of charges) await mintErc20(chain.rpcUrl, usdc, c.address, 25_000_000n);
 
     for (const c of charges) {
-      await api.until(c.id, (x) => x.sweeps.some((w: { token: string; status: string }) => w.token === 'USDC' && w.status === 'confirmed'), `charge ${c.id} swept`, 30_000);
+      await api.until(
+        c.id,
+        (x) => x.sweeps.some((w: { token: string; status: string }) => w.token === 'USDC' && w.status === 'confirmed'),
+        `charge ${c.id} swept`,
+        30_000,
+      );
       expect(await erc20BalanceOf(chain.rpcUrl, usdc, c.address)).toBe(0n);
       expect(await topUpRows(t, wallet.id, c.address)).toHaveLength(1);
       expect(await gasRows(t, c.id)).toHaveLength(1);
     }
     expect(await erc20BalanceOf(chain.rpcUrl, usdc, wallet.address as Address)).toBe(150_000_000n);
-    const sent = t.logs.filter((l) => l.includes('gas sent to a charge deposit address')).length + (other.output().match(/gas sent to a charge deposit address/g)?.length ?? 0);
+    const sent =
+      t.logs.filter((l) => l.includes('gas sent to a charge deposit address')).length +
+      (other.output().match(/gas sent to a charge deposit address/g)?.length ?? 0);
     expect(sent).toBe(6);
   });
 
   it('two instances sweeping the same charge at the same moment: one top-up, one token sweep', async () => {
-    const networkId = (await t.store.db.selectFrom('networks').select('id').where('name', '=', 'Local devnet').executeTakeFirst())?.id ?? (await chain.register(t));
+    const networkId =
+      (await t.store.db.selectFrom('networks').select('id').where('name', '=', 'Local devnet').executeTakeFirst())?.id ??
+      (await chain.register(t));
     await t.workers?.stop();
     other?.child.kill('SIGKILL');
     await other?.exited;
@@ -100,24 +124,35 @@ describe('ERC-20 sweeps across processes', () => {
       const api = chargeApi(a, wallet.id, user.token);
       const c = await api.create({ amount: '7', token: 'USDC', expires: 600 });
       await mintErc20(chain.rpcUrl, usdc, c.address, 7_000_000n);
-      await waitFor(async () => {
-        await a.services.charges.settle();
-        return (await api.show(c.id)).status === 'paid';
-      }, { message: 'paid', timeoutMs: 30_000 });
+      await waitFor(
+        async () => {
+          await a.services.charges.settle();
+          return (await api.show(c.id)).status === 'paid';
+        },
+        { message: 'paid', timeoutMs: 30_000 },
+      );
 
       // Both see the address due and no gas on it; both ask the main wallet for a top-up.
       await Promise.all([a.services.charges.sweep(), b.services.charges.sweep()]);
       expect(await topUpRows(a, wallet.id, c.address)).toHaveLength(1);
       expect(await gasRows(a, c.id)).toHaveLength(1);
 
-      await waitFor(async () => {
-        await Promise.all([a.services.charges.sweep(), b.services.charges.sweep()]);
-        return (await erc20BalanceOf(chain.rpcUrl, usdc, wallet.address as Address)) === 7_000_000n;
-      }, { message: 'token swept', timeoutMs: 30_000 });
-      await waitFor(async () => {
-        await Promise.all([a.services.charges.sweep(), b.services.charges.sweep()]);
-        return (await api.show(c.id)).sweeps.some((w: { token: string; status: string }) => w.token === 'USDC' && w.status === 'confirmed');
-      }, { message: 'sweep confirmed', timeoutMs: 30_000 });
+      await waitFor(
+        async () => {
+          await Promise.all([a.services.charges.sweep(), b.services.charges.sweep()]);
+          return (await erc20BalanceOf(chain.rpcUrl, usdc, wallet.address as Address)) === 7_000_000n;
+        },
+        { message: 'token swept', timeoutMs: 30_000 },
+      );
+      await waitFor(
+        async () => {
+          await Promise.all([a.services.charges.sweep(), b.services.charges.sweep()]);
+          return (await api.show(c.id)).sweeps.some(
+            (w: { token: string; status: string }) => w.token === 'USDC' && w.status === 'confirmed',
+          );
+        },
+        { message: 'sweep confirmed', timeoutMs: 30_000 },
+      );
       const done = await api.show(c.id);
       expect(done.sweeps.filter((w: { token: string }) => w.token === 'USDC')).toHaveLength(1);
       expect(await topUpRows(a, wallet.id, c.address)).toHaveLength(1);

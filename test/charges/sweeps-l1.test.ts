@@ -92,12 +92,21 @@ describe('sweeps on an OP-stack network (L1 data fee)', () => {
     t = await startTestApp({ workers: true, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
     const network = await upsertNetwork(
       t.store.db,
-      { name: 'OP devnet', rpc_url: node.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
+      {
+        name: 'OP devnet',
+        rpc_url: node.url,
+        chain_id: 31337,
+        currency_symbol: 'ETH',
+        block_explorer: '',
+        is_mainnet: false,
+        confirmations: 1,
+      },
       Date.now(),
     );
     await waitForCursor(t, network.id);
     user = await t.createUser();
-    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: network.id } })).body.data;
+    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: network.id } })).body
+      .data;
     await chain.setBalance(wallet.address, parseEther('10'));
     api = chargeApi(t, wallet.id, user.token);
   });
@@ -121,7 +130,9 @@ describe('sweeps on an OP-stack network (L1 data fee)', () => {
 
   it('a token sweep’s gas top-up covers the L1 fee: the token sweep is accepted at once', async () => {
     const usdc = await deployErc20(chain.rpcUrl, { name: 'USD Coin', symbol: 'USDC', decimals: 6 });
-    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: usdc } })).status).toBe(200);
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: usdc } })).status).toBe(
+      200,
+    );
     const c = await api.create({ amount: '10', token: 'USDC', expires: 600 });
     await mintErc20(chain.rpcUrl, usdc, c.address, 10_000_000n);
     // Native last: what the token sweep left of the top-up goes back to the main address too
@@ -136,7 +147,12 @@ describe('sweeps on an OP-stack network (L1 data fee)', () => {
     expect(await erc20BalanceOf(chain.rpcUrl, usdc, c.address as Address)).toBe(0n);
     // Only the L1 fee's headroom, which anvil does not charge, stays on the address.
     expect(await balanceOf(chain, c.address)).toBe(L1_RESERVED);
-    const topUp = await t.store.db.selectFrom('transactions').select(['amount', 'status']).where('wallet_id', '=', wallet.id).where('to_address', '=', c.address).execute();
+    const topUp = await t.store.db
+      .selectFrom('transactions')
+      .select(['amount', 'status'])
+      .where('wallet_id', '=', wallet.id)
+      .where('to_address', '=', c.address)
+      .execute();
     expect(topUp).toHaveLength(1);
     const usdcSweep = done.sweeps.find((w: Sweep) => w.token === 'USDC')!;
     const sweepTx = await chain.rpc<{ gas: Hex; maxFeePerGas: Hex }>('eth_getTransactionByHash', [usdcSweep.tx_hash]);

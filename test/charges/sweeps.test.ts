@@ -33,10 +33,14 @@ describe('charge sweeps', () => {
     t = await startTestApp({ clock, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
     networkId = await chain.register(t);
     user = await t.createUser();
-    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body
+      .data;
     api = chargeApi(t, wallet.id, user.token);
     t.startWorkers();
-    await waitFor(() => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(), { message: 'watcher cursor' });
+    await waitFor(
+      () => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(),
+      { message: 'watcher cursor' },
+    );
   });
   afterAll(async () => {
     await t?.close();
@@ -52,14 +56,23 @@ describe('charge sweeps', () => {
     await chain.mine(1);
     const pending = await api.until(c.id, (x) => x.status === 'paid' && x.sweeps.length === 1, 'paid, sweep recorded');
     // The sweep is recorded before it is sent: wait until the node has it.
-    await waitFor(() => chain.rpc('eth_getTransactionByHash', [pending.sweeps[0].tx_hash]), { timeoutMs: 10_000, message: 'sweep in the pool' });
+    await waitFor(() => chain.rpc('eth_getTransactionByHash', [pending.sweeps[0].tx_hash]), {
+      timeoutMs: 10_000,
+      message: 'sweep in the pool',
+    });
     return { c, sweep: pending.sweeps[0] };
   }
 
   it('a sweep is pending while in the pool, confirmed once mined', async () => {
     try {
       const { c, sweep } = await paidWithSweepInPool('0.4');
-      expect(sweep).toEqual({ tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/), token: 'ETH', amount: expect.any(String), status: 'pending', created_at: expect.stringMatching(DATETIME) });
+      expect(sweep).toEqual({
+        tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+        token: 'ETH',
+        amount: expect.any(String),
+        status: 'pending',
+        created_at: expect.stringMatching(DATETIME),
+      });
       const pool = await chain.rpc<{ pending: Record<string, unknown> }>('txpool_content');
       expect(Object.keys(pool.pending).map((a) => a.toLowerCase())).toContain(c.address.toLowerCase());
       expect(await balanceOf(chain, c.address)).toBe(parseEther('0.4'));
@@ -84,7 +97,11 @@ describe('charge sweeps', () => {
       // re-send alone is not final (sweep-faults.test.ts).
       const failed = await api.until(c.id, (x) => x.sweeps[0].status === 'failed', 'sweep failed');
       expect(failed.sweeps).toHaveLength(1);
-      const row = await t.store.db.selectFrom('charge_sweeps').select('error').where('tx_hash', '=', sweep.tx_hash).executeTakeFirstOrThrow();
+      const row = await t.store.db
+        .selectFrom('charge_sweeps')
+        .select('error')
+        .where('tx_hash', '=', sweep.tx_hash)
+        .executeTakeFirstOrThrow();
       expect(row.error).toBe('dropped');
 
       clock.advance(SWEEP_RETRY_MS);
@@ -92,7 +109,10 @@ describe('charge sweeps', () => {
       expect(retried.sweeps[1].status).toBe('pending');
       expect(retried.sweeps[1].tx_hash).not.toBe(sweep.tx_hash);
       // Recorded before it is sent, as the first: mine only once the node has it.
-      await waitFor(() => chain.rpc('eth_getTransactionByHash', [retried.sweeps[1].tx_hash]), { timeoutMs: 10_000, message: 'second sweep in the pool' });
+      await waitFor(() => chain.rpc('eth_getTransactionByHash', [retried.sweeps[1].tx_hash]), {
+        timeoutMs: 10_000,
+        message: 'second sweep in the pool',
+      });
       await chain.mine(1);
       const done = await api.until(c.id, (x) => x.sweeps[1].status === 'confirmed', 'second sweep confirmed');
       expect(done.sweeps.map((x: { status: string }) => x.status)).toEqual(['failed', 'confirmed']);
@@ -104,27 +124,37 @@ describe('charge sweeps', () => {
 
   it('a wrong token sent to a native charge is swept too, its gas paid from the charge’s own ether', async () => {
     const dai = await deployErc20(chain.rpcUrl, { name: 'Dai', symbol: 'DAI', decimals: 18 });
-    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: dai } })).status).toBe(200);
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: dai } })).status).toBe(
+      200,
+    );
     await clockToChain(clock, chain);
     const c = await api.create({ amount: '0.1', token: 'ETH', expires: 600 });
     await mintErc20(chain.rpcUrl, dai, c.address, 5n * 10n ** 18n); // the wrong token
     await pay(chain.rpcUrl, c.address, parseEther('0.1'));
     await api.until(c.id, (x) => x.status === 'paid', 'paid');
 
-    const swept = (x: any, token: string) => x.sweeps.some((w: { token: string; status: string }) => w.token === token && w.status === 'confirmed');
+    const swept = (x: any, token: string) =>
+      x.sweeps.some((w: { token: string; status: string }) => w.token === token && w.status === 'confirmed');
     const done = await api.until(c.id, (x) => swept(x, 'DAI') && swept(x, 'ETH'), 'DAI then ETH swept', 20_000);
     expect(done.sweeps.map((w: { token: string }) => w.token)).toEqual(['DAI', 'ETH']);
     expect(done.payments).toHaveLength(1); // the DAI is not a payment of an ETH charge
     expect(await erc20BalanceOf(chain.rpcUrl, dai, c.address as Address)).toBe(0n);
     expect(await erc20BalanceOf(chain.rpcUrl, dai, wallet.address as Address)).toBe(5n * 10n ** 18n);
     expect(await balanceOf(chain, c.address)).toBe(0n);
-    const topUps = await t.store.db.selectFrom('transactions').select('type').where('wallet_id', '=', wallet.id).where('to_address', '=', c.address).execute();
+    const topUps = await t.store.db
+      .selectFrom('transactions')
+      .select('type')
+      .where('wallet_id', '=', wallet.id)
+      .where('to_address', '=', c.address)
+      .execute();
     expect(topUps).toEqual([]);
   });
 
   it('another token arriving after the sweep is swept as well, with one gas top-up from the main wallet', async () => {
     const eur = await deployErc20(chain.rpcUrl, { name: 'Euro Coin', symbol: 'EURC', decimals: 6 });
-    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: eur } })).status).toBe(200);
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: eur } })).status).toBe(
+      200,
+    );
     await chain.setBalance(wallet.address, parseEther('1'));
     await clockToChain(clock, chain);
     const c = await api.create({ amount: '0.05', token: 'ETH', expires: 600 });
@@ -133,11 +163,21 @@ describe('charge sweeps', () => {
     expect(await balanceOf(chain, c.address)).toBe(0n);
 
     await mintErc20(chain.rpcUrl, eur, c.address, 3_000_000n); // later, and not the charge's token
-    const done = await api.until(c.id, (x) => x.sweeps.some((w: { token: string; status: string }) => w.token === 'EURC' && w.status === 'confirmed'), 'EURC swept', 20_000);
+    const done = await api.until(
+      c.id,
+      (x) => x.sweeps.some((w: { token: string; status: string }) => w.token === 'EURC' && w.status === 'confirmed'),
+      'EURC swept',
+      20_000,
+    );
     expect(done.payments).toHaveLength(1);
     expect(await erc20BalanceOf(chain.rpcUrl, eur, c.address as Address)).toBe(0n);
     expect(await erc20BalanceOf(chain.rpcUrl, eur, wallet.address as Address)).toBe(3_000_000n);
-    const topUps = await t.store.db.selectFrom('transactions').select('type').where('wallet_id', '=', wallet.id).where('to_address', '=', c.address).execute();
+    const topUps = await t.store.db
+      .selectFrom('transactions')
+      .select('type')
+      .where('wallet_id', '=', wallet.id)
+      .where('to_address', '=', c.address)
+      .execute();
     expect(topUps).toEqual([{ type: 'transfer' }]);
   });
 
@@ -152,7 +192,19 @@ describe('charge sweeps', () => {
       const receipt = await chain.rpc<{ blockNumber: Hex }>('eth_getTransactionReceipt', [sweep.tx_hash]);
       const block = Number(receipt.blockNumber);
       // The follower has recorded the sweep's block: by its cursor the sweep is final.
-      await waitFor(async () => ((await t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirstOrThrow()).block_number >= block ? true : undefined), { message: 'cursor at the sweep' });
+      await waitFor(
+        async () =>
+          (
+            await t.store.db
+              .selectFrom('chain_cursors')
+              .select('block_number')
+              .where('network_id', '=', networkId)
+              .executeTakeFirstOrThrow()
+          ).block_number >= block
+            ? true
+            : undefined,
+        { message: 'cursor at the sweep' },
+      );
       // A tick whose settlement saw the chain one block lower does not confirm it.
       await t.services.charges.sweep(() => false, new Map([[networkId, block - 1]]));
       expect((await api.show(c.id)).sweeps[0].status).toBe('pending');

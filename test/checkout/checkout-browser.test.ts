@@ -52,7 +52,8 @@ describe('the checkout page in Chromium', () => {
     const networkId = await chain.register(t, { name: 'Local devnet' });
     await t.store.db.updateTable('networks').set({ block_explorer: EXPLORER }).where('id', '=', networkId).execute();
     alice = await t.createUser();
-    walletId = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } })).body.data.id;
+    walletId = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } })).body
+      .data.id;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
   }, 60_000);
   afterAll(async () => {
@@ -68,7 +69,12 @@ describe('the checkout page in Chromium', () => {
   };
 
   async function open(viewport: { width: number; height: number }, uuid: string): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext({ viewport, deviceScaleFactor: viewport === PHONE ? 2 : 1, isMobile: viewport === PHONE, hasTouch: viewport === PHONE });
+    const context = await browser.newContext({
+      viewport,
+      deviceScaleFactor: viewport === PHONE ? 2 : 1,
+      isMobile: viewport === PHONE,
+      hasTouch: viewport === PHONE,
+    });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.url });
     const page = await context.newPage();
     watchPage(context, page, t.url, { foreign, failed });
@@ -80,7 +86,12 @@ describe('the checkout page in Chromium', () => {
   const badge = (page: Page) => page.textContent('#status-badge');
 
   it('shows amount, address and QR code, copies the address, and turns paid without a reload', async () => {
-    const c = await createCharge({ amount: '0.25', token: 'ETH', expires: 900, content: { title: 'Order #1042', description: 'Ceramic mug, blue (2×)\nShipping included' } });
+    const c = await createCharge({
+      amount: '0.25',
+      token: 'ETH',
+      expires: 900,
+      content: { title: 'Order #1042', description: 'Ceramic mug, blue (2×)\nShipping included' },
+    });
     const { context, page } = await open(PHONE, c.uuid);
     expect(await page.textContent('h1')).toBe('Order #1042');
     expect(await page.textContent('.description')).toBe('Ceramic mug, blue (2×)\nShipping included');
@@ -89,7 +100,11 @@ describe('the checkout page in Chromium', () => {
     expect(await page.getAttribute('#open-wallet', 'href')).toBe(c.payment_uri);
     expect(await badge(page)).toBe('Awaiting payment');
     // The QR code is there and drawn (not decoded here: its content is payment_uri, see checkout.test.ts).
-    const qr = await page.$eval('#qr', (img) => ({ src: (img as HTMLImageElement).src, w: (img as HTMLImageElement).naturalWidth, shown: (img as HTMLImageElement).getBoundingClientRect().width }));
+    const qr = await page.$eval('#qr', (img) => ({
+      src: (img as HTMLImageElement).src,
+      w: (img as HTMLImageElement).naturalWidth,
+      shown: (img as HTMLImageElement).getBoundingClientRect().width,
+    }));
     expect(qr.src).toMatch(/^data:image\/svg\+xml;base64,/);
     expect(qr.w).toBeGreaterThan(0);
     expect(qr.shown).toBeGreaterThanOrEqual(150);
@@ -101,7 +116,9 @@ describe('the checkout page in Chromium', () => {
     await waitFor(async () => (await page.textContent('#countdown')) !== first, { message: 'countdown ticks' });
     // Copy: the clipboard holds the address, the button says so.
     await page.click('#address + .copy');
-    await page.waitForFunction(() => document.querySelector('#address + .copy .copy-label')?.textContent === 'Copied', null, { timeout: 5000 });
+    await page.waitForFunction(() => document.querySelector('#address + .copy .copy-label')?.textContent === 'Copied', null, {
+      timeout: 5000,
+    });
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(c.address);
     await page.waitForFunction(() => document.querySelector('#address + .copy .copy-label')?.textContent === 'Copy');
     await page.screenshot({ path: join(ARTIFACTS, 'checkout-phone.png'), fullPage: true });
@@ -122,7 +139,11 @@ describe('the checkout page in Chromium', () => {
     expect(await page.isVisible('#countdown-row')).toBe(false);
     expect(await page.textContent('#paid-text')).toBe('0.25 ETH received.');
     // The explorer link of the paying transaction, taken from a fresh render once paid.
-    await page.waitForFunction((href) => document.querySelector('#panel-paid .explorer-link')?.getAttribute('href') === href, `${EXPLORER}/tx/${hash}`, { timeout: 10_000 });
+    await page.waitForFunction(
+      (href) => document.querySelector('#panel-paid .explorer-link')?.getAttribute('href') === href,
+      `${EXPLORER}/tx/${hash}`,
+      { timeout: 10_000 },
+    );
     expect(await page.textContent('#panel-paid .explorer-link')).toBe(`View transaction ${hash.slice(0, 8)}…${hash.slice(-6)}`);
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
     await page.screenshot({ path: join(ARTIFACTS, 'checkout-phone-paid.png'), fullPage: true });
@@ -140,11 +161,15 @@ describe('the checkout page in Chromium', () => {
     expect(await b.page.textContent('h1')).toBe('Pay 1 ETH');
 
     await pay(chain.rpcUrl, short.address, parseEther('0.5'));
-    await a.page.waitForFunction(() => document.getElementById('status-badge')?.textContent === 'Partially paid', null, { timeout: 20_000 });
+    await a.page.waitForFunction(() => document.getElementById('status-badge')?.textContent === 'Partially paid', null, {
+      timeout: 20_000,
+    });
     expect(await a.page.textContent('#partial-note')).toBe('Received 0.5 ETH. Send the remaining 1.5 ETH.');
     // The QR code, the wallet link and the amount to copy now ask for what is still due.
     const rest = `ethereum:${short.address}@31337?value=${parseEther('1.5')}`;
-    await a.page.waitForFunction((href) => document.getElementById('open-wallet')?.getAttribute('href') === href, rest, { timeout: 10_000 });
+    await a.page.waitForFunction((href) => document.getElementById('open-wallet')?.getAttribute('href') === href, rest, {
+      timeout: 10_000,
+    });
     expect(await a.page.textContent('#amount-copy')).toBe('1.5');
     expect(await a.page.$eval('#qr', (img) => (img as HTMLImageElement).naturalWidth)).toBeGreaterThan(0);
     await a.page.screenshot({ path: join(ARTIFACTS, 'checkout-phone-partial.png'), fullPage: true });

@@ -24,9 +24,12 @@ describe('checkout: hosted_url, payment_uri, the public JSON and page', () => {
     t = await startTestApp({ env: { PUBLIC_URL: `${PUBLIC_URL}/` } });
     const networkId = await chain.register(t);
     alice = await t.createUser();
-    wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+    wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } })).body
+      .data;
     usdc = await deployErc20(chain.rpcUrl, { name: 'USD Coin', symbol: 'USDC', decimals: 6 });
-    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: alice.token, body: { contract: usdc } })).status).toBe(200);
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: alice.token, body: { contract: usdc } })).status).toBe(
+      200,
+    );
   }, 60_000);
   afterAll(async () => {
     await t?.close();
@@ -46,7 +49,12 @@ describe('checkout: hosted_url, payment_uri, the public JSON and page', () => {
     expect(eth.payment_uri).toBe(`ethereum:${eth.address}@31337?value=250000000000000000`);
 
     const token = await create({ amount: '12.345678', token: 'USDC' });
-    const row = await t.store.db.selectFrom('wallet_tokens').select('contract').where('wallet_id', '=', wallet.id).where('symbol', '=', 'USDC').executeTakeFirstOrThrow();
+    const row = await t.store.db
+      .selectFrom('wallet_tokens')
+      .select('contract')
+      .where('wallet_id', '=', wallet.id)
+      .where('symbol', '=', 'USDC')
+      .executeTakeFirstOrThrow();
     expect(row.contract.toLowerCase()).toBe(usdc.toLowerCase());
     expect(token.payment_uri).toBe(`ethereum:${row.contract}@31337/transfer?address=${token.address}&uint256=12345678`);
     expect(token.hosted_url).toBe(`${PUBLIC_URL}/pay/${token.uuid}`);
@@ -60,7 +68,13 @@ describe('checkout: hosted_url, payment_uri, the public JSON and page', () => {
   });
 
   it('GET /api/pay/{uuid}: public, exactly the contract’s fields, in the envelope', async () => {
-    const c = await create({ amount: '1.5', token: 'ETH', expires: 600, content: { title: 'Order 7', description: 'Two mugs' }, info: { customer_email: 'bob@example.com', internal: 'secret-note' } });
+    const c = await create({
+      amount: '1.5',
+      token: 'ETH',
+      expires: 600,
+      content: { title: 'Order 7', description: 'Two mugs' },
+      info: { customer_email: 'bob@example.com', internal: 'secret-note' },
+    });
     const res = await t.request('GET', `/api/pay/${c.uuid}`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
@@ -92,7 +106,12 @@ describe('checkout: hosted_url, payment_uri, the public JSON and page', () => {
   });
 
   it('GET /pay/{uuid}: the page, with a strict policy, the escaped merchant text, amount, address and QR code', async () => {
-    const c = await create({ amount: '0.5', token: 'ETH', content: { title: '<script>alert("t")</script> Mug', description: 'Blue & <b>big</b>' }, info: { internal: 'secret-note' } });
+    const c = await create({
+      amount: '0.5',
+      token: 'ETH',
+      content: { title: '<script>alert("t")</script> Mug', description: 'Blue & <b>big</b>' },
+      info: { internal: 'secret-note' },
+    });
     const res = await fetch(`${t.url}/pay/${c.uuid}`);
     const html = await res.text();
     expect(res.status).toBe(200);

@@ -51,14 +51,29 @@ describe('the devnet payer button', () => {
 
   it('is refused for a token charge and on another network, with nothing sent', async () => {
     const token = await deployErc20(chain.rpcUrl, { name: 'Dev USD', symbol: 'DUSD', decimals: 6 });
-    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: token } })).status).toBe(200);
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: token } })).status).toBe(
+      200,
+    );
     await clockToChain(clock, chain);
     const tc = await chargeApi(t, wallet.id, user.token).create({ amount: '5', token: 'DUSD', expires: 900 });
     expect((await t.request('GET', `/pay/${tc.uuid}`)).text).not.toContain(BUTTON);
     expect((await t.request('POST', `/api/pay/${tc.uuid}/devnet`)).body).toEqual(refused);
 
-    const other = await upsertNetwork(t.store.db, { name: 'Elsewhere', rpc_url: chain.rpcUrl, chain_id: 5, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 }, Date.now());
-    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Away', network_id: other.id } })).body.data;
+    const other = await upsertNetwork(
+      t.store.db,
+      {
+        name: 'Elsewhere',
+        rpc_url: chain.rpcUrl,
+        chain_id: 5,
+        currency_symbol: 'ETH',
+        block_explorer: '',
+        is_mainnet: false,
+        confirmations: 1,
+      },
+      Date.now(),
+    );
+    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Away', network_id: other.id } })).body
+      .data;
     const oc = await chargeApi(t, w.id, user.token).create({ amount: '0.1', token: 'ETH', expires: 900 });
     expect((await t.request('GET', `/pay/${oc.uuid}`)).text).not.toContain(BUTTON);
     const res = await t.request('POST', `/api/pay/${oc.uuid}/devnet`);

@@ -13,7 +13,12 @@ const USDC = '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48';
 
 describe('payment_uri (EIP-681)', () => {
   it('asks for the native token in wei: ethereum:{address}@{chain_id}?value={wei}', () => {
-    const uri = paymentUri({ address: DEPOSIT, contract: '0x0000000000000000000000000000000000000000', chain_id: 1, amount: 250_000_000_000_000_000n });
+    const uri = paymentUri({
+      address: DEPOSIT,
+      contract: '0x0000000000000000000000000000000000000000',
+      chain_id: 1,
+      amount: 250_000_000_000_000_000n,
+    });
     expect(uri).toBe(`ethereum:${DEPOSIT}@1?value=250000000000000000`);
   });
 
@@ -23,14 +28,21 @@ describe('payment_uri (EIP-681)', () => {
   });
 
   it('writes amounts of any size as plain integers, never an exponent', () => {
-    const uri = paymentUri({ address: DEPOSIT, contract: '0x0000000000000000000000000000000000000000', chain_id: 31337, amount: 10n ** 30n });
+    const uri = paymentUri({
+      address: DEPOSIT,
+      contract: '0x0000000000000000000000000000000000000000',
+      chain_id: 31337,
+      amount: 10n ** 30n,
+    });
     expect(uri).toBe(`ethereum:${DEPOSIT}@31337?value=1${'0'.repeat(30)}`);
   });
 });
 
 describe('hosted_url and PUBLIC_URL', () => {
   it('is PUBLIC_URL + /pay/{uuid}', () => {
-    expect(hostedUrl('https://pay.example.com', '6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10')).toBe('https://pay.example.com/pay/6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10');
+    expect(hostedUrl('https://pay.example.com', '6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10')).toBe(
+      'https://pay.example.com/pay/6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10',
+    );
   });
 
   it('defaults PUBLIC_URL to the listen address and drops a trailing slash', () => {
@@ -44,8 +56,24 @@ describe('hosted_url and PUBLIC_URL', () => {
 
 describe('checkout page texts', () => {
   const row = (over: Partial<CheckoutRow>): CheckoutRow => ({
-    id: 1, uuid: 'u', status: 'pending', mode: 'test', amount: 2_000_000n, paid_amount: 0n, expires_at: 0, content: null, address: DEPOSIT,
-    symbol: 'USDC', decimals: 6, contract: USDC, chain_id: 1, network_name: 'Ethereum', block_explorer: '', network_id: 1, is_native: 0, ...over,
+    id: 1,
+    uuid: 'u',
+    status: 'pending',
+    mode: 'test',
+    amount: 2_000_000n,
+    paid_amount: 0n,
+    expires_at: 0,
+    content: null,
+    address: DEPOSIT,
+    symbol: 'USDC',
+    decimals: 6,
+    contract: USDC,
+    chain_id: 1,
+    network_name: 'Ethereum',
+    block_explorer: '',
+    network_id: 1,
+    is_native: 0,
+    ...over,
   });
 
   it('escapes every HTML-special character', () => {
@@ -60,9 +88,22 @@ describe('checkout page texts', () => {
   });
 
   it('says what is missing when underpaid, and what is over when overpaid', () => {
-    expect(stateTexts(row({ paid_amount: 500_000n }))).toMatchObject({ view: 'partial', badge: 'Partially paid', partial: 'Received 0.5 USDC. Send the remaining 1.5 USDC.' });
-    expect(stateTexts(row({ status: 'failed', paid_amount: 500_000n }))).toMatchObject({ view: 'failed', badge: 'Underpaid', failed: 'Received 0.5 of 2 USDC before the request expired.', missing: '1.5 USDC missing' });
-    expect(stateTexts(row({ status: 'paid', paid_amount: 2_500_000n }))).toMatchObject({ view: 'paid', badge: 'Paid', paid: '2.5 USDC received (0.5 USDC more than asked).' });
+    expect(stateTexts(row({ paid_amount: 500_000n }))).toMatchObject({
+      view: 'partial',
+      badge: 'Partially paid',
+      partial: 'Received 0.5 USDC. Send the remaining 1.5 USDC.',
+    });
+    expect(stateTexts(row({ status: 'failed', paid_amount: 500_000n }))).toMatchObject({
+      view: 'failed',
+      badge: 'Underpaid',
+      failed: 'Received 0.5 of 2 USDC before the request expired.',
+      missing: '1.5 USDC missing',
+    });
+    expect(stateTexts(row({ status: 'paid', paid_amount: 2_500_000n }))).toMatchObject({
+      view: 'paid',
+      badge: 'Paid',
+      paid: '2.5 USDC received (0.5 USDC more than asked).',
+    });
     expect(stateTexts(row({ status: 'expired' }))).toMatchObject({ view: 'expired', badge: 'Expired' });
     expect(stateTexts(row({}))).toMatchObject({ view: 'pending', badge: 'Awaiting payment' });
   });

@@ -46,12 +46,19 @@ describe('the dashboard in Chromium', () => {
     const networkId = await chain.register(t, { name: 'Local devnet' });
     await t.store.db.updateTable('networks').set({ block_explorer: EXPLORER }).where('id', '=', networkId).execute();
     user = await t.createUser();
-    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop till', network_id: networkId } })).body.data;
+    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop till', network_id: networkId } })).body
+      .data;
     await chain.setBalance(wallet.address, parseEther('3'));
-    const sent = await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, { token: user.token, body: { amount: '0.25', token: 'ETH', address: RECIPIENT } });
+    const sent = await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, {
+      token: user.token,
+      body: { amount: '0.25', token: 'ETH', address: RECIPIENT },
+    });
     expect(sent.status, sent.text).toBe(200);
     txHash = (await waitForStatus(t, user, wallet.id, sent.body.data.id, 'confirmed')).tx_hash;
-    const charge = await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, { token: user.token, body: { amount: '0.125', token: 'ETH', expires: 900 } });
+    const charge = await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, {
+      token: user.token,
+      body: { amount: '0.125', token: 'ETH', expires: 900 },
+    });
     expect(charge.status, charge.text).toBe(200);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
   }, 90_000);
@@ -65,19 +72,30 @@ describe('the dashboard in Chromium', () => {
   async function open(viewport: { width: number; height: number }): Promise<{ context: BrowserContext; page: Page }> {
     const phone = viewport === PHONE;
     // bypassCSP only so the test can inject axe-core; the page's own CSP is checked on the response.
-    const context = await browser.newContext({ viewport, deviceScaleFactor: phone ? 2 : 1, isMobile: phone, hasTouch: phone, bypassCSP: true });
+    const context = await browser.newContext({
+      viewport,
+      deviceScaleFactor: phone ? 2 : 1,
+      isMobile: phone,
+      hasTouch: phone,
+      bypassCSP: true,
+    });
     const page = await context.newPage();
     watchPage(context, page, t.url, { foreign, failed });
     const res = await page.goto(`${t.url}/dashboard`, { waitUntil: 'networkidle' });
     expect(res?.status()).toBe(200);
-    expect(res?.headers()['content-security-policy']).toBe("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'");
+    expect(res?.headers()['content-security-policy']).toBe(
+      "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'",
+    );
     return { context, page };
   }
 
   /** The view as it is, at 390 px and at 1280 px (test/artifacts/dashboard-{name}-{phone,desktop}.png), then back to its width. */
   async function shots(page: Page, name: string, fullPage = true): Promise<void> {
     const was = page.viewportSize()!;
-    for (const [size, vp] of [['phone', PHONE], ['desktop', DESKTOP]] as const) {
+    for (const [size, vp] of [
+      ['phone', PHONE],
+      ['desktop', DESKTOP],
+    ] as const) {
       await page.setViewportSize(vp);
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r(null)))); // one frame laid out at the new width
       expect(await page.evaluate(() => document.documentElement.scrollWidth), `${name} at ${vp.width} px`).toBeLessThanOrEqual(vp.width);
@@ -90,13 +108,20 @@ describe('the dashboard in Chromium', () => {
   async function accessible(page: Page, view: string): Promise<void> {
     await page.addScriptTag({ content: AXE });
     const violations = await page.evaluate(async () => {
-      const r = await (window as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }).axe.run();
-      return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length} nodes)`);
+      const r = await (
+        window as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }
+      ).axe.run();
+      return r.violations
+        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+        .map((v) => `${v.id} (${v.impact}, ${v.nodes.length} nodes)`);
     });
     expect(violations, view).toEqual([]);
   }
 
-  for (const [name, viewport] of [['phone', PHONE], ['desktop', DESKTOP]] as const) {
+  for (const [name, viewport] of [
+    ['phone', PHONE],
+    ['desktop', DESKTOP],
+  ] as const) {
     it(`${name}: signs in, shows the balance, a confirmed transaction's hash and a charge`, async () => {
       const { context, page } = await open(viewport);
       await page.getByLabel('Email').waitFor();
@@ -138,15 +163,27 @@ describe('the dashboard in Chromium', () => {
       expect(wide.length).toBe(2);
       if (name === 'phone') {
         expect(wide.every((extra) => extra <= 0)).toBe(true);
-        const label = await chargeRow.locator('td').nth(1).evaluate((td) => getComputedStyle(td, '::before').content);
+        const label = await chargeRow
+          .locator('td')
+          .nth(1)
+          .evaluate((td) => getComputedStyle(td, '::before').content);
         expect(label).toBe('"Amount"');
-        expect(await page.locator('.table-wrap thead').first().evaluate((h) => h.getBoundingClientRect().height)).toBeLessThanOrEqual(1);
+        expect(
+          await page
+            .locator('.table-wrap thead')
+            .first()
+            .evaluate((h) => h.getBoundingClientRect().height),
+        ).toBeLessThanOrEqual(1);
       }
       await accessible(page, 'wallet');
       await page.screenshot({ path: join(ARTIFACTS, `dashboard-wallet-${name}.png`), fullPage: true });
 
       // The token: in this tab's session storage only.
-      const stored = await page.evaluate(() => ({ session: Object.keys(sessionStorage), local: localStorage.length, cookie: document.cookie }));
+      const stored = await page.evaluate(() => ({
+        session: Object.keys(sessionStorage),
+        local: localStorage.length,
+        cookie: document.cookie,
+      }));
       expect(stored).toEqual({ session: ['wallet-service.token'], local: 0, cookie: '' });
       expect(await context.cookies()).toEqual([]);
       await context.close();
@@ -164,12 +201,20 @@ describe('the dashboard in Chromium', () => {
   }
 
   it('refunds a paid charge from its page: its payment shown, the refund sent (checked through the API)', async () => {
-    const charge = (await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, { token: user.token, body: { amount: '0.2', token: 'ETH', expires: 900 } })).body.data;
+    const charge = (
+      await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, {
+        token: user.token,
+        body: { amount: '0.2', token: 'ETH', expires: 900 },
+      })
+    ).body.data;
     expect((await t.request('POST', `/api/pay/${charge.uuid}/devnet`)).status).toBe(200);
-    const paid = await waitFor(async () => {
-      const c = (await t.request('GET', `/api/wallet/${wallet.id}/charge/show/${charge.id}`, { token: user.token })).body.data;
-      return c.status === 'paid' ? c : null;
-    }, { message: 'charge paid' });
+    const paid = await waitFor(
+      async () => {
+        const c = (await t.request('GET', `/api/wallet/${wallet.id}/charge/show/${charge.id}`, { token: user.token })).body.data;
+        return c.status === 'paid' ? c : null;
+      },
+      { message: 'charge paid' },
+    );
     const { context, page } = await signedIn(DESKTOP);
     await page.evaluate((hash) => (window.location.hash = hash), `#/wallet/${wallet.id}/charge/${charge.id}`);
     await page.getByRole('heading', { name: `Charge ${charge.id}` }).waitFor();
@@ -187,40 +232,71 @@ describe('the dashboard in Chromium', () => {
   }, 60_000);
 
   it('approves a payout awaiting approval (checked through the API)', async () => {
-    expect((await t.request('POST', `/api/wallet/${wallet.id}/policy`, { token: user.token, body: { approval_above: { ETH: '0.1' } } })).status).toBe(200);
-    const payout = (await t.request('POST', `/api/wallet/${wallet.id}/payout/create`, { token: user.token, body: { token: 'ETH', items: [{ address: RECIPIENT, amount: '0.15', reference: 'dash-1' }] } })).body.data;
+    expect(
+      (await t.request('POST', `/api/wallet/${wallet.id}/policy`, { token: user.token, body: { approval_above: { ETH: '0.1' } } })).status,
+    ).toBe(200);
+    const payout = (
+      await t.request('POST', `/api/wallet/${wallet.id}/payout/create`, {
+        token: user.token,
+        body: { token: 'ETH', items: [{ address: RECIPIENT, amount: '0.15', reference: 'dash-1' }] },
+      })
+    ).body.data;
     expect(payout.status).toBe('awaiting_approval');
     const { context, page } = await signedIn(DESKTOP);
     await page.getByRole('link', { name: wallet.name }).click();
     await page.getByRole('button', { name: `Approve payout ${payout.id}` }).click();
-    await page.getByRole('status').filter({ hasText: `Payout ${payout.id} approved.` }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Payout ${payout.id} approved.` })
+      .waitFor();
     await page.getByText(`Payout ${payout.id}: 0.15 ETH to 1 recipient ·`).waitFor();
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-payouts-desktop.png'), fullPage: true });
-    const after = await waitFor(async () => {
-      const p = (await t.request('GET', `/api/wallet/${wallet.id}/payout/${payout.id}`, { token: user.token })).body.data;
-      return p.status === 'completed' ? p : null;
-    }, { message: 'payout completed' });
+    const after = await waitFor(
+      async () => {
+        const p = (await t.request('GET', `/api/wallet/${wallet.id}/payout/${payout.id}`, { token: user.token })).body.data;
+        return p.status === 'completed' ? p : null;
+      },
+      { message: 'payout completed' },
+    );
     expect(after.items[0].status).toBe('confirmed');
     await context.close();
   }, 60_000);
 
   it('approves a transaction awaiting approval; shows the 30-day chart; accepts a reconciliation difference (checked through the API)', async () => {
     // approval_above ETH 0.1 since the payout test; anvil_setBalance at the start is a difference reconciliation reports.
-    const held = (await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, { token: user.token, body: { amount: '0.12', token: 'ETH', address: RECIPIENT } })).body.data;
+    const held = (
+      await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, {
+        token: user.token,
+        body: { amount: '0.12', token: 'ETH', address: RECIPIENT },
+      })
+    ).body.data;
     expect(held.status).toBe('awaiting_approval');
     const { context, page } = await signedIn(DESKTOP);
     await page.getByRole('link', { name: wallet.name }).click();
     await page.getByRole('button', { name: `Approve transaction ${held.id}` }).click();
-    await page.getByRole('status').filter({ hasText: `Transaction ${held.id} approved.` }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Transaction ${held.id} approved.` })
+      .waitFor();
     await waitForStatus(t, user, wallet.id, held.id, 'confirmed');
 
-    const list = (await t.request('GET', `/api/wallet/${wallet.id}/transaction?limit=1000`, { token: user.token })).body.data as { type: string; status: string; amount: string }[];
-    const sum = (pred: (x: { type: string }) => boolean) => list.filter((x) => x.status === 'confirmed' && pred(x)).reduce((s, x) => s + BigInt(x.amount.replace('.', '')), 0n);
-    const asText = (u: bigint) => { const s = u.toString().padStart(19, '0'); return `${s.slice(0, -18)}.${s.slice(-18)}`.replace(/0+$/, '').replace(/\.$/, ''); };
+    const list = (await t.request('GET', `/api/wallet/${wallet.id}/transaction?limit=1000`, { token: user.token })).body.data as {
+      type: string;
+      status: string;
+      amount: string;
+    }[];
+    const sum = (pred: (x: { type: string }) => boolean) =>
+      list.filter((x) => x.status === 'confirmed' && pred(x)).reduce((s, x) => s + BigInt(x.amount.replace('.', '')), 0n);
+    const asText = (u: bigint) => {
+      const s = u.toString().padStart(19, '0');
+      return `${s.slice(0, -18)}.${s.slice(-18)}`.replace(/0+$/, '').replace(/\.$/, '');
+    };
     await page.reload();
     const chart = page.locator('figure[data-chart="ETH"] svg');
     await chart.waitFor();
-    expect(await chart.getAttribute('aria-label')).toBe(`ETH: received ${asText(sum((x) => x.type === 'receipt'))}, sent ${asText(sum((x) => x.type !== 'receipt'))} in the last 30 days`);
+    expect(await chart.getAttribute('aria-label')).toBe(
+      `ETH: received ${asText(sum((x) => x.type === 'receipt'))}, sent ${asText(sum((x) => x.type !== 'receipt'))} in the last 30 days`,
+    );
 
     const rec = (await t.request('GET', `/api/wallet/${wallet.id}/reconciliation`, { token: user.token })).body.data;
     expect(rec.ok).toBe(false);
@@ -247,7 +323,10 @@ describe('the dashboard in Chromium', () => {
     await page.getByLabel('Address to allow').fill(RECIPIENT.toLowerCase());
     await page.getByLabel('Label').fill('Supplier GmbH');
     await page.getByRole('button', { name: 'Add to allowlist' }).click();
-    await page.getByRole('status').filter({ hasText: `${RECIPIENT} added to the allowlist.` }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `${RECIPIENT} added to the allowlist.` })
+      .waitFor();
     const listed = (await t.request('GET', `/api/wallet/${wallet.id}/allowlist`, { token: user.token })).body.data;
     expect(listed.map((a: { address: string; label: string }) => [a.address, a.label])).toEqual([[RECIPIENT, 'Supplier GmbH']]);
     await accessible(page, 'wallet with policy');
@@ -259,7 +338,11 @@ describe('the dashboard in Chromium', () => {
     await page.getByLabel(/^Daily limit/).fill('5');
     await page.getByRole('button', { name: 'Save policy' }).click();
     await page.getByRole('status').filter({ hasText: 'The policy was saved.' }).waitFor();
-    expect(await policy()).toMatchObject({ daily: { ETH: '5.000000000000000000' }, approval_above: { ETH: '0.100000000000000000' }, allowlist_only: false });
+    expect(await policy()).toMatchObject({
+      daily: { ETH: '5.000000000000000000' },
+      approval_above: { ETH: '0.100000000000000000' },
+      allowlist_only: false,
+    });
     await expect.poll(() => limits.locator('div', { hasText: 'Daily' }).locator('dd').textContent()).toBe('5 ETH');
     await page.getByLabel(/^Daily limit/).fill('none');
     await page.getByRole('button', { name: 'Save policy' }).click();
@@ -276,10 +359,13 @@ describe('the dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Fund from devnet' }).click();
     await page.getByRole('status').filter({ hasText: 'Funded with 1.25 ETH from the devnet.' }).waitFor();
     expect(BigInt(await chain.rpc<string>('eth_getBalance', [wallet.address, 'latest']))).toBe(before + parseEther('1.25'));
-    const receipts = await waitFor(async () => {
-      const list = (await t.request('GET', `/api/wallet/${wallet.id}/transaction`, { token: user.token })).body.data;
-      return list.find((x: any) => x.type === 'receipt' && x.amount === '1.250000000000000000' && x.status === 'confirmed') ?? null;
-    }, { message: 'the funding recorded as a receipt' });
+    const receipts = await waitFor(
+      async () => {
+        const list = (await t.request('GET', `/api/wallet/${wallet.id}/transaction`, { token: user.token })).body.data;
+        return list.find((x: any) => x.type === 'receipt' && x.amount === '1.250000000000000000' && x.status === 'confirmed') ?? null;
+      },
+      { message: 'the funding recorded as a receipt' },
+    );
     expect(receipts.symbol).toBe('ETH');
     await accessible(page, 'wallet with devnet funding');
     await context.close();
@@ -290,7 +376,7 @@ describe('the dashboard in Chromium', () => {
     await page.getByRole('link', { name: 'Events' }).click();
     await page.getByRole('heading', { name: 'Events' }).waitFor();
     let newest = 0;
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const r = await t.request('GET', `/api/events?after=${after}&limit=1000`, { token: user.token });
       if (r.body.data.length > 0) newest = r.body.data[r.body.data.length - 1].id;
       if (r.body.data.length < 1000) break;
@@ -310,21 +396,37 @@ describe('the dashboard in Chromium', () => {
     try {
       let failing = true;
       receiver.on('/hook', () => (failing ? { status: 500, body: 'down' } : { status: 200, body: 'ok' }));
-      const hook = (await t.request('POST', `/api/wallet/${wallet.id}/webhook/create`, { token: user.token, body: { url: `${receiver.url}/hook`, type: 'transaction', events: ['*'] } })).body.data;
-      const sent = await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, { token: user.token, body: { amount: '0.01', token: 'ETH', address: RECIPIENT } });
+      const hook = (
+        await t.request('POST', `/api/wallet/${wallet.id}/webhook/create`, {
+          token: user.token,
+          body: { url: `${receiver.url}/hook`, type: 'transaction', events: ['*'] },
+        })
+      ).body.data;
+      const sent = await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, {
+        token: user.token,
+        body: { amount: '0.01', token: 'ETH', address: RECIPIENT },
+      });
       expect(sent.status, sent.text).toBe(200);
       const deliveries = (q = '') => t.request('GET', `/api/wallet/${wallet.id}/webhook/${hook.id}/deliveries${q}`, { token: user.token });
-      const failed = await waitFor(async () => (await deliveries()).body.data.find((d: any) => d.response_status === 500) ?? null, { message: 'a failed delivery' });
+      const failed = await waitFor(async () => (await deliveries()).body.data.find((d: any) => d.response_status === 500) ?? null, {
+        message: 'a failed delivery',
+      });
       failing = false;
       const { context, page } = await signedIn(DESKTOP);
       await page.getByRole('link', { name: wallet.name }).click();
       const before = receiver.to('/hook').length;
       await page.getByRole('button', { name: `Retry delivery ${failed.id}` }).click();
-      await page.getByRole('status').filter({ hasText: `Delivery ${failed.id} retried: done.` }).waitFor();
-      const delivered = await waitFor(async () => {
-        const d = (await deliveries()).body.data.find((x: any) => x.id === failed.id);
-        return d.status === 'delivered' ? d : null;
-      }, { timeoutMs: 5_000, message: 'the retried delivery delivered' });
+      await page
+        .getByRole('status')
+        .filter({ hasText: `Delivery ${failed.id} retried: done.` })
+        .waitFor();
+      const delivered = await waitFor(
+        async () => {
+          const d = (await deliveries()).body.data.find((x: any) => x.id === failed.id);
+          return d.status === 'delivered' ? d : null;
+        },
+        { timeoutMs: 5_000, message: 'the retried delivery delivered' },
+      );
       expect(delivered.response_status).toBe(200);
       expect(receiver.to('/hook').length).toBeGreaterThan(before);
       // Its attempts: the failed one(s), then the 200 of the retry.
@@ -333,13 +435,20 @@ describe('the dashboard in Chromium', () => {
       const attempts = page.locator(`ol[data-attempts="${failed.id}"] li`);
       await attempts.last().waitFor();
       const shown = await attempts.allTextContents();
-      const api = (await t.request('GET', `/api/wallet/${wallet.id}/webhook/${hook.id}/deliveries/${failed.id}`, { token: user.token })).body.data.attempts;
+      const api = (await t.request('GET', `/api/wallet/${wallet.id}/webhook/${hook.id}/deliveries/${failed.id}`, { token: user.token }))
+        .body.data.attempts;
       expect(shown.length).toBe(api.length);
       expect(shown[0]).toContain('HTTP 500');
       expect(shown[shown.length - 1]).toContain('HTTP 200');
       await page.getByRole('button', { name: `Send test to webhook ${hook.id}` }).click();
-      await page.getByRole('status').filter({ hasText: `Test sent to webhook ${hook.id}: done.` }).waitFor();
-      await waitFor(() => receiver.to('/hook').find((r) => JSON.parse(r.body).event === 'webhook.test') ?? null, { timeoutMs: 5_000, message: 'the test event at the receiver' });
+      await page
+        .getByRole('status')
+        .filter({ hasText: `Test sent to webhook ${hook.id}: done.` })
+        .waitFor();
+      await waitFor(() => receiver.to('/hook').find((r) => JSON.parse(r.body).event === 'webhook.test') ?? null, {
+        timeoutMs: 5_000,
+        message: 'the test event at the receiver',
+      });
       await accessible(page, 'wallet with webhooks');
       await page.screenshot({ path: join(ARTIFACTS, 'dashboard-webhooks-desktop.png'), fullPage: true });
       await context.close();
@@ -348,7 +457,10 @@ describe('the dashboard in Chromium', () => {
     }
   }, 60_000);
 
-  for (const [name, viewport] of [['phone', PHONE], ['desktop', DESKTOP]] as const) {
+  for (const [name, viewport] of [
+    ['phone', PHONE],
+    ['desktop', DESKTOP],
+  ] as const) {
     it(`${name}: creates a key (shown once) and revokes it (checked through the API)`, async () => {
       const { context, page } = await signedIn(viewport);
       await page.getByRole('link', { name: 'API keys' }).click();
@@ -366,7 +478,10 @@ describe('the dashboard in Chromium', () => {
       await accessible(page, 'keys');
       await page.screenshot({ path: join(ARTIFACTS, `dashboard-keys-${name}.png`), fullPage: true });
       await page.getByRole('button', { name: `Revoke till ${name}` }).click();
-      await page.getByRole('status').filter({ hasText: `Key ${listed.id} revoked.` }).waitFor();
+      await page
+        .getByRole('status')
+        .filter({ hasText: `Key ${listed.id} revoked.` })
+        .waitFor();
       const revoked = (await t.request('GET', '/api/auth/key', { token: user.token })).body.data.find((k: any) => k.id === listed.id);
       expect(revoked.revoked_at).not.toBeNull();
       expect((await t.request('GET', '/api/wallets', { token: key })).status).toBe(401);

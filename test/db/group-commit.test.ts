@@ -33,7 +33,11 @@ let driver: GroupCommitSqliteDriver;
 let other: SQLite.Database;
 
 const committedNames = () => (other.prepare('select name from items order by id').all() as Array<{ name: string }>).map((r) => r.name);
-const insert = (trx: Kysely<Schema>, name: string) => trx.insertInto('items').values({ name } as never).execute();
+const insert = (trx: Kysely<Schema>, name: string) =>
+  trx
+    .insertInto('items')
+    .values({ name } as never)
+    .execute();
 
 /**
  * Opens the database; the group bounds are lifted unless given (their timing is tested apart).
@@ -51,9 +55,13 @@ async function open(limits: GroupLimits = { maxMs: 60_000, maxMembers: 10_000 },
   db = new Kysely<Schema>({ dialect });
   await sql`create table items (id integer primary key, name text not null)`.execute(db);
   await sql`create table parents (id integer primary key)`.execute(db);
-  await sql`create table children (id integer primary key, parent_id integer not null references parents (id) deferrable initially deferred)`.execute(db);
+  await sql`create table children (id integer primary key, parent_id integer not null references parents (id) deferrable initially deferred)`.execute(
+    db,
+  );
   await sql`create table doomed (id integer primary key)`.execute(db);
-  await sql`create trigger doomed_insert before insert on doomed begin select raise(rollback, 'trigger rolled back the transaction'); end`.execute(db);
+  await sql`create trigger doomed_insert before insert on doomed begin select raise(rollback, 'trigger rolled back the transaction'); end`.execute(
+    db,
+  );
   driver = dialect.driver!;
   other = new SQLite(file, { readonly: true });
 }
@@ -83,7 +91,11 @@ async function nearlyFullDisk(): Promise<string> {
 /** Every transaction that reported success is durable, and none that failed is. */
 function expectAnswersMatchDisk(names: string[], results: PromiseSettledResult<unknown>[]): void {
   const committed = committedNames();
-  names.forEach((name, i) => expect(`${name.slice(0, 20)}: ${results[i]!.status}`).toBe(`${name.slice(0, 20)}: ${committed.includes(name) ? 'fulfilled' : 'rejected'}`));
+  names.forEach((name, i) =>
+    expect(`${name.slice(0, 20)}: ${results[i]!.status}`).toBe(
+      `${name.slice(0, 20)}: ${committed.includes(name) ? 'fulfilled' : 'rejected'}`,
+    ),
+  );
 }
 
 describe('SQLite group commit', () => {
@@ -146,7 +158,12 @@ describe('SQLite group commit', () => {
     // A deferred foreign key is checked at COMMIT: the second transaction makes the commit fail.
     const results = await Promise.allSettled([
       db.transaction().execute((trx) => insert(trx, 'first')),
-      db.transaction().execute((trx) => trx.insertInto('children').values({ parent_id: 999 } as never).execute()),
+      db.transaction().execute((trx) =>
+        trx
+          .insertInto('children')
+          .values({ parent_id: 999 } as never)
+          .execute(),
+      ),
       db.transaction().execute((trx) => insert(trx, 'third')),
     ]);
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
@@ -175,7 +192,10 @@ describe('SQLite group commit', () => {
     const big = await nearlyFullDisk();
     const results = await Promise.allSettled([
       db.transaction().execute((trx) => insert(trx, 'before')),
-      db.insertInto('items').values({ name: big } as never).execute(),
+      db
+        .insertInto('items')
+        .values({ name: big } as never)
+        .execute(),
       db.transaction().execute((trx) => insert(trx, 'after-full')),
       db.transaction().execute((trx) => insert(trx, 'after-full-2')),
     ]);
@@ -186,7 +206,10 @@ describe('SQLite group commit', () => {
     expect(committedNames()).toEqual(['after-full', 'after-full-2']);
     // The next two ready together share one new group (one COMMIT), as before the failure.
     const before = driver.stats.commits;
-    await Promise.all([db.transaction().execute((trx) => insert(trx, 'later-1')), db.transaction().execute((trx) => insert(trx, 'later-2'))]);
+    await Promise.all([
+      db.transaction().execute((trx) => insert(trx, 'later-1')),
+      db.transaction().execute((trx) => insert(trx, 'later-2')),
+    ]);
     expect(driver.stats.commits - before).toBe(1);
     expect(committedNames()).toEqual(['after-full', 'after-full-2', 'later-1', 'later-2']);
   });
@@ -204,7 +227,8 @@ describe('SQLite group commit', () => {
     expectAnswersMatchDisk(['before', 'went-on', 'next'], results);
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'fulfilled']);
     expect(committedNames()).toEqual(['next']);
-    for (const r of results.slice(0, 2)) expect(String((r as PromiseRejectedResult).reason)).toMatch(/nothing of this commit group was saved/);
+    for (const r of results.slice(0, 2))
+      expect(String((r as PromiseRejectedResult).reason)).toMatch(/nothing of this commit group was saved/);
   });
 
   it('answers a query outside any transaction that ran in an open group only after its COMMIT', async () => {
@@ -231,7 +255,13 @@ describe('SQLite group commit', () => {
  */
 function steeredSync() {
   const waiting: Array<() => void> = [];
-  const steer = { hold: false, fail: false, waiting, release: () => waiting.shift()!(), factory: (walPath: string) => walPath as unknown as WalSync };
+  const steer = {
+    hold: false,
+    fail: false,
+    waiting,
+    release: () => waiting.shift()!(),
+    factory: (walPath: string) => walPath as unknown as WalSync,
+  };
   steer.factory = (walPath: string): WalSync => {
     const real = walSyncer(walPath);
     const sync = async () => {
@@ -273,7 +303,10 @@ describe('SQLite group commit with the WAL synced off the event loop (the servic
     held.hold = true;
     const syncsBefore = driver.stats.syncs;
     const answered: string[] = [];
-    const first = db.transaction().execute((trx) => insert(trx, 'first')).then(() => answered.push('first'));
+    const first = db
+      .transaction()
+      .execute((trx) => insert(trx, 'first'))
+      .then(() => answered.push('first'));
     await until(() => held.waiting.length === 1);
     // Committed (another connection sees it) and its sync under way, not yet answered.
     expect(committedNames()).toEqual(['first']);
@@ -281,7 +314,10 @@ describe('SQLite group commit with the WAL synced off the event loop (the servic
     expect(answered).toEqual([]);
     // The connection is free meanwhile: a second transaction commits while the first sync runs,
     // and waits for a sync of its own (the one under way may have begun before its COMMIT).
-    const second = db.transaction().execute((trx) => insert(trx, 'second')).then(() => answered.push('second'));
+    const second = db
+      .transaction()
+      .execute((trx) => insert(trx, 'second'))
+      .then(() => answered.push('second'));
     await turns();
     expect(committedNames()).toEqual(['first', 'second']);
     expect(driver.stats.commits).toBeGreaterThanOrEqual(2);
@@ -370,9 +406,15 @@ describe('SQLite group commit with the WAL synced off the event loop (the servic
     await reopen({ maxMs: 60_000, maxMembers: 10_000 }, steer.factory);
     await db.transaction().execute((trx) => insert(trx, 'synced'));
     steer.fail = true;
-    const results = await Promise.allSettled([db.transaction().execute((trx) => insert(trx, 'a')), db.transaction().execute((trx) => insert(trx, 'b'))]);
+    const results = await Promise.allSettled([
+      db.transaction().execute((trx) => insert(trx, 'a')),
+      db.transaction().execute((trx) => insert(trx, 'b')),
+    ]);
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
-    for (const r of results) expect(String((r as PromiseRejectedResult).reason)).toMatch(/write-ahead log could not be synced to disk \(EIO: i\/o error, fsync\); restart the service/);
+    for (const r of results)
+      expect(String((r as PromiseRejectedResult).reason)).toMatch(
+        /write-ahead log could not be synced to disk \(EIO: i\/o error, fsync\); restart the service/,
+      );
     await expect(db.transaction().execute((trx) => insert(trx, 'after'))).rejects.toThrow(/could not be synced to disk/);
     await expect(db.selectFrom('items').select('name').execute()).rejects.toThrow(/could not be synced to disk/);
     // What had been synced before is there; the failed ones were committed, but never reported done.

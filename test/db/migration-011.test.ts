@@ -25,26 +25,83 @@ describe(`011_reconciliation (${driverName})`, () => {
 
   it('leaves fee_paid null on earlier rows (counted as gas used × price) and takes the previous version’s inserts', async () => {
     const db = store.db;
-    const user = await db.insertInto('users').values({ name: 'M', email: 'm@example.com', password_hash: 'x', created_at: 1, updated_at: 1 }).returning('id').executeTakeFirstOrThrow();
-    const net = await db
-      .insertInto('networks')
-      .values({ name: 'N', rpc_url: 'http://127.0.0.1:1', chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: 0, confirmations: 1, created_at: 1, updated_at: 1 })
+    const user = await db
+      .insertInto('users')
+      .values({ name: 'M', email: 'm@example.com', password_hash: 'x', created_at: 1, updated_at: 1 })
       .returning('id')
       .executeTakeFirstOrThrow();
-    const w = await db.insertInto('wallets').values({ user_id: user.id, network_id: net.id, name: 'W', description: '', address: `0x${'1'.repeat(40)}`, private_key_enc: 'k', mnemonic_enc: 'm', next_sub_index: 1, created_at: 1, updated_at: 1 }).returning('id').executeTakeFirstOrThrow();
+    const net = await db
+      .insertInto('networks')
+      .values({
+        name: 'N',
+        rpc_url: 'http://127.0.0.1:1',
+        chain_id: 31337,
+        currency_symbol: 'ETH',
+        block_explorer: '',
+        is_mainnet: 0,
+        confirmations: 1,
+        created_at: 1,
+        updated_at: 1,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const w = await db
+      .insertInto('wallets')
+      .values({
+        user_id: user.id,
+        network_id: net.id,
+        name: 'W',
+        description: '',
+        address: `0x${'1'.repeat(40)}`,
+        private_key_enc: 'k',
+        mnemonic_enc: 'm',
+        next_sub_index: 1,
+        created_at: 1,
+        updated_at: 1,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
     const token = await db
       .insertInto('wallet_tokens')
-      .values({ wallet_id: w.id, name: 'Ether', symbol: 'ETH', decimals: 18, contract: `0x${'0'.repeat(40)}`, is_native: 1, is_active: 1, is_testnet: 1, created_at: 1, updated_at: 1 })
+      .values({
+        wallet_id: w.id,
+        name: 'Ether',
+        symbol: 'ETH',
+        decimals: 18,
+        contract: `0x${'0'.repeat(40)}`,
+        is_native: 1,
+        is_active: 1,
+        is_testnet: 1,
+        created_at: 1,
+        updated_at: 1,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     // What the previous version writes for a mined transfer: no fee_paid column.
     const row = {
-      wallet_id: w.id, token_id: token.id, type: 'transfer', status: 'confirmed', amount: '1000', fee_reserved: '0', from_address: `0x${'1'.repeat(40)}`, to_address: `0x${'2'.repeat(40)}`,
-      tx_hash: `0x${'a'.repeat(64)}`, log_index: -1, block_number: 5, gas_used: '21000', gas_price: '3000000007', receipt_status: 1, created_at: 1, updated_at: 1,
+      wallet_id: w.id,
+      token_id: token.id,
+      type: 'transfer',
+      status: 'confirmed',
+      amount: '1000',
+      fee_reserved: '0',
+      from_address: `0x${'1'.repeat(40)}`,
+      to_address: `0x${'2'.repeat(40)}`,
+      tx_hash: `0x${'a'.repeat(64)}`,
+      log_index: -1,
+      block_number: 5,
+      gas_used: '21000',
+      gas_price: '3000000007',
+      receipt_status: 1,
+      created_at: 1,
+      updated_at: 1,
     };
     await db.insertInto('transactions').values(row).execute();
     await migrateToLatest(store);
-    await db.insertInto('transactions').values({ ...row, tx_hash: `0x${'b'.repeat(64)}`, block_number: 6 }).execute();
+    await db
+      .insertInto('transactions')
+      .values({ ...row, tx_hash: `0x${'b'.repeat(64)}`, block_number: 6 })
+      .execute();
 
     const moved = await listTxMovements(db, w.id, 0, 10, 0);
     expect(moved.map((m) => [m.block_number, m.amount, m.fee])).toEqual([

@@ -18,15 +18,40 @@ async function before031(keyEnc: string): Promise<Store> {
   opened.push({ database, store });
   await migrateToLatest(store, '029_token_calls');
   const db = store.db;
-  const user = await db.insertInto('users').values({ name: 'M', email: 'm@example.com', password_hash: 'x', created_at: 1, updated_at: 1 }).returning('id').executeTakeFirstOrThrow();
+  const user = await db
+    .insertInto('users')
+    .values({ name: 'M', email: 'm@example.com', password_hash: 'x', created_at: 1, updated_at: 1 })
+    .returning('id')
+    .executeTakeFirstOrThrow();
   const net = await db
     .insertInto('networks')
-    .values({ name: 'N', rpc_url: 'http://127.0.0.1:1', chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: 0, confirmations: 1, created_at: 1, updated_at: 1 })
+    .values({
+      name: 'N',
+      rpc_url: 'http://127.0.0.1:1',
+      chain_id: 31337,
+      currency_symbol: 'ETH',
+      block_explorer: '',
+      is_mainnet: 0,
+      confirmations: 1,
+      created_at: 1,
+      updated_at: 1,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   await db
     .insertInto('wallets')
-    .values({ user_id: user.id, network_id: net.id, name: 'W', description: '', address: `0x${'1'.repeat(40)}`, private_key_enc: keyEnc, mnemonic_enc: 'v2.k.n.c.t', next_sub_index: 1, created_at: 1, updated_at: 1 })
+    .values({
+      user_id: user.id,
+      network_id: net.id,
+      name: 'W',
+      description: '',
+      address: `0x${'1'.repeat(40)}`,
+      private_key_enc: keyEnc,
+      mnemonic_enc: 'v2.k.n.c.t',
+      next_sub_index: 1,
+      created_at: 1,
+      updated_at: 1,
+    })
     .execute();
   return store;
 }

@@ -20,13 +20,19 @@ let database: TestDatabase;
 let store: Store;
 
 const leaseNames = async () => (await store.db.selectFrom('leases').select('name').orderBy('name').execute()).map((r) => r.name);
-const insertLease = (db: Store['db'], name: string, holder = 'test') => db.insertInto('leases').values({ name, holder, expires_at: 1 }).execute();
-const holderOf = async (db: Store['db'], name: string) => (await db.selectFrom('leases').select('holder').where('name', '=', name).executeTakeFirst())?.holder;
+const insertLease = (db: Store['db'], name: string, holder = 'test') =>
+  db.insertInto('leases').values({ name, holder, expires_at: 1 }).execute();
+const holderOf = async (db: Store['db'], name: string) =>
+  (await db.selectFrom('leases').select('holder').where('name', '=', name).executeTakeFirst())?.holder;
 const UNIQUE = /unique|UNIQUE|duplicate/;
 
 async function openTransactions(): Promise<number> {
   if (driverName !== 'postgres') return 0;
-  const open = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and state like 'idle in transaction%'`.execute(store.db);
+  const open = await sql<{
+    n: number;
+  }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and state like 'idle in transaction%'`.execute(
+    store.db,
+  );
   return open.rows[0]!.n;
 }
 
@@ -55,7 +61,9 @@ describe(`pipelinedTransaction (${driverName})`, () => {
   });
 
   it('rolls back every write when one statement issued with them fails, and throws its error', async () => {
-    const attempt = pipelinedTransaction(store.db, (trx) => Promise.all([insertLease(trx, 'c'), insertLease(trx, 'taken'), insertLease(trx, 'd')]));
+    const attempt = pipelinedTransaction(store.db, (trx) =>
+      Promise.all([insertLease(trx, 'c'), insertLease(trx, 'taken'), insertLease(trx, 'd')]),
+    );
     await expect(attempt).rejects.toThrow(UNIQUE);
     expect(await leaseNames()).toEqual(['a', 'b', 'taken']);
     expect(await openTransactions()).toBe(0);
@@ -229,7 +237,11 @@ describe.runIf(driverName === 'postgres')('coalesceWrites', () => {
       const client = await pool.connect();
       try {
         await client.query('select 1');
-        const socket = (client as unknown as { connection: { stream: { _write: (...args: unknown[]) => unknown; _writev: (...args: unknown[]) => unknown } } }).connection.stream;
+        const socket = (
+          client as unknown as {
+            connection: { stream: { _write: (...args: unknown[]) => unknown; _writev: (...args: unknown[]) => unknown } };
+          }
+        ).connection.stream;
         let writes = 0;
         for (const m of ['_write', '_writev'] as const) {
           const orig = socket[m];
@@ -238,7 +250,11 @@ describe.runIf(driverName === 'postgres')('coalesceWrites', () => {
             return orig.apply(this, args);
           };
         }
-        const rows = await Promise.all([client.query('select $1::int as n', [1]), client.query('select $1::int as n', [2]), client.query('select $1::int as n', [3])]);
+        const rows = await Promise.all([
+          client.query('select $1::int as n', [1]),
+          client.query('select $1::int as n', [2]),
+          client.query('select $1::int as n', [3]),
+        ]);
         expect(rows.map((r) => r.rows[0].n)).toEqual([1, 2, 3]);
         return writes;
       } finally {

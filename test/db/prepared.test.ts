@@ -23,7 +23,12 @@ describe(`prepare (${driverName})`, () => {
     database = await createTestDatabase();
     store = createStore({ databaseUrl: database.databaseUrl, dataDir: database.dataDir, dbPoolSize: 2 });
     await migrateToLatest(store);
-    for (const [name, email] of [['Prepared', 'a@example.com'], ['Prepared', 'b@example.com'], ['Other', 'c@example.com'], ['Prepared', 'd@example.com']]) {
+    for (const [name, email] of [
+      ['Prepared', 'a@example.com'],
+      ['Prepared', 'b@example.com'],
+      ['Other', 'c@example.com'],
+      ['Prepared', 'd@example.com'],
+    ]) {
       await store.db.insertInto('users').values({ name: name!, email: email!, password_hash: 'x', created_at: 1, updated_at: 1 }).execute();
     }
   });
@@ -45,7 +50,11 @@ describe(`prepare (${driverName})`, () => {
     await store.db
       .transaction()
       .execute(async (trx) => {
-        const { id } = await trx.insertInto('users').values({ name: 'Prepared', email: 'e@example.com', password_hash: 'x', created_at: 1, updated_at: 1 }).returning('id').executeTakeFirstOrThrow();
+        const { id } = await trx
+          .insertInto('users')
+          .values({ name: 'Prepared', email: 'e@example.com', password_hash: 'x', created_at: 1, updated_at: 1 })
+          .returning('id')
+          .executeTakeFirstOrThrow();
         expect(await usersBetween.execute(trx, id, 'a@example.com')).toEqual([{ id, email: 'e@example.com' }]);
         throw new Error('roll back');
       })
@@ -66,7 +75,11 @@ describe(`prepare (${driverName})`, () => {
     await store.db
       .transaction()
       .execute(async (trx) => {
-        const { id } = await trx.insertInto('users').values({ name: 'Prepared', email: 'f@example.com', password_hash: 'x', created_at: 1, updated_at: 1 }).returning('id').executeTakeFirstOrThrow();
+        const { id } = await trx
+          .insertInto('users')
+          .values({ name: 'Prepared', email: 'f@example.com', password_hash: 'x', created_at: 1, updated_at: 1 })
+          .returning('id')
+          .executeTakeFirstOrThrow();
         expect(await usersBetween.executeArrays(trx, id, 'a@example.com')).toEqual([[id, 'f@example.com']]);
         throw new Error('roll back');
       })
@@ -78,11 +91,18 @@ describe(`prepare (${driverName})`, () => {
     await expect(unbound.execute(store.db, 1, 'x')).rejects.toThrow('1 placeholder(s) not bound as parameters');
   });
   describe('prepareRow', () => {
-    const insertToken = prepareRow((db: Store['db'], row: { user_id: number; token_hash: string; expires_at: number; created_at: number; revoked_at?: number | null }) =>
-      db.insertInto('access_tokens').values(row).returning(['id', 'token_hash', 'expires_at', 'revoked_at']),
+    const insertToken = prepareRow(
+      (db: Store['db'], row: { user_id: number; token_hash: string; expires_at: number; created_at: number; revoked_at?: number | null }) =>
+        db.insertInto('access_tokens').values(row).returning(['id', 'token_hash', 'expires_at', 'revoked_at']),
     );
-    const changeToken = prepareRow((db: Store['db'], { id, ...set }: { id: number; token_hash?: string; expires_at?: number; revoked_at?: number | null }) =>
-      db.updateTable('access_tokens').set(set).where('id', '=', id).where('token_hash', '!=', 'locked').returning(['id', 'token_hash', 'expires_at', 'revoked_at']),
+    const changeToken = prepareRow(
+      (db: Store['db'], { id, ...set }: { id: number; token_hash?: string; expires_at?: number; revoked_at?: number | null }) =>
+        db
+          .updateTable('access_tokens')
+          .set(set)
+          .where('id', '=', id)
+          .where('token_hash', '!=', 'locked')
+          .returning(['id', 'token_hash', 'expires_at', 'revoked_at']),
     );
     let userId: number;
     const row = (hash: string, extra: object = {}) => ({ user_id: userId, token_hash: hash, expires_at: 100, created_at: 5, ...extra });
@@ -112,18 +132,32 @@ describe(`prepare (${driverName})`, () => {
 
     it("updates by the row, setting only the fields given, with the query's own constants kept", async () => {
       const t = (await insertToken.executeTakeFirst(store.db, row('hash-e')))!;
-      expect((await changeToken.execute(store.db, { id: t.id, revoked_at: 9 })).map(plain)).toEqual([{ hash: 'hash-e', expires: 100, revoked: 9 }]);
-      expect((await changeToken.execute(store.db, { id: t.id, expires_at: 300, revoked_at: null })).map(plain)).toEqual([{ hash: 'hash-e', expires: 300, revoked: null }]);
-      expect((await changeToken.execute(store.db, { id: t.id, token_hash: 'locked' })).map(plain)).toEqual([{ hash: 'locked', expires: 300, revoked: null }]);
+      expect((await changeToken.execute(store.db, { id: t.id, revoked_at: 9 })).map(plain)).toEqual([
+        { hash: 'hash-e', expires: 100, revoked: 9 },
+      ]);
+      expect((await changeToken.execute(store.db, { id: t.id, expires_at: 300, revoked_at: null })).map(plain)).toEqual([
+        { hash: 'hash-e', expires: 300, revoked: null },
+      ]);
+      expect((await changeToken.execute(store.db, { id: t.id, token_hash: 'locked' })).map(plain)).toEqual([
+        { hash: 'locked', expires: 300, revoked: null },
+      ]);
       // token_hash != 'locked' is a constant of the query, not the row's: the row is left as it is.
       expect(await changeToken.execute(store.db, { id: t.id, expires_at: 1 })).toEqual([]);
-      const stored = await store.db.selectFrom('access_tokens').select(['token_hash', 'expires_at', 'revoked_at']).where('id', '=', t.id).executeTakeFirst();
+      const stored = await store.db
+        .selectFrom('access_tokens')
+        .select(['token_hash', 'expires_at', 'revoked_at'])
+        .where('id', '=', t.id)
+        .executeTakeFirst();
       expect(plain(stored)).toEqual({ hash: 'locked', expires: 300, revoked: null });
     });
 
     it('refuses a value that is not plain, and a field the query does not bind', async () => {
-      await expect(insertToken.execute(store.db, { ...row('hash-f'), token_hash: { toString: () => 'x' } as unknown as string })).rejects.toThrow('field token_hash is not a plain value');
-      const dropsHash = prepareRow((db: Store['db'], r: { id: number; token_hash: string }) => db.selectFrom('access_tokens').select('id').where('id', '=', r.id));
+      await expect(
+        insertToken.execute(store.db, { ...row('hash-f'), token_hash: { toString: () => 'x' } as unknown as string }),
+      ).rejects.toThrow('field token_hash is not a plain value');
+      const dropsHash = prepareRow((db: Store['db'], r: { id: number; token_hash: string }) =>
+        db.selectFrom('access_tokens').select('id').where('id', '=', r.id),
+      );
       await expect(dropsHash.execute(store.db, { id: 1, token_hash: 'x' })).rejects.toThrow('field(s) token_hash not bound as parameters');
     });
   });

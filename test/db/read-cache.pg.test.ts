@@ -33,7 +33,17 @@ beforeAll(async () => {
   seed = await startTestApp({ database, keepDatabase: true });
   const n = await seed.store.db
     .insertInto('networks')
-    .values({ name: 'Offline', rpc_url: 'http://127.0.0.1:9', chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: 0, confirmations: 1, created_at: 1, updated_at: 1 })
+    .values({
+      name: 'Offline',
+      rpc_url: 'http://127.0.0.1:9',
+      chain_id: 31337,
+      currency_symbol: 'ETH',
+      block_explorer: '',
+      is_mainnet: 0,
+      confirmations: 1,
+      created_at: 1,
+      updated_at: 1,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   networkId = n.id;
@@ -85,15 +95,26 @@ describe('read cache across processes (PostgreSQL)', () => {
     await warm(token, walletId);
     expect((await api(a, 'POST', `/wallet/${walletId}/update`, token, { name: 'Renamed' })).status).toBe(200);
     expect((await api(a, 'GET', `/wallet/${walletId}`, token)).body.data.name).toBe('Renamed'); // its own write: at once
-    await waitFor(async () => (await api(b, 'GET', `/wallet/${walletId}`, token)).body.data.name === 'Renamed', { timeoutMs: 2_000, message: 'the rename on b' });
+    await waitFor(async () => (await api(b, 'GET', `/wallet/${walletId}`, token)).body.data.name === 'Renamed', {
+      timeoutMs: 2_000,
+      message: 'the rename on b',
+    });
     // Outside any service: the trigger's NOTIFY reaches both at commit.
     await sql`UPDATE wallets SET name = 'From psql' WHERE id = ${walletId}`.execute(seed.store.db);
     for (const s of [a, b]) {
-      await waitFor(async () => (await api(s, 'GET', `/wallet/${walletId}`, token)).body.data.name === 'From psql', { timeoutMs: 2_000, message: 'the psql rename' });
+      await waitFor(async () => (await api(s, 'GET', `/wallet/${walletId}`, token)).body.data.name === 'From psql', {
+        timeoutMs: 2_000,
+        message: 'the psql rename',
+      });
     }
-    await sql`UPDATE access_tokens SET revoked_at = 1 WHERE user_id = (SELECT user_id FROM wallets WHERE id = ${walletId})`.execute(seed.store.db);
+    await sql`UPDATE access_tokens SET revoked_at = 1 WHERE user_id = (SELECT user_id FROM wallets WHERE id = ${walletId})`.execute(
+      seed.store.db,
+    );
     for (const s of [a, b]) {
-      await waitFor(async () => (await api(s, 'GET', `/wallet/${walletId}`, token)).status === 401, { timeoutMs: 2_000, message: 'the psql revocation' });
+      await waitFor(async () => (await api(s, 'GET', `/wallet/${walletId}`, token)).status === 401, {
+        timeoutMs: 2_000,
+        message: 'the psql revocation',
+      });
     }
   });
 
@@ -102,7 +123,11 @@ describe('read cache across processes (PostgreSQL)', () => {
     await warm(token, walletId);
     const db = seed.store.db;
     const listeners = () =>
-      sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'wallet-service-listen:wallet_cache'`.execute(db);
+      sql<{
+        pid: number;
+      }>`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'wallet-service-listen:wallet_cache'`.execute(
+        db,
+      );
     const before = (await listeners()).rows.map((r) => r.pid);
     expect(before.length).toBeGreaterThanOrEqual(3); // a, b and the seed app
     // Cut every cache listener, then change the wallet while they are down: the NOTIFY is lost.
@@ -114,10 +139,16 @@ describe('read cache across processes (PostgreSQL)', () => {
     await sql`UPDATE wallets SET name = 'While deaf' WHERE id = ${walletId}`.execute(db);
     for (const s of [a, b]) expect((await api(s, 'GET', `/wallet/${walletId}`, token)).body.data.name).toBe('While deaf');
     // They listen again (after about a second) and go on serving what the database holds.
-    await waitFor(async () => (await listeners()).rows.filter((r) => !before.includes(r.pid)).length >= 3, { timeoutMs: 10_000, message: 'listeners back' });
+    await waitFor(async () => (await listeners()).rows.filter((r) => !before.includes(r.pid)).length >= 3, {
+      timeoutMs: 10_000,
+      message: 'listeners back',
+    });
     await sql`UPDATE wallets SET name = 'Heard again' WHERE id = ${walletId}`.execute(db);
     for (const s of [a, b]) {
-      await waitFor(async () => (await api(s, 'GET', `/wallet/${walletId}`, token)).body.data.name === 'Heard again', { timeoutMs: 2_000, message: 'rename after reconnect' });
+      await waitFor(async () => (await api(s, 'GET', `/wallet/${walletId}`, token)).body.data.name === 'Heard again', {
+        timeoutMs: 2_000,
+        message: 'rename after reconnect',
+      });
     }
   });
 

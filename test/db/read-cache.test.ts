@@ -40,7 +40,11 @@ describe('writtenTables', () => {
     expect(writtenTables('insert or replace into "users" values (?)')).toBe('all');
     expect(writtenTables('replace into "users" values (?)')).toBe('all');
     expect(writtenTables('with x as (select 1) update "users" set "name" = ?')).toEqual(['users']);
-    expect(writtenTables('with t as (select 1), hit as (insert into rate_limits (key) select 1 on conflict (key) do update set points = 1 returning points) select 1')).toEqual(['rate_limits']);
+    expect(
+      writtenTables(
+        'with t as (select 1), hit as (insert into rate_limits (key) select 1 on conflict (key) do update set points = 1 returning points) select 1',
+      ),
+    ).toEqual(['rate_limits']);
     expect(writtenTables('with gone as (delete from "wallets" returning id) select * from gone')).toBe('all');
     expect(writtenTables('alter table "users" add column "x" integer')).toBe('all');
     expect(writtenTables('pragma foreign_keys = off')).toBe('all');
@@ -101,7 +105,11 @@ describe(`read cache through HTTP (${driverName})`, () => {
     expect((await balance(other.token, w.id)).status).toBe(200);
     const row = await findUserByTokenHash(t.store.db, sha256Hex(other.token), Date.now());
     expect(row?.id).toBe(other.id);
-    const { expires_at } = await t.store.db.selectFrom('access_tokens').select('expires_at').where('id', '=', row!.token_id).executeTakeFirstOrThrow();
+    const { expires_at } = await t.store.db
+      .selectFrom('access_tokens')
+      .select('expires_at')
+      .where('id', '=', row!.token_id)
+      .executeTakeFirstOrThrow();
     expect(await findUserByTokenHash(t.store.db, sha256Hex(other.token), expires_at - 1)).toBeDefined();
     expect(await findUserByTokenHash(t.store.db, sha256Hex(other.token), expires_at)).toBeUndefined();
   });

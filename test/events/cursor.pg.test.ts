@@ -33,12 +33,26 @@ describe('events cursor on PostgreSQL', () => {
     expect(res.status).toBe(200);
     return res.body.data.map((e: { id: number }) => e.id);
   };
-  const event = (n: number) => ({ userId: user.id, walletId, name: 'balance.updated' as const, payload: { wallet_id: walletId, n }, nowMs: Date.now() });
+  const event = (n: number) => ({
+    userId: user.id,
+    walletId,
+    name: 'balance.updated' as const,
+    payload: { wallet_id: walletId, n },
+    nowMs: Date.now(),
+  });
 
   it('shows the hazard without the lock: a plain insert that commits late is skipped by the cursor', async () => {
     const other = await t.createUser();
     const w = await createWalletRow(t, other.id);
-    const row = (n: number) => ({ user_id: other.id, wallet_id: w.id, type: 'balance', name: 'balance.updated', payload: `{"n":${n}}`, dispatched_at: 1, created_at: Date.now() });
+    const row = (n: number) => ({
+      user_id: other.id,
+      wallet_id: w.id,
+      type: 'balance',
+      name: 'balance.updated',
+      payload: `{"n":${n}}`,
+      dispatched_at: 1,
+      created_at: Date.now(),
+    });
     const hold = gate();
     let early = 0;
     const slow = t.store.db.transaction().execute(async (trx) => {

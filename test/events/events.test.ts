@@ -38,7 +38,8 @@ describe('events API', () => {
     walletId = (await call('/api/wallet/create', { name: 'Shop', network_id: networkId })).id;
     await call(`/api/wallet/${walletId}/webhook/create`, { url: `${rx.url}/charges`, type: 'charge', events: ['*'] });
     await call(`/api/wallet/${walletId}/webhook/create`, { url: `${rx.url}/wallets`, type: 'wallet', events: ['*'] });
-    for (const amount of ['1', '2.5', '0.000000000000000001']) await call(`/api/wallet/${walletId}/charge/create`, { amount, token: 'ETH' });
+    for (const amount of ['1', '2.5', '0.000000000000000001'])
+      await call(`/api/wallet/${walletId}/charge/create`, { amount, token: 'ETH' });
     await call(`/api/wallet/${walletId}/update`, { name: 'Shop (renamed)' });
     await call('/api/wallet/create', { name: 'Bob’s', network_id: networkId }, bob.token);
     all = (await t.request('GET', '/api/events', { token: alice.token })).body.data;
@@ -67,7 +68,12 @@ describe('events API', () => {
     }
     const received = rx.requests.map((r) => JSON.parse(r.body) as { event: string; data: unknown });
     const sortKey = (x: { event: string; data: unknown }) => `${x.event} ${JSON.stringify(x.data)}`;
-    expect(received.map(sortKey).sort()).toEqual(all.slice(1).map((e) => sortKey({ event: e.event, data: e.data })).sort());
+    expect(received.map(sortKey).sort()).toEqual(
+      all
+        .slice(1)
+        .map((e) => sortKey({ event: e.event, data: e.data }))
+        .sort(),
+    );
 
     const one = await t.request('GET', `/api/events/${all[1]!.id}`, { token: alice.token });
     expect(one.status).toBe(200);
@@ -131,7 +137,8 @@ describe('events API', () => {
   });
 
   it('is readable with a read key, not with a key without read', async () => {
-    const create = (scopes: string[]) => t.request('POST', '/api/auth/key/create', { token: alice.token, body: { name: scopes.join(' '), scopes } });
+    const create = (scopes: string[]) =>
+      t.request('POST', '/api/auth/key/create', { token: alice.token, body: { name: scopes.join(' '), scopes } });
     const reader = (await create(['read'])).body.data.key;
     const writer = (await create(['charges:write'])).body.data.key;
     expect((await t.request('GET', '/api/events', { token: reader })).body.data).toEqual(all);

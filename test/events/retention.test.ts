@@ -21,7 +21,18 @@ describe('event log retention', () => {
     const db = t.store.db;
     const hook = await db
       .insertInto('webhooks')
-      .values({ wallet_id: wallet.id, url: 'http://127.0.0.1:9/', type: 'balance', events: '["*"]', status: 'active', signature_enc: null, headers_enc: null, deleted_at: null, created_at: 0, updated_at: 0 })
+      .values({
+        wallet_id: wallet.id,
+        url: 'http://127.0.0.1:9/',
+        type: 'balance',
+        events: '["*"]',
+        status: 'active',
+        signature_enc: null,
+        headers_enc: null,
+        deleted_at: null,
+        created_at: 0,
+        updated_at: 0,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     const now = clock.nowMs();
@@ -29,7 +40,15 @@ describe('event log retention', () => {
       (
         await db
           .insertInto('events')
-          .values({ user_id: user.id, wallet_id: wallet.id, type: 'balance', name: 'balance.updated', payload: '{}', dispatched_at: dispatched ? now - ageDays * DAY : null, created_at: now - ageDays * DAY })
+          .values({
+            user_id: user.id,
+            wallet_id: wallet.id,
+            type: 'balance',
+            name: 'balance.updated',
+            payload: '{}',
+            dispatched_at: dispatched ? now - ageDays * DAY : null,
+            created_at: now - ageDays * DAY,
+          })
           .returning('id')
           .executeTakeFirstOrThrow()
       ).id;
@@ -37,10 +56,29 @@ describe('event log retention', () => {
       const at = now - ageDays * DAY;
       const d = await db
         .insertInto('webhook_deliveries')
-        .values({ uuid: randomUUID(), webhook_id: hook.id, event_id: eventId, event_name: 'balance.updated', body: '{}', status, attempts: 1, next_attempt_at: at, locked_by: null, locked_until: null, response_status: 500, last_error: null, delivered_at: null, created_at: at, updated_at: at })
+        .values({
+          uuid: randomUUID(),
+          webhook_id: hook.id,
+          event_id: eventId,
+          event_name: 'balance.updated',
+          body: '{}',
+          status,
+          attempts: 1,
+          next_attempt_at: at,
+          locked_by: null,
+          locked_until: null,
+          response_status: 500,
+          last_error: null,
+          delivered_at: null,
+          created_at: at,
+          updated_at: at,
+        })
         .returning('id')
         .executeTakeFirstOrThrow();
-      await db.insertInto('webhook_attempts').values({ delivery_id: d.id, attempt: 1, response_status: 500, duration_ms: 3, response_body: 'no', error: null, created_at: at }).execute();
+      await db
+        .insertInto('webhook_attempts')
+        .values({ delivery_id: d.id, attempt: 1, response_status: 500, duration_ms: 3, response_body: 'no', error: null, created_at: at })
+        .execute();
       return d.id;
     };
 
@@ -68,7 +106,9 @@ describe('event log retention', () => {
     expect(eventIds).toEqual([retrying, pending, undispatched, recent]);
     const deliveries = (await db.selectFrom('webhook_deliveries').select('id').orderBy('id').execute()).map((r) => r.id);
     expect(deliveries).toEqual([retryingDelivery, pendingDelivery, recentDelivery]);
-    const attempts = (await db.selectFrom('webhook_attempts').select('delivery_id').orderBy('delivery_id').execute()).map((r) => r.delivery_id);
+    const attempts = (await db.selectFrom('webhook_attempts').select('delivery_id').orderBy('delivery_id').execute()).map(
+      (r) => r.delivery_id,
+    );
     expect(attempts).toEqual([retryingDelivery, pendingDelivery, recentDelivery]);
 
     // The events API no longer shows what was pruned.
@@ -81,7 +121,12 @@ describe('event log retention', () => {
     const db = t.store.db;
     await db.updateTable('events').set({ dispatched_at: 1 }).execute();
     await db.updateTable('webhook_deliveries').set({ status: 'delivered' }).execute();
-    const newest = (await db.selectFrom('events').select((eb) => eb.fn.max('id').as('id')).executeTakeFirstOrThrow()).id;
+    const newest = (
+      await db
+        .selectFrom('events')
+        .select((eb) => eb.fn.max('id').as('id'))
+        .executeTakeFirstOrThrow()
+    ).id;
     await pruneEventLog(t.ctx);
     expect((await db.selectFrom('events').select('id').execute()).map((r) => Number(r.id))).toEqual([Number(newest)]);
     expect(await db.selectFrom('webhook_deliveries').select('id').execute()).toEqual([]);

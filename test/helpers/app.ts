@@ -140,7 +140,11 @@ export async function startTestApp(opts: StartOptions = {}): Promise<TestApp> {
         body = JSON.stringify(o.body);
         headers['content-type'] = o.contentType ?? 'application/json';
       }
-      const res = await fetch(`${url}${path}`, { method, headers, body: typeof body === "string" || body === undefined ? body : new Uint8Array(body) });
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers,
+        body: typeof body === 'string' || body === undefined ? body : new Uint8Array(body),
+      });
       const text = await res.text();
       let parsed: any;
       try {

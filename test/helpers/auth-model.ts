@@ -18,7 +18,14 @@
 import type { KeyScope, RouteScope } from '../../src/modules/keys/keys.scopes.js';
 
 /** The scopes CONTRACT.md names for API keys. */
-export const CONTRACT_KEY_SCOPES = ['read', 'charges:write', 'transactions:write', 'wallets:write', 'webhooks:write', '*'] as const satisfies readonly KeyScope[];
+export const CONTRACT_KEY_SCOPES = [
+  'read',
+  'charges:write',
+  'transactions:write',
+  'wallets:write',
+  'webhooks:write',
+  '*',
+] as const satisfies readonly KeyScope[];
 
 /** Who a credential belongs to: the owner of the fixtures (A), another user (B), or nobody. */
 export type Who = 'A' | 'B';

@@ -10,7 +10,13 @@ export interface PageTroubles {
   failed: string[];
 }
 
-export function watchPage(context: BrowserContext, page: Page, origin: string, into: PageTroubles, countConsole: (text: string) => boolean = () => true): void {
+export function watchPage(
+  context: BrowserContext,
+  page: Page,
+  origin: string,
+  into: PageTroubles,
+  countConsole: (text: string) => boolean = () => true,
+): void {
   let cutting = 0;
   const close = context.close.bind(context);
   context.close = (options) => {

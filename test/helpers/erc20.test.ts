@@ -24,7 +24,20 @@ describe('test ERC-20 helpers', { timeout: 30_000 }, () => {
     expect(first.erc20.bytecode).toMatch(/^0x[0-9a-f]+$/);
     expect(first.notAToken.bytecode).toMatch(/^0x[0-9a-f]+$/);
     const names = first.erc20.abi.flatMap((item) => ('name' in item && item.name ? [item.name] : []));
-    for (const name of ['name', 'symbol', 'decimals', 'totalSupply', 'balanceOf', 'transfer', 'transferFrom', 'approve', 'allowance', 'mint', 'Transfer', 'Approval']) {
+    for (const name of [
+      'name',
+      'symbol',
+      'decimals',
+      'totalSupply',
+      'balanceOf',
+      'transfer',
+      'transferFrom',
+      'approve',
+      'allowance',
+      'mint',
+      'Transfer',
+      'Approval',
+    ]) {
       expect(names).toContain(name);
     }
     const cacheDir = fileURLToPath(new URL('../../node_modules/.cache/wallet-service-contracts/', import.meta.url));
@@ -53,9 +66,7 @@ describe('test ERC-20 helpers', { timeout: 30_000 }, () => {
 
   it('rejects a mint that reverts', async () => {
     const token = await deployErc20(devnet.rpcUrl, { name: 'Eighteen', symbol: 'E18', decimals: 18 });
-    await expect(
-      mintErc20(devnet.rpcUrl, token, '0x0000000000000000000000000000000000000000', 1n),
-    ).rejects.toThrow(/mint to zero address/);
+    await expect(mintErc20(devnet.rpcUrl, token, '0x0000000000000000000000000000000000000000', 1n)).rejects.toThrow(/mint to zero address/);
   });
 
   it('deploys NotAToken, which answers ping() but not ERC-20 calls', async () => {

@@ -202,7 +202,11 @@ function compileWithSolc(): CompiledTestContracts {
     throw new Error(`solc compilation failed:\n${errors.map((e) => e.formattedMessage ?? e.message).join('\n')}`);
   }
   const contracts = output.contracts?.[SOURCE_NAME];
-  return { erc20: pickContract(contracts, 'TestToken'), notAToken: pickContract(contracts, 'NotAToken'), forwarder: pickContract(contracts, 'Forwarder') };
+  return {
+    erc20: pickContract(contracts, 'TestToken'),
+    notAToken: pickContract(contracts, 'NotAToken'),
+    forwarder: pickContract(contracts, 'Forwarder'),
+  };
 }
 
 function pickContract(contracts: SolcFileContracts | undefined, name: string): CompiledContract {
@@ -219,7 +223,9 @@ function isCompiledContract(value: unknown): value is CompiledContract {
 
 function isCompiledTestContracts(value: unknown): value is CompiledTestContracts {
   const v = value as Partial<CompiledTestContracts> | null;
-  return typeof v === 'object' && v !== null && isCompiledContract(v.erc20) && isCompiledContract(v.notAToken) && isCompiledContract(v.forwarder);
+  return (
+    typeof v === 'object' && v !== null && isCompiledContract(v.erc20) && isCompiledContract(v.notAToken) && isCompiledContract(v.forwarder)
+  );
 }
 
 // ---------------------------------------------------------------------------
@@ -282,9 +288,28 @@ const forwarderAbi = parseAbi(['function forward(address to) payable', 'function
  * omitted); `half`: only half arrives, the inner call that sends the rest reverts. Resolves with
  * the mined transaction's hash.
  */
-export async function forwardValue(rpcUrl: string, forwarder: Address, to: Address, wei: bigint, opts: { account?: Hex; half?: boolean } = {}): Promise<Hex> {
-  const client = createWalletClient({ account: privateKeyToAccount(opts.account ?? DEPLOYER_PRIVATE_KEY), chain: foundry, transport: http(rpcUrl), pollingInterval: POLLING_INTERVAL_MS, cacheTime: 0 });
-  const hash = await client.writeContract({ address: forwarder, abi: forwarderAbi, functionName: opts.half ? 'forwardHalf' : 'forward', args: [to], value: wei, gas: 300_000n });
+export async function forwardValue(
+  rpcUrl: string,
+  forwarder: Address,
+  to: Address,
+  wei: bigint,
+  opts: { account?: Hex; half?: boolean } = {},
+): Promise<Hex> {
+  const client = createWalletClient({
+    account: privateKeyToAccount(opts.account ?? DEPLOYER_PRIVATE_KEY),
+    chain: foundry,
+    transport: http(rpcUrl),
+    pollingInterval: POLLING_INTERVAL_MS,
+    cacheTime: 0,
+  });
+  const hash = await client.writeContract({
+    address: forwarder,
+    abi: forwarderAbi,
+    functionName: opts.half ? 'forwardHalf' : 'forward',
+    args: [to],
+    value: wei,
+    gas: 300_000n,
+  });
   await waitForSuccess(rpcUrl, hash, 'forward');
   return hash;
 }

@@ -42,7 +42,10 @@ export async function createWalletRow(t: TestApp, userId: number, opts: { name?:
     .updateTable('wallets')
     .set({
       private_key_enc: t.ctx.secrets.encrypt(key, walletPlace(wallet.id, 'private_key_enc')),
-      mnemonic_enc: t.ctx.secrets.encrypt('test test test test test test test test test test test junk', walletPlace(wallet.id, 'mnemonic_enc')),
+      mnemonic_enc: t.ctx.secrets.encrypt(
+        'test test test test test test test test test test test junk',
+        walletPlace(wallet.id, 'mnemonic_enc'),
+      ),
     })
     .where('id', '=', wallet.id)
     .execute();

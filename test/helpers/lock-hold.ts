@@ -20,7 +20,12 @@ import { waitFor } from './wait.js';
 
 const PROBE = 'lock-hold probe';
 
-export async function timeLockHold<T>(direct: Store, walletId: number, waiting: string, start: () => Promise<T>): Promise<{ heldForMs: number; result: T }> {
+export async function timeLockHold<T>(
+  direct: Store,
+  walletId: number,
+  waiting: string,
+  start: () => Promise<T>,
+): Promise<{ heldForMs: number; result: T }> {
   const lockWallet = (trx: Store['db']) => sql`select id from wallets where id = ${walletId} for update /* lock-hold probe */`.execute(trx);
   const waiters = async (pattern: string): Promise<number> => {
     const r = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
@@ -39,13 +44,19 @@ export async function timeLockHold<T>(direct: Store, walletId: number, waiting: 
   await held;
   const work = start();
   work.catch(() => undefined); // awaited below
-  await waitFor(async () => ((await waiters(waiting)) >= 1 ? true : null), { timeoutMs: 30_000, message: `a statement like ${waiting} waiting for the wallet's lock` });
+  await waitFor(async () => ((await waiters(waiting)) >= 1 ? true : null), {
+    timeoutMs: 30_000,
+    message: `a statement like ${waiting} waiting for the wallet's lock`,
+  });
   let grantedAt = 0;
   const probe = direct.db.transaction().execute(async (trx) => {
     await lockWallet(trx);
     grantedAt = performance.now();
   });
-  await waitFor(async () => ((await waiters(`%${PROBE}%`)) >= 1 ? true : null), { timeoutMs: 30_000, message: 'the probe waiting for the wallet’s lock behind the work' });
+  await waitFor(async () => ((await waiters(`%${PROBE}%`)) >= 1 ? true : null), {
+    timeoutMs: 30_000,
+    message: 'the probe waiting for the wallet’s lock behind the work',
+  });
   const t0 = performance.now();
   release();
   await holder;

@@ -75,7 +75,10 @@ export interface Service {
  * A real service process (`src/server.ts`) on a test database, API only (no workers, no devnet),
  * answering once its OpenAPI document does. `env` adds to or overrides the defaults.
  */
-export async function startService(database: { dataDir: string; databaseUrl: string | null }, env: Record<string, string> = {}): Promise<Service> {
+export async function startService(
+  database: { dataDir: string; databaseUrl: string | null },
+  env: Record<string, string> = {},
+): Promise<Service> {
   const port = await findFreePort();
   const proc = runTs('src/server.ts', [], {
     NODE_ENV: 'test',

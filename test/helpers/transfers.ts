@@ -139,7 +139,12 @@ export class RpcProxy {
     this.seen.push({ method: String(call.method), atMs: Date.now(), action: rule?.action ?? null });
     if (rule?.delayMs) await new Promise((r) => setTimeout(r, rule.delayMs));
     if (rule?.until) await rule.until.catch(() => undefined);
-    const json = (status: number, payload: object, headers?: Record<string, string>): Answer => ({ kind: 'json', status, body: { jsonrpc: '2.0', id: call.id ?? null, ...payload }, headers });
+    const json = (status: number, payload: object, headers?: Record<string, string>): Answer => ({
+      kind: 'json',
+      status,
+      body: { jsonrpc: '2.0', id: call.id ?? null, ...payload },
+      headers,
+    });
     const forwarded = async (url?: string): Promise<Answer> => {
       const up = await this.forward(body, url);
       return { kind: 'json', status: up.status, body: JSON.parse(up.text) as unknown };
@@ -220,7 +225,10 @@ export class RpcProxy {
         return;
       }
       const json = answers as Array<Extract<Answer, { kind: 'json' }>>;
-      res.writeHead(Math.max(...json.map((a) => a.status)), Object.assign({ 'content-type': 'application/json' }, ...json.map((a) => a.headers ?? {})));
+      res.writeHead(
+        Math.max(...json.map((a) => a.status)),
+        Object.assign({ 'content-type': 'application/json' }, ...json.map((a) => a.headers ?? {})),
+      );
       res.end(JSON.stringify(Array.isArray(parsed) ? json.map((a) => a.body) : json[0]!.body));
     } catch {
       req.socket.destroy();
@@ -254,7 +262,10 @@ export interface FundedWallet {
 
 /** A wallet made through the API on `networkId`, holding `wei` of ETH. */
 export async function fundedWallet(t: TestApp, chain: TestChain, user: TestUser, networkId: number, wei: bigint): Promise<FundedWallet> {
-  const res = await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: `w-${Date.now()}`, network_id: networkId } });
+  const res = await t.request('POST', '/api/wallet/create', {
+    token: user.token,
+    body: { name: `w-${Date.now()}`, network_id: networkId },
+  });
   if (res.status !== 200) throw new Error(`wallet create failed: ${res.status} ${res.text}`);
   await chain.setBalance(res.body.data.address, wei);
   return { id: res.body.data.id, address: res.body.data.address };
@@ -292,7 +303,21 @@ export async function eventsOf(t: TestApp, walletId: number, name?: string) {
 export async function txRows(t: TestApp, walletId: number) {
   return t.store.db
     .selectFrom('transactions')
-    .select(['id', 'type', 'status', 'amount', 'tx_hash', 'nonce', 'block_number', 'block_hash', 'log_index', 'seq', 'gas_used', 'gas_price', 'error'])
+    .select([
+      'id',
+      'type',
+      'status',
+      'amount',
+      'tx_hash',
+      'nonce',
+      'block_number',
+      'block_hash',
+      'log_index',
+      'seq',
+      'gas_used',
+      'gas_price',
+      'error',
+    ])
     .where('wallet_id', '=', walletId)
     .orderBy('id', 'asc')
     .execute();
@@ -314,7 +339,11 @@ export const wei18 = (s: string): bigint => BigInt(s.replace('.', ''));
  * name their fees take them from it rather than from a fixed gwei figure the market may be under.
  */
 export async function highMaxFeePerGas(t: TestApp, user: TestUser, walletId: number): Promise<bigint> {
-  const res = await t.request('GET', `/api/wallet/${walletId}/transaction/fees?token=ETH&address=${RECIPIENT}&amount=0.000000000000000001`, { token: user.token });
+  const res = await t.request(
+    'GET',
+    `/api/wallet/${walletId}/transaction/fees?token=ETH&address=${RECIPIENT}&amount=0.000000000000000001`,
+    { token: user.token },
+  );
   if (res.status !== 200) throw new Error(`fee preview failed: ${res.status} ${res.text}`);
   return wei18(res.body.data.levels.high.max_fee_per_gas as string);
 }
@@ -323,7 +352,15 @@ export async function highMaxFeePerGas(t: TestApp, user: TestUser, walletId: num
 export async function proxiedNetwork(t: TestApp, proxy: RpcProxy): Promise<number> {
   const n = await upsertNetwork(
     t.store.db,
-    { name: 'Proxied devnet', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
+    {
+      name: 'Proxied devnet',
+      rpc_url: proxy.url,
+      chain_id: 31337,
+      currency_symbol: 'ETH',
+      block_explorer: '',
+      is_mainnet: false,
+      confirmations: 1,
+    },
     Date.now(),
   );
   await waitForCursor(t, n.id);

@@ -117,7 +117,13 @@ function jsonTypes(s: Schema): Set<string> | null {
 function wrongValue(s: Schema): unknown {
   const allowed = jsonTypes(s);
   if (allowed === null) return true;
-  const candidates: Array<[string, unknown]> = [['boolean', true], ['array', [true]], ['object', { x: true }], ['number', 1.5], ['string', 'x']];
+  const candidates: Array<[string, unknown]> = [
+    ['boolean', true],
+    ['array', [true]],
+    ['object', { x: true }],
+    ['number', 1.5],
+    ['string', 'x'],
+  ];
   return (candidates.find(([type]) => !allowed.has(type)) ?? candidates[0]!)[1];
 }
 
@@ -141,7 +147,13 @@ async function documentedRoutes(t: TestApp): Promise<Route[]> {
   return ops.map(([key, op]) => {
     expect(scopes.has(key), `${key} is documented but not registered`).toBe(true);
     const [method, url] = key.split(' ') as [string, string];
-    return { method, url, scope: scopes.get(key)!, params: [...url.matchAll(/:(\w+)/g)].map((m) => m[1]!), body: method === 'GET' ? undefined : invalidBody(op) };
+    return {
+      method,
+      url,
+      scope: scopes.get(key)!,
+      params: [...url.matchAll(/:(\w+)/g)].map((m) => m[1]!),
+      body: method === 'GET' ? undefined : invalidBody(op),
+    };
   });
 }
 
@@ -171,7 +183,8 @@ describe('the auth and scope layer, for every route and every credential', () =>
   }
 
   async function newWebhook(o: { user: TestUser; walletId: number }): Promise<number> {
-    return (await api('POST', `/api/wallet/${o.walletId}/webhook/create`, o.user.token, { url: HOOK_URL, type: 'wallet', events: ['*'] })).body.data.id;
+    return (await api('POST', `/api/wallet/${o.walletId}/webhook/create`, o.user.token, { url: HOOK_URL, type: 'wallet', events: ['*'] }))
+      .body.data.id;
   }
 
   async function newDelivery(o: { user: TestUser; walletId: number; webhookId: number }): Promise<number> {
@@ -191,7 +204,15 @@ describe('the auth and scope layer, for every route and every credential', () =>
     const now = clock.nowMs();
     const row = await t.store.db
       .insertInto('payouts')
-      .values({ wallet_id: walletId, token_id: tokenId, total: '1000', fee_level: null, state: 'rejected', created_at: now, updated_at: now })
+      .values({
+        wallet_id: walletId,
+        token_id: tokenId,
+        total: '1000',
+        fee_level: null,
+        state: 'rejected',
+        created_at: now,
+        updated_at: now,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     return row.id;
@@ -203,11 +224,27 @@ describe('the auth and scope layer, for every route and every credential', () =>
     const row = await t.store.db
       .insertInto('transactions')
       .values({
-        wallet_id: walletId, token_id: tokenId, type: 'transfer', status: 'confirmed', amount: '1000', fee_reserved: '0',
-        from_address: '0x0000000000000000000000000000000000000001', to_address: '0x0000000000000000000000000000000000000002',
-        tx_hash: `0x${randomBytes(32).toString('hex')}`, log_index: -1, block_number: 1, block_hash: `0x${randomBytes(32).toString('hex')}`,
-        block_timestamp: Math.floor(now / 1000), nonce: 0, gas: '21000', gas_price: '1', gas_used: '21000', receipt_status: 1,
-        created_at: now, updated_at: now, confirmed_at: now,
+        wallet_id: walletId,
+        token_id: tokenId,
+        type: 'transfer',
+        status: 'confirmed',
+        amount: '1000',
+        fee_reserved: '0',
+        from_address: '0x0000000000000000000000000000000000000001',
+        to_address: '0x0000000000000000000000000000000000000002',
+        tx_hash: `0x${randomBytes(32).toString('hex')}`,
+        log_index: -1,
+        block_number: 1,
+        block_hash: `0x${randomBytes(32).toString('hex')}`,
+        block_timestamp: Math.floor(now / 1000),
+        nonce: 0,
+        gas: '21000',
+        gas_price: '1',
+        gas_used: '21000',
+        receipt_status: 1,
+        created_at: now,
+        updated_at: now,
+        confirmed_at: now,
       })
       .returning('id')
       .executeTakeFirstOrThrow();
@@ -217,7 +254,8 @@ describe('the auth and scope layer, for every route and every credential', () =>
   /** One user's objects, each made as the service makes it (the API where it needs no chain). */
   async function objectsOf(user: TestUser): Promise<UserObjects> {
     const walletId = (await createWalletRow(t, user.id, { networkId })).id;
-    const tokenId = (await t.store.db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', walletId).executeTakeFirstOrThrow()).id;
+    const tokenId = (await t.store.db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', walletId).executeTakeFirstOrThrow())
+      .id;
     const webhookId = await newWebhook({ user, walletId });
     const deliveryId = await newDelivery({ user, walletId, webhookId });
     const charge = (await api('POST', `/api/wallet/${walletId}/charge/create`, user.token, { amount: '1', token: 'ETH' })).body.data;
@@ -227,7 +265,20 @@ describe('the auth and scope layer, for every route and every credential', () =>
     const transactionId = await transactionRow(walletId, tokenId);
     const payoutId = await rejectedPayout(walletId, tokenId);
     const entryId = await newEntry({ user, walletId });
-    return { user, walletId, tokenId, webhookId, deliveryId, transactionId, chargeId: charge.id, chargeUuid: charge.uuid, eventId, keyId, payoutId, entryId };
+    return {
+      user,
+      walletId,
+      tokenId,
+      webhookId,
+      deliveryId,
+      transactionId,
+      chargeId: charge.id,
+      chargeUuid: charge.uuid,
+      eventId,
+      keyId,
+      payoutId,
+      entryId,
+    };
   }
 
   /** Every credential kind's Authorization headers (a live kind has one; malformed and bad ones several). */
@@ -240,7 +291,12 @@ describe('the auth and scope layer, for every route and every credential', () =>
     Object.assign(headers, {
       none: [undefined],
       malformed: [`Basic ${Buffer.from(`${a.email}:${a.password}`).toString('base64')}`, 'Bearer', `Token ${a.token}`, a.token],
-      'bad-token': ['Bearer not-a-token', `Bearer wps_${randomBytes(32).toString('base64url')}`, `Bearer ${flip(a.token)}`, `Bearer ${randomBytes(32).toString('base64url')}`],
+      'bad-token': [
+        'Bearer not-a-token',
+        `Bearer wps_${randomBytes(32).toString('base64url')}`,
+        `Bearer ${flip(a.token)}`,
+        `Bearer ${randomBytes(32).toString('base64url')}`,
+      ],
       'expired-token': [`Bearer ${expired.token}`],
       'revoked-token': [`Bearer ${revokedToken}`],
       'revoked-key': [`Bearer ${revokedKey.key}`],
@@ -280,8 +336,16 @@ describe('the auth and scope layer, for every route and every credential', () =>
     if (missing) return MISSING_ID;
     const o = objects[kind];
     const ids: Record<string, number> = {
-      wallet: o.walletId, token: o.tokenId, webhook: o.webhookId, delivery: o.deliveryId,
-      transaction: o.transactionId, charge: o.chargeId, id: o.eventId, key: o.keyId, payout: o.payoutId, entry: o.entryId,
+      wallet: o.walletId,
+      token: o.tokenId,
+      webhook: o.webhookId,
+      delivery: o.deliveryId,
+      transaction: o.transactionId,
+      charge: o.chargeId,
+      id: o.eventId,
+      key: o.keyId,
+      payout: o.payoutId,
+      entry: o.entryId,
     };
     return String(ids[param]);
   }
@@ -298,7 +362,8 @@ describe('the auth and scope layer, for every route and every credential', () =>
     const o = objects[credentialModel(c.cred).user!];
     const walletId = Number(path.wallet);
     if (last === 'webhook') return { ...path, webhook: String(await newWebhook({ user: o.user, walletId })) };
-    if (last === 'delivery') return { ...path, delivery: String(await newDelivery({ user: o.user, walletId, webhookId: Number(path.webhook) })) };
+    if (last === 'delivery')
+      return { ...path, delivery: String(await newDelivery({ user: o.user, walletId, webhookId: Number(path.webhook) })) };
     if (last === 'key') return { ...path, key: String((await createKey(o.user.token, ['read'])).id) };
     if (last === 'entry') return { ...path, entry: String(await newEntry({ user: o.user, walletId })) };
     return path;
@@ -318,7 +383,12 @@ describe('the auth and scope layer, for every route and every credential', () =>
     return Object.fromEntries(Object.entries(route.body).filter(([k]) => !dropped.has(k)));
   }
 
-  async function send(route: Route, path: string, auth: string | undefined, json: Record<string, unknown> | undefined): Promise<ApiResponse> {
+  async function send(
+    route: Route,
+    path: string,
+    auth: string | undefined,
+    json: Record<string, unknown> | undefined,
+  ): Promise<ApiResponse> {
     const h: Record<string, string> = {};
     if (auth !== undefined) h.authorization = auth;
     if (json !== undefined) h['content-type'] = 'application/json';
@@ -370,7 +440,10 @@ describe('the auth and scope layer, for every route and every credential', () =>
     const key = `${route.method} ${route.url}${body === route.body ? '' : ' (plain)'}`;
     const seen = routeAnswers.get(key) ?? { status: res.status, message, by: c.cred };
     routeAnswers.set(key, seen);
-    expect({ status: res.status, message }, `${what} (first answered ${seen.status} ${seen.message} to ${seen.by})`).toEqual({ status: seen.status, message: seen.message });
+    expect({ status: res.status, message }, `${what} (first answered ${seen.status} ${seen.message} to ${seen.by})`).toEqual({
+      status: seen.status,
+      message: seen.message,
+    });
   }
 
   async function check(route: Route, c: Case): Promise<void> {
@@ -416,7 +489,12 @@ describe('the auth and scope layer, for every route and every credential', () =>
     // Another user's login token on the owner's objects.
     if (route.params.length > 0) out.push({ cred: 'other-login', variant: 0, values: own(route, 'owner-login'), plain: false });
     for (const p of route.params) {
-      for (const [v, variant] of [['B', 0], ['bad', 0], ['bad', 6], ['missing', 0]] as const) {
+      for (const [v, variant] of [
+        ['B', 0],
+        ['bad', 0],
+        ['bad', 6],
+        ['missing', 0],
+      ] as const) {
         out.push({ cred: 'owner-login', variant, values: { ...own(route, 'owner-login'), [p]: v }, plain: false });
       }
       // A key without the route's scope on another user's wallet: still 403 (scope before wallet).
@@ -430,7 +508,11 @@ describe('the auth and scope layer, for every route and every credential', () =>
   }
 
   function caseFor(route: Route): fc.Arbitrary<Case> {
-    const value = fc.oneof({ weight: 4, arbitrary: fc.constant<ValueKind>('A') }, { weight: 3, arbitrary: fc.constant<ValueKind>('B') }, fc.constantFrom<ValueKind>('bad', 'missing'));
+    const value = fc.oneof(
+      { weight: 4, arbitrary: fc.constant<ValueKind>('A') },
+      { weight: 3, arbitrary: fc.constant<ValueKind>('B') },
+      fc.constantFrom<ValueKind>('bad', 'missing'),
+    );
     return fc.record({
       cred: fc.constantFrom(...CREDENTIAL_KINDS),
       variant: fc.nat({ max: 20 }),
@@ -460,14 +542,19 @@ describe('the auth and scope layer, for every route and every credential', () =>
     for (const status of [200, 401, 403, 404, 422]) expect(statuses.get(status) ?? 0, `no ${status} seen`).toBeGreaterThan(0);
     // The scope a body asks for was refused where the model says (a refund with an address and a
     // `charges:write` key: 403), on every route that has one.
-    const withBodyScopes = routes.filter((r) => r.body !== undefined && bodyScopeRules(r.method, r.url).length > 0).map((r) => `${r.method} ${r.url}`);
+    const withBodyScopes = routes
+      .filter((r) => r.body !== undefined && bodyScopeRules(r.method, r.url).length > 0)
+      .map((r) => `${r.method} ${r.url}`);
     expect(withBodyScopes).toContain('POST /api/wallet/:wallet/charge/:charge/refund');
     for (const key of withBodyScopes) expect(bodyRefusals.get(key) ?? 0, `${key}: no refusal for a body scope`).toBeGreaterThan(0);
     expect(statuses.get(429) ?? 0).toBe(0);
     // Every authenticated route was reached past every check: a route whose path names an object
     // the fixtures do not make (one added since) fails here until objectsOf makes one.
     const unknown = routes.filter((r) => r.scope !== null && r.params.some((p) => PARAMS[p] === undefined));
-    expect(unknown.map((r) => `${r.method} ${r.url}`), 'routes with no fixture for their path objects').toEqual([]);
+    expect(
+      unknown.map((r) => `${r.method} ${r.url}`),
+      'routes with no fixture for their path objects',
+    ).toEqual([]);
     const reachable = routes.filter((r) => r.scope !== null).map((r) => `${r.method} ${r.url}`);
     expect(reachable.filter((k) => !routeAnswers.has(k))).toEqual([]);
   }, 180_000);

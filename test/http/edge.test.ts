@@ -146,14 +146,21 @@ describe('the edge answers malformed requests in the envelope', () => {
       const body = `{"amount":"1","token":"ETH","content":${nestedObjects(5000)}}`;
       const noToken = await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, { rawBody: body, contentType: 'application/json' });
       expectError(noToken, 401, 'Unauthenticated');
-      const notMine = await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, { token: bob.token, rawBody: body, contentType: 'application/json' });
+      const notMine = await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, {
+        token: bob.token,
+        rawBody: body,
+        contentType: 'application/json',
+      });
       expectError(notMine, 404, 'Wallet not found');
     });
 
     it('counts brackets inside strings as text, and still drops prototype-poisoning keys', async () => {
       const res = await t.request('POST', `/api/wallet/${wallet.id}/update`, {
         token: alice.token,
-        rawBody: JSON.stringify({ name: 'Brackets', description: '['.repeat(500) + '{'.repeat(500) }).replace('}', ',"constructor":{"prototype":{"polluted":true}}}'),
+        rawBody: JSON.stringify({ name: 'Brackets', description: '['.repeat(500) + '{'.repeat(500) }).replace(
+          '}',
+          ',"constructor":{"prototype":{"polluted":true}}}',
+        ),
         contentType: 'application/json',
       });
       expect(res.status, res.text).toBe(200);
@@ -181,8 +188,16 @@ describe('the edge answers malformed requests in the envelope', () => {
       for (const length of [201, MAX_PATH_PARAM_CHARS]) {
         expectError(await t.request('GET', `/api/wallet/${'9'.repeat(length)}`, { token: alice.token }), 404, 'Wallet not found');
       }
-      expectError(await t.request('GET', `/api/wallet/${'9'.repeat(MAX_PATH_PARAM_CHARS + 1)}`, { token: alice.token }), 414, 'URI too long');
-      expectError(await t.request('GET', `/api/wallet/${wallet.id}/charge/show/${'a'.repeat(5000)}`, { token: alice.token }), 414, 'URI too long');
+      expectError(
+        await t.request('GET', `/api/wallet/${'9'.repeat(MAX_PATH_PARAM_CHARS + 1)}`, { token: alice.token }),
+        414,
+        'URI too long',
+      );
+      expectError(
+        await t.request('GET', `/api/wallet/${wallet.id}/charge/show/${'a'.repeat(5000)}`, { token: alice.token }),
+        414,
+        'URI too long',
+      );
     });
   });
 
@@ -251,7 +266,7 @@ describe('the edge answers malformed requests in the envelope', () => {
     });
   });
 
-  it("answers a dashboard asset named after an object's own property (toString, constructor, __proto__) 404, not 503 \"not built\"", async () => {
+  it('answers a dashboard asset named after an object\'s own property (toString, constructor, __proto__) 404, not 503 "not built"', async () => {
     for (const name of ['toString', 'constructor', 'hasOwnProperty', 'valueOf', '__proto__']) {
       expectError(await t.request('GET', `/dashboard/assets/${name}`), 404, 'Route not found');
     }

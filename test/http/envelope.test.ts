@@ -59,7 +59,11 @@ describe('HTTP envelope and errors', () => {
   });
 
   it('answers a non-JSON content type on a JSON route with 415', async () => {
-    const res = await t.request('POST', '/api/wallet/create', { token: u.token, rawBody: 'name=x', contentType: 'application/x-www-form-urlencoded' });
+    const res = await t.request('POST', '/api/wallet/create', {
+      token: u.token,
+      rawBody: 'name=x',
+      contentType: 'application/x-www-form-urlencoded',
+    });
     expect(res.status).toBe(415);
     expectEnvelope(res, 'Unsupported media type');
     const text = await t.request('POST', '/api/auth/login', { rawBody: 'hello', contentType: 'text/plain' });
@@ -67,7 +71,10 @@ describe('HTTP envelope and errors', () => {
   });
 
   it('reports every failing field with the contract wording', async () => {
-    const res = await t.request('POST', '/api/wallet/create', { token: u.token, body: { name: 123, network_id: 'one', description: 'x'.repeat(1001) } });
+    const res = await t.request('POST', '/api/wallet/create', {
+      token: u.token,
+      body: { name: 123, network_id: 'one', description: 'x'.repeat(1001) },
+    });
     expectValidationError(res, {
       name: ['The name field must be a string.'],
       network_id: ['The network_id field must be an integer.'],

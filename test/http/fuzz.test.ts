@@ -24,7 +24,12 @@ const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.en
  * docs page and its assets, /metrics, the checkout and the refund claim pages, the dashboard's page and assets are served bare).
  * Their errors are still the envelope, except the two pages' 404, a plain HTML page (HTML_NOT_FOUND).
  */
-const BARE_SUCCESS = { has: (route: string) => /^(GET|HEAD) (\/api\/openapi\.json|\/api\/docs(\/.*)?|\/metrics|\/pay\/:uuid|\/refund\/:uuid|\/dashboard|\/dashboard\/assets\/:file)$/.test(route) };
+const BARE_SUCCESS = {
+  has: (route: string) =>
+    /^(GET|HEAD) (\/api\/openapi\.json|\/api\/docs(\/.*)?|\/metrics|\/pay\/:uuid|\/refund\/:uuid|\/dashboard|\/dashboard\/assets\/:file)$/.test(
+      route,
+    ),
+};
 const HTML_NOT_FOUND = { has: (route: string) => /^(GET|HEAD) \/(pay|refund)\/:uuid$/.test(route) };
 
 interface Route {
@@ -92,10 +97,38 @@ async function rowCounts(t: TestApp, tables: string[]): Promise<Record<string, n
 // ---------------------------------------------------------------- generators
 
 const nastyStrings = fc.constantFrom(
-  '', ' ', '0', '-1', '1.0000000', '0.0000001', '1e5', '1e999999', '-0', '0x10', 'NaN', 'Infinity', 'null', 'true',
-  '1'.repeat(300), 'x'.repeat(5000), '0x0000000000000000000000000000000000000000', '0x000000000000000000000000000000000000dEaD',
-  'http://127.0.0.1:1/hook', 'ftp://x', '*', 'charge.created', 'transaction.*', '__proto__', 'constructor',
-  '2024-01-01 00:00:00', '\u0000', '\u202e', '😀', '%zz', '<script>', "' OR 1=1 --",
+  '',
+  ' ',
+  '0',
+  '-1',
+  '1.0000000',
+  '0.0000001',
+  '1e5',
+  '1e999999',
+  '-0',
+  '0x10',
+  'NaN',
+  'Infinity',
+  'null',
+  'true',
+  '1'.repeat(300),
+  'x'.repeat(5000),
+  '0x0000000000000000000000000000000000000000',
+  '0x000000000000000000000000000000000000dEaD',
+  'http://127.0.0.1:1/hook',
+  'ftp://x',
+  '*',
+  'charge.created',
+  'transaction.*',
+  '__proto__',
+  'constructor',
+  '2024-01-01 00:00:00',
+  '\u0000',
+  '\u202e',
+  '😀',
+  '%zz',
+  '<script>',
+  "' OR 1=1 --",
 );
 const scalar = fc.oneof(
   nastyStrings,
@@ -147,8 +180,20 @@ function bodyFor(route: Route): fc.Arbitrary<string> {
     {
       weight: 1,
       arbitrary: fc.constantFrom(
-        '', '{', '{"a":1,}', 'nul', '\uFEFF{}', '[1,2', '"just a string"', '123', 'null', '[]', '{"a":"\\ud800"}',
-        '{"__proto__":{"polluted":true}}', '{"constructor":{"prototype":{"polluted":true}}}', '{"a":1}{"b":2}',
+        '',
+        '{',
+        '{"a":1,}',
+        'nul',
+        '\uFEFF{}',
+        '[1,2',
+        '"just a string"',
+        '123',
+        'null',
+        '[]',
+        '{"a":"\\ud800"}',
+        '{"__proto__":{"polluted":true}}',
+        '{"constructor":{"prototype":{"polluted":true}}}',
+        '{"a":1}{"b":2}',
       ),
     },
     { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)) },
@@ -156,11 +201,34 @@ function bodyFor(route: Route): fc.Arbitrary<string> {
 }
 
 const badId = fc.oneof(
-  fc.constantFrom('0', '-1', '01', '1.5', '1e3', '0x10', 'abc', 'null', '%20', '%00', '%2F', '%zz', '%', '%ff', '%E0%A4%A', '%C0%AF', '..', '.', '%2e%2e'),
+  fc.constantFrom(
+    '0',
+    '-1',
+    '01',
+    '1.5',
+    '1e3',
+    '0x10',
+    'abc',
+    'null',
+    '%20',
+    '%00',
+    '%2F',
+    '%zz',
+    '%',
+    '%ff',
+    '%E0%A4%A',
+    '%C0%AF',
+    '..',
+    '.',
+    '%2e%2e',
+  ),
   fc.bigInt({ min: -(10n ** 40n), max: 10n ** 40n }).map(String),
   // Over-long: on both sides of the router's 1024-character limit on a parameter.
   fc.integer({ min: 201, max: 1100 }).map((n) => '9'.repeat(n)),
-  fc.string({ unit: 'grapheme', maxLength: 30 }).filter((s) => s !== '').map(encodeURIComponent),
+  fc
+    .string({ unit: 'grapheme', maxLength: 30 })
+    .filter((s) => s !== '')
+    .map(encodeURIComponent),
   fc.uuid(),
 );
 
@@ -190,8 +258,17 @@ const contentType = fc.oneof(
   {
     weight: 2,
     arbitrary: fc.constantFrom(
-      'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/json; charset=latin1', 'text/plain',
-      'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', 'x/y/z', ';;;', 'a'.repeat(300), undefined,
+      'application/json; charset=utf-8',
+      'APPLICATION/JSON',
+      'application/json; charset=latin1',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'application/jsonx',
+      'x/y/z',
+      ';;;',
+      'a'.repeat(300),
+      undefined,
     ),
   },
 );
@@ -224,7 +301,9 @@ function describeCase(c: Case): string {
 
 function caseFor(route: Route, walletId: number, otherWalletId: number): fc.Arbitrary<Case> {
   const paramValue = (name: string) =>
-    name === 'wallet' ? fc.oneof({ weight: 3, arbitrary: fc.constant(String(walletId)) }, fc.constant(String(otherWalletId)), badId) : badId;
+    name === 'wallet'
+      ? fc.oneof({ weight: 3, arbitrary: fc.constant(String(walletId)) }, fc.constant(String(otherWalletId)), badId)
+      : badId;
   const params = fc.tuple(...route.params.map(paramValue));
   const withBody = route.method !== 'GET' && route.method !== 'HEAD';
   const method = fc.oneof({ weight: 9, arbitrary: fc.constant(route.method) }, fc.constantFrom('PUT', 'DELETE', 'PATCH'));
@@ -259,8 +338,18 @@ function printable(c: Case): Case {
 function examplesFor(route: Route, walletId: number): Case[] {
   const pathWith = (bad: Record<string, string>) =>
     route.url.replace(/:(\w+)/g, (_m, name: string) => bad[name] ?? (name === 'wallet' ? String(walletId) : '1'));
-  const base: Case = { method: route.method, path: pathWith({}), auth: 'valid', contentType: 'application/json', body: undefined, headers: {} };
-  const out: Case[] = [{ ...base, auth: 'none' }, { ...base, auth: 'garbage' }];
+  const base: Case = {
+    method: route.method,
+    path: pathWith({}),
+    auth: 'valid',
+    contentType: 'application/json',
+    body: undefined,
+    headers: {},
+  };
+  const out: Case[] = [
+    { ...base, auth: 'none' },
+    { ...base, auth: 'garbage' },
+  ];
   if (route.method === 'POST') out.push({ ...base, contentType: 'text/plain', body: '{}' });
   for (const param of route.params) {
     for (const bad of ['%zz', '%ff', '9'.repeat(300), '9'.repeat(1100)]) out.push({ ...base, path: pathWith({ [param]: bad }) });
@@ -294,7 +383,10 @@ describe('fuzzing every route with bad input', () => {
     walletId = (await createWalletRow(t, user.id, { networkId })).id;
     otherWalletId = (await createWalletRow(t, other.id, { networkId })).id;
     // rate_limits (PostgreSQL's shared request counters) counts every authenticated request by design.
-    tables = (await t.store.db.introspection.getTables()).map((x) => x.name).filter((n) => n !== 'rate_limits').sort();
+    tables = (await t.store.db.introspection.getTables())
+      .map((x) => x.name)
+      .filter((n) => n !== 'rate_limits')
+      .sort();
   });
   afterAll(async () => {
     await t?.close();
@@ -357,7 +449,10 @@ describe('fuzzing every route with bad input', () => {
     expect(typeof res.body.message, label).toBe('string');
     if (res.status >= 400) {
       const data = res.body.data;
-      const fieldErrors = data !== null && typeof data === 'object' && Object.values(data).every((m) => Array.isArray(m) && m.every((s) => typeof s === 'string'));
+      const fieldErrors =
+        data !== null &&
+        typeof data === 'object' &&
+        Object.values(data).every((m) => Array.isArray(m) && m.every((s) => typeof s === 'string'));
       expect(data === null || fieldErrors || res.status === 400, label).toBe(true);
     }
   }

@@ -12,7 +12,12 @@ async function snapshot(t: TestApp) {
   const db = t.store.db;
   const count = async (table: 'wallets' | 'wallet_tokens' | 'events' | 'users') =>
     Number((await db.selectFrom(table).select(db.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
-  return { wallets: await count('wallets'), tokens: await count('wallet_tokens'), events: await count('events'), users: await count('users') };
+  return {
+    wallets: await count('wallets'),
+    tokens: await count('wallet_tokens'),
+    events: await count('events'),
+    users: await count('users'),
+  };
 }
 
 describe('wallet guard', () => {
@@ -78,17 +83,52 @@ describe('bad input leaves the database unchanged', () => {
   afterAll(async () => t?.close());
 
   const cases: Array<{ name: string; body?: unknown; raw?: string; contentType?: string; status: number; data?: FieldErrors }> = [
-    { name: 'missing fields', body: {}, status: 422, data: { name: ['The name field is required.'], network_id: ['The network_id field is required.'] } },
-    { name: 'number where a string belongs', body: { name: 42, network_id: 1 }, status: 422, data: { name: ['The name field must be a string.'] } },
-    { name: 'string where a number belongs', body: { name: 'W', network_id: '1' }, status: 422, data: { network_id: ['The network_id field must be an integer.'] } },
-    { name: 'fractional number', body: { name: 'W', network_id: 1.5 }, status: 422, data: { network_id: ['The network_id field must be an integer.'] } },
+    {
+      name: 'missing fields',
+      body: {},
+      status: 422,
+      data: { name: ['The name field is required.'], network_id: ['The network_id field is required.'] },
+    },
+    {
+      name: 'number where a string belongs',
+      body: { name: 42, network_id: 1 },
+      status: 422,
+      data: { name: ['The name field must be a string.'] },
+    },
+    {
+      name: 'string where a number belongs',
+      body: { name: 'W', network_id: '1' },
+      status: 422,
+      data: { network_id: ['The network_id field must be an integer.'] },
+    },
+    {
+      name: 'fractional number',
+      body: { name: 'W', network_id: 1.5 },
+      status: 422,
+      data: { network_id: ['The network_id field must be an integer.'] },
+    },
     { name: 'boolean', body: { name: true, network_id: 1 }, status: 422, data: { name: ['The name field must be a string.'] } },
     { name: 'null', body: { name: null, network_id: 1 }, status: 422, data: { name: ['The name field must be a string.'] } },
     { name: 'empty string', body: { name: '', network_id: 1 }, status: 422, data: { name: ['The name field is required.'] } },
-    { name: 'very long string', body: { name: 'x'.repeat(256), network_id: 1 }, status: 422, data: { name: ['The name field must not be greater than 255 characters.'] } },
-    { name: 'unknown network', body: { name: 'W', network_id: 424242 }, status: 422, data: { network_id: ['The selected network_id is invalid.'] } },
+    {
+      name: 'very long string',
+      body: { name: 'x'.repeat(256), network_id: 1 },
+      status: 422,
+      data: { name: ['The name field must not be greater than 255 characters.'] },
+    },
+    {
+      name: 'unknown network',
+      body: { name: 'W', network_id: 424242 },
+      status: 422,
+      data: { network_id: ['The selected network_id is invalid.'] },
+    },
     { name: 'broken JSON', raw: '{"name": "W", ', contentType: 'application/json', status: 400 },
-    { name: 'huge body', raw: JSON.stringify({ name: 'W', network_id: 1, pad: 'x'.repeat(1_100_000) }), contentType: 'application/json', status: 413 },
+    {
+      name: 'huge body',
+      raw: JSON.stringify({ name: 'W', network_id: 1, pad: 'x'.repeat(1_100_000) }),
+      contentType: 'application/json',
+      status: 413,
+    },
     { name: 'form body', raw: 'name=W&network_id=1', contentType: 'application/x-www-form-urlencoded', status: 415 },
   ];
 

@@ -29,7 +29,13 @@ describe('Idempotency-Key on create routes', () => {
   afterAll(async () => t?.close());
 
   const routes = () => [
-    { name: 'wallet', table: 'wallets' as const, path: '/api/wallet/create', body: { name: 'Twice', network_id: 1 }, other: { name: 'Other', network_id: 1 } },
+    {
+      name: 'wallet',
+      table: 'wallets' as const,
+      path: '/api/wallet/create',
+      body: { name: 'Twice', network_id: 1 },
+      other: { name: 'Other', network_id: 1 },
+    },
     {
       name: 'webhook',
       table: 'webhooks' as const,
@@ -37,7 +43,13 @@ describe('Idempotency-Key on create routes', () => {
       body: { url: 'https://example.com/hook', type: 'wallet', events: ['created'] },
       other: { url: 'https://example.com/other', type: 'wallet', events: ['created'] },
     },
-    { name: 'charge', table: 'charges' as const, path: `/api/wallet/${walletId}/charge/create`, body: { amount: '1', token: 'ETH' }, other: { amount: '2', token: 'ETH' } },
+    {
+      name: 'charge',
+      table: 'charges' as const,
+      path: `/api/wallet/${walletId}/charge/create`,
+      body: { amount: '1', token: 'ETH' },
+      other: { amount: '2', token: 'ETH' },
+    },
   ];
 
   it('replays the first response, creates nothing more, and refuses the key for another body', async () => {
@@ -51,7 +63,11 @@ describe('Idempotency-Key on create routes', () => {
       const eventsAfterFirst = await count(t, 'events');
 
       // The stored response is the one the client got.
-      const stored = await t.store.db.selectFrom('idempotency_keys').select(['response_status', 'response_body']).where('key', '=', key).executeTakeFirstOrThrow();
+      const stored = await t.store.db
+        .selectFrom('idempotency_keys')
+        .select(['response_status', 'response_body'])
+        .where('key', '=', key)
+        .executeTakeFirstOrThrow();
       expect(stored.response_status).toBe(200);
       expect(JSON.parse(stored.response_body!)).toEqual(first.body);
 
@@ -72,8 +88,16 @@ describe('Idempotency-Key on create routes', () => {
   it('keeps keys per user', async () => {
     const other = await t.createUser();
     const networkId = (await ensureNetwork(t)).id;
-    const a = await t.request('POST', '/api/wallet/create', { token: u.token, body: { name: 'Mine', network_id: networkId }, headers: { 'idempotency-key': 'shared' } });
-    const b = await t.request('POST', '/api/wallet/create', { token: other.token, body: { name: 'Theirs', network_id: networkId }, headers: { 'idempotency-key': 'shared' } });
+    const a = await t.request('POST', '/api/wallet/create', {
+      token: u.token,
+      body: { name: 'Mine', network_id: networkId },
+      headers: { 'idempotency-key': 'shared' },
+    });
+    const b = await t.request('POST', '/api/wallet/create', {
+      token: other.token,
+      body: { name: 'Theirs', network_id: networkId },
+      headers: { 'idempotency-key': 'shared' },
+    });
     expect(a.status).toBe(200);
     expect(b.status).toBe(200);
     expect(b.headers.get('idempotent-replayed')).toBeNull();
@@ -104,14 +128,20 @@ describe('Idempotency-Key when the commit fails', () => {
   async function failCommitsOfKey(): Promise<void> {
     const { db } = t.store;
     if (t.store.dialect.driver === 'postgres') {
-      await sql`create function test_fail_commit() returns trigger language plpgsql as $$ begin raise exception 'injected: the commit fails'; end $$`.execute(db);
+      await sql`create function test_fail_commit() returns trigger language plpgsql as $$ begin raise exception 'injected: the commit fails'; end $$`.execute(
+        db,
+      );
       await sql`create constraint trigger test_fail_commit after update on idempotency_keys deferrable initially deferred
         for each row when (new.key = ${sql.lit(KEY)} and new.response_status is not null) execute function test_fail_commit()`.execute(db);
     } else {
       await sql`create table test_fault_parent (id integer primary key)`.execute(db);
-      await sql`create table test_fault_child (parent_id integer not null references test_fault_parent (id) deferrable initially deferred)`.execute(db);
+      await sql`create table test_fault_child (parent_id integer not null references test_fault_parent (id) deferrable initially deferred)`.execute(
+        db,
+      );
       await sql`create trigger test_fail_commit after update of response_status on idempotency_keys
-        when new.key = ${sql.lit(KEY)} and new.response_status is not null begin insert into test_fault_child (parent_id) values (1); end`.execute(db);
+        when new.key = ${sql.lit(KEY)} and new.response_status is not null begin insert into test_fault_child (parent_id) values (1); end`.execute(
+        db,
+      );
     }
   }
 

@@ -8,7 +8,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { expectValidationError } from '../helpers/expect.js';
-import { dec18, ETH, fundedWallet, highMaxFeePerGas, publicClient, RECIPIENT, waitForCursor, waitForStatus, type FundedWallet } from '../helpers/transfers.js';
+import {
+  dec18,
+  ETH,
+  fundedWallet,
+  highMaxFeePerGas,
+  publicClient,
+  RECIPIENT,
+  waitForCursor,
+  waitForStatus,
+  type FundedWallet,
+} from '../helpers/transfers.js';
 
 let t: TestApp;
 let chain: TestChain;
@@ -84,7 +94,10 @@ describe('the parser keeps its other guarantees', () => {
   });
 
   it('drops __proto__ keys and still limits the depth', async () => {
-    const poisoned = await post('/charge/create', '{"amount": 2.000000000000000001, "token": "ETH", "__proto__": {"amount": 5}, "info": {"__proto__": {"x": 1}}}');
+    const poisoned = await post(
+      '/charge/create',
+      '{"amount": 2.000000000000000001, "token": "ETH", "__proto__": {"amount": 5}, "info": {"__proto__": {"x": 1}}}',
+    );
     expect(poisoned.status, poisoned.text).toBe(200);
     expect(poisoned.body.data.amount).toBe('2.000000000000000001');
     expect(poisoned.body.data.info).toEqual({});

@@ -25,7 +25,12 @@ describe('Cache-Control: no-store on answers with a secret', () => {
     expect(key.body.data.key).toMatch(/^wps_/);
     expect(key.headers.get('cache-control')).toBe('no-store');
 
-    const w = await createWebhook(t, a, { url: 'https://example.com/no-store', type: 'balance', events: ['updated'], signature: 'whsec_no_store' });
+    const w = await createWebhook(t, a, {
+      url: 'https://example.com/no-store',
+      type: 'balance',
+      events: ['updated'],
+      signature: 'whsec_no_store',
+    });
     const del = await t.request('GET', `/api/wallet/${a.walletId}/webhook/delete/${w.id}`, { token: a.user.token });
     expect(del.status).toBe(200);
     expect(del.body.data.signature).toBe('whsec_no_store');

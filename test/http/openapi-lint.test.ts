@@ -56,7 +56,9 @@ async function redoclyLint(doc: unknown): Promise<LintResult> {
     const args = [REDOCLY, 'lint', 'openapi.json', '--extends=recommended', '--format=json', '--max-problems=1000'];
     // Exit code 1 when there is an error: the JSON on stdout says which.
     const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' };
-    const out = await run(process.execPath, args, { cwd: dir, env, maxBuffer: 16 * 1024 * 1024 }).catch((e: { stdout?: string; stderr?: string }) => e);
+    const out = await run(process.execPath, args, { cwd: dir, env, maxBuffer: 16 * 1024 * 1024 }).catch(
+      (e: { stdout?: string; stderr?: string }) => e,
+    );
     expect(out.stdout, out.stderr).toMatch(/^\s*\{/);
     return JSON.parse(out.stdout!) as LintResult;
   } finally {
@@ -90,7 +92,10 @@ describe('OpenAPI document, linted', () => {
     const stale = Object.keys(OPERATION_IDS).filter((key) => !routes.includes(key));
     expect(stale, 'these lines of src/http/operation-ids.ts name no registered route').toEqual([]);
     const ids = Object.values(OPERATION_IDS);
-    expect(ids.filter((id, i) => ids.indexOf(id) !== i), 'operationIds used twice').toEqual([]);
+    expect(
+      ids.filter((id, i) => ids.indexOf(id) !== i),
+      'operationIds used twice',
+    ).toEqual([]);
     for (const id of ids) expect(id, 'camelCase, letters only').toMatch(/^[a-z][A-Za-z]+$/);
 
     const fromDoc = Object.entries(doc.paths as Record<string, Record<string, { operationId?: string }>>)

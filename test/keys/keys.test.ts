@@ -35,7 +35,13 @@ describe('API keys', () => {
     const k = res.body.data;
     expect(Object.keys(k).sort()).toEqual(['created_at', 'expires_at', 'id', 'key', 'last_used_at', 'name', 'prefix', 'scopes']);
     expect(k.key).toMatch(/^wps_[A-Za-z0-9_-]{43}$/);
-    expect(k).toMatchObject({ name: 'Checkout server', prefix: k.key.slice(0, 12), scopes: ['read', 'charges:write'], expires_at: null, last_used_at: null });
+    expect(k).toMatchObject({
+      name: 'Checkout server',
+      prefix: k.key.slice(0, 12),
+      scopes: ['read', 'charges:write'],
+      expires_at: null,
+      last_used_at: null,
+    });
     expect(k.created_at).toMatch(DATETIME);
 
     const rows = await t.store.db.selectFrom('api_keys').selectAll().where('id', '=', k.id).execute();
@@ -47,7 +53,16 @@ describe('API keys', () => {
     const list = await t.request('GET', '/api/auth/key', { token: user.token });
     expect(list.status).toBe(200);
     expect(list.body.data).toEqual([
-      { id: k.id, name: 'Checkout server', prefix: k.prefix, scopes: ['read', 'charges:write'], created_at: k.created_at, expires_at: null, last_used_at: null, revoked_at: null },
+      {
+        id: k.id,
+        name: 'Checkout server',
+        prefix: k.prefix,
+        scopes: ['read', 'charges:write'],
+        created_at: k.created_at,
+        expires_at: null,
+        last_used_at: null,
+        revoked_at: null,
+      },
     ]);
     expect(list.text).not.toContain(k.key);
   });
@@ -76,13 +91,20 @@ describe('API keys', () => {
     const networkId = (await ensureNetwork(t)).id;
     const { key } = await createKey(t, user, { name: 'checkout', scopes: ['read', 'charges:write'] });
 
-    const charge = await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, { token: key, body: { amount: '0.25', token: 'ETH' } });
+    const charge = await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, {
+      token: key,
+      body: { amount: '0.25', token: 'ETH' },
+    });
     expect(charge.status, charge.text).toBe(200);
     expect(charge.body.data).toMatchObject({ wallet_id: wallet.id, amount: '0.250000000000000000', status: 'pending' });
     expect((await t.request('GET', `/api/wallet/${wallet.id}/charge/show/${charge.body.data.uuid}`, { token: key })).status).toBe(200);
 
     const refused: [string, string, unknown][] = [
-      ['POST', `/api/wallet/${wallet.id}/transaction/create`, { amount: '0.1', token: 'ETH', address: '0x000000000000000000000000000000000000dEaD' }],
+      [
+        'POST',
+        `/api/wallet/${wallet.id}/transaction/create`,
+        { amount: '0.1', token: 'ETH', address: '0x000000000000000000000000000000000000dEaD' },
+      ],
       ['POST', `/api/wallet/${wallet.id}/webhook/create`, { url: 'http://127.0.0.1:9/hook', type: 'charge', events: ['*'] }],
       ['POST', '/api/wallet/create', { name: 'sneaky', network_id: networkId }],
       ['POST', `/api/wallet/${wallet.id}/update`, { name: 'renamed' }],
@@ -113,7 +135,10 @@ describe('API keys', () => {
       expect([path, res.status, res.body]).toEqual([path, 403, FORBIDDEN]);
     }
     // `*` covers every write route.
-    const hook = await t.request('POST', `/api/wallet/${wallet.id}/webhook/create`, { token: all.key, body: { url: 'http://127.0.0.1:9/hook', type: 'charge', events: ['*'] } });
+    const hook = await t.request('POST', `/api/wallet/${wallet.id}/webhook/create`, {
+      token: all.key,
+      body: { url: 'http://127.0.0.1:9/hook', type: 'charge', events: ['*'] },
+    });
     expect(hook.status, hook.text).toBe(200);
     expect((await t.request('GET', '/api/auth/me', { token: all.key })).body.data.id).toBe(user.id);
   });
@@ -140,7 +165,9 @@ describe('API keys', () => {
     expect(res.status).toBe(401);
     expect(res.body).toEqual(INVALID);
     // A second revoke keeps the first time.
-    expect((await t.request('POST', `/api/auth/key/${k.id}/revoke`, { token: user.token })).body.data.revoked_at).toBe(revoked.body.data.revoked_at);
+    expect((await t.request('POST', `/api/auth/key/${k.id}/revoke`, { token: user.token })).body.data.revoked_at).toBe(
+      revoked.body.data.revoked_at,
+    );
   });
 
   it('a key past expires_in answers 401 Invalid token', async () => {
@@ -181,13 +208,21 @@ describe('API keys', () => {
   it('key:create on the command line prints the key once; the key works with its scopes', async () => {
     const user = await t.createUser();
     const wallet = await createWalletRow(t, user.id);
-    const env = { NODE_ENV: 'test', DATA_DIR: t.database.dataDir, APP_KEY: TEST_APP_KEY, ...(t.database.databaseUrl ? { DATABASE_URL: t.database.databaseUrl } : {}) };
+    const env = {
+      NODE_ENV: 'test',
+      DATA_DIR: t.database.dataDir,
+      APP_KEY: TEST_APP_KEY,
+      ...(t.database.databaseUrl ? { DATABASE_URL: t.database.databaseUrl } : {}),
+    };
     const r = await runCli(['key:create', user.email, '--name', 'from cli', '--scopes', 'read,charges:write'], env);
     expect(r.code, r.stdout).toBe(0);
     expect(r.stdout.trim().split('\n')).toHaveLength(1);
     expect(r.json).toMatchObject({ name: 'from cli', scopes: ['read', 'charges:write'], expires_at: null, last_used_at: null });
     expect(r.json.key).toMatch(/^wps_[A-Za-z0-9_-]{43}$/);
-    expect((await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, { token: r.json.key, body: { amount: '1', token: 'ETH' } })).status).toBe(200);
+    expect(
+      (await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, { token: r.json.key, body: { amount: '1', token: 'ETH' } }))
+        .status,
+    ).toBe(200);
     expect((await t.request('POST', `/api/wallet/${wallet.id}/update`, { token: r.json.key, body: { name: 'x' } })).status).toBe(403);
 
     const bad = await runCli(['key:create', user.email, '--name', 'bad', '--scopes', 'read,root'], env);
@@ -210,7 +245,8 @@ describe('API key last use', () => {
   it('writes last_used_at at most once a minute, to the minute', async () => {
     const user = await t.createUser();
     const k = await createKey(t, user, { name: 'used', scopes: ['read'] });
-    const lastUsed = async () => (await t.store.db.selectFrom('api_keys').select('last_used_at').where('id', '=', k.id).executeTakeFirstOrThrow()).last_used_at;
+    const lastUsed = async () =>
+      (await t.store.db.selectFrom('api_keys').select('last_used_at').where('id', '=', k.id).executeTakeFirstOrThrow()).last_used_at;
 
     clock.advance(12_345); // 09:26:12.345
     expect((await t.request('GET', '/api/wallets', { token: k.key })).status).toBe(200);

@@ -15,7 +15,16 @@ import { KEY_SCOPES, scopeByRules, type RouteScope } from '../../src/modules/key
 /** Public routes: login, the OpenAPI document, the docs page and its assets, /metrics (its own token). */
 const PUBLIC = [
   'POST /api/auth/login',
-  ...['/api/openapi.json', '/api/docs', '/api/docs/static/index.html', '/api/docs/static/swagger-initializer.js', '/api/docs/json', '/api/docs/yaml', '/api/docs/static/*', '/metrics'].flatMap((u) => [`GET ${u}`, `HEAD ${u}`]),
+  ...[
+    '/api/openapi.json',
+    '/api/docs',
+    '/api/docs/static/index.html',
+    '/api/docs/static/swagger-initializer.js',
+    '/api/docs/json',
+    '/api/docs/yaml',
+    '/api/docs/static/*',
+    '/metrics',
+  ].flatMap((u) => [`GET ${u}`, `HEAD ${u}`]),
   // The payer's side of a charge: the checkout page and its JSON.
   ...['/api/pay/:uuid', '/pay/:uuid'].flatMap((u) => [`GET ${u}`, `HEAD ${u}`]),
   // The payer's side of a refund claim: its page, its JSON and the claim itself.
@@ -50,7 +59,9 @@ interface Route {
 }
 
 function routesOf(t: TestApp): Route[] {
-  return t.app.routeTable().flatMap((r) => (Array.isArray(r.method) ? r.method : [r.method]).map((method) => ({ method, url: r.url, scope: r.scope })));
+  return t.app
+    .routeTable()
+    .flatMap((r) => (Array.isArray(r.method) ? r.method : [r.method]).map((method) => ({ method, url: r.url, scope: r.scope })));
 }
 
 describe('API-key scopes of the routes', () => {
@@ -82,7 +93,13 @@ describe('API-key scopes of the routes', () => {
     for (const r of routes.filter((x) => x.scope !== null)) {
       const reads = r.method === 'GET' || r.method === 'HEAD';
       const mutatingGet = /\/(token\/remove|webhook\/delete)\//.test(r.url);
-      if (r.url.startsWith('/api/auth/key') || r.url === '/api/auth/logout' || LOGIN_ONLY.has(r.url) || (r.method === 'POST' && LOGIN_ONLY_POST.has(r.url))) expect([r.url, r.scope]).toEqual([r.url, 'login']);
+      if (
+        r.url.startsWith('/api/auth/key') ||
+        r.url === '/api/auth/logout' ||
+        LOGIN_ONLY.has(r.url) ||
+        (r.method === 'POST' && LOGIN_ONLY_POST.has(r.url))
+      )
+        expect([r.url, r.scope]).toEqual([r.url, 'login']);
       else if (reads && !mutatingGet) expect([r.method, r.url, r.scope]).toEqual([r.method, r.url, 'read']);
       else expect([r.method, r.url, WRITE_SCOPES.includes(r.scope as never)]).toEqual([r.method, r.url, true]);
     }
@@ -95,7 +112,12 @@ describe('API-key scopes of the routes', () => {
       const key = r.scope === 'login' ? keys.get('*')! : keys.get(r.scope!)!;
       const body = r.method === 'POST' ? {} : undefined;
       const res = await t.request(r.method, path, { token: key, body });
-      expect([r.method, r.url, res.status, res.body]).toEqual([r.method, r.url, 403, { status: 'error', message: 'Insufficient scope', data: null }]);
+      expect([r.method, r.url, res.status, res.body]).toEqual([
+        r.method,
+        r.url,
+        403,
+        { status: 'error', message: 'Insufficient scope', data: null },
+      ]);
       if (r.scope === 'login') continue;
       // With the scope (the `*` key), the route runs: whatever it answers, it is not a 403.
       const allowed = await t.request(r.method, path, { token: keys.get('*')!, body });
@@ -107,7 +129,13 @@ describe('API-key scopes of the routes', () => {
     expect(scopeByRules('PUT', '/api/wallet/:wallet')).toBeUndefined();
     const f = Fastify();
     void f.register(async (scoped) => {
-      installAuth(scoped, t.ctx, t.services.auth, new WindowCounters(new RateLimiterMemory({ points: 1_000_000, duration: 120 }), 'test'), async () => undefined);
+      installAuth(
+        scoped,
+        t.ctx,
+        t.services.auth,
+        new WindowCounters(new RateLimiterMemory({ points: 1_000_000, duration: 120 }), 'test'),
+        async () => undefined,
+      );
       scoped.post('/api/wallet/:wallet/charge/create', async () => 'by the rules');
       scoped.post('/api/something/declared', { config: { scope: 'webhooks:write' } }, async () => 'declared');
       scoped.post('/api/something/new', async () => 'neither');

@@ -35,23 +35,52 @@ afterAll(async () => {
 describe('devnet:fund', () => {
   it('sends the amount from the devnet in a real transfer, recorded as a receipt', async () => {
     const networkId = await chain.register(t);
-    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'New', network_id: networkId } })).body.data;
+    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'New', network_id: networkId } })).body
+      .data;
     const r = await runCli(['devnet:fund', String(w.id), '1.5'], env);
-    expect([r.code, r.json], r.stdout).toEqual([0, { wallet_id: w.id, address: w.address, amount: '1.500000000000000000', token: 'ETH', tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/), block_number: expect.any(Number) }]);
+    expect([r.code, r.json], r.stdout).toEqual([
+      0,
+      {
+        wallet_id: w.id,
+        address: w.address,
+        amount: '1.500000000000000000',
+        token: 'ETH',
+        tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+        block_number: expect.any(Number),
+      },
+    ]);
     expect(await balanceOf(chain, w.address)).toBe(parseEther('1.5'));
-    const receipt = await waitFor(async () => {
-      const list = await t.request('GET', `/api/wallet/${w.id}/transaction`, { token: user.token });
-      return list.body.data.find((x: any) => x.type === 'receipt' && x.status === 'confirmed') ?? null;
-    }, { message: 'the funding recorded as a confirmed receipt' });
+    const receipt = await waitFor(
+      async () => {
+        const list = await t.request('GET', `/api/wallet/${w.id}/transaction`, { token: user.token });
+        return list.body.data.find((x: any) => x.type === 'receipt' && x.status === 'confirmed') ?? null;
+      },
+      { message: 'the funding recorded as a confirmed receipt' },
+    );
     expect([receipt.amount, receipt.tx_hash]).toEqual(['1.500000000000000000', r.json.tx_hash]);
   });
 
   it('is refused on any other network, with nothing sent', async () => {
-    const other = await upsertNetwork(t.store.db, { name: 'Not a devnet', rpc_url: chain.rpcUrl, chain_id: 1, currency_symbol: 'ETH', block_explorer: '', is_mainnet: true, confirmations: 1 }, Date.now());
-    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Prod', network_id: other.id } })).body.data;
+    const other = await upsertNetwork(
+      t.store.db,
+      {
+        name: 'Not a devnet',
+        rpc_url: chain.rpcUrl,
+        chain_id: 1,
+        currency_symbol: 'ETH',
+        block_explorer: '',
+        is_mainnet: true,
+        confirmations: 1,
+      },
+      Date.now(),
+    );
+    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Prod', network_id: other.id } })).body
+      .data;
     const r = await runCli(['devnet:fund', String(w.id), '1'], env);
     expect(r.code).toBe(1);
-    expect(r.json.error).toBe(`only the local devnet (chain id 31337, an anvil node) can fund from its dev accounts; network ${other.id} (Not a devnet) has chain id 1`);
+    expect(r.json.error).toBe(
+      `only the local devnet (chain id 31337, an anvil node) can fund from its dev accounts; network ${other.id} (Not a devnet) has chain id 1`,
+    );
     expect(await balanceOf(chain, w.address)).toBe(0n);
     const bad = await runCli(['devnet:fund', String(w.id), 'lots'], env);
     expect([bad.code, bad.json.error]).toEqual([1, 'amount "lots" is not an ETH amount (at most 18 decimal places)']);
@@ -59,24 +88,46 @@ describe('devnet:fund', () => {
 
   it('through the API: funds a devnet wallet, refuses another network (400) and a stranger (404)', async () => {
     const networkId = await chain.register(t);
-    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'API', network_id: networkId } })).body.data;
+    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'API', network_id: networkId } })).body
+      .data;
     const res = await t.request('POST', `/api/wallet/${w.id}/devnet/fund`, { token: user.token, body: { amount: '0.75' } });
-    expect([res.status, res.body.message, res.body.data?.amount], res.text).toEqual([200, 'Funded from the devnet', '0.750000000000000000']);
+    expect([res.status, res.body.message, res.body.data?.amount], res.text).toEqual([
+      200,
+      'Funded from the devnet',
+      '0.750000000000000000',
+    ]);
     expect(await balanceOf(chain, w.address)).toBe(parseEther('0.75'));
     const bad = await t.request('POST', `/api/wallet/${w.id}/devnet/fund`, { token: user.token, body: { amount: '-1' } });
     expect(bad.status).toBe(422);
     const stranger = await t.createUser();
     expect((await t.request('POST', `/api/wallet/${w.id}/devnet/fund`, { token: stranger.token, body: { amount: '1' } })).status).toBe(404);
-    const other = await upsertNetwork(t.store.db, { name: 'Elsewhere', rpc_url: chain.rpcUrl, chain_id: 10, currency_symbol: 'ETH', block_explorer: '', is_mainnet: true, confirmations: 1 }, Date.now());
-    const o = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Prod', network_id: other.id } })).body.data;
+    const other = await upsertNetwork(
+      t.store.db,
+      {
+        name: 'Elsewhere',
+        rpc_url: chain.rpcUrl,
+        chain_id: 10,
+        currency_symbol: 'ETH',
+        block_explorer: '',
+        is_mainnet: true,
+        confirmations: 1,
+      },
+      Date.now(),
+    );
+    const o = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Prod', network_id: other.id } })).body
+      .data;
     const refused = await t.request('POST', `/api/wallet/${o.id}/devnet/fund`, { token: user.token, body: { amount: '1' } });
-    expect([refused.status, refused.body]).toEqual([400, { status: 'error', message: 'Only the local devnet can fund a wallet', data: null }]);
+    expect([refused.status, refused.body]).toEqual([
+      400,
+      { status: 'error', message: 'Only the local devnet can fund a wallet', data: null },
+    ]);
     expect(await balanceOf(chain, o.address)).toBe(0n);
   });
 
   it('more than the dev account holds: 400 through the API, exit 1 with the CLI, nothing sent (was a 500, found by the fuzz test)', async () => {
     const networkId = await chain.register(t);
-    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Greedy', network_id: networkId } })).body.data;
+    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Greedy', network_id: networkId } })).body
+      .data;
     const res = await t.request('POST', `/api/wallet/${w.id}/devnet/fund`, { token: user.token, body: { amount: 461948329 } });
     expect([res.status, res.body]).toEqual([400, { status: 'error', message: 'The devnet account cannot fund that amount', data: null }]);
     const r = await runCli(['devnet:fund', String(w.id), '461948329'], env);

@@ -19,19 +19,164 @@ const USDC = 'USDC';
 const USDT = 'USDT';
 
 /** What each preset must say, written out independently of the file. */
-const EXPECTED: Array<[string, { name: string; chain_id: number; currency: string; explorer: string; mainnet: boolean; confirmations: number; tokens: Record<string, string> }]> = [
-  ['ethereum', { name: 'Ethereum', chain_id: 1, currency: 'ETH', explorer: 'https://etherscan.io', mainnet: true, confirmations: 12, tokens: { [USDC]: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48', [USDT]: '0xdAC17F958D2ee523a2206206994597C13D831ec7' } }],
-  ['base', { name: 'Base', chain_id: 8453, currency: 'ETH', explorer: 'https://basescan.org', mainnet: true, confirmations: 10, tokens: { [USDC]: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913' } }],
-  ['arbitrum', { name: 'Arbitrum One', chain_id: 42161, currency: 'ETH', explorer: 'https://arbiscan.io', mainnet: true, confirmations: 20, tokens: { [USDC]: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831', [USDT]: '0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9' } }],
-  ['optimism', { name: 'OP Mainnet', chain_id: 10, currency: 'ETH', explorer: 'https://optimistic.etherscan.io', mainnet: true, confirmations: 10, tokens: { [USDC]: '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85', [USDT]: '0x94b008aA00579c1307B0EF2c499aD98a8ce58e58' } }],
-  ['polygon', { name: 'Polygon PoS', chain_id: 137, currency: 'POL', explorer: 'https://polygonscan.com', mainnet: true, confirmations: 128, tokens: { [USDC]: '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359', [USDT]: '0xc2132D05D31c914a87C6611C10748AEb04B58e8F' } }],
-  ['bsc', { name: 'BNB Smart Chain', chain_id: 56, currency: 'BNB', explorer: 'https://bscscan.com', mainnet: true, confirmations: 15, tokens: { [USDT]: '0x55d398326f99059fF775485246999027B3197955' } }],
-  ['sepolia', { name: 'Sepolia', chain_id: 11155111, currency: 'ETH', explorer: 'https://sepolia.etherscan.io', mainnet: false, confirmations: 12, tokens: { [USDC]: '0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238' } }],
-  ['base-sepolia', { name: 'Base Sepolia', chain_id: 84532, currency: 'ETH', explorer: 'https://sepolia.basescan.org', mainnet: false, confirmations: 10, tokens: { [USDC]: '0x036CbD53842c5426634e7929541eC2318f3dCF7e' } }],
-  ['arbitrum-sepolia', { name: 'Arbitrum Sepolia', chain_id: 421614, currency: 'ETH', explorer: 'https://sepolia.arbiscan.io', mainnet: false, confirmations: 20, tokens: { [USDC]: '0x75faf114eafb1BDbe2F0316DF893fd58CE46AA4d' } }],
-  ['optimism-sepolia', { name: 'OP Sepolia', chain_id: 11155420, currency: 'ETH', explorer: 'https://sepolia-optimism.etherscan.io', mainnet: false, confirmations: 10, tokens: { [USDC]: '0x5fd84259d66Cd46123540766Be93DFE6D43130D7' } }],
-  ['polygon-amoy', { name: 'Polygon Amoy', chain_id: 80002, currency: 'POL', explorer: 'https://amoy.polygonscan.com', mainnet: false, confirmations: 128, tokens: { [USDC]: '0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582' } }],
-  ['bsc-testnet', { name: 'BSC Testnet', chain_id: 97, currency: 'tBNB', explorer: 'https://testnet.bscscan.com', mainnet: false, confirmations: 15, tokens: {} }],
+const EXPECTED: Array<
+  [
+    string,
+    {
+      name: string;
+      chain_id: number;
+      currency: string;
+      explorer: string;
+      mainnet: boolean;
+      confirmations: number;
+      tokens: Record<string, string>;
+    },
+  ]
+> = [
+  [
+    'ethereum',
+    {
+      name: 'Ethereum',
+      chain_id: 1,
+      currency: 'ETH',
+      explorer: 'https://etherscan.io',
+      mainnet: true,
+      confirmations: 12,
+      tokens: { [USDC]: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48', [USDT]: '0xdAC17F958D2ee523a2206206994597C13D831ec7' },
+    },
+  ],
+  [
+    'base',
+    {
+      name: 'Base',
+      chain_id: 8453,
+      currency: 'ETH',
+      explorer: 'https://basescan.org',
+      mainnet: true,
+      confirmations: 10,
+      tokens: { [USDC]: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913' },
+    },
+  ],
+  [
+    'arbitrum',
+    {
+      name: 'Arbitrum One',
+      chain_id: 42161,
+      currency: 'ETH',
+      explorer: 'https://arbiscan.io',
+      mainnet: true,
+      confirmations: 20,
+      tokens: { [USDC]: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831', [USDT]: '0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9' },
+    },
+  ],
+  [
+    'optimism',
+    {
+      name: 'OP Mainnet',
+      chain_id: 10,
+      currency: 'ETH',
+      explorer: 'https://optimistic.etherscan.io',
+      mainnet: true,
+      confirmations: 10,
+      tokens: { [USDC]: '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85', [USDT]: '0x94b008aA00579c1307B0EF2c499aD98a8ce58e58' },
+    },
+  ],
+  [
+    'polygon',
+    {
+      name: 'Polygon PoS',
+      chain_id: 137,
+      currency: 'POL',
+      explorer: 'https://polygonscan.com',
+      mainnet: true,
+      confirmations: 128,
+      tokens: { [USDC]: '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359', [USDT]: '0xc2132D05D31c914a87C6611C10748AEb04B58e8F' },
+    },
+  ],
+  [
+    'bsc',
+    {
+      name: 'BNB Smart Chain',
+      chain_id: 56,
+      currency: 'BNB',
+      explorer: 'https://bscscan.com',
+      mainnet: true,
+      confirmations: 15,
+      tokens: { [USDT]: '0x55d398326f99059fF775485246999027B3197955' },
+    },
+  ],
+  [
+    'sepolia',
+    {
+      name: 'Sepolia',
+      chain_id: 11155111,
+      currency: 'ETH',
+      explorer: 'https://sepolia.etherscan.io',
+      mainnet: false,
+      confirmations: 12,
+      tokens: { [USDC]: '0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238' },
+    },
+  ],
+  [
+    'base-sepolia',
+    {
+      name: 'Base Sepolia',
+      chain_id: 84532,
+      currency: 'ETH',
+      explorer: 'https://sepolia.basescan.org',
+      mainnet: false,
+      confirmations: 10,
+      tokens: { [USDC]: '0x036CbD53842c5426634e7929541eC2318f3dCF7e' },
+    },
+  ],
+  [
+    'arbitrum-sepolia',
+    {
+      name: 'Arbitrum Sepolia',
+      chain_id: 421614,
+      currency: 'ETH',
+      explorer: 'https://sepolia.arbiscan.io',
+      mainnet: false,
+      confirmations: 20,
+      tokens: { [USDC]: '0x75faf114eafb1BDbe2F0316DF893fd58CE46AA4d' },
+    },
+  ],
+  [
+    'optimism-sepolia',
+    {
+      name: 'OP Sepolia',
+      chain_id: 11155420,
+      currency: 'ETH',
+      explorer: 'https://sepolia-optimism.etherscan.io',
+      mainnet: false,
+      confirmations: 10,
+      tokens: { [USDC]: '0x5fd84259d66Cd46123540766Be93DFE6D43130D7' },
+    },
+  ],
+  [
+    'polygon-amoy',
+    {
+      name: 'Polygon Amoy',
+      chain_id: 80002,
+      currency: 'POL',
+      explorer: 'https://amoy.polygonscan.com',
+      mainnet: false,
+      confirmations: 128,
+      tokens: { [USDC]: '0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582' },
+    },
+  ],
+  [
+    'bsc-testnet',
+    {
+      name: 'BSC Testnet',
+      chain_id: 97,
+      currency: 'tBNB',
+      explorer: 'https://testnet.bscscan.com',
+      mainnet: false,
+      confirmations: 15,
+      tokens: {},
+    },
+  ],
 ];
 
 describe('the preset table', () => {
@@ -44,7 +189,14 @@ describe('the preset table', () => {
   it.each(EXPECTED)('%s: chain id, currency, explorer, confirmations and tokens', (key, e) => {
     const p = findPreset(key)!;
     expect(p).toBeDefined();
-    expect({ name: p.name, chain_id: p.chain_id, currency: p.currency_symbol, explorer: p.block_explorer, mainnet: p.is_mainnet, confirmations: p.confirmations }).toEqual({
+    expect({
+      name: p.name,
+      chain_id: p.chain_id,
+      currency: p.currency_symbol,
+      explorer: p.block_explorer,
+      mainnet: p.is_mainnet,
+      confirmations: p.confirmations,
+    }).toEqual({
       name: e.name,
       chain_id: e.chain_id,
       currency: e.currency,
@@ -68,7 +220,9 @@ describe('the preset table', () => {
 
 describe('a definition with a preset (CLI or NETWORKS_FILE)', () => {
   it('takes what it does not give from the preset; what it gives wins', () => {
-    expect(checkNetworkInput({ preset: 'Polygon', rpc_url: 'https://polygon.example/KEY', confirmations: 3, name: 'Polygon (ours)' })).toEqual({
+    expect(
+      checkNetworkInput({ preset: 'Polygon', rpc_url: 'https://polygon.example/KEY', confirmations: 3, name: 'Polygon (ours)' }),
+    ).toEqual({
       name: 'Polygon (ours)',
       rpc_url: 'https://polygon.example/KEY',
       rpc_urls: ['https://polygon.example/KEY'],
@@ -80,7 +234,9 @@ describe('a definition with a preset (CLI or NETWORKS_FILE)', () => {
       preset: 'polygon',
     });
     expect(checkNetworkInput({ name: 'Plain', rpc_url: 'https://x.example', chain_id: 5, currency_symbol: 'ETH' }).preset).toBeNull();
-    expect(() => checkNetworkInput({ preset: 'nope', rpc_url: 'https://x.example' })).toThrow(expect.objectContaining({ data: { preset: [expect.stringContaining('ethereum, base, arbitrum')] } }));
+    expect(() => checkNetworkInput({ preset: 'nope', rpc_url: 'https://x.example' })).toThrow(
+      expect.objectContaining({ data: { preset: [expect.stringContaining('ethereum, base, arbitrum')] } }),
+    );
   });
 });
 
@@ -106,7 +262,8 @@ describe('network:add --preset, then token/add by symbol', () => {
     expect(r.code).toBe(1);
     expect(r.stdout.trim().split('\n')).toHaveLength(1);
     expect(r.json).toEqual({
-      error: 'unknown preset "dogechain"; the presets are: ethereum, base, arbitrum, optimism, polygon, bsc, sepolia, base-sepolia, arbitrum-sepolia, optimism-sepolia, polygon-amoy, bsc-testnet',
+      error:
+        'unknown preset "dogechain"; the presets are: ethereum, base, arbitrum, optimism, polygon, bsc, sepolia, base-sepolia, arbitrum-sepolia, optimism-sepolia, polygon-amoy, bsc-testnet',
     });
   });
 
@@ -142,14 +299,28 @@ describe('network:add --preset, then token/add by symbol', () => {
     const w = await createWallet(t, alice, 1);
     const res = await t.request('POST', `/api/wallet/${w.id}/token/add`, { token: alice.token, body: { symbol: 'usdc' } });
     expect(res.status, res.text).toBe(200);
-    expect(res.body.data).toMatchObject({ name: 'USD Coin', symbol: 'USDC', decimals: 6, contract: usdc, is_native: false, is_active: true, is_testnet: false });
+    expect(res.body.data).toMatchObject({
+      name: 'USD Coin',
+      symbol: 'USDC',
+      decimals: 6,
+      contract: usdc,
+      is_native: false,
+      is_active: true,
+      is_testnet: false,
+    });
 
     const add = (body: unknown) => t!.request('POST', `/api/wallet/${w.id}/token/add`, { token: alice.token, body });
     expectValidationError(await add({}), { contract: ['The contract field is required.'] });
-    expectValidationError(await add({ symbol: 'USDC', contract: usdc }), { symbol: ['The symbol field must not be given with the contract field.'] });
-    expectValidationError(await add({ symbol: 'DAI' }), { symbol: ['The network of this wallet has no preset token with the symbol DAI.'] });
+    expectValidationError(await add({ symbol: 'USDC', contract: usdc }), {
+      symbol: ['The symbol field must not be given with the contract field.'],
+    });
+    expectValidationError(await add({ symbol: 'DAI' }), {
+      symbol: ['The network of this wallet has no preset token with the symbol DAI.'],
+    });
     // USDT exists in other presets, not in Base's.
-    expectValidationError(await add({ symbol: 'USDT' }), { symbol: ['The network of this wallet has no preset token with the symbol USDT.'] });
+    expectValidationError(await add({ symbol: 'USDT' }), {
+      symbol: ['The network of this wallet has no preset token with the symbol USDT.'],
+    });
     expectValidationError(await add({ symbol: 'USDC' }), { contract: ['The contract has already been added.'] });
   });
 

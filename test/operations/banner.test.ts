@@ -27,7 +27,9 @@ describe('start banner', () => {
     const networksFile = join(dir, 'networks.json');
     writeFileSync(
       networksFile,
-      JSON.stringify([{ name: 'Paid node', rpc_url: 'http://127.0.0.1:9/v2/SECRETKEY123?apikey=QUERYKEY456', chain_id: 11155111, currency_symbol: 'ETH' }]),
+      JSON.stringify([
+        { name: 'Paid node', rpc_url: 'http://127.0.0.1:9/v2/SECRETKEY123?apikey=QUERYKEY456', chain_id: 11155111, currency_symbol: 'ETH' },
+      ]),
     );
     const port = await findFreePort();
     proc = runTs('src/server.ts', [], {
@@ -40,7 +42,11 @@ describe('start banner', () => {
       WATCHER_POLL_MS: '50',
       LOG_LEVEL: 'debug',
     });
-    const out = await until(async () => (proc!.output().includes('WARNING: WEBHOOK_ALLOW_PRIVATE') ? proc!.output() : null), 30_000, 'the banner');
+    const out = await until(
+      async () => (proc!.output().includes('WARNING: WEBHOOK_ALLOW_PRIVATE') ? proc!.output() : null),
+      30_000,
+      'the banner',
+    );
     const lines = out.split('\n');
     expect(lines).toContain(`wallet service listening on http://127.0.0.1:${port}`);
     expect(lines).toContain(`  API reference: http://127.0.0.1:${port}/api/docs`);

@@ -20,21 +20,59 @@ describe('cli', () => {
 
     const u = await runCli(['user:create', 'cli@example.com', 'cli-password-1', '--name', 'CLI User'], env);
     expect(u.code).toBe(0);
-    expect(u.json).toEqual({ id: 1, name: 'CLI User', email: 'cli@example.com', created_at: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/) });
+    expect(u.json).toEqual({
+      id: 1,
+      name: 'CLI User',
+      email: 'cli@example.com',
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/),
+    });
 
     const n = await runCli(
-      ['network:add', '--name', 'Sepolia', '--rpc-url', 'https://rpc.example.org', '--chain-id', '11155111', '--symbol', 'ETH', '--explorer', 'https://sepolia.etherscan.io', '--confirmations', '3'],
+      [
+        'network:add',
+        '--name',
+        'Sepolia',
+        '--rpc-url',
+        'https://rpc.example.org',
+        '--chain-id',
+        '11155111',
+        '--symbol',
+        'ETH',
+        '--explorer',
+        'https://sepolia.etherscan.io',
+        '--confirmations',
+        '3',
+      ],
       env,
     );
     expect(n.code).toBe(0);
     // Why: no DNS, refused or timed out, as the machine's network has it; null when the head read has not answered yet.
-    const unreachableReason = expect.toBeOneOf([null, 'host not found', 'connection refused', 'connection reset', 'host unreachable', 'connection failed', 'timed out', 'request failed']);
+    const unreachableReason = expect.toBeOneOf([
+      null,
+      'host not found',
+      'connection refused',
+      'connection reset',
+      'host unreachable',
+      'connection failed',
+      'timed out',
+      'request failed',
+    ]);
     expect(n.json).toEqual({
       id: 1,
       name: 'Sepolia',
       rpc_url: 'https://rpc.example.org',
       // No JSON-RPC node answers there: its health says so.
-      rpc_endpoints: [{ url: 'https://rpc.example.org', ok: false, head_block: null, lag_blocks: null, latency_ms: null, error: unreachableReason, traces: true }],
+      rpc_endpoints: [
+        {
+          url: 'https://rpc.example.org',
+          ok: false,
+          head_block: null,
+          lag_blocks: null,
+          latency_ms: null,
+          error: unreachableReason,
+          traces: true,
+        },
+      ],
       chain_id: 11155111,
       currency_symbol: 'ETH',
       block_explorer: 'https://sepolia.etherscan.io',
@@ -54,7 +92,17 @@ describe('cli', () => {
           id: 1,
           name: 'Sepolia',
           rpc_url: 'https://rpc.example.org',
-          rpc_endpoints: [{ url: 'https://rpc.example.org', ok: false, head_block: null, lag_blocks: null, latency_ms: null, error: unreachableReason, traces: true }],
+          rpc_endpoints: [
+            {
+              url: 'https://rpc.example.org',
+              ok: false,
+              head_block: null,
+              lag_blocks: null,
+              latency_ms: null,
+              error: unreachableReason,
+              traces: true,
+            },
+          ],
           chain_id: 11155111,
           currency_symbol: 'ETH',
           block_explorer: 'https://sepolia.etherscan.io',

@@ -41,9 +41,7 @@ describe('deploy/wallet-service@.service', () => {
 
   it('trusts one proxy hop, never every X-Forwarded-For entry', () => {
     const unit = readFileSync(join(ROOT, 'deploy/wallet-service@.service'), 'utf8');
-    const env = Object.fromEntries(
-      [...unit.matchAll(/^Environment=([A-Z_]+)=(.*)$/gm)].map((m) => [m[1]!, m[2]!.replace('%i', '8081')]),
-    );
+    const env = Object.fromEntries([...unit.matchAll(/^Environment=([A-Z_]+)=(.*)$/gm)].map((m) => [m[1]!, m[2]!.replace('%i', '8081')]));
     expect(env.TRUST_PROXY).toBe('1');
     const config = loadConfig({ ...env, APP_KEY: Buffer.alloc(32, 1).toString('base64') });
     expect(config.trustProxy).toBe(1);

@@ -15,7 +15,11 @@ describe('housekeeping', () => {
   it('deletes tokens expired over a day ago and keys past their 24 hours', async () => {
     const old = await t.createUser();
     const networkId = (await ensureNetwork(t)).id;
-    const created = await t.request('POST', '/api/wallet/create', { token: old.token, body: { name: 'W', network_id: networkId }, headers: { 'idempotency-key': 'k1' } });
+    const created = await t.request('POST', '/api/wallet/create', {
+      token: old.token,
+      body: { name: 'W', network_id: networkId },
+      headers: { 'idempotency-key': 'k1' },
+    });
     expect(created.status).toBe(200);
 
     clock.advance(26 * 3600_000); // the token expired 25 h ago; the key 2 h ago

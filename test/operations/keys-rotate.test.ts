@@ -47,7 +47,10 @@ describe('keys:rotate', () => {
       });
       expect(hook.status).toBe(200);
       for (let i = 0; i < 3; i++) {
-        expect((await t.request('POST', `/api/wallet/${walletId}/charge/create`, { token: u.token, body: { amount: '1', token: 'ETH' } })).status).toBe(200);
+        expect(
+          (await t.request('POST', `/api/wallet/${walletId}/charge/create`, { token: u.token, body: { amount: '1', token: 'ETH' } }))
+            .status,
+        ).toBe(200);
       }
     } finally {
       await t.close();
@@ -63,8 +66,22 @@ describe('keys:rotate', () => {
     try {
       const columns =
         t.store.driver === 'postgres'
-          ? (await sql<{ t: string; c: string }>`select table_name as t, column_name as c from information_schema.columns where table_schema = 'public' and column_name like '%\\_enc'`.execute(t.store.db)).rows
-          : (await sql<{ t: string; c: string }>`select m.name as t, p.name as c from sqlite_master m join pragma_table_info(m.name) p where m.type = 'table' and p.name like '%\\_enc' escape '\\'`.execute(t.store.db)).rows;
+          ? (
+              await sql<{
+                t: string;
+                c: string;
+              }>`select table_name as t, column_name as c from information_schema.columns where table_schema = 'public' and column_name like '%\\_enc'`.execute(
+                t.store.db,
+              )
+            ).rows
+          : (
+              await sql<{
+                t: string;
+                c: string;
+              }>`select m.name as t, p.name as c from sqlite_master m join pragma_table_info(m.name) p where m.type = 'table' and p.name like '%\\_enc' escape '\\'`.execute(
+                t.store.db,
+              )
+            ).rows;
       const found = columns.map((r) => `${r.t}.${r.c}`).sort();
       expect(found).toEqual(SECRET_COLUMNS.map((c) => `${c.table}.${c.column}`).sort());
     } finally {
@@ -88,7 +105,10 @@ describe('keys:rotate', () => {
       total: 9,
     });
     const again = await runCli(['keys:rotate'], env);
-    expect(again.json).toMatchObject({ rotated: { wallet_private_keys: 0, wallet_mnemonics: 0, sub_wallet_private_keys: 0, webhook_secrets: 0, webhook_headers: 0 }, already_current: 9 });
+    expect(again.json).toMatchObject({
+      rotated: { wallet_private_keys: 0, wallet_mnemonics: 0, sub_wallet_private_keys: 0, webhook_secrets: 0, webhook_headers: 0 },
+      already_current: 9,
+    });
 
     // Only the new key from here on.
     const t = await startTestApp({ database, keepDatabase: true, env: { APP_KEY: NEW_KEY } });
@@ -96,7 +116,10 @@ describe('keys:rotate', () => {
       expect(first.json.key_id).toBe(t.ctx.secrets.activeKeyId);
       let read = 0;
       for (const c of SECRET_COLUMNS) {
-        const rows = await t.store.db.selectFrom(c.table).select(['id', `${c.column} as v`] as never).execute();
+        const rows = await t.store.db
+          .selectFrom(c.table)
+          .select(['id', `${c.column} as v`] as never)
+          .execute();
         for (const { id, v } of rows as unknown as { id: number; v: string | null }[]) {
           if (v === null) continue;
           expect(v.split('.')[1]).toBe(t.ctx.secrets.activeKeyId);
@@ -106,11 +129,18 @@ describe('keys:rotate', () => {
         }
       }
       expect(read).toBe(9);
-      const wallet = await t.store.db.selectFrom('wallets').select(['id', 'address', 'private_key_enc']).where('id', '=', walletId).executeTakeFirstOrThrow();
-      expect(privateKeyToAddress(t.ctx.secrets.decrypt(wallet.private_key_enc, walletPlace(wallet.id, 'private_key_enc')) as `0x${string}`)).toBe(wallet.address);
+      const wallet = await t.store.db
+        .selectFrom('wallets')
+        .select(['id', 'address', 'private_key_enc'])
+        .where('id', '=', walletId)
+        .executeTakeFirstOrThrow();
+      expect(
+        privateKeyToAddress(t.ctx.secrets.decrypt(wallet.private_key_enc, walletPlace(wallet.id, 'private_key_enc')) as `0x${string}`),
+      ).toBe(wallet.address);
       expect(deriveKey(await t.services.wallets.mnemonic(walletId), 0).address).toBe(wallet.address);
       const subs = await t.store.db.selectFrom('sub_wallets').select(['id', 'address', 'private_key_enc']).execute();
-      for (const s of subs) expect(privateKeyToAddress(t.ctx.secrets.decrypt(s.private_key_enc, subWalletPlace(s.id)) as `0x${string}`)).toBe(s.address);
+      for (const s of subs)
+        expect(privateKeyToAddress(t.ctx.secrets.decrypt(s.private_key_enc, subWalletPlace(s.id)) as `0x${string}`)).toBe(s.address);
 
       // A real delivery: the webhook's header and a signature made with its secret.
       const login = await t.request('POST', '/api/auth/login', { body: { email: 'rotate@example.com', password: 'rotate-password' } });

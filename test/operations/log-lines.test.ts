@@ -33,7 +33,10 @@ describe('the request summary line', () => {
     const log = createLogger('info', mine);
     const write = accessLine(log, 'request_id');
     const theirs = capture();
-    const reference = pino({ level: 'info', base: { service: 'wallet-service' }, timestamp: pino.stdTimeFunctions.isoTime }, theirs as never);
+    const reference = pino(
+      { level: 'info', base: { service: 'wallet-service' }, timestamp: pino.stdTimeFunctions.isoTime },
+      theirs as never,
+    );
     for (const [id, method, route, status, ms] of cases) {
       write(id, method, route, status, ms);
       reference.info({ request_id: id, method, route, status, ms }, 'request');
@@ -41,7 +44,15 @@ describe('the request summary line', () => {
     expect(mine.lines).toHaveLength(cases.length);
     expect(mine.lines.map(withoutTime)).toEqual(theirs.lines.map(withoutTime));
     const parsed = mine.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(parsed[2]).toMatchObject({ level: 30, service: 'wallet-service', request_id: 'quote " back \\ slash', route: '/api/odd "path"/\u00e9\u2028\u0007', status: 404, ms: 12345, msg: 'request' });
+    expect(parsed[2]).toMatchObject({
+      level: 30,
+      service: 'wallet-service',
+      request_id: 'quote " back \\ slash',
+      route: '/api/odd "path"/\u00e9\u2028\u0007',
+      status: 404,
+      ms: 12345,
+      msg: 'request',
+    });
     expect(Math.abs(Date.parse(parsed[0]!.time as string) - Date.now())).toBeLessThan(5_000);
   });
 
@@ -54,13 +65,16 @@ describe('the request summary line', () => {
   });
 });
 
-describe('a fixed line (a hot path\'s line built as a template string)', () => {
+describe("a fixed line (a hot path's line built as a template string)", () => {
   it("is the line pino writes for a child logger's bindings and the same fields, null and escapes included", () => {
     const mine = capture();
     const child = createLogger('info', mine as never).child({ component: 'deliveries', worker: 'host:1:"ab"' });
     const write = fixedLine(child, 'info', 'webhook delivered', ['delivery', 'webhook_id', 'status_code', 'ok', 'event']);
     const theirs = capture();
-    const reference = pino({ level: 'info', base: { service: 'wallet-service' }, timestamp: pino.stdTimeFunctions.isoTime }, theirs as never).child({ component: 'deliveries', worker: 'host:1:"ab"' });
+    const reference = pino(
+      { level: 'info', base: { service: 'wallet-service' }, timestamp: pino.stdTimeFunctions.isoTime },
+      theirs as never,
+    ).child({ component: 'deliveries', worker: 'host:1:"ab"' });
     const rows: Array<[string, number, number | null, boolean, string]> = [
       ['0b4e3c1a-7d2f-4e5a-9c8b-1a2b3c4d5e6f', 7, 200, true, 'wallet.updated'],
       ['tab\there \u2028', 12, null, false, 'quote " back \\ slash'],
@@ -70,7 +84,16 @@ describe('a fixed line (a hot path\'s line built as a template string)', () => {
       reference.info({ delivery, webhook_id: webhookId, status_code: status, ok, event }, 'webhook delivered');
     }
     expect(mine.lines.map(withoutTime)).toEqual(theirs.lines.map(withoutTime));
-    expect(JSON.parse(mine.lines[1]!)).toMatchObject({ level: 30, service: 'wallet-service', component: 'deliveries', worker: 'host:1:"ab"', delivery: 'tab\there \u2028', status_code: null, ok: false, msg: 'webhook delivered' });
+    expect(JSON.parse(mine.lines[1]!)).toMatchObject({
+      level: 30,
+      service: 'wallet-service',
+      component: 'deliveries',
+      worker: 'host:1:"ab"',
+      delivery: 'tab\there \u2028',
+      status_code: null,
+      ok: false,
+      msg: 'webhook delivered',
+    });
   });
 
   it('is written at its own level only when that level is enabled', () => {
@@ -90,9 +113,14 @@ describe('a fixed line (a hot path\'s line built as a template string)', () => {
 });
 
 /** Runs a script with the service's logger on standard output; its stdout lines with their arrival times. */
-function runLogging(script: string): Promise<{ code: number | null; lines: Array<{ at: number; line: Record<string, unknown> }>; started: number }> {
+function runLogging(
+  script: string,
+): Promise<{ code: number | null; lines: Array<{ at: number; line: Record<string, unknown> }>; started: number }> {
   const body = `import { createLogger } from ${JSON.stringify(join(ROOT, 'src', 'logger.ts'))};\nconst log = createLogger('info');\n${script}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', body], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', body], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const started = Date.now();
   const lines: Array<{ at: number; line: Record<string, unknown> }> = [];
   let rest = '';
@@ -117,13 +145,17 @@ describe('standard output in batches', () => {
   it('the lines logged just before process.exit arrive while the thread pool is busy', async () => {
     // Four long pbkdf2 jobs fill libuv's thread pool: the write handed on at exit waits behind
     // them, and must still be done before the process ends.
-    const r = await runLogging(`import { pbkdf2 } from 'node:crypto'; log.info({ n: 1 }, 'before'); for (let i = 0; i < 4; i++) pbkdf2('x', 'y', 2_000_000, 32, 'sha256', () => undefined); log.info({ n: 2 }, 'at exit'); process.exit(0);`);
+    const r = await runLogging(
+      `import { pbkdf2 } from 'node:crypto'; log.info({ n: 1 }, 'before'); for (let i = 0; i < 4; i++) pbkdf2('x', 'y', 2_000_000, 32, 'sha256', () => undefined); log.info({ n: 2 }, 'at exit'); process.exit(0);`,
+    );
     expect(r.code).toBe(0);
     expect(r.lines.map((l) => l.line.msg)).toEqual(['before', 'at exit']);
   }, 30_000);
 
   it('every line of a burst arrives, in order, and the last ones before process.exit', async () => {
-    const r = await runLogging(`for (let i = 0; i < 20000; i++) log.info({ n: i }, 'burst'); log.fatal({ n: 20000 }, 'last words'); process.exit(3);`);
+    const r = await runLogging(
+      `for (let i = 0; i < 20000; i++) log.info({ n: i }, 'burst'); log.fatal({ n: 20000 }, 'last words'); process.exit(3);`,
+    );
     expect(r.code).toBe(3);
     expect(r.lines).toHaveLength(20_001);
     expect(r.lines.map((l) => l.line.n)).toEqual(Array.from({ length: 20_001 }, (_, i) => i));

@@ -20,7 +20,15 @@ describe('/metrics and the nodes', () => {
     proxy = await RpcProxy.start(chain.rpcUrl);
     await upsertNetwork(
       t.store.db,
-      { name: 'Scraped', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
+      {
+        name: 'Scraped',
+        rpc_url: proxy.url,
+        chain_id: 31337,
+        currency_symbol: 'ETH',
+        block_explorer: '',
+        is_mainnet: false,
+        confirmations: 1,
+      },
       Date.now(),
     );
   });

@@ -56,7 +56,9 @@ describe('/metrics', () => {
     }
     expect(family(families, 'http_request_duration_seconds').type).toBe('HISTOGRAM');
     expect(family(families, 'webhook_attempts_total').type).toBe('COUNTER');
-    const outcomes = family(families, 'webhook_attempts_total').metrics.map((m) => m.labels?.outcome).sort();
+    const outcomes = family(families, 'webhook_attempts_total')
+      .metrics.map((m) => m.labels?.outcome)
+      .sort();
     expect(outcomes).toEqual(['http_error', 'network_error', 'success']);
   });
 
@@ -86,11 +88,24 @@ describe('/metrics', () => {
     const wallet = await createWalletRow(t, u.id, { networkId: network.id });
     const token = await db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', wallet.id).executeTakeFirstOrThrow();
     const tx = (createdAt: number, n: number) => ({
-      wallet_id: wallet.id, token_id: token.id, type: 'send', status: 'pending', amount: '1', fee_reserved: '0',
-      from_address: wallet.address, to_address: '0x0000000000000000000000000000000000000002',
-      tx_hash: `0x${String(n).padStart(64, '0')}`, log_index: -1, nonce: n, created_at: createdAt, updated_at: createdAt,
+      wallet_id: wallet.id,
+      token_id: token.id,
+      type: 'send',
+      status: 'pending',
+      amount: '1',
+      fee_reserved: '0',
+      from_address: wallet.address,
+      to_address: '0x0000000000000000000000000000000000000002',
+      tx_hash: `0x${String(n).padStart(64, '0')}`,
+      log_index: -1,
+      nonce: n,
+      created_at: createdAt,
+      updated_at: createdAt,
     });
-    await db.insertInto('transactions').values([tx(now - 120_000, 1), tx(now - 1_000, 2)] as never).execute();
+    await db
+      .insertInto('transactions')
+      .values([tx(now - 120_000, 1), tx(now - 1_000, 2)] as never)
+      .execute();
     const families = await scrape();
     expect(Number(family(families, 'transactions_pending').metrics[0]?.value)).toBe(2);
     expect(Number(family(families, 'transactions_stuck').metrics[0]?.value)).toBe(1);
@@ -108,7 +123,9 @@ describe('/metrics in production', () => {
       const res = await t.request('GET', '/metrics');
       expect(res.status).toBe(404);
       expect(res.text).not.toMatch(/http_requests_total/);
-      const warning = t.logs.map((l) => JSON.parse(l) as { level: number; msg: string }).find((l) => l.msg.startsWith('METRICS_TOKEN is not set'));
+      const warning = t.logs
+        .map((l) => JSON.parse(l) as { level: number; msg: string })
+        .find((l) => l.msg.startsWith('METRICS_TOKEN is not set'));
       expect(warning).toMatchObject({ level: 40 });
       expect(warning?.msg).toContain('METRICS_PUBLIC=true');
     } finally {

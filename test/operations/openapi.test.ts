@@ -64,7 +64,9 @@ describe('OpenAPI document', () => {
       .sort();
     expect(fromApp.length).toBeGreaterThanOrEqual(28);
     expect(fromDoc).toEqual(fromApp);
-    const hidden = registeredRoutes(t.app).filter((r) => r.hidden).map((r) => r.url);
+    const hidden = registeredRoutes(t.app)
+      .filter((r) => r.hidden)
+      .map((r) => r.url);
     expect(hidden).toEqual(expect.arrayContaining(['/api/openapi.json', '/api/docs', '/metrics']));
   });
 
@@ -104,7 +106,15 @@ describe('OpenAPI document', () => {
     writeFileSync(
       join(dir, 'tsconfig.json'),
       JSON.stringify({
-        compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: false, types: [] },
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false,
+          types: [],
+        },
         files: ['api.d.ts', 'client.ts'],
       }),
     );

@@ -20,8 +20,19 @@ const REQUESTS: Array<[string, string, number, number]> = [
 describe('request metrics', () => {
   it('scrape to the same text as prom-client Counter and Histogram', async () => {
     const reference = new Registry();
-    const counter = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered by this process, by method, route and status.', labelNames: ['method', 'route', 'status'], registers: [reference] });
-    const histogram = new Histogram({ name: 'http_request_duration_seconds', help: 'Time to answer an HTTP request, by method, route and status.', labelNames: ['method', 'route', 'status'], buckets: BOUNDS, registers: [reference] });
+    const counter = new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests answered by this process, by method, route and status.',
+      labelNames: ['method', 'route', 'status'],
+      registers: [reference],
+    });
+    const histogram = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Time to answer an HTTP request, by method, route and status.',
+      labelNames: ['method', 'route', 'status'],
+      buckets: BOUNDS,
+      registers: [reference],
+    });
     const ours = new Registry();
     const metrics = new RequestMetrics(ours, BOUNDS);
     for (const [method, route, status, seconds] of REQUESTS) {
@@ -31,20 +42,21 @@ describe('request metrics', () => {
     }
     const text = await ours.metrics();
     expect(text).toBe(await reference.metrics());
-    expect(text).toContain('http_request_duration_seconds_bucket{le="0.005",method="GET",route="/api/wallet/:wallet/balance",status="200"} 2');
+    expect(text).toContain(
+      'http_request_duration_seconds_bucket{le="0.005",method="GET",route="/api/wallet/:wallet/balance",status="200"} 2',
+    );
     expect(text).toContain('http_requests_total{method="POST",route="/api/wallet/:wallet/update",status="200"} 2');
     // And as JSON (what prom-client's cluster aggregation reads).
     // (prom-client's samples carry an empty `exemplar`; there are none here.)
     const withoutExemplars = (metrics: Awaited<ReturnType<Registry['getMetricsAsJSON']>>) =>
-      metrics.map((m) =>
-        ({
-          ...m,
-          values: m.values.map((value) => {
-            const { exemplar, ...v } = value as typeof value & { exemplar?: unknown };
-            expect(exemplar ?? null).toBeNull();
-            return v;
-          }),
-        }));
+      metrics.map((m) => ({
+        ...m,
+        values: m.values.map((value) => {
+          const { exemplar, ...v } = value as typeof value & { exemplar?: unknown };
+          expect(exemplar ?? null).toBeNull();
+          return v;
+        }),
+      }));
     expect(withoutExemplars(await ours.getMetricsAsJSON())).toEqual(withoutExemplars(await reference.getMetricsAsJSON()));
   });
 });

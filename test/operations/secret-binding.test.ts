@@ -46,7 +46,11 @@ describe('encrypted values bound to their place', () => {
 
   it("a wallet's encrypted key copied into a webhook's secret does not come out of the delete route", async () => {
     const hook = await createWebhook(t, a, { url: 'https://example.com/h', type: 'charge', events: ['created'], signature: 'whsec_real' });
-    const wallet = await t.store.db.selectFrom('wallets').select(['private_key_enc']).where('id', '=', a.walletId).executeTakeFirstOrThrow();
+    const wallet = await t.store.db
+      .selectFrom('wallets')
+      .select(['private_key_enc'])
+      .where('id', '=', a.walletId)
+      .executeTakeFirstOrThrow();
     // In its own place the key decrypts (the wallet can sign).
     const own = await t.store.db.selectFrom('wallets').select('address').where('id', '=', a.walletId).executeTakeFirstOrThrow();
     expect((await t.services.wallets.signer(a.walletId)).address).toBe(own.address);
@@ -59,7 +63,11 @@ describe('encrypted values bound to their place', () => {
 
   it('keys:rotate rewrites a value of the earlier format bound to its row; it reads the same', async () => {
     const hook = await createWebhook(t, a, { url: 'https://example.com/legacy', type: 'charge', events: ['created'] });
-    await t.store.db.updateTable('webhooks').set({ signature_enc: legacyValue('whsec_legacy') }).where('id', '=', hook.id).execute();
+    await t.store.db
+      .updateTable('webhooks')
+      .set({ signature_enc: legacyValue('whsec_legacy') })
+      .where('id', '=', hook.id)
+      .execute();
     const report = await rotateSecrets(t.ctx);
     expect(report.rotated.webhook_secrets).toBe(1);
     const row = await t.store.db.selectFrom('webhooks').select('signature_enc').where('id', '=', hook.id).executeTakeFirstOrThrow();
@@ -86,7 +94,9 @@ describe('encrypted values bound to their place', () => {
     expect(res.text).not.toContain('whsec_from_an_old_backup');
 
     // keys:rotate does not launder it into a bound value: the run stops, naming the row.
-    await expect(rotateSecrets(t.ctx)).rejects.toThrow(`webhooks.signature_enc of row ${hook.id} holds an unbound (v1) value, refused since keys:rotate bound every value`);
+    await expect(rotateSecrets(t.ctx)).rejects.toThrow(
+      `webhooks.signature_enc of row ${hook.id} holds an unbound (v1) value, refused since keys:rotate bound every value`,
+    );
     const row = await t.store.db.selectFrom('webhooks').select('signature_enc').where('id', '=', hook.id).executeTakeFirstOrThrow();
     expect(row.signature_enc).toBe(swapped);
 

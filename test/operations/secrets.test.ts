@@ -56,16 +56,26 @@ describe('secrets at rest and in logs', () => {
     try {
       const u = await t.createUser();
       const networkId = (await ensureNetwork(t)).id;
-      const wallet = (await t.request('POST', '/api/wallet/create', { token: u.token, body: { name: 'Hooks', network_id: networkId } })).body.data;
+      const wallet = (await t.request('POST', '/api/wallet/create', { token: u.token, body: { name: 'Hooks', network_id: networkId } }))
+        .body.data;
       const secret = 'whsec_do-not-leak-4242';
       const headerValue = 'Bearer partner-token-9191';
       const hook = await t.request('POST', `/api/wallet/${wallet.id}/webhook/create`, {
         token: u.token,
-        body: { url: `${rx.url}/hook`, type: 'wallet', events: ['updated'], signature: secret, with_headers: { Authorization: headerValue } },
+        body: {
+          url: `${rx.url}/hook`,
+          type: 'wallet',
+          events: ['updated'],
+          signature: secret,
+          with_headers: { Authorization: headerValue },
+        },
       });
       expect(hook.status).toBe(200);
       expect(hook.text).not.toContain(secret);
-      const charge = await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, { token: u.token, body: { amount: '1', token: 'ETH' } });
+      const charge = await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, {
+        token: u.token,
+        body: { amount: '1', token: 'ETH' },
+      });
       expect(charge.status).toBe(200);
 
       // A real delivery carries the header and a signature made with the secret.
@@ -75,7 +85,11 @@ describe('secrets at rest and in logs', () => {
       await t.workers!.stop();
       expect(rx.to('/hook')[0]!.headers.authorization).toBe(headerValue);
 
-      const sub = await t.store.db.selectFrom('sub_wallets').select(['id', 'private_key_enc']).where('wallet_id', '=', wallet.id).executeTakeFirstOrThrow();
+      const sub = await t.store.db
+        .selectFrom('sub_wallets')
+        .select(['id', 'private_key_enc'])
+        .where('wallet_id', '=', wallet.id)
+        .executeTakeFirstOrThrow();
       const subKey = t.ctx.secrets.decrypt(sub.private_key_enc, subWalletPlace(sub.id));
       const text = await databaseText(t);
       const logs = t.logs.join('\n');

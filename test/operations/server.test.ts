@@ -13,7 +13,11 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { runTs, until } from '../helpers/process.js';
 
 async function rpc(url: string, method: string, params: unknown[] = []) {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   return ((await res.json()) as { result: any }).result;
 }
 
@@ -40,7 +44,10 @@ describe('server process', () => {
     const port = await findFreePort();
     const devnetPort = await findFreePort();
     const networksFile = join(db.dataDir, 'networks.json');
-    writeFileSync(networksFile, JSON.stringify([{ name: 'Stuck node', rpc_url: `http://127.0.0.1:${hangingPort}`, chain_id: 999, currency_symbol: 'STK' }]));
+    writeFileSync(
+      networksFile,
+      JSON.stringify([{ name: 'Stuck node', rpc_url: `http://127.0.0.1:${hangingPort}`, chain_id: 999, currency_symbol: 'STK' }]),
+    );
     const env = {
       PORT: String(port),
       DEVNET_PORT: String(devnetPort),
@@ -53,8 +60,12 @@ describe('server process', () => {
     };
     const base = `http://127.0.0.1:${port}`;
     const login = async () => {
-      const r = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'admin@example.com', password: 'admin-password' }) });
-      return r.status === 200 ? (await r.json()).data.token as string : null;
+      const r = await fetch(`${base}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'admin@example.com', password: 'admin-password' }),
+      });
+      return r.status === 200 ? ((await r.json()).data.token as string) : null;
     };
     const get = async (path: string, token: string) => {
       const r = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } });
@@ -115,7 +126,12 @@ describe('server process', () => {
 
   it('refuses to start on a public HOST without NODE_ENV, before generating a key or starting a devnet', async () => {
     const dataDir = join(db.dataDir, 'public-bind');
-    const p = runTs('src/server.ts', [], { HOST: '0.0.0.0', PORT: String(await findFreePort()), DEVNET_PORT: String(await findFreePort()), DATA_DIR: dataDir });
+    const p = runTs('src/server.ts', [], {
+      HOST: '0.0.0.0',
+      PORT: String(await findFreePort()),
+      DEVNET_PORT: String(await findFreePort()),
+      DATA_DIR: dataDir,
+    });
     // Should it start after all, it is stopped (SIGTERM also stops its devnet) rather than left behind.
     const started = setTimeout(() => p.child.kill('SIGTERM'), 30_000);
     try {
@@ -123,7 +139,9 @@ describe('server process', () => {
     } finally {
       clearTimeout(started);
     }
-    expect(p.output().trim()).toMatch(/^Invalid configuration: NODE_ENV must be set when HOST \(0\.0\.0\.0\) is not a loopback address: NODE_ENV=production .*$/);
+    expect(p.output().trim()).toMatch(
+      /^Invalid configuration: NODE_ENV must be set when HOST \(0\.0\.0\.0\) is not a loopback address: NODE_ENV=production .*$/,
+    );
     expect(existsSync(join(dataDir, 'app.key'))).toBe(false);
   });
 });

@@ -23,7 +23,12 @@ describe('X-Request-Id', () => {
     const lines = t.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.request_id === id);
     expect(lines.some((l) => l.msg === 'request' && l.route === '/api/auth/me')).toBe(true);
     // A failing request: its error line carries the id too.
-    const bad = await t.request('POST', '/api/wallet/create', { token: u.token, rawBody: '{broken', contentType: 'application/json', headers: { 'x-request-id': 'bad-json-1' } });
+    const bad = await t.request('POST', '/api/wallet/create', {
+      token: u.token,
+      rawBody: '{broken',
+      contentType: 'application/json',
+      headers: { 'x-request-id': 'bad-json-1' },
+    });
     expect(bad.headers.get('x-request-id')).toBe('bad-json-1');
     const badLines = t.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.request_id === 'bad-json-1');
     expect(badLines.map((l) => l.msg)).toEqual(expect.arrayContaining(['request rejected', 'request']));
@@ -57,21 +62,26 @@ describe('password hashing cost', () => {
     const t = await startTestApp({ database: old.database, env: { PASSWORD_SCRYPT_N: '131072' } });
     try {
       expect(t.config.passwordScryptN).toBe(131072);
-      const before = (await t.store.db.selectFrom('users').select('password_hash').where('id', '=', u.id).executeTakeFirstOrThrow()).password_hash;
+      const before = (await t.store.db.selectFrom('users').select('password_hash').where('id', '=', u.id).executeTakeFirstOrThrow())
+        .password_hash;
       const wrong = await t.request('POST', '/api/auth/login', { body: { email: u.email, password: 'not-it' } });
       expect(wrong.status).toBe(401);
-      const unchanged = (await t.store.db.selectFrom('users').select('password_hash').where('id', '=', u.id).executeTakeFirstOrThrow()).password_hash;
+      const unchanged = (await t.store.db.selectFrom('users').select('password_hash').where('id', '=', u.id).executeTakeFirstOrThrow())
+        .password_hash;
       expect(unchanged).toBe(before); // only a successful login rehashes
 
       const ok = await t.request('POST', '/api/auth/login', { body: { email: u.email, password: 'rehash-me-please' } });
       expect(ok.status).toBe(200);
-      const after = (await t.store.db.selectFrom('users').select('password_hash').where('id', '=', u.id).executeTakeFirstOrThrow()).password_hash;
+      const after = (await t.store.db.selectFrom('users').select('password_hash').where('id', '=', u.id).executeTakeFirstOrThrow())
+        .password_hash;
       expect(scryptParamsOf(after)).toEqual({ n: 131072, r: 8, p: 1 });
       expect(after).not.toBe(before);
       expect(t.logs.some((l) => l.includes('password rehashed at the current cost'))).toBe(true);
       // The new hash works, and is not rehashed again.
       expect((await t.request('POST', '/api/auth/login', { body: { email: u.email, password: 'rehash-me-please' } })).status).toBe(200);
-      expect((await t.store.db.selectFrom('users').select('password_hash').where('id', '=', u.id).executeTakeFirstOrThrow()).password_hash).toBe(after);
+      expect(
+        (await t.store.db.selectFrom('users').select('password_hash').where('id', '=', u.id).executeTakeFirstOrThrow()).password_hash,
+      ).toBe(after);
     } finally {
       await t.close();
     }
@@ -79,7 +89,9 @@ describe('password hashing cost', () => {
 
   it('defaults to N=2^17 and refuses a cost that is not a power of two', () => {
     expect(loadConfig({}).passwordScryptN).toBe(131072);
-    expect(() => loadConfig({ PASSWORD_SCRYPT_N: '100000' })).toThrow('Invalid configuration: PASSWORD_SCRYPT_N must be a power of two, got 100000');
+    expect(() => loadConfig({ PASSWORD_SCRYPT_N: '100000' })).toThrow(
+      'Invalid configuration: PASSWORD_SCRYPT_N must be a power of two, got 100000',
+    );
   });
 });
 
@@ -112,9 +124,14 @@ describe('TOKEN_TTL and RATE_LIMIT_PER_MINUTE=0', () => {
       expect(r.headers.get('x-ratelimit-limit')).toBeNull();
       expect(r.headers.get('x-ratelimit-remaining')).toBeNull();
     }
-    const throttled = await startTestApp({ database: t.database, keepDatabase: true, env: { RATE_LIMIT_PER_MINUTE: '0', LOGIN_ATTEMPTS_PER_MINUTE: '2' } });
+    const throttled = await startTestApp({
+      database: t.database,
+      keepDatabase: true,
+      env: { RATE_LIMIT_PER_MINUTE: '0', LOGIN_ATTEMPTS_PER_MINUTE: '2' },
+    });
     try {
-      for (let i = 0; i < 2; i++) expect((await throttled.request('POST', '/api/auth/login', { body: { email: u.email, password: 'wrong-pw' } })).status).toBe(401);
+      for (let i = 0; i < 2; i++)
+        expect((await throttled.request('POST', '/api/auth/login', { body: { email: u.email, password: 'wrong-pw' } })).status).toBe(401);
       expect((await throttled.request('POST', '/api/auth/login', { body: { email: u.email, password: u.password } })).status).toBe(429);
     } finally {
       await throttled.app.close();

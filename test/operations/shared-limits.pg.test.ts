@@ -38,7 +38,11 @@ function sharedLimitTests(name: string, extra: () => Record<string, string>, che
     });
 
     const login = (s: Service, email: string, password: string) =>
-      fetch(`${s.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+      fetch(`${s.url}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password }),
+      });
 
     it("answers a user's 61st request in a minute with 429, whichever process answers", async () => {
       const email = `shared-${randomBytes(3).toString('hex')}@example.com`;

@@ -36,10 +36,13 @@ describe('supervisor', () => {
 
     t.startWorkers();
     const head = await chain.blockNumber();
-    const res = await waitFor(async () => {
-      const r = await t.request('GET', '/api/supervisor', { token: u.token });
-      return r.body.data.networks[0]?.synced_block !== null ? r : null;
-    }, { message: 'watcher synced' });
+    const res = await waitFor(
+      async () => {
+        const r = await t.request('GET', '/api/supervisor', { token: u.token });
+        return r.body.data.networks[0]?.synced_block !== null ? r : null;
+      },
+      { message: 'watcher synced' },
+    );
     expect(res.body.message).toBe('All systems operational');
     const d = res.body.data;
     expect(Object.keys(d).sort()).toEqual(['database', 'networks', 'status', 'transactions', 'uptime_s', 'version', 'webhooks', 'workers']);
@@ -57,7 +60,17 @@ describe('supervisor', () => {
         synced_block: head,
         lag_blocks: 0,
         traces_pending: 0,
-        endpoints: [{ url: new URL(chain.rpcUrl).origin, ok: true, head_block: head, lag_blocks: 0, latency_ms: expect.any(Number), error: null, traces: true }],
+        endpoints: [
+          {
+            url: new URL(chain.rpcUrl).origin,
+            ok: true,
+            head_block: head,
+            lag_blocks: 0,
+            latency_ms: expect.any(Number),
+            error: null,
+            traces: true,
+          },
+        ],
       },
     ]);
     expect(d.webhooks).toEqual({ pending: 0, retrying: 0, failed: 0, delivered_last_hour: 0 });

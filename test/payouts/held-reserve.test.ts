@@ -31,7 +31,10 @@ beforeAll(async () => {
   networkId = await chain.register(t);
   user = await t.createUser();
   t.startWorkers();
-  await waitFor(() => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(), { message: 'watcher cursor' });
+  await waitFor(
+    () => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(),
+    { message: 'watcher cursor' },
+  );
 });
 
 afterAll(async () => {
@@ -41,9 +44,12 @@ afterAll(async () => {
 
 const fresh = (): Address => privateKeyToAccount(generatePrivateKey()).address;
 const refusal = (message: string) => ({ status: 'error', message, data: null });
-const payout = (w: { id: number }, body: Record<string, unknown>) => t.request('POST', `/api/wallet/${w.id}/payout/create`, { token: user.token, body });
-const transfer = (w: { id: number }, body: Record<string, unknown>) => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body });
-const decide = (w: { id: number }, id: number, what: 'approve' | 'reject') => t.request('POST', `/api/wallet/${w.id}/payout/${id}/${what}`, { token: user.token, body: {} });
+const payout = (w: { id: number }, body: Record<string, unknown>) =>
+  t.request('POST', `/api/wallet/${w.id}/payout/create`, { token: user.token, body });
+const transfer = (w: { id: number }, body: Record<string, unknown>) =>
+  t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body });
+const decide = (w: { id: number }, id: number, what: 'approve' | 'reject') =>
+  t.request('POST', `/api/wallet/${w.id}/payout/${id}/${what}`, { token: user.token, body: {} });
 const until = (w: { id: number }, id: number, status: string) =>
   waitFor(
     async () => {
@@ -100,7 +106,9 @@ describe('a held payout reserves its total and its items’ fees', () => {
 
   it('rejected, it reserves nothing: the transfer it refused fits', async () => {
     const { w, id } = await heldPayout();
-    expect((await transfer(w, { token: 'ETH', amount: '1.1', address: fresh() })).body).toEqual(refusal('Insufficient balance for transaction'));
+    expect((await transfer(w, { token: 'ETH', amount: '1.1', address: fresh() })).body).toEqual(
+      refusal('Insufficient balance for transaction'),
+    );
     const rejected = await decide(w, id, 'reject');
     expect([rejected.status, rejected.body.data?.status], rejected.text).toEqual([200, 'failed']);
     const to = fresh();
@@ -112,7 +120,9 @@ describe('a held payout reserves its total and its items’ fees', () => {
 
   it('not decided within APPROVAL_TTL_S, it reserves nothing', async () => {
     const { w, id } = await heldPayout();
-    expect((await transfer(w, { token: 'ETH', amount: '1.1', address: fresh() })).body).toEqual(refusal('Insufficient balance for transaction'));
+    expect((await transfer(w, { token: 'ETH', amount: '1.1', address: fresh() })).body).toEqual(
+      refusal('Insufficient balance for transaction'),
+    );
     clock.advance(600_000);
     const expired = await until(w, id, 'failed');
     expect(expired.items[0].failure_reason).toBe('approval_expired');
@@ -125,15 +135,22 @@ describe('a held payout reserves its total and its items’ fees', () => {
     const w = await fundedWallet(t, chain, user, networkId, parseEther('1'));
     expect((await t.request('POST', `/api/wallet/${w.id}/token/add`, { token: user.token, body: { contract: usd } })).status).toBe(200);
     await mintErc20(chain.rpcUrl, usd, w.address, parseUnits('100', 6));
-    expect((await t.request('POST', `/api/wallet/${w.id}/policy`, { token: user.token, body: { approval_above: { HUSD: '60' } } })).status).toBe(200);
+    expect(
+      (await t.request('POST', `/api/wallet/${w.id}/policy`, { token: user.token, body: { approval_above: { HUSD: '60' } } })).status,
+    ).toBe(200);
     const to = [fresh(), fresh()];
     const held = await payout(w, { token: 'HUSD', items: to.map((address) => ({ address, amount: '45' })) });
     expect([held.status, held.body.data?.status], held.text).toEqual([200, 'awaiting_approval']);
 
-    expect((await transfer(w, { token: 'HUSD', amount: '55', address: fresh() })).body).toEqual(refusal('Insufficient balance for transaction'));
+    expect((await transfer(w, { token: 'HUSD', amount: '55', address: fresh() })).body).toEqual(
+      refusal('Insufficient balance for transaction'),
+    );
     const ok = await decide(w, held.body.data.id, 'approve');
     expect(ok.status, ok.text).toBe(200);
     await until(w, held.body.data.id, 'completed');
-    expect([await erc20BalanceOf(chain.rpcUrl, usd, to[0]!), await erc20BalanceOf(chain.rpcUrl, usd, to[1]!)]).toEqual([parseUnits('45', 6), parseUnits('45', 6)]);
+    expect([await erc20BalanceOf(chain.rpcUrl, usd, to[0]!), await erc20BalanceOf(chain.rpcUrl, usd, to[1]!)]).toEqual([
+      parseUnits('45', 6),
+      parseUnits('45', 6),
+    ]);
   });
 });

@@ -29,17 +29,33 @@ describe('a payout under node faults', () => {
     expect(res.status, res.text).toBe(200);
     s.proxy.rule('eth_estimateGas', { action: 'error', code: -32005, message: 'limit exceeded', times: 8 });
     s.proxy.drop('eth_sendRawTransaction');
-    await waitFor(async () => (await s.t.store.db.selectFrom('transactions').select('id').where('payout_id', '=', res.body.data.id).execute()).length >= 2 || null, { timeoutMs: 20_000, message: 'items recorded while broadcasts are cut' });
+    await waitFor(
+      async () =>
+        (await s.t.store.db.selectFrom('transactions').select('id').where('payout_id', '=', res.body.data.id).execute()).length >= 2 ||
+        null,
+      { timeoutMs: 20_000, message: 'items recorded while broadcasts are cut' },
+    );
     s.proxy.allow('eth_sendRawTransaction');
     s.proxy.allow('eth_estimateGas');
-    const done = await waitFor(async () => {
-      const p = (await s.t.request('GET', `/api/wallet/${w.id}/payout/${res.body.data.id}`, { token: s.user.token })).body.data;
-      return p.status === 'completed' ? p : null;
-    }, { timeoutMs: 40_000, message: 'payout completed' });
-    expect(done.items.map((i: any) => [i.reference, i.status, i.failure_reason])).toEqual(items.map((i) => [i.reference, 'confirmed', null]));
-    const txs = await s.t.store.db.selectFrom('transactions').select(['nonce', 'reference']).where('payout_id', '=', res.body.data.id).orderBy('nonce', 'asc').execute();
+    const done = await waitFor(
+      async () => {
+        const p = (await s.t.request('GET', `/api/wallet/${w.id}/payout/${res.body.data.id}`, { token: s.user.token })).body.data;
+        return p.status === 'completed' ? p : null;
+      },
+      { timeoutMs: 40_000, message: 'payout completed' },
+    );
+    expect(done.items.map((i: any) => [i.reference, i.status, i.failure_reason])).toEqual(
+      items.map((i) => [i.reference, 'confirmed', null]),
+    );
+    const txs = await s.t.store.db
+      .selectFrom('transactions')
+      .select(['nonce', 'reference'])
+      .where('payout_id', '=', res.body.data.id)
+      .orderBy('nonce', 'asc')
+      .execute();
     expect(txs.map((x) => x.reference)).toEqual(items.map((i) => i.reference));
     expect(await publicClient(s.chain.rpcUrl).getTransactionCount({ address: w.address })).toBe(6);
-    for (const [n, address] of to.entries()) expect(await publicClient(s.chain.rpcUrl).getBalance({ address })).toBe(parseEther(items[n]!.amount));
+    for (const [n, address] of to.entries())
+      expect(await publicClient(s.chain.rpcUrl).getBalance({ address })).toBe(parseEther(items[n]!.amount));
   }, 90_000);
 });

@@ -38,7 +38,10 @@ beforeAll(async () => {
   user = await t.createUser();
   stranger = await t.createUser();
   t.startWorkers();
-  await waitFor(() => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(), { message: 'watcher cursor' });
+  await waitFor(
+    () => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(),
+    { message: 'watcher cursor' },
+  );
 });
 
 afterAll(async () => {
@@ -48,14 +51,20 @@ afterAll(async () => {
 
 const fresh = (): Address => privateKeyToAccount(generatePrivateKey()).address;
 const refusal = (message: string) => ({ status: 'error', message, data: null });
-const create = (w: { id: number }, body: Record<string, unknown>, token = user.token) => t.request('POST', `/api/wallet/${w.id}/payout/create`, { token, body });
+const create = (w: { id: number }, body: Record<string, unknown>, token = user.token) =>
+  t.request('POST', `/api/wallet/${w.id}/payout/create`, { token, body });
 const show = (w: { id: number }, id: number, token = user.token) => t.request('GET', `/api/wallet/${w.id}/payout/${id}`, { token });
 const until = (w: { id: number }, id: number, status: string) =>
-  waitFor(async () => {
-    const r = await show(w, id);
-    return r.body.data?.status === status ? r.body.data : null;
-  }, { timeoutMs: 30_000, message: `payout ${id} ${status}` });
-const sentCount = async (walletId: number) => (await t.store.db.selectFrom('transactions').select('id').where('wallet_id', '=', walletId).where('type', '!=', 'receipt').execute()).length;
+  waitFor(
+    async () => {
+      const r = await show(w, id);
+      return r.body.data?.status === status ? r.body.data : null;
+    },
+    { timeoutMs: 30_000, message: `payout ${id} ${status}` },
+  );
+const sentCount = async (walletId: number) =>
+  (await t.store.db.selectFrom('transactions').select('id').where('wallet_id', '=', walletId).where('type', '!=', 'receipt').execute())
+    .length;
 
 describe('payout create', () => {
   let w: FundedWallet;
@@ -64,7 +73,15 @@ describe('payout create', () => {
   });
 
   it('names every failing field items.N.<field>, and takes 1 to 500 items', async () => {
-    const res = await create(w, { token: 'ETH', items: [{ address: fresh(), amount: '0.1', reference: 'a' }, { address: '0x12', amount: '-1' }, { address: fresh(), amount: '0.1', reference: 'a' }, 'x'] });
+    const res = await create(w, {
+      token: 'ETH',
+      items: [
+        { address: fresh(), amount: '0.1', reference: 'a' },
+        { address: '0x12', amount: '-1' },
+        { address: fresh(), amount: '0.1', reference: 'a' },
+        'x',
+      ],
+    });
     expect(res.status, res.text).toBe(422);
     expect(res.body.data).toEqual({
       'items.1.address': ['The items.1.address field must be a valid address.'],
@@ -74,13 +91,23 @@ describe('payout create', () => {
     });
     expectValidationError(await create(w, { token: 'ETH', items: [] }), { items: ['The items field must have at least 1 items.'] });
     const many = Array.from({ length: 501 }, () => ({ address: fresh(), amount: '0.000001' }));
-    expectValidationError(await create(w, { token: 'ETH', items: many }), { items: ['The items field must not have more than 500 items.'] });
-    expectValidationError(await create(w, { token: 'DOGE', items: [{ address: fresh(), amount: '1' }] }), { token: ['The selected token is invalid.'] });
+    expectValidationError(await create(w, { token: 'ETH', items: many }), {
+      items: ['The items field must not have more than 500 items.'],
+    });
+    expectValidationError(await create(w, { token: 'DOGE', items: [{ address: fresh(), amount: '1' }] }), {
+      token: ['The selected token is invalid.'],
+    });
     expect(await sentCount(w.id)).toBe(0);
   });
 
   it('refuses a total the balance does not cover, with nothing recorded or sent', async () => {
-    const res = await create(w, { token: 'ETH', items: [{ address: fresh(), amount: '1.5' }, { address: fresh(), amount: '0.5' }] });
+    const res = await create(w, {
+      token: 'ETH',
+      items: [
+        { address: fresh(), amount: '1.5' },
+        { address: fresh(), amount: '0.5' },
+      ],
+    });
     expect([res.status, res.body]).toEqual([400, refusal('Insufficient balance for payout')]);
     expect(await t.store.db.selectFrom('payouts').select('id').where('wallet_id', '=', w.id).execute()).toEqual([]);
     expect(await sentCount(w.id)).toBe(0);
@@ -88,7 +115,15 @@ describe('payout create', () => {
 
   it('sends each item as its own transaction in item order, with payout_id and reference, exact amounts', async () => {
     const to = [fresh(), fresh(), fresh()];
-    const res = await create(w, { token: 'ETH', fee_level: 'high', items: [{ address: to[0], amount: '0.1', reference: 'inv-1' }, { address: to[1], amount: '0.2', reference: 'inv-2' }, { address: to[2], amount: '0.000000000000000001' }] });
+    const res = await create(w, {
+      token: 'ETH',
+      fee_level: 'high',
+      items: [
+        { address: to[0], amount: '0.1', reference: 'inv-1' },
+        { address: to[1], amount: '0.2', reference: 'inv-2' },
+        { address: to[2], amount: '0.000000000000000001' },
+      ],
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body.message).toBe('Payout created');
     const p = res.body.data;
@@ -100,9 +135,19 @@ describe('payout create', () => {
     ]);
     const done = await until(w, p.id, 'completed');
     expect(done.completed_at).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
-    expect([await balanceOf(chain, to[0]!), await balanceOf(chain, to[1]!), await balanceOf(chain, to[2]!)]).toEqual([parseEther('0.1'), parseEther('0.2'), 1n]);
-    const txs = await Promise.all(done.items.map((i: any) => t.request('GET', `/api/wallet/${w.id}/transaction/show/${i.transaction_id}`, { token: user.token })));
-    expect(txs.map((x) => [x.body.data.payout_id, x.body.data.reference, x.body.data.status])).toEqual([[p.id, 'inv-1', 'confirmed'], [p.id, 'inv-2', 'confirmed'], [p.id, null, 'confirmed']]);
+    expect([await balanceOf(chain, to[0]!), await balanceOf(chain, to[1]!), await balanceOf(chain, to[2]!)]).toEqual([
+      parseEther('0.1'),
+      parseEther('0.2'),
+      1n,
+    ]);
+    const txs = await Promise.all(
+      done.items.map((i: any) => t.request('GET', `/api/wallet/${w.id}/transaction/show/${i.transaction_id}`, { token: user.token })),
+    );
+    expect(txs.map((x) => [x.body.data.payout_id, x.body.data.reference, x.body.data.status])).toEqual([
+      [p.id, 'inv-1', 'confirmed'],
+      [p.id, 'inv-2', 'confirmed'],
+      [p.id, null, 'confirmed'],
+    ]);
     const nonces = txs.map((x) => x.body.data.nonce);
     expect(nonces).toEqual([...nonces].sort((a, b) => a - b));
     expect(done.items.map((i: any) => i.tx_hash)).toEqual(txs.map((x) => x.body.data.tx_hash));
@@ -118,13 +163,28 @@ describe('payout create', () => {
   it('an item refused when its turn comes fails alone: partially_failed', async () => {
     const contract = await deployErc20(chain.rpcUrl, { name: 'Sink', symbol: 'SNK', decimals: 18 }); // takes no ether: its transfer would revert
     const to = [fresh(), fresh()];
-    const res = await create(w, { token: 'ETH', items: [{ address: to[0], amount: '0.01' }, { address: contract, amount: '0.01' }, { address: to[1], amount: '0.02' }] });
+    const res = await create(w, {
+      token: 'ETH',
+      items: [
+        { address: to[0], amount: '0.01' },
+        { address: contract, amount: '0.01' },
+        { address: to[1], amount: '0.02' },
+      ],
+    });
     expect(res.status, res.text).toBe(200);
     const done = await until(w, res.body.data.id, 'partially_failed');
-    expect(done.items.map((i: any) => [i.status, i.failure_reason])).toEqual([['confirmed', null], ['failed', 'refused'], ['confirmed', null]]);
+    expect(done.items.map((i: any) => [i.status, i.failure_reason])).toEqual([
+      ['confirmed', null],
+      ['failed', 'refused'],
+      ['confirmed', null],
+    ]);
     expect(done.items[1].transaction_id).toBeNull();
     expect(done.items[1].error).toMatch(/revert|Insufficient/i);
-    expect([await balanceOf(chain, to[0]!), await balanceOf(chain, contract), await balanceOf(chain, to[1]!)]).toEqual([parseEther('0.01'), 0n, parseEther('0.02')]);
+    expect([await balanceOf(chain, to[0]!), await balanceOf(chain, contract), await balanceOf(chain, to[1]!)]).toEqual([
+      parseEther('0.01'),
+      0n,
+      parseEther('0.02'),
+    ]);
   });
 
   it('pays ERC-20 items to the base unit', async () => {
@@ -133,10 +193,19 @@ describe('payout create', () => {
     const added = await t.request('POST', `/api/wallet/${w.id}/token/add`, { token: user.token, body: { contract: token } });
     expect(added.status, added.text).toBe(200);
     const to = [fresh(), fresh()];
-    const res = await create(w, { token: 'PUSD', items: [{ address: to[0], amount: '12.345678' }, { address: to[1], amount: '0.000001' }] });
+    const res = await create(w, {
+      token: 'PUSD',
+      items: [
+        { address: to[0], amount: '12.345678' },
+        { address: to[1], amount: '0.000001' },
+      ],
+    });
     expect(res.status, res.text).toBe(200);
     await until(w, res.body.data.id, 'completed');
-    expect([await erc20BalanceOf(chain.rpcUrl, token, to[0]!), await erc20BalanceOf(chain.rpcUrl, token, to[1]!)]).toEqual([12_345_678n, 1n]);
+    expect([await erc20BalanceOf(chain.rpcUrl, token, to[0]!), await erc20BalanceOf(chain.rpcUrl, token, to[1]!)]).toEqual([
+      12_345_678n,
+      1n,
+    ]);
   });
 
   it('hides payouts from another user and another wallet', async () => {
@@ -159,10 +228,17 @@ describe('payout approval', () => {
 
   it('a total over approval_above waits with nothing sent; an API key cannot approve; approve sends it', async () => {
     const to = [fresh(), fresh()];
-    const res = await create(w, { token: 'ETH', items: [{ address: to[0], amount: '0.3' }, { address: to[1], amount: '0.3' }] });
+    const res = await create(w, {
+      token: 'ETH',
+      items: [
+        { address: to[0], amount: '0.3' },
+        { address: to[1], amount: '0.3' },
+      ],
+    });
     expect([res.status, res.body.data?.status], res.text).toEqual([200, 'awaiting_approval']);
     expect(res.body.data.items.map((i: any) => i.status)).toEqual(['awaiting_approval', 'awaiting_approval']);
-    const key = (await t.request('POST', '/api/auth/key/create', { token: user.token, body: { name: 'payouts', scopes: ['*'] } })).body.data.key;
+    const key = (await t.request('POST', '/api/auth/key/create', { token: user.token, body: { name: 'payouts', scopes: ['*'] } })).body.data
+      .key;
     const byKey = await t.request('POST', `/api/wallet/${w.id}/payout/${res.body.data.id}/approve`, { token: key, body: {} });
     expect([byKey.status, byKey.body.message]).toEqual([403, 'Insufficient scope']);
     await new Promise((r) => setTimeout(r, 500)); // the worker's passes: still nothing may go out
@@ -179,7 +255,11 @@ describe('payout approval', () => {
     const before = await sentCount(w.id);
     const a = (await create(w, { token: 'ETH', items: [{ address: fresh(), amount: '0.6' }] })).body.data;
     const rejected = await t.request('POST', `/api/wallet/${w.id}/payout/${a.id}/reject`, { token: user.token, body: {} });
-    expect([rejected.status, rejected.body.data.status, rejected.body.data.items[0].failure_reason]).toEqual([200, 'failed', 'rejected_by_approver']);
+    expect([rejected.status, rejected.body.data.status, rejected.body.data.items[0].failure_reason]).toEqual([
+      200,
+      'failed',
+      'rejected_by_approver',
+    ]);
     const b = (await create(w, { token: 'ETH', items: [{ address: fresh(), amount: '0.7' }] })).body.data;
     clock.advance(600_000);
     const expired = await until(w, b.id, 'failed');

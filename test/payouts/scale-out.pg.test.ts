@@ -42,11 +42,19 @@ describe('two instances sending one payout', () => {
     const items = to.map((address, n) => ({ address, amount: `0.0${String(n + 10)}`, reference: `batch-${n}` }));
     const res = await a.request('POST', `/api/wallet/${w.id}/payout/create`, { token: user.token, body: { token: 'ETH', items } });
     expect(res.status, res.text).toBe(200);
-    const done = await waitFor(async () => {
-      const r = await b.request('GET', `/api/wallet/${w.id}/payout/${res.body.data.id}`, { token: user.token });
-      return r.body.data?.status === 'completed' ? r.body.data : null;
-    }, { timeoutMs: 60_000, message: 'payout completed' });
-    const txs = await a.store.db.selectFrom('transactions').select(['id', 'nonce', 'reference']).where('payout_id', '=', res.body.data.id).orderBy('nonce', 'asc').execute();
+    const done = await waitFor(
+      async () => {
+        const r = await b.request('GET', `/api/wallet/${w.id}/payout/${res.body.data.id}`, { token: user.token });
+        return r.body.data?.status === 'completed' ? r.body.data : null;
+      },
+      { timeoutMs: 60_000, message: 'payout completed' },
+    );
+    const txs = await a.store.db
+      .selectFrom('transactions')
+      .select(['id', 'nonce', 'reference'])
+      .where('payout_id', '=', res.body.data.id)
+      .orderBy('nonce', 'asc')
+      .execute();
     expect(txs.map((x) => x.reference)).toEqual(items.map((i) => i.reference));
     expect(new Set(done.items.map((i: any) => i.transaction_id)).size).toBe(30);
     expect(await publicClient(chain.rpcUrl).getTransactionCount({ address: w.address })).toBe(30);

@@ -26,12 +26,16 @@ async function held(): Promise<{ w: FundedWallet; id: number; to: `0x${string}` 
   const set = await s.t.request('POST', `/api/wallet/${w.id}/policy`, { token: s.user.token, body: { approval_above: { ETH: '0.5' } } });
   expect(set.status, set.text).toBe(200);
   const to = privateKeyToAccount(generatePrivateKey()).address;
-  const res = await s.t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: s.user.token, body: { amount: '0.7', token: 'ETH', address: to } });
+  const res = await s.t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+    token: s.user.token,
+    body: { amount: '0.7', token: 'ETH', address: to },
+  });
   expect([res.status, res.body.data?.status], res.text).toEqual([200, 'awaiting_approval']);
   return { w, id: res.body.data.id, to };
 }
 
-const approve = (walletId: number, id: number) => s.t.request('POST', `/api/wallet/${walletId}/transaction/${id}/approve`, { token: s.user.token, body: {} });
+const approve = (walletId: number, id: number) =>
+  s.t.request('POST', `/api/wallet/${walletId}/transaction/${id}/approve`, { token: s.user.token, body: {} });
 
 describe('approving under node faults', () => {
   it('a rate limit on the estimate is 503 with Retry-After and changes nothing; the next approve sends it once', async () => {

@@ -14,7 +14,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus, type FundedWallet } from '../helpers/transfers.js';
+import {
+  ETH,
+  eventsOf,
+  fundedWallet,
+  publicClient,
+  RECIPIENT,
+  waitForCursor,
+  waitForStatus,
+  type FundedWallet,
+} from '../helpers/transfers.js';
 import { policyApi, refusal } from './support.js';
 
 let t: TestApp;
@@ -38,7 +47,11 @@ afterAll(async () => {
 });
 
 /** A wallet holding `eth` ETH whose policy holds every transfer over 0.5 ETH for approval. */
-async function heldWallet(app: TestApp, eth: bigint, policy: Record<string, unknown> = {}): Promise<FundedWallet & { api: ReturnType<typeof policyApi> }> {
+async function heldWallet(
+  app: TestApp,
+  eth: bigint,
+  policy: Record<string, unknown> = {},
+): Promise<FundedWallet & { api: ReturnType<typeof policyApi> }> {
   const w = await fundedWallet(app, chain, user, networkId, eth);
   const api = policyApi(app, w.id, user.token);
   const set = await api.setPolicy({ approval_above: { ETH: '0.5' }, ...policy });
@@ -58,10 +71,25 @@ describe('a transfer over approval_above', () => {
     const res = await w.api.create({ amount: '0.7', token: 'ETH', address: RECIPIENT });
     expect(res.status, res.text).toBe(200);
     expect(res.body.message).toBe('Transaction created');
-    expect(res.body.data).toMatchObject({ status: 'awaiting_approval', tx_hash: null, nonce: null, amount: '0.700000000000000000', block_number: null, failure_reason: null });
+    expect(res.body.data).toMatchObject({
+      status: 'awaiting_approval',
+      tx_hash: null,
+      nonce: null,
+      amount: '0.700000000000000000',
+      block_number: null,
+      failure_reason: null,
+    });
     const events = (await eventsOf(t, w.id)).filter((e) => e.name.startsWith('transaction.'));
     expect(events.map((e) => e.name)).toEqual(['transaction.approval_required']);
-    expect(events[0]!.payload).toMatchObject({ transaction_id: res.body.data.id, wallet_id: w.id, amount: '0.700000000000000000', token: 'ETH', tx_hash: null, status: 'awaiting_approval', type: 'transfer' });
+    expect(events[0]!.payload).toMatchObject({
+      transaction_id: res.body.data.id,
+      wallet_id: w.id,
+      amount: '0.700000000000000000',
+      token: 'ETH',
+      tx_hash: null,
+      status: 'awaiting_approval',
+      type: 'transfer',
+    });
     // Under the threshold, but the held 0.7 ETH and its fee are reserved: 0.4 more does not fit in 1 ETH.
     const more = await w.api.create({ amount: '0.4', token: 'ETH', address: RECIPIENT });
     expect([more.status, more.body]).toEqual([400, refusal('Insufficient balance for transaction')]);
@@ -110,13 +138,22 @@ describe('a transfer over approval_above', () => {
     expect(won[0]!.body.data.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
     await waitForStatus(t, user, w.id, held.id, 'confirmed');
     const tx = await publicClient(chain.rpcUrl).getTransaction({ hash: won[0]!.body.data.tx_hash });
-    expect([tx.from.toLowerCase(), tx.to?.toLowerCase(), tx.value, tx.nonce]).toEqual([w.address.toLowerCase(), RECIPIENT.toLowerCase(), (3n * ETH) / 4n, 0]);
+    expect([tx.from.toLowerCase(), tx.to?.toLowerCase(), tx.value, tx.nonce]).toEqual([
+      w.address.toLowerCase(),
+      RECIPIENT.toLowerCase(),
+      (3n * ETH) / 4n,
+      0,
+    ]);
     expect(await publicClient(chain.rpcUrl).getBalance({ address: RECIPIENT })).toBe(recipientBefore + (3n * ETH) / 4n);
     expect(await nodeNonce(w.address)).toBe(1);
     const again = await decide(t, w.id, held.id, 'approve');
     expect([again.status, again.body]).toEqual([400, refusal('Transaction is not awaiting approval')]);
     const names = (await eventsOf(t, w.id)).filter((e) => e.payload.transaction_id === held.id).map((e) => `${e.name}:${e.payload.status}`);
-    expect(names).toEqual(['transaction.approval_required:awaiting_approval', 'transaction.created:pending', 'transaction.confirmed:confirmed']);
+    expect(names).toEqual([
+      'transaction.approval_required:awaiting_approval',
+      'transaction.created:pending',
+      'transaction.confirmed:confirmed',
+    ]);
   });
 
   it('approval checks the balance again: 400 and still awaiting when the money is gone; approved once it is back', async () => {
@@ -125,7 +162,9 @@ describe('a transfer over approval_above', () => {
     await chain.setBalance(w.address, ETH / 2n);
     const refused = await decide(t, w.id, held.id, 'approve');
     expect([refused.status, refused.body]).toEqual([400, refusal('Insufficient balance for transaction')]);
-    expect((await t.request('GET', `/api/wallet/${w.id}/transaction/show/${held.id}`, { token: user.token })).body.data.status).toBe('awaiting_approval');
+    expect((await t.request('GET', `/api/wallet/${w.id}/transaction/show/${held.id}`, { token: user.token })).body.data.status).toBe(
+      'awaiting_approval',
+    );
     expect(await nodeNonce(w.address)).toBe(0);
     await chain.setBalance(w.address, ETH);
     const approved = await decide(t, w.id, held.id, 'approve');
@@ -140,9 +179,17 @@ describe('a transfer over approval_above', () => {
     const rejected = await decide(t, w.id, held.id, 'reject');
     expect(rejected.status, rejected.text).toBe(200);
     expect(rejected.body.message).toBe('Transaction rejected');
-    expect(rejected.body.data).toMatchObject({ id: held.id, status: 'failed', failure_reason: 'rejected_by_approver', tx_hash: null, nonce: null });
+    expect(rejected.body.data).toMatchObject({
+      id: held.id,
+      status: 'failed',
+      failure_reason: 'rejected_by_approver',
+      tx_hash: null,
+      nonce: null,
+    });
     const failed = (await eventsOf(t, w.id, 'transaction.failed')).map((e) => e.payload);
-    expect(failed).toEqual([expect.objectContaining({ transaction_id: held.id, status: 'failed', failure_reason: 'rejected_by_approver' })]);
+    expect(failed).toEqual([
+      expect.objectContaining({ transaction_id: held.id, status: 'failed', failure_reason: 'rejected_by_approver' }),
+    ]);
     for (const kind of ['approve', 'reject'] as const) {
       const again = await decide(t, w.id, held.id, kind);
       expect([again.status, again.body]).toEqual([400, refusal('Transaction is not awaiting approval')]);

@@ -28,9 +28,13 @@ describe('charges under a strict policy', () => {
     t = await startTestApp({ clock, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
     const networkId = await chain.register(t);
     user = await t.createUser();
-    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body
+      .data;
     t.startWorkers();
-    await waitFor(() => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(), { message: 'watcher cursor' });
+    await waitFor(
+      () => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(),
+      { message: 'watcher cursor' },
+    );
   });
   afterAll(async () => {
     await t?.close();
@@ -39,10 +43,16 @@ describe('charges under a strict policy', () => {
 
   it('sweeps and gas top-ups go through a tiny daily limit and allowlist_only; an API transfer does not', async () => {
     const eur = await deployErc20(chain.rpcUrl, { name: 'Euro Coin', symbol: 'EURC', decimals: 6 });
-    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: eur } })).status).toBe(200);
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: eur } })).status).toBe(
+      200,
+    );
     await chain.setBalance(wallet.address, parseEther('1'));
     const policy = policyApi(t, wallet.id, user.token);
-    const set = await policy.setPolicy({ per_transaction: { ETH: TINY, EURC: '0.000001' }, daily: { ETH: TINY, EURC: '0.000001' }, allowlist_only: true });
+    const set = await policy.setPolicy({
+      per_transaction: { ETH: TINY, EURC: '0.000001' },
+      daily: { ETH: TINY, EURC: '0.000001' },
+      allowlist_only: true,
+    });
     expect(set.status, set.text).toBe(200);
     const api = chargeApi(t, wallet.id, user.token);
 
@@ -56,16 +66,29 @@ describe('charges under a strict policy', () => {
     await clockToChain(clock, chain);
     const c = await api.create({ amount: '3', token: 'EURC', expires: 600 });
     await mintErc20(chain.rpcUrl, eur, c.address, 3_000_000n);
-    const done = await api.until(c.id, (x) => x.status === 'paid' && x.sweeps.some((w: { token: string; status: string }) => w.token === 'EURC' && w.status === 'confirmed'), 'EURC paid and swept', 30_000);
+    const done = await api.until(
+      c.id,
+      (x) => x.status === 'paid' && x.sweeps.some((w: { token: string; status: string }) => w.token === 'EURC' && w.status === 'confirmed'),
+      'EURC paid and swept',
+      30_000,
+    );
     expect(done.payments).toHaveLength(1);
     expect(await erc20BalanceOf(chain.rpcUrl, eur, c.address as Address)).toBe(0n);
     expect(await erc20BalanceOf(chain.rpcUrl, eur, wallet.address as Address)).toBe(3_000_000n);
-    const topUps = await t.store.db.selectFrom('transactions').select(['type', 'status']).where('wallet_id', '=', wallet.id).where('to_address', '=', c.address).execute();
+    const topUps = await t.store.db
+      .selectFrom('transactions')
+      .select(['type', 'status'])
+      .where('wallet_id', '=', wallet.id)
+      .where('to_address', '=', c.address)
+      .execute();
     expect(topUps.map((r) => r.type)).toEqual(['transfer']);
     expect(topUps[0]!.status).not.toBe('failed');
 
     // The same policy refuses what the API starts.
-    const refused = await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, { token: user.token, body: { amount: TINY, token: 'ETH', address: RECIPIENT } });
+    const refused = await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, {
+      token: user.token,
+      body: { amount: TINY, token: 'ETH', address: RECIPIENT },
+    });
     expect([refused.status, refused.body]).toEqual([400, refusal('Policy: over the daily limit')]);
   });
 });

@@ -50,7 +50,11 @@ async function apiKey(scopes: string[]): Promise<string> {
 /** What the chain says about the wallet: nonce used and balances of the recipients. */
 async function chainView(w: FundedWallet) {
   const c = publicClient(chain.rpcUrl);
-  return { nonce: await c.getTransactionCount({ address: w.address }), recipient: await c.getBalance({ address: RECIPIENT }), sink: await c.getBalance({ address: SINK }) };
+  return {
+    nonce: await c.getTransactionCount({ address: w.address }),
+    recipient: await c.getBalance({ address: RECIPIENT }),
+    sink: await c.getBalance({ address: SINK }),
+  };
 }
 
 describe('the policy and allowlist routes', () => {
@@ -63,12 +67,20 @@ describe('the policy and allowlist routes', () => {
 
   it('a new wallet has an empty policy and an empty allowlist', async () => {
     const res = await api.policy();
-    expect([res.status, res.body.data]).toEqual([200, { per_transaction: {}, daily: {}, approval_above: {}, allowlist_only: false, updated_at: null }]);
+    expect([res.status, res.body.data]).toEqual([
+      200,
+      { per_transaction: {}, daily: {}, approval_above: {}, allowlist_only: false, updated_at: null },
+    ]);
     expect((await api.allowlist()).body.data).toEqual([]);
   });
 
   it('sets limits as 18-place amounts, keeps the ones not named, removes one with null', async () => {
-    const set = await api.setPolicy({ per_transaction: { eth: '1.5' }, daily: { ETH: 3 }, approval_above: { ETH: '0.25' }, allowlist_only: false });
+    const set = await api.setPolicy({
+      per_transaction: { eth: '1.5' },
+      daily: { ETH: 3 },
+      approval_above: { ETH: '0.25' },
+      allowlist_only: false,
+    });
     expect(set.status, set.text).toBe(200);
     expect(set.body.data).toMatchObject({
       per_transaction: { ETH: '1.500000000000000000' },
@@ -78,7 +90,11 @@ describe('the policy and allowlist routes', () => {
     });
     expect(set.body.data.updated_at).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
     const removed = await api.setPolicy({ approval_above: { ETH: null } });
-    expect(removed.body.data).toMatchObject({ per_transaction: { ETH: '1.500000000000000000' }, daily: { ETH: '3.000000000000000000' }, approval_above: {} });
+    expect(removed.body.data).toMatchObject({
+      per_transaction: { ETH: '1.500000000000000000' },
+      daily: { ETH: '3.000000000000000000' },
+      approval_above: {},
+    });
     expect((await api.policy()).body.data).toEqual(removed.body.data);
     await api.setPolicy({ per_transaction: { ETH: null }, daily: { ETH: null } });
     expect((await api.policy()).body.data).toMatchObject({ per_transaction: {}, daily: {}, approval_above: {} });
@@ -87,7 +103,10 @@ describe('the policy and allowlist routes', () => {
   it('refuses an unknown symbol and amounts not valid for the token (422), changing nothing', async () => {
     const cases: [Record<string, unknown>, Record<string, string[]>][] = [
       [{ daily: { DAI: '1' } }, { 'daily.DAI': ['The selected token is invalid.'] }],
-      [{ per_transaction: { ETH: '0.0000000000000000001' } }, { 'per_transaction.ETH': ['The per_transaction.ETH field must not have more than 18 decimal places.'] }],
+      [
+        { per_transaction: { ETH: '0.0000000000000000001' } },
+        { 'per_transaction.ETH': ['The per_transaction.ETH field must not have more than 18 decimal places.'] },
+      ],
       [{ per_transaction: { ETH: '-1' } }, { 'per_transaction.ETH': ['The per_transaction.ETH field must be greater than 0.'] }],
       [{ daily: { ETH: 'lots' } }, { 'daily.ETH': ['The daily.ETH field must be a number.'] }],
     ];
@@ -98,7 +117,7 @@ describe('the policy and allowlist routes', () => {
     expect((await api.policy()).body.data).toMatchObject({ per_transaction: {}, daily: {} });
   });
 
-  it('adds and removes allowlist entries; a bad or duplicate address is 422; another wallet\'s entry 404', async () => {
+  it("adds and removes allowlist entries; a bad or duplicate address is 422; another wallet's entry 404", async () => {
     const added = await api.add({ address: RECIPIENT.toLowerCase(), label: 'Supplier' });
     expect(added.status, added.text).toBe(200);
     expect(added.body.data).toMatchObject({ address: getAddress(RECIPIENT), label: 'Supplier' });
@@ -113,7 +132,10 @@ describe('the policy and allowlist routes', () => {
 
     const other = await fundedWallet(t, chain, user, networkId, 0n);
     const otherEntry = (await policyApi(t, other.id, user.token).add({ address: OTHER, label: 'Other' })).body.data;
-    expect([(await api.remove(otherEntry.id)).status, (await api.remove(otherEntry.id)).body]).toEqual([404, refusal('Allowlist entry not found')]);
+    expect([(await api.remove(otherEntry.id)).status, (await api.remove(otherEntry.id)).body]).toEqual([
+      404,
+      refusal('Allowlist entry not found'),
+    ]);
     expect((await api.remove(999999)).body).toEqual(refusal('Allowlist entry not found'));
     const removed = await api.remove(added.body.data.id);
     expect([removed.status, removed.body.data]).toEqual([200, added.body.data]);
@@ -125,7 +147,11 @@ describe('the policy and allowlist routes', () => {
     const read = await apiKey(['read']);
     const entry = (await api.add({ address: OTHER, label: 'x' })).body.data;
     const asKey = policyApi(t, w.id, star);
-    for (const res of [await asKey.setPolicy({ daily: { ETH: null }, allowlist_only: false }), await asKey.add({ address: SINK, label: 'k' }), await asKey.remove(entry.id)]) {
+    for (const res of [
+      await asKey.setPolicy({ daily: { ETH: null }, allowlist_only: false }),
+      await asKey.add({ address: SINK, label: 'k' }),
+      await asKey.remove(entry.id),
+    ]) {
       expect([res.status, res.body]).toEqual([403, refusal('Insufficient scope')]);
     }
     const asRead = policyApi(t, w.id, read);
@@ -134,7 +160,7 @@ describe('the policy and allowlist routes', () => {
     expect((await api.remove(entry.id)).status).toBe(200);
   });
 
-  it('another user\'s wallet is 404 Wallet not found on every route', async () => {
+  it("another user's wallet is 404 Wallet not found on every route", async () => {
     const asStranger = policyApi(t, w.id, stranger.token);
     const answers = [
       await asStranger.policy(),
@@ -200,7 +226,10 @@ describe('enforcement on creates', () => {
       expect(first.status, first.text).toBe(200);
       // In the pool, not mined: counted.
       expect((await api.create({ amount: '0.1', token: 'ETH', address: RECIPIENT })).body).toEqual(refusal('Policy: over the daily limit'));
-      const cancel = await t.request('POST', `/api/wallet/${w.id}/transaction/${first.body.data.id}/cancel`, { token: user.token, body: {} });
+      const cancel = await t.request('POST', `/api/wallet/${w.id}/transaction/${first.body.data.id}/cancel`, {
+        token: user.token,
+        body: {},
+      });
       expect(cancel.status, cancel.text).toBe(200);
       await chain.mine(1);
       expect(await waitForStatus(t, user, w.id, first.body.data.id, 'failed')).toMatchObject({ failure_reason: 'cancelled' });

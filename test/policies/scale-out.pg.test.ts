@@ -39,7 +39,11 @@ afterAll(async () => {
 });
 
 async function post(base: string, path: string, token: string, body: unknown): Promise<ApiResponse> {
-  const res = await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: JSON.parse(text), text };
 }
@@ -50,7 +54,9 @@ describe('two service processes, one PostgreSQL', () => {
     await policyApi(t, w.id, user.token).setPolicy({ daily: { ETH: '0.5' } });
     const before = await publicClient(chain.rpcUrl).getBalance({ address: RECIPIENT });
     const body = { amount: '0.1', token: 'ETH', address: RECIPIENT };
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => post((i % 2 === 0 ? a : b)!.url, `/api/wallet/${w.id}/transaction/create`, user.token, body)));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => post((i % 2 === 0 ? a : b)!.url, `/api/wallet/${w.id}/transaction/create`, user.token, body)),
+    );
     await expectFiveUnderDaily(chain, w, results, before);
   });
 });

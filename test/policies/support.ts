@@ -23,12 +23,19 @@ export const refusal = (message: string) => ({ status: 'error', message, data: n
 export function race20(apps: TestApp[], user: TestUser, walletId: number): Promise<ApiResponse[]> {
   const body = { amount: '0.1', token: 'ETH', address: RECIPIENT };
   return Promise.all(
-    Array.from({ length: 20 }, (_, i) => apps[i % apps.length]!.request('POST', `/api/wallet/${walletId}/transaction/create`, { token: user.token, body })),
+    Array.from({ length: 20 }, (_, i) =>
+      apps[i % apps.length]!.request('POST', `/api/wallet/${walletId}/transaction/create`, { token: user.token, body }),
+    ),
   );
 }
 
 /** Exactly 5 of 20 accepted (daily 0.5 ETH), 15 refused with the daily message; the chain shows 5 × 0.1 ETH to RECIPIENT. */
-export async function expectFiveUnderDaily(chain: TestChain, w: FundedWallet, results: ApiResponse[], recipientBefore: bigint): Promise<void> {
+export async function expectFiveUnderDaily(
+  chain: TestChain,
+  w: FundedWallet,
+  results: ApiResponse[],
+  recipientBefore: bigint,
+): Promise<void> {
   const accepted = results.filter((r) => r.status === 200);
   const refused = results.filter((r) => r.status !== 200);
   expect(accepted).toHaveLength(5);

@@ -29,13 +29,48 @@ const ZERO32 = `0x${'00'.repeat(32)}` as const;
 describe('decodeTokenCall', () => {
   it('reads transfer, transferFrom, approve, increaseAllowance and permit as that token', () => {
     const d = (data: `0x${string}`) => decodeTokenCall(tokens, WALLET, TOKEN, data);
-    expect(d(encodeFunctionData({ abi: ABI, functionName: 'transfer', args: [TO, 5n] }))).toEqual({ kind: 'transfer', tokenId: 7, contract: TOKEN, to: TO, amount: 5n, spend: 5n });
-    expect(d(encodeFunctionData({ abi: ABI, functionName: 'transferFrom', args: [WALLET, TO, 6n] }))).toEqual({ kind: 'transferFrom', tokenId: 7, contract: TOKEN, to: TO, amount: 6n, spend: 6n });
+    expect(d(encodeFunctionData({ abi: ABI, functionName: 'transfer', args: [TO, 5n] }))).toEqual({
+      kind: 'transfer',
+      tokenId: 7,
+      contract: TOKEN,
+      to: TO,
+      amount: 5n,
+      spend: 5n,
+    });
+    expect(d(encodeFunctionData({ abi: ABI, functionName: 'transferFrom', args: [WALLET, TO, 6n] }))).toEqual({
+      kind: 'transferFrom',
+      tokenId: 7,
+      contract: TOKEN,
+      to: TO,
+      amount: 6n,
+      spend: 6n,
+    });
     // Another's allowance: counted, but nothing leaves the wallet's own balance.
-    expect(d(encodeFunctionData({ abi: ABI, functionName: 'transferFrom', args: [SOMEONE, TO, 6n] }))).toMatchObject({ amount: 6n, spend: 0n, to: TO });
-    expect(d(encodeFunctionData({ abi: ABI, functionName: 'approve', args: [TO, maxUint256] }))).toEqual({ kind: 'approve', tokenId: 7, contract: TOKEN, to: TO, amount: maxUint256, spend: 0n });
-    expect(d(encodeFunctionData({ abi: ABI, functionName: 'increaseAllowance', args: [TO, 9n] }))).toMatchObject({ kind: 'increaseAllowance', to: TO, amount: 9n, spend: 0n });
-    expect(d(encodeFunctionData({ abi: ABI, functionName: 'permit', args: [WALLET, TO, 11n, 0n, 27, ZERO32, ZERO32] }))).toMatchObject({ kind: 'permit', to: TO, amount: 11n, spend: 0n });
+    expect(d(encodeFunctionData({ abi: ABI, functionName: 'transferFrom', args: [SOMEONE, TO, 6n] }))).toMatchObject({
+      amount: 6n,
+      spend: 0n,
+      to: TO,
+    });
+    expect(d(encodeFunctionData({ abi: ABI, functionName: 'approve', args: [TO, maxUint256] }))).toEqual({
+      kind: 'approve',
+      tokenId: 7,
+      contract: TOKEN,
+      to: TO,
+      amount: maxUint256,
+      spend: 0n,
+    });
+    expect(d(encodeFunctionData({ abi: ABI, functionName: 'increaseAllowance', args: [TO, 9n] }))).toMatchObject({
+      kind: 'increaseAllowance',
+      to: TO,
+      amount: 9n,
+      spend: 0n,
+    });
+    expect(d(encodeFunctionData({ abi: ABI, functionName: 'permit', args: [WALLET, TO, 11n, 0n, 27, ZERO32, ZERO32] }))).toMatchObject({
+      kind: 'permit',
+      to: TO,
+      amount: 11n,
+      spend: 0n,
+    });
   });
 
   it('is none for another contract, another function, or calldata that does not decode', () => {

@@ -154,7 +154,10 @@ describe('a call to a token contract is policed as that token', () => {
       await chain.rpc('evm_setAutomine', [true]);
     }
     await chain.mine(1);
-    await waitFor(async () => (await erc20BalanceOf(chain.rpcUrl, usd, to)) === 100n * USD, { timeoutMs: 20_000, message: 'both transfers mined' });
+    await waitFor(async () => (await erc20BalanceOf(chain.rpcUrl, usd, to)) === 100n * USD, {
+      timeoutMs: 20_000,
+      message: 'both transfers mined',
+    });
     expect(await erc20BalanceOf(chain.rpcUrl, usd, w.address)).toBe(0n);
   });
 });
@@ -183,21 +186,38 @@ describe('any other contract call', () => {
 describe('fee caps', () => {
   it('max_fee_per_gas above three times the high level is 422 on a create and on a speed-up; within it, accepted', async () => {
     const { w, api } = await walletWith(0n, {});
-    const preview = await t.request('GET', `/api/wallet/${w.id}/transaction/fees?amount=0.1&token=ETH&address=${fresh()}`, { token: user.token });
+    const preview = await t.request('GET', `/api/wallet/${w.id}/transaction/fees?amount=0.1&token=ETH&address=${fresh()}`, {
+      token: user.token,
+    });
     expect(preview.status, preview.text).toBe(200);
     const high = BigInt(preview.body.data.levels.high.max_fee_per_gas.replace('.', '').replace(/^0+/, '') || '0');
     const asWei18 = (wei: bigint) => `0.${wei.toString().padStart(18, '0')}`;
     const to = fresh();
-    const burn = await api.create({ amount: '0.000000000000000001', token: 'ETH', address: to, max_fee_per_gas: asWei18(high * 1000n), max_priority_fee_per_gas: asWei18(high) });
+    const burn = await api.create({
+      amount: '0.000000000000000001',
+      token: 'ETH',
+      address: to,
+      max_fee_per_gas: asWei18(high * 1000n),
+      max_priority_fee_per_gas: asWei18(high),
+    });
     expectValidationError(burn, { max_fee_per_gas: ['The max_fee_per_gas field is above the allowed cap.'] });
     expect(await nonceOf(w)).toBe(0);
 
     await chain.rpc('evm_setAutomine', [false]);
     try {
-      const ok = await api.create({ amount: '0.1', token: 'ETH', address: to, max_fee_per_gas: asWei18(high * 2n), max_priority_fee_per_gas: asWei18(1n) });
+      const ok = await api.create({
+        amount: '0.1',
+        token: 'ETH',
+        address: to,
+        max_fee_per_gas: asWei18(high * 2n),
+        max_priority_fee_per_gas: asWei18(1n),
+      });
       expect(ok.status, ok.text).toBe(200);
       const speedUp = (fee: bigint) =>
-        t.request('POST', `/api/wallet/${w.id}/transaction/${ok.body.data.id}/speed-up`, { token: user.token, body: { max_fee_per_gas: asWei18(fee), max_priority_fee_per_gas: asWei18(2n) } });
+        t.request('POST', `/api/wallet/${w.id}/transaction/${ok.body.data.id}/speed-up`, {
+          token: user.token,
+          body: { max_fee_per_gas: asWei18(fee), max_priority_fee_per_gas: asWei18(2n) },
+        });
       expectValidationError(await speedUp(high * 100n), { max_fee_per_gas: ['The max_fee_per_gas field is above the allowed cap.'] });
       const within = await speedUp(high * 3n);
       expect(within.status, within.text).toBe(200);

@@ -51,7 +51,14 @@ describe('reconciliation: money sent after a charge’s watch ended', () => {
 
   /** The sweeper has nothing more to do for the charge (a look due after its last sweep is done). */
   const nothingDue = (chargeId: number) =>
-    waitFor(async () => ((await t.store.db.selectFrom('charges').select('sweep_due_at').where('id', '=', chargeId).executeTakeFirstOrThrow()).sweep_due_at === null ? true : null), { message: 'nothing due' });
+    waitFor(
+      async () =>
+        (await t.store.db.selectFrom('charges').select('sweep_due_at').where('id', '=', chargeId).executeTakeFirstOrThrow())
+          .sweep_due_at === null
+          ? true
+          : null,
+      { message: 'nothing due' },
+    );
 
   const reconciliation = async (walletId: number) => {
     const res = await t.request('GET', `/api/wallet/${walletId}/reconciliation`, { token: alice.token });
@@ -65,7 +72,8 @@ describe('reconciliation: money sent after a charge’s watch ended', () => {
    * it too, and the follower past that block.
    */
   async function paidThenLate(name: string) {
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name, network_id: networkId } })).body.data as { id: number; address: Address };
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name, network_id: networkId } })).body
+      .data as { id: number; address: Address };
     const api = chargeApi(t, wallet.id, alice.token);
     await clockToChain(clock, chain);
     const c = await api.create({ amount: '1', token: 'ETH', expires: 60 });
@@ -96,14 +104,17 @@ describe('reconciliation: money sent after a charge’s watch ended', () => {
     expect((await reconciliation(wallet.id)).unswept).toEqual(unswept); // listed until swept; an answer moves nothing
     expect(await balanceOf(chain, c.address)).toBe(LATE);
 
-    const sweep = (token: string | null, walletId = wallet.id, charge: number | string = c.id) => t.request('POST', `/api/wallet/${walletId}/charge/${charge}/sweep`, { token });
-    const key = (await t.request('POST', '/api/auth/key/create', { token: alice.token, body: { name: 'ops', scopes: ['*'] } })).body.data.key;
+    const sweep = (token: string | null, walletId = wallet.id, charge: number | string = c.id) =>
+      t.request('POST', `/api/wallet/${walletId}/charge/${charge}/sweep`, { token });
+    const key = (await t.request('POST', '/api/auth/key/create', { token: alice.token, body: { name: 'ops', scopes: ['*'] } })).body.data
+      .key;
     const byKey = await sweep(key);
     expect([byKey.status, byKey.body.message]).toEqual([403, 'Insufficient scope']);
     expect((await sweep(null)).status).toBe(401);
     const other = await sweep(bob.token);
     expect([other.status, other.body.message]).toEqual([404, 'Wallet not found']);
-    const bobWallet = (await t.request('POST', '/api/wallet/create', { token: bob.token, body: { name: 'Bob', network_id: networkId } })).body.data as { id: number };
+    const bobWallet = (await t.request('POST', '/api/wallet/create', { token: bob.token, body: { name: 'Bob', network_id: networkId } }))
+      .body.data as { id: number };
     const notHis = await sweep(bob.token, bobWallet.id);
     expect([notHis.status, notHis.body.message]).toEqual([404, 'Charge not found']);
     expect(await balanceOf(chain, c.address)).toBe(LATE);
@@ -128,9 +139,20 @@ describe('reconciliation: money sent after a charge’s watch ended', () => {
   });
 
   it('an ERC-20 charge: the token found after the watch is recorded and swept (its gas sent first); ok again', async () => {
-    const { wallet, usd, api, c } = await tokenChargePaid(t, chain, alice, { networkId, clock, name: 'Tokens', fund: (a) => pay(chain.rpcUrl, a, parseEther('1')) });
-    await api.until(c.id, (x) => x.sweeps.some((s: { token: string; status: string }) => s.token === 'TUSD' && s.status === 'confirmed'), 'the payment swept');
-    await waitFor(async () => ((await api.show(c.id)).sweeps.every((s: { status: string }) => s.status !== 'pending') ? true : null), { message: 'every sweep final' });
+    const { wallet, usd, api, c } = await tokenChargePaid(t, chain, alice, {
+      networkId,
+      clock,
+      name: 'Tokens',
+      fund: (a) => pay(chain.rpcUrl, a, parseEther('1')),
+    });
+    await api.until(
+      c.id,
+      (x) => x.sweeps.some((s: { token: string; status: string }) => s.token === 'TUSD' && s.status === 'confirmed'),
+      'the payment swept',
+    );
+    await waitFor(async () => ((await api.show(c.id)).sweeps.every((s: { status: string }) => s.status !== 'pending') ? true : null), {
+      message: 'every sweep final',
+    });
     await nothingDue(c.id);
     await settleHead();
     const before = await reconciliation(wallet.id);
@@ -141,14 +163,23 @@ describe('reconciliation: money sent after a charge’s watch ended', () => {
     await mintErc20(chain.rpcUrl, usd, c.address as Address, 2_000_000n);
     clock.advance(Math.max(0, (expiresS + WATCH_AFTER_S + 200) * 1000 - clock.nowMs()));
     await settleHead();
-    expect((await reconciliation(wallet.id)).unswept).toEqual([{ address: c.address, charge_id: c.id, token: 'TUSD', amount: '2.000000000000000000', reason: 'after_watch' }]);
+    expect((await reconciliation(wallet.id)).unswept).toEqual([
+      { address: c.address, charge_id: c.id, token: 'TUSD', amount: '2.000000000000000000', reason: 'after_watch' },
+    ]);
 
     const swept = await t.request('POST', `/api/wallet/${wallet.id}/charge/${c.uuid}/sweep`, { token: alice.token });
     expect(swept.status, swept.text).toBe(200);
     expect(swept.body.data.payments.at(-1)).toMatchObject({ tx_hash: null, amount: '2.000000000000000000', late: true });
-    await waitFor(async () => ((await erc20BalanceOf(chain.rpcUrl, usd, c.address as Address)) === 0n ? true : null), { message: 'the tokens swept', timeoutMs: 30_000 });
-    await waitFor(async () => ((await api.show(c.id)).sweeps.every((s: { status: string }) => s.status !== 'pending') ? true : null), { message: 'every sweep final' });
-    await waitFor(async () => ((await events(t, 'charge.delayed')).some((e) => e.charge_id === c.id) ? true : null), { message: 'charge.delayed' });
+    await waitFor(async () => ((await erc20BalanceOf(chain.rpcUrl, usd, c.address as Address)) === 0n ? true : null), {
+      message: 'the tokens swept',
+      timeoutMs: 30_000,
+    });
+    await waitFor(async () => ((await api.show(c.id)).sweeps.every((s: { status: string }) => s.status !== 'pending') ? true : null), {
+      message: 'every sweep final',
+    });
+    await waitFor(async () => ((await events(t, 'charge.delayed')).some((e) => e.charge_id === c.id) ? true : null), {
+      message: 'charge.delayed',
+    });
     await settleHead();
     const after = await reconciliation(wallet.id);
     expect([after.ok, after.unswept]).toEqual([true, []]);
@@ -157,7 +188,9 @@ describe('reconciliation: money sent after a charge’s watch ended', () => {
 
   it('housekeeping’s daily run records and sweeps it', async () => {
     const { wallet, c } = await paidThenLate('Daily');
-    expect((await reconciliation(wallet.id)).unswept).toEqual([expect.objectContaining({ charge_id: c.id, reason: 'after_watch', amount: '0.300000000000000000' })]);
+    expect((await reconciliation(wallet.id)).unswept).toEqual([
+      expect.objectContaining({ charge_id: c.id, reason: 'after_watch', amount: '0.300000000000000000' }),
+    ]);
 
     // Housekeeping's daily run: scheduled a day after the service first started, then due.
     expect(await reconcileDaily(t.ctx, t.ctx.log)).toBe(false);
@@ -166,7 +199,9 @@ describe('reconciliation: money sent after a charge’s watch ended', () => {
     alice.token = (await t.request('POST', '/api/auth/login', { body: { email: alice.email, password: alice.password } })).body.data.token; // a day later
     const api = chargeApi(t, wallet.id, alice.token);
     const warned = t.logs.filter((l) => l.includes('"reconciliation: funds left unswept"')).map((l) => JSON.parse(l));
-    expect(warned).toContainEqual(expect.objectContaining({ wallet_id: wallet.id, charge_id: c.id, reason: 'after_watch', amount: '0.300000000000000000' }));
+    expect(warned).toContainEqual(
+      expect.objectContaining({ wallet_id: wallet.id, charge_id: c.id, reason: 'after_watch', amount: '0.300000000000000000' }),
+    );
     await api.until(c.id, (x) => x.sweeps.length === 2 && x.sweeps[1].status === 'confirmed', 'the late money swept by the daily run');
     expect(await balanceOf(chain, c.address)).toBe(0n);
     await waitFor(async () => (await events(t, 'charge.delayed')).some((e) => e.charge_id === c.id), { message: 'charge.delayed' });

@@ -31,7 +31,8 @@ describe('reconciliation with a sweep in flight', () => {
   });
 
   it('counts a mined sweep whose row is still in flight once on each side', async () => {
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } })).body.data as { id: number; address: Address };
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } }))
+      .body.data as { id: number; address: Address };
     const api = chargeApi(t, wallet.id, alice.token);
     await clockToChain(clock, chain);
     const c = await api.create({ amount: '0.4', token: 'ETH', expires: 600 });
@@ -48,7 +49,11 @@ describe('reconciliation with a sweep in flight', () => {
     await chain.rpc('evm_setAutomine', [true]);
     const receipt = await chain.rpc<{ blockNumber: string }>('eth_getTransactionReceipt', [hash]);
     await waitForCursor(t, networkId, Number(BigInt(receipt.blockNumber)));
-    const row = await t.store.db.selectFrom('charge_sweeps').select(['status', 'block_number', 'amount']).where('charge_id', '=', c.id).executeTakeFirstOrThrow();
+    const row = await t.store.db
+      .selectFrom('charge_sweeps')
+      .select(['status', 'block_number', 'amount'])
+      .where('charge_id', '=', c.id)
+      .executeTakeFirstOrThrow();
     expect([row.status, row.block_number]).toEqual(['pending', null]);
 
     const res = await t.request('GET', `/api/wallet/${wallet.id}/reconciliation`, { token: alice.token });

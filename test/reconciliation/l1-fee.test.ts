@@ -29,7 +29,19 @@ describe('L1 data fee in the fee paid', () => {
     chain = await startTestChain();
     proxy = await L1FeeProxy.start(chain.rpcUrl, L1_FEE);
     t = await startTestApp({ clock, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
-    const n = await upsertNetwork(t.store.db, { name: 'OP-like devnet', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 }, Date.now());
+    const n = await upsertNetwork(
+      t.store.db,
+      {
+        name: 'OP-like devnet',
+        rpc_url: proxy.url,
+        chain_id: 31337,
+        currency_symbol: 'ETH',
+        block_explorer: '',
+        is_mainnet: false,
+        confirmations: 1,
+      },
+      Date.now(),
+    );
     networkId = n.id;
     alice = await t.createUser();
     t.startWorkers();
@@ -42,29 +54,47 @@ describe('L1 data fee in the fee paid', () => {
   });
 
   it('is stored with the transfer and the sweep, and counted out', async () => {
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'L2 shop', network_id: networkId } })).body.data as { id: number; address: Address };
+    const wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'L2 shop', network_id: networkId } }))
+      .body.data as { id: number; address: Address };
     // Mined before the create reads the balance (anvil may answer the send before its block is in).
     const funding = await pay(chain.rpcUrl, wallet.address, parseEther('3'));
     await waitFor(() => chain.rpc('eth_getTransactionReceipt', [funding]), { message: 'the funding mined' });
-    const sent = await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, { token: alice.token, body: { amount: '1', token: 'ETH', address: RECIPIENT } });
+    const sent = await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, {
+      token: alice.token,
+      body: { amount: '1', token: 'ETH', address: RECIPIENT },
+    });
     expect(sent.status, sent.text).toBe(200);
     await waitForStatus(t, alice, wallet.id, sent.body.data.id, 'confirmed');
-    const row = await t.store.db.selectFrom('transactions').select(['fee_paid', 'gas_used', 'gas_price']).where('id', '=', sent.body.data.id).executeTakeFirstOrThrow();
+    const row = await t.store.db
+      .selectFrom('transactions')
+      .select(['fee_paid', 'gas_used', 'gas_price'])
+      .where('id', '=', sent.body.data.id)
+      .executeTakeFirstOrThrow();
     expect(BigInt(row.fee_paid!)).toBe(BigInt(row.gas_used!) * BigInt(row.gas_price!) + L1_FEE);
 
     const api = chargeApi(t, wallet.id, alice.token);
     await clockToChain(clock, chain);
     const charge = await api.create({ amount: '0.5', token: 'ETH', expires: 600 });
     await pay(chain.rpcUrl, charge.address, parseEther('0.5'));
-    const swept = await api.until(charge.id, (c) => c.status === 'paid' && c.sweeps.length === 1 && c.sweeps[0].status === 'confirmed', 'swept', 30_000);
-    const sweep = await t.store.db.selectFrom('charge_sweeps').select(['fee_paid', 'tx_hash']).where('charge_id', '=', charge.id).executeTakeFirstOrThrow();
+    const swept = await api.until(
+      charge.id,
+      (c) => c.status === 'paid' && c.sweeps.length === 1 && c.sweeps[0].status === 'confirmed',
+      'swept',
+      30_000,
+    );
+    const sweep = await t.store.db
+      .selectFrom('charge_sweeps')
+      .select(['fee_paid', 'tx_hash'])
+      .where('charge_id', '=', charge.id)
+      .executeTakeFirstOrThrow();
     const receipt = await chain.rpc<{ gasUsed: string; effectiveGasPrice: string }>('eth_getTransactionReceipt', [swept.sweeps[0].tx_hash]);
     expect(BigInt(sweep.fee_paid!)).toBe(BigInt(receipt.gasUsed) * BigInt(receipt.effectiveGasPrice) + L1_FEE);
 
     await chain.mine(1);
     await waitForCursor(t, networkId, await chain.blockNumber());
     const r = (await t.request('GET', `/api/wallet/${wallet.id}/reconciliation`, { token: alice.token })).body.data;
-    const eth = (kind: string) => r.addresses.find((a: { kind: string }) => a.kind === kind).tokens.find((x: { token: string }) => x.token === 'ETH');
+    const eth = (kind: string) =>
+      r.addresses.find((a: { kind: string }) => a.kind === kind).tokens.find((x: { token: string }) => x.token === 'ETH');
     // One L1 fee counted on each side that paid one; the chain (anvil) took none.
     expect(eth('main').difference).toBe('0.001000000000000000');
     expect(eth('deposit').difference).toBe('0.001000000000000000');

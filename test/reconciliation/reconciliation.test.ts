@@ -35,9 +35,11 @@ describe('reconciliation', () => {
   let networkId: number;
 
   const get = (token = alice.token, id = wallet.id) => t.request('GET', `/api/wallet/${id}/reconciliation`, { token });
-  const accept = (body: unknown, token: string | null = alice.token, id = wallet.id) => t.request('POST', `/api/wallet/${id}/reconciliation/accept`, { token, body });
+  const accept = (body: unknown, token: string | null = alice.token, id = wallet.id) =>
+    t.request('POST', `/api/wallet/${id}/reconciliation/accept`, { token, body });
   const create = (body: unknown) => t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, { token: alice.token, body });
-  const gauge = async () => Number(/^reconciliation_unreconciled_addresses (\d+)$/m.exec(await (await fetch(`${t.url}/metrics`)).text())?.[1]);
+  const gauge = async () =>
+    Number(/^reconciliation_unreconciled_addresses (\d+)$/m.exec(await (await fetch(`${t.url}/metrics`)).text())?.[1]);
 
   /** Mines a block and waits until the service's confirmed head includes everything before it. */
   async function settleHead(): Promise<number> {
@@ -51,7 +53,8 @@ describe('reconciliation', () => {
     networkId = await chain.register(t);
     alice = await t.createUser();
     bob = await t.createUser();
-    wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+    wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } })).body
+      .data;
     t.startWorkers();
     await waitForCursor(t, networkId);
   });
@@ -65,7 +68,9 @@ describe('reconciliation', () => {
     await pay(chain.rpcUrl, wallet.address, parseEther('10'));
     tok = await deployErc20(chain.rpcUrl, { name: 'Test Token', symbol: 'TOK', decimals: 6 });
     await mintErc20(chain.rpcUrl, tok, wallet.address, 100n * TOK);
-    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: alice.token, body: { contract: tok } })).status).toBe(200);
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: alice.token, body: { contract: tok } })).status).toBe(
+      200,
+    );
     await mintErc20(chain.rpcUrl, tok, wallet.address, 50n * TOK);
 
     // Transfers out: native and ERC-20.
@@ -76,7 +81,13 @@ describe('reconciliation', () => {
     expect(tokOut.status, tokOut.text).toBe(200);
     await waitForStatus(t, alice, wallet.id, tokOut.body.data.id, 'confirmed');
     // And a token call: the token's transfer() through the contract-call route moves 5 TOK out.
-    const tokCall = await create({ amount: '0', token: 'ETH', address: tok, function: 'transfer(address,uint256)', args: [RECIPIENT, (5n * TOK).toString()] });
+    const tokCall = await create({
+      amount: '0',
+      token: 'ETH',
+      address: tok,
+      function: 'transfer(address,uint256)',
+      args: [RECIPIENT, (5n * TOK).toString()],
+    });
     expect(tokCall.status, tokCall.text).toBe(200);
     await waitForStatus(t, alice, wallet.id, tokCall.body.data.id, 'confirmed');
 
@@ -108,10 +119,22 @@ describe('reconciliation', () => {
     });
     // ETH: from 0 at block 0; the chain's balance at the answer's block, to the wei.
     const ethAtHead = BigInt(await chain.rpc<string>('eth_getBalance', [wallet.address, `0x${r.block_number.toString(16)}`]));
-    expect(main.tokens.find((x: any) => x.token === 'ETH')).toEqual({ token: 'ETH', checkpoint_block: 0, checkpoint_balance: ZERO, recorded_change: dec(ethAtHead), chain_balance: dec(ethAtHead), difference: ZERO });
+    expect(main.tokens.find((x: any) => x.token === 'ETH')).toEqual({
+      token: 'ETH',
+      checkpoint_block: 0,
+      checkpoint_balance: ZERO,
+      recorded_change: dec(ethAtHead),
+      chain_balance: dec(ethAtHead),
+      difference: ZERO,
+    });
     expect(await erc20BalanceOf(chain.rpcUrl, tok, wallet.address)).toBe(155n * TOK);
     // Every fee paid is stored, to the wei: gas used × effective price (no L1 fee on anvil).
-    const rows = await t.store.db.selectFrom('transactions').select(['fee_paid', 'gas_used', 'gas_price']).where('wallet_id', '=', wallet.id).where('type', '<>', 'receipt').execute();
+    const rows = await t.store.db
+      .selectFrom('transactions')
+      .select(['fee_paid', 'gas_used', 'gas_price'])
+      .where('wallet_id', '=', wallet.id)
+      .where('type', '<>', 'receipt')
+      .execute();
     expect(rows.length).toBe(6); // ETH, TOK, the token call, the reverted call, the cancelled transfer, the top-up
     for (const row of rows) expect(BigInt(row.fee_paid!)).toBe(BigInt(row.gas_used!) * BigInt(row.gas_price!));
     expect(await gauge()).toBe(0);
@@ -123,7 +146,13 @@ describe('reconciliation', () => {
     await mintErc20(chain.rpcUrl, other, wallet.address, 5n);
     await chain.rpc('evm_setAutomine', [false]);
     try {
-      const call = await create({ amount: '0', token: 'ETH', address: other, function: 'transfer(address,uint256)', args: [RECIPIENT, '5'] });
+      const call = await create({
+        amount: '0',
+        token: 'ETH',
+        address: other,
+        function: 'transfer(address,uint256)',
+        args: [RECIPIENT, '5'],
+      });
       expect(call.status, call.text).toBe(200);
       await waitFor(() => chain.rpc('eth_getTransactionByHash', [call.body.data.tx_hash]), { message: 'call in the pool' });
       await chain.rpc('anvil_setCode', [other, '0x60006000fd']); // PUSH1 0 PUSH1 0 REVERT
@@ -141,7 +170,10 @@ describe('reconciliation', () => {
     try {
       const sent = await create({ amount: '0.3', token: 'ETH', address: RECIPIENT });
       expect(sent.status, sent.text).toBe(200);
-      const cancel = await t.request('POST', `/api/wallet/${wallet.id}/transaction/${sent.body.data.id}/cancel`, { token: alice.token, body: {} });
+      const cancel = await t.request('POST', `/api/wallet/${wallet.id}/transaction/${sent.body.data.id}/cancel`, {
+        token: alice.token,
+        body: {},
+      });
       expect(cancel.status, cancel.text).toBe(200);
       await waitFor(() => chain.rpc('eth_getTransactionByHash', [cancel.body.data.tx_hash]), { message: 'cancel in the pool' });
       await chain.mine(1);
@@ -160,13 +192,19 @@ describe('reconciliation', () => {
     await pay(chain.rpcUrl, native.address, parseEther('0.5'));
     const token = await api.create({ amount: '20', token: 'TOK', expires: 600 });
     await mintErc20(chain.rpcUrl, tok, token.address, 20n * TOK);
-    const swept = (c: any) => c.status === 'paid' && c.sweeps.length > 0 && c.sweeps.every((s: { status: string }) => s.status === 'confirmed');
+    const swept = (c: any) =>
+      c.status === 'paid' && c.sweeps.length > 0 && c.sweeps.every((s: { status: string }) => s.status === 'confirmed');
     await api.until(native.id, swept, 'native charge swept', 30_000);
     await api.until(token.id, (c) => swept(c) && c.sweeps.some((s: { token: string }) => s.token === 'TOK'), 'token charge swept', 30_000);
-    await waitFor(async () => (await chain.rpc<string>('eth_getBalance', [token.address, 'latest'])) === '0x0' && (await api.show(token.id)).sweeps.every((s: { status: string }) => s.status === 'confirmed'), {
-      timeoutMs: 30_000,
-      message: 'the ether left after the token sweep swept too',
-    });
+    await waitFor(
+      async () =>
+        (await chain.rpc<string>('eth_getBalance', [token.address, 'latest'])) === '0x0' &&
+        (await api.show(token.id)).sweeps.every((s: { status: string }) => s.status === 'confirmed'),
+      {
+        timeoutMs: 30_000,
+        message: 'the ether left after the token sweep swept too',
+      },
+    );
   }
 
   it('shows a balance the records do not explain, exactly, until it is accepted', async () => {
@@ -185,7 +223,8 @@ describe('reconciliation', () => {
     expect(await gauge()).toBe(1);
 
     // An API key, even with every scope, may not accept.
-    const key = (await t.request('POST', '/api/auth/key/create', { token: alice.token, body: { name: 'ops', scopes: ['*'] } })).body.data.key;
+    const key = (await t.request('POST', '/api/auth/key/create', { token: alice.token, body: { name: 'ops', scopes: ['*'] } })).body.data
+      .key;
     const refused = await accept({ note: 'found on chain' }, key);
     expect(refused.status).toBe(403);
     expect(refused.body.message).toBe('Insufficient scope');
@@ -195,7 +234,14 @@ describe('reconciliation', () => {
     expect(accepted.status, accepted.text).toBe(200);
     const block = accepted.body.data.block_number;
     expect(accepted.body.data.ok).toBe(true);
-    const adjustment = { address: wallet.address, token: 'ETH', amount: '0.500000000000000000', block_number: block, note: 'anvil_setBalance in the test', created_at: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/) };
+    const adjustment = {
+      address: wallet.address,
+      token: 'ETH',
+      amount: '0.500000000000000000',
+      block_number: block,
+      note: 'anvil_setBalance in the test',
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/),
+    };
     expect(accepted.body.data.adjustments).toEqual([adjustment]);
     const next = (await get()).body.data;
     expect(next.ok).toBe(true);
@@ -227,11 +273,23 @@ describe('reconciliation', () => {
     await chain.rpc('anvil_setStorageAt', [dai, slot, `0x${(7n * 10n ** 18n).toString(16).padStart(64, '0')}`]);
     await settleHead();
     const r = (await get()).body.data;
-    expect(r.addresses[0].tokens.find((x: any) => x.token === 'DAI')).toMatchObject({ checkpoint_balance: ZERO, recorded_change: ZERO, chain_balance: '7.000000000000000000', difference: '7.000000000000000000' });
-    const flag = () => t.store.db.selectFrom('reconciliation_checkpoints').select('unreconciled').where('token_id', '=', added.body.data.id).executeTakeFirstOrThrow();
+    expect(r.addresses[0].tokens.find((x: any) => x.token === 'DAI')).toMatchObject({
+      checkpoint_balance: ZERO,
+      recorded_change: ZERO,
+      chain_balance: '7.000000000000000000',
+      difference: '7.000000000000000000',
+    });
+    const flag = () =>
+      t.store.db
+        .selectFrom('reconciliation_checkpoints')
+        .select('unreconciled')
+        .where('token_id', '=', added.body.data.id)
+        .executeTakeFirstOrThrow();
     expect(Number((await flag()).unreconciled)).toBe(1);
 
-    expect((await t.request('GET', `/api/wallet/${wallet.id}/token/remove/${added.body.data.id}`, { token: alice.token })).status).toBe(200);
+    expect((await t.request('GET', `/api/wallet/${wallet.id}/token/remove/${added.body.data.id}`, { token: alice.token })).status).toBe(
+      200,
+    );
     const after = (await get()).body.data;
     expect(after.addresses[0].tokens.map((x: any) => x.token)).not.toContain('DAI');
     expect(Number((await flag()).unreconciled)).toBe(0);
@@ -241,13 +299,24 @@ describe('reconciliation', () => {
     const doc = await (await fetch(`${t.url}/api/openapi.json`)).json();
     const get = doc.paths['/api/wallet/{wallet}/reconciliation'].get;
     const post = doc.paths['/api/wallet/{wallet}/reconciliation/accept'].post;
-    expect(Object.keys(get.responses['200'].content['application/json'].schema.properties.data.properties).sort()).toEqual(['addresses', 'adjustments', 'block_number', 'ok', 'unswept']);
+    expect(Object.keys(get.responses['200'].content['application/json'].schema.properties.data.properties).sort()).toEqual([
+      'addresses',
+      'adjustments',
+      'block_number',
+      'ok',
+      'unswept',
+    ]);
     expect(post.requestBody.content['application/json'].schema.required).toEqual(['note']);
     expect(Object.keys(post.responses)).toContain('403');
   });
 
   it('cli reconcile: one JSON line per wallet, exit 0 when all are ok, 1 otherwise; the daily run warns per difference', async () => {
-    const env = { NODE_ENV: 'test', DATA_DIR: t.database.dataDir, APP_KEY: TEST_APP_KEY, ...(t.database.databaseUrl ? { DATABASE_URL: t.database.databaseUrl } : {}) };
+    const env = {
+      NODE_ENV: 'test',
+      DATA_DIR: t.database.dataDir,
+      APP_KEY: TEST_APP_KEY,
+      ...(t.database.databaseUrl ? { DATABASE_URL: t.database.databaseUrl } : {}),
+    };
     const good = await runCli(['reconcile'], env);
     expect(good.code, good.stdout).toBe(0);
     expect(good.json).toMatchObject({ wallet_id: wallet.id, ok: true, unswept: [] });
@@ -257,7 +326,12 @@ describe('reconciliation', () => {
     await settleHead();
     const bad = await runCli(['reconcile', '--wallet', String(wallet.id)], env);
     expect(bad.code, bad.stdout).toBe(1);
-    expect(bad.stdout.trim().split('\n').filter((l) => l.startsWith('{'))).toHaveLength(1);
+    expect(
+      bad.stdout
+        .trim()
+        .split('\n')
+        .filter((l) => l.startsWith('{')),
+    ).toHaveLength(1);
     expect(bad.json.ok).toBe(false);
     expect(bad.json.addresses[0].tokens.find((x: any) => x.token === 'ETH').difference).toBe('-0.250000000000000000');
     const unknown = await runCli(['reconcile', '--wallet', '999999'], env);

@@ -39,11 +39,23 @@ interface Swept {
 /** A wallet's charge paid in a token on `chain` and its token sweep confirmed. */
 async function paidAndSwept(t: TestApp, chain: TestChain, alice: TestUser, networkId: number, clock: ManualClock): Promise<Swept> {
   // Gas for the deposit's token sweep, set on the chain.
-  const { wallet, c } = await tokenChargePaid(t, chain, alice, { networkId, clock, name: 'Shop', fund: (a) => chain.setBalance(a, 10n ** 18n) });
+  const { wallet, c } = await tokenChargePaid(t, chain, alice, {
+    networkId,
+    clock,
+    name: 'Shop',
+    fund: (a) => chain.setBalance(a, 10n ** 18n),
+  });
   const tokenId = (await t.store.db.selectFrom('charges').select('token_id').where('id', '=', c.id).executeTakeFirstOrThrow()).token_id;
   const sweep = await waitFor(
     async () =>
-      (await t.store.db.selectFrom('charge_sweeps').selectAll().where('charge_id', '=', c.id).where('kind', '=', 'sweep').where('token_id', '=', tokenId).where('status', '=', 'confirmed').executeTakeFirst()) ?? null,
+      (await t.store.db
+        .selectFrom('charge_sweeps')
+        .selectAll()
+        .where('charge_id', '=', c.id)
+        .where('kind', '=', 'sweep')
+        .where('token_id', '=', tokenId)
+        .where('status', '=', 'confirmed')
+        .executeTakeFirst()) ?? null,
     { timeoutMs: 20_000, message: 'the token sweep confirmed' },
   );
   expect(sweep.fee_paid).not.toBeNull();
@@ -85,8 +97,14 @@ describe('reconciliation: a sweep mined again after a reorg', () => {
     // receipt: the new block and the fee paid there (before, it kept the removed block).
     const reconfirmed = await waitFor(
       async () => {
-        const rows = await t.store.db.selectFrom('charge_sweeps').select(['status', 'block_number', 'fee_paid', 'live_key']).where('tx_hash', '=', sweep.tx_hash).execute();
-        return rows.length === 1 && rows[0]!.status === 'confirmed' && rows[0]!.block_number === Number(BigInt(again.blockNumber)) ? rows[0]! : null;
+        const rows = await t.store.db
+          .selectFrom('charge_sweeps')
+          .select(['status', 'block_number', 'fee_paid', 'live_key'])
+          .where('tx_hash', '=', sweep.tx_hash)
+          .execute();
+        return rows.length === 1 && rows[0]!.status === 'confirmed' && rows[0]!.block_number === Number(BigInt(again.blockNumber))
+          ? rows[0]!
+          : null;
       },
       { timeoutMs: 20_000, message: 'the sweep confirmed again in its new block' },
     );
@@ -103,7 +121,13 @@ describe('reconciliation: a sweep mined again after a reorg', () => {
   it('the remainder swept anew on the new chain before the watcher sees the reorg: one transaction at its nonce, the old sweep fails dropped, every difference zero', async () => {
     const { wallet, c, sweep, first, raw } = await paidAndSwept(t, chain, alice, networkId, clock);
     await settled(t, c.id);
-    const [remainder, ...others] = await t.store.db.selectFrom('charge_sweeps').selectAll().where('charge_id', '=', c.id).where('kind', '=', 'sweep').where('tx_hash', '!=', sweep.tx_hash).execute();
+    const [remainder, ...others] = await t.store.db
+      .selectFrom('charge_sweeps')
+      .selectAll()
+      .where('charge_id', '=', c.id)
+      .where('kind', '=', 'sweep')
+      .where('tx_hash', '!=', sweep.tx_hash)
+      .execute();
     expect(others).toEqual([]);
     expect(remainder).toMatchObject({ status: 'confirmed', nonce: 1 });
     await chain.mine(2);
@@ -117,7 +141,13 @@ describe('reconciliation: a sweep mined again after a reorg', () => {
     await t.store.db.updateTable('charges').set({ sweep_due_at: clock.nowMs() }).where('id', '=', c.id).execute();
     const anew = await waitFor(
       async () => {
-        const row = await t.store.db.selectFrom('charge_sweeps').selectAll().where('charge_id', '=', c.id).where('kind', '=', 'sweep').where('id', '>', remainder!.id).executeTakeFirst();
+        const row = await t.store.db
+          .selectFrom('charge_sweeps')
+          .selectAll()
+          .where('charge_id', '=', c.id)
+          .where('kind', '=', 'sweep')
+          .where('id', '>', remainder!.id)
+          .executeTakeFirst();
         return row && (await chain.rpc('eth_getTransactionReceipt', [row.tx_hash])) ? row : null;
       },
       { timeoutMs: 20_000, message: 'the remainder swept anew and mined on the new chain' },
@@ -151,8 +181,14 @@ async function sawReorg(t: TestApp, n: number): Promise<void> {
 async function settled(t: TestApp, chargeId: number): Promise<void> {
   await waitFor(
     async () => {
-      const due = (await t.store.db.selectFrom('charges').select('sweep_due_at').where('id', '=', chargeId).executeTakeFirstOrThrow()).sweep_due_at;
-      const live = await t.store.db.selectFrom('charge_sweeps').select('id').where('charge_id', '=', chargeId).where('live_key', 'is not', null).executeTakeFirst();
+      const due = (await t.store.db.selectFrom('charges').select('sweep_due_at').where('id', '=', chargeId).executeTakeFirstOrThrow())
+        .sweep_due_at;
+      const live = await t.store.db
+        .selectFrom('charge_sweeps')
+        .select('id')
+        .where('charge_id', '=', chargeId)
+        .where('live_key', 'is not', null)
+        .executeTakeFirst();
       return due === null && live === undefined;
     },
     { timeoutMs: 20_000, message: 'nothing more due, nothing in flight' },
@@ -163,13 +199,21 @@ async function settled(t: TestApp, chargeId: number): Promise<void> {
  * A reorg removing everything from the token sweep's block on, then the token sweep alone mined
  * again at a third of its first base fee. Returns its new receipt.
  */
-async function reorgMiningAgain(chain: TestChain, first: Swept['first'], raw: Hex, txHash: string | null): Promise<{ blockNumber: Hex; gasUsed: Hex; effectiveGasPrice: Hex }> {
+async function reorgMiningAgain(
+  chain: TestChain,
+  first: Swept['first'],
+  raw: Hex,
+  txHash: string | null,
+): Promise<{ blockNumber: Hex; gasUsed: Hex; effectiveGasPrice: Hex }> {
   const depth = (await chain.blockNumber()) - Number(BigInt(first.blockNumber)) + 1;
   await chain.rpc('anvil_reorg', [depth, []]);
   await chain.rpc('anvil_setNextBlockBaseFeePerGas', [`0x${(BigInt(first.effectiveGasPrice) / 3n).toString(16)}`]);
   await chain.rpc('eth_sendRawTransaction', [raw]);
   // Polled: anvil mines a transaction just after answering its send, not always before.
-  const again = await waitFor(() => chain.rpc<{ blockNumber: Hex; gasUsed: Hex; effectiveGasPrice: Hex } | null>('eth_getTransactionReceipt', [txHash]), { message: 'the sweep mined again' });
+  const again = await waitFor(
+    () => chain.rpc<{ blockNumber: Hex; gasUsed: Hex; effectiveGasPrice: Hex } | null>('eth_getTransactionReceipt', [txHash]),
+    { message: 'the sweep mined again' },
+  );
   expect(BigInt(again.effectiveGasPrice)).not.toBe(BigInt(first.effectiveGasPrice));
   expect(again.blockNumber).not.toBe(first.blockNumber);
   return again;
@@ -183,12 +227,18 @@ async function reorgMiningAgain(chain: TestChain, first: Swept['first'], raw: He
 async function finalSweeps(t: TestApp, chain: TestChain, chargeId: number) {
   return waitFor(
     async () => {
-      const rows = await t.store.db.selectFrom('charge_sweeps').select(['status', 'tx_hash', 'live_key', 'nonce', 'error']).where('charge_id', '=', chargeId).where('kind', '=', 'sweep').execute();
+      const rows = await t.store.db
+        .selectFrom('charge_sweeps')
+        .select(['status', 'tx_hash', 'live_key', 'nonce', 'error'])
+        .where('charge_id', '=', chargeId)
+        .where('kind', '=', 'sweep')
+        .execute();
       if (rows.some((r) => r.live_key !== null || (r.status !== 'confirmed' && r.status !== 'failed'))) return null;
       for (const r of rows) {
         const mined = (await chain.rpc('eth_getTransactionReceipt', [r.tx_hash])) !== null;
         if (mined !== (r.status === 'confirmed')) return null;
-        if (r.status === 'failed' && !(r.error === 'dropped' && rows.some((o) => o.status === 'confirmed' && o.nonce === r.nonce))) return null;
+        if (r.status === 'failed' && !(r.error === 'dropped' && rows.some((o) => o.status === 'confirmed' && o.nonce === r.nonce)))
+          return null;
       }
       return rows;
     },

@@ -38,7 +38,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, target: string,
     const text = await up.text();
     const calls = JSON.parse(body) as Call | Call[];
     const replies = JSON.parse(text) as Reply | Reply[];
-    const patched = Array.isArray(calls) && Array.isArray(replies) ? replies.map((r, i) => patch(calls[i]!, r, fee)) : patch(calls as Call, replies as Reply, fee);
+    const patched =
+      Array.isArray(calls) && Array.isArray(replies)
+        ? replies.map((r, i) => patch(calls[i]!, r, fee))
+        : patch(calls as Call, replies as Reply, fee);
     res.writeHead(up.status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(patched));
   } catch {

@@ -39,7 +39,8 @@ describe('the refund claim page in Chromium', () => {
     t = await startTestApp({ clock, env: { CHARGES_POLL_MS: '100', WATCHER_POLL_MS: '100' }, workers: true });
     const networkId = await chain.register(t, { name: 'Local devnet' });
     user = await t.createUser();
-    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
+    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body
+      .data;
     await chain.setBalance(wallet.address, parseEther('1'));
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
   }, 60_000);
@@ -56,7 +57,10 @@ describe('the refund claim page in Chromium', () => {
     const c = await api.create({ amount: '0.5', token: 'ETH', expires: 900 });
     await pay(chain.rpcUrl, c.address, parseEther('0.5'));
     await api.until(c.id, (x) => x.status === 'paid', 'charge paid', 20_000);
-    const res = await t.request('POST', `/api/wallet/${wallet.id}/charge/${c.id}/refund`, { token: user.token, body: { amount, reason: 'Order cancelled' } });
+    const res = await t.request('POST', `/api/wallet/${wallet.id}/charge/${c.id}/refund`, {
+      token: user.token,
+      body: { amount, reason: 'Order cancelled' },
+    });
     expect(res.status, res.text).toBe(200);
     return res.body.data.uuid;
   }
@@ -73,7 +77,10 @@ describe('the refund claim page in Chromium', () => {
 
   const badge = (page: Page) => page.textContent('#badge');
 
-  for (const [name, viewport, amount] of [['phone', PHONE, '0.125'], ['desktop', DESKTOP, '0.2']] as const) {
+  for (const [name, viewport, amount] of [
+    ['phone', PHONE, '0.125'],
+    ['desktop', DESKTOP, '0.2'],
+  ] as const) {
     it(`${name}: the payer types an address and sees the refund sent, then confirmed, without a reload`, async () => {
       const uuid = await claim(amount);
       const page = await open(viewport, uuid);
@@ -114,7 +121,9 @@ describe('the refund claim page in Chromium', () => {
       expect(await balanceOf(chain, to)).toBe(parseEther(amount));
       await page.screenshot({ path: join(ARTIFACTS, `refund-${name}-confirmed.png`), fullPage: true });
       // Claimed once: another address is refused, in the page's words.
-      const again = await t.request('POST', `/api/refund/${uuid}`, { body: { address: privateKeyToAccount(generatePrivateKey()).address } });
+      const again = await t.request('POST', `/api/refund/${uuid}`, {
+        body: { address: privateKeyToAccount(generatePrivateKey()).address },
+      });
       expect([again.status, again.body.message]).toEqual([400, 'Refund already claimed']);
       await page.context().close();
       expect(foreign).toEqual([]);

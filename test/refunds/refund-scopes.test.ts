@@ -37,7 +37,10 @@ beforeAll(async () => {
   user = await t.createUser();
   stranger = await t.createUser();
   t.startWorkers();
-  await waitFor(() => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(), { message: 'watcher cursor' });
+  await waitFor(
+    () => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(),
+    { message: 'watcher cursor' },
+  );
 });
 
 afterAll(async () => {
@@ -56,7 +59,9 @@ async function apiKey(scopes: KeyScope[], owner: TestUser = user): Promise<strin
 
 /** A wallet of `owner` with 1 ETH on its main address (the refunds' gas) and a charge paid `paid` ETH. */
 async function paidCharge(paid: string, owner: TestUser = user) {
-  const w = (await t.request('POST', '/api/wallet/create', { token: owner.token, body: { name: `shop-${Date.now()}`, network_id: networkId } })).body.data;
+  const w = (
+    await t.request('POST', '/api/wallet/create', { token: owner.token, body: { name: `shop-${Date.now()}`, network_id: networkId } })
+  ).body.data;
   await chain.setBalance(w.address, parseEther('1'));
   const api = chargeApi(t, w.id, owner.token);
   await clockToChain(clock, chain);
@@ -72,7 +77,12 @@ const refund = (walletId: number, charge: number, body: Record<string, unknown>,
 /** What the refund attempts left: refund rows of the charge, and transfers of the wallet. */
 async function recorded(walletId: number, chargeId: number) {
   const refunds = await t.store.db.selectFrom('refunds').select('id').where('charge_id', '=', chargeId).execute();
-  const transfers = await t.store.db.selectFrom('transactions').select('id').where('wallet_id', '=', walletId).where('type', '=', 'transfer').execute();
+  const transfers = await t.store.db
+    .selectFrom('transactions')
+    .select('id')
+    .where('wallet_id', '=', walletId)
+    .where('type', '=', 'transfer')
+    .execute();
   return { refunds: refunds.length, transfers: transfers.length };
 }
 
@@ -80,7 +90,11 @@ describe('who may refund', () => {
   it('a refund with an address needs transactions:write besides charges:write: 403 with either alone, nothing recorded or sent', async () => {
     const { walletId, charge } = await paidCharge('0.4');
     const to = freshAddress();
-    for (const scopes of [['charges:write'], ['read', 'charges:write', 'wallets:write', 'webhooks:write'], ['transactions:write']] as KeyScope[][]) {
+    for (const scopes of [
+      ['charges:write'],
+      ['read', 'charges:write', 'wallets:write', 'webhooks:write'],
+      ['transactions:write'],
+    ] as KeyScope[][]) {
       const res = await refund(walletId, charge.id, { amount: '0.1', address: to }, await apiKey(scopes));
       expect([res.status, res.body], `${scopes.join(',')}: ${res.text}`).toEqual([403, insufficientScope]);
     }

@@ -37,7 +37,10 @@ beforeAll(async () => {
   user = await t.createUser();
   stranger = await t.createUser();
   t.startWorkers();
-  await waitFor(() => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(), { message: 'watcher cursor' });
+  await waitFor(
+    () => t.store.db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', networkId).executeTakeFirst(),
+    { message: 'watcher cursor' },
+  );
 });
 
 afterAll(async () => {
@@ -49,7 +52,9 @@ const freshAddress = (): Address => privateKeyToAccount(generatePrivateKey()).ad
 
 /** A wallet with `eth` ETH on its main address (for the refunds' gas) and a charge paid `paid` ETH. */
 async function paidCharge(paid: string, eth = '1') {
-  const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: `shop-${Date.now()}`, network_id: networkId } })).body.data;
+  const w = (
+    await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: `shop-${Date.now()}`, network_id: networkId } })
+  ).body.data;
   await chain.setBalance(w.address, parseEther(eth));
   const api = chargeApi(t, w.id, user.token);
   await clockToChain(clock, chain);
@@ -60,7 +65,11 @@ async function paidCharge(paid: string, eth = '1') {
 }
 
 const refund = (walletId: number, charge: number | string, body: Record<string, unknown>, opts: { token?: string; key?: string } = {}) =>
-  t.request('POST', `/api/wallet/${walletId}/charge/${charge}/refund`, { token: opts.token ?? user.token, body, headers: opts.key ? { 'idempotency-key': opts.key } : {} });
+  t.request('POST', `/api/wallet/${walletId}/charge/${charge}/refund`, {
+    token: opts.token ?? user.token,
+    body,
+    headers: opts.key ? { 'idempotency-key': opts.key } : {},
+  });
 
 const refusal = (message: string) => ({ status: 'error', message, data: null });
 
@@ -70,7 +79,8 @@ async function refundRows(chargeId: number) {
 
 describe('refund routes', () => {
   it('a charge with no payment has nothing to refund; another user sees no wallet; an unknown charge is 404', async () => {
-    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'empty', network_id: networkId } })).body.data;
+    const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'empty', network_id: networkId } })).body
+      .data;
     await clockToChain(clock, chain);
     const c = await chargeApi(t, w.id, user.token).create({ amount: '0.1', token: 'ETH', expires: 3600 });
     const none = await refund(w.id, c.id, { address: freshAddress() });
@@ -119,7 +129,13 @@ describe('refund routes', () => {
     const created = await eventsOf(t, wallet.id, 'transaction.created');
     expect(created.find((e) => e.payload.transaction_id === r.transaction_id)!.payload.refund_id).toBe(r.id);
     const refunded = await waitFor(async () => (await eventsOf(t, wallet.id, 'charge.refunded'))[0], { message: 'charge.refunded' });
-    expect(refunded.payload).toMatchObject({ charge_id: charge.id, status: 'paid', paid_amount: '0.400000000000000000', refund: { ...r, status: 'confirmed' }, refunded_at: expect.stringMatching(DATETIME) });
+    expect(refunded.payload).toMatchObject({
+      charge_id: charge.id,
+      status: 'paid',
+      paid_amount: '0.400000000000000000',
+      refund: { ...r, status: 'confirmed' },
+      refunded_at: expect.stringMatching(DATETIME),
+    });
   });
 
   it('the bound: the default is what is left, more is 400 with nothing sent, the same key replays', async () => {
@@ -144,7 +160,10 @@ describe('refund routes', () => {
   it('two requests for the whole amount with different keys: one 200, one 400, one transfer', async () => {
     const { wallet, charge } = await paidCharge('0.25');
     const to = freshAddress();
-    const answers = await Promise.all([refund(wallet.id, charge.id, { address: to }, { key: 'race-1' }), refund(wallet.id, charge.id, { address: to }, { key: 'race-2' })]);
+    const answers = await Promise.all([
+      refund(wallet.id, charge.id, { address: to }, { key: 'race-1' }),
+      refund(wallet.id, charge.id, { address: to }, { key: 'race-2' }),
+    ]);
     expect(answers.map((a) => a.status).sort()).toEqual([200, 400]);
     const won = answers.find((a) => a.status === 200)!;
     expect(answers.find((a) => a.status === 400)!.body).toEqual(refusal('Refund exceeds the amount received'));
@@ -155,7 +174,10 @@ describe('refund routes', () => {
 
   it('the wallet’s policy applies: over per_transaction is refused with nothing recorded', async () => {
     const { wallet, charge } = await paidCharge('0.5');
-    const set = await t.request('POST', `/api/wallet/${wallet.id}/policy`, { token: user.token, body: { per_transaction: { ETH: '0.2' } } });
+    const set = await t.request('POST', `/api/wallet/${wallet.id}/policy`, {
+      token: user.token,
+      body: { per_transaction: { ETH: '0.2' } },
+    });
     expect(set.status, set.text).toBe(200);
     const res = await refund(wallet.id, charge.id, { address: freshAddress() });
     expect([res.status, res.body]).toEqual([400, refusal('Policy: over the per-transaction limit')]);
@@ -169,14 +191,26 @@ describe('refund claims', () => {
     const res = await refund(wallet.id, charge.id, { amount: '0.15' });
     expect(res.status, res.text).toBe(200);
     const r = res.body.data;
-    expect(r).toMatchObject({ status: 'claimable', address: null, transaction_id: null, tx_hash: null, amount: '0.150000000000000000', expires_at: expect.stringMatching(DATETIME) });
+    expect(r).toMatchObject({
+      status: 'claimable',
+      address: null,
+      transaction_id: null,
+      tx_hash: null,
+      amount: '0.150000000000000000',
+      expires_at: expect.stringMatching(DATETIME),
+    });
     expect(r.claim_url).toBe(`${t.ctx.config.publicUrl.replace(/\/+$/, '')}/refund/${r.uuid}`);
 
     const pub = await t.request('GET', `/api/refund/${r.uuid}`);
-    expect([pub.status, pub.body.data]).toEqual([200, { uuid: r.uuid, status: 'claimable', amount: '0.150000000000000000', token: 'ETH', expires_at: r.expires_at }]);
+    expect([pub.status, pub.body.data]).toEqual([
+      200,
+      { uuid: r.uuid, status: 'claimable', amount: '0.150000000000000000', token: 'ETH', expires_at: r.expires_at },
+    ]);
     const page = await t.request('GET', `/refund/${r.uuid}`);
     expect(page.status).toBe(200);
-    expect(page.headers.get('content-security-policy')).toMatch(/^default-src 'self'; script-src 'sha256-[^']+'; style-src 'sha256-[^']+' 'sha256-[^']+';/);
+    expect(page.headers.get('content-security-policy')).toMatch(
+      /^default-src 'self'; script-src 'sha256-[^']+'; style-src 'sha256-[^']+' 'sha256-[^']+';/,
+    );
     expect(page.text).toContain('Your refund of 0.15 ETH');
     expect((await t.request('GET', '/refund/00000000-0000-4000-8000-000000000000')).status).toBe(404);
     expect((await t.request('GET', '/api/refund/00000000-0000-4000-8000-000000000000')).body.message).toBe('Refund not found');
@@ -198,7 +232,10 @@ describe('refund claims', () => {
     const { wallet, charge } = await paidCharge('0.2');
     const r = (await refund(wallet.id, charge.id, {})).body.data;
     const [a, b] = [freshAddress(), freshAddress()];
-    const answers = await Promise.all([t.request('POST', `/api/refund/${r.uuid}`, { body: { address: a } }), t.request('POST', `/api/refund/${r.uuid}`, { body: { address: b } })]);
+    const answers = await Promise.all([
+      t.request('POST', `/api/refund/${r.uuid}`, { body: { address: a } }),
+      t.request('POST', `/api/refund/${r.uuid}`, { body: { address: b } }),
+    ]);
     expect(answers.map((x) => x.status).sort()).toEqual([200, 400]);
     expect(answers.find((x) => x.status === 400)!.body).toEqual(refusal('Refund already claimed'));
     const txs = await t.store.db.selectFrom('transactions').select(['id']).where('refund_id', '=', r.id).execute();

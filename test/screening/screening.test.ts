@@ -72,7 +72,9 @@ afterAll(async () => {
 });
 
 async function fundedWallet(eth = '10'): Promise<{ id: number; address: Address }> {
-  const w = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: `shop-${Date.now()}`, network_id: networkId } })).body.data;
+  const w = (
+    await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: `shop-${Date.now()}`, network_id: networkId } })
+  ).body.data;
   await chain.setBalance(w.address, parseEther(eth));
   return w;
 }
@@ -81,7 +83,8 @@ const post = (path: string, body: unknown) => t.request('POST', path, { token: u
 const list = async (path: string) => (await t.request('GET', path, { token: user.token })).body.data as any[];
 /** The wallet's transactions but receipts (a charge's sweep arrives as one). */
 const outgoing = async (walletId: number) => (await list(`/api/wallet/${walletId}/transaction`)).filter((x) => x.type !== 'receipt');
-const eventsNamed = async (event: string) => (await t.request('GET', `/api/events?event=${event}&limit=1000`, { token: user.token })).body.data as any[];
+const eventsNamed = async (event: string) =>
+  (await t.request('GET', `/api/events?event=${event}&limit=1000`, { token: user.token })).body.data as any[];
 
 describe('money out to a listed address', () => {
   it('refuses a transfer, whatever the case of the address, and records nothing', async () => {
@@ -92,7 +95,11 @@ describe('money out to a listed address', () => {
       expect(res.body).toEqual(BLOCKED);
     }
     // With an Idempotency-Key too: refused, and a retry is refused again.
-    const keyed = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, headers: { 'idempotency-key': 'screened-1' }, body: { amount: '0.1', token: 'ETH', address: LISTED } });
+    const keyed = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+      token: user.token,
+      headers: { 'idempotency-key': 'screened-1' },
+      body: { amount: '0.1', token: 'ETH', address: LISTED },
+    });
     expect(keyed.body).toEqual(BLOCKED);
     expect(await list(`/api/wallet/${w.id}/transaction`)).toEqual([]);
     expect((await eventsNamed('transaction.created')).filter((e) => e.wallet_id === w.id)).toEqual([]);
@@ -103,7 +110,13 @@ describe('money out to a listed address', () => {
 
   it('refuses a contract call to a listed contract and records nothing', async () => {
     const w = await fundedWallet();
-    const res = await post(`/api/wallet/${w.id}/transaction/create`, { amount: '0.01', token: 'ETH', address: forwarder, function: 'forward(address)', args: [freshAddress()] });
+    const res = await post(`/api/wallet/${w.id}/transaction/create`, {
+      amount: '0.01',
+      token: 'ETH',
+      address: forwarder,
+      function: 'forward(address)',
+      args: [freshAddress()],
+    });
     expect(res.status).toBe(400);
     expect(res.body).toEqual(BLOCKED);
     expect(await list(`/api/wallet/${w.id}/transaction`)).toEqual([]);
@@ -115,11 +128,23 @@ describe('money out to a listed address', () => {
     expect((await post(`/api/wallet/${w.id}/token/add`, { contract: token })).status).toBe(200);
     await mintErc20(chain.rpcUrl, token, w.address, 1_000_000n);
     for (const fn of ['transfer(address,uint256)', 'approve(address,uint256)']) {
-      const res = await post(`/api/wallet/${w.id}/transaction/create`, { amount: '0', token: 'ETH', address: token, function: fn, args: [LISTED, '1000'] });
+      const res = await post(`/api/wallet/${w.id}/transaction/create`, {
+        amount: '0',
+        token: 'ETH',
+        address: token,
+        function: fn,
+        args: [LISTED, '1000'],
+      });
       expect([res.status, res.body], fn).toEqual([400, BLOCKED]);
     }
     expect(await list(`/api/wallet/${w.id}/transaction`)).toEqual([]);
-    const ok = await post(`/api/wallet/${w.id}/transaction/create`, { amount: '0', token: 'ETH', address: token, function: 'transfer(address,uint256)', args: [freshAddress(), '1000'] });
+    const ok = await post(`/api/wallet/${w.id}/transaction/create`, {
+      amount: '0',
+      token: 'ETH',
+      address: token,
+      function: 'transfer(address,uint256)',
+      args: [freshAddress(), '1000'],
+    });
     expect(ok.status, ok.text).toBe(200);
   });
 
@@ -192,7 +217,9 @@ describe('the list file', () => {
     writeFileSync(listFile, `${LISTED}\nnot an address\n`);
     await afterNextLook();
     expect((await post(`/api/wallet/${w.id}/transaction/create`, { amount: '0.1', token: 'ETH', address: LATER })).body).toEqual(BLOCKED);
-    await waitFor(() => t.logs.some((l) => l.includes('screening list not reloaded') && l.includes('line 2 is not an address')), { message: 'the warning' });
+    await waitFor(() => t.logs.some((l) => l.includes('screening list not reloaded') && l.includes('line 2 is not an address')), {
+      message: 'the warning',
+    });
 
     writeList();
     await afterNextLook();
@@ -210,14 +237,24 @@ describe('money in from a listed address', () => {
 
     const screenedHash = await pay(chain.rpcUrl, c.address, parseEther('0.3'));
     const seen = await api.until(c.id, (x) => x.payments.length === 1, 'the screened payment listed');
-    expect(seen.payments).toEqual([expect.objectContaining({ tx_hash: screenedHash, from: PAYER.address, amount: '0.300000000000000000', screened: true, late: false })]);
+    expect(seen.payments).toEqual([
+      expect.objectContaining({ tx_hash: screenedHash, from: PAYER.address, amount: '0.300000000000000000', screened: true, late: false }),
+    ]);
     expect(seen).toMatchObject({ status: 'pending', paid_amount: '0.000000000000000000', paid_at: null });
-    const told = await waitFor(async () => {
-      const es = (await eventsNamed('charge.screened')).filter((e) => e.data.charge_id === c.id);
-      return es.length > 0 ? es : null;
-    }, { message: 'charge.screened' });
+    const told = await waitFor(
+      async () => {
+        const es = (await eventsNamed('charge.screened')).filter((e) => e.data.charge_id === c.id);
+        return es.length > 0 ? es : null;
+      },
+      { message: 'charge.screened' },
+    );
     expect(told[0].data).toMatchObject({ charge_id: c.id, status: 'pending', address: c.address, paid_amount: '0.000000000000000000' });
-    expect(told[0].data.payment).toMatchObject({ tx_hash: screenedHash, from: PAYER.address, amount: '0.300000000000000000', screened: true });
+    expect(told[0].data.payment).toMatchObject({
+      tx_hash: screenedHash,
+      from: PAYER.address,
+      amount: '0.300000000000000000',
+      screened: true,
+    });
 
     const paidHash = await sendFromOutsider(chain.rpcUrl, c.address, parseEther('0.3'));
     const paid = await api.until(c.id, (x) => x.status === 'paid', 'paid by the unlisted payer');
@@ -226,7 +263,9 @@ describe('money in from a listed address', () => {
       [screenedHash, PAYER.address, true],
       [paidHash, OUTSIDER.address, false],
     ]);
-    expect((await eventsNamed('charge.paid')).filter((e) => e.data.charge_id === c.id).map((e) => e.data.paid_amount)).toEqual(['0.300000000000000000']);
+    expect((await eventsNamed('charge.paid')).filter((e) => e.data.charge_id === c.id).map((e) => e.data.paid_amount)).toEqual([
+      '0.300000000000000000',
+    ]);
 
     // Swept to the main address with the rest: nothing stays on the deposit address.
     const swept = await api.until(c.id, (x) => x.sweeps.some((s: any) => s.status === 'confirmed'), 'swept', 30_000);
@@ -248,9 +287,13 @@ describe('money in from a listed address', () => {
     const hash: Hex = await wallet.writeContract({ address: usd, abi: erc20Abi, functionName: 'transfer', args: [c.address, 5_000_000n] });
 
     const seen = await api.until(c.id, (x) => x.payments.length === 1, 'the screened token payment listed');
-    expect(seen.payments).toEqual([expect.objectContaining({ tx_hash: hash, from: PAYER.address, amount: '5.000000000000000000', screened: true })]);
+    expect(seen.payments).toEqual([
+      expect.objectContaining({ tx_hash: hash, from: PAYER.address, amount: '5.000000000000000000', screened: true }),
+    ]);
     expect(seen).toMatchObject({ status: 'pending', paid_amount: '0.000000000000000000' });
-    await waitFor(async () => (await eventsNamed('charge.screened')).some((e) => e.data.charge_id === c.id), { message: 'charge.screened' });
+    await waitFor(async () => (await eventsNamed('charge.screened')).some((e) => e.data.charge_id === c.id), {
+      message: 'charge.screened',
+    });
     // Told once: more settlement ticks write nothing more.
     await new Promise((r) => setTimeout(r, 500));
     expect((await eventsNamed('charge.screened')).filter((e) => e.data.charge_id === c.id)).toHaveLength(1);
@@ -262,7 +305,9 @@ describe('refunds of a screened payment', () => {
   const NOTHING = { status: 'error', message: 'Nothing to refund', data: null };
   const EXCEEDS = { status: 'error', message: 'Refund exceeds the amount received', data: null };
   const told = (chargeId: number) =>
-    waitFor(async () => (await eventsNamed('charge.screened')).some((e) => e.data.charge_id === chargeId), { message: 'charge.screened (the payment confirmed)' });
+    waitFor(async () => (await eventsNamed('charge.screened')).some((e) => e.data.charge_id === chargeId), {
+      message: 'charge.screened (the payment confirmed)',
+    });
 
   it('a charge paid only by a listed sender has nothing to refund, with a claim or an address', async () => {
     const w = await fundedWallet('1');

@@ -13,7 +13,15 @@ import { summary } from '../../sim/summary.js';
 export function simulationTest(seed: number, postgresUrl: string | null): void {
   describe(`fault simulation on ${postgresUrl ? 'PostgreSQL' : 'SQLite'}`, () => {
     it(`seed ${seed}: 30 s on ${DEFAULT_ENDPOINTS} endpoints under kills, reorgs, RPC faults, views behind, refusals, glitches, a missing trace API and failing deliveries; every wei accounted for`, async () => {
-      const r = await runSim({ seed, seconds: 30, postgresUrl, faults: new Set(FAULT_KINDS), endpoints: DEFAULT_ENDPOINTS, quiesceS: 240, log: () => undefined });
+      const r = await runSim({
+        seed,
+        seconds: 30,
+        postgresUrl,
+        faults: new Set(FAULT_KINDS),
+        endpoints: DEFAULT_ENDPOINTS,
+        quiesceS: 240,
+        log: () => undefined,
+      });
       const text = summary(r);
       process.stdout.write(`${text}\n`);
       // The run did something of each kind it is meant to exercise.

@@ -31,7 +31,9 @@ describe('a view behind the head', () => {
   it('clamps logs to its height, and has none from above it', async () => {
     const p = await plan('eth_getLogs', [{ fromBlock: '0x5', toBlock: 'latest' }]);
     expect(p.forward?.params).toEqual([{ fromBlock: '0x5', toBlock: '0xa' }]);
-    expect(p.post!({ jsonrpc: '2.0', id: 1, result: [{ blockNumber: '0xa' }, { blockNumber: '0xb' }] }).result).toEqual([{ blockNumber: '0xa' }]);
+    expect(p.post!({ jsonrpc: '2.0', id: 1, result: [{ blockNumber: '0xa' }, { blockNumber: '0xb' }] }).result).toEqual([
+      { blockNumber: '0xa' },
+    ]);
     expect((await plan('eth_getLogs', [{ fromBlock: '0xb', toBlock: '0xc' }])).answer?.error?.message).toBe('header not found');
     expect((await plan('eth_getLogs', [{ blockHash: '0xnew' }])).answer?.error?.message).toBe('unknown block');
   });

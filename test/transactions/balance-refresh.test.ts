@@ -29,7 +29,10 @@ describe('a slow balance read after a batch', () => {
     return { id: res.body.data.id as number, address: (res.body.data.address as string).toLowerCase() };
   };
   const send = async (walletId: number) => {
-    const res = await s.t.request('POST', `/api/wallet/${walletId}/transaction/create`, { token: s.user.token, body: { amount: '1', token: 'ETH', address: RECIPIENT } });
+    const res = await s.t.request('POST', `/api/wallet/${walletId}/transaction/create`, {
+      token: s.user.token,
+      body: { amount: '1', token: 'ETH', address: RECIPIENT },
+    });
     expect(res.status, res.text).toBe(200);
     return res.body.data.id as number;
   };
@@ -45,13 +48,20 @@ describe('a slow balance read after a batch', () => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     const heldFrom = s.proxy.seen.length;
     // Every balance read of wallet x waits for the gate (then is answered by the node as it is).
-    s.proxy.rule('eth_getBalance', { action: 'other-node', url: s.chain.rpcUrl, until: gate, match: (p) => String(p[0]).toLowerCase() === x.address });
+    s.proxy.rule('eth_getBalance', {
+      action: 'other-node',
+      url: s.chain.rpcUrl,
+      until: gate,
+      match: (p) => String(p[0]).toLowerCase() === x.address,
+    });
     try {
       await s.chain.mine(1);
       await waitForStatus(s.t, s.user, x.id, a, 'confirmed');
       xAfter = BigInt(await s.chain.rpc<string>('eth_getBalance', [x.address, 'latest']));
       // The watcher's refresh of x's balance is now waiting on the node.
-      await waitFor(() => s.proxy.seen.slice(heldFrom).some((c) => c.method === 'eth_getBalance' && c.action === 'other-node'), { message: "x's balance read held" });
+      await waitFor(() => s.proxy.seen.slice(heldFrom).some((c) => c.method === 'eth_getBalance' && c.action === 'other-node'), {
+        message: "x's balance read held",
+      });
 
       const b = await send(y.id);
       await s.chain.mine(1);
@@ -66,6 +76,9 @@ describe('a slow balance read after a batch', () => {
     // Answered: x's balance, as the chain shows it after the transfer, is stored.
     const onChain = onChainX();
     expect(onChain).toBeLessThan(4n * ETH);
-    await waitFor(async () => ([...(await s.t.services.balances.cached(x.id)).values()].some((c) => c.amount === onChain) ? true : null), { timeoutMs: 15_000, message: "x's balance stored" });
+    await waitFor(async () => ([...(await s.t.services.balances.cached(x.id)).values()].some((c) => c.amount === onChain) ? true : null), {
+      timeoutMs: 15_000,
+      message: "x's balance stored",
+    });
   });
 });

@@ -41,7 +41,10 @@ describe('a broadcast on a chain faster than the watcher polls', () => {
       // confirming tick finds three new blocks, so the chain stays counted fast (FAST_FOR_MS,
       // 10 s from the last such tick) however slowly a loaded machine runs the five.
       if (i > 0) await chain.mine(2);
-      const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '0.01', token: 'ETH', address: RECIPIENT } });
+      const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+        token: user.token,
+        body: { amount: '0.01', token: 'ETH', address: RECIPIENT },
+      });
       expect(res.status, res.text).toBe(200);
       const sent = Date.now();
       await waitForStatus(t, user, w.id, res.body.data.id, 'confirmed', 10_000);

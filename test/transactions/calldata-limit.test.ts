@@ -77,7 +77,10 @@ describe('contract-call arguments and the calldata limit', () => {
 
   it('bounds the encoding from below: never over the real size', () => {
     const fn = parseFunction('g(uint256[],string,bytes)')!;
-    for (const args of [[[], '', '0x'], [['1', '2', '3'], 'x'.repeat(500), `0x${'ab'.repeat(300)}`]]) {
+    for (const args of [
+      [[], '', '0x'],
+      [['1', '2', '3'], 'x'.repeat(500), `0x${'ab'.repeat(300)}`],
+    ]) {
       const real = (encodeCall(fn, args)!.length - 2) / 2 - 4;
       expect(encodedSizeFloor(args)).toBeLessThanOrEqual(real);
     }

@@ -40,7 +40,13 @@ const allowance = (spender: Address) =>
 
 describe('contract calls', () => {
   it('calls approve(address,uint256) by signature: type contract, confirmed, allowance on chain', async () => {
-    const res = await create({ amount: 0, token: 'ETH', address: usd, function: 'approve(address,uint256)', args: [RECIPIENT, '123456789012345678901234567890'] });
+    const res = await create({
+      amount: 0,
+      token: 'ETH',
+      address: usd,
+      function: 'approve(address,uint256)',
+      args: [RECIPIENT, '123456789012345678901234567890'],
+    });
     expect(res.status, res.text).toBe(200);
     const expected = encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [RECIPIENT, 123456789012345678901234567890n] });
     expect(res.body.data).toMatchObject({ type: 'contract', status: 'pending', amount: '0.000000000000000000', data: expected });
@@ -59,18 +65,32 @@ describe('contract calls', () => {
     const res = await create({ amount: '0', token: 'eth', address: usd, data });
     expect(res.status, res.text).toBe(200);
     expect(res.body.data.type).toBe('contract');
-    const row = await t.store.db.selectFrom('transactions').select(['data', 'fee_reserved', 'gas', 'max_fee_per_gas']).where('id', '=', res.body.data.id).executeTakeFirstOrThrow();
+    const row = await t.store.db
+      .selectFrom('transactions')
+      .select(['data', 'fee_reserved', 'gas', 'max_fee_per_gas'])
+      .where('id', '=', res.body.data.id)
+      .executeTakeFirstOrThrow();
     expect(row.data).toBe(data);
     expect(BigInt(row.fee_reserved)).toBe(BigInt(row.gas!) * BigInt(row.max_fee_per_gas!));
     await waitForStatus(t, alice, w.id, res.body.data.id, 'confirmed');
     expect(await allowance(spender)).toBe(42n);
     const list = await t.request('GET', `/api/wallet/${w.id}/transaction`, { token: alice.token });
-    expect(list.body.data.find((x: { id: number }) => x.id === res.body.data.id)).toMatchObject({ type: 'contract', data, status: 'confirmed' });
+    expect(list.body.data.find((x: { id: number }) => x.id === res.body.data.id)).toMatchObject({
+      type: 'contract',
+      data,
+      status: 'confirmed',
+    });
   });
 
   it('answers 400 Transaction would revert, with the reason, for a call that reverts', async () => {
     const before = await t.store.db.selectFrom('transactions').select('id').where('wallet_id', '=', w.id).execute();
-    const res = await create({ amount: '0', token: 'ETH', address: usd, function: 'approve(address,uint256)', args: ['0x0000000000000000000000000000000000000000', '1'] });
+    const res = await create({
+      amount: '0',
+      token: 'ETH',
+      address: usd,
+      function: 'approve(address,uint256)',
+      args: ['0x0000000000000000000000000000000000000000', '1'],
+    });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ status: 'error', message: 'Transaction would revert', data: { reason: 'ERC20: approve to zero address' } });
     const after = await t.store.db.selectFrom('transactions').select('id').where('wallet_id', '=', w.id).execute();
@@ -88,19 +108,33 @@ describe('validation of the contract fields', () => {
 
   it('checks data, function and args', async () => {
     expectValidationError(await create({ ...base, data: '0x123' }), { data: ['The data field must be a 0x-prefixed hex string.'] });
-    expectValidationError(await create({ ...base, data: `0x${'ab'.repeat(64 * 1024 + 1)}` }), { data: ['The data field must not be greater than 64 kilobytes.'] });
-    expectValidationError(await create({ ...base, function: 'approve(address,uint256', args: [] }), { function: ['The function field must be a valid function signature.'] });
-    expectValidationError(await create({ ...base, function: 'approve(address,uint256)', args: [RECIPIENT] }), { args: ["The args field must match the function's parameters."] });
-    expectValidationError(await create({ ...base, function: 'approve(address,uint256)', args: [RECIPIENT, '1.5'] }), { args: ["The args field must match the function's parameters."] });
-    expectValidationError(await create({ ...base, function: 'approve(address,uint256)', args: 'x' }), { args: ['The args field must be an array.'] });
+    expectValidationError(await create({ ...base, data: `0x${'ab'.repeat(64 * 1024 + 1)}` }), {
+      data: ['The data field must not be greater than 64 kilobytes.'],
+    });
+    expectValidationError(await create({ ...base, function: 'approve(address,uint256', args: [] }), {
+      function: ['The function field must be a valid function signature.'],
+    });
+    expectValidationError(await create({ ...base, function: 'approve(address,uint256)', args: [RECIPIENT] }), {
+      args: ["The args field must match the function's parameters."],
+    });
+    expectValidationError(await create({ ...base, function: 'approve(address,uint256)', args: [RECIPIENT, '1.5'] }), {
+      args: ["The args field must match the function's parameters."],
+    });
+    expectValidationError(await create({ ...base, function: 'approve(address,uint256)', args: 'x' }), {
+      args: ['The args field must be an array.'],
+    });
     expectValidationError(await create({ ...base, args: [] }), { function: ['The function field is required when args is present.'] });
-    expectValidationError(await create({ ...base, data: '0x', function: 'ping()' }), { data: ['The data field is prohibited when function is present.'] });
+    expectValidationError(await create({ ...base, data: '0x', function: 'ping()' }), {
+      data: ['The data field is prohibited when function is present.'],
+    });
   });
 
   it('needs the native token and an amount, which may be 0 but not negative', async () => {
     const tokenRes = await t.request('POST', `/api/wallet/${w.id}/token/add`, { token: alice.token, body: { contract: usd } });
     expect(tokenRes.status, tokenRes.text).toBe(200);
-    expectValidationError(await create({ ...base, token: 'TUSD', data: '0x' }), { token: ['The token field must be the native token for a contract call.'] });
+    expectValidationError(await create({ ...base, token: 'TUSD', data: '0x' }), {
+      token: ['The token field must be the native token for a contract call.'],
+    });
     expectValidationError(await create({ token: 'ETH', address: base.address, data: '0x' }), { amount: ['The amount field is required.'] });
     expectValidationError(await create({ ...base, amount: '-1', data: '0x' }), { amount: ['The amount field must be at least 0.'] });
   });

@@ -35,7 +35,10 @@ describe('a transfer creation holding its wallet lock (postgres)', () => {
     // The create (through the slow proxy) queues for the wallet's lock while it is held here.
     const { t, user, w } = s;
     const { heldForMs: heldFor, result: res } = await timeLockHold(s.direct, w.id, '%wallet_nonces%for update%', () =>
-      slow.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '1', token: 'ETH', address: RECIPIENT } }),
+      slow.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+        token: user.token,
+        body: { amount: '1', token: 'ETH', address: RECIPIENT },
+      }),
     );
     expect(res.status, res.text).toBe(200);
     // The grant's answer reaches the service one delay later; the insert, the event and the commit
@@ -46,8 +49,19 @@ describe('a transfer creation holding its wallet lock (postgres)', () => {
 
     const id = res.body.data.id as number;
     const [created] = await eventsOf(t, w.id, 'transaction.created');
-    expect(created!.payload).toMatchObject({ transaction_id: id, wallet_id: w.id, amount: '1.000000000000000000', token: 'ETH', tx_hash: res.body.data.tx_hash, status: 'pending' });
-    const row = await t.store.db.selectFrom('transactions').select(['id', 'status', 'nonce', 'seq']).where('wallet_id', '=', w.id).executeTakeFirstOrThrow();
+    expect(created!.payload).toMatchObject({
+      transaction_id: id,
+      wallet_id: w.id,
+      amount: '1.000000000000000000',
+      token: 'ETH',
+      tx_hash: res.body.data.tx_hash,
+      status: 'pending',
+    });
+    const row = await t.store.db
+      .selectFrom('transactions')
+      .select(['id', 'status', 'nonce', 'seq'])
+      .where('wallet_id', '=', w.id)
+      .executeTakeFirstOrThrow();
     expect(row).toEqual({ id, status: 'pending', nonce: 0, seq: 1 });
   });
 });

@@ -16,7 +16,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiResponse } from '../helpers/app.js';
 import { driverName } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, startProxiedSuite, txRows, type FundedWallet } from '../helpers/transfers.js';
+import {
+  ETH,
+  eventsOf,
+  fundedWallet,
+  publicClient,
+  RECIPIENT,
+  startProxiedSuite,
+  txRows,
+  type FundedWallet,
+} from '../helpers/transfers.js';
 
 let s: Awaited<ReturnType<typeof startProxiedSuite>>;
 const PENDING_CAP = 5;
@@ -88,11 +97,16 @@ describe(`a hot wallet's creates recorded together (${driverName})`, () => {
 
     // Each row with its event, in nonce order; the chain ends exact to the wei.
     const created = await eventsOf(s.t, w.id, 'transaction.created');
-    expect(created.map((e) => [e.payload.transaction_id, e.payload.tx_hash])).toEqual(accepted.map((r) => [r.body.data.id, r.body.data.tx_hash]));
-    const rows = await waitFor(async () => {
-      const r = (await txRows(s.t, w.id)).filter((x) => x.type === 'transfer');
-      return r.length === 4 && r.every((x) => x.status === 'confirmed') ? r : null;
-    }, { timeoutMs: 30_000 });
+    expect(created.map((e) => [e.payload.transaction_id, e.payload.tx_hash])).toEqual(
+      accepted.map((r) => [r.body.data.id, r.body.data.tx_hash]),
+    );
+    const rows = await waitFor(
+      async () => {
+        const r = (await txRows(s.t, w.id)).filter((x) => x.type === 'transfer');
+        return r.length === 4 && r.every((x) => x.status === 'confirmed') ? r : null;
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(rows.map((r) => [r.id, Number(r.nonce)])).toEqual(ids.map((id, n) => [id, n]));
     const client = publicClient(s.chain.rpcUrl);
     expect(await client.getTransactionCount({ address: w.address })).toBe(4);
@@ -109,11 +123,18 @@ describe(`a hot wallet's creates recorded together (${driverName})`, () => {
       amounts.map((a, i) => () => create(w.id, a, keys[i])),
       // The last two's claims taken over meanwhile (their tokens moved), as retries after a
       // time-out would. Whichever create goes first, one of them is in a batch with others.
-      async () => void (await sql`update idempotency_keys set created_at = created_at + 1 where key in (${keys[2]}, ${keys[3]})`.execute(s.t.store.db)),
+      async () =>
+        void (await sql`update idempotency_keys set created_at = created_at + 1 where key in (${keys[2]}, ${keys[3]})`.execute(
+          s.t.store.db,
+        )),
     );
-    for (const r of answers.slice(2)) expect([r.status, r.body.message]).toEqual([409, 'A request with this Idempotency-Key is still in progress']);
+    for (const r of answers.slice(2))
+      expect([r.status, r.body.message]).toEqual([409, 'A request with this Idempotency-Key is still in progress']);
     const ok = answers.slice(0, 2);
-    expect(ok.map((r) => r.status), ok.map((r) => r.text).join()).toEqual([200, 200]);
+    expect(
+      ok.map((r) => r.status),
+      ok.map((r) => r.text).join(),
+    ).toEqual([200, 200]);
     expect(sorted(ok.map((r) => r.body.data.nonce))).toEqual([0, 1]);
     const refusedInBatch = s.t.logs.slice(logged).filter((l) => l.includes('could not store its response'));
     expect(refusedInBatch.length).toBeGreaterThanOrEqual(1);
@@ -121,21 +142,24 @@ describe(`a hot wallet's creates recorded together (${driverName})`, () => {
     // Nothing of the refused ones was written; the others' rows, events and stored responses were.
     const rows = (await txRows(s.t, w.id)).filter((x) => x.type === 'transfer');
     expect(sorted(rows.map((r) => Number(BigInt(r.amount) / (ETH / 10n))))).toEqual([1, 2]);
-    expect((await eventsOf(s.t, w.id, 'transaction.created')).map((e) => e.payload.transaction_id)).toEqual(sorted(ok.map((r) => r.body.data.id)));
+    expect((await eventsOf(s.t, w.id, 'transaction.created')).map((e) => e.payload.transaction_id)).toEqual(
+      sorted(ok.map((r) => r.body.data.id)),
+    );
     const replay = await create(w.id, '0.2', keys[1]);
     expect(replay.status).toBe(200);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect(replay.body).toEqual(answers[1]!.body);
   });
 
-  it('records a policed token\'s creates one at a time: concurrent creates never pass a daily limit together', async () => {
+  it("records a policed token's creates one at a time: concurrent creates never pass a daily limit together", async () => {
     const w = await fundedWallet(s.t, s.chain, s.user, s.networkId, 5n * ETH);
     const policy = await s.t.request('POST', `/api/wallet/${w.id}/policy`, { token: s.user.token, body: { daily: { ETH: '0.2' } } });
     expect(policy.status, policy.text).toBe(200);
     const answers = await releasedTogether(Array.from({ length: 4 }, () => () => create(w.id, '0.1')));
     const accepted = answers.filter((r) => r.status === 200);
     expect(sorted(accepted.map((r) => r.body.data.nonce))).toEqual([0, 1]);
-    for (const r of answers.filter((x) => x.status !== 200)) expect([r.status, r.body.message]).toEqual([400, 'Policy: over the daily limit']);
+    for (const r of answers.filter((x) => x.status !== 200))
+      expect([r.status, r.body.message]).toEqual([400, 'Policy: over the daily limit']);
     expect(accepted.map((r) => togetherOf(w.id).get(r.body.data.id as number))).toEqual([1, 1]);
   });
 
@@ -144,20 +168,28 @@ describe(`a hot wallet's creates recorded together (${driverName})`, () => {
     const name = sql.raw(`refuse_nonce_2_${w.id}`);
     const when = sql.raw(`new.wallet_id = ${w.id} and new.nonce = 2`);
     if (s.t.store.driver === 'postgres') {
-      await sql`create function ${name}() returns trigger language plpgsql as $$ begin if ${when} then raise exception 'injected: write refused'; end if; return new; end $$`.execute(s.t.store.db);
+      await sql`create function ${name}() returns trigger language plpgsql as $$ begin if ${when} then raise exception 'injected: write refused'; end if; return new; end $$`.execute(
+        s.t.store.db,
+      );
       await sql`create trigger ${name} before insert on transactions for each row execute function ${name}()`.execute(s.t.store.db);
     } else {
-      await sql`create trigger ${name} before insert on transactions when ${when} begin select raise(abort, 'injected: write refused'); end`.execute(s.t.store.db);
+      await sql`create trigger ${name} before insert on transactions when ${when} begin select raise(abort, 'injected: write refused'); end`.execute(
+        s.t.store.db,
+      );
     }
     const answers = await releasedTogether(Array.from({ length: 5 }, () => () => create(w.id, '0.1')));
     // The first alone (nonce 0); the other four together, whose third row (nonce 2) is refused.
     const ok = answers.filter((r) => r.status === 200);
     expect(ok.map((r) => r.body.data.nonce)).toEqual([0]);
-    for (const r of answers.filter((x) => x.status !== 200)) expect([r.status, r.body]).toEqual([500, { status: 'error', message: 'Internal server error', data: null }]);
+    for (const r of answers.filter((x) => x.status !== 200))
+      expect([r.status, r.body]).toEqual([500, { status: 'error', message: 'Internal server error', data: null }]);
     expect((await txRows(s.t, w.id)).map((r) => Number(r.nonce))).toEqual([0]);
     expect((await eventsOf(s.t, w.id, 'transaction.created')).map((e) => e.payload.transaction_id)).toEqual([ok[0]!.body.data.id]);
     const client = publicClient(s.chain.rpcUrl);
-    await waitFor(async () => (await client.getTransactionCount({ address: w.address })) === 1, { timeoutMs: 20_000, message: 'the first mined' });
+    await waitFor(async () => (await client.getTransactionCount({ address: w.address })) === 1, {
+      timeoutMs: 20_000,
+      message: 'the first mined',
+    });
     expect(await client.getTransactionCount({ address: w.address, blockTag: 'pending' })).toBe(1);
 
     await sql`drop trigger ${name}${sql.raw(s.t.store.driver === 'postgres' ? ' on transactions' : '')}`.execute(s.t.store.db);
@@ -172,7 +204,8 @@ describe(`a hot wallet's creates recorded together (${driverName})`, () => {
       const answers = await releasedTogether(Array.from({ length: PENDING_CAP + 2 }, () => () => create(w.id, '0.1')));
       const accepted = answers.filter((r) => r.status === 200);
       expect(sorted(accepted.map((r) => r.body.data.nonce))).toEqual([0, 1, 2, 3, 4]);
-      for (const r of answers.filter((x) => x.status !== 200)) expect([r.status, r.body.message]).toEqual([400, 'Too many pending transactions']);
+      for (const r of answers.filter((x) => x.status !== 200))
+        expect([r.status, r.body.message]).toEqual([400, 'Too many pending transactions']);
       // The first alone, four of the six after it together, the last two over the cap.
       expect(sorted(accepted.map((r) => togetherOf(w.id).get(r.body.data.id as number)!))).toEqual([1, 4, 4, 4, 4]);
     } finally {

@@ -12,7 +12,18 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { requestHash } from '../../src/http/idempotency.js';
-import { dec18, ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, txRows, waitForCursor, waitForStatus, type FundedWallet } from '../helpers/transfers.js';
+import {
+  dec18,
+  ETH,
+  eventsOf,
+  fundedWallet,
+  publicClient,
+  RECIPIENT,
+  txRows,
+  waitForCursor,
+  waitForStatus,
+  type FundedWallet,
+} from '../helpers/transfers.js';
 
 const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 const LIST_KEYS = [
@@ -139,7 +150,12 @@ describe('native transfer', () => {
     expect(created).toHaveLength(1);
     expect(confirmed).toHaveLength(1);
     // The row it was recorded with (on PostgreSQL the payload is made before the insert answers: its id drawn ahead).
-    const [row] = await t.store.db.selectFrom('transactions').select(['id', 'tx_hash']).where('wallet_id', '=', w.id).where('type', '=', 'transfer').execute();
+    const [row] = await t.store.db
+      .selectFrom('transactions')
+      .select(['id', 'tx_hash'])
+      .where('wallet_id', '=', w.id)
+      .where('type', '=', 'transfer')
+      .execute();
     expect(created[0]!.payload).toEqual({
       transaction_id: row!.id,
       wallet_id: w.id,
@@ -151,7 +167,12 @@ describe('native transfer', () => {
       type: 'transfer',
       created_at: expect.stringMatching(DATETIME),
     });
-    expect(confirmed[0]!.payload).toMatchObject({ status: 'confirmed', type: 'transfer', block_number: expect.any(Number), confirmed_at: expect.stringMatching(DATETIME) });
+    expect(confirmed[0]!.payload).toMatchObject({
+      status: 'confirmed',
+      type: 'transfer',
+      block_number: expect.any(Number),
+      confirmed_at: expect.stringMatching(DATETIME),
+    });
     const balance = await eventsOf(t, w.id, 'balance.updated');
     expect(balance.length).toBeGreaterThanOrEqual(1);
   });
@@ -182,32 +203,39 @@ describe('a row or an event that cannot be written', () => {
   // together, src/db/pipelined.ts: the event's payload made before the row's insert answers).
   // When either fails, the transfer must not be recorded, its signed bytes not sent, the nonce
   // not used.
-  it.each(['events', 'transactions'])('fails the create when %s refuses the write: nothing recorded, nothing sent, and the next create takes the same nonce', async (table) => {
-    const w = await fundedWallet(t, chain, alice, networkId, 2n * ETH);
-    const { sql } = await import('kysely');
-    const name = sql.raw(`refuse_${table}_${w.id}`);
-    const on = sql.raw(table);
-    if (t.store.driver === 'postgres') {
-      await sql`create function ${name}() returns trigger language plpgsql as $$ begin if new.wallet_id = ${sql.raw(String(w.id))} then raise exception 'injected: write refused'; end if; return new; end $$`.execute(t.store.db);
-      await sql`create trigger ${name} before insert on ${on} for each row execute function ${name}()`.execute(t.store.db);
-    } else {
-      await sql`create trigger ${name} before insert on ${on} when new.wallet_id = ${sql.raw(String(w.id))} begin select raise(abort, 'injected: write refused'); end`.execute(t.store.db);
-    }
-    const refused = await create(alice, w.id, { amount: '0.5', token: 'ETH', address: RECIPIENT });
-    expect(refused.status).toBe(500);
-    expect(refused.body).toEqual({ status: 'error', message: 'Internal server error', data: null });
-    expect(await txRows(t, w.id)).toEqual([]);
-    expect(await eventsOf(t, w.id, 'transaction.created')).toEqual([]);
-    expect(await publicClient(chain.rpcUrl).getTransactionCount({ address: w.address, blockTag: 'pending' })).toBe(0);
-    await sql`drop trigger ${name}${sql.raw(t.store.driver === 'postgres' ? ` on ${table}` : '')}`.execute(t.store.db);
-    const next = await create(alice, w.id, { amount: '0.5', token: 'ETH', address: RECIPIENT });
-    expect(next.status).toBe(200);
-    expect(next.body.data.nonce).toBe(0);
-    await waitForStatus(t, alice, w.id, next.body.data.id, 'confirmed');
-    expect((await txRows(t, w.id)).map((r) => [r.type, r.status, r.nonce])).toEqual([['transfer', 'confirmed', 0]]);
-    const [created] = await eventsOf(t, w.id, 'transaction.created');
-    expect(created!.payload).toMatchObject({ transaction_id: next.body.data.id, tx_hash: next.body.data.tx_hash });
-  });
+  it.each(['events', 'transactions'])(
+    'fails the create when %s refuses the write: nothing recorded, nothing sent, and the next create takes the same nonce',
+    async (table) => {
+      const w = await fundedWallet(t, chain, alice, networkId, 2n * ETH);
+      const { sql } = await import('kysely');
+      const name = sql.raw(`refuse_${table}_${w.id}`);
+      const on = sql.raw(table);
+      if (t.store.driver === 'postgres') {
+        await sql`create function ${name}() returns trigger language plpgsql as $$ begin if new.wallet_id = ${sql.raw(String(w.id))} then raise exception 'injected: write refused'; end if; return new; end $$`.execute(
+          t.store.db,
+        );
+        await sql`create trigger ${name} before insert on ${on} for each row execute function ${name}()`.execute(t.store.db);
+      } else {
+        await sql`create trigger ${name} before insert on ${on} when new.wallet_id = ${sql.raw(String(w.id))} begin select raise(abort, 'injected: write refused'); end`.execute(
+          t.store.db,
+        );
+      }
+      const refused = await create(alice, w.id, { amount: '0.5', token: 'ETH', address: RECIPIENT });
+      expect(refused.status).toBe(500);
+      expect(refused.body).toEqual({ status: 'error', message: 'Internal server error', data: null });
+      expect(await txRows(t, w.id)).toEqual([]);
+      expect(await eventsOf(t, w.id, 'transaction.created')).toEqual([]);
+      expect(await publicClient(chain.rpcUrl).getTransactionCount({ address: w.address, blockTag: 'pending' })).toBe(0);
+      await sql`drop trigger ${name}${sql.raw(t.store.driver === 'postgres' ? ` on ${table}` : '')}`.execute(t.store.db);
+      const next = await create(alice, w.id, { amount: '0.5', token: 'ETH', address: RECIPIENT });
+      expect(next.status).toBe(200);
+      expect(next.body.data.nonce).toBe(0);
+      await waitForStatus(t, alice, w.id, next.body.data.id, 'confirmed');
+      expect((await txRows(t, w.id)).map((r) => [r.type, r.status, r.nonce])).toEqual([['transfer', 'confirmed', 0]]);
+      const [created] = await eventsOf(t, w.id, 'transaction.created');
+      expect(created!.payload).toMatchObject({ transaction_id: next.body.data.id, tx_hash: next.body.data.tx_hash });
+    },
+  );
 });
 
 describe('ERC-20 transfer', () => {
@@ -245,7 +273,11 @@ describe('ERC-20 transfer', () => {
 
     expect(await erc20BalanceOf(chain.rpcUrl, usd, w.address)).toBe(minted - 12_345_678n);
     expect(await erc20BalanceOf(chain.rpcUrl, usd, RECIPIENT)).toBe(12_345_678n);
-    const [row] = await t.store.db.selectFrom('transactions').select(['gas_price', 'gas_used']).where('id', '=', res.body.data.id).execute();
+    const [row] = await t.store.db
+      .selectFrom('transactions')
+      .select(['gas_price', 'gas_used'])
+      .where('id', '=', res.body.data.id)
+      .execute();
     const fee = BigInt(row!.gas_price!) * BigInt(row!.gas_used!);
     expect(await publicClient(chain.rpcUrl).getBalance({ address: w.address })).toBe(ethBefore - fee);
 
@@ -299,7 +331,11 @@ describe('validation and order of checks', () => {
     [{ token: 'NOPE' }, 'token', 'The selected token is invalid.'],
     [{ token: 5 }, 'token', 'The token field must be a string.'],
     [{ address: '0x123' }, 'address', 'The address field must be a valid address.'],
-    [{ address: '0xa0ee7a142d267c1f36714e4a8f75612f20a79720'.replace('a0ee', 'A0EE') }, 'address', 'The address field must be a valid address.'],
+    [
+      { address: '0xa0ee7a142d267c1f36714e4a8f75612f20a79720'.replace('a0ee', 'A0EE') },
+      'address',
+      'The address field must be a valid address.',
+    ],
     [{ address: 12 }, 'address', 'The address field must be a valid address.'],
   ])('%j → %s: %s', async (patch, field, message) => {
     const res = await create(alice, w.id, { amount: '0.1', token: 'ETH', address: RECIPIENT, ...patch });
@@ -322,7 +358,9 @@ describe('validation and order of checks', () => {
   });
 
   it('answers 401 without a token', async () => {
-    const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { body: { amount: '1', token: 'ETH', address: RECIPIENT } });
+    const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+      body: { amount: '1', token: 'ETH', address: RECIPIENT },
+    });
     expect(res.status).toBe(401);
   });
 });
@@ -379,7 +417,15 @@ describe('Idempotency-Key', () => {
     const stored = JSON.stringify({ status: 'success', message: 'Transaction created', data: { id: 424242 } });
     await t.store.db
       .insertInto('idempotency_keys')
-      .values({ user_id: user.id, key: 'died-after-commit', request_hash: requestHash('POST', path, body), response_status: 200, response_body: stored, created_at: now, expires_at: now + 60_000 })
+      .values({
+        user_id: user.id,
+        key: 'died-after-commit',
+        request_hash: requestHash('POST', path, body),
+        response_status: 200,
+        response_body: stored,
+        created_at: now,
+        expires_at: now + 60_000,
+      })
       .execute();
     const replay = await create(alice, w.id, body, { 'idempotency-key': 'died-after-commit' });
     expect(replay.status).toBe(200);
@@ -387,7 +433,15 @@ describe('Idempotency-Key', () => {
     // A request that died before committing anything, over a minute ago: the retry runs.
     await t.store.db
       .insertInto('idempotency_keys')
-      .values({ user_id: user.id, key: 'died-before-commit', request_hash: requestHash('POST', path, body), response_status: null, response_body: null, created_at: now - 61_000, expires_at: now + 60_000 })
+      .values({
+        user_id: user.id,
+        key: 'died-before-commit',
+        request_hash: requestHash('POST', path, body),
+        response_status: null,
+        response_body: null,
+        created_at: now - 61_000,
+        expires_at: now + 60_000,
+      })
       .execute();
     const before = (await txRows(t, w.id)).length;
     const retried = await create(alice, w.id, body, { 'idempotency-key': 'died-before-commit' });
@@ -397,7 +451,15 @@ describe('Idempotency-Key', () => {
     // The same claim still young: 409.
     await t.store.db
       .insertInto('idempotency_keys')
-      .values({ user_id: user.id, key: 'still-running', request_hash: requestHash('POST', path, body), response_status: null, response_body: null, created_at: now, expires_at: now + 60_000 })
+      .values({
+        user_id: user.id,
+        key: 'still-running',
+        request_hash: requestHash('POST', path, body),
+        response_status: null,
+        response_body: null,
+        created_at: now,
+        expires_at: now + 60_000,
+      })
       .execute();
     const busy = await create(alice, w.id, body, { 'idempotency-key': 'still-running' });
     expect(busy.status).toBe(409);
@@ -425,7 +487,13 @@ describe('list and show', () => {
     // The mint is an incoming Transfer: the watcher records it as the wallet's first row.
     const minted = await waitFor(async () => (await txRows(t, w.id)).find((r) => r.type === 'receipt'));
     ids.push(minted.id);
-    for (const [amount, token] of [['0.1', 'ETH'], ['1', 'TUSD'], ['0.2', 'ETH'], ['2', 'TUSD'], ['0.3', 'ETH']] as const) {
+    for (const [amount, token] of [
+      ['0.1', 'ETH'],
+      ['1', 'TUSD'],
+      ['0.2', 'ETH'],
+      ['2', 'TUSD'],
+      ['0.3', 'ETH'],
+    ] as const) {
       const r = await create(alice, w.id, { amount, token, address: RECIPIENT });
       expect(r.status, r.text).toBe(200);
       ids.push(r.body.data.id);
@@ -444,12 +512,16 @@ describe('list and show', () => {
     expect(p1.headers.get('x-pagination-total')).toBe('6');
     expect(p1.headers.get('x-pagination-pages')).toBe('3');
     const base = `/api/wallet/${w.id}/transaction`;
-    expect(p1.headers.get('link')).toBe(`<${base}?page=1&limit=2>; rel="first", <${base}?page=2&limit=2>; rel="next", <${base}?page=3&limit=2>; rel="last"`);
+    expect(p1.headers.get('link')).toBe(
+      `<${base}?page=1&limit=2>; rel="first", <${base}?page=2&limit=2>; rel="next", <${base}?page=3&limit=2>; rel="last"`,
+    );
 
     const p3 = await t.request('GET', `/api/wallet/${w.id}/transaction?page=3&limit=2`, { token: alice.token });
     expect(p3.body.data.map((x: any) => x.id)).toEqual([ids[1], ids[0]]);
     expect(p3.body.data[1]).toMatchObject({ type: 'receipt', status: 'confirmed', symbol: 'TUSD', amount: '100.000000000000000000' });
-    expect(p3.headers.get('link')).toBe(`<${base}?page=1&limit=2>; rel="first", <${base}?page=2&limit=2>; rel="prev", <${base}?page=3&limit=2>; rel="last"`);
+    expect(p3.headers.get('link')).toBe(
+      `<${base}?page=1&limit=2>; rel="first", <${base}?page=2&limit=2>; rel="prev", <${base}?page=3&limit=2>; rel="last"`,
+    );
     const p2 = await t.request('GET', `/api/wallet/${w.id}/transaction?page=2&limit=2`, { token: alice.token });
     expect(p2.headers.get('link')).toContain('rel="next"');
     expect(p2.headers.get('link')).toContain('rel="prev"');

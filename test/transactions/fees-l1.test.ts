@@ -34,7 +34,9 @@ afterAll(async () => {
 describe('L1 data fee', () => {
   it('is part of every level of the fee preview', async () => {
     const w = await fundedWallet(t, chain, alice, networkId, ETH);
-    const res = await t.request('GET', `/api/wallet/${w.id}/transaction/fees?token=ETH&address=${RECIPIENT}&amount=0.1`, { token: alice.token });
+    const res = await t.request('GET', `/api/wallet/${w.id}/transaction/fees?token=ETH&address=${RECIPIENT}&amount=0.1`, {
+      token: alice.token,
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body.data.l1_fee).toBe('0.001250000000000000');
     const maxFeePerGas = BigInt(res.body.data.levels.medium.max_fee_per_gas.replace('.', ''));
@@ -45,7 +47,13 @@ describe('L1 data fee', () => {
     const w = await fundedWallet(t, chain, alice, networkId, ETH);
     // Twice the high level: within the fee cap.
     const perGas = 2n * (await highMaxFeePerGas(t, alice, w.id));
-    const body = { amount: '1', token: 'ETH', address: RECIPIENT, max_fee_per_gas: dec18(perGas), max_priority_fee_per_gas: dec18(perGas / 2n) };
+    const body = {
+      amount: '1',
+      token: 'ETH',
+      address: RECIPIENT,
+      max_fee_per_gas: dec18(perGas),
+      max_priority_fee_per_gas: dec18(perGas / 2n),
+    };
     const gasFee = 21_000n * perGas;
     await chain.setBalance(w.address, ETH + gasFee + L1_RESERVED - 1n);
     const short = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: alice.token, body });
@@ -54,7 +62,11 @@ describe('L1 data fee', () => {
     await chain.setBalance(w.address, ETH + gasFee + L1_RESERVED);
     const ok = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: alice.token, body });
     expect(ok.status, ok.text).toBe(200);
-    const row = await t.store.db.selectFrom('transactions').select(['fee_reserved', 'l1_fee']).where('id', '=', ok.body.data.id).executeTakeFirstOrThrow();
+    const row = await t.store.db
+      .selectFrom('transactions')
+      .select(['fee_reserved', 'l1_fee'])
+      .where('id', '=', ok.body.data.id)
+      .executeTakeFirstOrThrow();
     expect(BigInt(row.l1_fee)).toBe(L1_RESERVED);
     expect(BigInt(row.fee_reserved)).toBe(gasFee + L1_RESERVED);
   });

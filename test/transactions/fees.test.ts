@@ -11,7 +11,6 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { expectValidationError } from '../helpers/expect.js';
 import { dec18, ETH, fundedWallet, highMaxFeePerGas, publicClient, RECIPIENT, waitForCursor, waitForStatus } from '../helpers/transfers.js';
 
-
 let t: TestApp;
 let chain: TestChain;
 let networkId: number;
@@ -30,7 +29,8 @@ afterAll(async () => {
   await chain?.stop();
 });
 
-const create = (walletId: number, body: unknown) => t.request('POST', `/api/wallet/${walletId}/transaction/create`, { token: alice.token, body });
+const create = (walletId: number, body: unknown) =>
+  t.request('POST', `/api/wallet/${walletId}/transaction/create`, { token: alice.token, body });
 
 async function feeColumns(id: number) {
   return t.store.db
@@ -65,7 +65,13 @@ describe('EIP-1559 transfers', () => {
     // Within the cap (3× the high level): twice the high level, a tip of half that.
     const maxFee = 2n * (await highMaxFeePerGas(t, alice, w.id)) + 7n;
     const tip = maxFee / 2n;
-    const res = await create(w.id, { amount: '0.25', token: 'ETH', address: RECIPIENT, max_fee_per_gas: dec18(maxFee), max_priority_fee_per_gas: dec18(tip) });
+    const res = await create(w.id, {
+      amount: '0.25',
+      token: 'ETH',
+      address: RECIPIENT,
+      max_fee_per_gas: dec18(maxFee),
+      max_priority_fee_per_gas: dec18(tip),
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body.data.gas_price).toBe(Number(dec18(maxFee)));
     const onChain = await publicClient(chain.rpcUrl).getTransaction({ hash: res.body.data.tx_hash as Hex });
@@ -94,7 +100,13 @@ describe('EIP-1559 transfers', () => {
     const w = await fundedWallet(t, chain, alice, networkId, ETH);
     // Twice the high level: above what it will pay, within the cap.
     const perGas = 2n * (await highMaxFeePerGas(t, alice, w.id));
-    const body = { amount: '1', token: 'ETH', address: RECIPIENT, max_fee_per_gas: dec18(perGas), max_priority_fee_per_gas: dec18(perGas / 2n) };
+    const body = {
+      amount: '1',
+      token: 'ETH',
+      address: RECIPIENT,
+      max_fee_per_gas: dec18(perGas),
+      max_priority_fee_per_gas: dec18(perGas / 2n),
+    };
     const maxFee = 21_000n * perGas;
     await chain.setBalance(w.address, ETH + maxFee - 1n);
     const short = await create(w.id, body);
@@ -112,7 +124,9 @@ describe('fee preview', () => {
     const w = await fundedWallet(t, chain, alice, networkId, 5n * ETH);
     const client = publicClient(chain.rpcUrl);
     const nonceBefore = await client.getTransactionCount({ address: w.address, blockTag: 'pending' });
-    const res = await t.request('GET', `/api/wallet/${w.id}/transaction/fees?token=ETH&address=${RECIPIENT}&amount=1.5`, { token: alice.token });
+    const res = await t.request('GET', `/api/wallet/${w.id}/transaction/fees?token=ETH&address=${RECIPIENT}&amount=1.5`, {
+      token: alice.token,
+    });
     expect(res.status).toBe(200);
     const d = res.body.data;
     expect(d.gas).toBe('21000.000000000000000000');
@@ -141,7 +155,11 @@ describe('fee preview', () => {
 
   it('validates its query like create', async () => {
     const w = await fundedWallet(t, chain, alice, networkId, ETH);
-    const res = await t.request('GET', `/api/wallet/${w.id}/transaction/fees?token=NOPE&address=0x0000000000000000000000000000000000000000`, { token: alice.token });
+    const res = await t.request(
+      'GET',
+      `/api/wallet/${w.id}/transaction/fees?token=NOPE&address=0x0000000000000000000000000000000000000000`,
+      { token: alice.token },
+    );
     expectValidationError(res, {
       amount: ['The amount field is required.'],
       token: ['The selected token is invalid.'],
@@ -162,11 +180,25 @@ describe('validation of the fee fields and the address', () => {
   });
 
   it('rejects a tip above the max fee, and one explicit fee without the other', async () => {
-    const above = await create(walletId, { amount: '0.1', token: 'ETH', address: RECIPIENT, max_fee_per_gas: '0.000000001', max_priority_fee_per_gas: '0.000000002' });
-    expectValidationError(above, { max_priority_fee_per_gas: ['The max_priority_fee_per_gas field must be less than or equal to max_fee_per_gas.'] });
+    const above = await create(walletId, {
+      amount: '0.1',
+      token: 'ETH',
+      address: RECIPIENT,
+      max_fee_per_gas: '0.000000001',
+      max_priority_fee_per_gas: '0.000000002',
+    });
+    expectValidationError(above, {
+      max_priority_fee_per_gas: ['The max_priority_fee_per_gas field must be less than or equal to max_fee_per_gas.'],
+    });
     const alone = await create(walletId, { amount: '0.1', token: 'ETH', address: RECIPIENT, max_fee_per_gas: '0.000000001' });
     expectValidationError(alone, { max_priority_fee_per_gas: ['The max_priority_fee_per_gas field is required.'] });
-    const places = await create(walletId, { amount: '0.1', token: 'ETH', address: RECIPIENT, max_fee_per_gas: '0.0000000010000000001', max_priority_fee_per_gas: 'x' });
+    const places = await create(walletId, {
+      amount: '0.1',
+      token: 'ETH',
+      address: RECIPIENT,
+      max_fee_per_gas: '0.0000000010000000001',
+      max_priority_fee_per_gas: 'x',
+    });
     expectValidationError(places, {
       max_fee_per_gas: ['The max_fee_per_gas field must not have more than 18 decimal places.'],
       max_priority_fee_per_gas: ['The max_priority_fee_per_gas field must be a number.'],

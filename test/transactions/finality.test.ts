@@ -18,7 +18,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { dec18, highMaxFeePerGas, waitForCursor, ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, waitForStatus, type FundedWallet, startProxiedSuite } from '../helpers/transfers.js';
+import {
+  dec18,
+  highMaxFeePerGas,
+  waitForCursor,
+  ETH,
+  eventsOf,
+  fundedWallet,
+  publicClient,
+  RECIPIENT,
+  RpcProxy,
+  waitForStatus,
+  type FundedWallet,
+  startProxiedSuite,
+} from '../helpers/transfers.js';
 
 let t: TestApp;
 let chain: TestChain;
@@ -36,7 +49,8 @@ afterAll(async () => {
   await close?.();
 });
 
-const create = (w: FundedWallet, amount: string) => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount, token: 'ETH', address: RECIPIENT } });
+const create = (w: FundedWallet, amount: string) =>
+  t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount, token: 'ETH', address: RECIPIENT } });
 const client = () => publicClient(chain.rpcUrl);
 
 async function paidFee(hash: string): Promise<bigint> {
@@ -139,7 +153,10 @@ describe('a batch of blocks read partly from another fork', () => {
       const [dev] = await fork.rpc<string[]>('eth_accounts');
       const phantom = await fork.rpc<string>('eth_sendTransaction', [{ from: dev, to: w.address, value: '0xde0b6b3a7640000' }]);
       phantomHash = phantom;
-      const forked = await waitFor(() => fork.rpc<{ blockNumber: string } | null>('eth_getTransactionReceipt', [phantom]), { timeoutMs: 10_000, message: 'the fork mines it' });
+      const forked = await waitFor(() => fork.rpc<{ blockNumber: string } | null>('eth_getTransactionReceipt', [phantom]), {
+        timeoutMs: 10_000,
+        message: 'the fork mines it',
+      });
       const n = Number(BigInt(forked.blockNumber));
       expect(n).toBeGreaterThan(cursor + 1);
       // Our chain one block past it.
@@ -152,18 +169,32 @@ describe('a batch of blocks read partly from another fork', () => {
       proxy.rule('eth_getBlockByNumber', { action: 'other-node', url: fork.rpcUrl, times: 1, match: (p) => p[0] === at && p[1] === true });
       proxy.rule('eth_getTransactionReceipt', { action: 'other-node', url: fork.rpcUrl, match: (p) => p[0] === phantom });
       watch = setInterval(() => {
-        void t.store.db.selectFrom('transactions').select('tx_hash').where('wallet_id', '=', w.id).execute().then((rows) => rows.forEach((r) => seen.add(String(r.tx_hash))));
+        void t.store.db
+          .selectFrom('transactions')
+          .select('tx_hash')
+          .where('wallet_id', '=', w.id)
+          .execute()
+          .then((rows) => rows.forEach((r) => seen.add(String(r.tx_hash))));
       }, 10);
       proxy.allow('eth_blockNumber');
       const real = await publicClient(chain.rpcUrl).getBlock({ blockNumber: BigInt(target) });
       await waitFor(
         async () => {
-          const c = await t.store.db.selectFrom('chain_cursors').select(['block_number', 'block_hash']).where('network_id', '=', networkId).executeTakeFirst();
+          const c = await t.store.db
+            .selectFrom('chain_cursors')
+            .select(['block_number', 'block_hash'])
+            .where('network_id', '=', networkId)
+            .executeTakeFirst();
           return c !== undefined && Number(c.block_number) >= target;
         },
         { timeoutMs: 20_000, message: 'cursor past the fork' },
       );
-      const blocks = await t.store.db.selectFrom('chain_blocks').select('block_hash').where('network_id', '=', networkId).where('block_number', '=', target).execute();
+      const blocks = await t.store.db
+        .selectFrom('chain_blocks')
+        .select('block_hash')
+        .where('network_id', '=', networkId)
+        .where('block_number', '=', target)
+        .execute();
       expect(blocks.map((b) => b.block_hash)).toEqual([real.hash]);
     } finally {
       clearInterval(watch);
@@ -223,14 +254,18 @@ describe('a re-broadcast refused by a node that never saw the transfer', () => {
       // Another transaction takes nonce 0 (the wallet's key used elsewhere): ours leaves the pool.
       await chain.rpc('anvil_dropTransaction', [res.body.data.tx_hash]);
       await chain.rpc('anvil_impersonateAccount', [w.address]);
-      const other = await chain.rpc<string>('eth_sendTransaction', [{ from: w.address, to: w.address, value: '0x0', nonce: '0x0', gas: '0x5208' }]);
+      const other = await chain.rpc<string>('eth_sendTransaction', [
+        { from: w.address, to: w.address, value: '0x0', nonce: '0x0', gas: '0x5208' },
+      ]);
       await chain.rpc('anvil_stopImpersonatingAccount', [w.address]);
       await chain.mine(1);
 
       const failed = await waitForStatus(t, user, w.id, res.body.data.id, 'failed');
       expect(failed).toMatchObject({ failure_reason: 'dropped', block_number: null, tx_hash: res.body.data.tx_hash });
       const events = await eventsOf(t, w.id, 'transaction.failed');
-      expect(events.map((e) => e.payload)).toEqual([expect.objectContaining({ transaction_id: res.body.data.id, failure_reason: 'dropped' })]);
+      expect(events.map((e) => e.payload)).toEqual([
+        expect.objectContaining({ transaction_id: res.body.data.id, failure_reason: 'dropped' }),
+      ]);
       // Its reservation is released: the 2 ETH can be sent now (nonce 1, the next free one).
       proxy.allow('eth_getTransactionByHash');
       proxy.allow('eth_sendRawTransaction');
@@ -257,7 +292,11 @@ describe('a refused transfer retried to the same bytes', () => {
     // for a second only); twice the high level, within the fee cap.
     const perGas = 2n * (await highMaxFeePerGas(t, user, w.id));
     const fees = { max_fee_per_gas: dec18(perGas), max_priority_fee_per_gas: dec18(perGas / 2n) };
-    const sameBytes = () => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '1', token: 'ETH', address: RECIPIENT, ...fees } });
+    const sameBytes = () =>
+      t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+        token: user.token,
+        body: { amount: '1', token: 'ETH', address: RECIPIENT, ...fees },
+      });
     const refused = await sameBytes();
     expect(refused.status).toBe(400);
     const retry = await sameBytes();
@@ -265,7 +304,13 @@ describe('a refused transfer retried to the same bytes', () => {
     const done = await waitForStatus(t, user, w.id, retry.body.data.id, 'confirmed');
     const receipt = await client().getTransactionReceipt({ hash: done.tx_hash as Hex });
     await waitForCursor(t, networkId, Number(receipt.blockNumber));
-    const rows = await t.store.db.selectFrom('transactions').select(['id', 'status', 'tx_hash', 'block_number']).where('wallet_id', '=', w.id).where('type', '=', 'transfer').orderBy('id').execute();
+    const rows = await t.store.db
+      .selectFrom('transactions')
+      .select(['id', 'status', 'tx_hash', 'block_number'])
+      .where('wallet_id', '=', w.id)
+      .where('type', '=', 'transfer')
+      .orderBy('id')
+      .execute();
     const mined = rows.filter((r) => r.block_number !== null);
     expect(mined.map((r) => r.id)).toEqual([retry.body.data.id]);
     expect(rows.filter((r) => r.status === 'confirmed').map((r) => r.id)).toEqual([retry.body.data.id]);

@@ -34,14 +34,18 @@ describe('native coin sent to a wallet’s main address by a contract', () => {
     expect(res.status, res.text).toBe(200);
     return res.body.data as any[];
   };
-  const receiptOf = (hash: Hex) => waitFor(async () => (await list()).find((x) => x.type === 'receipt' && x.tx_hash === hash && x.status === 'confirmed') ?? null, { message: `a confirmed receipt of ${hash}` });
+  const receiptOf = (hash: Hex) =>
+    waitFor(async () => (await list()).find((x) => x.type === 'receipt' && x.tx_hash === hash && x.status === 'confirmed') ?? null, {
+      message: `a confirmed receipt of ${hash}`,
+    });
 
   beforeAll(async () => {
     chain = await startTestChain();
     t = await startTestApp({ env: { WATCHER_POLL_MS: '50' } });
     networkId = await chain.register(t, { confirmations: 1 });
     user = await t.createUser();
-    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Main', network_id: networkId } })).body.data;
+    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Main', network_id: networkId } })).body
+      .data;
     forwarder = await deployForwarder(chain.rpcUrl);
     t.startWorkers();
     await waitForCursor(t, networkId);
@@ -74,7 +78,11 @@ describe('native coin sent to a wallet’s main address by a contract', () => {
     await waitForCursor(t, networkId, await chain.blockNumber());
     const onChain = BigInt(await chain.rpc<string>('eth_getBalance', [wallet.address, 'latest']));
     expect(onChain).toBe(parseEther('1.62'));
-    await waitFor(async () => (await t.request('GET', `/api/wallet/${wallet.id}/balance`, { token: user.token })).body.data.balance === '1.620000000000000000', { message: 'balance 1.62' });
+    await waitFor(
+      async () =>
+        (await t.request('GET', `/api/wallet/${wallet.id}/balance`, { token: user.token })).body.data.balance === '1.620000000000000000',
+      { message: 'balance 1.62' },
+    );
 
     const res = await t.request('GET', `/api/wallet/${wallet.id}/reconciliation`, { token: user.token });
     expect(res.status, res.text).toBe(200);
@@ -90,8 +98,12 @@ describe('native coin sent to a wallet’s main address by a contract', () => {
     const confirmed = await receiptOf(carried);
     expect(await chain.rpc('evm_revert', [snapshot])).toBe(true);
     await chain.mine(3);
-    await waitFor(async () => (await list()).find((x) => x.id === confirmed.id && x.status === 'pending' && x.block_number === null), { message: 'the internal receipt pending again' });
+    await waitFor(async () => (await list()).find((x) => x.id === confirmed.id && x.status === 'pending' && x.block_number === null), {
+      message: 'the internal receipt pending again',
+    });
     const told = (await events(t, 'transaction.reorged')).filter((e) => e.transaction_id === confirmed.id);
-    expect(told).toEqual([expect.objectContaining({ tx_hash: carried, status: 'pending', block_number: confirmed.block_number, type: 'receipt' })]);
+    expect(told).toEqual([
+      expect.objectContaining({ tx_hash: carried, status: 'pending', block_number: confirmed.block_number, type: 'receipt' }),
+    ]);
   });
 });

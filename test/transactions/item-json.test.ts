@@ -59,12 +59,26 @@ beforeAll(async () => {
   tusd = (
     await db
       .insertInto('wallet_tokens')
-      .values({ wallet_id: walletId, name: 'TUSD', symbol: 'TUSD', decimals: 6, contract: `0x${'ab'.repeat(20)}`, is_native: 0, is_active: 1, is_testnet: 1, created_at: now, updated_at: now })
+      .values({
+        wallet_id: walletId,
+        name: 'TUSD',
+        symbol: 'TUSD',
+        decimals: 6,
+        contract: `0x${'ab'.repeat(20)}`,
+        is_native: 0,
+        is_active: 1,
+        is_testnet: 1,
+        created_at: now,
+        updated_at: now,
+      })
       .returning('id')
       .executeTakeFirstOrThrow()
   ).id;
-  const eth = (await db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', walletId).where('is_native', '=', 1).executeTakeFirstOrThrow()).id;
-  for (let i = 0; i < 6; i++) ids.push((await insertTransaction(db, row(i, i % 2 === 0 ? { id: tusd, symbol: 'TUSD' } : { id: eth, symbol: 'ETH' }), T0 + i))!);
+  const eth = (
+    await db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', walletId).where('is_native', '=', 1).executeTakeFirstOrThrow()
+  ).id;
+  for (let i = 0; i < 6; i++)
+    ids.push((await insertTransaction(db, row(i, i % 2 === 0 ? { id: tusd, symbol: 'TUSD' } : { id: eth, symbol: 'ETH' }), T0 + i))!);
 });
 
 afterAll(async () => {
@@ -96,34 +110,53 @@ describe(`a long page's stored items (${driverName})`, () => {
     expect(after.join(',')).toBe(await shortPages());
     expect(inner(await get('?limit=1000'))).toBe(await shortPages());
     // A previous version's write: no repository involved.
-    await sql`UPDATE transactions SET status = 'failed', failure_reason = 'out of gas', receipt_status = 0, updated_at = ${T0 + 90_000} WHERE id = ${ids[1]!}`.execute(t.store.db);
+    await sql`UPDATE transactions SET status = 'failed', failure_reason = 'out of gas', receipt_status = 0, updated_at = ${T0 + 90_000} WHERE id = ${ids[1]!}`.execute(
+      t.store.db,
+    );
     const failed = await longPage();
     expect(failed[4]).toContain('"status":"failed","tx_hash"');
     expect(failed[4]).toContain('"failure_reason":"out of gas"');
     expect(failed.join(',')).toBe(await shortPages());
   });
 
-  it(driverName === 'sqlite' ? 'reads the stored item, and renews triggers that are not this version\'s with every row' : 'formats the item in the query: no stored column, nothing to renew', async () => {
-    const db = t.store.db;
-    if (driverName !== 'sqlite') {
-      expect(await syncStoredItemJson(db, 'postgres')).toBeNull();
-      const cols = await sql<{ n: number }>`SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'transactions' AND column_name = 'item_json'`.execute(db);
-      expect(cols.rows[0]!.n).toBe(0);
-      return;
-    }
-    const triggers = async () => Object.fromEntries((await sql<{ name: string; sql: string }>`SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%item_json%' ORDER BY name`.execute(db)).rows.map((r) => [r.name, r.sql]));
-    expect(await triggers()).toEqual(itemJsonTriggers());
-    expect(await syncStoredItemJson(db, 'sqlite')).toBe(0);
-    const good = await longPage();
-    // The page serves the stored text as it is (an UPDATE of item_json alone fires no trigger).
-    await sql`UPDATE transactions SET item_json = '{"stale":true}' WHERE id = ${ids[0]!}`.execute(db);
-    expect((await longPage())[5]).toBe('{"stale":true}');
-    // Triggers of another version: replaced, and every row written again.
-    await sql`DROP TRIGGER transactions_item_json_update`.execute(db);
-    await sql`CREATE TRIGGER transactions_item_json_update AFTER UPDATE OF status ON transactions BEGIN SELECT 1; END`.execute(db);
-    expect(await syncStoredItemJson(db, 'sqlite')).toBe(ids.length);
-    expect(await triggers()).toEqual(itemJsonTriggers());
-    expect(await longPage()).toEqual(good);
-    expect(await syncStoredItemJson(db, 'sqlite')).toBe(0);
-  });
+  it(
+    driverName === 'sqlite'
+      ? "reads the stored item, and renews triggers that are not this version's with every row"
+      : 'formats the item in the query: no stored column, nothing to renew',
+    async () => {
+      const db = t.store.db;
+      if (driverName !== 'sqlite') {
+        expect(await syncStoredItemJson(db, 'postgres')).toBeNull();
+        const cols = await sql<{
+          n: number;
+        }>`SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'transactions' AND column_name = 'item_json'`.execute(
+          db,
+        );
+        expect(cols.rows[0]!.n).toBe(0);
+        return;
+      }
+      const triggers = async () =>
+        Object.fromEntries(
+          (
+            await sql<{
+              name: string;
+              sql: string;
+            }>`SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%item_json%' ORDER BY name`.execute(db)
+          ).rows.map((r) => [r.name, r.sql]),
+        );
+      expect(await triggers()).toEqual(itemJsonTriggers());
+      expect(await syncStoredItemJson(db, 'sqlite')).toBe(0);
+      const good = await longPage();
+      // The page serves the stored text as it is (an UPDATE of item_json alone fires no trigger).
+      await sql`UPDATE transactions SET item_json = '{"stale":true}' WHERE id = ${ids[0]!}`.execute(db);
+      expect((await longPage())[5]).toBe('{"stale":true}');
+      // Triggers of another version: replaced, and every row written again.
+      await sql`DROP TRIGGER transactions_item_json_update`.execute(db);
+      await sql`CREATE TRIGGER transactions_item_json_update AFTER UPDATE OF status ON transactions BEGIN SELECT 1; END`.execute(db);
+      expect(await syncStoredItemJson(db, 'sqlite')).toBe(ids.length);
+      expect(await triggers()).toEqual(itemJsonTriggers());
+      expect(await longPage()).toEqual(good);
+      expect(await syncStoredItemJson(db, 'sqlite')).toBe(0);
+    },
+  );
 });

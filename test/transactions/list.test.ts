@@ -28,7 +28,18 @@ async function token(symbol: string, decimals: number): Promise<number> {
   const now = Date.now();
   const r = await t.store.db
     .insertInto('wallet_tokens')
-    .values({ wallet_id: walletId, name: symbol, symbol, decimals, contract: `0x${'ab'.repeat(19)}${decimals.toString(16).padStart(2, '0')}`, is_native: 0, is_active: 1, is_testnet: 1, created_at: now, updated_at: now })
+    .values({
+      wallet_id: walletId,
+      name: symbol,
+      symbol,
+      decimals,
+      contract: `0x${'ab'.repeat(19)}${decimals.toString(16).padStart(2, '0')}`,
+      is_native: 0,
+      is_active: 1,
+      is_testnet: 1,
+      created_at: now,
+      updated_at: now,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   return r.id;
@@ -66,7 +77,10 @@ beforeAll(async () => {
   t = await startTestApp();
   user = await t.createUser();
   walletId = (await createWalletRow(t, user.id)).id;
-  const eth = { id: (await t.store.db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', walletId).executeTakeFirstOrThrow()).id, symbol: 'ETH' };
+  const eth = {
+    id: (await t.store.db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', walletId).executeTakeFirstOrThrow()).id,
+    symbol: 'ETH',
+  };
   const tusd = { id: await token('TUSD', 6), symbol: 'TUSD' };
   const whole = { id: await token('Whole', 0), symbol: 'Whole' };
   const db = t.store.db;
@@ -75,12 +89,37 @@ beforeAll(async () => {
     [tusd, { amount: 1n }],
     [whole, { amount: 123456789n }],
     [eth, { amount: MAX_UINT256 }],
-    [tusd, { amount: 1_500_000n, status: 'pending', block_number: null, block_hash: null, block_timestamp: null, gas_used: null, cumulative_gas_used: null, receipt_status: null, confirmed_at: null }],
+    [
+      tusd,
+      {
+        amount: 1_500_000n,
+        status: 'pending',
+        block_number: null,
+        block_hash: null,
+        block_timestamp: null,
+        gas_used: null,
+        cumulative_gas_used: null,
+        receipt_status: null,
+        confirmed_at: null,
+      },
+    ],
     [whole, { amount: MAX_UINT256, type: 'receipt', gas: null, gas_price: null, nonce: null, log_index: 3 }],
     [eth, { amount: 10n ** 18n, status: 'failed', receipt_status: 0 }],
     [eth, { amount: 999_999_999_999_999_999n, type: 'contract', data: '0xa9059cbb' }],
     [tusd, { amount: 1_000_000n, type: 'receipt', log_index: 0 }],
-    [eth, { amount: 5n, status: 'pending', block_number: null, block_hash: null, block_timestamp: null, gas_used: null, cumulative_gas_used: null, receipt_status: null }],
+    [
+      eth,
+      {
+        amount: 5n,
+        status: 'pending',
+        block_number: null,
+        block_hash: null,
+        block_timestamp: null,
+        gas_used: null,
+        cumulative_gas_used: null,
+        receipt_status: null,
+      },
+    ],
     [tusd, { amount: 7n }],
   ];
   for (const [i, [tok, over]] of specs.entries()) {
@@ -89,8 +128,16 @@ beforeAll(async () => {
   }
   // Finality fields: a failed row with its reason and earlier hashes; a stuck pending one; a
   // failure_reason left on a row that is not failed (shown as null); an updated_at apart.
-  await db.updateTable('transactions').set({ failure_reason: 'cancelled', replaced_hashes: `${hash(77)},${hash(78)}`, updated_at: T0 + 1 }).where('id', '=', ids[6]!).execute();
-  await db.updateTable('transactions').set({ stuck_at: T0, replaced_hashes: hash(79) }).where('id', '=', ids[9]!).execute();
+  await db
+    .updateTable('transactions')
+    .set({ failure_reason: 'cancelled', replaced_hashes: `${hash(77)},${hash(78)}`, updated_at: T0 + 1 })
+    .where('id', '=', ids[6]!)
+    .execute();
+  await db
+    .updateTable('transactions')
+    .set({ stuck_at: T0, replaced_hashes: hash(79) })
+    .where('id', '=', ids[9]!)
+    .execute();
   await db.updateTable('transactions').set({ failure_reason: 'dropped', stuck_at: T0 }).where('id', '=', ids[4]!).execute();
   // An orphaned receipt: never listed, and the rows after it renumbered.
   orphanId = ids[8]!;
@@ -132,7 +179,10 @@ describe(`transaction list (${driverName})`, () => {
     );
     const amounts = (await list('?limit=1000')).body.data.map((x: any) => [x.symbol, x.amount]);
     expect(amounts).toContainEqual(['ETH', '115792089237316195423570985008687907853269984665640564039457.584007913129639935']);
-    expect(amounts).toContainEqual(['Whole', '115792089237316195423570985008687907853269984665640564039457584007913129639935.000000000000000000']);
+    expect(amounts).toContainEqual([
+      'Whole',
+      '115792089237316195423570985008687907853269984665640564039457584007913129639935.000000000000000000',
+    ]);
     expect(amounts).toContainEqual(['TUSD', '0.000001000000000000']);
     expect(amounts).toContainEqual(['ETH', '0.000000000000000000']);
   });
@@ -164,12 +214,24 @@ describe(`transaction list (${driverName})`, () => {
 
   it('answers a long page in chunks, with the bytes the short pages have', async () => {
     const other = (await createWalletRow(t, user.id)).id;
-    const eth = { id: (await t.store.db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', other).executeTakeFirstOrThrow()).id, symbol: 'ETH' };
+    const eth = {
+      id: (await t.store.db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', other).executeTakeFirstOrThrow()).id,
+      symbol: 'ETH',
+    };
     const count = CHUNKED_FROM_ITEMS * 2 + 37;
     for (let i = 0; i < count; i++) {
       const over: Partial<NewTx> =
         i % 3 === 0
-          ? { status: 'pending', block_number: null, block_hash: null, block_timestamp: null, gas_used: null, cumulative_gas_used: null, receipt_status: null, confirmed_at: null }
+          ? {
+              status: 'pending',
+              block_number: null,
+              block_hash: null,
+              block_timestamp: null,
+              gas_used: null,
+              cumulative_gas_used: null,
+              receipt_status: null,
+              confirmed_at: null,
+            }
           : { type: 'contract', data: `0x${'ab'.repeat(i)}`, amount: MAX_UINT256 - BigInt(i) };
       await insertTransaction(t.store.db, { ...row(i, eth, over), wallet_id: other }, T0 + i);
     }
@@ -203,24 +265,66 @@ describe(`transaction list, a long page's items as the database writes them (${d
       (
         await db
           .insertInto('wallet_tokens')
-          .values({ wallet_id: other, name: symbol, symbol, decimals, contract: `0x${'cd'.repeat(19)}${decimals.toString(16).padStart(2, '0')}`, is_native: 0, is_active: 1, is_testnet: 1, created_at: now, updated_at: now })
+          .values({
+            wallet_id: other,
+            name: symbol,
+            symbol,
+            decimals,
+            contract: `0x${'cd'.repeat(19)}${decimals.toString(16).padStart(2, '0')}`,
+            is_native: 0,
+            is_active: 1,
+            is_testnet: 1,
+            created_at: now,
+            updated_at: now,
+          })
           .returning('id')
           .executeTakeFirstOrThrow()
       ).id;
     const odd = { id: await addToken('Q"u\\o\u00e9', 6), symbol: 'Q"u\\o\u00e9' };
-    const eth = { id: (await db.selectFrom('wallet_tokens').select('id').where('wallet_id', '=', other).where('is_native', '=', 1).executeTakeFirstOrThrow()).id, symbol: 'ETH' };
+    const eth = {
+      id: (
+        await db
+          .selectFrom('wallet_tokens')
+          .select('id')
+          .where('wallet_id', '=', other)
+          .where('is_native', '=', 1)
+          .executeTakeFirstOrThrow()
+      ).id,
+      symbol: 'ETH',
+    };
     const rows: Array<[{ id: number; symbol: string }, Partial<NewTx>]> = [
       [odd, { amount: 0n }],
       [odd, { amount: 999_999n, status: 'failed', receipt_status: 0 }],
-      [odd, { amount: 10n ** 30n + 1n, status: 'pending', block_number: null, block_hash: null, block_timestamp: null, gas_used: null, cumulative_gas_used: null, receipt_status: null }],
+      [
+        odd,
+        {
+          amount: 10n ** 30n + 1n,
+          status: 'pending',
+          block_number: null,
+          block_hash: null,
+          block_timestamp: null,
+          gas_used: null,
+          cumulative_gas_used: null,
+          receipt_status: null,
+        },
+      ],
       [eth, { amount: 1n, type: 'contract', data: '0x' }],
       [eth, { amount: MAX_UINT256, gas: 0n, gas_price: 0n, block_timestamp: 0 }],
       [eth, { amount: 123n, type: 'receipt', gas: null, gas_price: null, nonce: null, log_index: 2, block_timestamp: 253_402_300_799_999 }],
     ];
     const made: number[] = [];
-    for (const [i, [tok, over]] of rows.entries()) made.push((await insertTransaction(db, { ...row(i, tok, over), wallet_id: other }, T0 + i * 1_001))!);
-    await db.updateTable('transactions').set({ failure_reason: 'said "low"\n\t\u0001\u007f\u2028😀\\', replaced_hashes: `${hash(5)},${hash(6)},${hash(7)}` }).where('id', '=', made[1]!).execute();
-    await db.updateTable('transactions').set({ stuck_at: T0, reference: 'order "7" / naïve \u001f end' }).where('id', '=', made[2]!).execute();
+    for (const [i, [tok, over]] of rows.entries())
+      made.push((await insertTransaction(db, { ...row(i, tok, over), wallet_id: other }, T0 + i * 1_001))!);
+    await db
+      .updateTable('transactions')
+      .set({ failure_reason: 'said "low"\n\t\u0001\u007f\u2028😀\\', replaced_hashes: `${hash(5)},${hash(6)},${hash(7)}` })
+      .where('id', '=', made[1]!)
+      .execute();
+    await db
+      .updateTable('transactions')
+      .set({ stuck_at: T0, reference: 'order "7" / naïve \u001f end' })
+      .where('id', '=', made[2]!)
+      .execute();
     await db.updateTable('transactions').set({ reference: '' }).where('id', '=', made[3]!).execute();
     // Stuck once, then confirmed: not stuck any more; a reason left on a row that did not fail: none.
     await db.updateTable('transactions').set({ stuck_at: T0, failure_reason: 'dropped' }).where('id', '=', made[0]!).execute();
@@ -236,7 +340,9 @@ describe(`transaction list, a long page's items as the database writes them (${d
     const written = await listPageJson(db, other, q);
     expect(written === null ? null : written.json.length).toBe(rows.length);
     expect(inner(await get('?limit=1000'))).toBe(await shortPages(rows.length));
-    expect(inner(await get(`?limit=1000&token=${encodeURIComponent('q"U\\O\u00c9')}`))).toBe(inner(await get(`?limit=10&token=${encodeURIComponent('q"U\\O\u00c9')}`)));
+    expect(inner(await get(`?limit=1000&token=${encodeURIComponent('q"U\\O\u00c9')}`))).toBe(
+      inner(await get(`?limit=10&token=${encodeURIComponent('q"U\\O\u00c9')}`)),
+    );
     // A stored amount the expression leaves to JavaScript (not a canonical non-negative integer):
     // the page is read the usual way, the same bytes still.
     await insertTransaction(db, { ...row(rows.length, eth, { amount: -5n }), wallet_id: other }, T0 + 99_000);

@@ -51,7 +51,8 @@ describe('lock order on PostgreSQL', () => {
     await t.workers!.stop();
     const from = await chain.blockNumber();
     const hashes: string[] = [];
-    for (let i = 0; i < BLOCKS; i++) hashes.push(await sendFromOutsider(chain.rpcUrl, i % 2 === 0 ? a.address : b.address, ETH / 1000n + BigInt(i)));
+    for (let i = 0; i < BLOCKS; i++)
+      hashes.push(await sendFromOutsider(chain.rpcUrl, i % 2 === 0 ? a.address : b.address, ETH / 1000n + BigInt(i)));
     expect(await chain.blockNumber()).toBe(from + BLOCKS);
 
     const logsBefore = t.logs.length;
@@ -63,10 +64,16 @@ describe('lock order on PostgreSQL', () => {
     await load;
 
     const logs = t.logs.slice(logsBefore).join('');
-    const deadlocks = logs.split('\n').filter((l) => /deadlock/i.test(l)).map((l) => l.slice(0, 300));
+    const deadlocks = logs
+      .split('\n')
+      .filter((l) => /deadlock/i.test(l))
+      .map((l) => l.slice(0, 300));
     const statuses = answers.map((r) => r.status);
     expect(answers.length).toBeGreaterThan(10);
-    expect(statuses.filter((s) => s !== 200), deadlocks.join('\n')).toEqual([]);
+    expect(
+      statuses.filter((s) => s !== 200),
+      deadlocks.join('\n'),
+    ).toEqual([]);
     expect(deadlocks).toEqual([]);
     expect(logs).not.toContain('watcher tick failed');
 
@@ -74,9 +81,12 @@ describe('lock order on PostgreSQL', () => {
     const receipts = [...(await txRows(t, a.id)), ...(await txRows(t, b.id))].filter((r) => r.type === 'receipt');
     expect(receipts.map((r) => r.tx_hash).sort()).toEqual([...hashes].sort());
     // And every create that answered 200 is recorded (the watcher confirms them meanwhile).
-    await waitFor(async () => {
-      const rows = [...(await txRows(t, a.id)), ...(await txRows(t, b.id))].filter((r) => r.type === 'transfer');
-      return rows.length === answers.length && rows.every((r) => r.status === 'confirmed');
-    }, { timeoutMs: 30_000, message: 'every created transfer confirmed' });
+    await waitFor(
+      async () => {
+        const rows = [...(await txRows(t, a.id)), ...(await txRows(t, b.id))].filter((r) => r.type === 'transfer');
+        return rows.length === answers.length && rows.every((r) => r.status === 'confirmed');
+      },
+      { timeoutMs: 30_000, message: 'every created transfer confirmed' },
+    );
   });
 });

@@ -38,7 +38,10 @@ describe('a create that waited for the wallet lock', () => {
     let create: Promise<ApiResponse> | undefined;
     await t.store.db.transaction().execute(async (trx) => {
       await lockWallet(trx, w.id);
-      create = t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '0.5', token: 'ETH', address: RECIPIENT } });
+      create = t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+        token: user.token,
+        body: { amount: '0.5', token: 'ETH', address: RECIPIENT },
+      });
       await waitFor(async () => (await lockWaiters(s)) > 0, { timeoutMs: 10_000, message: 'the create waiting for the wallet lock' });
       // What the earlier create committed, and the watcher settled: nonce 0 used and confirmed.
       await setNextNonce(trx, w.id, 1);
@@ -74,7 +77,12 @@ describe('a create that waited for the wallet lock', () => {
     const res = await create!;
     expect(res.status, res.text).toBe(200);
     expect(res.body.data.nonce).toBe(1);
-    const nonces = await t.store.db.selectFrom('transactions').select('nonce').where('wallet_id', '=', w.id).orderBy('nonce', 'asc').execute();
+    const nonces = await t.store.db
+      .selectFrom('transactions')
+      .select('nonce')
+      .where('wallet_id', '=', w.id)
+      .orderBy('nonce', 'asc')
+      .execute();
     expect(nonces.map((r) => Number(r.nonce))).toEqual([0, 1]);
   });
 });

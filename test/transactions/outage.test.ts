@@ -11,7 +11,19 @@ import type { TestApp, TestUser } from '../helpers/app.js';
 import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { deployErc20 } from '../helpers/erc20.js';
-import { ETH, fundedWallet, publicClient, RECIPIENT, RpcProxy, sendFromOutsider, txRows, waitForCursor, waitForStatus, type FundedWallet, startProxiedSuite } from '../helpers/transfers.js';
+import {
+  ETH,
+  fundedWallet,
+  publicClient,
+  RECIPIENT,
+  RpcProxy,
+  sendFromOutsider,
+  txRows,
+  waitForCursor,
+  waitForStatus,
+  type FundedWallet,
+  startProxiedSuite,
+} from '../helpers/transfers.js';
 
 let t: TestApp;
 let chain: TestChain;
@@ -93,7 +105,13 @@ describe('RPC outage', () => {
   it('a node that no longer has the head it just gave (a reorg lowering its height; a backend behind): the create reads again, and answers 503 if that fails too, never 400', async () => {
     const pinned = (p: unknown[]) => typeof p[1] === 'string' && /^0x/.test(p[1]);
     const outOfRange = (times?: number) =>
-      proxy.rule('eth_getTransactionCount', { action: 'error', code: -32602, message: 'BlockOutOfRangeError: block height is 1 but requested was 2', match: pinned, times });
+      proxy.rule('eth_getTransactionCount', {
+        action: 'error',
+        code: -32602,
+        message: 'BlockOutOfRangeError: block height is 1 but requested was 2',
+        match: pinned,
+        times,
+      });
     outOfRange(1);
     const once = await create({ amount: '0.01', token: 'ETH', address: RECIPIENT });
     expect(once.status, JSON.stringify(once.body)).toBe(200);
@@ -118,7 +136,12 @@ describe('RPC outage', () => {
       proxy.rule('eth_blockNumber', { action: 'result', result: toHex(h - 1) });
       return true;
     };
-    proxy.rule(method, { action: 'error', code: -32602, message: `BlockOutOfRangeError: block height is ${h - 1} but requested was ${h}`, match: atH });
+    proxy.rule(method, {
+      action: 'error',
+      code: -32602,
+      message: `BlockOutOfRangeError: block height is ${h - 1} but requested was ${h}`,
+      match: atH,
+    });
     return () => {
       proxy.allow(method);
       proxy.allow('eth_blockNumber');
@@ -131,7 +154,12 @@ describe('RPC outage', () => {
    */
   async function refusedThenReadAgain(method: string, request: () => Promise<{ status: number; body: any }>) {
     const pinned = (p: unknown[]) => typeof p[1] === 'string' && /^0x/.test(p[1]);
-    proxy.rule(method, { action: 'error', code: -32602, message: 'BlockOutOfRangeError: block height is 1 but requested was 2', match: pinned });
+    proxy.rule(method, {
+      action: 'error',
+      code: -32602,
+      message: 'BlockOutOfRangeError: block height is 1 but requested was 2',
+      match: pinned,
+    });
     const refused = await request();
     proxy.allow(method);
     expect(refused.status, JSON.stringify(refused.body)).toBe(503);
@@ -165,11 +193,15 @@ describe('RPC outage', () => {
     const fresh = await fundedWallet(t, chain, user, networkId, 3n * ETH);
     const gold = await deployErc20(chain.rpcUrl, { name: 'Gold Token', symbol: 'GLD', decimals: 18 });
     await chain.mine(1); // the contract below the head the node falls back to
-    const read = await refusedThenReadAgain('eth_getBalance', () => t.request('GET', `/api/wallet/${fresh.id}/balance`, { token: user.token }));
+    const read = await refusedThenReadAgain('eth_getBalance', () =>
+      t.request('GET', `/api/wallet/${fresh.id}/balance`, { token: user.token }),
+    );
     expect(read.body.data.balance).toBe('3.000000000000000000');
 
     // A token add reads the wallet's balance of it at one head (its checkpoint).
-    const added = await refusedThenReadAgain('eth_call', () => t.request('POST', `/api/wallet/${fresh.id}/token/add`, { token: user.token, body: { contract: gold } }));
+    const added = await refusedThenReadAgain('eth_call', () =>
+      t.request('POST', `/api/wallet/${fresh.id}/token/add`, { token: user.token, body: { contract: gold } }),
+    );
     expect(added.body.data.symbol).toBe('GLD');
   });
 });

@@ -31,7 +31,10 @@ describe('the watcher while a transfer is pending', () => {
     const networkId = await chain.register(t);
     const w = await fundedWallet(t, chain, user, networkId, ETH);
     await chain.rpc('evm_setAutomine', [false]);
-    const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '0.1', token: 'ETH', address: RECIPIENT } });
+    const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+      token: user.token,
+      body: { amount: '0.1', token: 'ETH', address: RECIPIENT },
+    });
     expect(res.status, res.text).toBe(200);
     t.startWorkers();
     await waitForCursor(t, networkId); // the first tick ran, and saw the transfer pending

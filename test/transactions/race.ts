@@ -12,7 +12,9 @@ export const START = 5n * ETH + ETH / 2n;
 export async function race(apps: TestApp[], user: TestUser, w: FundedWallet): Promise<ApiResponse[]> {
   const body = { amount: '1', token: 'ETH', address: RECIPIENT };
   return Promise.all(
-    Array.from({ length: 20 }, (_, i) => apps[i % apps.length]!.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body })),
+    Array.from({ length: 20 }, (_, i) =>
+      apps[i % apps.length]!.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body }),
+    ),
   );
 }
 
@@ -25,10 +27,13 @@ export async function expectExactlyFive(app: TestApp, chain: TestChain, w: Funde
   expect(accepted.map((r) => r.body.data.nonce).sort()).toEqual([0, 1, 2, 3, 4]);
 
   // All five mined and confirmed; the chain shows exactly five transactions from the wallet.
-  const rows = await waitFor(async () => {
-    const r = await txRows(app, w.id);
-    return r.filter((x) => x.type === 'transfer').length === 5 && r.every((x) => x.status === 'confirmed') ? r : null;
-  }, { timeoutMs: 30_000 });
+  const rows = await waitFor(
+    async () => {
+      const r = await txRows(app, w.id);
+      return r.filter((x) => x.type === 'transfer').length === 5 && r.every((x) => x.status === 'confirmed') ? r : null;
+    },
+    { timeoutMs: 30_000 },
+  );
   const client = publicClient(chain.rpcUrl);
   expect(await client.getTransactionCount({ address: w.address })).toBe(5);
   const fees = rows.reduce((s, r) => s + BigInt(r.gas_used!) * BigInt(r.gas_price!), 0n);

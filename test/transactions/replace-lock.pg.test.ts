@@ -41,12 +41,35 @@ describe("the re-check's attach and a replacement recorded under the wallet's lo
       // ... the watcher's re-check meanwhile (it finds the receipt of the current version) ...
       recheck = recheckUnmined(scope, cursor, true, 0);
       void recheck.finally(() => (recheckDone = true));
-      await waitFor(async () => recheckDone || (await lockWaiters(s)) > 0, { timeoutMs: 10_000, message: 're-check done or waiting for a lock' });
+      await waitFor(async () => recheckDone || (await lockWaiters(s)) > 0, {
+        timeoutMs: 10_000,
+        message: 're-check done or waiting for a lock',
+      });
       // ... and the new version made current, committed.
-      await recordReplacement(trx, id, { tx_hash: sped, raw_tx: '0x02', kind: 'speed-up', gas: 21000n, gas_price: 3n * 10n ** 9n, tx_kind: 'eip1559', max_priority_fee_per_gas: 2n * 10n ** 9n }, 10n ** 15n, Date.now());
+      await recordReplacement(
+        trx,
+        id,
+        {
+          tx_hash: sped,
+          raw_tx: '0x02',
+          kind: 'speed-up',
+          gas: 21000n,
+          gas_price: 3n * 10n ** 9n,
+          tx_kind: 'eip1559',
+          max_priority_fee_per_gas: 2n * 10n ** 9n,
+        },
+        10n ** 15n,
+        Date.now(),
+      );
     });
     await recheck;
     const shown = await t.request('GET', `/api/wallet/${walletId}/transaction/show/${id}`, { token: user.token });
-    expect(shown.body.data).toMatchObject({ tx_hash: mined, block_number: Number(receipt.blockNumber), block_hash: receipt.blockHash, replaced_hashes: [sped], status: 'pending' });
+    expect(shown.body.data).toMatchObject({
+      tx_hash: mined,
+      block_number: Number(receipt.blockNumber),
+      block_hash: receipt.blockHash,
+      replaced_hashes: [sped],
+      status: 'pending',
+    });
   });
 });

@@ -36,10 +36,32 @@ describe('a replacement recorded between the block read and its recording', () =
     expect(read.ours.map((o) => [o.rec.id, o.rec.tx_hash, o.hash])).toEqual([[id, mined, mined]]);
     // A speed-up committed meanwhile (its send unanswered: it stays the current version).
     const sped = `0x${'5e'.repeat(32)}`;
-    await recordReplacement(t.store.db, id, { tx_hash: sped, raw_tx: '0x02', kind: 'speed-up', gas: 21000n, gas_price: 3n * 10n ** 9n, tx_kind: 'eip1559', max_priority_fee_per_gas: 2n * 10n ** 9n }, 10n ** 15n, Date.now());
+    await recordReplacement(
+      t.store.db,
+      id,
+      {
+        tx_hash: sped,
+        raw_tx: '0x02',
+        kind: 'speed-up',
+        gas: 21000n,
+        gas_price: 3n * 10n ** 9n,
+        tx_kind: 'eip1559',
+        max_priority_fee_per_gas: 2n * 10n ** 9n,
+      },
+      10n ** 15n,
+      Date.now(),
+    );
     await pipelinedTransaction(t.store.db, (trx) => attachMinedTransfers(trx, [read], Date.now(), t.ctx.log));
     const shown = await t.request('GET', `/api/wallet/${walletId}/transaction/show/${id}`, { token: user.token });
-    expect(shown.body.data).toMatchObject({ tx_hash: mined, block_number: Number(receipt.blockNumber), block_hash: receipt.blockHash, replaced_hashes: [sped], status: 'pending' });
-    expect(shown.body.data.gas_price).toBe(`${(receipt.effectiveGasPrice / 10n ** 18n).toString()}.${(receipt.effectiveGasPrice % 10n ** 18n).toString().padStart(18, '0')}`);
+    expect(shown.body.data).toMatchObject({
+      tx_hash: mined,
+      block_number: Number(receipt.blockNumber),
+      block_hash: receipt.blockHash,
+      replaced_hashes: [sped],
+      status: 'pending',
+    });
+    expect(shown.body.data.gas_price).toBe(
+      `${(receipt.effectiveGasPrice / 10n ** 18n).toString()}.${(receipt.effectiveGasPrice % 10n ** 18n).toString().padStart(18, '0')}`,
+    );
   });
 });

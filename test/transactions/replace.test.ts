@@ -11,7 +11,16 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { formatUnits18 } from '../../src/lib/money.js';
 import { claimAttempt } from '../../src/modules/transactions/transactions.repository.js';
-import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, waitForCursor, waitForStatus, type FundedWallet } from '../helpers/transfers.js';
+import {
+  ETH,
+  eventsOf,
+  fundedWallet,
+  publicClient,
+  RECIPIENT,
+  waitForCursor,
+  waitForStatus,
+  type FundedWallet,
+} from '../helpers/transfers.js';
 
 let t: TestApp;
 let chain: TestChain;
@@ -33,7 +42,8 @@ afterAll(async () => {
 });
 
 const client = () => publicClient(chain.rpcUrl);
-const create = (w: FundedWallet, amount: string) => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount, token: 'ETH', address: RECIPIENT } });
+const create = (w: FundedWallet, amount: string) =>
+  t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount, token: 'ETH', address: RECIPIENT } });
 const replace = (w: FundedWallet, id: number, kind: 'speed-up' | 'cancel', body: unknown = {}) =>
   t.request('POST', `/api/wallet/${w.id}/transaction/${id}/${kind}`, { token: user.token, body });
 
@@ -57,7 +67,13 @@ describe('speed-up', () => {
     const fast = await replace(w, res.body.data.id, 'speed-up', { fee_level: 'high' });
     expect(fast.status).toBe(200);
     expect(fast.body.message).toBe('Transaction sped up');
-    expect(fast.body.data).toMatchObject({ id: res.body.data.id, status: 'pending', nonce: 0, replaced_hashes: [old], failure_reason: null });
+    expect(fast.body.data).toMatchObject({
+      id: res.body.data.id,
+      status: 'pending',
+      nonce: 0,
+      replaced_hashes: [old],
+      failure_reason: null,
+    });
     expect(fast.body.data.tx_hash).not.toBe(old);
     const oldPrice = BigInt(Math.round(res.body.data.gas_price * 1e18));
     const newPrice = BigInt(fast.body.data.gas_price.replace('.', ''));
@@ -85,7 +101,11 @@ describe('speed-up', () => {
     expect(fast.status).toBe(200);
     // A node still mines the original (dropping the replacement from this pool, re-sending the original).
     await chain.rpc('anvil_dropTransaction', [fast.body.data.tx_hash]);
-    const raw = await t.store.db.selectFrom('transaction_broadcasts').select('raw_tx').where('tx_hash', '=', res.body.data.tx_hash).executeTakeFirstOrThrow();
+    const raw = await t.store.db
+      .selectFrom('transaction_broadcasts')
+      .select('raw_tx')
+      .where('tx_hash', '=', res.body.data.tx_hash)
+      .executeTakeFirstOrThrow();
     await chain.rpc('eth_sendRawTransaction', [raw.raw_tx]);
     await chain.mine(1);
     const done = await waitForStatus(t, user, w.id, res.body.data.id, 'confirmed');
@@ -97,7 +117,10 @@ describe('speed-up', () => {
   it('explicit fees below the minimum raise are 422; an unknown id is 404', async () => {
     const w = await fundedWallet(t, chain, user, networkId, 5n * ETH);
     const res = await create(w, '1');
-    const low = await replace(w, res.body.data.id, 'speed-up', { max_fee_per_gas: '0.000000000000000001', max_priority_fee_per_gas: '0.000000000000000001' });
+    const low = await replace(w, res.body.data.id, 'speed-up', {
+      max_fee_per_gas: '0.000000000000000001',
+      max_priority_fee_per_gas: '0.000000000000000001',
+    });
     expect(low.status).toBe(422);
     expect(Object.keys(low.body.data)).toEqual(['max_fee_per_gas']);
     expect((await replace(w, 999_999, 'cancel')).status).toBe(404);
@@ -121,9 +144,16 @@ describe('cancel', () => {
 
     await chain.mine(1);
     const failed = await waitForStatus(t, user, w.id, res.body.data.id, 'failed');
-    expect(failed).toMatchObject({ failure_reason: 'cancelled', tx_hash: c.body.data.tx_hash, replaced_hashes: [res.body.data.tx_hash], amount: '2.000000000000000000' });
+    expect(failed).toMatchObject({
+      failure_reason: 'cancelled',
+      tx_hash: c.body.data.tx_hash,
+      replaced_hashes: [res.body.data.tx_hash],
+      amount: '2.000000000000000000',
+    });
     const events = await eventsOf(t, w.id, 'transaction.failed');
-    expect(events.map((e) => e.payload)).toEqual([expect.objectContaining({ transaction_id: res.body.data.id, failure_reason: 'cancelled', tx_hash: c.body.data.tx_hash })]);
+    expect(events.map((e) => e.payload)).toEqual([
+      expect.objectContaining({ transaction_id: res.body.data.id, failure_reason: 'cancelled', tx_hash: c.body.data.tx_hash }),
+    ]);
     const left = 5n * ETH - (await paidFee(c.body.data.tx_hash));
     expect(await client().getBalance({ address: w.address })).toBe(left);
     expect(await client().getBalance({ address: RECIPIENT })).toBe(before);
@@ -140,7 +170,14 @@ describe('cancel', () => {
     const res = await create(w, '0.5');
     const c = await replace(w, res.body.data.id, 'cancel');
     expect(c.status).toBe(200);
-    const attempts = async () => (await t.store.db.selectFrom('transactions').select('broadcast_attempts').where('id', '=', res.body.data.id).executeTakeFirstOrThrow()).broadcast_attempts;
+    const attempts = async () =>
+      (
+        await t.store.db
+          .selectFrom('transactions')
+          .select('broadcast_attempts')
+          .where('id', '=', res.body.data.id)
+          .executeTakeFirstOrThrow()
+      ).broadcast_attempts;
     const before = Number(await attempts());
     // A re-send queued before the cancel was recorded names the original: not counted, not sent.
     expect(await claimAttempt(t.store.db, res.body.data.id, res.body.data.tx_hash, Date.now())).toBe('stale');
@@ -176,7 +213,9 @@ describe('cancel', () => {
     // anvil_setBalance, which no transfer records), not the 1.5 ETH as well.
     const rec = await t.request('GET', `/api/wallet/${w.id}/reconciliation`, { token: user.token });
     expect(rec.status).toBe(200);
-    expect(rec.body.data.addresses.map((a: any) => a.tokens[0].recorded_change)).toEqual([`-${formatUnits18(await paidFee(fast.body.data.tx_hash), 18)}`]);
+    expect(rec.body.data.addresses.map((a: any) => a.tokens[0].recorded_change)).toEqual([
+      `-${formatUnits18(await paidFee(fast.body.data.tx_hash), 18)}`,
+    ]);
   });
 });
 
@@ -195,7 +234,9 @@ describe('stuck and the pending cap', () => {
     expect(shown.status).toBe('pending');
     const sup = await t.request('GET', '/api/supervisor', { token: user.token });
     expect(sup.body.data.transactions).toEqual({ pending: 1, stuck: 1 });
-    await waitFor(() => t.logs.filter((l) => l.includes('transaction stuck') && l.includes(`"transaction_id":${res.body.data.id},`)).length === 1);
+    await waitFor(
+      () => t.logs.filter((l) => l.includes('transaction stuck') && l.includes(`"transaction_id":${res.body.data.id},`)).length === 1,
+    );
     await chain.mine(1);
     const done = await waitForStatus(t, user, w.id, res.body.data.id, 'confirmed');
     expect(done.stuck).toBe(false);
@@ -223,7 +264,12 @@ describe('Idempotency-Key on a replacement', () => {
     const res = await create(w, '1');
     expect(res.status).toBe(200);
     const id = res.body.data.id as number;
-    const cancel = () => t.request('POST', `/api/wallet/${w.id}/transaction/${id}/cancel`, { token: user.token, body: {}, headers: { 'idempotency-key': `cancel-${id}` } });
+    const cancel = () =>
+      t.request('POST', `/api/wallet/${w.id}/transaction/${id}/cancel`, {
+        token: user.token,
+        body: {},
+        headers: { 'idempotency-key': `cancel-${id}` },
+      });
 
     const first = await cancel();
     expect(first.status).toBe(200);
@@ -242,7 +288,11 @@ describe('Idempotency-Key on a replacement', () => {
     expect(late.status).toBe(200);
     expect(late.body).toEqual(first.body);
     // Another key is another request: the transaction is final now.
-    const other = await t.request('POST', `/api/wallet/${w.id}/transaction/${id}/cancel`, { token: user.token, body: {}, headers: { 'idempotency-key': `cancel-${id}-b` } });
+    const other = await t.request('POST', `/api/wallet/${w.id}/transaction/${id}/cancel`, {
+      token: user.token,
+      body: {},
+      headers: { 'idempotency-key': `cancel-${id}-b` },
+    });
     expect(other.status).toBe(400);
     expect(other.body.message).toBe('Transaction cannot be replaced');
   });
@@ -251,7 +301,12 @@ describe('Idempotency-Key on a replacement', () => {
     const w = await fundedWallet(t, chain, user, networkId, 5n * ETH);
     const res = await create(w, '1');
     const id = res.body.data.id as number;
-    const speedUp = () => t.request('POST', `/api/wallet/${w.id}/transaction/${id}/speed-up`, { token: user.token, body: {}, headers: { 'idempotency-key': `fast-${id}` } });
+    const speedUp = () =>
+      t.request('POST', `/api/wallet/${w.id}/transaction/${id}/speed-up`, {
+        token: user.token,
+        body: {},
+        headers: { 'idempotency-key': `fast-${id}` },
+      });
     const first = await speedUp();
     expect(first.status).toBe(200);
     const again = await speedUp();

@@ -28,7 +28,8 @@ describe('a re-send refused for its fees', () => {
     const client = publicClient(chain.rpcUrl);
     const w = await fundedWallet(t, chain, user, networkId, 10n * ETH);
     const to: Address = privateKeyToAccount(generatePrivateKey()).address;
-    const create = (amount: string) => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount, token: 'ETH', address: to } });
+    const create = (amount: string) =>
+      t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount, token: 'ETH', address: to } });
 
     // The first send never reaches the node.
     proxy.drop('eth_sendRawTransaction');
@@ -37,7 +38,10 @@ describe('a re-send refused for its fees', () => {
     expect(first.body.data).toMatchObject({ status: 'pending', nonce: 0 });
     const original = first.body.data.tx_hash as Hex;
     expect(await chain.rpc('eth_getTransactionByHash', [original])).toBeNull();
-    const originalMaxFee = BigInt((await t.store.db.selectFrom('transactions').select('gas_price').where('id', '=', first.body.data.id).executeTakeFirstOrThrow()).gas_price!);
+    const originalMaxFee = BigInt(
+      (await t.store.db.selectFrom('transactions').select('gas_price').where('id', '=', first.body.data.id).executeTakeFirstOrThrow())
+        .gas_price!,
+    );
 
     // The fees rise far above what it was signed with.
     const base = (await client.getBlock()).baseFeePerGas!;
@@ -62,7 +66,12 @@ describe('a re-send refused for its fees', () => {
     const mined = await client.getTransaction({ hash: done1.tx_hash as Hex });
     expect(mined).toMatchObject({ nonce: 0, to: to.toLowerCase(), value: ETH });
     expect(mined.maxFeePerGas! > originalMaxFee).toBe(true);
-    const versions = await t.store.db.selectFrom('transaction_broadcasts').select(['tx_hash', 'kind']).where('transaction_id', '=', first.body.data.id).orderBy('id', 'asc').execute();
+    const versions = await t.store.db
+      .selectFrom('transaction_broadcasts')
+      .select(['tx_hash', 'kind'])
+      .where('transaction_id', '=', first.body.data.id)
+      .orderBy('id', 'asc')
+      .execute();
     expect(versions).toEqual([
       { tx_hash: original, kind: 'original' },
       { tx_hash: done1.tx_hash, kind: 'speed-up' },

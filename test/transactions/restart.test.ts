@@ -12,7 +12,19 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
-import { ETH, eventsOf, fundedWallet, publicClient, RECIPIENT, RpcProxy, sendFromOutsider, txRows, waitForCursor, waitForStatus, proxiedNetwork } from '../helpers/transfers.js';
+import {
+  ETH,
+  eventsOf,
+  fundedWallet,
+  publicClient,
+  RECIPIENT,
+  RpcProxy,
+  sendFromOutsider,
+  txRows,
+  waitForCursor,
+  waitForStatus,
+  proxiedNetwork,
+} from '../helpers/transfers.js';
 
 let database: TestDatabase;
 let chain: TestChain;
@@ -63,7 +75,10 @@ describe('restart', () => {
     const start = 10n * ETH;
     const w = await fundedWallet(t, chain, user, networkId, start);
     proxy.drop('eth_sendRawTransaction');
-    const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '1', token: 'ETH', address: RECIPIENT } });
+    const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+      token: user.token,
+      body: { amount: '1', token: 'ETH', address: RECIPIENT },
+    });
     expect(res.status).toBe(200);
     const txId = res.body.data.id as number;
     const hash = res.body.data.tx_hash as string;
@@ -117,7 +132,11 @@ describe('restart', () => {
     let t = app!;
     const w = await fundedWallet(t, chain, user, networkId, 2n * ETH);
     proxy.drop('eth_sendRawTransaction');
-    const create = (amount: string) => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount, token: 'ETH', address: RECIPIENT } });
+    const create = (amount: string) =>
+      t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+        token: user.token,
+        body: { amount, token: 'ETH', address: RECIPIENT },
+      });
     const res = await create('1.5');
     expect(res.status).toBe(200);
     expect(res.body.data.nonce).toBe(0);
@@ -131,9 +150,18 @@ describe('restart', () => {
     proxy.allow('eth_sendRawTransaction');
     t = await boot();
     // Refused for a reason a fee does not mend: stuck at once, with the node's words, nonce kept.
-    await waitFor(() => t.logs.some((l) => l.includes('transaction stuck: every endpoint refused its re-send')), { message: 'the re-send is refused' });
+    await waitFor(() => t.logs.some((l) => l.includes('transaction stuck: every endpoint refused its re-send')), {
+      message: 'the re-send is refused',
+    });
     const shown = await t.request('GET', `/api/wallet/${w.id}/transaction/show/${res.body.data.id}`, { token: user.token });
-    expect(shown.body.data).toMatchObject({ status: 'pending', failure_reason: null, block_number: null, nonce: 0, stuck: true, stuck_reason: expect.stringMatching(/insufficient funds/i) });
+    expect(shown.body.data).toMatchObject({
+      status: 'pending',
+      failure_reason: null,
+      block_number: null,
+      nonce: 0,
+      stuck: true,
+      stuck_reason: expect.stringMatching(/insufficient funds/i),
+    });
     expect(await eventsOf(t, w.id, 'transaction.failed')).toEqual([]);
     // Its money stays reserved: 0.5 of the 1 ETH left does not fit next to its 1.5.
     const later = await create('0.5');
@@ -157,20 +185,30 @@ describe('restart', () => {
     let t = app!;
     const w = await fundedWallet(t, chain, user, networkId, 3n * ETH);
     const create = (amount: string) =>
-      t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount, token: 'ETH', address: RECIPIENT } });
+      t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+        token: user.token,
+        body: { amount, token: 'ETH', address: RECIPIENT },
+      });
     // The node is slow to refuse the first send of nonce 0: the proxy holds the refusal until
     // nonce 1 is signed and recorded (a fixed delay, 1.5 s then 4 s, was once too short for the
     // second create's node reads on a loaded machine: it then took nonce 0, given back by the
     // refusal). Nonce 1 is accepted and waits in the node's queue behind the missing nonce 0.
     let refuse!: () => void;
     const refused = new Promise<void>((resolve) => (refuse = resolve));
-    proxy.rule('eth_sendRawTransaction', { action: 'error', message: 'insufficient funds for gas * price + value', times: 1, until: refused });
+    proxy.rule('eth_sendRawTransaction', {
+      action: 'error',
+      message: 'insufficient funds for gas * price + value',
+      times: 1,
+      until: refused,
+    });
     const firstP = create('1');
     await waitFor(async () => (await txRows(t, w.id)).length === 1, { message: 'nonce 0 recorded' });
     // The second create begins once the held send has reached the proxy: the client batches the
     // calls of one turn, and a read of the second create in the held send's batch would be held
     // with it (CI once timed out so).
-    await waitFor(() => proxy.seen.some((c) => c.method === 'eth_sendRawTransaction' && c.action === 'error'), { message: 'the first send held' });
+    await waitFor(() => proxy.seen.some((c) => c.method === 'eth_sendRawTransaction' && c.action === 'error'), {
+      message: 'the first send held',
+    });
     const secondP = create('0.5');
     await waitFor(async () => (await txRows(t, w.id)).length === 2, { timeoutMs: 30_000, message: 'nonce 1 recorded' });
     refuse();
@@ -183,7 +221,9 @@ describe('restart', () => {
     const shown = await t.request('GET', `/api/wallet/${w.id}/transaction/show/${failed!.id}`, { token: user.token });
     expect(shown.body.data).toMatchObject({ status: 'failed', failure_reason: 'rejected', nonce: 0, block_number: null });
     const events = await eventsOf(t, w.id, 'transaction.failed');
-    expect(events.map((e) => e.payload)).toEqual([expect.objectContaining({ transaction_id: failed!.id, status: 'failed', failure_reason: 'rejected', block_number: null })]);
+    expect(events.map((e) => e.payload)).toEqual([
+      expect.objectContaining({ transaction_id: failed!.id, status: 'failed', failure_reason: 'rejected', block_number: null }),
+    ]);
 
     // The start-up pass finds nonce 1 waiting in the node behind a nonce nobody holds, and fills it.
     await stop();

@@ -83,9 +83,13 @@ describe('watcher takeover between processes', () => {
       timeoutMs: 30_000,
       message: 'the other process registers the devnet',
     });
-    const holder = () => db.selectFrom('leases').select(['holder', 'expires_at']).where('name', '=', `watcher:${network.id}`).executeTakeFirst();
+    const holder = () =>
+      db.selectFrom('leases').select(['holder', 'expires_at']).where('name', '=', `watcher:${network.id}`).executeTakeFirst();
     await waitFor(async () => (await holder())?.holder.includes(`:${pid}:`), { timeoutMs: 30_000, message: `lease held by pid ${pid}` });
-    const cursor = await waitFor(() => db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', network.id).executeTakeFirst(), { timeoutMs: 10_000 });
+    const cursor = await waitFor(
+      () => db.selectFrom('chain_cursors').select('block_number').where('network_id', '=', network.id).executeTakeFirst(),
+      { timeoutMs: 10_000 },
+    );
     const startCursor = Number(cursor.block_number);
 
     // This process runs its watcher too, but only the holder records blocks.

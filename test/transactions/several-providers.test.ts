@@ -37,7 +37,16 @@ beforeAll(async () => {
   b = await RpcProxy.start(chain.rpcUrl);
   const n = await upsertNetwork(
     t.store.db,
-    { name: 'Two providers', rpc_url: a.url, rpc_urls: [a.url, b.url], chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
+    {
+      name: 'Two providers',
+      rpc_url: a.url,
+      rpc_urls: [a.url, b.url],
+      chain_id: 31337,
+      currency_symbol: 'ETH',
+      block_explorer: '',
+      is_mainnet: false,
+      confirmations: 1,
+    },
     Date.now(),
   );
   networkId = n.id;
@@ -68,13 +77,22 @@ async function nothingFalse(w: FundedWallet): Promise<void> {
 describe('a refusal is final only when no endpoint may hold the transaction', () => {
   it('one endpoint refuses ("insufficient funds"), the other forwards and times out twice: 200 pending, confirmed once', async () => {
     const w = await fundedWallet(t, chain, user, networkId, 10n * ETH);
-    a.rule('eth_sendRawTransaction', { action: 'error', code: -32000, message: 'insufficient funds for gas * price + value: have 0 want 10000000000000000', times: 1 });
+    a.rule('eth_sendRawTransaction', {
+      action: 'error',
+      code: -32000,
+      message: 'insufficient funds for gas * price + value: have 0 want 10000000000000000',
+      times: 1,
+    });
     b.rule('eth_sendRawTransaction', { action: 'forward-timeout', ms: 3_000, times: 1 });
     // The follow-up lookup: the first endpoint never saw it, the second (which has it) times out.
     a.rule('eth_getTransactionByHash', { action: 'null', times: 1 });
     b.rule('eth_getTransactionByHash', { action: 'forward-timeout', ms: 3_000, times: 1 });
     const res = await create(w, `paid-once-${w.id}`);
-    expect({ status: res.status, message: res.body.message, tx: res.body.data?.status }).toEqual({ status: 200, message: expect.any(String), tx: 'pending' });
+    expect({ status: res.status, message: res.body.message, tx: res.body.data?.status }).toEqual({
+      status: 200,
+      message: expect.any(String),
+      tx: 'pending',
+    });
     const done = await waitForStatus(t, user, w.id, res.body.data.id, 'confirmed', 30_000);
     expect(done.tx_hash).toBe(res.body.data.tx_hash);
     // The retry a client makes after a failure it did not see is the same transaction, not a second payment.
@@ -88,12 +106,21 @@ describe('a refusal is final only when no endpoint may hold the transaction', ()
     const w = await fundedWallet(t, chain, user, networkId, 10n * ETH);
     // The first round: A refuses, B forwards and times out (B is then down). The client's retry of
     // the same bytes asks A alone, which refuses again; B holds it.
-    a.rule('eth_sendRawTransaction', { action: 'error', code: -32000, message: 'insufficient funds for gas * price + value: have 0 want 10000000000000000', times: 2 });
+    a.rule('eth_sendRawTransaction', {
+      action: 'error',
+      code: -32000,
+      message: 'insufficient funds for gas * price + value: have 0 want 10000000000000000',
+      times: 2,
+    });
     b.rule('eth_sendRawTransaction', { action: 'forward-timeout', ms: 3_000, times: 1 });
     a.rule('eth_getTransactionByHash', { action: 'null', times: 2 });
     b.rule('eth_getTransactionByHash', { action: 'forward-timeout', ms: 3_000, times: 2 });
     const res = await create(w, `retry-fewer-${w.id}`);
-    expect({ status: res.status, message: res.body.message, tx: res.body.data?.status }).toEqual({ status: 200, message: expect.any(String), tx: 'pending' });
+    expect({ status: res.status, message: res.body.message, tx: res.body.data?.status }).toEqual({
+      status: 200,
+      message: expect.any(String),
+      tx: 'pending',
+    });
     expect(a.calls.filter((m) => m === 'eth_sendRawTransaction').length).toBeGreaterThanOrEqual(2);
     await waitForStatus(t, user, w.id, res.body.data.id, 'confirmed', 30_000);
     await nothingFalse(w);
@@ -104,7 +131,9 @@ describe('a refusal is final only when no endpoint may hold the transaction', ()
     a.rule('eth_sendRawTransaction', { action: 'error', code: -32000, message: 'nonce too low: next nonce 1, tx nonce 0', times: 1 });
     b.rule('eth_sendRawTransaction', { action: 'error', status: 502, message: 'bad gateway', times: 1 });
     const first = await create(w, `nonce-${w.id}-1`);
-    expect({ status: first.status, message: first.body.message, tx: first.body.data?.status, nonce: first.body.data?.nonce }).toMatchObject({ status: 200, tx: 'pending', nonce: 0 });
+    expect({ status: first.status, message: first.body.message, tx: first.body.data?.status, nonce: first.body.data?.nonce }).toMatchObject(
+      { status: 200, tx: 'pending', nonce: 0 },
+    );
     await waitForStatus(t, user, w.id, first.body.data.id, 'confirmed', 30_000);
     const second = await create(w, `nonce-${w.id}-2`);
     expect({ status: second.status, nonce: second.body.data?.nonce }).toEqual({ status: 200, nonce: 1 });
@@ -159,7 +188,10 @@ describe('a node glitch is not an answer', () => {
       for (const p of [a, b]) p.rule('eth_estimateGas', { action: 'error', code: glitch.code, message: glitch.message, times: 4 });
       const key = `glitch-all-${glitch.code}-${w.id}`;
       const res = await create(w, key);
-      expect({ status: res.status, body: res.body }).toEqual({ status: 503, body: { status: 'error', message: 'The blockchain node is unavailable', data: null } });
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 503,
+        body: { status: 'error', message: 'The blockchain node is unavailable', data: null },
+      });
       expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       for (const p of [a, b]) p.allow('eth_estimateGas');
       const retry = await create(w, key);

@@ -35,7 +35,9 @@ describe('creates of one wallet share a chain-state read under way', () => {
       },
     });
     const body = { amount: '1.5', token: 'ETH', address: RECIPIENT };
-    const answers = await Promise.all(Array.from({ length: 4 }, () => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body })));
+    const answers = await Promise.all(
+      Array.from({ length: 4 }, () => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body })),
+    );
 
     expect(reads).toBe(1);
     const ok = answers.filter((a) => a.status === 200);
@@ -46,7 +48,10 @@ describe('creates of one wallet share a chain-state read under way', () => {
     expect(new Set(ok.map((a) => a.body.data.tx_hash)).size).toBe(3);
 
     // A create that starts after the read ended makes its own.
-    const later = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { ...body, amount: '0.1' } });
+    const later = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+      token: user.token,
+      body: { ...body, amount: '0.1' },
+    });
     expect(later.status).toBe(200);
     expect(later.body.data.nonce).toBe(3);
     expect(reads).toBe(2);

@@ -31,7 +31,12 @@ afterAll(async () => {
 
 /** `count` pending transfers of `w` from nonce `from`, recorded as the create flow records them (signed bytes the node never saw). */
 async function recordUnmined(w: FundedWallet, from: number, count: number, createdAt: number): Promise<number[]> {
-  const token = await t.store.db.selectFrom('wallet_tokens').select(['id', 'symbol']).where('wallet_id', '=', w.id).where('is_native', '=', 1).executeTakeFirstOrThrow();
+  const token = await t.store.db
+    .selectFrom('wallet_tokens')
+    .select(['id', 'symbol'])
+    .where('wallet_id', '=', w.id)
+    .where('is_native', '=', 1)
+    .executeTakeFirstOrThrow();
   return t.store.db.transaction().execute(async (trx) => {
     await lockWallet(trx, w.id);
     const ids: number[] = [];
@@ -41,9 +46,28 @@ async function recordUnmined(w: FundedWallet, from: number, count: number, creat
       const id = await repo.insertTransaction(
         trx,
         {
-          wallet_id: w.id, token_id: token.id, symbol: token.symbol, type: 'transfer', status: 'pending', amount: 1n, fee_reserved: 0n,
-          from_address: w.address, to_address: RECIPIENT, tx_hash: hash, log_index: -1, block_number: null, block_hash: null, block_timestamp: null,
-          nonce, gas: 21000n, gas_price: 1n, gas_used: null, cumulative_gas_used: null, receipt_status: null, raw_tx: '0xdeadbeef', confirmed_at: null,
+          wallet_id: w.id,
+          token_id: token.id,
+          symbol: token.symbol,
+          type: 'transfer',
+          status: 'pending',
+          amount: 1n,
+          fee_reserved: 0n,
+          from_address: w.address,
+          to_address: RECIPIENT,
+          tx_hash: hash,
+          log_index: -1,
+          block_number: null,
+          block_hash: null,
+          block_timestamp: null,
+          nonce,
+          gas: 21000n,
+          gas_price: 1n,
+          gas_used: null,
+          cumulative_gas_used: null,
+          receipt_status: null,
+          raw_tx: '0xdeadbeef',
+          confirmed_at: null,
         },
         createdAt,
       );
@@ -66,7 +90,13 @@ describe('the re-send queue', () => {
     const [quietId] = await recordUnmined(quiet, 500, 1, stamped + 1000);
     const now = Date.now();
     const grace = stamped + 2000;
-    const due = await repo.listResendQueue(t.store.db, networkId, { nowMs: now, graceBeforeMs: grace, all: false, perWallet: 10, limit: 100 });
+    const due = await repo.listResendQueue(t.store.db, networkId, {
+      nowMs: now,
+      graceBeforeMs: grace,
+      all: false,
+      perWallet: 10,
+      limit: 100,
+    });
     const mine = due.filter((r) => r.wallet_id === busy.id || r.wallet_id === quiet.id);
     expect(mine.filter((r) => r.wallet_id === busy.id).map((r) => r.id)).toEqual(busyIds.slice(0, 10));
     expect(mine.filter((r) => r.wallet_id === quiet.id).map((r) => r.id)).toEqual([quietId]);
@@ -74,15 +104,27 @@ describe('the re-send queue', () => {
 
     // A checked row waits its backoff: the next pass takes the busy wallet's next ten.
     for (const r of mine) await repo.scheduleCheck(t.store.db, r.id, now + 60_000, now);
-    const next = await repo.listResendQueue(t.store.db, networkId, { nowMs: now + 1, graceBeforeMs: grace, all: false, perWallet: 10, limit: 100 });
+    const next = await repo.listResendQueue(t.store.db, networkId, {
+      nowMs: now + 1,
+      graceBeforeMs: grace,
+      all: false,
+      perWallet: 10,
+      limit: 100,
+    });
     expect(next.filter((r) => r.wallet_id === busy.id).map((r) => r.id)).toEqual(busyIds.slice(10, 20));
     expect(next.some((r) => r.wallet_id === quiet.id)).toBe(false);
     // Clean up: these rows are not real transactions.
-    await t.store.db.updateTable('transactions').set({ status: 'failed', failure_reason: 'rejected' }).where('wallet_id', 'in', [busy.id, quiet.id]).execute();
+    await t.store.db
+      .updateTable('transactions')
+      .set({ status: 'failed', failure_reason: 'rejected' })
+      .where('wallet_id', 'in', [busy.id, quiet.id])
+      .execute();
   });
 
   it('backs off per transaction: the recheck interval doubling per check, capped at 8 intervals (and 10 minutes)', () => {
-    expect([0, 1, 2, 3, 4, 10, 50].map((n) => recheckBackoffMs(30_000, n))).toEqual([30_000, 60_000, 120_000, 240_000, 240_000, 240_000, 240_000]);
+    expect([0, 1, 2, 3, 4, 10, 50].map((n) => recheckBackoffMs(30_000, n))).toEqual([
+      30_000, 60_000, 120_000, 240_000, 240_000, 240_000, 240_000,
+    ]);
     expect(recheckBackoffMs(300_000, 5)).toBe(600_000);
     expect(recheckBackoffMs(3_600_000, 5)).toBe(3_600_000);
   });
@@ -96,7 +138,10 @@ describe('the re-send queue', () => {
     proxy.rule('eth_getTransactionByHash', { action: 'error', message: 'upstream busy', match: (p) => String(p[0]).startsWith('0xbbbb') });
     // The quiet wallet's send is cut: only a re-send from the queue can get it mined.
     proxy.drop('eth_sendRawTransaction');
-    const res = await t.request('POST', `/api/wallet/${quiet.id}/transaction/create`, { token: user.token, body: { amount: '1', token: 'ETH', address: RECIPIENT } });
+    const res = await t.request('POST', `/api/wallet/${quiet.id}/transaction/create`, {
+      token: user.token,
+      body: { amount: '1', token: 'ETH', address: RECIPIENT },
+    });
     expect(res.status).toBe(200);
     proxy.allow('eth_sendRawTransaction');
     expect(res.body.data.nonce).toBe(200);
@@ -104,7 +149,11 @@ describe('the re-send queue', () => {
     expect(done.tx_hash).toBe(res.body.data.tx_hash);
     proxy.allow('eth_getTransactionByHash');
     // The busy wallet's rows were checked too, each with its own backoff; none of them is final.
-    const busyRows = await t.store.db.selectFrom('transactions').select(['status', 'check_count']).where('wallet_id', '=', busy.id).execute();
+    const busyRows = await t.store.db
+      .selectFrom('transactions')
+      .select(['status', 'check_count'])
+      .where('wallet_id', '=', busy.id)
+      .execute();
     expect(busyRows.every((r) => r.status === 'pending')).toBe(true);
     expect(busyRows.some((r) => Number(r.check_count) > 0)).toBe(true);
   });

@@ -9,7 +9,16 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiResponse } from '../helpers/app.js';
-import { ETH, fundedWallet, RECIPIENT, startProxiedSuite, txRows, waitForStatus, type FundedWallet, type RpcRule } from '../helpers/transfers.js';
+import {
+  ETH,
+  fundedWallet,
+  RECIPIENT,
+  startProxiedSuite,
+  txRows,
+  waitForStatus,
+  type FundedWallet,
+  type RpcRule,
+} from '../helpers/transfers.js';
 
 let s: Awaited<ReturnType<typeof startProxiedSuite>>;
 
@@ -20,12 +29,20 @@ afterAll(async () => s?.close());
 
 const BODY = { amount: '0.01', token: 'ETH', address: RECIPIENT };
 const create = (w: FundedWallet, key?: string) =>
-  s.t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: s.user.token, body: BODY, headers: key ? { 'idempotency-key': key } : {} });
+  s.t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+    token: s.user.token,
+    body: BODY,
+    headers: key ? { 'idempotency-key': key } : {},
+  });
 const replace = (w: FundedWallet, id: number, kind: 'speed-up' | 'cancel') =>
   s.t.request('POST', `/api/wallet/${w.id}/transaction/${id}/${kind}`, { token: s.user.token, body: {} });
 
 function expectUnavailable(res: ApiResponse, what: string): void {
-  expect({ what, status: res.status, body: res.body }).toEqual({ what, status: 503, body: { status: 'error', message: 'The blockchain node is unavailable', data: null } });
+  expect({ what, status: res.status, body: res.body }).toEqual({
+    what,
+    status: 503,
+    body: { status: 'error', message: 'The blockchain node is unavailable', data: null },
+  });
   expect(Number(res.headers.get('retry-after')), what).toBeGreaterThanOrEqual(1);
 }
 
@@ -34,12 +51,28 @@ type Fault = { name: string; method: string; rule?: RpcRule };
 
 const FAULTS: Fault[] = [
   { name: 'HTTP 502', method: 'eth_estimateGas', rule: { action: 'forward-error', status: 502, message: 'bad gateway' } },
-  { name: 'HTTP 429', method: 'eth_estimateGas', rule: { action: 'forward-error', status: 429, code: -32005, message: 'Too Many Requests' } },
+  {
+    name: 'HTTP 429',
+    method: 'eth_estimateGas',
+    rule: { action: 'forward-error', status: 429, code: -32005, message: 'Too Many Requests' },
+  },
   { name: 'JSON-RPC -32005', method: 'eth_estimateGas', rule: { action: 'error', code: -32005, message: 'limit exceeded' } },
-  { name: 'a rate limit message', method: 'eth_estimateGas', rule: { action: 'error', code: -32000, message: 'Rate limit reached: 25 requests per second' } },
+  {
+    name: 'a rate limit message',
+    method: 'eth_estimateGas',
+    rule: { action: 'error', code: -32000, message: 'Rate limit reached: 25 requests per second' },
+  },
   { name: 'a cut connection', method: 'eth_estimateGas' },
-  { name: 'JSON-RPC -32005 on the balance read', method: 'eth_getBalance', rule: { action: 'error', code: -32005, message: 'limit exceeded' } },
-  { name: 'a rate limit message on the nonce read', method: 'eth_getTransactionCount', rule: { action: 'error', code: -32000, message: 'rate limited' } },
+  {
+    name: 'JSON-RPC -32005 on the balance read',
+    method: 'eth_getBalance',
+    rule: { action: 'error', code: -32005, message: 'limit exceeded' },
+  },
+  {
+    name: 'a rate limit message on the nonce read',
+    method: 'eth_getTransactionCount',
+    rule: { action: 'error', code: -32000, message: 'rate limited' },
+  },
 ];
 
 function inject(f: Fault): void {
@@ -55,7 +88,7 @@ describe('create under transient node faults', () => {
 
   for (const f of FAULTS) {
     it(`${f.name}: 503 with Retry-After, the key not stored, and the retry with the same key runs`, async () => {
-      const key = `transient-${f.name.replace(/\W+/g, "-")}`;
+      const key = `transient-${f.name.replace(/\W+/g, '-')}`;
       const before = (await txRows(s.t, w.id)).filter((r) => r.type === 'transfer').length;
       inject(f);
       try {
@@ -98,10 +131,26 @@ describe('speed-up and cancel under transient node faults, and racing the block'
     const res = await create(w);
     expect(res.status).toBe(200);
     const faults: Array<[string, 'speed-up' | 'cancel', Fault]> = [
-      ['-32005', 'speed-up', { name: '-32005', method: 'eth_getBalance', rule: { action: 'error', code: -32005, message: 'limit exceeded' } }],
-      ['rate limit', 'cancel', { name: 'rate limit', method: 'eth_getTransactionCount', rule: { action: 'error', code: -32000, message: 'rate limit exceeded' } }],
-      ['HTTP 429', 'speed-up', { name: 'HTTP 429', method: 'eth_getBalance', rule: { action: 'forward-error', status: 429, message: 'Too Many Requests' } }],
-      ['HTTP 503', 'cancel', { name: 'HTTP 503', method: 'eth_getBalance', rule: { action: 'forward-error', status: 503, message: 'unavailable' } }],
+      [
+        '-32005',
+        'speed-up',
+        { name: '-32005', method: 'eth_getBalance', rule: { action: 'error', code: -32005, message: 'limit exceeded' } },
+      ],
+      [
+        'rate limit',
+        'cancel',
+        { name: 'rate limit', method: 'eth_getTransactionCount', rule: { action: 'error', code: -32000, message: 'rate limit exceeded' } },
+      ],
+      [
+        'HTTP 429',
+        'speed-up',
+        { name: 'HTTP 429', method: 'eth_getBalance', rule: { action: 'forward-error', status: 429, message: 'Too Many Requests' } },
+      ],
+      [
+        'HTTP 503',
+        'cancel',
+        { name: 'HTTP 503', method: 'eth_getBalance', rule: { action: 'forward-error', status: 503, message: 'unavailable' } },
+      ],
     ];
     for (const [name, kind, f] of faults) {
       inject(f);
@@ -129,7 +178,10 @@ describe('speed-up and cancel under transient node faults, and racing the block'
       expect(await s.chain.rpc('eth_getTransactionReceipt', [original])).not.toBeNull();
 
       const r = await replace(w, res.body.data.id, kind);
-      expect({ status: r.status, body: r.body }).toEqual({ status: 400, body: { status: 'error', message: 'Transaction cannot be replaced', data: null } });
+      expect({ status: r.status, body: r.body }).toEqual({
+        status: 400,
+        body: { status: 'error', message: 'Transaction cannot be replaced', data: null },
+      });
 
       s.proxy.allow('eth_blockNumber');
       const done = await waitForStatus(s.t, s.user, w.id, res.body.data.id, 'confirmed');

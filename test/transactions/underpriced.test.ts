@@ -55,7 +55,8 @@ afterAll(async () => {
 const client = () => publicClient(chain.rpcUrl);
 const wei18 = (v: bigint) => formatUnits(v, 18);
 const freshAddress = (): Address => privateKeyToAccount(generatePrivateKey()).address;
-const create = (w: FundedWallet, body: Record<string, unknown>) => t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { token: 'ETH', ...body } });
+const create = (w: FundedWallet, body: Record<string, unknown>) =>
+  t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { token: 'ETH', ...body } });
 const replace = (w: FundedWallet, id: number, kind: 'speed-up' | 'cancel', body: unknown = {}) =>
   t.request('POST', `/api/wallet/${w.id}/transaction/${id}/${kind}`, { token: user.token, body });
 
@@ -68,7 +69,14 @@ async function sendFillers(tip: bigint, maxFee: bigint): Promise<void> {
   const wallet = createWalletClient({ account: OUTSIDER, chain: foundry, transport: http(chain.rpcUrl) });
   const first = await client().getTransactionCount({ address: OUTSIDER.address, blockTag: 'pending' });
   for (let i = 0; i < FILLERS; i++) {
-    await wallet.sendTransaction({ to: OUTSIDER.address, value: 0n, gas: 21_000n, nonce: first + i, maxFeePerGas: maxFee, maxPriorityFeePerGas: tip });
+    await wallet.sendTransaction({
+      to: OUTSIDER.address,
+      value: 0n,
+      gas: 21_000n,
+      nonce: first + i,
+      maxFeePerGas: maxFee,
+      maxPriorityFeePerGas: tip,
+    });
   }
 }
 
@@ -90,10 +98,15 @@ async function chainTx(hash: string) {
  */
 async function underpricedTransfer(w: FundedWallet, to: Address, amount: string) {
   // After an empty block (no filler left), the next base fee is at most the latest one.
-  await waitFor(async () => (await chain.rpc<{ pending: string }>('txpool_status')).pending === '0x0' && (await client().getBlock({ blockTag: 'latest' })).gasUsed === 0n, {
-    timeoutMs: 20_000,
-    message: 'an empty block, nothing in the pool',
-  });
+  await waitFor(
+    async () =>
+      (await chain.rpc<{ pending: string }>('txpool_status')).pending === '0x0' &&
+      (await client().getBlock({ blockTag: 'latest' })).gasUsed === 0n,
+    {
+      timeoutMs: 20_000,
+      message: 'an empty block, nothing in the pool',
+    },
+  );
   await chain.rpc('evm_setIntervalMining', [0]);
   try {
     const base = await latestBaseFee();
@@ -124,7 +137,13 @@ async function expectWaitingInPool(w: FundedWallet, id: number, hash: string, ma
     expect(block.transactions).not.toContain(hash);
   }
   const shown = await t.request('GET', `/api/wallet/${w.id}/transaction/show/${id}`, { token: user.token });
-  expect(shown.body.data).toMatchObject({ status: 'pending', tx_hash: hash, block_number: null, replaced_hashes: [], failure_reason: null });
+  expect(shown.body.data).toMatchObject({
+    status: 'pending',
+    tx_hash: hash,
+    block_number: null,
+    replaced_hashes: [],
+    failure_reason: null,
+  });
   const tx = await chainTx(hash);
   expect(tx).not.toBeNull();
   expect(tx!.blockNumber).toBeNull();
@@ -153,7 +172,14 @@ describe('a transfer priced below a rising base fee', () => {
     expect(fast.body.data.gas_price).toBe(dec18(BigInt(sent!.maxFeePerGas)));
 
     const done = await waitForStatus(t, user, w.id, id, 'confirmed');
-    expect(done).toMatchObject({ id, tx_hash: hash, replaced_hashes: [old], failure_reason: null, amount: '1.250000000000000000', receipt_status: true });
+    expect(done).toMatchObject({
+      id,
+      tx_hash: hash,
+      replaced_hashes: [old],
+      failure_reason: null,
+      amount: '1.250000000000000000',
+      receipt_status: true,
+    });
     const receipt = await client().getTransactionReceipt({ hash: hash as Hex });
     expect(receipt.status).toBe('success');
     expect(Number(receipt.blockNumber)).toBe(done.block_number);
@@ -161,7 +187,9 @@ describe('a transfer priced below a rising base fee', () => {
     expect(done.gas_used).toBe(`${receipt.gasUsed}.000000000000000000`);
     expect(await chain.rpc('eth_getTransactionReceipt', [old])).toBeNull();
     expect(await client().getBalance({ address: to })).toBe(1_250_000_000_000_000_000n);
-    expect(await client().getBalance({ address: w.address })).toBe(5n * ETH - 1_250_000_000_000_000_000n - receipt.gasUsed * receipt.effectiveGasPrice);
+    expect(await client().getBalance({ address: w.address })).toBe(
+      5n * ETH - 1_250_000_000_000_000_000n - receipt.gasUsed * receipt.effectiveGasPrice,
+    );
   });
 
   it('cancel: a self-transfer at its nonce mines, it fails as cancelled, nothing reaches the recipient, and its reservation is released', async () => {
@@ -186,7 +214,12 @@ describe('a transfer priced below a rising base fee', () => {
     expect(BigInt(sent!.maxFeePerGas) > maxFee * RAISE).toBe(true);
 
     const failed = await waitForStatus(t, user, w.id, id, 'failed');
-    expect(failed).toMatchObject({ failure_reason: 'cancelled', tx_hash: cancelHash, replaced_hashes: [old], amount: '2.000000000000000000' });
+    expect(failed).toMatchObject({
+      failure_reason: 'cancelled',
+      tx_hash: cancelHash,
+      replaced_hashes: [old],
+      amount: '2.000000000000000000',
+    });
     expect(await chain.rpc('eth_getTransactionReceipt', [old])).toBeNull();
     const cancelReceipt = await client().getTransactionReceipt({ hash: cancelHash as Hex });
     expect(cancelReceipt.to?.toLowerCase()).toBe(w.address.toLowerCase());
@@ -208,7 +241,12 @@ describe('a transfer priced below a rising base fee', () => {
     const nextTip = base;
     const nextMaxFee = 2n * base + nextTip;
     const all = left - 21_000n * nextMaxFee;
-    const next = await create(w, { amount: dec18(all), address: to, max_fee_per_gas: wei18(nextMaxFee), max_priority_fee_per_gas: wei18(nextTip) });
+    const next = await create(w, {
+      amount: dec18(all),
+      address: to,
+      max_fee_per_gas: wei18(nextMaxFee),
+      max_priority_fee_per_gas: wei18(nextTip),
+    });
     expect(next.status).toBe(200);
     expect(next.body.data.nonce).toBe(1);
     const done = await waitForStatus(t, user, w.id, next.body.data.id, 'confirmed');

@@ -47,7 +47,12 @@ describe('watcher backlog', () => {
     const tookMs = Date.now() - began;
     // One 10 s interval would already be past; the backlog needs 15 batches.
     expect(tookMs).toBeLessThan(8_000);
-    const receipts = await t.store.db.selectFrom('transactions').select(['amount']).where('wallet_id', '=', wallet.id).where('type', '=', 'receipt').execute();
+    const receipts = await t.store.db
+      .selectFrom('transactions')
+      .select(['amount'])
+      .where('wallet_id', '=', wallet.id)
+      .where('type', '=', 'receipt')
+      .execute();
     expect(receipts.map((r) => r.amount)).toEqual(Array(3).fill((ETH / 100n).toString()));
   });
 });

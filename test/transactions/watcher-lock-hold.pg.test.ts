@@ -33,13 +33,19 @@ describe('the watcher recording a block of a locked wallet (postgres)', () => {
   it('holds it for five round trips after the grant: attach, settle (read, updates, events), commit', async () => {
     const { t, chain, user, w, direct } = s;
     await chain.rpc('evm_setAutomine', [false]);
-    const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '1', token: 'ETH', address: RECIPIENT } });
+    const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+      token: user.token,
+      body: { amount: '1', token: 'ETH', address: RECIPIENT },
+    });
     expect(res.status, res.text).toBe(200);
     const id = res.body.data.id as number;
 
     // The slow service's watcher starts at the head, below the block that will mine the transfer.
     await s.slow({ workers: true });
-    await waitFor(async () => (await direct.db.selectFrom('chain_cursors').select('block_number').executeTakeFirst()) ?? null, { timeoutMs: 30_000, message: 'the watcher’s cursor' });
+    await waitFor(async () => (await direct.db.selectFrom('chain_cursors').select('block_number').executeTakeFirst()) ?? null, {
+      timeoutMs: 30_000,
+      message: 'the watcher’s cursor',
+    });
 
     // The batch recording the next block queues for the wallet's lock while it is held here.
     const { heldForMs: heldFor } = await timeLockHold(direct, w.id, '%from "wallets"%for update%', () => chain.mine(1));

@@ -31,14 +31,22 @@ describe(`the follower's read of a round of blocks (${driverName})`, () => {
     // One transfer of ours in each of four blocks, each from its own wallet.
     for (let i = 0; i < BLOCKS; i++) {
       const w = await fundedWallet(t, chain, user, networkId, 5n * ETH);
-      const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '1', token: 'ETH', address: RECIPIENT } });
+      const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+        token: user.token,
+        body: { amount: '1', token: 'ETH', address: RECIPIENT },
+      });
       expect(res.status, res.text).toBe(200);
       sent.push({ id: res.body.data.id as number, hash: res.body.data.tx_hash as Hex });
       await chain.mine(1);
     }
     const scope = syncScope(s);
     const head = await scope.client.getBlockNumber();
-    blocks = await Promise.all(Array.from({ length: BLOCKS }, (_, i) => scope.client.getBlock({ blockNumber: head - BigInt(BLOCKS - 1 - i), includeTransactions: true }) as Promise<FullBlock>));
+    blocks = await Promise.all(
+      Array.from(
+        { length: BLOCKS },
+        (_, i) => scope.client.getBlock({ blockNumber: head - BigInt(BLOCKS - 1 - i), includeTransactions: true }) as Promise<FullBlock>,
+      ),
+    );
     const counting: KyselyPlugin = {
       transformQuery: (args): RootOperationNode => args.node,
       // Once an executed statement (transformQuery also runs for a statement's parts).
@@ -78,7 +86,10 @@ describe(`the follower's read of a round of blocks (${driverName})`, () => {
     expect(await anyDepositWatched(counted, stampMs)).toBe(false);
     expect(statements).toBe(1);
     const w = await fundedWallet(t, chain, user, networkId, ETH);
-    const res = await t.request('POST', `/api/wallet/${w.id}/charge/create`, { token: user.token, body: { amount: '0.5', token: 'ETH', expires: 60 } });
+    const res = await t.request('POST', `/api/wallet/${w.id}/charge/create`, {
+      token: user.token,
+      body: { amount: '0.5', token: 'ETH', expires: 60 },
+    });
     expect(res.status, res.text).toBe(200);
     expect(await anyDepositWatched(counted, stampMs)).toBe(true);
     // Watched while pending, whatever the block's stamp.

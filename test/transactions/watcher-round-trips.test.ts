@@ -9,7 +9,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, type Store } from '../../src/db/index.js';
 import { pipelinedTransaction } from '../../src/db/pipelined.js';
-import { attachMinedTransfers, loadWatched, ownersOf, readBlockTransfers, type BlockTransfers } from '../../src/modules/transactions/transactions.chain-sync.js';
+import {
+  attachMinedTransfers,
+  loadWatched,
+  ownersOf,
+  readBlockTransfers,
+  type BlockTransfers,
+} from '../../src/modules/transactions/transactions.chain-sync.js';
 import { listSettleable } from '../../src/modules/transactions/transactions.repository.js';
 import { lockWalletsAndEvents, settleMinedAll } from '../../src/modules/transactions/transactions.state.js';
 import { driverName } from '../helpers/db.js';
@@ -38,7 +44,10 @@ describe(`the watcher recording a batch (${driverName})`, () => {
     ids = [];
     for (let i = 0; i < TRANSFERS; i++) {
       const w = await fundedWallet(t, chain, user, networkId, 5n * ETH);
-      const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: user.token, body: { amount: '1', token: 'ETH', address: RECIPIENT } });
+      const res = await t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+        token: user.token,
+        body: { amount: '1', token: 'ETH', address: RECIPIENT },
+      });
       expect(res.status, res.text).toBe(200);
       ids.push(res.body.data.id as number);
     }
@@ -73,7 +82,12 @@ describe(`the watcher recording a batch (${driverName})`, () => {
       expect(took).toBeGreaterThanOrEqual(2 * DELAY_MS);
       expect(took).toBeLessThan(3.5 * DELAY_MS);
     }
-    const rows = await s.t.store.db.selectFrom('transactions').select(['id', 'status', 'block_number']).where('id', 'in', ids).orderBy('id').execute();
+    const rows = await s.t.store.db
+      .selectFrom('transactions')
+      .select(['id', 'status', 'block_number'])
+      .where('id', 'in', ids)
+      .orderBy('id')
+      .execute();
     expect(rows).toEqual(ids.map((id) => ({ id, status: 'pending', block_number: blockNumber })));
   });
 

@@ -53,7 +53,10 @@ export function syncScope(s: StepSuite): SyncScope {
 /** A funded wallet's transfer of 1 ETH, created over HTTP and mined in the next block. */
 export async function minedTransfer(s: StepSuite): Promise<{ walletId: number; id: number; hash: Hex; receipt: TransactionReceipt }> {
   const w = await fundedWallet(s.t, s.chain, s.user, s.networkId, 5n * ETH);
-  const res = await s.t.request('POST', `/api/wallet/${w.id}/transaction/create`, { token: s.user.token, body: { amount: '1', token: 'ETH', address: RECIPIENT } });
+  const res = await s.t.request('POST', `/api/wallet/${w.id}/transaction/create`, {
+    token: s.user.token,
+    body: { amount: '1', token: 'ETH', address: RECIPIENT },
+  });
   expect(res.status).toBe(200);
   const hash = res.body.data.tx_hash as Hex;
   await s.chain.mine(1);
@@ -63,6 +66,8 @@ export async function minedTransfer(s: StepSuite): Promise<{ walletId: number; i
 
 /** PostgreSQL: sessions of the suite's database waiting for a lock (a step blocked on a wallet's row lock). */
 export async function lockWaiters(s: StepSuite): Promise<number> {
-  const r = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(s.t.store.db);
+  const r = await sql<{
+    n: string;
+  }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(s.t.store.db);
   return Number(r.rows[0]!.n);
 }

@@ -49,7 +49,8 @@ afterAll(async () => {
   await chain?.stop();
 });
 
-const create = (walletId: number, body: unknown) => t.request('POST', `/api/wallet/${walletId}/transaction/create`, { token: user.token, body });
+const create = (walletId: number, body: unknown) =>
+  t.request('POST', `/api/wallet/${walletId}/transaction/create`, { token: user.token, body });
 const rpc = <T = unknown>(method: string, params: unknown[] = []) => chain.rpc<T>(method, params);
 
 async function feeOf(txId: number): Promise<bigint> {
@@ -73,10 +74,27 @@ describe('incoming transfers', () => {
     expect(row.block_hash).toBe(receipt.blockHash);
 
     const shown = await t.request('GET', `/api/wallet/${w.id}/transaction/show/${row.id}`, { token: user.token });
-    expect(shown.body.data).toMatchObject({ type: 'receipt', status: 'confirmed', amount: '1.234567890000000000', symbol: 'ETH', receipt_status: true, gas_used: '21000.000000000000000000' });
+    expect(shown.body.data).toMatchObject({
+      type: 'receipt',
+      status: 'confirmed',
+      amount: '1.234567890000000000',
+      symbol: 'ETH',
+      receipt_status: true,
+      gas_used: '21000.000000000000000000',
+    });
     const confirmed = await eventsOf(t, w.id, 'transaction.confirmed');
-    expect(confirmed.map((e) => e.payload)).toEqual([expect.objectContaining({ transaction_id: row.id, type: 'receipt', status: 'confirmed', amount: '1.234567890000000000', token: 'ETH' })]);
-    const updated = await waitFor(async () => (await eventsOf(t, w.id, 'balance.updated')).find((e) => e.payload.new_balance === '1.234567890000000000'));
+    expect(confirmed.map((e) => e.payload)).toEqual([
+      expect.objectContaining({
+        transaction_id: row.id,
+        type: 'receipt',
+        status: 'confirmed',
+        amount: '1.234567890000000000',
+        token: 'ETH',
+      }),
+    ]);
+    const updated = await waitFor(async () =>
+      (await eventsOf(t, w.id, 'balance.updated')).find((e) => e.payload.new_balance === '1.234567890000000000'),
+    );
     expect(updated.payload.change).toBe('1.234567890000000000');
     expect(await apiBalance(w.id)).toBe('1.234567890000000000');
   });
@@ -139,7 +157,13 @@ describe('a transfer that reverts on chain', () => {
       expect(failed.block_number).toBeGreaterThan(0);
       const events = await eventsOf(t, w.id, 'transaction.failed');
       expect(events.map((e) => e.payload)).toEqual([
-        expect.objectContaining({ transaction_id: res.body.data.id, status: 'failed', type: 'transfer', block_number: failed.block_number, failed_at: expect.any(String) }),
+        expect.objectContaining({
+          transaction_id: res.body.data.id,
+          status: 'failed',
+          type: 'transfer',
+          block_number: failed.block_number,
+          failed_at: expect.any(String),
+        }),
       ]);
       const fee = await feeOf(res.body.data.id);
       expect(await publicClient(chain.rpcUrl).getBalance({ address: w.address })).toBe(ETH - fee);
@@ -158,7 +182,11 @@ describe('the chain is the truth', () => {
       const res = await create(w.id, { amount: '0.1', token: 'ETH', address: RECIPIENT });
       expect(res.status).toBe(200);
       // As if a node had refused it: failed, never mined (another node still has it in its pool).
-      await t.store.db.updateTable('transactions').set({ status: 'failed', failed_at: Date.now(), error: 'refused' }).where('id', '=', res.body.data.id).execute();
+      await t.store.db
+        .updateTable('transactions')
+        .set({ status: 'failed', failed_at: Date.now(), error: 'refused' })
+        .where('id', '=', res.body.data.id)
+        .execute();
       await rpc('evm_mine');
     } finally {
       await rpc('evm_setAutomine', [true]);
@@ -185,9 +213,19 @@ describe('reorgs', () => {
     const head = await chain.blockNumber();
     expect(head).toBe(first.block_number + 1);
 
-    const { raw_tx } = await t.store.db.selectFrom('transactions').select('raw_tx').where('id', '=', out.body.data.id).executeTakeFirstOrThrow();
+    const { raw_tx } = await t.store.db
+      .selectFrom('transactions')
+      .select('raw_tx')
+      .where('id', '=', out.body.data.id)
+      .executeTakeFirstOrThrow();
     // Replace the last two blocks: the outgoing transfer and the receipt move to new blocks.
-    await rpc('anvil_reorg', [2, [[raw_tx, 0], [rawIn, 1]]]);
+    await rpc('anvil_reorg', [
+      2,
+      [
+        [raw_tx, 0],
+        [rawIn, 1],
+      ],
+    ]);
     const client = publicClient(chain.rpcUrl);
     const newOut = await client.getTransactionReceipt({ hash: first.tx_hash });
     const newIn = await client.getTransactionReceipt({ hash: inHash });
@@ -210,7 +248,9 @@ describe('reorgs', () => {
     expect(t.logs.some((l) => l.includes('reorg: rolled back to the common ancestor'))).toBe(true);
     // Confirmed on the old chain, told reorged (pending, the removed block), confirmed again on the new one.
     const story = async (id: number) =>
-      (await eventsOf(t, w.id)).filter((e) => e.name.startsWith('transaction.') && e.payload.transaction_id === id).map((e) => [e.name, e.payload.status, e.payload.block_number]);
+      (await eventsOf(t, w.id))
+        .filter((e) => e.name.startsWith('transaction.') && e.payload.transaction_id === id)
+        .map((e) => [e.name, e.payload.status, e.payload.block_number]);
     expect(await story(out.body.data.id)).toEqual([
       ['transaction.created', 'pending', null],
       ['transaction.confirmed', 'confirmed', first.block_number],
@@ -247,10 +287,19 @@ describe('reorgs', () => {
     expect(added.status, added.text).toBe(200);
     const client = publicClient(chain.rpcUrl);
     const gasPrice = (await client.getGasPrice()) * 2n;
-    const mintTo = (to: Address, amount: bigint) => encodeFunctionData({ abi: parseAbi(['function mint(address to, uint256 amount)']), functionName: 'mint', args: [to, amount] });
+    const mintTo = (to: Address, amount: bigint) =>
+      encodeFunctionData({ abi: parseAbi(['function mint(address to, uint256 amount)']), functionName: 'mint', args: [to, amount] });
     // The wallet's mint, from the outsider, alone in its block: log index 0.
     const nonce = await client.getTransactionCount({ address: OUTSIDER.address });
-    const rawMint = await OUTSIDER.signTransaction({ chainId: 31337, type: 'legacy', nonce, gas: 100_000n, gasPrice, to: usd, data: mintTo(w.address, 7_000_000n) });
+    const rawMint = await OUTSIDER.signTransaction({
+      chainId: 31337,
+      type: 'legacy',
+      nonce,
+      gas: 100_000n,
+      gasPrice,
+      to: usd,
+      data: mintTo(w.address, 7_000_000n),
+    });
     const mintHash = await rpc<Hex>('eth_sendRawTransaction', [rawMint]);
     const before = await waitFor(async () => (await txRows(t, w.id)).find((r) => r.tx_hash === mintHash && r.status === 'confirmed'));
     expect(before.log_index).toBe(0);
@@ -258,8 +307,22 @@ describe('reorgs', () => {
     // The new block puts another sender's mint (a Transfer log) first: the wallet's log is index 1.
     const other = privateKeyToAccount('0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a');
     const otherNonce = await client.getTransactionCount({ address: other.address });
-    const rawOther = await other.signTransaction({ chainId: 31337, type: 'legacy', nonce: otherNonce, gas: 100_000n, gasPrice: gasPrice * 2n, to: usd, data: mintTo(RECIPIENT, 1n) });
-    await rpc('anvil_reorg', [1, [[rawOther, 0], [rawMint, 0]]]);
+    const rawOther = await other.signTransaction({
+      chainId: 31337,
+      type: 'legacy',
+      nonce: otherNonce,
+      gas: 100_000n,
+      gasPrice: gasPrice * 2n,
+      to: usd,
+      data: mintTo(RECIPIENT, 1n),
+    });
+    await rpc('anvil_reorg', [
+      1,
+      [
+        [rawOther, 0],
+        [rawMint, 0],
+      ],
+    ]);
     const moved = await client.getTransactionReceipt({ hash: mintHash });
     expect(moved.logs[0]!.logIndex).toBe(1);
 
@@ -302,11 +365,14 @@ describe('reorgs', () => {
     // The receipt is pending again, told by transaction.reorged; the transfers are re-sent and confirm again.
     const pendingAgain = await waitFor(async () => (await txRows(t, w.id)).find((r) => r.id === receipt.id && r.status === 'pending'));
     expect(pendingAgain).toMatchObject({ block_number: null, block_hash: null, seq: receipt.seq });
-    await waitFor(async () => {
-      const r = await txRows(t, w.id);
-      const visible = r.filter((x) => x.type === 'transfer');
-      return visible.length === 2 && visible.every((x) => x.status === 'confirmed') ? r : null;
-    }, { timeoutMs: 20_000 });
+    await waitFor(
+      async () => {
+        const r = await txRows(t, w.id);
+        const visible = r.filter((x) => x.type === 'transfer');
+        return visible.length === 2 && visible.every((x) => x.status === 'confirmed') ? r : null;
+      },
+      { timeoutMs: 20_000 },
+    );
     const reorged = await eventsOf(t, w.id, 'transaction.reorged');
     expect(reorged.map((e) => [e.payload.transaction_id, e.payload.status, e.payload.block_number]).sort()).toEqual(
       [
@@ -325,7 +391,13 @@ describe('reorgs', () => {
 
     // The receipt waits while its sender's nonce is free (it could still be mined) ...
     const stillPending = await t.request('GET', `/api/wallet/${w.id}/transaction/show/${receipt.id}`, { token: user.token });
-    expect(stillPending.body.data).toMatchObject({ id: receipt.id, type: 'receipt', status: 'pending', block_number: null, tx_hash: inHash });
+    expect(stillPending.body.data).toMatchObject({
+      id: receipt.id,
+      type: 'receipt',
+      status: 'pending',
+      block_number: null,
+      tx_hash: inHash,
+    });
     // ... until the sender uses that nonce for another transaction: then it can never be mined.
     const other = await sendFromOutsider(chain.rpcUrl, RECIPIENT, 1n);
     expect((await client.getTransaction({ hash: other })).nonce).toBe(outsiderNonce);

@@ -30,7 +30,15 @@ beforeAll(async () => {
   proxy = await RpcProxy.start(chain.rpcUrl);
   const n = await upsertNetwork(
     t.store.db,
-    { name: 'Proxied devnet', rpc_url: proxy.url, chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', is_mainnet: false, confirmations: 1 },
+    {
+      name: 'Proxied devnet',
+      rpc_url: proxy.url,
+      chain_id: 31337,
+      currency_symbol: 'ETH',
+      block_explorer: '',
+      is_mainnet: false,
+      confirmations: 1,
+    },
     Date.now(),
   );
   networkId = n.id;

@@ -181,11 +181,17 @@ describe('GET /api/wallet/{wallet}/balance', () => {
       expect(cached.body.data.balance).toBe('5.000000000000000000'); // from the cache: the chain says 7
 
       // Within BALANCE_MAX_AGE_S=1 the outside change shows.
-      await waitFor(async () => (await get(second)).body.data.balance === '7.000000000000000000', { timeoutMs: 5_000, message: 'balance 7 via max age 1' });
+      await waitFor(async () => (await get(second)).body.data.balance === '7.000000000000000000', {
+        timeoutMs: 5_000,
+        message: 'balance 7 via max age 1',
+      });
       // And the refreshed cache is what the hour-long service now serves: at once on SQLite; on
       // PostgreSQL once the other process's commit reaches it by NOTIFY (src/db/read-cache.ts),
       // milliseconds later, so polled with a short deadline.
-      await waitFor(async () => (await get(hour)).body.data.balance === '7.000000000000000000', { timeoutMs: 2_000, message: 'the refreshed cache served by the hour-long service' });
+      await waitFor(async () => (await get(hour)).body.data.balance === '7.000000000000000000', {
+        timeoutMs: 2_000,
+        message: 'the refreshed cache served by the hour-long service',
+      });
     } finally {
       await hour.close();
       await second.close();

@@ -19,7 +19,18 @@ export function withoutHealth<T extends object>(w: T): T {
   const network = (w as { network?: Record<string, unknown> }).network;
   return network ? { ...w, network: { ...network, rpc_endpoints: '(health)' } } : w;
 }
-export const TOKEN_KEYS = ['id', 'name', 'symbol', 'decimals', 'is_native', 'is_active', 'is_testnet', 'contract', 'created_at', 'updated_at'].sort();
+export const TOKEN_KEYS = [
+  'id',
+  'name',
+  'symbol',
+  'decimals',
+  'is_native',
+  'is_active',
+  'is_testnet',
+  'contract',
+  'created_at',
+  'updated_at',
+].sort();
 export const TOKEN_BALANCE_KEYS = [...TOKEN_KEYS, 'balance'].sort();
 /** Fields that must never appear in any wallet or token response. */
 export const NEVER_RETURNED = ['private_key', 'mnemonic', 'private_key_enc', 'mnemonic_enc', 'user_id', 'network_id', 'wallet_id'];
@@ -58,13 +69,19 @@ export interface EventRow {
 
 /** The outbox rows of a wallet, oldest first, optionally of one event name. */
 export async function eventsOf(t: TestApp, walletId: number, name?: string): Promise<EventRow[]> {
-  let q = t.store.db.selectFrom('events').select(['id', 'user_id', 'wallet_id', 'type', 'name', 'payload', 'dispatched_at']).where('wallet_id', '=', walletId);
+  let q = t.store.db
+    .selectFrom('events')
+    .select(['id', 'user_id', 'wallet_id', 'type', 'name', 'payload', 'dispatched_at'])
+    .where('wallet_id', '=', walletId);
   if (name) q = q.where('name', '=', name);
   const rows = await q.orderBy('id', 'asc').execute();
   return rows.map((r) => ({ ...r, payload: JSON.parse(r.payload) as Record<string, unknown> }));
 }
 
 export async function countEvents(t: TestApp): Promise<number> {
-  const row = await t.store.db.selectFrom('events').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  const row = await t.store.db
+    .selectFrom('events')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }

@@ -57,7 +57,11 @@ function compile(): { abi: Abi; bytecode: Hex } {
   const input = {
     language: 'Solidity',
     sources: { 'Bytes32Token.sol': { content: SOURCE } },
-    settings: { evmVersion: 'paris', optimizer: { enabled: true, runs: 200 }, outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } } },
+    settings: {
+      evmVersion: 'paris',
+      optimizer: { enabled: true, runs: 200 },
+      outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } },
+    },
   };
   const output = JSON.parse(solc.compile(JSON.stringify(input))) as {
     errors?: Array<{ severity: string; message: string }>;
@@ -102,8 +106,10 @@ afterAll(async () => {
   await chain?.stop();
 });
 
-const addToken = (walletId: number, contract: Address) => t.request('POST', `/api/wallet/${walletId}/token/add`, { token: alice.token, body: { contract } });
-const create = (walletId: number, body: unknown) => t.request('POST', `/api/wallet/${walletId}/transaction/create`, { token: alice.token, body });
+const addToken = (walletId: number, contract: Address) =>
+  t.request('POST', `/api/wallet/${walletId}/token/add`, { token: alice.token, body: { contract } });
+const create = (walletId: number, body: unknown) =>
+  t.request('POST', `/api/wallet/${walletId}/transaction/create`, { token: alice.token, body });
 
 async function tokenBalance(walletId: number, symbol: string, expected: string) {
   return waitFor(async () => {

@@ -10,7 +10,17 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { expectValidationError } from '../helpers/expect.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, deployNotAToken, mintErc20 } from '../helpers/erc20.js';
-import { countEvents, createWallet, DATETIME, eventsOf, expectNoHiddenFields, keysOf, TOKEN_BALANCE_KEYS, TOKEN_KEYS, ZERO_ADDRESS } from './support.js';
+import {
+  countEvents,
+  createWallet,
+  DATETIME,
+  eventsOf,
+  expectNoHiddenFields,
+  keysOf,
+  TOKEN_BALANCE_KEYS,
+  TOKEN_KEYS,
+  ZERO_ADDRESS,
+} from './support.js';
 
 let t: TestApp;
 let chain: TestChain;
@@ -156,7 +166,10 @@ describe('POST /api/wallet/{wallet}/token/add', () => {
     ];
     const events = await countEvents(t);
     for (const [contract, message] of cases) {
-      const res = await t.request('POST', `/api/wallet/${w.id}/token/add`, { token: alice.token, body: contract === undefined ? {} : { contract } });
+      const res = await t.request('POST', `/api/wallet/${w.id}/token/add`, {
+        token: alice.token,
+        body: contract === undefined ? {} : { contract },
+      });
       expectValidationError(res, { contract: [message] }, String(contract));
     }
     expect(await countEvents(t)).toBe(events);
@@ -170,7 +183,9 @@ describe('POST /api/wallet/{wallet}/token/add', () => {
     const noCode = await addToken(alice, w.id, eoa);
     expectValidationError(noCode, { contract: ['The contract field must be the address of a deployed contract.'] });
     // The wallet's own address holds no code either.
-    expectValidationError(await addToken(alice, w.id, w.address), { contract: ['The contract field must be the address of a deployed contract.'] });
+    expectValidationError(await addToken(alice, w.id, w.address), {
+      contract: ['The contract field must be the address of a deployed contract.'],
+    });
 
     const notErc20 = await addToken(alice, w.id, notAToken);
     expectValidationError(notErc20, { contract: ['The contract field must be the address of an ERC-20 token contract.'] });

@@ -71,8 +71,26 @@ describe('GET /api/networks', () => {
     expect(res.body.status).toBe('success');
     expect(res.body.message).toBe('Networks retrieved');
     expect(res.body.data).toEqual([
-      { id: networkId, name: 'Local devnet', rpc_url: chain.rpcUrl, rpc_endpoints: [endpointOf(chain.rpcUrl)], chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', preset: null },
-      { id: mainnetId, name: 'Ethereum', rpc_url: 'https://rpc.example.com', rpc_endpoints: [endpointOf('https://rpc.example.com')], chain_id: 1, currency_symbol: 'ETH', block_explorer: 'https://etherscan.io', preset: null },
+      {
+        id: networkId,
+        name: 'Local devnet',
+        rpc_url: chain.rpcUrl,
+        rpc_endpoints: [endpointOf(chain.rpcUrl)],
+        chain_id: 31337,
+        currency_symbol: 'ETH',
+        block_explorer: '',
+        preset: null,
+      },
+      {
+        id: mainnetId,
+        name: 'Ethereum',
+        rpc_url: 'https://rpc.example.com',
+        rpc_endpoints: [endpointOf('https://rpc.example.com')],
+        chain_id: 1,
+        currency_symbol: 'ETH',
+        block_explorer: 'https://etherscan.io',
+        preset: null,
+      },
     ]);
     for (const n of res.body.data) expect(keysOf(n)).toEqual(NETWORK_KEYS);
     expect(res.text).not.toContain('is_mainnet');
@@ -111,7 +129,16 @@ describe('POST /api/wallet/create', () => {
     expect(createdMs).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
     expect(createdMs).toBeLessThanOrEqual(Date.now());
 
-    expect(w.network).toEqual({ id: networkId, name: 'Local devnet', rpc_url: chain.rpcUrl, rpc_endpoints: [endpointOf(chain.rpcUrl)], chain_id: 31337, currency_symbol: 'ETH', block_explorer: '', preset: null });
+    expect(w.network).toEqual({
+      id: networkId,
+      name: 'Local devnet',
+      rpc_url: chain.rpcUrl,
+      rpc_endpoints: [endpointOf(chain.rpcUrl)],
+      chain_id: 31337,
+      currency_symbol: 'ETH',
+      block_explorer: '',
+      preset: null,
+    });
     expect(keysOf(w.network)).toEqual(NETWORK_KEYS);
 
     expect(w.wallet_tokens).toHaveLength(1);
@@ -166,7 +193,7 @@ describe('POST /api/wallet/create', () => {
     expect(created!.payload.network).toBe(1);
   });
 
-  it('gives every wallet its own mnemonic, encrypted at rest, whose m/44\'/60\'/0\'/0/0 key is the address', async () => {
+  it("gives every wallet its own mnemonic, encrypted at rest, whose m/44'/60'/0'/0/0 key is the address", async () => {
     const a = await createWallet(t, alice, networkId, 'Keys A');
     const b = await createWallet(t, alice, networkId, 'Keys B');
     expect(a.address).not.toBe(b.address);
@@ -220,13 +247,21 @@ describe('POST /api/wallet/create', () => {
       ['an empty body', {}, { name: ['The name field is required.'], network_id: ['The network_id field is required.'] }],
       ['an empty name', { name: '', network_id: 1 }, { name: ['The name field is required.'] }],
       ['a name of spaces', { name: '   ', network_id: 1 }, { name: ['The name field is required.'] }],
-      ['a name over 255 characters', { name: 'x'.repeat(256), network_id: 1 }, { name: ['The name field must not be greater than 255 characters.'] }],
+      [
+        'a name over 255 characters',
+        { name: 'x'.repeat(256), network_id: 1 },
+        { name: ['The name field must not be greater than 255 characters.'] },
+      ],
       ['a numeric name', { name: 5, network_id: 1 }, { name: ['The name field must be a string.'] }],
       ['a string network_id', { name: 'W', network_id: '1' }, { network_id: ['The network_id field must be an integer.'] }],
       ['a fractional network_id', { name: 'W', network_id: 1.5 }, { network_id: ['The network_id field must be an integer.'] }],
       ['a network_id of 0', { name: 'W', network_id: 0 }, { network_id: ['The network_id field must be at least 1.'] }],
       ['a numeric description', { name: 'W', network_id: 1, description: 7 }, { description: ['The description field must be a string.'] }],
-      ['a description over 1000 characters', { name: 'W', network_id: 1, description: 'd'.repeat(1001) }, { description: ['The description field must not be greater than 1000 characters.'] }],
+      [
+        'a description over 1000 characters',
+        { name: 'W', network_id: 1, description: 'd'.repeat(1001) },
+        { description: ['The description field must not be greater than 1000 characters.'] },
+      ],
     ];
     for (const [what, body, data] of cases) {
       it(`answers ${what} with 422`, async () => {
@@ -252,7 +287,11 @@ describe('POST /api/wallet/create', () => {
     });
 
     it('answers malformed JSON with 400 and no body with 422', async () => {
-      const bad = await t.request('POST', '/api/wallet/create', { token: alice.token, rawBody: '{"name": ', contentType: 'application/json' });
+      const bad = await t.request('POST', '/api/wallet/create', {
+        token: alice.token,
+        rawBody: '{"name": ',
+        contentType: 'application/json',
+      });
       expect(bad.status).toBe(400);
       expect(bad.body).toEqual({ status: 'error', message: 'Malformed JSON body', data: null });
       const empty = await t.request('POST', '/api/wallet/create', { token: alice.token, rawBody: '', contentType: 'application/json' });
@@ -309,7 +348,10 @@ describe('GET /api/wallets and GET /api/wallet/{wallet}', () => {
     // The network's endpoint health is live: its latency is the last head read's, which a
     // periodic read between the two answers may have changed (seen once in CI: 27.81 → 116.11 ms).
     const network = w.network as { rpc_endpoints: object[] };
-    const live = { ...w, network: { ...network, rpc_endpoints: network.rpc_endpoints.map((e) => ({ ...e, latency_ms: expect.any(Number) })) } };
+    const live = {
+      ...w,
+      network: { ...network, rpc_endpoints: network.rpc_endpoints.map((e) => ({ ...e, latency_ms: expect.any(Number) })) },
+    };
     expect(res.body.data).toEqual(live);
     expect(keysOf(res.body.data)).toEqual(WALLET_DETAIL_KEYS);
     expectNoHiddenFields(res.text);
@@ -406,7 +448,9 @@ describe('POST /api/wallet/{wallet}/update', () => {
     const w = await createWallet(t, alice, networkId, 'Hot');
     const names = Array.from({ length: 20 }, (_, i) => `Hot ${i}`);
     const answers = await Promise.all(
-      names.map((name, i) => t.request('POST', `/api/wallet/${w.id}/update`, { token: alice.token, body: i % 2 ? { name } : { name, description: `d${i}` } })),
+      names.map((name, i) =>
+        t.request('POST', `/api/wallet/${w.id}/update`, { token: alice.token, body: i % 2 ? { name } : { name, description: `d${i}` } }),
+      ),
     );
     expect(answers.map((a) => a.status)).toEqual(names.map(() => 200));
     const events = await eventsOf(t, w.id, 'wallet.updated');

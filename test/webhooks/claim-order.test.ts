@@ -23,7 +23,18 @@ describe('claim candidates', () => {
     const db = t.store.db;
     const hook = await db
       .insertInto('webhooks')
-      .values({ wallet_id: wallet.id, url: 'http://127.0.0.1:9/', type: 'balance', events: '["*"]', status: 'active', signature_enc: null, headers_enc: null, deleted_at: null, created_at: 0, updated_at: 0 })
+      .values({
+        wallet_id: wallet.id,
+        url: 'http://127.0.0.1:9/',
+        type: 'balance',
+        events: '["*"]',
+        status: 'active',
+        signature_enc: null,
+        headers_enc: null,
+        deleted_at: null,
+        created_at: 0,
+        updated_at: 0,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     const now = clock.nowMs();
@@ -32,7 +43,15 @@ describe('claim candidates', () => {
       (
         await db
           .insertInto('events')
-          .values({ user_id: user.id, wallet_id: wallet.id, type: 'balance', name: 'balance.updated', payload: '{}', dispatched_at: now, created_at: now })
+          .values({
+            user_id: user.id,
+            wallet_id: wallet.id,
+            type: 'balance',
+            name: 'balance.updated',
+            payload: '{}',
+            dispatched_at: now,
+            created_at: now,
+          })
           .returning('id')
           .executeTakeFirstOrThrow()
       ).id;
@@ -42,9 +61,21 @@ describe('claim candidates', () => {
         await db
           .insertInto('webhook_deliveries')
           .values({
-            uuid: randomUUID(), webhook_id: hook.id, event_id: eventId, event_name: 'balance.updated', body: '{}', status, attempts: status === 'retrying' ? 1 : 0,
-            next_attempt_at: now + dueInMs, locked_by: lockedForMs === null ? null : 'other', locked_until: lockedForMs === null ? null : now + lockedForMs,
-            response_status: null, last_error: null, delivered_at: null, created_at: now, updated_at: now,
+            uuid: randomUUID(),
+            webhook_id: hook.id,
+            event_id: eventId,
+            event_name: 'balance.updated',
+            body: '{}',
+            status,
+            attempts: status === 'retrying' ? 1 : 0,
+            next_attempt_at: now + dueInMs,
+            locked_by: lockedForMs === null ? null : 'other',
+            locked_until: lockedForMs === null ? null : now + lockedForMs,
+            response_status: null,
+            last_error: null,
+            delivered_at: null,
+            created_at: now,
+            updated_at: now,
           })
           .returning('id')
           .executeTakeFirstOrThrow()
@@ -61,9 +92,14 @@ describe('claim candidates', () => {
     await row('delivered', -9000);
     await row('failed', -9000);
 
-    const claim = (limit: number) => db.transaction().execute((trx) => lockDueDeliveries(trx, t.store.dialect, { nowMs: now, excludeWebhooks: [], limit }));
+    const claim = (limit: number) =>
+      db.transaction().execute((trx) => lockDueDeliveries(trx, t.store.dialect, { nowMs: now, excludeWebhooks: [], limit }));
     expect((await claim(10)).map((c) => c.id)).toEqual([p1, r1, p2, r2, expiredLease, p3]);
     expect((await claim(3)).map((c) => c.id)).toEqual([p1, r1, p2]);
-    expect((await db.transaction().execute((trx) => lockDueDeliveries(trx, t.store.dialect, { nowMs: now, excludeWebhooks: [hook.id], limit: 10 })))).toEqual([]);
+    expect(
+      await db
+        .transaction()
+        .execute((trx) => lockDueDeliveries(trx, t.store.dialect, { nowMs: now, excludeWebhooks: [hook.id], limit: 10 })),
+    ).toEqual([]);
   });
 });

@@ -77,7 +77,10 @@ describe('webhook delivery worker', () => {
     expect(r.body).toBe(expectedBody);
     expect(JSON.parse(r.body)).toEqual({ event: 'charge.created', data: payload });
 
-    const names = r.rawHeaders.filter((_, i) => i % 2 === 0).map((h) => h.toLowerCase()).sort();
+    const names = r.rawHeaders
+      .filter((_, i) => i % 2 === 0)
+      .map((h) => h.toLowerCase())
+      .sort();
     expect(names).toEqual(
       [
         'authorization',
@@ -111,11 +114,20 @@ describe('webhook delivery worker', () => {
     // Verified the way a receiver would, from the raw bytes and the secret.
     const hex = createHmac('sha256', secret).update(r.body).digest('hex');
     expect(h['x-webhook-signature']).toBe(`sha256=${hex}`);
-    const b64 = createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${String(h['webhook-id'])}.${ts}.${r.body}`).digest('base64');
+    const b64 = createHmac('sha256', Buffer.from(secret, 'utf8'))
+      .update(`${String(h['webhook-id'])}.${ts}.${r.body}`)
+      .digest('base64');
     expect(h['webhook-signature']).toBe(`v1,${b64}`);
     expect(createHmac('sha256', 'wrong').update(r.body).digest('hex')).not.toBe(hex);
 
-    expect(delivery).toMatchObject({ status: 'delivered', attempts: 1, response_status: 200, last_error: null, body: expectedBody, locked_by: null });
+    expect(delivery).toMatchObject({
+      status: 'delivered',
+      attempts: 1,
+      response_status: 200,
+      last_error: null,
+      body: expectedBody,
+      locked_by: null,
+    });
     const attempts = await attemptsOf(t, delivery!.id);
     expect(attempts).toHaveLength(1);
     expect(attempts[0]).toMatchObject({ attempt: 1, response_status: 200, response_body: 'ok', error: null });
@@ -127,7 +139,16 @@ describe('webhook delivery worker', () => {
     const lines = t.logs.filter((l) => l.includes(delivery!.uuid));
     const delivered = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'webhook delivered');
     expect(delivered).toHaveLength(1);
-    expect(delivered[0]).toMatchObject({ level: 30, service: 'wallet-service', component: 'deliveries', delivery: delivery!.uuid, webhook_id: hook.id, event: 'charge.created', status_code: 200, attempt: 1 });
+    expect(delivered[0]).toMatchObject({
+      level: 30,
+      service: 'wallet-service',
+      component: 'deliveries',
+      delivery: delivery!.uuid,
+      webhook_id: hook.id,
+      event: 'charge.created',
+      status_code: 200,
+      attempt: 1,
+    });
     expect(delivered[0]!.duration_ms).toBe(attempts[0]!.duration_ms);
     const all = t.logs.join('\n');
     for (const leak of [secret, 'key-123', 'rx-token', hex]) expect(all).not.toContain(leak);
@@ -228,7 +249,10 @@ describe('webhook delivery worker', () => {
     const inactive = await createWebhook(t, o, { url: `${rx.url}/inactive`, type: 'wallet', events: ['*'] });
     const control = await createWebhook(t, o, { url: `${rx.url}/control`, type: 'wallet', events: ['*'] });
     await t.request('GET', `/api/wallet/${o.walletId}/webhook/delete/${deleted.id}`, { token: o.user.token });
-    const upd = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${inactive.id}/update`, { token: o.user.token, body: { status: 'inactive' } });
+    const upd = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${inactive.id}/update`, {
+      token: o.user.token,
+      body: { status: 'inactive' },
+    });
     expect(upd.body.data.status).toBe('inactive');
     await emit(t, o, 'wallet.updated');
     await emit(t, o, 'wallet.created');

@@ -52,7 +52,9 @@ describe("the docs' receiver example", () => {
     const raw = Buffer.from(r.body, 'utf8');
 
     expect(verifyWebhook(secret, r.headers, raw)).toEqual(JSON.parse(r.body));
-    expect(() => verifyWebhook(secret, r.headers, Buffer.from(r.body.replace('"charge_id":', '"charge_id":1')))).toThrow(/X-Webhook-Signature/);
+    expect(() => verifyWebhook(secret, r.headers, Buffer.from(r.body.replace('"charge_id":', '"charge_id":1')))).toThrow(
+      /X-Webhook-Signature/,
+    );
     expect(() => verifyWebhook('another secret', r.headers, raw)).toThrow(/X-Webhook-Signature/);
     const forgedStd = { ...r.headers, 'webhook-signature': 'v1,AAAA' };
     expect(() => verifyWebhook(secret, forgedStd, raw)).toThrow(/webhook-signature/);

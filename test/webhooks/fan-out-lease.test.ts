@@ -36,7 +36,13 @@ describe('a fan-out that leases its deliveries', () => {
     const events = [await emit(t, o, 'wallet.created'), await emit(t, o, 'wallet.updated'), await emit(t, o, 'wallet.updated')];
     const now = Date.now();
     // `a` already holds one row in the worker; each webhook may hold two; room for three.
-    const out = await dispatchEvents(t.store.db, now, 200, { workerId: 'fan-out-1', limit: 3, untilMs: now + 60_000, heldByWebhook: new Map([[a.id, 1]]), perWebhookLimit: 2 });
+    const out = await dispatchEvents(t.store.db, now, 200, {
+      workerId: 'fan-out-1',
+      limit: 3,
+      untilMs: now + 60_000,
+      heldByWebhook: new Map([[a.id, 1]]),
+      perWebhookLimit: 2,
+    });
     expect(out.events).toBeGreaterThanOrEqual(3);
     expect(out.deliveries).toBe(6);
 
@@ -56,11 +62,16 @@ describe('a fan-out that leases its deliveries', () => {
       [b.id, events[0]],
       [b.id, events[1]],
     ]);
-    expect(leased.every((r) => r.locked_by === 'fan-out-1' && Number(r.locked_until) === now + 60_000 && r.status === 'pending' && r.attempts === 0)).toBe(true);
+    expect(
+      leased.every(
+        (r) => r.locked_by === 'fan-out-1' && Number(r.locked_until) === now + 60_000 && r.status === 'pending' && r.attempts === 0,
+      ),
+    ).toBe(true);
     expect(rows.filter((r) => r.locked_by === null && r.locked_until === null && r.status === 'pending')).toHaveLength(3);
 
     // What comes back is what a claim would give: the row, its webhook's URL and secrets.
-    const signature = (await t.store.db.selectFrom('webhooks').select('signature_enc').where('id', '=', a.id).executeTakeFirstOrThrow()).signature_enc;
+    const signature = (await t.store.db.selectFrom('webhooks').select('signature_enc').where('id', '=', a.id).executeTakeFirstOrThrow())
+      .signature_enc;
     expect(out.claimed.map((c) => [c.id, c.webhook_id, c.url, c.attempts, c.next_attempt_at])).toEqual(
       leased.map((r) => [r.id, r.webhook_id, r.webhook_id === a.id ? a.url : b.url, 0, now]),
     );
@@ -71,7 +82,14 @@ describe('a fan-out that leases its deliveries', () => {
 
     // Another worker's claim now takes only the unleased rows ...
     const claim = (nowMs: number) =>
-      claimDeliveries(t.store.db, t.store.dialect, { workerId: 'fan-out-2', limit: 10, leaseMs: 120_000, nowMs, heldByWebhook: new Map(), perWebhookLimit: 10 });
+      claimDeliveries(t.store.db, t.store.dialect, {
+        workerId: 'fan-out-2',
+        limit: 10,
+        leaseMs: 120_000,
+        nowMs,
+        heldByWebhook: new Map(),
+        perWebhookLimit: 10,
+      });
     const first = await claim(now + 1);
     expect(first.claimed.map((c) => c.id).sort((x, y) => x - y)).toEqual(rows.filter((r) => r.locked_by === null).map((r) => r.id));
     // ... and the leased ones once their lease has expired (their worker died before sending).
@@ -99,7 +117,10 @@ describe('a fan-out that leases its deliveries', () => {
     const ids = [await emit(t, quiet, 'wallet.updated'), await emit(t, o, 'wallet.updated'), await emit(t, quiet, 'wallet.updated')];
     const written = await t.store.db.selectFrom('events').select('dispatched_at').where('id', 'in', ids).execute();
     expect(written.map((e) => e.dispatched_at)).toEqual([null, null, null]);
-    const off = await t.request('POST', `/api/wallet/${quiet.walletId}/webhook/${gone.id}/update`, { token: quiet.user.token, body: { status: 'inactive' } });
+    const off = await t.request('POST', `/api/wallet/${quiet.walletId}/webhook/${gone.id}/update`, {
+      token: quiet.user.token,
+      body: { status: 'inactive' },
+    });
     expect(off.status, off.text).toBe(200);
     const out = await dispatchEvents(t.store.db, Date.now(), 200, undefined, true);
     expect([out.events, out.deliveries]).toEqual([3, 1]);

@@ -86,7 +86,17 @@ describe('delivery workers in several processes', () => {
           userId: o.user.id,
           walletId: o.walletId,
           name: 'transaction.created',
-          payload: { transaction_id: i, wallet_id: o.walletId, amount: '1.000000000000000000', token: 'ETH', tx_hash: `0x${i.toString(16).padStart(64, '0')}`, block_number: null, status: 'pending', type: 'transfer', created_at: '2025-01-01 00:00:00' },
+          payload: {
+            transaction_id: i,
+            wallet_id: o.walletId,
+            amount: '1.000000000000000000',
+            token: 'ETH',
+            tx_hash: `0x${i.toString(16).padStart(64, '0')}`,
+            block_number: null,
+            status: 'pending',
+            type: 'transfer',
+            created_at: '2025-01-01 00:00:00',
+          },
           nowMs: now,
         });
       }
@@ -112,10 +122,17 @@ describe('delivery workers in several processes', () => {
     const ids = reqs.map((r) => JSON.parse(r.body).data.transaction_id as number).sort((a, b) => a - b);
     expect(ids).toEqual(Array.from({ length: EVENTS }, (_, i) => i + 1));
 
-    const rows = await t.store.db.selectFrom('webhook_deliveries').select(['attempts', 'status']).where('webhook_id', '=', hook.id).execute();
+    const rows = await t.store.db
+      .selectFrom('webhook_deliveries')
+      .select(['attempts', 'status'])
+      .where('webhook_id', '=', hook.id)
+      .execute();
     expect(rows).toHaveLength(EVENTS);
     expect(rows.every((r) => r.attempts === 1 && r.status === 'delivered')).toBe(true);
-    const attempts = await t.store.db.selectFrom('webhook_attempts').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    const attempts = await t.store.db
+      .selectFrom('webhook_attempts')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
     expect(Number(attempts.n)).toBe(EVENTS);
 
     // Both processes took part, and together they delivered each event once.

@@ -106,9 +106,16 @@ describe('operating webhooks', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.message).toBe('Delivery');
     const d = res.body.data;
-    expect(d).toMatchObject({ id: sent.body.data.id, uuid: sent.body.data.uuid, event: 'webhook.test', status: 'delivered', response_status: 200 });
+    expect(d).toMatchObject({
+      id: sent.body.data.id,
+      uuid: sent.body.data.uuid,
+      event: 'webhook.test',
+      status: 'delivered',
+      response_status: 200,
+    });
     expect(d.attempts).toHaveLength(2);
-    for (const a of d.attempts) expect(Object.keys(a).sort()).toEqual(['at', 'attempt', 'duration_ms', 'error', 'response_body', 'response_status']);
+    for (const a of d.attempts)
+      expect(Object.keys(a).sort()).toEqual(['at', 'attempt', 'duration_ms', 'error', 'response_body', 'response_status']);
     expect(d.attempts[0]).toMatchObject({ attempt: 1, response_status: 500, error: 'HTTP 500', response_body: 'X'.repeat(1024) });
     expect(d.attempts[0].duration_ms).toBeGreaterThanOrEqual(60);
     expect(d.attempts[1]).toMatchObject({ attempt: 2, response_status: 200, error: null, response_body: 'fine' });
@@ -128,7 +135,9 @@ describe('operating webhooks', () => {
     expect((await detail(o, dead.id, sent.body.data.id)).body).toEqual({ status: 'error', message: 'Delivery not found', data: null });
     expect((await detail(o, hook.id, 99_999_999)).body.message).toBe('Delivery not found');
     const other = await owner(t);
-    expect((await t.request('GET', `${base(o, hook.id)}/deliveries/${sent.body.data.id}`, { token: other.user.token })).body.message).toBe('Wallet not found');
+    expect((await t.request('GET', `${base(o, hook.id)}/deliveries/${sent.body.data.id}`, { token: other.user.token })).body.message).toBe(
+      'Wallet not found',
+    );
   });
 
   it('recover re-sends exactly the failed deliveries since the time, as the same deliveries', async () => {
@@ -139,7 +148,15 @@ describe('operating webhooks', () => {
     rx.on('/recover-b', answer);
     const a = await createWebhook(t, o, { url: `${rx.url}/recover-a`, type: 'wallet', events: ['*'] });
     const b = await createWebhook(t, o, { url: `${rx.url}/recover-b`, type: 'wallet', events: ['*'] });
-    const payload = (name: string) => ({ wallet_id: o.walletId, name, address: '0x0', description: null, is_mainnet: false, network: 31337, updated_at: '2025-01-01 00:00:00' });
+    const payload = (name: string) => ({
+      wallet_id: o.walletId,
+      name,
+      address: '0x0',
+      description: null,
+      is_mainnet: false,
+      network: 31337,
+      updated_at: '2025-01-01 00:00:00',
+    });
 
     await emit(t, o, 'wallet.updated', payload('old'));
     const [old] = await waitFor(async () => ((await deliveriesOf(t, a.id)).length === 1 ? deliveriesOf(t, a.id) : null));
@@ -180,19 +197,30 @@ describe('operating webhooks', () => {
   it('recover checks since (422) after the wallet and webhook (404), and refuses an inactive webhook (400)', async () => {
     const o = await owner(t);
     const hook = await createWebhook(t, o, { url: `${rx.url}/recover-checks`, type: 'wallet', events: ['*'] });
-    const recover = (body: unknown, who = o, hookId = hook.id) => t.request('POST', `${base(who, hookId)}/recover`, { token: who.user.token, body });
+    const recover = (body: unknown, who = o, hookId = hook.id) =>
+      t.request('POST', `${base(who, hookId)}/recover`, { token: who.user.token, body });
     expectValidationError(await recover({}), { since: ['The since field is required.'] });
     expectValidationError(await recover({ since: 5 }), { since: ['The since field must be a string.'] });
     for (const since of ['2025-02-30 00:00:00', '2025-01-01T00:00:00', 'yesterday', '2025-01-01 24:00:00']) {
-      expectValidationError(await recover({ since }), { since: ['The since field must be a datetime in the format YYYY-MM-DD HH:MM:SS.'] }, since);
+      expectValidationError(
+        await recover({ since }),
+        { since: ['The since field must be a datetime in the format YYYY-MM-DD HH:MM:SS.'] },
+        since,
+      );
     }
     const tooOld = formatDateTime(Date.now() - 31 * 24 * 3600 * 1000);
     expectValidationError(await recover({ since: tooOld }), { since: ['The since field must not be more than 30 days ago.'] });
     const other = await owner(t);
     expect((await recover({}, other)).body.message).toBe('Webhook not found');
-    expect((await t.request('POST', `${base(o, hook.id)}/recover`, { token: other.user.token, body: {} })).body.message).toBe('Wallet not found');
+    expect((await t.request('POST', `${base(o, hook.id)}/recover`, { token: other.user.token, body: {} })).body.message).toBe(
+      'Wallet not found',
+    );
     await t.request('POST', `${base(o, hook.id)}/update`, { token: o.user.token, body: { status: 'inactive' } });
-    expect((await recover({ since: formatDateTime(Date.now() - 60_000) })).body).toEqual({ status: 'error', message: 'The webhook is inactive', data: null });
+    expect((await recover({ since: formatDateTime(Date.now() - 60_000) })).body).toEqual({
+      status: 'error',
+      message: 'The webhook is inactive',
+      data: null,
+    });
   });
 
   it('during the overlap either secret verifies with standardwebhooks; afterwards only the new one', async () => {
@@ -247,7 +275,11 @@ describe('operating webhooks', () => {
 
     // Nothing more: a new event is fanned out to no delivery, a test send is refused.
     const eventId = await emit(t, o, 'wallet.updated');
-    await waitFor(async () => (await t.store.db.selectFrom('events').select('dispatched_at').where('id', '=', eventId).executeTakeFirstOrThrow()).dispatched_at !== null);
+    await waitFor(
+      async () =>
+        (await t.store.db.selectFrom('events').select('dispatched_at').where('id', '=', eventId).executeTakeFirstOrThrow())
+          .dispatched_at !== null,
+    );
     expect(await deliveriesOf(t, hook.id)).toHaveLength(1);
     expect((await sendTest(o, hook.id)).status).toBe(400);
     expect(rx.to('/gone')).toHaveLength(1);
@@ -324,16 +356,25 @@ describe('automatic deactivation of a failing webhook', () => {
     // The flaky webhook failed too, but a delivery got through in between: it stays active.
     await waitFor(() => Date.now() - started > 2500, { timeoutMs: 5000 });
     await emit(t, o, 'token.removed');
-    await waitFor(async () => (await deliveriesOf(t, flaky.id)).every((r) => r.status === 'delivered') && rx.to('/flaky').length === 4, { timeoutMs: 10_000 });
+    await waitFor(async () => (await deliveriesOf(t, flaky.id)).every((r) => r.status === 'delivered') && rx.to('/flaky').length === 4, {
+      timeoutMs: 10_000,
+    });
     expect((await hooks()).find((w) => w.id === flaky.id)).toMatchObject({ status: 'active', disabled_reason: null, disabled_at: null });
 
     // Inactive receives nothing; turned back on, it does again.
     const seen = rx.to('/down').length;
     const eventId = await emit(t, o, 'wallet.updated');
-    await waitFor(async () => (await t.store.db.selectFrom('events').select('dispatched_at').where('id', '=', eventId).executeTakeFirstOrThrow()).dispatched_at !== null);
+    await waitFor(
+      async () =>
+        (await t.store.db.selectFrom('events').select('dispatched_at').where('id', '=', eventId).executeTakeFirstOrThrow())
+          .dispatched_at !== null,
+    );
     expect(rx.to('/down')).toHaveLength(seen);
     rx.on('/down', () => ({ status: 200 }));
-    const on = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${down.id}/update`, { token: o.user.token, body: { status: 'active' } });
+    const on = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${down.id}/update`, {
+      token: o.user.token,
+      body: { status: 'active' },
+    });
     expect(on.body.data).toMatchObject({ status: 'active', disabled_reason: null, disabled_at: null });
     await t.request('POST', `/api/wallet/${o.walletId}/webhook/${down.id}/test`, { token: o.user.token });
     await waitFor(() => rx.to('/down').length === seen + 1);

@@ -30,17 +30,34 @@ describe('delivery worker: claims after outbox signals', () => {
   });
 
   const undispatched = async () =>
-    Number((await t.store.db.selectFrom('events').select((eb) => eb.fn.countAll().as('n')).where('dispatched_at', 'is', null).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await t.store.db
+          .selectFrom('events')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('dispatched_at', 'is', null)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
-  const writtenAs = (id: number) => t.store.db.selectFrom('events').select(['created_at', 'dispatched_at']).where('id', '=', id).executeTakeFirstOrThrow();
+  const writtenAs = (id: number) =>
+    t.store.db.selectFrom('events').select(['created_at', 'dispatched_at']).where('id', '=', id).executeTakeFirstOrThrow();
 
   it('writes 40 events no webhook wants already dispatched (no fan-out, no claim), then claims and sends a wanted one at once', async () => {
     const quiet = await owner(t);
     // A webhook of another wallet, and an inactive one of this wallet, want nothing of it.
     const other = await owner(t);
     await createWebhook(t, other, { url: `${rx.url}/other`, type: 'wallet', events: ['updated'], signature: 'whsec_other' });
-    const inactive = await createWebhook(t, quiet, { url: `${rx.url}/inactive`, type: 'wallet', events: ['updated'], signature: 'whsec_inactive' });
-    const off = await t.request('POST', `/api/wallet/${quiet.walletId}/webhook/${inactive.id}/update`, { token: quiet.user.token, body: { status: 'inactive' } });
+    const inactive = await createWebhook(t, quiet, {
+      url: `${rx.url}/inactive`,
+      type: 'wallet',
+      events: ['updated'],
+      signature: 'whsec_inactive',
+    });
+    const off = await t.request('POST', `/api/wallet/${quiet.walletId}/webhook/${inactive.id}/update`, {
+      token: quiet.user.token,
+      body: { status: 'inactive' },
+    });
     expect(off.status, off.text).toBe(200);
     // The worker's first tick (start-up) claims once; wait for it to settle.
     await waitFor(() => worker.stats().claims >= 1, { message: 'first claim' });
@@ -87,7 +104,10 @@ describe('delivery worker: claims after outbox signals', () => {
     const hook = await createWebhook(t, o, { url: `${rx.url}/flow`, type: 'wallet', events: ['updated'], signature: 'whsec_flow' });
     const before = worker.stats().claims;
     for (let i = 0; i < 30; i++) await emit(t, o, 'wallet.updated');
-    await waitFor(async () => (await deliveriesOf(t, hook.id)).filter((r) => r.status === 'delivered').length === 30, { timeoutMs: 10_000, message: '30 delivered' });
+    await waitFor(async () => (await deliveriesOf(t, hook.id)).filter((r) => r.status === 'delivered').length === 30, {
+      timeoutMs: 10_000,
+      message: '30 delivered',
+    });
     expect(rx.to('/flow')).toHaveLength(30);
     expect(worker.stats().claims).toBe(before);
     // A wake (a manual retry, new work from elsewhere) claims at once.

@@ -109,14 +109,41 @@ function checkKind(v: unknown, k: Kind): boolean {
       return typeof v === 'boolean';
     case 'payment': {
       const p = v as Record<string, unknown>;
-      const fields: Record<string, Kind> = { tx_hash: 'hash', from: 'address', amount: 'amount', block_number: 'int', block_timestamp: 'datetime', late: 'bool', internal: 'bool', screened: 'bool' };
-      return Object.keys(p).sort().join() === Object.keys(fields).sort().join() && Object.entries(fields).every(([f, k]) => checkKind(p[f], k));
+      const fields: Record<string, Kind> = {
+        tx_hash: 'hash',
+        from: 'address',
+        amount: 'amount',
+        block_number: 'int',
+        block_timestamp: 'datetime',
+        late: 'bool',
+        internal: 'bool',
+        screened: 'bool',
+      };
+      return (
+        Object.keys(p).sort().join() === Object.keys(fields).sort().join() && Object.entries(fields).every(([f, k]) => checkKind(p[f], k))
+      );
     }
     case 'refund': {
       // CONTRACT "Refunds": the charge's `refunds` entry (a confirmed one, sent with an address).
       const r = v as Record<string, unknown>;
-      const fields: Record<string, Kind> = { id: 'int', uuid: 'uuid', amount: 'amount', address: 'address', status: 'string', transaction_id: 'int', tx_hash: 'hash', reason: 'string', claim_url: 'null', expires_at: 'null', created_at: 'datetime' };
-      return Object.keys(r).sort().join() === Object.keys(fields).sort().join() && Object.entries(fields).every(([f, k]) => checkKind(r[f], k)) && r.status === 'confirmed';
+      const fields: Record<string, Kind> = {
+        id: 'int',
+        uuid: 'uuid',
+        amount: 'amount',
+        address: 'address',
+        status: 'string',
+        transaction_id: 'int',
+        tx_hash: 'hash',
+        reason: 'string',
+        claim_url: 'null',
+        expires_at: 'null',
+        created_at: 'datetime',
+      };
+      return (
+        Object.keys(r).sort().join() === Object.keys(fields).sort().join() &&
+        Object.entries(fields).every(([f, k]) => checkKind(r[f], k)) &&
+        r.status === 'confirmed'
+      );
     }
     case 'string':
       return typeof v === 'string' && v !== '';
@@ -195,7 +222,9 @@ describe('webhook routes', () => {
         }
       }
     }
-    expect((await t.request('GET', `${base()}/event/transaction.confirmed`, { token: a.user.token })).body.data.payload.status).toBe('confirmed');
+    expect((await t.request('GET', `${base()}/event/transaction.confirmed`, { token: a.user.token })).body.data.payload.status).toBe(
+      'confirmed',
+    );
   });
 
   it('answers 404 Event not found for an unknown event', async () => {
@@ -341,7 +370,12 @@ describe('webhook routes', () => {
   });
 
   it('deletes with GET: returns the secret and deleted_at once, then the webhook is gone', async () => {
-    const w = await createWebhook(t, a, { url: 'https://example.com/del', type: 'balance', events: ['updated'], signature: 'whsec_delete_me' });
+    const w = await createWebhook(t, a, {
+      url: 'https://example.com/del',
+      type: 'balance',
+      events: ['updated'],
+      signature: 'whsec_delete_me',
+    });
     const res = await t.request('GET', `${base()}/delete/${w.id}`, { token: a.user.token });
     expect(res.status).toBe(200);
     expect(Object.keys(res.body.data).sort()).toEqual(['deleted_at', 'events', 'id', 'signature', 'status', 'type', 'url']);
@@ -368,10 +402,21 @@ describe('webhook routes', () => {
   });
 
   it('updates url, events, status, secret and headers; validates like create', async () => {
-    const w = await createWebhook(t, a, { url: 'https://example.com/u', type: 'charge', events: ['created'], with_headers: { 'X-Old': 'o' } });
+    const w = await createWebhook(t, a, {
+      url: 'https://example.com/u',
+      type: 'charge',
+      events: ['created'],
+      with_headers: { 'X-Old': 'o' },
+    });
     const res = await t.request('POST', `${base()}/${w.id}/update`, {
       token: a.user.token,
-      body: { url: 'https://example.org/new', events: ['paid', 'expired'], status: 'inactive', signature: 'whsec_new', with_headers: { 'X-New': 'n' } },
+      body: {
+        url: 'https://example.org/new',
+        events: ['paid', 'expired'],
+        status: 'inactive',
+        signature: 'whsec_new',
+        with_headers: { 'X-New': 'n' },
+      },
     });
     expect(res.status, res.text).toBe(200);
     expect(res.body.message).toBe('Webhook updated');
@@ -394,7 +439,10 @@ describe('webhook routes', () => {
     const status = await t.request('POST', `${base()}/${w.id}/update`, { token: a.user.token, body: { status: 'paused' } });
     expectValidationError(status, { status: ['The selected status is invalid.'] });
 
-    const back = await t.request('POST', `${base()}/${w.id}/update`, { token: a.user.token, body: { status: 'active', with_headers: null, signature: null } });
+    const back = await t.request('POST', `${base()}/${w.id}/update`, {
+      token: a.user.token,
+      body: { status: 'active', with_headers: null, signature: null },
+    });
     expect(back.body.data).toMatchObject({ status: 'active', headers: {} });
     const del = await t.request('GET', `${base()}/delete/${w.id}`, { token: a.user.token });
     expect(del.body.data.signature).toBeNull();
@@ -460,9 +508,19 @@ describe('webhook routes', () => {
       expect(ids).toEqual([...ids].sort((x: number, y: number) => y - x));
 
       const d = res.body.data[0];
-      expect(Object.keys(d).sort()).toEqual(
-        ['attempts', 'created_at', 'delivered_at', 'event', 'id', 'last_error', 'next_attempt_at', 'response_status', 'status', 'updated_at', 'uuid'],
-      );
+      expect(Object.keys(d).sort()).toEqual([
+        'attempts',
+        'created_at',
+        'delivered_at',
+        'event',
+        'id',
+        'last_error',
+        'next_attempt_at',
+        'response_status',
+        'status',
+        'updated_at',
+        'uuid',
+      ]);
       expect(d).toMatchObject({ status: 'pending', attempts: 0, response_status: null, last_error: null, delivered_at: null });
       expect(d.uuid).toMatch(UUID);
       expect(d.next_attempt_at).toMatch(DATETIME);
@@ -496,26 +554,40 @@ describe('webhook routes', () => {
         .set({ status: 'failed', attempts: 4, last_error: 'HTTP 500', next_attempt_at: 0 })
         .where('id', '=', row!.id)
         .execute();
-      const res = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${hookId}/deliveries/${row!.id}/retry`, { token: o.user.token });
+      const res = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${hookId}/deliveries/${row!.id}/retry`, {
+        token: o.user.token,
+      });
       expect(res.status, res.text).toBe(200);
       expect(res.body.message).toBe('Delivery queued for retry');
       expect(res.body.data).toMatchObject({ id: row!.id, status: 'pending', attempts: 4 });
       expect(res.body.data.next_attempt_at).toMatch(DATETIME);
 
-      const wrongHook = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${otherHookId}/deliveries/${row!.id}/retry`, { token: o.user.token });
+      const wrongHook = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${otherHookId}/deliveries/${row!.id}/retry`, {
+        token: o.user.token,
+      });
       expect(wrongHook.status).toBe(404);
       expect(wrongHook.body.message).toBe('Delivery not found');
-      const missing = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${hookId}/deliveries/99999999/retry`, { token: o.user.token });
+      const missing = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${hookId}/deliveries/99999999/retry`, {
+        token: o.user.token,
+      });
       expect(missing.status).toBe(404);
       expect(missing.body.message).toBe('Delivery not found');
 
-      await t.store.db.updateTable('webhook_deliveries').set({ locked_by: 'w', locked_until: Date.now() + 60_000 }).where('id', '=', row!.id).execute();
-      const busy = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${hookId}/deliveries/${row!.id}/retry`, { token: o.user.token });
+      await t.store.db
+        .updateTable('webhook_deliveries')
+        .set({ locked_by: 'w', locked_until: Date.now() + 60_000 })
+        .where('id', '=', row!.id)
+        .execute();
+      const busy = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${hookId}/deliveries/${row!.id}/retry`, {
+        token: o.user.token,
+      });
       expect(busy.status).toBe(400);
       expect(busy.body.message).toBe('The delivery is being sent right now');
 
       await t.request('POST', `/api/wallet/${o.walletId}/webhook/${hookId}/update`, { token: o.user.token, body: { status: 'inactive' } });
-      const inactive = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${hookId}/deliveries/${row!.id}/retry`, { token: o.user.token });
+      const inactive = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${hookId}/deliveries/${row!.id}/retry`, {
+        token: o.user.token,
+      });
       expect(inactive.status).toBe(400);
       expect(inactive.body).toEqual({ status: 'error', message: 'The webhook is inactive', data: null });
     });
@@ -531,7 +603,8 @@ describe('webhook routes', () => {
       bHook = (await createWebhook(t, b, { url: 'https://example.com/b', type: 'token', events: ['*'] })).id;
       await emit(t, a, 'token.added');
       await dispatchEvents(t.store.db, Date.now(), 200);
-      delivery = (await t.store.db.selectFrom('webhook_deliveries').select('id').where('webhook_id', '=', hook).executeTakeFirstOrThrow()).id;
+      delivery = (await t.store.db.selectFrom('webhook_deliveries').select('id').where('webhook_id', '=', hook).executeTakeFirstOrThrow())
+        .id;
     });
 
     const walletRoutes: Array<[string, (w: number) => string, unknown?]> = [
@@ -564,7 +637,9 @@ describe('webhook routes', () => {
     });
 
     it("B cannot retry A's delivery through its own webhook", async () => {
-      const res = await t.request('POST', `/api/wallet/${b.walletId}/webhook/${bHook}/deliveries/${delivery}/retry`, { token: b.user.token });
+      const res = await t.request('POST', `/api/wallet/${b.walletId}/webhook/${bHook}/deliveries/${delivery}/retry`, {
+        token: b.user.token,
+      });
       expect(res.status).toBe(404);
       expect(res.body.message).toBe('Delivery not found');
     });

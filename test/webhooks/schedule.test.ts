@@ -23,7 +23,11 @@ describe('retry schedule', () => {
   });
 
   it('retries after the jittered delay of the attempt, then fails when the schedule is used up', () => {
-    for (const [attempts, delayS] of [[1, 60], [2, 300], [3, 900]] as const) {
+    for (const [attempts, delayS] of [
+      [1, 60],
+      [2, 300],
+      [3, 900],
+    ] as const) {
       const step = nextAfterFailure({ ...base, attempts });
       expect(step.status).toBe('retrying');
       expect(step.attempts).toBe(attempts);
@@ -44,10 +48,14 @@ describe('retry schedule', () => {
       // Sooner than the schedule: the schedule wins.
       expect(nextAfterFailure({ ...base, attempts: 1, statusCode, retryAfterMs: 2_000, random: low }).nextAttemptAt).toBe(NOW + 54_000);
       // Beyond the largest delay (900 s): capped there.
-      expect(nextAfterFailure({ ...base, attempts: 1, statusCode, retryAfterMs: 86_400_000, random: low }).nextAttemptAt).toBe(NOW + 900_000);
+      expect(nextAfterFailure({ ...base, attempts: 1, statusCode, retryAfterMs: 86_400_000, random: low }).nextAttemptAt).toBe(
+        NOW + 900_000,
+      );
     }
     // Another status: Retry-After is not honoured.
-    expect(nextAfterFailure({ ...base, attempts: 1, statusCode: 500, retryAfterMs: 120_000, random: low }).nextAttemptAt).toBe(NOW + 54_000);
+    expect(nextAfterFailure({ ...base, attempts: 1, statusCode: 500, retryAfterMs: 120_000, random: low }).nextAttemptAt).toBe(
+      NOW + 54_000,
+    );
     // No retries left: failed whatever Retry-After says.
     expect(nextAfterFailure({ ...base, attempts: 4, statusCode: 503, retryAfterMs: 1000 }).status).toBe('failed');
   });

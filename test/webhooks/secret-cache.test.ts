@@ -26,12 +26,21 @@ describe('decrypted webhook secrets in the delivery worker', () => {
 
   it('holds the secret and headers while delivering; an update and a delete drop them', async () => {
     const o = await owner(t);
-    const hook = await createWebhook(t, o, { url: `${rx.url}/a`, type: 'charge', events: ['created'], signature: 'whsec_first', with_headers: { 'X-Api-Key': 'k1' } });
+    const hook = await createWebhook(t, o, {
+      url: `${rx.url}/a`,
+      type: 'charge',
+      events: ['created'],
+      signature: 'whsec_first',
+      with_headers: { 'X-Api-Key': 'k1' },
+    });
     await emit(t, o, 'charge.created');
     await waitFor(() => rx.to('/a').length === 1, { message: 'first delivery' });
     await waitFor(() => worker.stats().decryptedSecrets === 2, { message: 'secret and headers cached' });
 
-    const updated = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${hook.id}/update`, { token: o.user.token, body: { with_headers: { 'X-Api-Key': 'k2' } } });
+    const updated = await t.request('POST', `/api/wallet/${o.walletId}/webhook/${hook.id}/update`, {
+      token: o.user.token,
+      body: { with_headers: { 'X-Api-Key': 'k2' } },
+    });
     expect(updated.status).toBe(200);
     expect(worker.stats().decryptedSecrets).toBe(0);
 

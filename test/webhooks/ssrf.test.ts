@@ -36,7 +36,10 @@ describe('SSRF guard (WEBHOOK_ALLOW_PRIVATE=false)', () => {
     'http://[fe80::1]/hook',
     'http://[fd00:ec2::254]/hook',
   ])('refuses %s on create (422, field url)', async (url) => {
-    const res = await t.request('POST', `/api/wallet/${o.walletId}/webhook/create`, { token: o.user.token, body: { url, type: 'charge', events: ['*'] } });
+    const res = await t.request('POST', `/api/wallet/${o.walletId}/webhook/create`, {
+      token: o.user.token,
+      body: { url, type: 'charge', events: ['*'] },
+    });
     expectValidationError(res, { url: [PRIVATE] });
   });
 
@@ -56,7 +59,18 @@ describe('SSRF guard (WEBHOOK_ALLOW_PRIVATE=false)', () => {
     for (const url of [`${rx.url}/literal`, `${rx.url.replace('127.0.0.1', 'localhost')}/name`]) {
       const row = await t.store.db
         .insertInto('webhooks')
-        .values({ wallet_id: o.walletId, url, type: 'wallet', events: '["*"]', status: 'active', signature_enc: null, headers_enc: null, deleted_at: null, created_at: now, updated_at: now })
+        .values({
+          wallet_id: o.walletId,
+          url,
+          type: 'wallet',
+          events: '["*"]',
+          status: 'active',
+          signature_enc: null,
+          headers_enc: null,
+          deleted_at: null,
+          created_at: now,
+          updated_at: now,
+        })
         .returning('id')
         .executeTakeFirstOrThrow();
       ids.push(row.id);

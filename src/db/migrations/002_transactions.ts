@@ -14,14 +14,29 @@ import { sql, type Kysely } from 'kysely';
 import type { SqlDialect } from '../dialect.js';
 
 export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
-  await db.schema.alterTable('transactions').addColumn('seq', d.bigintType, (c) => c.notNull().defaultTo(0)).execute();
-  await db.schema.alterTable('transactions').addColumn('symbol_key', 'varchar(64)', (c) => c.notNull().defaultTo('')).execute();
-  await db.schema.alterTable('transactions').addColumn('symbol_seq', d.bigintType, (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('transactions')
+    .addColumn('seq', d.bigintType, (c) => c.notNull().defaultTo(0))
+    .execute();
+  await db.schema
+    .alterTable('transactions')
+    .addColumn('symbol_key', 'varchar(64)', (c) => c.notNull().defaultTo(''))
+    .execute();
+  await db.schema
+    .alterTable('transactions')
+    .addColumn('symbol_seq', d.bigintType, (c) => c.notNull().defaultTo(0))
+    .execute();
 
   // Backfill rows written before this migration (none in a fresh install).
-  await sql`UPDATE transactions SET symbol_key = (SELECT upper(t.symbol) FROM wallet_tokens t WHERE t.id = transactions.token_id)`.execute(db);
-  await sql`UPDATE transactions SET seq = (SELECT count(*) FROM transactions t2 WHERE t2.wallet_id = transactions.wallet_id AND t2.id <= transactions.id)`.execute(db);
-  await sql`UPDATE transactions SET symbol_seq = (SELECT count(*) FROM transactions t2 WHERE t2.wallet_id = transactions.wallet_id AND t2.symbol_key = transactions.symbol_key AND t2.id <= transactions.id)`.execute(db);
+  await sql`UPDATE transactions SET symbol_key = (SELECT upper(t.symbol) FROM wallet_tokens t WHERE t.id = transactions.token_id)`.execute(
+    db,
+  );
+  await sql`UPDATE transactions SET seq = (SELECT count(*) FROM transactions t2 WHERE t2.wallet_id = transactions.wallet_id AND t2.id <= transactions.id)`.execute(
+    db,
+  );
+  await sql`UPDATE transactions SET symbol_seq = (SELECT count(*) FROM transactions t2 WHERE t2.wallet_id = transactions.wallet_id AND t2.symbol_key = transactions.symbol_key AND t2.id <= transactions.id)`.execute(
+    db,
+  );
 
   await db.schema.createIndex('transactions_wallet_seq_idx').on('transactions').columns(['wallet_id', 'seq']).execute();
   await db.schema

@@ -15,9 +15,15 @@ import type { Kysely } from 'kysely';
 import type { SqlDialect } from '../dialect.js';
 
 export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
-  await db.schema.alterTable('transactions').addColumn('tx_kind', 'varchar(16)', (c) => c.notNull().defaultTo('legacy')).execute();
+  await db.schema
+    .alterTable('transactions')
+    .addColumn('tx_kind', 'varchar(16)', (c) => c.notNull().defaultTo('legacy'))
+    .execute();
   await db.schema.alterTable('transactions').addColumn('max_fee_per_gas', d.amountType).execute();
   await db.schema.alterTable('transactions').addColumn('max_priority_fee_per_gas', d.amountType).execute();
   await db.schema.alterTable('transactions').addColumn('data', 'text').execute();
-  await db.schema.alterTable('transactions').addColumn('l1_fee', d.amountType, (c) => c.notNull().defaultTo('0')).execute();
+  await db.schema
+    .alterTable('transactions')
+    .addColumn('l1_fee', d.amountType, (c) => c.notNull().defaultTo('0'))
+    .execute();
 }

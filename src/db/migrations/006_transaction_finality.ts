@@ -23,14 +23,25 @@ import type { SqlDialect } from '../dialect.js';
 export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
   const ts = d.bigintType;
   await db.schema.alterTable('transactions').addColumn('failure_reason', 'varchar(16)').execute();
-  await db.schema.alterTable('transactions').addColumn('broadcast_attempts', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('transactions')
+    .addColumn('broadcast_attempts', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
   await db.schema.alterTable('transactions').addColumn('next_check_at', ts).execute();
-  await db.schema.alterTable('transactions').addColumn('check_count', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('transactions')
+    .addColumn('check_count', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
   await db.schema.alterTable('transactions').addColumn('stuck_at', ts).execute();
-  await db.schema.alterTable('transactions').addColumn('broadcast_kind', 'varchar(16)', (c) => c.notNull().defaultTo('original')).execute();
+  await db.schema
+    .alterTable('transactions')
+    .addColumn('broadcast_kind', 'varchar(16)', (c) => c.notNull().defaultTo('original'))
+    .execute();
   await db.schema.alterTable('transactions').addColumn('replaced_hashes', 'text').execute();
 
-  await sql`UPDATE transactions SET failure_reason = CASE WHEN block_number IS NULL THEN 'rejected' ELSE 'reverted' END WHERE status = 'failed'`.execute(db);
+  await sql`UPDATE transactions SET failure_reason = CASE WHEN block_number IS NULL THEN 'rejected' ELSE 'reverted' END WHERE status = 'failed'`.execute(
+    db,
+  );
   // Rows recorded before: every one was sent at least once (or tried); none is a first send any more.
   await sql`UPDATE transactions SET broadcast_attempts = 1 WHERE type <> 'receipt'`.execute(db);
 

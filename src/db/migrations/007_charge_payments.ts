@@ -24,7 +24,10 @@ import type { SqlDialect } from '../dialect.js';
 
 async function chargeColumns(db: Kysely<any>, d: SqlDialect): Promise<void> {
   const ts = d.bigintType;
-  await db.schema.alterTable('charges').addColumn('watch_until', ts, (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('charges')
+    .addColumn('watch_until', ts, (c) => c.notNull().defaultTo(0))
+    .execute();
   await db.schema.alterTable('charges').addColumn('settled_block', ts).execute();
   await db.schema.alterTable('charges').addColumn('announced', 'varchar(16)').execute();
   await db.schema.alterTable('charges').addColumn('sweep_due_at', ts).execute();
@@ -57,8 +60,17 @@ export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
     .addColumn('notified', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('created_at', ts, (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('charge_payments_unique_idx').unique().on('charge_payments').columns(['charge_id', 'tx_hash', 'log_index']).execute();
-  await db.schema.createIndex('charge_payments_network_idx').on('charge_payments').columns(['network_id', 'confirmed', 'block_number']).execute();
+  await db.schema
+    .createIndex('charge_payments_unique_idx')
+    .unique()
+    .on('charge_payments')
+    .columns(['charge_id', 'tx_hash', 'log_index'])
+    .execute();
+  await db.schema
+    .createIndex('charge_payments_network_idx')
+    .on('charge_payments')
+    .columns(['network_id', 'confirmed', 'block_number'])
+    .execute();
 
   await db.schema
     .createTable('charge_blocks')

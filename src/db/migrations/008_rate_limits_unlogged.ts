@@ -16,6 +16,8 @@ import type { SqlDialect } from '../dialect.js';
 
 export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
   if (d.driver !== 'postgres') return;
-  await sql`CREATE UNLOGGED TABLE IF NOT EXISTS rate_limits (key varchar(255) PRIMARY KEY, points integer NOT NULL DEFAULT 0, expire bigint)`.execute(db);
+  await sql`CREATE UNLOGGED TABLE IF NOT EXISTS rate_limits (key varchar(255) PRIMARY KEY, points integer NOT NULL DEFAULT 0, expire bigint)`.execute(
+    db,
+  );
   await sql`ALTER TABLE rate_limits SET UNLOGGED`.execute(db);
 }

@@ -24,6 +24,8 @@ export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
       RETURN NULL;
     END $$`.execute(db);
   for (const table of NOTIFYING_TABLES) {
-    await sql`CREATE TRIGGER ${sql.id(`${table}_cache_notify`)} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ${sql.id(table)} FOR EACH STATEMENT EXECUTE FUNCTION wallet_cache_notify()`.execute(db);
+    await sql`CREATE TRIGGER ${sql.id(`${table}_cache_notify`)} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ${sql.id(table)} FOR EACH STATEMENT EXECUTE FUNCTION wallet_cache_notify()`.execute(
+      db,
+    );
   }
 }

@@ -45,7 +45,11 @@ export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
     .on('reconciliation_checkpoints')
     .columns(['wallet_id', 'address', 'token_id'])
     .execute();
-  await db.schema.createIndex('reconciliation_checkpoints_unreconciled_idx').on('reconciliation_checkpoints').columns(['unreconciled']).execute();
+  await db.schema
+    .createIndex('reconciliation_checkpoints_unreconciled_idx')
+    .on('reconciliation_checkpoints')
+    .columns(['unreconciled'])
+    .execute();
 
   await db.schema
     .createTable('reconciliation_adjustments')
@@ -58,5 +62,9 @@ export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
     .addColumn('note', 'varchar(500)', (c) => c.notNull())
     .addColumn('created_at', ts, (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('reconciliation_adjustments_wallet_idx').on('reconciliation_adjustments').columns(['wallet_id', 'id']).execute();
+  await db.schema
+    .createIndex('reconciliation_adjustments_wallet_idx')
+    .on('reconciliation_adjustments')
+    .columns(['wallet_id', 'id'])
+    .execute();
 }

@@ -12,5 +12,8 @@ import type { Kysely } from 'kysely';
 import type { SqlDialect } from '../dialect.js';
 
 export async function up(db: Kysely<any>, _d: SqlDialect): Promise<void> {
-  await db.schema.alterTable('charge_payments').addColumn('internal', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('charge_payments')
+    .addColumn('internal', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
 }

@@ -32,7 +32,12 @@ export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
     .addColumn('kind', 'varchar(20)', (c) => c.notNull())
     .addColumn('amount', d.amountType, (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('spending_limits_key_idx').unique().on('spending_limits').columns(['wallet_id', 'token_id', 'kind']).execute();
+  await db.schema
+    .createIndex('spending_limits_key_idx')
+    .unique()
+    .on('spending_limits')
+    .columns(['wallet_id', 'token_id', 'kind'])
+    .execute();
 
   await db.schema
     .createTable('allowlist_entries')
@@ -45,5 +50,9 @@ export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
     .execute();
   await db.schema.createIndex('allowlist_entries_key_idx').unique().on('allowlist_entries').columns(['wallet_id', 'address_key']).execute();
 
-  await db.schema.createIndex('transactions_wallet_token_created_idx').on('transactions').columns(['wallet_id', 'token_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('transactions_wallet_token_created_idx')
+    .on('transactions')
+    .columns(['wallet_id', 'token_id', 'created_at'])
+    .execute();
 }

@@ -16,8 +16,14 @@ import type { SqlDialect } from '../dialect.js';
 
 export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
   if (d.driver === 'postgres') {
-    await db.schema.alterTable('transactions').alterColumn('status', (c) => c.setDataType('varchar(32)')).execute();
-    await db.schema.alterTable('transactions').alterColumn('failure_reason', (c) => c.setDataType('varchar(32)')).execute();
+    await db.schema
+      .alterTable('transactions')
+      .alterColumn('status', (c) => c.setDataType('varchar(32)'))
+      .execute();
+    await db.schema
+      .alterTable('transactions')
+      .alterColumn('failure_reason', (c) => c.setDataType('varchar(32)'))
+      .execute();
   }
   await db.schema.alterTable('transactions').addColumn('requested_fees', 'text').execute();
 }

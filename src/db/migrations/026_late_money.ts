@@ -38,17 +38,31 @@ async function relaxSqlite(db: Kysely<any>, d: SqlDialect): Promise<void> {
     .addColumn('created_at', ts, (c) => c.notNull())
     .addColumn('internal', 'integer', (c) => c.notNull().defaultTo(0))
     .execute();
-  const columns = sql.raw('id, charge_id, network_id, tx_hash, log_index, from_address, amount, block_number, block_hash, block_timestamp, confirmed, notified, created_at, internal');
+  const columns = sql.raw(
+    'id, charge_id, network_id, tx_hash, log_index, from_address, amount, block_number, block_hash, block_timestamp, confirmed, notified, created_at, internal',
+  );
   await sql`INSERT INTO charge_payments_026 (${columns}) SELECT ${columns} FROM charge_payments`.execute(db);
   await db.schema.dropTable('charge_payments').execute();
   await db.schema.alterTable('charge_payments_026').renameTo('charge_payments').execute();
-  await db.schema.createIndex('charge_payments_unique_idx').unique().on('charge_payments').columns(['charge_id', 'tx_hash', 'log_index']).execute();
-  await db.schema.createIndex('charge_payments_network_idx').on('charge_payments').columns(['network_id', 'confirmed', 'block_number']).execute();
+  await db.schema
+    .createIndex('charge_payments_unique_idx')
+    .unique()
+    .on('charge_payments')
+    .columns(['charge_id', 'tx_hash', 'log_index'])
+    .execute();
+  await db.schema
+    .createIndex('charge_payments_network_idx')
+    .on('charge_payments')
+    .columns(['network_id', 'confirmed', 'block_number'])
+    .execute();
 }
 
 export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
   if (d.driver === 'sqlite') await relaxSqlite(db, d);
-  else await sql`ALTER TABLE charge_payments ALTER COLUMN tx_hash DROP NOT NULL, ALTER COLUMN from_address DROP NOT NULL, ALTER COLUMN block_hash DROP NOT NULL`.execute(db);
+  else
+    await sql`ALTER TABLE charge_payments ALTER COLUMN tx_hash DROP NOT NULL, ALTER COLUMN from_address DROP NOT NULL, ALTER COLUMN block_hash DROP NOT NULL`.execute(
+      db,
+    );
 
   await db.schema
     .createTable('charge_late_announcements')
@@ -58,5 +72,10 @@ export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
     .addColumn('ordinal', 'integer', (c) => c.notNull())
     .addColumn('created_at', d.bigintType, (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('charge_late_announcements_unique_idx').unique().on('charge_late_announcements').columns(['charge_id', 'tx_hash', 'ordinal']).execute();
+  await db.schema
+    .createIndex('charge_late_announcements_unique_idx')
+    .unique()
+    .on('charge_late_announcements')
+    .columns(['charge_id', 'tx_hash', 'ordinal'])
+    .execute();
 }

@@ -23,8 +23,14 @@ import { sql, type Kysely } from 'kysely';
 import type { SqlDialect } from '../dialect.js';
 
 export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
-  await db.schema.alterTable('charge_payments').addColumn('screened', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-  await db.schema.alterTable('charge_payments').addColumn('screened_notified', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('charge_payments')
+    .addColumn('screened', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
+  await db.schema
+    .alterTable('charge_payments')
+    .addColumn('screened_notified', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
   await db.schema
     .createIndex('charge_payments_screened_idx')
     .on('charge_payments')
@@ -39,5 +45,10 @@ export async function up(db: Kysely<any>, d: SqlDialect): Promise<void> {
     .addColumn('ordinal', 'integer', (c) => c.notNull())
     .addColumn('created_at', d.bigintType, (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('charge_screened_announcements_unique_idx').unique().on('charge_screened_announcements').columns(['charge_id', 'tx_hash', 'ordinal']).execute();
+  await db.schema
+    .createIndex('charge_screened_announcements_unique_idx')
+    .unique()
+    .on('charge_screened_announcements')
+    .columns(['charge_id', 'tx_hash', 'ordinal'])
+    .execute();
 }

@@ -139,7 +139,10 @@ export interface CountedUser extends TokenUser {
  * two batches never wait for each other's rows crosswise. Nothing is counted for a token that is
  * not live (its answer is undefined).
  */
-export async function findUsersByTokenHashesCounting(db: Executor, lookups: readonly CountingLookup[]): Promise<Array<CountedUser | undefined>> {
+export async function findUsersByTokenHashesCounting(
+  db: Executor,
+  lookups: readonly CountingLookup[],
+): Promise<Array<CountedUser | undefined>> {
   const nowMs = Math.max(...lookups.map((l) => l.window.nowMs));
   const w = lookups.map((l) => l.window);
   const key = sql`, k.key_prefix || substr(encode(sha256(convert_to(k.user_key_prefix || u.id::text, 'UTF8')), 'hex'), 1, 32) || k.key_suffix AS key, k.expire`;

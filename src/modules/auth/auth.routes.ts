@@ -16,7 +16,18 @@ const INVALID_CREDENTIALS = {
 export async function publicAuthRoutes(app: App, auth: AuthService): Promise<void> {
   app.post(
     '/auth/login',
-    { config: { noStore: true }, schema: { tags: ['auth'], summary: 'Log in and get a bearer token', description: 'Exchanges email and password for an opaque bearer token valid for TOKEN_TTL seconds. Failed attempts are limited per email and per IP (429 with Retry-After); this route is public and not counted in the per-user rate limit.', body: LoginBody, security: [], response: { ...responses(LoginData), 401: INVALID_CREDENTIALS } as ReturnType<typeof responses> } },
+    {
+      config: { noStore: true },
+      schema: {
+        tags: ['auth'],
+        summary: 'Log in and get a bearer token',
+        description:
+          'Exchanges email and password for an opaque bearer token valid for TOKEN_TTL seconds. Failed attempts are limited per email and per IP (429 with Retry-After); this route is public and not counted in the per-user rate limit.',
+        body: LoginBody,
+        security: [],
+        response: { ...responses(LoginData), 401: INVALID_CREDENTIALS } as ReturnType<typeof responses>,
+      },
+    },
     async (req) => {
       const { token, expiresAtMs } = await auth.login(req.body.email, req.body.password, req.ip);
       return ok(loginView(token, expiresAtMs), 'Logged in');
@@ -27,7 +38,14 @@ export async function publicAuthRoutes(app: App, auth: AuthService): Promise<voi
 export async function authRoutes(app: App, auth: AuthService): Promise<void> {
   app.post(
     '/auth/logout',
-    { schema: { tags: ['auth'], summary: 'Revoke the token used', description: 'Revokes the bearer token of this request; later requests with it answer 401 Invalid token.', response: responses(Type.Null()) } },
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'Revoke the token used',
+        description: 'Revokes the bearer token of this request; later requests with it answer 401 Invalid token.',
+        response: responses(Type.Null()),
+      },
+    },
     async (req) => {
       await auth.logout(req.tokenId!);
       return ok(null, 'Logged out');
@@ -36,7 +54,14 @@ export async function authRoutes(app: App, auth: AuthService): Promise<void> {
 
   app.get(
     '/auth/me',
-    { schema: { tags: ['auth'], summary: 'The authenticated user', description: 'The user the bearer token belongs to.', response: responses(UserData) } },
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'The authenticated user',
+        description: 'The user the bearer token belongs to.',
+        response: responses(UserData),
+      },
+    },
     async (req) => ok(userView(requireUser(req))),
   );
 }

@@ -121,7 +121,10 @@ export class AuthService {
     const nowMs = this.ctx.clock.nowMs();
     // SQLite: one process, the row served from the read cache. PostgreSQL: never cached (a logout
     // must be refused by every process at once); lookups batched as the counting ones are.
-    const row = this.ctx.store.driver === 'postgres' ? await this.lookups.submit({ tokenHash, nowMs }) : await repo.findUserByTokenHash(this.ctx.store.db, tokenHash, nowMs);
+    const row =
+      this.ctx.store.driver === 'postgres'
+        ? await this.lookups.submit({ tokenHash, nowMs })
+        : await repo.findUserByTokenHash(this.ctx.store.db, tokenHash, nowMs);
     if (!row) throw Errors.invalidToken();
     const { token_id, ...user } = row;
     return { user, tokenId: token_id };
@@ -135,7 +138,11 @@ export class AuthService {
    * them, each still reading the tokens as they are when that statement runs (a logout committed
    * before is refused, as with a statement of its own).
    */
-  async authenticateCounting(token: string, userKeyPrefix: string, window: SqlWindow): Promise<{ user: repo.AuthUser; tokenId: number; count: number }> {
+  async authenticateCounting(
+    token: string,
+    userKeyPrefix: string,
+    window: SqlWindow,
+  ): Promise<{ user: repo.AuthUser; tokenId: number; count: number }> {
     if (!TOKEN_PATTERN.test(token)) throw Errors.invalidToken();
     const row = await this.counting.submit({ tokenHash: sha256Hex(token), userKeyPrefix, window });
     if (!row) throw Errors.invalidToken();

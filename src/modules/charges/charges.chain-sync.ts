@@ -115,10 +115,12 @@ async function watchedAt(s: SyncScope, blockMs: number): Promise<Watched | null>
         const found = byLowerAddress(await pay.findWatchedDeposits(db, s.networkId, blockMs, missing));
         for (const a of missing) seen.set(a, found.get(a) ?? null);
       }
-      return new Map(addresses.flatMap((a) => {
-        const w = seen.get(a.toLowerCase());
-        return w ? [[a.toLowerCase(), w] as const] : [];
-      }));
+      return new Map(
+        addresses.flatMap((a) => {
+          const w = seen.get(a.toLowerCase());
+          return w ? [[a.toLowerCase(), w] as const] : [];
+        }),
+      );
     },
   };
 }
@@ -138,7 +140,12 @@ export async function anyDepositWatched(s: SyncScope, fromMs: number): Promise<b
  * Reads the block's payments to watched deposit addresses (node calls only, no transaction open).
  * `moves`: the block's internal transfers (its call traces), null when they were not read.
  */
-export async function readChargePayments(s: SyncScope, block: FullBlock, anyWatched = true, moves: readonly InternalTransfer[] | null = null): Promise<ChargeBlockPayments> {
+export async function readChargePayments(
+  s: SyncScope,
+  block: FullBlock,
+  anyWatched = true,
+  moves: readonly InternalTransfer[] | null = null,
+): Promise<ChargeBlockPayments> {
   const timestampMs = Number(block.timestamp) * 1000;
   const watched = anyWatched ? await watchedAt(s, timestampMs) : null;
   const found: Found = { payments: [], other: [] };
@@ -155,7 +162,11 @@ export async function readChargePayments(s: SyncScope, block: FullBlock, anyWatc
  * reads them again: src/workers/watcher.traces.ts), matched against the addresses watched at
  * the block's time as they would have been then; recorded like any block's payments.
  */
-export async function readInternalChargePayments(s: SyncScope, block: FullBlock, moves: readonly InternalTransfer[]): Promise<ChargeBlockPayments> {
+export async function readInternalChargePayments(
+  s: SyncScope,
+  block: FullBlock,
+  moves: readonly InternalTransfer[],
+): Promise<ChargeBlockPayments> {
   const watched = await watchedAt(s, Number(block.timestamp) * 1000);
   return chargeBlock(s, block, watched !== null, watched ? await internalNative(watched, moves) : { payments: [], other: [] });
 }
@@ -164,7 +175,8 @@ function chargeBlock(s: SyncScope, block: FullBlock, watching: boolean, found: F
   const timestampMs = Number(block.timestamp) * 1000;
   const payments = screen(s, found.payments);
   const b = { networkId: s.networkId, number: Number(block.number), hash: block.hash, timestampMs, payments };
-  if (payments.length + found.other.length > 0) s.log.info({ block: b.number, payments: payments.length, other_tokens: found.other.length }, 'charge payments seen');
+  if (payments.length + found.other.length > 0)
+    s.log.info({ block: b.number, payments: payments.length, other_tokens: found.other.length }, 'charge payments seen');
   return {
     watching,
     payments,
@@ -184,14 +196,22 @@ function chargeBlock(s: SyncScope, block: FullBlock, watching: boolean, found: F
 function screen(s: SyncScope, seen: Found['payments']): NewPayment[] {
   return seen.map((p) => {
     const screened = s.ctx.screening.isBlocked(p.from_address);
-    if (screened) s.log.warn({ charge_id: p.charge_id, tx_hash: p.tx_hash, from: p.from_address, amount: p.amount.toString() }, 'payment from an address blocked by screening: recorded, not counted');
+    if (screened)
+      s.log.warn(
+        { charge_id: p.charge_id, tx_hash: p.tx_hash, from: p.from_address, amount: p.amount.toString() },
+        'payment from an address blocked by screening: recorded, not counted',
+      );
     return { ...p, screened };
   });
 }
 
 /** The times of a batch of blocks the follower records (charge expiry is decided on them), in its transaction. */
 export function recordChargeBlockTimes(trx: Executor, networkId: number, blocks: ReadonlyArray<ChargeBlockPayments>): Promise<void> {
-  return pay.recordBlockTimes(trx, networkId, blocks.map((b) => b.block));
+  return pay.recordBlockTimes(
+    trx,
+    networkId,
+    blocks.map((b) => b.block),
+  );
 }
 
 function merge(into: Found, f: Found): void {
@@ -208,13 +228,27 @@ async function nativeTransfers(s: SyncScope, block: FullBlock, watched: Watched)
   const byAddress = await watched.among(sent.map((tx) => tx.to!));
   const txs = sent.filter((tx) => byAddress.has(tx.to!.toLowerCase()));
   if (txs.length === 0) return { payments: [], other: [] };
-  const receipts = await s.net(blockReceipts(s.client, block.hash, txs.map((tx) => tx.hash)));
+  const receipts = await s.net(
+    blockReceipts(
+      s.client,
+      block.hash,
+      txs.map((tx) => tx.hash),
+    ),
+  );
   const found: Found = { payments: [], other: [] };
   for (const tx of txs.filter((x) => receipts.get(x.hash)?.status === 'success')) {
     const w = byAddress.get(tx.to!.toLowerCase())!;
     if (tx.from.toLowerCase() === w.main_address.toLowerCase()) continue; // a gas top-up for a sweep
     if (w.contract.toLowerCase() !== NATIVE_CONTRACT) found.other.push(w.charge_id);
-    else found.payments.push({ charge_id: w.charge_id, tx_hash: tx.hash, log_index: -1, from_address: getAddress(tx.from), amount: tx.value, internal: false });
+    else
+      found.payments.push({
+        charge_id: w.charge_id,
+        tx_hash: tx.hash,
+        log_index: -1,
+        from_address: getAddress(tx.from),
+        amount: tx.value,
+        internal: false,
+      });
   }
   return found;
 }
@@ -235,7 +269,15 @@ async function internalNative(watched: Watched, moves: readonly InternalTransfer
     const w = byAddress.get(m.to.toLowerCase());
     if (!w || m.from.toLowerCase() === w.main_address.toLowerCase()) continue;
     if (w.contract.toLowerCase() !== NATIVE_CONTRACT) found.other.push(w.charge_id);
-    else found.payments.push({ charge_id: w.charge_id, tx_hash: m.txHash, log_index: -1 - m.index, from_address: getAddress(m.from), amount: m.value, internal: true });
+    else
+      found.payments.push({
+        charge_id: w.charge_id,
+        tx_hash: m.txHash,
+        log_index: -1 - m.index,
+        from_address: getAddress(m.from),
+        amount: m.value,
+        internal: true,
+      });
   }
   return found;
 }
@@ -252,7 +294,10 @@ async function tokenTransfers(s: SyncScope, block: FullBlock, watched: Watched):
   // else (looked up below) those of the wallets the block's transfers reached.
   let activeRows = watched.all ? await pay.listActiveContracts(db, [...new Set(watched.all.map((w) => w.wallet_id))]) : null;
   const contracts = watched.all
-    ? [...watched.all.filter((w) => w.contract.toLowerCase() !== NATIVE_CONTRACT).map((w) => w.contract), ...activeRows!.map((t) => t.contract)]
+    ? [
+        ...watched.all.filter((w) => w.contract.toLowerCase() !== NATIVE_CONTRACT).map((w) => w.contract),
+        ...activeRows!.map((t) => t.contract),
+      ]
     : await pay.listNetworkTokenContracts(db, s.networkId);
   const distinct = [...new Set(contracts.map((c) => c.toLowerCase()))] as Hex[];
   if (distinct.length === 0) return { payments: [], other: [] };
@@ -261,14 +306,26 @@ async function tokenTransfers(s: SyncScope, block: FullBlock, watched: Watched):
   const byAddress = await watched.among(logs.map((l) => l.to));
   const hit = [...byAddress.values()];
   activeRows ??= await pay.listActiveContracts(db, [...new Set(hit.map((w) => w.wallet_id))]);
-  const active = new Set([...hit.map((w) => ({ wallet_id: w.wallet_id, contract: w.contract })), ...activeRows].map((t) => `${t.wallet_id}:${t.contract.toLowerCase()}`));
+  const active = new Set(
+    [...hit.map((w) => ({ wallet_id: w.wallet_id, contract: w.contract })), ...activeRows].map(
+      (t) => `${t.wallet_id}:${t.contract.toLowerCase()}`,
+    ),
+  );
   const found: Found = { payments: [], other: [] };
   for (const l of logs) {
     const w = byAddress.get(l.to.toLowerCase());
     const contract = l.contract.toLowerCase();
     if (!w || l.removed || l.value === 0n || !active.has(`${w.wallet_id}:${contract}`)) continue;
     if (contract !== w.contract.toLowerCase()) found.other.push(w.charge_id);
-    else found.payments.push({ charge_id: w.charge_id, tx_hash: l.txHash, log_index: l.logIndex, from_address: getAddress(l.from), amount: l.value, internal: false });
+    else
+      found.payments.push({
+        charge_id: w.charge_id,
+        tx_hash: l.txHash,
+        log_index: l.logIndex,
+        from_address: getAddress(l.from),
+        amount: l.value,
+        internal: false,
+      });
   }
   return found;
 }
@@ -279,7 +336,13 @@ async function tokenTransfers(s: SyncScope, block: FullBlock, watched: Watched):
  * top-ups mined above it back in flight (`reopenMinedAbove`: the sweeper follows them again,
  * and sends a sweep the new chain and the node no longer have again as signed).
  */
-export async function rollBackChargePayments(trx: Executor, networkId: number, ancestor: number, nowMs: number, log: Logger): Promise<void> {
+export async function rollBackChargePayments(
+  trx: Executor,
+  networkId: number,
+  ancestor: number,
+  nowMs: number,
+  log: Logger,
+): Promise<void> {
   // The event orders of the users whose charges it may tell of (`charge.reopened`), before any
   // of their rows: the order every transaction that writes charge rows and events takes them in
   // (the late-payment announcement: the user's event order, then the payment's row).
@@ -287,7 +350,11 @@ export async function rollBackChargePayments(trx: Executor, networkId: number, a
   const touched = await pay.deleteAbove(trx, networkId, ancestor);
   const reopened = await pay.reopenSettledAbove(trx, networkId, ancestor, nowMs);
   const sweeps = await sweepRepo.reopenMinedAbove(trx, networkId, ancestor, nowMs);
-  if (sweeps.length > 0) log.warn({ ancestor, sweeps: sweeps.map((r) => r.id), charges: [...new Set(sweeps.map((r) => r.charge_id))] }, 'reorg: charge sweeps and gas top-ups mined above the common ancestor are in flight again');
+  if (sweeps.length > 0)
+    log.warn(
+      { ancestor, sweeps: sweeps.map((r) => r.id), charges: [...new Set(sweeps.map((r) => r.charge_id))] },
+      'reorg: charge sweeps and gas top-ups mined above the common ancestor are in flight again',
+    );
   if (touched.length + reopened.length === 0) return;
   for (const id of new Set([...touched, ...reopened])) {
     const terms = await pay.findTerms(trx, id);
@@ -306,5 +373,11 @@ export async function rollBackChargePayments(trx: Executor, networkId: number, a
 async function announceReopened(trx: Executor, chargeId: number, nowMs: number): Promise<void> {
   const charge = (await findChargeById(trx, chargeId))!;
   const wallet = (await findWalletView(trx, charge.wallet_id))!;
-  await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'charge.reopened', payload: chargeReopenedPayload(charge, nowMs), nowMs });
+  await recordEvent(trx, {
+    userId: wallet.user_id,
+    walletId: wallet.id,
+    name: 'charge.reopened',
+    payload: chargeReopenedPayload(charge, nowMs),
+    nowMs,
+  });
 }

@@ -50,6 +50,9 @@ export function decide(terms: Terms, payments: PaymentFacts[], height: number, h
   return { status: 'pending', paid, paidAtMs: null };
 }
 
-export function isLate(p: { block_number: number; block_timestamp: number }, c: { expires_at: number; settled_block: number | null }): boolean {
+export function isLate(
+  p: { block_number: number; block_timestamp: number },
+  c: { expires_at: number; settled_block: number | null },
+): boolean {
   return p.block_timestamp > c.expires_at || (c.settled_block !== null && p.block_number > c.settled_block);
 }

@@ -67,7 +67,9 @@ export async function listWatchedDeposits(db: Executor, networkId: number, block
 }
 
 /** Read for every block the watcher records: compiled once. */
-const watchedDeposits = prepare((db, networkId: number, blockMs: number, limit: number) => watchedQuery(db, networkId, blockMs).limit(limit));
+const watchedDeposits = prepare((db, networkId: number, blockMs: number, limit: number) =>
+  watchedQuery(db, networkId, blockMs).limit(limit),
+);
 
 /** Addresses looked up at once (each is two parameters: checksummed and lowercase). */
 const LOOKUP_CHUNK = 400;
@@ -78,7 +80,12 @@ const LOOKUP_CHUNK = 400;
  * of the block's recipients rather than of every open charge. Each address is looked up
  * checksummed and lowercase (a node's answers and the database may hold either form).
  */
-export async function findWatchedDeposits(db: Executor, networkId: number, blockMs: number, addresses: readonly string[]): Promise<WatchedDeposit[]> {
+export async function findWatchedDeposits(
+  db: Executor,
+  networkId: number,
+  blockMs: number,
+  addresses: readonly string[],
+): Promise<WatchedDeposit[]> {
   const unique = [...new Set(addresses)];
   const out: WatchedDeposit[] = [];
   for (let i = 0; i < unique.length; i += LOOKUP_CHUNK) {
@@ -105,7 +112,13 @@ export async function listNetworkTokenContracts(db: Executor, networkId: number)
 /** The contracts of the active ERC-20 tokens of some wallets. */
 export async function listActiveContracts(db: Executor, walletIds: number[]): Promise<{ wallet_id: number; contract: string }[]> {
   if (walletIds.length === 0) return [];
-  return db.selectFrom('wallet_tokens').select(['wallet_id', 'contract']).where('wallet_id', 'in', walletIds).where('is_active', '=', 1).where('is_native', '=', 0).execute();
+  return db
+    .selectFrom('wallet_tokens')
+    .select(['wallet_id', 'contract'])
+    .where('wallet_id', 'in', walletIds)
+    .where('is_active', '=', 1)
+    .where('is_native', '=', 0)
+    .execute();
 }
 
 /** Settled charges that received something other than a payment (another token): due a sweep now. */
@@ -118,16 +131,26 @@ export async function makeSettledDue(trx: Executor, ids: number[], nowMs: number
  * Records the times of some blocks of a network (one statement, in the follower's block
  * transaction); older times are pruned each time the batch reaches a multiple of PRUNE_EVERY.
  */
-export async function recordBlockTimes(trx: Executor, networkId: number, blocks: ReadonlyArray<{ number: number; timestampMs: number }>): Promise<void> {
+export async function recordBlockTimes(
+  trx: Executor,
+  networkId: number,
+  blocks: ReadonlyArray<{ number: number; timestampMs: number }>,
+): Promise<void> {
   if (blocks.length === 0) return;
   await trx
     .insertInto('charge_blocks')
     .values(blocks.map((b) => ({ network_id: networkId, block_number: b.number, block_timestamp: b.timestampMs })))
-    .onConflict((oc) => oc.columns(['network_id', 'block_number']).doUpdateSet((eb) => ({ block_timestamp: eb.ref('excluded.block_timestamp') })))
+    .onConflict((oc) =>
+      oc.columns(['network_id', 'block_number']).doUpdateSet((eb) => ({ block_timestamp: eb.ref('excluded.block_timestamp') })),
+    )
     .execute();
   const newest = Math.max(...blocks.map((b) => b.number));
   if (blocks.some((b) => b.number % PRUNE_EVERY === 0)) {
-    await trx.deleteFrom('charge_blocks').where('network_id', '=', networkId).where('block_number', '<', newest - KEEP_BLOCK_TIMES).execute();
+    await trx
+      .deleteFrom('charge_blocks')
+      .where('network_id', '=', networkId)
+      .where('block_number', '<', newest - KEEP_BLOCK_TIMES)
+      .execute();
   }
 }
 
@@ -186,7 +209,14 @@ export async function listUsersAbove(trx: Executor, networkId: number, ancestor:
     .where((eb) =>
       eb.or([
         eb('c.settled_block', '>', ancestor),
-        eb.exists(eb.selectFrom('charge_payments as p').select('p.id').whereRef('p.charge_id', '=', 'c.id').where('p.network_id', '=', networkId).where('p.block_number', '>', ancestor)),
+        eb.exists(
+          eb
+            .selectFrom('charge_payments as p')
+            .select('p.id')
+            .whereRef('p.charge_id', '=', 'c.id')
+            .where('p.network_id', '=', networkId)
+            .where('p.block_number', '>', ancestor),
+        ),
       ]),
     )
     .execute();
@@ -219,10 +249,30 @@ export async function blockTimeAtOrBelow(db: Executor, networkId: number, height
   return r ? Number(r.block_timestamp) : null;
 }
 
-const PAYMENT_COLUMNS = ['id', 'charge_id', 'tx_hash', 'log_index', 'from_address', 'amount', 'block_number', 'block_timestamp', 'confirmed', 'notified', 'internal', 'screened'] as const;
+const PAYMENT_COLUMNS = [
+  'id',
+  'charge_id',
+  'tx_hash',
+  'log_index',
+  'from_address',
+  'amount',
+  'block_number',
+  'block_timestamp',
+  'confirmed',
+  'notified',
+  'internal',
+  'screened',
+] as const;
 
 type RawPayment = Omit<PaymentRow, 'amount'> & { amount: string };
-const toPayment = (r: RawPayment): PaymentRow => ({ ...r, amount: BigInt(r.amount), block_number: Number(r.block_number), block_timestamp: Number(r.block_timestamp), internal: Number(r.internal), screened: Number(r.screened) });
+const toPayment = (r: RawPayment): PaymentRow => ({
+  ...r,
+  amount: BigInt(r.amount),
+  block_number: Number(r.block_number),
+  block_timestamp: Number(r.block_timestamp),
+  internal: Number(r.internal),
+  screened: Number(r.screened),
+});
 
 /** A charge's payments, in chain order. */
 export async function listPayments(db: Executor, chargeIds: number[], opts: { confirmedOnly: boolean }): Promise<PaymentRow[]> {
@@ -234,7 +284,12 @@ export async function listPayments(db: Executor, chargeIds: number[], opts: { co
 }
 
 /** Payments of the network newly at or below the confirmed height (bounded, oldest first). */
-export async function listNewlyConfirmed(db: Executor, networkId: number, height: number, limit: number): Promise<{ id: number; charge_id: number }[]> {
+export async function listNewlyConfirmed(
+  db: Executor,
+  networkId: number,
+  height: number,
+  limit: number,
+): Promise<{ id: number; charge_id: number }[]> {
   return db
     .selectFrom('charge_payments')
     .select(['id', 'charge_id'])
@@ -282,7 +337,11 @@ export async function markNotified(trx: Executor, id: number): Promise<boolean> 
  * payment was removed by a reorg and brought back). Keyed by its transaction and its place among
  * that transaction's payments to the charge, which a log index moved by the reorg keeps.
  */
-export async function recordAnnouncement(trx: Executor, p: Pick<PaymentRow, 'charge_id' | 'tx_hash' | 'log_index'> & { tx_hash: string }, nowMs: number): Promise<boolean> {
+export async function recordAnnouncement(
+  trx: Executor,
+  p: Pick<PaymentRow, 'charge_id' | 'tx_hash' | 'log_index'> & { tx_hash: string },
+  nowMs: number,
+): Promise<boolean> {
   const r = await trx
     .insertInto('charge_late_announcements')
     .values({ charge_id: p.charge_id, tx_hash: p.tx_hash, ordinal: await ordinalOf(trx, p), created_at: nowMs })
@@ -321,7 +380,12 @@ export async function listUnannouncedScreened(db: Executor, networkId: number, l
 
 /** Marks a screened payment announced; false when another worker did it first. */
 export async function markScreenedNotified(trx: Executor, id: number): Promise<boolean> {
-  const r = await trx.updateTable('charge_payments').set({ screened_notified: 1 }).where('id', '=', id).where('screened_notified', '=', 0).executeTakeFirst();
+  const r = await trx
+    .updateTable('charge_payments')
+    .set({ screened_notified: 1 })
+    .where('id', '=', id)
+    .where('screened_notified', '=', 0)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
 
@@ -329,7 +393,11 @@ export async function markScreenedNotified(trx: Executor, id: number): Promise<b
  * Records that `charge.screened` was written for a screened payment; false when it was before
  * (the payment was removed by a reorg and brought back). Keyed as `recordAnnouncement` is.
  */
-export async function recordScreenedAnnouncement(trx: Executor, p: Pick<PaymentRow, 'charge_id' | 'tx_hash' | 'log_index'> & { tx_hash: string }, nowMs: number): Promise<boolean> {
+export async function recordScreenedAnnouncement(
+  trx: Executor,
+  p: Pick<PaymentRow, 'charge_id' | 'tx_hash' | 'log_index'> & { tx_hash: string },
+  nowMs: number,
+): Promise<boolean> {
   const r = await trx
     .insertInto('charge_screened_announcements')
     .values({ charge_id: p.charge_id, tx_hash: p.tx_hash, ordinal: await ordinalOf(trx, p), created_at: nowMs })
@@ -386,7 +454,9 @@ export async function recordFoundPayment(
 
 /** The charge's row, locked until the end of the transaction (PostgreSQL; SQLite's transactions are serial). */
 export async function lockCharge(trx: Executor, id: number): Promise<void> {
-  await dialectOf(trx).forUpdate(trx.selectFrom('charges').select('id').where('id', '=', id)).executeTakeFirst();
+  await dialectOf(trx)
+    .forUpdate(trx.selectFrom('charges').select('id').where('id', '=', id))
+    .executeTakeFirst();
 }
 
 /** Pending charges of the network whose expiry is behind the confirmed chain time (bounded, earliest due first). */
@@ -425,11 +495,24 @@ export async function settleCharge(
   id: number,
   s: { status: 'paid' | 'expired' | 'failed'; paid: bigint; paidAt: number | null; block: number; nowMs: number },
 ): Promise<{ announced: string | null } | undefined> {
-  const before = await trx.selectFrom('charges').select('announced').where('id', '=', id).where('status', '=', 'pending').executeTakeFirst();
+  const before = await trx
+    .selectFrom('charges')
+    .select('announced')
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
   if (!before) return undefined;
   const r = await trx
     .updateTable('charges')
-    .set({ status: s.status, paid_amount: s.paid.toString(), paid_at: s.paidAt, settled_block: s.block, announced: s.status, sweep_due_at: s.nowMs, updated_at: s.nowMs })
+    .set({
+      status: s.status,
+      paid_amount: s.paid.toString(),
+      paid_at: s.paidAt,
+      settled_block: s.block,
+      announced: s.status,
+      sweep_due_at: s.nowMs,
+      updated_at: s.nowMs,
+    })
     .where('id', '=', id)
     .where('status', '=', 'pending')
     .executeTakeFirst();
@@ -446,8 +529,19 @@ export interface ChargeTerms {
 }
 
 export async function findTerms(db: Executor, id: number): Promise<ChargeTerms | undefined> {
-  const r = await db.selectFrom('charges').select(['id', 'status', 'amount', 'expires_at', 'settled_block']).where('id', '=', id).executeTakeFirst();
-  return r ? { ...r, amount: BigInt(r.amount), expires_at: Number(r.expires_at), settled_block: r.settled_block === null ? null : Number(r.settled_block) } : undefined;
+  const r = await db
+    .selectFrom('charges')
+    .select(['id', 'status', 'amount', 'expires_at', 'settled_block'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return r
+    ? {
+        ...r,
+        amount: BigInt(r.amount),
+        expires_at: Number(r.expires_at),
+        settled_block: r.settled_block === null ? null : Number(r.settled_block),
+      }
+    : undefined;
 }
 
 /** The charge's address is due a sweep now (a late payment arrived). */

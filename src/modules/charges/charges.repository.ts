@@ -93,19 +93,32 @@ export async function findChargeById(db: Executor, id: number): Promise<ChargeRo
 }
 
 export async function listCharges(db: Executor, walletId: number, page: { offset: number; limit: number }): Promise<ChargeRow[]> {
-  const rows = await charges(db).where('c.wallet_id', '=', walletId).orderBy('c.id', 'desc').limit(page.limit).offset(page.offset).execute();
+  const rows = await charges(db)
+    .where('c.wallet_id', '=', walletId)
+    .orderBy('c.id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
   return rows.map(toRow);
 }
 
 export async function countCharges(db: Executor, walletId: number): Promise<number> {
-  const r = await db.selectFrom('charges').select(db.fn.countAll<number>().as('n')).where('wallet_id', '=', walletId).executeTakeFirstOrThrow();
+  const r = await db
+    .selectFrom('charges')
+    .select(db.fn.countAll<number>().as('n'))
+    .where('wallet_id', '=', walletId)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
 /** Takes the next sub-wallet index of a wallet (caller holds the wallet lock, `lockWallet`). */
 export async function takeSubIndex(db: Executor, walletId: number): Promise<number> {
   const row = await db.selectFrom('wallets').select(['next_sub_index']).where('id', '=', walletId).executeTakeFirstOrThrow();
-  await db.updateTable('wallets').set({ next_sub_index: row.next_sub_index + 1 }).where('id', '=', walletId).execute();
+  await db
+    .updateTable('wallets')
+    .set({ next_sub_index: row.next_sub_index + 1 })
+    .where('id', '=', walletId)
+    .execute();
   return row.next_sub_index;
 }
 
@@ -115,13 +128,22 @@ export function subWalletPlace(id: number): SecretPlace {
 }
 
 /** Inserts a deposit address; its key is encrypted by `seal` once the row has its id (bound to it), in the same transaction. */
-export async function insertSubWallet(db: Executor, s: { wallet_id: number; derivation_index: number; address: string }, seal: (id: number) => string, nowMs: number) {
+export async function insertSubWallet(
+  db: Executor,
+  s: { wallet_id: number; derivation_index: number; address: string },
+  seal: (id: number) => string,
+  nowMs: number,
+) {
   const r = await db
     .insertInto('sub_wallets')
     .values({ ...s, private_key_enc: '', created_at: nowMs })
     .returning('id')
     .executeTakeFirstOrThrow();
-  await db.updateTable('sub_wallets').set({ private_key_enc: seal(r.id) }).where('id', '=', r.id).execute();
+  await db
+    .updateTable('sub_wallets')
+    .set({ private_key_enc: seal(r.id) })
+    .where('id', '=', r.id)
+    .execute();
   return r.id;
 }
 

@@ -33,7 +33,9 @@ export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: 
     {
       schema: {
         tags: ['charges'],
-        summary: 'Create a charge with its own deposit address', description: 'A payment request: a fresh deposit address derived from the wallet, an amount of one of its tokens and an expiry. The payer pays to `address` (or scans `payment_uri`); the charge turns paid, expired or failed and each change is an event.',
+        summary: 'Create a charge with its own deposit address',
+        description:
+          'A payment request: a fresh deposit address derived from the wallet, an amount of one of its tokens and an expiry. The payer pays to `address` (or scans `payment_uri`); the charge turns paid, expired or failed and each change is an event.',
         params: WalletParams,
         body: CreateChargeBody,
         response: responses(ChargeSchema),
@@ -51,7 +53,14 @@ export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: 
   app.get(
     '/wallet/:wallet/charge/show/:charge',
     {
-      schema: { tags: ['charges'], summary: 'A charge by id or uuid', description: 'One charge by its numeric id or its uuid, with what has been paid so far and its refunds (a refund’s `uuid` and `claim_url` are null to an API key without `charges:write` or `transactions:write`: a claim link names where the money goes).', params: ChargeParams, response: responses(ChargeSchema) },
+      schema: {
+        tags: ['charges'],
+        summary: 'A charge by id or uuid',
+        description:
+          'One charge by its numeric id or its uuid, with what has been paid so far and its refunds (a refund’s `uuid` and `claim_url` are null to an API key without `charges:write` or `transactions:write`: a claim link names where the money goes).',
+        params: ChargeParams,
+        response: responses(ChargeSchema),
+      },
       preValidation: async (req: FastifyRequest) => {
         const ref = (req.params as { charge: string }).charge;
         const charge = await charges.find(requireWallet(req).id, ref);
@@ -88,7 +97,9 @@ export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: 
     {
       schema: {
         tags: ['charges'],
-        summary: 'Charges of the wallet, newest first (X-Pagination-* and Link headers)', description: 'Newest first, paginated, filterable by status. A refund’s `uuid` and `claim_url` are null to an API key without `charges:write` or `transactions:write`.',
+        summary: 'Charges of the wallet, newest first (X-Pagination-* and Link headers)',
+        description:
+          'Newest first, paginated, filterable by status. A refund’s `uuid` and `claim_url` are null to an API key without `charges:write` or `transactions:write`.',
         params: WalletParams,
         querystring: Type.Object(PageQuerySchema),
         response: responses(Type.Array(ChargeSchema)),

@@ -18,21 +18,35 @@ const NullableObject = Type.Union([Type.Object({}, { additionalProperties: true 
 const JsonObject = Type.Object({}, { additionalProperties: true });
 
 const PaymentSchema = Type.Object({
-  tx_hash: Nullable(Type.String({ description: 'null: money found on the deposit address by its balance after its watch ended (the reconciliation’s `after_watch`); the transaction that brought it is not known' })),
+  tx_hash: Nullable(
+    Type.String({
+      description:
+        'null: money found on the deposit address by its balance after its watch ended (the reconciliation’s `after_watch`); the transaction that brought it is not known',
+    }),
+  ),
   from: Nullable(Type.String({ description: 'null when `tx_hash` is' })),
   amount: Type.String(),
   block_number: Type.Integer(),
   block_timestamp: Type.String(),
   late: Type.Boolean(),
-  internal: Type.Boolean({ description: 'true: the money reached the deposit address through a contract (an internal call; `tx_hash` is the transaction that carried it), false: a transfer to the address' }),
-  screened: Type.Boolean({ description: 'true: the sender was on the SCREENING_FILE list when the payment was recorded: kept and listed, never counted toward `paid_amount` (so it never pays the charge), told once by `charge.screened`, and swept to the main address with the rest for the operator to handle' }),
+  internal: Type.Boolean({
+    description:
+      'true: the money reached the deposit address through a contract (an internal call; `tx_hash` is the transaction that carried it), false: a transfer to the address',
+  }),
+  screened: Type.Boolean({
+    description:
+      'true: the sender was on the SCREENING_FILE list when the payment was recorded: kept and listed, never counted toward `paid_amount` (so it never pays the charge), told once by `charge.screened`, and swept to the main address with the rest for the operator to handle',
+  }),
 });
 
 const SweepSchema = Type.Object({
   tx_hash: Nullable(Type.String()),
   token: Type.String(),
   amount: Type.String(),
-  status: Type.String({ description: '`pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one; a confirmed one whose block a reorg removed goes back to `pending`)' }),
+  status: Type.String({
+    description:
+      '`pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one; a confirmed one whose block a reorg removed goes back to `pending`)',
+  }),
   created_at: Type.String(),
 });
 
@@ -55,11 +69,20 @@ export const ChargeSchema = Type.Object({
   info: NullableObject,
   created_at: Type.String(),
   updated_at: Type.String(),
-  payments: Type.Array(PaymentSchema, { description: 'Confirmed transfers to the deposit address; `late` for those after settlement and `screened` for those from a blocked sender (neither counted)' }),
+  payments: Type.Array(PaymentSchema, {
+    description:
+      'Confirmed transfers to the deposit address; `late` for those after settlement and `screened` for those from a blocked sender (neither counted)',
+  }),
   sweeps: Type.Array(SweepSchema, { description: 'Transfers of what the deposit address received to the wallet’s main address' }),
   refunds: Type.Array(RefundSchema, { description: 'Refunds of the charge, oldest first (POST .../charge/{charge}/refund)' }),
-  hosted_url: Type.String({ description: 'The public checkout page: PUBLIC_URL + /pay/{uuid}', examples: ['https://pay.example.com/pay/6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10'] }),
-  payment_uri: Type.String({ description: 'EIP-681 payment request: ethereum:{address}@{chain_id}?value={wei}, or ethereum:{contract}@{chain_id}/transfer?address={address}&uint256={units} for an ERC-20' }),
+  hosted_url: Type.String({
+    description: 'The public checkout page: PUBLIC_URL + /pay/{uuid}',
+    examples: ['https://pay.example.com/pay/6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10'],
+  }),
+  payment_uri: Type.String({
+    description:
+      'EIP-681 payment request: ethereum:{address}@{chain_id}?value={wei}, or ethereum:{contract}@{chain_id}/transfer?address={address}&uint256={units} for an ERC-20',
+  }),
 });
 
 export const ChargeParams = Type.Object({ wallet: Type.String(), charge: Type.String() });
@@ -67,7 +90,9 @@ export const ChargeParams = Type.Object({ wallet: Type.String(), charge: Type.St
 export const CreateChargeBody = Type.Object({
   amount: Type.Unknown({ description: 'Decimal string or number, > 0, at most the token’s decimals' }),
   token: Type.Unknown({ description: 'Symbol of an active token of the wallet' }),
-  expires: Type.Optional(Type.Integer({ minimum: CHARGE_EXPIRES_MIN_S, maximum: CHARGE_EXPIRES_MAX_S, description: 'Seconds, default 300' })),
+  expires: Type.Optional(
+    Type.Integer({ minimum: CHARGE_EXPIRES_MIN_S, maximum: CHARGE_EXPIRES_MAX_S, description: 'Seconds, default 300' }),
+  ),
   content: Type.Optional(Type.Union([JsonObject, Type.Null()], { description: 'What the payer sees; a JSON object up to 16 KiB' })),
   info: Type.Optional(Type.Union([JsonObject, Type.Null()], { description: 'Merchant metadata; a JSON object up to 16 KiB' })),
 });

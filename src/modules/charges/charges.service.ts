@@ -31,7 +31,6 @@ import { ChargeSettlement, type ConfirmedHeights } from './charges.settlement.js
 import { ChargeSweeper } from './charges.sweeps.js';
 import { chargeCreatedPayload } from './charges.views.js';
 
-
 export class ChargeService {
   private readonly settlement: ChargeSettlement;
   private readonly sweeper: ChargeSweeper;
@@ -57,7 +56,13 @@ export class ChargeService {
     const now = this.ctx.clock.nowMs();
     const id = await db.transaction().execute(async (trx) => {
       const charge = await this.insertWithDepositAddress(trx, wallet, input, mnemonic, now);
-      await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'charge.created', payload: chargeCreatedPayload(charge), nowMs: now });
+      await recordEvent(trx, {
+        userId: wallet.user_id,
+        walletId: wallet.id,
+        name: 'charge.created',
+        payload: chargeCreatedPayload(charge),
+        nowMs: now,
+      });
       await opts.inTransaction?.(trx, charge);
       return charge.id;
     });
@@ -66,7 +71,13 @@ export class ChargeService {
   }
 
   /** Derives the next deposit address of the wallet (under its lock) and inserts the charge paying to it. */
-  private async insertWithDepositAddress(trx: Executor, wallet: WalletView, input: ChargeInput, mnemonic: string, nowMs: number): Promise<ChargeRow> {
+  private async insertWithDepositAddress(
+    trx: Executor,
+    wallet: WalletView,
+    input: ChargeInput,
+    mnemonic: string,
+    nowMs: number,
+  ): Promise<ChargeRow> {
     await lockWallet(trx, wallet.id);
     const index = await repo.takeSubIndex(trx, wallet.id);
     const key = deriveKey(mnemonic, index);
@@ -152,7 +163,11 @@ export class ChargeService {
   private async withActivity(rows: ChargeRow[]): Promise<ChargeRow[]> {
     const db = this.ctx.store.db;
     const ids = rows.map((c) => c.id);
-    const [payments, sweeps, refunds] = await Promise.all([listPayments(db, ids, { confirmedOnly: true }), listSweeps(db, ids), listRefunds(db, ids)]);
+    const [payments, sweeps, refunds] = await Promise.all([
+      listPayments(db, ids, { confirmedOnly: true }),
+      listSweeps(db, ids),
+      listRefunds(db, ids),
+    ]);
     const viewedAt = this.ctx.clock.nowMs();
     return rows.map((c) => ({
       ...c,

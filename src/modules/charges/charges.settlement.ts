@@ -103,7 +103,10 @@ export class ChargeSettlement {
     if (cursor === undefined) return null;
     const height = confirmedHeight(cursor, network.confirmations);
     if (height < at.height) {
-      this.log.info({ network_id: network.id, read: at.height, now: height }, 'the confirmed height moved back (a reorg) while settling: decided again next tick');
+      this.log.info(
+        { network_id: network.id, read: at.height, now: height },
+        'the confirmed height moved back (a reorg) while settling: decided again next tick',
+      );
       return null;
     }
     return { height, timeMs: await pay.blockTimeAtOrBelow(trx, network.id, height) };
@@ -116,7 +119,10 @@ export class ChargeSettlement {
     await this.ctx.store.db.transaction().execute(async (trx) => {
       const now = await this.confirmedIn(trx, network, at);
       if (!now) return;
-      await pay.markConfirmed(trx, rows.map((r) => r.id));
+      await pay.markConfirmed(
+        trx,
+        rows.map((r) => r.id),
+      );
       for (const chargeId of new Set(rows.map((r) => r.charge_id))) await this.decideOne(trx, chargeId, now);
     });
   }
@@ -157,11 +163,22 @@ export class ChargeSettlement {
     try {
       const charge = await repo.findChargeById(db, chargeId);
       if (!charge) return;
-      const seen = (await pay.listPayments(db, [chargeId], { confirmedOnly: false })).filter((p) => p.block_number <= height).reduce((a, p) => a + p.amount, 0n);
+      const seen = (await pay.listPayments(db, [chargeId], { confirmedOnly: false }))
+        .filter((p) => p.block_number <= height)
+        .reduce((a, p) => a + p.amount, 0n);
       const balance = await readBalance(this.ctx.chains.get(network), charge.contract, charge.address as Address, BigInt(height));
       if (balance <= seen) return;
-      const fields = { charge_id: chargeId, address: charge.address, balance: balance.toString(), payments: seen.toString(), block: height };
-      this.log.warn(fields, 'a charge deposit address holds more than the transfers seen (an internal transaction on a node without traces?): settled on the transfers seen; the balance is swept');
+      const fields = {
+        charge_id: chargeId,
+        address: charge.address,
+        balance: balance.toString(),
+        payments: seen.toString(),
+        block: height,
+      };
+      this.log.warn(
+        fields,
+        'a charge deposit address holds more than the transfers seen (an internal transaction on a node without traces?): settled on the transfers seen; the balance is swept',
+      );
     } catch (e) {
       this.log.debug({ err: e, charge_id: chargeId }, 'could not compare a deposit address balance with its payments');
     }
@@ -177,7 +194,10 @@ export class ChargeSettlement {
     const won = await pay.settleCharge(trx, chargeId, { status: d.status, paid: d.paid, paidAt: d.paidAtMs, block: at.height, nowMs: now });
     if (!won) return;
     const charge = (await repo.findChargeById(trx, chargeId))!;
-    this.log.info({ charge_id: chargeId, wallet_id: charge.wallet_id, status: d.status, paid_amount: d.paid.toString(), block: at.height }, 'charge settled');
+    this.log.info(
+      { charge_id: chargeId, wallet_id: charge.wallet_id, status: d.status, paid_amount: d.paid.toString(), block: at.height },
+      'charge settled',
+    );
     const wallet = (await findWalletView(trx, charge.wallet_id))!;
     const payload = chargeFinishedPayload(charge, d.status, d.paidAtMs ?? now);
     await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: `charge.${d.status}`, payload, nowMs: now });
@@ -206,8 +226,17 @@ export class ChargeSettlement {
         await pay.makeSweepDue(trx, charge.id, now);
         if (p.tx_hash !== null && !(await pay.recordAnnouncement(trx, { ...p, tx_hash: p.tx_hash }, now))) return;
         const current = (await repo.findChargeById(trx, p.charge_id))!;
-        await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'charge.delayed', payload: chargeDelayedPayload(current, p), nowMs: now });
-        this.log.info({ charge_id: charge.id, tx_hash: p.tx_hash, amount: p.amount.toString(), status: current.status }, 'late payment to a settled charge');
+        await recordEvent(trx, {
+          userId: wallet.user_id,
+          walletId: wallet.id,
+          name: 'charge.delayed',
+          payload: chargeDelayedPayload(current, p),
+          nowMs: now,
+        });
+        this.log.info(
+          { charge_id: charge.id, tx_hash: p.tx_hash, amount: p.amount.toString(), status: current.status },
+          'late payment to a settled charge',
+        );
       });
     }
   }
@@ -230,8 +259,17 @@ export class ChargeSettlement {
         const now = this.ctx.clock.nowMs();
         if (p.tx_hash !== null && !(await pay.recordScreenedAnnouncement(trx, { ...p, tx_hash: p.tx_hash }, now))) return;
         const current = (await repo.findChargeById(trx, p.charge_id))!;
-        await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'charge.screened', payload: chargeScreenedPayload(current, p), nowMs: now });
-        this.log.warn({ charge_id: charge.id, tx_hash: p.tx_hash, from: p.from_address, amount: p.amount.toString(), status: current.status }, 'payment from an address blocked by screening: told by charge.screened, not counted');
+        await recordEvent(trx, {
+          userId: wallet.user_id,
+          walletId: wallet.id,
+          name: 'charge.screened',
+          payload: chargeScreenedPayload(current, p),
+          nowMs: now,
+        });
+        this.log.warn(
+          { charge_id: charge.id, tx_hash: p.tx_hash, from: p.from_address, amount: p.amount.toString(), status: current.status },
+          'payment from an address blocked by screening: told by charge.screened, not counted',
+        );
       });
     }
   }

@@ -48,11 +48,33 @@ function sweeps(db: Executor) {
   return db
     .selectFrom('charge_sweeps as w')
     .innerJoin('wallet_tokens as t', 't.id', 'w.token_id')
-    .select(['w.id', 'w.charge_id', 'w.kind', 'w.token_id', 'w.amount', 'w.status', 'w.tx_hash', 'w.raw_tx', 'w.nonce', 'w.transaction_id', 'w.live_key', 'w.created_at', 't.symbol', 't.decimals', 't.wallet_id']);
+    .select([
+      'w.id',
+      'w.charge_id',
+      'w.kind',
+      'w.token_id',
+      'w.amount',
+      'w.status',
+      'w.tx_hash',
+      'w.raw_tx',
+      'w.nonce',
+      'w.transaction_id',
+      'w.live_key',
+      'w.created_at',
+      't.symbol',
+      't.decimals',
+      't.wallet_id',
+    ]);
 }
 
 type RawSweep = Omit<SweepRow, 'amount' | 'kind'> & { amount: string; kind: string };
-const toSweep = (r: RawSweep): SweepRow => ({ ...r, kind: r.kind as SweepKind, amount: BigInt(r.amount), nonce: r.nonce === null ? null : Number(r.nonce), created_at: Number(r.created_at) });
+const toSweep = (r: RawSweep): SweepRow => ({
+  ...r,
+  kind: r.kind as SweepKind,
+  amount: BigInt(r.amount),
+  nonce: r.nonce === null ? null : Number(r.nonce),
+  created_at: Number(r.created_at),
+});
 
 /** The sweeps (not the gas top-ups) of some charges, oldest first. */
 export async function listSweeps(db: Executor, chargeIds: number[]): Promise<SweepRow[]> {
@@ -77,7 +99,13 @@ export const isReplaced = (row: Pick<SweepRow, 'live_key'>) => row.live_key?.inc
 
 /** A row in flight that holds the charge: no new row of its kind is claimed and no look made while it is. */
 export async function hasLive(db: Executor, chargeId: number): Promise<boolean> {
-  const r = await db.selectFrom('charge_sweeps').select('id').where('charge_id', '=', chargeId).where('live_key', 'is not', null).where('live_key', 'not like', `%${REPLACED}%`).executeTakeFirst();
+  const r = await db
+    .selectFrom('charge_sweeps')
+    .select('id')
+    .where('charge_id', '=', chargeId)
+    .where('live_key', 'is not', null)
+    .where('live_key', 'not like', `%${REPLACED}%`)
+    .executeTakeFirst();
   return r !== undefined;
 }
 
@@ -87,7 +115,12 @@ export async function hasLive(db: Executor, chargeId: number): Promise<boolean> 
  * still mine it. False when it was no longer in flight.
  */
 export async function replace(db: Executor, row: Pick<SweepRow, 'id' | 'charge_id'>, nowMs: number): Promise<boolean> {
-  const r = await db.updateTable('charge_sweeps').set({ live_key: replacedKey(row.charge_id, row.id), updated_at: nowMs }).where('id', '=', row.id).where('live_key', 'is not', null).executeTakeFirst();
+  const r = await db
+    .updateTable('charge_sweeps')
+    .set({ live_key: replacedKey(row.charge_id, row.id), updated_at: nowMs })
+    .where('id', '=', row.id)
+    .where('live_key', 'is not', null)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
 
@@ -129,12 +162,18 @@ export async function reviveMined(trx: Executor, chargeId: number, txHash: strin
   const held = await trx.selectFrom('charge_sweeps').select('id').where('live_key', '=', liveKey(chargeId, 'sweep')).executeTakeFirst();
   await trx
     .updateTable('charge_sweeps')
-    .set({ status: 'pending', live_key: held ? reopenedKey(chargeId, 'sweep', failed.id) : liveKey(chargeId, 'sweep'), block_number: null, error: null, fee_paid: null, updated_at: nowMs })
+    .set({
+      status: 'pending',
+      live_key: held ? reopenedKey(chargeId, 'sweep', failed.id) : liveKey(chargeId, 'sweep'),
+      block_number: null,
+      error: null,
+      fee_paid: null,
+      updated_at: nowMs,
+    })
     .where('id', '=', failed.id)
     .execute();
   return true;
 }
-
 
 /** Whether a sweep of the charge is in flight with a nonce in [from, to), one that is sent again (not replaced). */
 export async function hasLiveNonceIn(db: Executor, chargeId: number, from: number, to: number): Promise<boolean> {
@@ -188,7 +227,16 @@ export async function claimLive(trx: Executor, s: NewSweep, nowMs: number): Prom
   if (revived) return revived.id;
   const r = await trx
     .insertInto('charge_sweeps')
-    .values({ ...s, amount: s.amount.toString(), status: 'pending', live_key: key, block_number: null, error: null, created_at: nowMs, updated_at: nowMs })
+    .values({
+      ...s,
+      amount: s.amount.toString(),
+      status: 'pending',
+      live_key: key,
+      block_number: null,
+      error: null,
+      created_at: nowMs,
+      updated_at: nowMs,
+    })
     .onConflict((oc) => oc.column('live_key').doNothing())
     .returning('id')
     .executeTakeFirst();
@@ -208,7 +256,15 @@ export async function finishLive(
 ): Promise<boolean> {
   const r = await db
     .updateTable('charge_sweeps')
-    .set({ status: f.status, live_key: null, tx_hash: f.tx_hash ?? undefined, block_number: f.block_number ?? null, error: f.error?.slice(0, 300) ?? null, fee_paid: f.fee_paid?.toString(), updated_at: nowMs })
+    .set({
+      status: f.status,
+      live_key: null,
+      tx_hash: f.tx_hash ?? undefined,
+      block_number: f.block_number ?? null,
+      error: f.error?.slice(0, 300) ?? null,
+      fee_paid: f.fee_paid?.toString(),
+      updated_at: nowMs,
+    })
     .where('id', '=', id)
     .where('live_key', 'is not', null)
     .executeTakeFirst();
@@ -222,11 +278,19 @@ export async function topUpState(db: Executor, transactionId: number): Promise<{
 
 /** The highest block of the charge's money: where it settled, its payments' blocks (late ones too) and its sweeps' and top-ups'; null without any. */
 export async function moneyBlock(db: Executor, chargeId: number): Promise<number | null> {
-  const paid = await db.selectFrom('charge_payments').select((eb) => eb.fn.max('block_number').as('block')).where('charge_id', '=', chargeId).executeTakeFirst();
+  const paid = await db
+    .selectFrom('charge_payments')
+    .select((eb) => eb.fn.max('block_number').as('block'))
+    .where('charge_id', '=', chargeId)
+    .executeTakeFirst();
   const settled = await db.selectFrom('charges').select('settled_block').where('id', '=', chargeId).executeTakeFirst();
   // Its sweeps and top-ups mined too: a balance read below an earlier sweep's block still shows
   // what that sweep took, and a second sweep signed from it can never mine (it stays pending).
-  const swept = await db.selectFrom('charge_sweeps').select((eb) => eb.fn.max('block_number').as('block')).where('charge_id', '=', chargeId).executeTakeFirst();
+  const swept = await db
+    .selectFrom('charge_sweeps')
+    .select((eb) => eb.fn.max('block_number').as('block'))
+    .where('charge_id', '=', chargeId)
+    .executeTakeFirst();
   const blocks = [paid?.block, settled?.settled_block, swept?.block].filter((b) => b !== null && b !== undefined).map(Number);
   return blocks.length > 0 ? Math.max(...blocks) : null;
 }
@@ -271,7 +335,16 @@ export async function clearDueWhileLive(db: Executor, chargeId: number, seenDueM
     .set({ sweep_due_at: null })
     .where('id', '=', chargeId)
     .where('sweep_due_at', '=', seenDueMs)
-    .where((eb) => eb.exists(eb.selectFrom('charge_sweeps').select('id').where('charge_id', '=', chargeId).where('live_key', 'is not', null).where('live_key', 'not like', `%${REPLACED}%`)))
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('charge_sweeps')
+          .select('id')
+          .where('charge_id', '=', chargeId)
+          .where('live_key', 'is not', null)
+          .where('live_key', 'not like', `%${REPLACED}%`),
+      ),
+    )
     .execute();
 }
 
@@ -304,8 +377,19 @@ interface Reopened {
  * rollback's transaction aborts whole and the follower makes it again on its next tick.
  */
 export async function reopenMinedAbove(trx: Executor, networkId: number, ancestor: number, nowMs: number): Promise<Reopened[]> {
-  const ofNetwork = trx.selectFrom('charges as c').innerJoin('wallets as n', 'n.id', 'c.wallet_id').select('c.id').where('n.network_id', '=', networkId);
-  const sweeps = await trx.selectFrom('charge_sweeps').select(['id', 'charge_id', 'kind']).where('kind', '=', 'sweep').where('live_key', 'is', null).where('block_number', '>', ancestor).where('charge_id', 'in', ofNetwork).execute();
+  const ofNetwork = trx
+    .selectFrom('charges as c')
+    .innerJoin('wallets as n', 'n.id', 'c.wallet_id')
+    .select('c.id')
+    .where('n.network_id', '=', networkId);
+  const sweeps = await trx
+    .selectFrom('charge_sweeps')
+    .select(['id', 'charge_id', 'kind'])
+    .where('kind', '=', 'sweep')
+    .where('live_key', 'is', null)
+    .where('block_number', '>', ancestor)
+    .where('charge_id', 'in', ofNetwork)
+    .execute();
   const topUps = await trx
     .selectFrom('charge_sweeps as w')
     .innerJoin('transactions as x', 'x.id', 'w.transaction_id')
@@ -315,13 +399,22 @@ export async function reopenMinedAbove(trx: Executor, networkId: number, ancesto
     .where('x.status', '=', 'pending')
     .where('w.charge_id', 'in', ofNetwork)
     .execute();
-  const rows = [...sweeps, ...topUps].map((r) => ({ id: r.id, charge_id: Number(r.charge_id), kind: r.kind as SweepKind })).sort((a, b) => a.id - b.id);
+  const rows = [...sweeps, ...topUps]
+    .map((r) => ({ id: r.id, charge_id: Number(r.charge_id), kind: r.kind as SweepKind }))
+    .sort((a, b) => a.id - b.id);
   for (const r of rows) {
     const key = liveKey(r.charge_id, r.kind);
     const held = await trx.selectFrom('charge_sweeps').select('id').where('live_key', '=', key).executeTakeFirst();
     await trx
       .updateTable('charge_sweeps')
-      .set({ status: 'pending', live_key: held ? reopenedKey(r.charge_id, r.kind, r.id) : key, block_number: null, fee_paid: null, error: null, updated_at: nowMs })
+      .set({
+        status: 'pending',
+        live_key: held ? reopenedKey(r.charge_id, r.kind, r.id) : key,
+        block_number: null,
+        fee_paid: null,
+        error: null,
+        updated_at: nowMs,
+      })
       .where('id', '=', r.id)
       .execute();
   }

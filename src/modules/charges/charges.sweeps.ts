@@ -43,7 +43,16 @@
  * - OP-stack networks: the L1 data fee (src/chain/fees.ts `l1Fee`, with its headroom) is part of
  *   a sweep's maximum fee: the native amount leaves room for it, a token's gas top-up covers it.
  */
-import { BaseError, ExecutionRevertedError, getAddress, keccak256, parseTransaction, type Address, type Hex, type PublicClient } from 'viem';
+import {
+  BaseError,
+  ExecutionRevertedError,
+  getAddress,
+  keccak256,
+  parseTransaction,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from 'viem';
 import type { Logger } from 'pino';
 import type { AppContext } from '../../context.js';
 import type { Executor } from '../../db/index.js';
@@ -98,12 +107,15 @@ async function feeModel(client: PublicClient): Promise<FeeModel> {
 
 /** The signing fees as src/chain/fees.ts names them (for the L1 data fee quote). */
 const asFees = (f: FeeModel): Fees =>
-  f.type === 'eip1559' ? { kind: 'eip1559', maxFeePerGas: f.maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas } : { kind: 'legacy', maxFeePerGas: f.gasPrice, maxPriorityFeePerGas: f.gasPrice };
+  f.type === 'eip1559'
+    ? { kind: 'eip1559', maxFeePerGas: f.maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas }
+    : { kind: 'legacy', maxFeePerGas: f.gasPrice, maxPriorityFeePerGas: f.gasPrice };
 
 /** The fees a signed sweep carries. */
 function signedFees(raw: Hex): FeeModel {
   const tx = parseTransaction(raw);
-  if (tx.type === 'eip1559') return { type: 'eip1559', maxFeePerGas: tx.maxFeePerGas ?? 0n, maxPriorityFeePerGas: tx.maxPriorityFeePerGas ?? 0n };
+  if (tx.type === 'eip1559')
+    return { type: 'eip1559', maxFeePerGas: tx.maxFeePerGas ?? 0n, maxPriorityFeePerGas: tx.maxPriorityFeePerGas ?? 0n };
   return { type: 'legacy', gasPrice: tx.gasPrice ?? 0n };
 }
 
@@ -193,7 +205,11 @@ export class ChargeSweeper {
     if (!found) return sw.clearDue(db, chargeId, seenDue);
     const at = await this.readHeight(found);
     const replaced = await sw.lowestReplaced(db, chargeId);
-    const t: Target = { ...found, at, replacing: replaced && { nonce: replaced.nonce, fees: replaced.raw.map((r) => signedFees(r as Hex)) } };
+    const t: Target = {
+      ...found,
+      at,
+      replacing: replaced && { nonce: replaced.nonce, fees: replaced.raw.map((r) => signedFees(r as Hex)) },
+    };
     const owner = t.charge.address as Address;
     const tokens = await this.tokensToSweep(t);
     let waiting = false;
@@ -265,7 +281,10 @@ export class ChargeSweeper {
     const l1 = await l1Fee(t.client, { chainId: t.network.chain_id, nonce: 0, gas, to, value: balance }, asFees(exact));
     const maxFee = gas * perGas(fees) + l1;
     if (balance <= maxFee) {
-      t.log.info({ address: from, balance: balance.toString(), max_fee: maxFee.toString(), symbol: native.symbol }, 'dust left on a charge deposit address: the balance does not cover the fee of sweeping it');
+      t.log.info(
+        { address: from, balance: balance.toString(), max_fee: maxFee.toString(), symbol: native.symbol },
+        'dust left on a charge deposit address: the balance does not cover the fee of sweeping it',
+      );
       return false;
     }
     await this.send(t, native, balance - maxFee, { to, value: balance - maxFee, gas, fees: exact });
@@ -285,10 +304,19 @@ export class ChargeSweeper {
     const contract = getAddress(token.contract);
     let gas: bigint;
     try {
-      gas = await t.client.estimateContractGas({ address: contract, abi: ERC20_ABI, functionName: 'transfer', args: [to, amount], account: from });
+      gas = await t.client.estimateContractGas({
+        address: contract,
+        abi: ERC20_ABI,
+        functionName: 'transfer',
+        args: [to, amount],
+        account: from,
+      });
     } catch (e) {
       if (!reverts(e)) throw e; // tried again SWEEP_RETRY_MS later (tick)
-      t.log.warn({ err: e, symbol: token.symbol, amount: amount.toString() }, 'a token on a charge deposit address cannot be moved now (its transfer would revert); tried again later');
+      t.log.warn(
+        { err: e, symbol: token.symbol, amount: amount.toString() },
+        'a token on a charge deposit address cannot be moved now (its transfer would revert); tried again later',
+      );
       return 'wait';
     }
     const data = erc20TransferData(to, amount);
@@ -302,14 +330,32 @@ export class ChargeSweeper {
   }
 
   /** Signs with the deposit key, records the sweep (committed), then sends it. */
-  private async send(t: Target, token: WalletTokenRow, amount: bigint, call: { to: Address; value: bigint; data?: Hex; gas: bigint; fees: FeeModel }): Promise<void> {
+  private async send(
+    t: Target,
+    token: WalletTokenRow,
+    amount: bigint,
+    call: { to: Address; value: bigint; data?: Hex; gas: bigint; fees: FeeModel },
+  ): Promise<void> {
     const db = this.ctx.store.db;
-    const account = accountFromKey(this.ctx.secrets.decrypt(await repo.subWalletKey(db, t.charge.sub_wallet_id), repo.subWalletPlace(t.charge.sub_wallet_id)) as Hex);
+    const account = accountFromKey(
+      this.ctx.secrets.decrypt(await repo.subWalletKey(db, t.charge.sub_wallet_id), repo.subWalletPlace(t.charge.sub_wallet_id)) as Hex,
+    );
     const nonce = t.replacing?.nonce ?? (await this.nextNonce(t, t.at ?? -1));
     const base = { chainId: t.network.chain_id, nonce, gas: call.gas, to: call.to, value: call.value, data: call.data };
-    const raw = await account.signTransaction(call.fees.type === 'eip1559' ? { ...base, ...call.fees } : { ...base, type: 'legacy', gasPrice: call.fees.gasPrice });
+    const raw = await account.signTransaction(
+      call.fees.type === 'eip1559' ? { ...base, ...call.fees } : { ...base, type: 'legacy', gasPrice: call.fees.gasPrice },
+    );
     const hash = keccak256(raw);
-    const row = { charge_id: t.charge.id, kind: 'sweep' as const, token_id: token.id, amount, tx_hash: hash, raw_tx: raw, nonce, transaction_id: null };
+    const row = {
+      charge_id: t.charge.id,
+      kind: 'sweep' as const,
+      token_id: token.id,
+      amount,
+      tx_hash: hash,
+      raw_tx: raw,
+      nonce,
+      transaction_id: null,
+    };
     const id = await sw.claimLive(db, row, this.ctx.clock.nowMs());
     if (id === null) return; // another process is sweeping this address
     t.log.info({ tx_hash: hash, symbol: token.symbol, amount: amount.toString() }, 'charge deposit address swept to the main address');
@@ -327,7 +373,11 @@ export class ChargeSweeper {
    * next sweep is signed at its nonce with higher fees, so at most one of the two can mine and
    * the chain says which.
    */
-  private async broadcast(t: Target, s: Pick<SweepRow, 'id' | 'charge_id' | 'raw_tx' | 'tx_hash' | 'nonce'>, send: 'first' | 'again'): Promise<void> {
+  private async broadcast(
+    t: Target,
+    s: Pick<SweepRow, 'id' | 'charge_id' | 'raw_tx' | 'tx_hash' | 'nonce'>,
+    send: 'first' | 'again',
+  ): Promise<void> {
     const outcome = await broadcastRaw(t.client, s.raw_tx as Hex, s.tx_hash as Hex);
     if (outcome.kind !== 'rejected') return; // sent, known, or ambiguous: tracking asks the node again
     const db = this.ctx.store.db;
@@ -335,8 +385,15 @@ export class ChargeSweeper {
     if (send === 'again') {
       if (!outcome.nonceUsed && s.nonce !== null && (await sw.replace(db, s, now))) {
         await sw.setDue(db, s.charge_id, now);
-        t.log.warn({ tx_hash: s.tx_hash, reason: outcome.reason }, 'charge sweep re-send refused by the node; followed until its nonce is used, a replacement sent at its nonce');
-      } else if (outcome.nonceUsed) t.log.warn({ tx_hash: s.tx_hash, reason: outcome.reason }, 'charge sweep re-send refused by the node; it stays in flight until its nonce is used');
+        t.log.warn(
+          { tx_hash: s.tx_hash, reason: outcome.reason },
+          'charge sweep re-send refused by the node; followed until its nonce is used, a replacement sent at its nonce',
+        );
+      } else if (outcome.nonceUsed)
+        t.log.warn(
+          { tx_hash: s.tx_hash, reason: outcome.reason },
+          'charge sweep re-send refused by the node; it stays in flight until its nonce is used',
+        );
       return;
     }
     // Failed and the next sweep scheduled in one transaction: a crash between the two would
@@ -358,12 +415,19 @@ export class ChargeSweeper {
     }
     const claim = { charge_id: t.charge.id, kind: 'gas' as const, token_id: native.id, amount: wei, raw_tx: null, nonce: null };
     try {
-      const tx = await this.transactions.create(t.wallet, { amount: wei, token: native, to: getAddress(t.charge.address) }, {
-        exemptFromPolicy: true,
-        inTransaction: async (trx, rec) => {
-          if ((await sw.claimLive(trx, { ...claim, tx_hash: rec.tx_hash ?? '', transaction_id: rec.id }, this.ctx.clock.nowMs())) === null) throw new TopUpTaken();
+      const tx = await this.transactions.create(
+        t.wallet,
+        { amount: wei, token: native, to: getAddress(t.charge.address) },
+        {
+          exemptFromPolicy: true,
+          inTransaction: async (trx, rec) => {
+            if (
+              (await sw.claimLive(trx, { ...claim, tx_hash: rec.tx_hash ?? '', transaction_id: rec.id }, this.ctx.clock.nowMs())) === null
+            )
+              throw new TopUpTaken();
+          },
         },
-      });
+      );
       t.log.info({ transaction_id: tx.id, amount: wei.toString() }, 'gas sent to a charge deposit address for its token sweep');
     } catch (e) {
       if (e instanceof TopUpTaken) return;
@@ -380,7 +444,8 @@ export class ChargeSweeper {
         if (row.kind === 'gas') await this.trackTopUp(row);
         else await this.trackSweep(row, settled);
       } catch (e) {
-        if (!isUnreachable(e)) this.log.warn({ err: e, charge_id: row.charge_id, tx_hash: row.tx_hash }, 'could not follow a charge sweep; trying again');
+        if (!isUnreachable(e))
+          this.log.warn({ err: e, charge_id: row.charge_id, tx_hash: row.tx_hash }, 'could not follow a charge sweep; trying again');
       }
     }
   }
@@ -413,7 +478,12 @@ export class ChargeSweeper {
       if (block > final) return; // not deep enough yet
       const ok = receipt.status === 'success';
       const mined = { network: t.network, block, hash: receipt.blockHash };
-      await this.finish(row, { status: ok ? 'confirmed' : 'failed', block_number: block, error: ok ? null : 'reverted', fee_paid: receiptFee(receipt) }, ok ? 0 : SWEEP_RETRY_MS, mined);
+      await this.finish(
+        row,
+        { status: ok ? 'confirmed' : 'failed', block_number: block, error: ok ? null : 'reverted', fee_paid: receiptFee(receipt) },
+        ok ? 0 : SWEEP_RETRY_MS,
+        mined,
+      );
       return;
     }
     const usedBy = await this.nonceUser(t, row, final);
@@ -447,7 +517,9 @@ export class ChargeSweeper {
       else lo = mid;
     }
     const block = await fullBlockAt(t.client, hi);
-    const tx = block.transactions.find((x) => x.hash.toLowerCase() === row.tx_hash?.toLowerCase() || (x.from.toLowerCase() === address.toLowerCase() && x.nonce === nonce));
+    const tx = block.transactions.find(
+      (x) => x.hash.toLowerCase() === row.tx_hash?.toLowerCase() || (x.from.toLowerCase() === address.toLowerCase() && x.nonce === nonce),
+    );
     // Not in the block (a state change that is no transaction, e.g. a devnet's anvil_setNonce):
     // used, and not by this sweep.
     return tx?.hash ?? NOT_A_SWEEP;
@@ -467,8 +539,15 @@ export class ChargeSweeper {
       return sw.reviveMined(trx, row.charge_id, usedBy, now);
     });
     if (revived === null) return;
-    this.log.warn({ charge_id: row.charge_id, tx_hash: row.tx_hash, used_by: usedBy }, 'charge sweep failed: its nonce was used by another transaction (dropped)');
-    if (revived) this.log.warn({ charge_id: row.charge_id, tx_hash: usedBy }, 'a charge sweep marked failed was mined: back in flight, to be confirmed');
+    this.log.warn(
+      { charge_id: row.charge_id, tx_hash: row.tx_hash, used_by: usedBy },
+      'charge sweep failed: its nonce was used by another transaction (dropped)',
+    );
+    if (revived)
+      this.log.warn(
+        { charge_id: row.charge_id, tx_hash: usedBy },
+        'a charge sweep marked failed was mined: back in flight, to be confirmed',
+      );
   }
 
   /**
@@ -493,7 +572,12 @@ export class ChargeSweeper {
       return this.finish(row, { status: 'failed', error: 'dropped: its nonce follows one no sweep in flight will use' }, SWEEP_RETRY_MS);
     }
     if (row.raw_tx !== null) return this.broadcast(t, row, 'again');
-    if (nonce === next) await this.finish(row, { status: 'failed', error: 'dropped: removed by a reorg; its signed transaction was not kept' }, SWEEP_RETRY_MS);
+    if (nonce === next)
+      await this.finish(
+        row,
+        { status: 'failed', error: 'dropped: removed by a reorg; its signed transaction was not kept' },
+        SWEEP_RETRY_MS,
+      );
   }
 
   /**
@@ -533,7 +617,10 @@ export class ChargeSweeper {
     });
     if (!done) return;
     const level = f.status === 'confirmed' ? 'info' : 'warn';
-    this.log[level]({ charge_id: row.charge_id, kind: row.kind, tx_hash: f.tx_hash ?? row.tx_hash, status: f.status, error: f.error ?? undefined }, `charge ${row.kind === 'gas' ? 'gas top-up' : 'sweep'} ${f.status}`);
+    this.log[level](
+      { charge_id: row.charge_id, kind: row.kind, tx_hash: f.tx_hash ?? row.tx_hash, status: f.status, error: f.error ?? undefined },
+      `charge ${row.kind === 'gas' ? 'gas top-up' : 'sweep'} ${f.status}`,
+    );
   }
 
   /**
@@ -546,9 +633,15 @@ export class ChargeSweeper {
    */
   private async stillMined(trx: Executor, row: SweepRow, m: Mined): Promise<boolean> {
     const cursor = await pay.lockedCursorHeight(trx, m.network.id);
-    const stored = cursor === undefined || m.block > confirmedHeight(cursor, m.network.confirmations) ? null : await findBlockHash(trx, m.network.id, m.block);
+    const stored =
+      cursor === undefined || m.block > confirmedHeight(cursor, m.network.confirmations)
+        ? null
+        : await findBlockHash(trx, m.network.id, m.block);
     if (stored === undefined || stored?.toLowerCase() === m.hash.toLowerCase()) return true;
-    this.log.info({ charge_id: row.charge_id, tx_hash: row.tx_hash, block: m.block }, 'a reorg moved the chain while a charge sweep was being finished: looked at again');
+    this.log.info(
+      { charge_id: row.charge_id, tx_hash: row.tx_hash, block: m.block },
+      'a reorg moved the chain while a charge sweep was being finished: looked at again',
+    );
     return false;
   }
 }

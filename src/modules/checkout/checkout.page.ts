@@ -38,7 +38,13 @@ export function countdownText(leftMs: number): string {
   return h > 0 ? `${h}:${ms}` : ms;
 }
 
-const BADGES: Record<string, string> = { pending: 'Awaiting payment', partial: 'Partially paid', paid: 'Paid', expired: 'Expired', failed: 'Underpaid' };
+const BADGES: Record<string, string> = {
+  pending: 'Awaiting payment',
+  partial: 'Partially paid',
+  paid: 'Paid',
+  expired: 'Expired',
+  failed: 'Underpaid',
+};
 
 /** What the page says for a charge's state (the script says the same after each poll). */
 export function stateTexts(c: CheckoutRow) {
@@ -60,11 +66,16 @@ export function stateTexts(c: CheckoutRow) {
 export const ICONS = {
   mark: '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2.2" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="M12 2 4 12l8 10 8-10z"/><path d="M4 12h16"/></svg>',
   copy: '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><rect x="9" y="9" width="12" height="12" rx="2"/><path d="M5 15H4a1 1 0 0 1-1-1V4a1 1 0 0 1 1-1h10a1 1 0 0 1 1 1v1"/></svg>',
-  wallet: '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="M20 7H5a2 2 0 0 1 0-4h13v4"/><path d="M3 5v14a2 2 0 0 0 2 2h15V7"/><circle cx="16" cy="14" r="1.5"/></svg>',
-  check: '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2.6" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="m5 12.5 4.5 4.5L19 7.5"/></svg>',
-  clock: '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2.2" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><circle cx="12" cy="12" r="9"/><path d="M12 7v5l3 2"/></svg>',
-  alert: '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2.4" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="M12 8v5"/><path d="M12 16.5h.01"/><circle cx="12" cy="12" r="9"/></svg>',
-  external: '<svg viewBox="0 0 24 24" width="16" height="16" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="M14 4h6v6"/><path d="M20 4 10 14"/><path d="M19 14v5a1 1 0 0 1-1 1H5a1 1 0 0 1-1-1V6a1 1 0 0 1 1-1h5"/></svg>',
+  wallet:
+    '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="M20 7H5a2 2 0 0 1 0-4h13v4"/><path d="M3 5v14a2 2 0 0 0 2 2h15V7"/><circle cx="16" cy="14" r="1.5"/></svg>',
+  check:
+    '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2.6" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="m5 12.5 4.5 4.5L19 7.5"/></svg>',
+  clock:
+    '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2.2" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><circle cx="12" cy="12" r="9"/><path d="M12 7v5l3 2"/></svg>',
+  alert:
+    '<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2.4" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="M12 8v5"/><path d="M12 16.5h.01"/><circle cx="12" cy="12" r="9"/></svg>',
+  external:
+    '<svg viewBox="0 0 24 24" width="16" height="16" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true"><path d="M14 4h6v6"/><path d="M20 4 10 14"/><path d="M19 14v5a1 1 0 0 1-1 1H5a1 1 0 0 1-1-1V6a1 1 0 0 1 1-1h5"/></svg>',
 };
 
 /** A page of the payer's side: the checkout stylesheet, and `extraStyle` after it (the refund page's). */
@@ -94,7 +105,14 @@ function copyField(label: string, id: string, value: string, unit = ''): string 
 <div class="copy-field"><code id="${id}" aria-labelledby="${id}-label">${v}</code>${suffix}<button class="copy" type="button" data-copy="${v}" aria-label="Copy ${label.toLowerCase()}">${ICONS.copy}<span class="copy-label">Copy</span></button></div>`;
 }
 
-function summary(c: CheckoutRow, heading: string, description: string | null, amount: string, texts: ReturnType<typeof stateTexts>, nowMs: number): string {
+function summary(
+  c: CheckoutRow,
+  heading: string,
+  description: string | null,
+  amount: string,
+  texts: ReturnType<typeof stateTexts>,
+  nowMs: number,
+): string {
   const mode = c.mode === 'test' ? '<span class="mode" title="Test network: no real money moves">Test mode</span>' : '';
   return `<section class="summary" aria-labelledby="heading">
 <div class="merchant"><span class="mark">${ICONS.mark}</span><span>Payment request</span>${mode}</div>

@@ -13,7 +13,9 @@ export const PublicChargeSchema = Type.Object(
     address: Type.String({ description: 'The deposit address to pay to' }),
     payment_uri: Type.String({ description: 'EIP-681 payment request for wallet apps and QR codes' }),
     expires_at: Type.String(),
-    content: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], { description: 'What the merchant chose to show the payer' }),
+    content: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], {
+      description: 'What the merchant chose to show the payer',
+    }),
   },
   { additionalProperties: false },
 );

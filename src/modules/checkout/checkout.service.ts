@@ -10,7 +10,6 @@ import { findNetwork } from '../networks/networks.repository.js';
 import { amountDue, devnetPayable } from './checkout.page.js';
 import { findCheckoutCharge, listPaymentHashes, type CheckoutRow } from './checkout.repository.js';
 
-
 export class CheckoutService {
   constructor(private readonly ctx: AppContext) {}
 
@@ -32,7 +31,8 @@ export class CheckoutService {
    */
   async payFromDevnet(c: CheckoutRow): Promise<string> {
     const network = await findNetwork(this.ctx.store.db, c.network_id);
-    if (!network || !devnetPayable(c)) throw Errors.badRequest('Only a pending native charge on the local devnet can be paid from the devnet');
+    if (!network || !devnetPayable(c))
+      throw Errors.badRequest('Only a pending native charge on the local devnet can be paid from the devnet');
     try {
       return (await fundFromDevnet(network, c.address, amountDue(c))).tx_hash;
     } catch (e) {

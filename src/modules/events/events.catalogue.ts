@@ -3,8 +3,24 @@ export const WEBHOOK_TYPES = ['charge', 'transaction', 'balance', 'token', 'wall
 export type WebhookType = (typeof WEBHOOK_TYPES)[number];
 
 export const EVENTS_BY_TYPE = {
-  charge: ['charge.created', 'charge.paid', 'charge.expired', 'charge.failed', 'charge.delayed', 'charge.reopened', 'charge.refunded', 'charge.screened'],
-  transaction: ['transaction.created', 'transaction.confirmed', 'transaction.failed', 'transaction.reorged', 'transaction.approval_required', 'transaction.stuck'],
+  charge: [
+    'charge.created',
+    'charge.paid',
+    'charge.expired',
+    'charge.failed',
+    'charge.delayed',
+    'charge.reopened',
+    'charge.refunded',
+    'charge.screened',
+  ],
+  transaction: [
+    'transaction.created',
+    'transaction.confirmed',
+    'transaction.failed',
+    'transaction.reorged',
+    'transaction.approval_required',
+    'transaction.stuck',
+  ],
   balance: ['balance.updated'],
   token: ['token.added', 'token.removed'],
   wallet: ['wallet.created', 'wallet.updated'],

@@ -40,7 +40,10 @@ export async function insertEvent(db: Executor, e: NewEventRow): Promise<Inserte
 const insertEventRow = prepareRow((db: Executor, e: NewEventRow) =>
   db
     .insertInto('events')
-    .values({ ...e, dispatched_at: sql<number | null>`case when ${hasLiveWebhook(sql.val(e.wallet_id))} then null else ${e.created_at} end` })
+    .values({
+      ...e,
+      dispatched_at: sql<number | null>`case when ${hasLiveWebhook(sql.val(e.wallet_id))} then null else ${e.created_at} end`,
+    })
     .returning(['id', 'dispatched_at']),
 );
 
@@ -74,7 +77,12 @@ export function lockUndispatchedEvents(trx: Db, limit: number): Promise<Undispat
 
 const undispatched = prepare((db: Db, limit: number) =>
   dialectOf(db).forUpdateSkipLocked(
-    db.selectFrom('events').select(['id', 'wallet_id', 'type', 'name', 'payload', 'created_at']).where('dispatched_at', 'is', null).orderBy('id', 'asc').limit(limit),
+    db
+      .selectFrom('events')
+      .select(['id', 'wallet_id', 'type', 'name', 'payload', 'created_at'])
+      .where('dispatched_at', 'is', null)
+      .orderBy('id', 'asc')
+      .limit(limit),
   ),
 );
 
@@ -172,7 +180,11 @@ function eventInOrderCtes(e: NewEventRow, after?: string): RawBuilder<unknown> {
  * lock was held that way far longer than its work took). On SQLite it is a transaction of the
  * write and, if it returned a row, the event. Returns the written row and the event, or undefined (no event).
  */
-export async function writeWithEventInOrder<R>(db: Db, write: RawBuilder<R>, e: NewEventRow): Promise<{ row: R; event: InsertedEvent } | undefined> {
+export async function writeWithEventInOrder<R>(
+  db: Db,
+  write: RawBuilder<R>,
+  e: NewEventRow,
+): Promise<{ row: R; event: InsertedEvent } | undefined> {
   if (dialectOf(db).driver !== 'postgres') {
     const writeThenEvent = async (trx: Db) => {
       const row = (await write.execute(trx)).rows[0];
@@ -182,7 +194,9 @@ export async function writeWithEventInOrder<R>(db: Db, write: RawBuilder<R>, e: 
   }
   const { rows } = await sql<R & { event_id: number; event_pending: boolean }>`
     with written as (${write}), ${eventInOrderCtes(e, 'written')}
-    select written.*, inserted.id as event_id, inserted.dispatched_at is null as event_pending, ${notifyIfPending} from written, inserted`.execute(db);
+    select written.*, inserted.id as event_id, inserted.dispatched_at is null as event_pending, ${notifyIfPending} from written, inserted`.execute(
+    db,
+  );
   const row = rows[0] as (R & { event_id?: number; event_pending?: boolean; notified?: unknown }) | undefined;
   if (row === undefined) return undefined;
   const event = { id: row.event_id!, pending: row.event_pending! };

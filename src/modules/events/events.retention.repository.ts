@@ -40,7 +40,10 @@ export async function pruneDeliveries(db: Executor, dialect: SqlDialect, beforeM
 
 /** Deletes up to `batch` dispatched events created before `beforeMs` that no delivery refers to. */
 export async function pruneEvents(db: Executor, beforeMs: number, batch: number): Promise<number> {
-  const newest = await db.selectFrom('events').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst();
+  const newest = await db
+    .selectFrom('events')
+    .select((eb) => eb.fn.max('id').as('id'))
+    .executeTakeFirst();
   if (newest?.id === null || newest?.id === undefined) return 0;
   const candidates = db
     .selectFrom('events as e')

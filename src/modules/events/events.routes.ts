@@ -14,7 +14,8 @@ export async function eventRoutes(app: App, events: EventsService): Promise<void
       schema: {
         tags: ['events'],
         summary: 'The user’s events after a cursor, oldest first (X-Next-Cursor: the last id returned)',
-        description: 'Every event of the user with an id above `after`, oldest first, filtered by `type` or `event`; `data` is exactly what a webhook receives. Page with `after` = the `X-Next-Cursor` header: no event is ever skipped, also while others are being written (see docs/integrating.md).',
+        description:
+          'Every event of the user with an id above `after`, oldest first, filtered by `type` or `event`; `data` is exactly what a webhook receives. Page with `after` = the `X-Next-Cursor` header: no event is ever skipped, also while others are being written (see docs/integrating.md).',
         querystring: EventsQuery,
         response: responses(Type.Array(EventSchema), [403]),
       },
@@ -28,7 +29,16 @@ export async function eventRoutes(app: App, events: EventsService): Promise<void
 
   app.get(
     '/events/:id',
-    { config: { scope: 'read' }, schema: { tags: ['events'], summary: 'One event', description: 'One event of the user by id; another user\'s event is 404 `Event not found`.', params: EventParams, response: responses(EventSchema, [403]) } },
+    {
+      config: { scope: 'read' },
+      schema: {
+        tags: ['events'],
+        summary: 'One event',
+        description: "One event of the user by id; another user's event is 404 `Event not found`.",
+        params: EventParams,
+        response: responses(EventSchema, [403]),
+      },
+    },
     async (req) => ok(eventView(await events.find(requireUser(req).id, req.params.id)), 'Event retrieved'),
   );
 }

@@ -5,8 +5,12 @@ export const MAX_EVENTS_LIMIT = 1000;
 export const DEFAULT_EVENTS_LIMIT = 100;
 
 export const EventsQuery = Type.Object({
-  after: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Cursor: the last id seen (default: from the oldest kept)' })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_EVENTS_LIMIT, description: `1-${MAX_EVENTS_LIMIT}, default ${DEFAULT_EVENTS_LIMIT}` })),
+  after: Type.Optional(
+    Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Cursor: the last id seen (default: from the oldest kept)' }),
+  ),
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: MAX_EVENTS_LIMIT, description: `1-${MAX_EVENTS_LIMIT}, default ${DEFAULT_EVENTS_LIMIT}` }),
+  ),
   type: Type.Optional(Type.String({ enum: [...WEBHOOK_TYPES] })),
   event: Type.Optional(Type.String({ enum: [...EVENT_NAMES], description: 'A dotted event name, e.g. charge.paid' })),
 });

@@ -42,7 +42,14 @@ export async function recordEvent(db: Executor, e: NewEvent): Promise<number> {
 }
 
 function eventRow(e: NewEvent): NewEventRow {
-  return { user_id: e.userId, wallet_id: e.walletId, type: typeOfEvent(e.name), name: e.name, payload: JSON.stringify(e.payload), created_at: e.nowMs };
+  return {
+    user_id: e.userId,
+    wallet_id: e.walletId,
+    type: typeOfEvent(e.name),
+    name: e.name,
+    payload: JSON.stringify(e.payload),
+    created_at: e.nowMs,
+  };
 }
 
 /**

@@ -17,10 +17,7 @@ export interface ClaimHandle {
 }
 
 export type ClaimOutcome =
-  | ({ kind: 'claimed' } & ClaimHandle)
-  | { kind: 'replay'; status: number; body: string }
-  | { kind: 'mismatch' }
-  | { kind: 'in_progress' };
+  ({ kind: 'claimed' } & ClaimHandle) | { kind: 'replay'; status: number; body: string } | { kind: 'mismatch' } | { kind: 'in_progress' };
 
 export class IdempotencyService {
   constructor(private readonly ctx: AppContext) {}

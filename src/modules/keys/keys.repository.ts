@@ -59,7 +59,13 @@ export function findApiKey(db: Executor, userId: number, id: number): Promise<Ap
 
 /** Revokes a key of this user (a second revoke keeps the first time). */
 export async function revokeApiKey(db: Executor, userId: number, id: number, nowMs: number): Promise<void> {
-  await db.updateTable('api_keys').set({ revoked_at: nowMs }).where('user_id', '=', userId).where('id', '=', id).where('revoked_at', 'is', null).execute();
+  await db
+    .updateTable('api_keys')
+    .set({ revoked_at: nowMs })
+    .where('user_id', '=', userId)
+    .where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .execute();
 }
 
 /** The live key (not revoked, not expired) with this hash, and its user. */

@@ -43,7 +43,9 @@ export const KeySchema = Type.Object({ ...KeyFields, revoked_at: Type.Union([Typ
 
 export const KeyParams = Type.Object({ key: Type.String() });
 
-const checkCreateKeyBody = validatorCompiler({ schema: CreateKeyBody, httpPart: 'body', method: 'POST', url: '' }) as ((v: unknown) => boolean) & {
+const checkCreateKeyBody = validatorCompiler({ schema: CreateKeyBody, httpPart: 'body', method: 'POST', url: '' }) as ((
+  v: unknown,
+) => boolean) & {
   errors?: ErrorObject[] | null;
 };
 

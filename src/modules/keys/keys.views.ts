@@ -22,5 +22,14 @@ export function keyView(row: ApiKeyRow) {
 
 export function createdKeyView(row: ApiKeyRow, key: string) {
   const v = keyView(row);
-  return { id: v.id, name: v.name, key, prefix: v.prefix, scopes: v.scopes, created_at: v.created_at, expires_at: v.expires_at, last_used_at: v.last_used_at };
+  return {
+    id: v.id,
+    name: v.name,
+    key,
+    prefix: v.prefix,
+    scopes: v.scopes,
+    created_at: v.created_at,
+    expires_at: v.expires_at,
+    last_used_at: v.last_used_at,
+  };
 }

@@ -7,7 +7,11 @@ export async function countWebhookAttempts(db: Executor): Promise<Record<'succes
     .selectFrom('webhook_attempts')
     .select((eb) => [
       eb.fn.countAll<number>().as('total'),
-      eb.fn.count<number>('response_status').filterWhere('response_status', '>=', 200).filterWhere('response_status', '<', 300).as('success'),
+      eb.fn
+        .count<number>('response_status')
+        .filterWhere('response_status', '>=', 200)
+        .filterWhere('response_status', '<', 300)
+        .as('success'),
       eb.fn.count<number>('response_status').as('answered'),
     ])
     .executeTakeFirstOrThrow();

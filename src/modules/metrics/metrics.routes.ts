@@ -26,7 +26,9 @@ export function installMetrics(app: App, ctx: AppContext): MetricsService {
   });
 
   if (ctx.config.metricsToken === null && !ctx.config.metricsPublic) {
-    ctx.log.warn('METRICS_TOKEN is not set: GET /metrics is not served (404) in production; set METRICS_TOKEN, or METRICS_PUBLIC=true to serve it without a credential');
+    ctx.log.warn(
+      'METRICS_TOKEN is not set: GET /metrics is not served (404) in production; set METRICS_TOKEN, or METRICS_PUBLIC=true to serve it without a credential',
+    );
     return metrics;
   }
   app.get(METRICS_PATH, { schema: { hide: true } }, async (req, reply) => {

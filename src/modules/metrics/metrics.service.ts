@@ -113,7 +113,9 @@ export class MetricsService {
       });
     gauge('watcher_head_block', "Latest block number the network's node reports.", (n) => n.head);
     gauge('watcher_synced_block', 'Last block the chain watcher has processed.', (n) => n.synced);
-    gauge('network_rpc_up', "1 when at least one of the network's endpoints is ok (its last call or head read succeeded), else 0.", (n) => (n.up ? 1 : 0));
+    gauge('network_rpc_up', "1 when at least one of the network's endpoints is ok (its last call or head read succeeded), else 0.", (n) =>
+      n.up ? 1 : 0,
+    );
     this.endpointCounter('rpc_calls_total', 'JSON-RPC calls this process made, by network and endpoint host.', (s) => s.calls);
     this.endpointCounter('rpc_errors_total', 'JSON-RPC calls of this process that failed, by network and endpoint host.', (s) => s.errors);
   }
@@ -148,7 +150,13 @@ async function readNetworks(ctx: AppContext): Promise<NetworkReading[]> {
     networks.map(async (n) => {
       const endpoints = await ctx.chains.checkedHealth(n, FIRST_HEALTH_WAIT_MS);
       const heads = endpoints.filter((e) => e.ok && e.head_block !== null).map((e) => e.head_block!);
-      return { id: n.id, name: n.name, head: heads.length > 0 ? Math.max(...heads) : null, up: endpoints.some((e) => e.ok), synced: synced.get(n.id) ?? null };
+      return {
+        id: n.id,
+        name: n.name,
+        head: heads.length > 0 ? Math.max(...heads) : null,
+        up: endpoints.some((e) => e.ok),
+        synced: synced.get(n.id) ?? null,
+      };
     }),
   );
 }

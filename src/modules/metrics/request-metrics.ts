@@ -37,8 +37,16 @@ export class RequestMetrics {
     registry: Registry,
     private readonly bounds: readonly number[],
   ) {
-    registry.registerMetric(this.metric('http_requests_total', 'HTTP requests answered by this process, by method, route and status.', 'counter', () => this.counts()) as never);
-    registry.registerMetric(this.metric('http_request_duration_seconds', 'Time to answer an HTTP request, by method, route and status.', 'histogram', () => this.histogram()) as never);
+    registry.registerMetric(
+      this.metric('http_requests_total', 'HTTP requests answered by this process, by method, route and status.', 'counter', () =>
+        this.counts(),
+      ) as never,
+    );
+    registry.registerMetric(
+      this.metric('http_request_duration_seconds', 'Time to answer an HTTP request, by method, route and status.', 'histogram', () =>
+        this.histogram(),
+      ) as never,
+    );
   }
 
   /**

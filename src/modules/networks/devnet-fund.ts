@@ -36,12 +36,16 @@ export async function fundFromDevnet(network: NetworkRow, to: string, wei: bigin
   if (network.chain_id !== DEVNET_CHAIN_ID) throw new NotDevnet(`network ${network.id} (${network.name}) has chain id ${network.chain_id}`);
   const client = createPublicClient({ transport: http(network.rpc_url, { retryCount: 0, timeout: 10_000 }) });
   const version = await client.request({ method: 'web3_clientVersion' as never }).catch(() => '');
-  if (!String(version).toLowerCase().startsWith('anvil')) throw new NotDevnet(`the node of network ${network.id} is not anvil (${String(version) || 'no client version'})`);
+  if (!String(version).toLowerCase().startsWith('anvil'))
+    throw new NotDevnet(`the node of network ${network.id} is not anvil (${String(version) || 'no client version'})`);
   const [from] = (await client.request({ method: 'eth_accounts' as never })) as Address[];
   if (!from) throw new NotDevnet(`the node of network ${network.id} has no dev account`);
   const [balance, gasPrice] = await Promise.all([client.getBalance({ address: from }), client.getGasPrice()]);
   if (wei + FEE_GAS * gasPrice * 2n > balance) throw new DevnetShort(balance);
-  const hash = (await client.request({ method: 'eth_sendTransaction' as never, params: [{ from, to: getAddress(to), value: `0x${wei.toString(16)}` }] as never })) as Hex;
+  const hash = (await client.request({
+    method: 'eth_sendTransaction' as never,
+    params: [{ from, to: getAddress(to), value: `0x${wei.toString(16)}` }] as never,
+  })) as Hex;
   const receipt = await client.waitForTransactionReceipt({ hash, timeout: 30_000, pollingInterval: 100 });
   return { tx_hash: hash, block_number: Number(receipt.blockNumber) };
 }

@@ -93,7 +93,9 @@ export function findCursor(db: Executor, networkId: number): Promise<ChainCursor
 }
 
 /** Read by the watcher several times a round: compiled once (src/db/prepared.ts). */
-const cursorOf = prepare((db: Executor, networkId: number) => db.selectFrom('chain_cursors').select(['block_number', 'block_hash']).where('network_id', '=', networkId));
+const cursorOf = prepare((db: Executor, networkId: number) =>
+  db.selectFrom('chain_cursors').select(['block_number', 'block_hash']).where('network_id', '=', networkId),
+);
 
 /** The first cursor of a network (no-op if one exists). */
 export async function initCursor(db: Executor, networkId: number, c: ChainCursor, nowMs: number): Promise<void> {
@@ -117,11 +119,24 @@ export async function moveCursor(db: Executor, networkId: number, from: ChainCur
 }
 
 /** Stores the hashes of some blocks of a network (one statement; a height stored before takes the new hash). */
-export async function saveBlocks(db: Executor, networkId: number, blocks: ReadonlyArray<{ number: number; hash: string; parentHash: string }>, nowMs: number): Promise<void> {
+export async function saveBlocks(
+  db: Executor,
+  networkId: number,
+  blocks: ReadonlyArray<{ number: number; hash: string; parentHash: string }>,
+  nowMs: number,
+): Promise<void> {
   if (blocks.length === 0) return;
   await db
     .insertInto('chain_blocks')
-    .values(blocks.map((b) => ({ network_id: networkId, block_number: b.number, block_hash: b.hash, parent_hash: b.parentHash, created_at: nowMs })))
+    .values(
+      blocks.map((b) => ({
+        network_id: networkId,
+        block_number: b.number,
+        block_hash: b.hash,
+        parent_hash: b.parentHash,
+        created_at: nowMs,
+      })),
+    )
     .onConflict((oc) =>
       oc.columns(['network_id', 'block_number']).doUpdateSet((eb) => ({
         block_hash: eb.ref('excluded.block_hash'),
@@ -137,7 +152,9 @@ export async function pruneBlocks(db: Executor, networkId: number, newest: numbe
   await blocksUpTo.execute(db, networkId, newest - keep);
 }
 
-const blocksUpTo = prepare((db: Executor, networkId: number, upTo: number) => db.deleteFrom('chain_blocks').where('network_id', '=', networkId).where('block_number', '<=', upTo));
+const blocksUpTo = prepare((db: Executor, networkId: number, upTo: number) =>
+  db.deleteFrom('chain_blocks').where('network_id', '=', networkId).where('block_number', '<=', upTo),
+);
 
 export async function deleteBlocksAbove(db: Executor, networkId: number, block: number): Promise<void> {
   await db.deleteFrom('chain_blocks').where('network_id', '=', networkId).where('block_number', '>', block).execute();

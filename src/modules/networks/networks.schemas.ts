@@ -7,7 +7,12 @@ export const EndpointSchema = Type.Object({
   url: Type.String({ description: 'The origin only (scheme, host and port): a path or query may hold an API key.' }),
   ok: Type.Boolean({ description: 'Its last call or head read succeeded and it is not rested after a rate limit.' }),
   head_block: Nullable(Type.Integer()),
-  lag_blocks: Nullable(Type.Integer({ description: 'Blocks behind the best head (of the endpoints that are up or were read in the last minute); over RPC_MAX_LAG_BLOCKS it serves no reads.' })),
+  lag_blocks: Nullable(
+    Type.Integer({
+      description:
+        'Blocks behind the best head (of the endpoints that are up or were read in the last minute); over RPC_MAX_LAG_BLOCKS it serves no reads.',
+    }),
+  ),
   latency_ms: Nullable(Type.Number()),
   error: Type.Union([Type.String(), Type.Null()], {
     description:
@@ -28,5 +33,8 @@ export const NetworkSchema = Type.Object({
   chain_id: Type.Integer(),
   currency_symbol: Type.String(),
   block_explorer: Type.String(),
-  preset: Type.Union([Type.String(), Type.Null()], { description: 'The preset it was registered from (`network:add --preset`), or null. Its tokens can be added by symbol.', examples: ['ethereum'] }),
+  preset: Type.Union([Type.String(), Type.Null()], {
+    description: 'The preset it was registered from (`network:add --preset`), or null. Its tokens can be added by symbol.',
+    examples: ['ethereum'],
+  }),
 });

@@ -65,9 +65,11 @@ export function checkNetworkInput(input: Record<string, unknown>): repo.NetworkI
   const symbol = raw.currency_symbol;
   if (typeof symbol !== 'string' || !/^[A-Za-z0-9.]{1,20}$/.test(symbol)) add('currency_symbol', 'The currency_symbol field is invalid.');
   const explorer = raw.block_explorer ?? '';
-  if (typeof explorer !== 'string' || (explorer !== '' && !isHttpUrl(explorer))) add('block_explorer', 'The block_explorer field must be a valid URL.');
+  if (typeof explorer !== 'string' || (explorer !== '' && !isHttpUrl(explorer)))
+    add('block_explorer', 'The block_explorer field must be a valid URL.');
   const confirmations = raw.confirmations === undefined ? 1 : Number(raw.confirmations);
-  if (!Number.isSafeInteger(confirmations) || confirmations < 1 || confirmations > 1000) add('confirmations', 'The confirmations field must be between 1 and 1000.');
+  if (!Number.isSafeInteger(confirmations) || confirmations < 1 || confirmations > 1000)
+    add('confirmations', 'The confirmations field must be between 1 and 1000.');
   if (Object.keys(errors).length > 0) throw validationError(errors);
   return {
     name: (name as string).trim(),
@@ -96,7 +98,12 @@ function checkRpcUrls(raw: Record<string, unknown>, add: (f: string, m: string) 
     return [rpc as string];
   }
   const list = raw.rpc_urls;
-  if (!Array.isArray(list) || list.length === 0 || list.length > MAX_RPC_URLS || !list.every((u) => typeof u === 'string' && isHttpUrl(u))) {
+  if (
+    !Array.isArray(list) ||
+    list.length === 0 ||
+    list.length > MAX_RPC_URLS ||
+    !list.every((u) => typeof u === 'string' && isHttpUrl(u))
+  ) {
     add('rpc_urls', `The rpc_urls field must be a list of 1 to ${MAX_RPC_URLS} valid URLs.`);
     return [''];
   }

@@ -53,7 +53,11 @@ const BSC_REASON =
   'BEP-126 fast finality finalizes block n by block n+2; when fast finality stalls, probabilistic finality needs 2/3 of the 21 validators plus one: 15 blocks.';
 
 function make(p: NetworkPreset): NetworkPreset {
-  return Object.freeze({ ...p, tokens: Object.freeze(p.tokens.map((t) => Object.freeze({ ...t }))), sources: Object.freeze([...p.sources]) });
+  return Object.freeze({
+    ...p,
+    tokens: Object.freeze(p.tokens.map((t) => Object.freeze({ ...t }))),
+    sources: Object.freeze([...p.sources]),
+  });
 }
 
 /** Every preset, mainnets first, then their public testnets. */
@@ -96,7 +100,11 @@ export const NETWORK_PRESETS: readonly NetworkPreset[] = Object.freeze([
     confirmations_reason: ARB_REASON,
     tokens: [
       { symbol: 'USDC', contract: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831', source: CIRCLE },
-      { symbol: 'USDT', contract: '0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9', source: 'https://arbiscan.io/token/0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9' },
+      {
+        symbol: 'USDT',
+        contract: '0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9',
+        source: 'https://arbiscan.io/token/0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9',
+      },
     ],
     sources: ['https://docs.arbitrum.io/how-arbitrum-works/transaction-lifecycle', 'https://chainlist.org/chain/42161'],
   }),
@@ -111,7 +119,11 @@ export const NETWORK_PRESETS: readonly NetworkPreset[] = Object.freeze([
     confirmations_reason: OP_REASON,
     tokens: [
       { symbol: 'USDC', contract: '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85', source: CIRCLE },
-      { symbol: 'USDT', contract: '0x94b008aA00579c1307B0EF2c499aD98a8ce58e58', source: 'https://optimistic.etherscan.io/token/0x94b008aA00579c1307B0EF2c499aD98a8ce58e58' },
+      {
+        symbol: 'USDT',
+        contract: '0x94b008aA00579c1307B0EF2c499aD98a8ce58e58',
+        source: 'https://optimistic.etherscan.io/token/0x94b008aA00579c1307B0EF2c499aD98a8ce58e58',
+      },
     ],
     sources: ['https://docs.optimism.io/stack/transactions/transaction-finality', 'https://chainlist.org/chain/10'],
   }),
@@ -140,8 +152,18 @@ export const NETWORK_PRESETS: readonly NetworkPreset[] = Object.freeze([
     confirmations: 15,
     confirmations_reason: BSC_REASON,
     // No Circle-issued USDC on BNB Smart Chain (Circle's page lists none).
-    tokens: [{ symbol: 'USDT', contract: '0x55d398326f99059fF775485246999027B3197955', source: 'https://bscscan.com/token/0x55d398326f99059fF775485246999027B3197955' }],
-    sources: ['https://github.com/bnb-chain/BEPs/blob/master/BEPs/BEP126.md', 'https://docs.bnbchain.org/bnb-smart-chain/developers/json_rpc/bsc-api-list/', 'https://chainlist.org/chain/56'],
+    tokens: [
+      {
+        symbol: 'USDT',
+        contract: '0x55d398326f99059fF775485246999027B3197955',
+        source: 'https://bscscan.com/token/0x55d398326f99059fF775485246999027B3197955',
+      },
+    ],
+    sources: [
+      'https://github.com/bnb-chain/BEPs/blob/master/BEPs/BEP126.md',
+      'https://docs.bnbchain.org/bnb-smart-chain/developers/json_rpc/bsc-api-list/',
+      'https://chainlist.org/chain/56',
+    ],
   }),
   make({
     key: 'sepolia',

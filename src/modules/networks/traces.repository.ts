@@ -13,12 +13,34 @@ export interface PendingTraceBlock {
 }
 
 /** Inside the follower's block transaction: these blocks' traces are to be read again from `nextAtMs`. */
-export async function addPendingTraces(trx: Executor, networkId: number, blocks: ReadonlyArray<{ number: number; hash: string }>, nextAtMs: number, nowMs: number): Promise<void> {
+export async function addPendingTraces(
+  trx: Executor,
+  networkId: number,
+  blocks: ReadonlyArray<{ number: number; hash: string }>,
+  nextAtMs: number,
+  nowMs: number,
+): Promise<void> {
   if (blocks.length === 0) return;
   await trx
     .insertInto('trace_pending')
-    .values(blocks.map((b) => ({ network_id: networkId, block_number: b.number, block_hash: b.hash, attempts: 0, next_attempt_at: nextAtMs, created_at: nowMs })))
-    .onConflict((oc) => oc.columns(['network_id', 'block_number']).doUpdateSet((eb) => ({ block_hash: eb.ref('excluded.block_hash'), attempts: 0, next_attempt_at: eb.ref('excluded.next_attempt_at'), created_at: eb.ref('excluded.created_at') })))
+    .values(
+      blocks.map((b) => ({
+        network_id: networkId,
+        block_number: b.number,
+        block_hash: b.hash,
+        attempts: 0,
+        next_attempt_at: nextAtMs,
+        created_at: nowMs,
+      })),
+    )
+    .onConflict((oc) =>
+      oc.columns(['network_id', 'block_number']).doUpdateSet((eb) => ({
+        block_hash: eb.ref('excluded.block_hash'),
+        attempts: 0,
+        next_attempt_at: eb.ref('excluded.next_attempt_at'),
+        created_at: eb.ref('excluded.created_at'),
+      })),
+    )
     .execute();
 }
 
@@ -32,12 +54,22 @@ export async function listDuePendingTraces(db: Executor, networkId: number, nowM
     .orderBy('block_number', 'asc')
     .limit(limit)
     .execute();
-  return rows.map((r) => ({ block_number: Number(r.block_number), block_hash: r.block_hash, attempts: Number(r.attempts), created_at: Number(r.created_at) }));
+  return rows.map((r) => ({
+    block_number: Number(r.block_number),
+    block_hash: r.block_hash,
+    attempts: Number(r.attempts),
+    created_at: Number(r.created_at),
+  }));
 }
 
 /** Every pending block of the network due now (traces are answered again: no backoff left to wait out). */
 export async function makePendingTracesDue(db: Executor, networkId: number, nowMs: number): Promise<void> {
-  await db.updateTable('trace_pending').set({ next_attempt_at: nowMs }).where('network_id', '=', networkId).where('next_attempt_at', '>', nowMs).execute();
+  await db
+    .updateTable('trace_pending')
+    .set({ next_attempt_at: nowMs })
+    .where('network_id', '=', networkId)
+    .where('next_attempt_at', '>', nowMs)
+    .execute();
 }
 
 /** A read that did not get the block's traces: the next one at `nextAtMs`. */
@@ -68,13 +100,24 @@ export async function deletePendingTracesAbove(trx: Executor, networkId: number,
 
 /** Gives up the blocks recorded before `beforeMs`; returns their numbers. */
 export async function dropPendingTracesBefore(db: Executor, networkId: number, beforeMs: number): Promise<number[]> {
-  const rows = await db.deleteFrom('trace_pending').where('network_id', '=', networkId).where('created_at', '<', beforeMs).returning('block_number').execute();
+  const rows = await db
+    .deleteFrom('trace_pending')
+    .where('network_id', '=', networkId)
+    .where('created_at', '<', beforeMs)
+    .returning('block_number')
+    .execute();
   return rows.map((r) => Number(r.block_number)).sort((a, b) => a - b);
 }
 
 /** The lowest block of the network whose traces are still to be read, or null. */
 export async function lowestPendingTrace(db: Executor, networkId: number): Promise<number | null> {
-  const row = await db.selectFrom('trace_pending').select('block_number').where('network_id', '=', networkId).orderBy('block_number', 'asc').limit(1).executeTakeFirst();
+  const row = await db
+    .selectFrom('trace_pending')
+    .select('block_number')
+    .where('network_id', '=', networkId)
+    .orderBy('block_number', 'asc')
+    .limit(1)
+    .executeTakeFirst();
   return row ? Number(row.block_number) : null;
 }
 

@@ -49,7 +49,18 @@ function payouts(db: Executor) {
   return db
     .selectFrom('payouts as p')
     .innerJoin('wallet_tokens as t', 't.id', 'p.token_id')
-    .select(['p.id', 'p.wallet_id', 'p.token_id', 'p.total', 'p.fee_level', 'p.state', 'p.created_at', 'p.updated_at', 't.symbol', 't.decimals']);
+    .select([
+      'p.id',
+      'p.wallet_id',
+      'p.token_id',
+      'p.total',
+      'p.fee_level',
+      'p.state',
+      'p.created_at',
+      'p.updated_at',
+      't.symbol',
+      't.decimals',
+    ]);
 }
 
 type RawPayout = Omit<PayoutRow, 'total' | 'state'> & { total: string; state: string };
@@ -79,7 +90,17 @@ export async function insertPayout(
   const id = Number(row.id);
   // Chunks keep each statement's parameters well under SQLite's limit (8 columns an item).
   for (let i = 0; i < items.length; i += 100) {
-    const chunk = items.slice(i, i + 100).map((it, k) => ({ payout_id: id, wallet_id: p.wallet_id, seq: i + k, address: it.address, amount: it.amount.toString(), reference: it.reference, transaction_id: null, error: null, refused_at: null }));
+    const chunk = items.slice(i, i + 100).map((it, k) => ({
+      payout_id: id,
+      wallet_id: p.wallet_id,
+      seq: i + k,
+      address: it.address,
+      amount: it.amount.toString(),
+      reference: it.reference,
+      transaction_id: null,
+      error: null,
+      refused_at: null,
+    }));
     await trx.insertInto('payout_items').values(chunk).execute();
   }
   return id;
@@ -88,7 +109,12 @@ export async function insertPayout(
 /** The references among `refs` the wallet's payouts already use. */
 export async function takenReferences(trx: Executor, walletId: number, refs: string[]): Promise<Set<string>> {
   if (refs.length === 0) return new Set();
-  const rows = await trx.selectFrom('payout_items').select('reference').where('wallet_id', '=', walletId).where('reference', 'in', refs).execute();
+  const rows = await trx
+    .selectFrom('payout_items')
+    .select('reference')
+    .where('wallet_id', '=', walletId)
+    .where('reference', 'in', refs)
+    .execute();
   return new Set(rows.map((r) => r.reference!));
 }
 
@@ -104,12 +130,21 @@ export async function findPayoutById(db: Executor, id: number): Promise<PayoutRo
 
 /** The wallet's payouts, newest first. */
 export async function listPayouts(db: Executor, walletId: number, page: { offset: number; limit: number }): Promise<PayoutRow[]> {
-  const rows = await payouts(db).where('p.wallet_id', '=', walletId).orderBy('p.id', 'desc').offset(page.offset).limit(page.limit).execute();
+  const rows = await payouts(db)
+    .where('p.wallet_id', '=', walletId)
+    .orderBy('p.id', 'desc')
+    .offset(page.offset)
+    .limit(page.limit)
+    .execute();
   return rows.map((r) => toPayout(r as RawPayout));
 }
 
 export async function countPayouts(db: Executor, walletId: number): Promise<number> {
-  const r = await db.selectFrom('payouts').select((eb) => eb.fn.countAll<number>().as('n')).where('wallet_id', '=', walletId).executeTakeFirstOrThrow();
+  const r = await db
+    .selectFrom('payouts')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('wallet_id', '=', walletId)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
@@ -119,7 +154,22 @@ export async function listItems(db: Executor, payoutIds: number[]): Promise<Item
   const rows = await db
     .selectFrom('payout_items as i')
     .leftJoin('transactions as tx', 'tx.id', 'i.transaction_id')
-    .select(['i.id', 'i.payout_id', 'i.seq', 'i.address', 'i.amount', 'i.reference', 'i.transaction_id', 'i.error', 'i.refused_at', 'tx.status as tx_status', 'tx.tx_hash', 'tx.failure_reason', 'tx.confirmed_at', 'tx.failed_at'])
+    .select([
+      'i.id',
+      'i.payout_id',
+      'i.seq',
+      'i.address',
+      'i.amount',
+      'i.reference',
+      'i.transaction_id',
+      'i.error',
+      'i.refused_at',
+      'tx.status as tx_status',
+      'tx.tx_hash',
+      'tx.failure_reason',
+      'tx.confirmed_at',
+      'tx.failed_at',
+    ])
     .where('i.payout_id', 'in', payoutIds)
     .orderBy('i.payout_id', 'asc')
     .orderBy('i.seq', 'asc')
@@ -142,7 +192,10 @@ export async function listItems(db: Executor, payoutIds: number[]): Promise<Item
 }
 
 /** The next item of a payout to send (lowest `seq` with neither a transaction nor a refusal). */
-export async function nextUnsent(db: Executor, payoutId: number): Promise<{ id: number; address: string; amount: bigint; reference: string | null } | undefined> {
+export async function nextUnsent(
+  db: Executor,
+  payoutId: number,
+): Promise<{ id: number; address: string; amount: bigint; reference: string | null } | undefined> {
   const r = await db
     .selectFrom('payout_items')
     .select(['id', 'address', 'amount', 'reference'])
@@ -157,12 +210,24 @@ export async function nextUnsent(db: Executor, payoutId: number): Promise<{ id: 
 
 /** Under the wallet's lock: the item is still unsent (the guard against sending it twice). */
 export async function isUnsent(trx: Executor, itemId: number): Promise<boolean> {
-  const r = await trx.selectFrom('payout_items').select('id').where('id', '=', itemId).where('transaction_id', 'is', null).where('error', 'is', null).executeTakeFirst();
+  const r = await trx
+    .selectFrom('payout_items')
+    .select('id')
+    .where('id', '=', itemId)
+    .where('transaction_id', 'is', null)
+    .where('error', 'is', null)
+    .executeTakeFirst();
   return r !== undefined;
 }
 
 export async function setItemTransaction(trx: Executor, itemId: number, txId: number): Promise<boolean> {
-  const r = await trx.updateTable('payout_items').set({ transaction_id: txId }).where('id', '=', itemId).where('transaction_id', 'is', null).where('error', 'is', null).executeTakeFirst();
+  const r = await trx
+    .updateTable('payout_items')
+    .set({ transaction_id: txId })
+    .where('id', '=', itemId)
+    .where('transaction_id', 'is', null)
+    .where('error', 'is', null)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
 
@@ -203,7 +268,13 @@ export function unsentItemReservations(db: Executor, walletId: number) {
 
 /** The item's create was refused (balance, policy): it fails with that reason, the others go on. */
 export async function refuseItem(db: Executor, itemId: number, error: string, nowMs: number): Promise<void> {
-  await db.updateTable('payout_items').set({ error: error.slice(0, 300), refused_at: nowMs }).where('id', '=', itemId).where('transaction_id', 'is', null).where('error', 'is', null).execute();
+  await db
+    .updateTable('payout_items')
+    .set({ error: error.slice(0, 300), refused_at: nowMs })
+    .where('id', '=', itemId)
+    .where('transaction_id', 'is', null)
+    .where('error', 'is', null)
+    .execute();
 }
 
 /** Payouts whose items may go out and one of which is unsent (bounded, oldest first). */
@@ -218,19 +289,40 @@ const sendingPayouts = prepare((db: Executor, limit: number) =>
     .selectFrom('payouts as p')
     .select('p.id')
     .where('p.state', '=', 'sending')
-    .where((eb) => eb.exists(eb.selectFrom('payout_items as i').select('i.id').whereRef('i.payout_id', '=', 'p.id').where('i.transaction_id', 'is', null).where('i.error', 'is', null)))
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('payout_items as i')
+          .select('i.id')
+          .whereRef('i.payout_id', '=', 'p.id')
+          .where('i.transaction_id', 'is', null)
+          .where('i.error', 'is', null),
+      ),
+    )
     .orderBy('p.id', 'asc')
     .limit(limit),
 );
 
 /** Moves a payout from one decision state to another; false when it was no longer in `from`. */
 export async function moveState(trx: Executor, id: number, from: PayoutState, to: PayoutState, nowMs: number): Promise<boolean> {
-  const r = await trx.updateTable('payouts').set({ state: to, updated_at: nowMs }).where('id', '=', id).where('state', '=', from).executeTakeFirst();
+  const r = await trx
+    .updateTable('payouts')
+    .set({ state: to, updated_at: nowMs })
+    .where('id', '=', id)
+    .where('state', '=', from)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
 
 /** Payouts awaiting approval since before `cutoffMs` (bounded). */
 export async function listApprovalExpired(db: Executor, cutoffMs: number, limit: number): Promise<{ id: number; wallet_id: number }[]> {
-  const rows = await db.selectFrom('payouts').select(['id', 'wallet_id']).where('state', '=', 'approval').where('created_at', '<=', cutoffMs).orderBy('id', 'asc').limit(limit).execute();
+  const rows = await db
+    .selectFrom('payouts')
+    .select(['id', 'wallet_id'])
+    .where('state', '=', 'approval')
+    .where('created_at', '<=', cutoffMs)
+    .orderBy('id', 'asc')
+    .limit(limit)
+    .execute();
   return rows.map((r) => ({ id: Number(r.id), wallet_id: Number(r.wallet_id) }));
 }

@@ -51,7 +51,14 @@ export async function payoutRoutes(app: App, payouts: PayoutService, txs: Transa
   app.get(
     '/wallet/:wallet/payout',
     {
-      schema: { tags: ['payouts'], summary: 'Payouts of the wallet, newest first (X-Pagination-* and Link headers)', description: 'Newest first, paginated.', params: WalletParams, querystring: Type.Object(PageQuerySchema), response: responses(Type.Array(PayoutSchema)) },
+      schema: {
+        tags: ['payouts'],
+        summary: 'Payouts of the wallet, newest first (X-Pagination-* and Link headers)',
+        description: 'Newest first, paginated.',
+        params: WalletParams,
+        querystring: Type.Object(PageQuerySchema),
+        response: responses(Type.Array(PayoutSchema)),
+      },
     },
     async (req, reply) => {
       const { page, limit } = pageOf(req.query as { page?: number; limit?: number });
@@ -69,7 +76,16 @@ export async function payoutRoutes(app: App, payouts: PayoutService, txs: Transa
 
   app.get(
     '/wallet/:wallet/payout/:payout',
-    { schema: { tags: ['payouts'], summary: 'A payout with its items', description: 'Its status and every item’s.', params: PayoutParams, response: responses(PayoutSchema) }, preValidation: load },
+    {
+      schema: {
+        tags: ['payouts'],
+        summary: 'A payout with its items',
+        description: 'Its status and every item’s.',
+        params: PayoutParams,
+        response: responses(PayoutSchema),
+      },
+      preValidation: load,
+    },
     async (req) => ok(view(req.payout!), 'Payout retrieved'),
   );
 
@@ -80,8 +96,14 @@ export async function payoutRoutes(app: App, payouts: PayoutService, txs: Transa
         config: { scope: 'login' },
         schema: {
           tags: ['payouts'],
-          summary: kind === 'approve' ? 'Approve a payout held for approval (login token only)' : 'Reject a payout held for approval (login token only)',
-          description: kind === 'approve' ? 'Its items go out, in order, each policed and balance-checked when its turn comes. 400 `Payout is not awaiting approval` once decided or expired; 400 `Address is blocked by screening` when an item’s address was listed since (it stays held).' : 'It fails with nothing sent (`rejected_by_approver` on every item). 400 `Payout is not awaiting approval` once decided or expired.',
+          summary:
+            kind === 'approve'
+              ? 'Approve a payout held for approval (login token only)'
+              : 'Reject a payout held for approval (login token only)',
+          description:
+            kind === 'approve'
+              ? 'Its items go out, in order, each policed and balance-checked when its turn comes. 400 `Payout is not awaiting approval` once decided or expired; 400 `Address is blocked by screening` when an item’s address was listed since (it stays held).'
+              : 'It fails with nothing sent (`rejected_by_approver` on every item). 400 `Payout is not awaiting approval` once decided or expired.',
           params: PayoutParams,
           response: responses(PayoutSchema, [403]),
         },

@@ -15,10 +15,18 @@ const ItemSchema = Type.Object({
   address: Type.String(),
   amount: Type.String({ description: '18 decimal places' }),
   reference: Nullable(Type.String()),
-  status: Type.String({ enum: ['awaiting_approval', 'queued', 'pending', 'confirmed', 'failed'], description: '`queued` until its turn; then its transaction’s status' }),
+  status: Type.String({
+    enum: ['awaiting_approval', 'queued', 'pending', 'confirmed', 'failed'],
+    description: '`queued` until its turn; then its transaction’s status',
+  }),
   transaction_id: Nullable(Type.Integer()),
   tx_hash: Nullable(Type.String()),
-  failure_reason: Nullable(Type.String({ description: 'Its transaction’s failure_reason; `refused` when its create was refused when its turn came (see `error`); `rejected_by_approver` / `approval_expired` for a payout that was not approved' })),
+  failure_reason: Nullable(
+    Type.String({
+      description:
+        'Its transaction’s failure_reason; `refused` when its create was refused when its turn came (see `error`); `rejected_by_approver` / `approval_expired` for a payout that was not approved',
+    }),
+  ),
   error: Nullable(Type.String({ description: 'Why a refused item was refused (e.g. `Insufficient balance for transaction`)' })),
 });
 

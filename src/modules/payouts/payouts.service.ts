@@ -42,7 +42,14 @@ export interface PayoutWithItems {
 }
 
 /** Create refusals that end an item (its own fault); anything else stops the pass and is tried again. */
-const ITEM_REFUSALS = new Set(['INSUFFICIENT_BALANCE', 'POLICY_PER_TRANSACTION', 'POLICY_DAILY', 'POLICY_ALLOWLIST', 'CHAIN_REJECTED', 'WOULD_REVERT']);
+const ITEM_REFUSALS = new Set([
+  'INSUFFICIENT_BALANCE',
+  'POLICY_PER_TRANSACTION',
+  'POLICY_DAILY',
+  'POLICY_ALLOWLIST',
+  'CHAIN_REJECTED',
+  'WOULD_REVERT',
+]);
 
 class ItemTaken extends Error {
   constructor() {
@@ -67,17 +74,30 @@ export class PayoutService {
 
   async list(walletId: number, page: number, limit: number): Promise<{ items: PayoutWithItems[]; total: number }> {
     const db = this.ctx.store.db;
-    const [payouts, total] = await Promise.all([repo.listPayouts(db, walletId, { offset: (page - 1) * limit, limit }), repo.countPayouts(db, walletId)]);
-    const items = await repo.listItems(db, payouts.map((p) => p.id));
+    const [payouts, total] = await Promise.all([
+      repo.listPayouts(db, walletId, { offset: (page - 1) * limit, limit }),
+      repo.countPayouts(db, walletId),
+    ]);
+    const items = await repo.listItems(
+      db,
+      payouts.map((p) => p.id),
+    );
     return { items: payouts.map((payout) => ({ payout, items: items.filter((i) => i.payout_id === payout.id) })), total };
   }
 
   async create(wallet: WalletView, input: PayoutInput, inTransaction?: InTransaction<PayoutWithItems>): Promise<PayoutWithItems> {
-    refuseBlocked(this.ctx.screening, input.items.map((i) => i.address)); // every item, before anything is recorded
+    refuseBlocked(
+      this.ctx.screening,
+      input.items.map((i) => i.address),
+    ); // every item, before anything is recorded
     const total = input.items.reduce((s, i) => s + i.amount, 0n);
     let quote: Awaited<ReturnType<TransactionService['quoteBatch']>>;
     try {
-      quote = await this.transactions.quoteBatch(wallet, { token: input.token, amount: total, to: input.items[0]!.address, ...(input.fees ? { fees: input.fees } : {}) }, input.items.length);
+      quote = await this.transactions.quoteBatch(
+        wallet,
+        { token: input.token, amount: total, to: input.items[0]!.address, ...(input.fees ? { fees: input.fees } : {}) },
+        input.items.length,
+      );
     } catch (e) {
       throw e instanceof AppError && e.code === 'INSUFFICIENT_BALANCE' ? Errors.insufficientBalanceForPayout() : e;
     }
@@ -85,15 +105,34 @@ export class PayoutService {
     const created = await this.ctx.store.db.transaction().execute(async (trx) => {
       await lockWallet(trx, wallet.id);
       await this.requireFreeReferences(trx, wallet.id, input);
-      const decision = await enforceBatchPolicy(trx, { walletId: wallet.id, tokenId: input.token.id, items: input.items.map((i) => ({ amount: i.amount, to: i.address })) }, now);
+      const decision = await enforceBatchPolicy(
+        trx,
+        { walletId: wallet.id, tokenId: input.token.id, items: input.items.map((i) => ({ amount: i.amount, to: i.address })) },
+        now,
+      );
       if (!(await quote.fits(trx))) throw Errors.insufficientBalanceForPayout();
       const fee_level = input.fees && 'level' in input.fees ? input.fees.level : null;
-      const id = await repo.insertPayout(trx, { wallet_id: wallet.id, token_id: input.token.id, total, item_fee_reserved: quote.fee, fee_level, state: decision === 'hold' ? 'approval' : 'sending' }, input.items, now);
+      const id = await repo.insertPayout(
+        trx,
+        {
+          wallet_id: wallet.id,
+          token_id: input.token.id,
+          total,
+          item_fee_reserved: quote.fee,
+          fee_level,
+          state: decision === 'hold' ? 'approval' : 'sending',
+        },
+        input.items,
+        now,
+      );
       const result = { payout: (await repo.findPayoutById(trx, id))!, items: await repo.listItems(trx, [id]) };
       await inTransaction?.(trx, result);
       return result;
     });
-    this.ctx.log.info({ component: 'payouts', wallet_id: wallet.id, payout_id: created.payout.id, items: input.items.length, state: created.payout.state }, 'payout recorded');
+    this.ctx.log.info(
+      { component: 'payouts', wallet_id: wallet.id, payout_id: created.payout.id, items: input.items.length, state: created.payout.state },
+      'payout recorded',
+    );
     return created;
   }
 
@@ -109,14 +148,20 @@ export class PayoutService {
     await this.expireDue();
     // An item's recipient listed since the payout was held: it stays held, to be rejected.
     const held = await repo.findPayoutById(this.ctx.store.db, payoutId);
-    if (held?.state === 'approval') refuseBlocked(this.ctx.screening, (await repo.listItems(this.ctx.store.db, [payoutId])).map((i) => i.address));
-    if (!(await repo.moveState(this.ctx.store.db, payoutId, 'approval', 'sending', this.ctx.clock.nowMs()))) throw Errors.payoutNotAwaitingApproval();
+    if (held?.state === 'approval')
+      refuseBlocked(
+        this.ctx.screening,
+        (await repo.listItems(this.ctx.store.db, [payoutId])).map((i) => i.address),
+      );
+    if (!(await repo.moveState(this.ctx.store.db, payoutId, 'approval', 'sending', this.ctx.clock.nowMs())))
+      throw Errors.payoutNotAwaitingApproval();
     this.ctx.log.info({ component: 'payouts', wallet_id: wallet.id, payout_id: payoutId }, 'payout approved');
   }
 
   async reject(wallet: WalletView, payoutId: number): Promise<void> {
     await this.expireDue();
-    if (!(await repo.moveState(this.ctx.store.db, payoutId, 'approval', 'rejected', this.ctx.clock.nowMs()))) throw Errors.payoutNotAwaitingApproval();
+    if (!(await repo.moveState(this.ctx.store.db, payoutId, 'approval', 'rejected', this.ctx.clock.nowMs())))
+      throw Errors.payoutNotAwaitingApproval();
     this.ctx.log.info({ component: 'payouts', wallet_id: wallet.id, payout_id: payoutId }, 'payout rejected');
   }
 
@@ -156,24 +201,32 @@ export class PayoutService {
   }
 
   /** Sends the next unsent item; false when none is left or the pass must stop. */
-  private async sendNext(payout: PayoutRow, wallet: WalletView, token: NonNullable<Awaited<ReturnType<typeof findToken>>>): Promise<boolean> {
+  private async sendNext(
+    payout: PayoutRow,
+    wallet: WalletView,
+    token: NonNullable<Awaited<ReturnType<typeof findToken>>>,
+  ): Promise<boolean> {
     const db = this.ctx.store.db;
     const item = await repo.nextUnsent(db, payout.id);
     if (!item) return false;
     const log = this.ctx.log.child({ component: 'payouts', wallet_id: wallet.id, payout_id: payout.id, item_id: item.id });
     const fees = payout.fee_level === null ? {} : { fees: { level: payout.fee_level as 'low' | 'medium' | 'high' } };
     try {
-      await this.transactions.create(wallet, { token, amount: item.amount, to: item.address as `0x${string}`, ...fees }, {
-        approvalDecided: true,
-        spends: repo.itemReservationId(item.id),
-        link: async (trx) => {
-          if (!(await repo.isUnsent(trx, item.id))) throw new ItemTaken();
-          return { payout_id: payout.id, reference: item.reference };
+      await this.transactions.create(
+        wallet,
+        { token, amount: item.amount, to: item.address as `0x${string}`, ...fees },
+        {
+          approvalDecided: true,
+          spends: repo.itemReservationId(item.id),
+          link: async (trx) => {
+            if (!(await repo.isUnsent(trx, item.id))) throw new ItemTaken();
+            return { payout_id: payout.id, reference: item.reference };
+          },
+          inTransaction: async (trx, rec) => {
+            if (!(await repo.setItemTransaction(trx, item.id, rec.id))) throw new ItemTaken();
+          },
         },
-        inTransaction: async (trx, rec) => {
-          if (!(await repo.setItemTransaction(trx, item.id, rec.id))) throw new ItemTaken();
-        },
-      });
+      );
       return true;
     } catch (e) {
       if (e instanceof ItemTaken) return true;
@@ -184,7 +237,6 @@ export class PayoutService {
         await repo.refuseItem(db, item.id, e.message, this.ctx.clock.nowMs());
         log.warn({ reason: e.message }, 'payout item refused; the next one goes on');
         return !(await repo.isUnsent(db, item.id)); // never the same item again in this pass
-
       }
       // The wallet's pending limit is a wait, not a fault: the next pass goes on once some confirm.
       if (e instanceof AppError && e.code === 'TOO_MANY_PENDING') log.debug('payout waits for the wallet’s pending transfers to confirm');

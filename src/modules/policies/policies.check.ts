@@ -51,10 +51,15 @@ export async function isUnpoliced(trx: Executor, walletId: number, tokenId: numb
  * when its turn comes (its own create), so payouts and transfers together still never pass a
  * limit. The caller holds the wallet's lock.
  */
-export async function enforceBatchPolicy(trx: Executor, b: { walletId: number; tokenId: number; items: { amount: bigint; to: string }[] }, nowMs: number): Promise<PolicyDecision> {
+export async function enforceBatchPolicy(
+  trx: Executor,
+  b: { walletId: number; tokenId: number; items: { amount: bigint; to: string }[] },
+  nowMs: number,
+): Promise<PolicyDecision> {
   const { limits, allowlistOnly } = await policyForToken(trx, b.walletId, b.tokenId);
   const total = b.items.reduce((s, i) => s + i.amount, 0n);
-  if (limits.per_transaction !== undefined && b.items.some((i) => i.amount > limits.per_transaction!)) throw Errors.overPerTransactionLimit();
+  if (limits.per_transaction !== undefined && b.items.some((i) => i.amount > limits.per_transaction!))
+    throw Errors.overPerTransactionLimit();
   if (limits.daily !== undefined) {
     const sent = (await outgoingAmountsSince(trx, b.walletId, b.tokenId, nowMs - DAILY_WINDOW_MS)).reduce((s, a) => s + a, 0n);
     if (sent + total > limits.daily) throw Errors.overDailyLimit();
@@ -87,7 +92,11 @@ export async function enforceCallPolicy(trx: Executor, c: PolicedCall, nowMs: nu
   const valueTo = c.tokenCall !== null && c.value === 0n ? c.tokenCall.to : c.contract;
   const native = await enforcePolicy(trx, { walletId: c.walletId, tokenId: c.nativeTokenId, amount: c.value, to: valueTo }, nowMs);
   if (c.tokenCall !== null) {
-    const token = await enforcePolicy(trx, { walletId: c.walletId, tokenId: c.tokenCall.tokenId, amount: c.tokenCall.amount, to: c.tokenCall.to }, nowMs);
+    const token = await enforcePolicy(
+      trx,
+      { walletId: c.walletId, tokenId: c.tokenCall.tokenId, amount: c.tokenCall.amount, to: c.tokenCall.to },
+      nowMs,
+    );
     return native === 'hold' || token === 'hold' ? 'hold' : 'send';
   }
   if (native === 'hold') return 'hold';

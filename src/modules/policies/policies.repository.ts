@@ -30,12 +30,20 @@ export interface AllowlistEntry {
 
 const ENTRY_COLUMNS = ['id', 'wallet_id', 'address', 'label', 'created_at'] as const;
 
-function toEntry(r: { id: number | string; wallet_id: number | string; address: string; label: string; created_at: number | string }): AllowlistEntry {
+function toEntry(r: {
+  id: number | string;
+  wallet_id: number | string;
+  address: string;
+  label: string;
+  created_at: number | string;
+}): AllowlistEntry {
   return { id: Number(r.id), wallet_id: Number(r.wallet_id), address: r.address, label: r.label, created_at: Number(r.created_at) };
 }
 
 // Every create reads both under the wallet lock: compiled once (src/db/prepared.ts).
-const policyHead = prepare((db: Executor, walletId: number) => db.selectFrom('spending_policies').select(['allowlist_only', 'updated_at']).where('wallet_id', '=', walletId));
+const policyHead = prepare((db: Executor, walletId: number) =>
+  db.selectFrom('spending_policies').select(['allowlist_only', 'updated_at']).where('wallet_id', '=', walletId),
+);
 
 /** The kind under which `tokenPolicy` returns the wallet's `allowlist_only` beside its limits. */
 const ALLOWLIST_ONLY = 'allowlist_only';
@@ -57,7 +65,11 @@ const tokenPolicy = prepare((db: Executor, walletId: number, tokenId: number) =>
 );
 
 /** The wallet's limits of one token, by kind, and whether only its allowlist may be paid. */
-export async function policyForToken(db: Executor, walletId: number, tokenId: number): Promise<{ limits: Partial<Record<LimitKind, bigint>>; allowlistOnly: boolean }> {
+export async function policyForToken(
+  db: Executor,
+  walletId: number,
+  tokenId: number,
+): Promise<{ limits: Partial<Record<LimitKind, bigint>>; allowlistOnly: boolean }> {
   const limits: Partial<Record<LimitKind, bigint>> = {};
   let allowlistOnly = false;
   for (const r of await tokenPolicy.execute(db, walletId, tokenId)) {
@@ -73,7 +85,12 @@ export async function findPolicyHead(db: Executor, walletId: number): Promise<Po
 }
 
 export async function listLimits(db: Executor, walletId: number): Promise<LimitRow[]> {
-  const rows = await db.selectFrom('spending_limits').select(['token_id', 'kind', 'amount']).where('wallet_id', '=', walletId).orderBy('id').execute();
+  const rows = await db
+    .selectFrom('spending_limits')
+    .select(['token_id', 'kind', 'amount'])
+    .where('wallet_id', '=', walletId)
+    .orderBy('id')
+    .execute();
   return rows.map((r) => ({ token_id: Number(r.token_id), kind: r.kind as LimitKind, amount: BigInt(r.amount) }));
 }
 
@@ -81,13 +98,22 @@ export async function listLimits(db: Executor, walletId: number): Promise<LimitR
 export async function upsertPolicyHead(db: Executor, walletId: number, allowlistOnly: boolean | undefined, nowMs: number): Promise<void> {
   const values = { wallet_id: walletId, allowlist_only: allowlistOnly ? 1 : 0, updated_at: nowMs };
   const set = allowlistOnly === undefined ? { updated_at: nowMs } : { updated_at: nowMs, allowlist_only: allowlistOnly ? 1 : 0 };
-  await db.insertInto('spending_policies').values(values).onConflict((oc) => oc.column('wallet_id').doUpdateSet(set)).execute();
+  await db
+    .insertInto('spending_policies')
+    .values(values)
+    .onConflict((oc) => oc.column('wallet_id').doUpdateSet(set))
+    .execute();
 }
 
 /** Sets one limit (amount) or removes it (null). */
 export async function setLimit(db: Executor, walletId: number, tokenId: number, kind: LimitKind, amount: bigint | null): Promise<void> {
   if (amount === null) {
-    await db.deleteFrom('spending_limits').where('wallet_id', '=', walletId).where('token_id', '=', tokenId).where('kind', '=', kind).execute();
+    await db
+      .deleteFrom('spending_limits')
+      .where('wallet_id', '=', walletId)
+      .where('token_id', '=', tokenId)
+      .where('kind', '=', kind)
+      .execute();
     return;
   }
   await db
@@ -103,17 +129,30 @@ export async function listAllowlist(db: Executor, walletId: number): Promise<All
 }
 
 export async function findAllowlistEntry(db: Executor, walletId: number, id: number): Promise<AllowlistEntry | undefined> {
-  const row = await db.selectFrom('allowlist_entries').select(ENTRY_COLUMNS).where('wallet_id', '=', walletId).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('allowlist_entries')
+    .select(ENTRY_COLUMNS)
+    .where('wallet_id', '=', walletId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row ? toEntry(row) : undefined;
 }
 
 export async function isAllowlisted(db: Executor, walletId: number, address: string): Promise<boolean> {
-  const row = await db.selectFrom('allowlist_entries').select('id').where('wallet_id', '=', walletId).where('address_key', '=', address.toLowerCase()).executeTakeFirst();
+  const row = await db
+    .selectFrom('allowlist_entries')
+    .select('id')
+    .where('wallet_id', '=', walletId)
+    .where('address_key', '=', address.toLowerCase())
+    .executeTakeFirst();
   return row !== undefined;
 }
 
 /** Inserts the entry; undefined when the wallet already lists the address. */
-export async function insertAllowlistEntry(db: Executor, e: { wallet_id: number; address: string; label: string; nowMs: number }): Promise<AllowlistEntry | undefined> {
+export async function insertAllowlistEntry(
+  db: Executor,
+  e: { wallet_id: number; address: string; label: string; nowMs: number },
+): Promise<AllowlistEntry | undefined> {
   const row = await db
     .insertInto('allowlist_entries')
     .values({ wallet_id: e.wallet_id, address: e.address, address_key: e.address.toLowerCase(), label: e.label, created_at: e.nowMs })

@@ -38,8 +38,9 @@ function policyReadRoutes(app: App, policies: PolicyService): void {
       config: { scope: 'read' },
       schema: {
         tags: ['policies'],
-        summary: 'The wallet\'s spending policy',
-        description: 'Per token symbol: `per_transaction` (the most one transfer may send), `daily` (the most sent in any 24 hours, pending, awaiting-approval and confirmed transfers counted) and `approval_above` (a transfer over it waits as `awaiting_approval` until a login token approves or rejects it); `allowlist_only`. Empty objects and `false` by default.',
+        summary: "The wallet's spending policy",
+        description:
+          'Per token symbol: `per_transaction` (the most one transfer may send), `daily` (the most sent in any 24 hours, pending, awaiting-approval and confirmed transfers counted) and `approval_above` (a transfer over it waits as `awaiting_approval` until a login token approves or rejects it); `allowlist_only`. Empty objects and `false` by default.',
         params: WalletParams,
         response: responses(PolicySchema),
       },
@@ -53,8 +54,8 @@ function policyReadRoutes(app: App, policies: PolicyService): void {
       config: { scope: 'read' },
       schema: {
         tags: ['policies'],
-        summary: 'The wallet\'s allowlist, oldest first',
-        description: 'The addresses transfers may go to while the policy\'s `allowlist_only` is set.',
+        summary: "The wallet's allowlist, oldest first",
+        description: "The addresses transfers may go to while the policy's `allowlist_only` is set.",
         params: WalletParams,
         response: responses(Type.Array(AllowlistEntrySchema)),
       },
@@ -70,7 +71,7 @@ function policyChangeRoute(app: App, policies: PolicyService): void {
       config: { scope: 'login' },
       schema: {
         tags: ['policies'],
-        summary: 'Change the wallet\'s spending policy (login token only)',
+        summary: "Change the wallet's spending policy (login token only)",
         description:
           'Any of `per_transaction`, `daily`, `approval_above` (token symbol → amount, or `null` to remove that limit; symbols not named keep theirs) and `allowlist_only`. An unknown symbol of the wallet, or an amount not valid for the token, is 422. Needs a login token: an API key gets 403.',
         params: WalletParams,
@@ -94,7 +95,8 @@ function allowlistChangeRoutes(app: App, policies: PolicyService): void {
       schema: {
         tags: ['policies'],
         summary: 'Add an address to the allowlist (login token only)',
-        description: 'A valid, non-zero address not yet on the wallet\'s list (else 422), with an optional label. Needs a login token: an API key gets 403.',
+        description:
+          "A valid, non-zero address not yet on the wallet's list (else 422), with an optional label. Needs a login token: an API key gets 403.",
         params: WalletParams,
         body: AllowlistAddBody,
         response: responses(AllowlistEntrySchema, [403]),
@@ -115,7 +117,8 @@ function allowlistChangeRoutes(app: App, policies: PolicyService): void {
       schema: {
         tags: ['policies'],
         summary: 'Remove an address from the allowlist (login token only)',
-        description: 'Another wallet\'s entry, or an unknown one, is 404 `Allowlist entry not found`. Needs a login token: an API key gets 403.',
+        description:
+          "Another wallet's entry, or an unknown one, is 404 `Allowlist entry not found`. Needs a login token: an API key gets 403.",
         params: AllowlistEntryParams,
         response: responses(AllowlistEntrySchema, [403]),
       },

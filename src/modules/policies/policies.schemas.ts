@@ -48,7 +48,7 @@ export const AllowlistEntrySchema = Type.Object({
 
 export const AllowlistAddBody = Type.Object({
   address: Type.Optional(Type.Unknown({ description: 'EVM address (EIP-55 checksum if mixed case), not the zero address' })),
-  label: Type.Optional(Type.String({ maxLength: 255, description: 'What the address is (e.g. a supplier\'s name)' })),
+  label: Type.Optional(Type.String({ maxLength: 255, description: "What the address is (e.g. a supplier's name)" })),
 });
 
 export const AllowlistEntryParams = Type.Object({ wallet: Type.String(), entry: Type.String() });

@@ -30,7 +30,11 @@ export class PolicyService {
 
   async get(wallet: WalletView): Promise<Policy> {
     const { db } = this.ctx.store;
-    const [limits, head, tokens] = await Promise.all([repo.listLimits(db, wallet.id), repo.findPolicyHead(db, wallet.id), listTokens(db, wallet.id)]);
+    const [limits, head, tokens] = await Promise.all([
+      repo.listLimits(db, wallet.id),
+      repo.findPolicyHead(db, wallet.id),
+      listTokens(db, wallet.id),
+    ]);
     return { limits, tokens, allowlist_only: head.allowlist_only, updated_at: head.updated_at };
   }
 
@@ -41,7 +45,10 @@ export class PolicyService {
       await repo.upsertPolicyHead(trx, wallet.id, input.allowlistOnly, now);
       for (const l of input.limits) await repo.setLimit(trx, wallet.id, l.tokenId, l.kind, l.amount);
     });
-    this.ctx.log.info({ component: 'policies', wallet_id: wallet.id, limits: input.limits.length, allowlist_only: input.allowlistOnly }, 'spending policy changed');
+    this.ctx.log.info(
+      { component: 'policies', wallet_id: wallet.id, limits: input.limits.length, allowlist_only: input.allowlistOnly },
+      'spending policy changed',
+    );
     return this.get(wallet);
   }
 
@@ -51,7 +58,12 @@ export class PolicyService {
 
   /** Adds the address; 422 when the wallet already lists it. */
   async add(wallet: WalletView, address: Address, label: string): Promise<repo.AllowlistEntry> {
-    const entry = await repo.insertAllowlistEntry(this.ctx.store.db, { wallet_id: wallet.id, address, label, nowMs: this.ctx.clock.nowMs() });
+    const entry = await repo.insertAllowlistEntry(this.ctx.store.db, {
+      wallet_id: wallet.id,
+      address,
+      label,
+      nowMs: this.ctx.clock.nowMs(),
+    });
     if (!entry) throw fieldError('address', 'The address has already been taken.');
     this.ctx.log.info({ component: 'policies', wallet_id: wallet.id, entry_id: entry.id, address }, 'allowlist entry added');
     return entry;

@@ -59,7 +59,14 @@ export function decodeTokenCall(tokens: readonly CallableToken[], from: Address,
   } catch {
     return null;
   }
-  const call = (to: Address, amount: bigint, spend: bigint): TokenCall => ({ kind: decoded.functionName, tokenId: token.id, contract: getAddress(token.contract), to: getAddress(to), amount, spend });
+  const call = (to: Address, amount: bigint, spend: bigint): TokenCall => ({
+    kind: decoded.functionName,
+    tokenId: token.id,
+    contract: getAddress(token.contract),
+    to: getAddress(to),
+    amount,
+    spend,
+  });
   switch (decoded.functionName) {
     case 'transfer':
       return call(decoded.args[0], decoded.args[1], decoded.args[1]);

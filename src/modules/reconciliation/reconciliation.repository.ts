@@ -78,7 +78,13 @@ export async function listCheckpoints(db: Executor, walletId: number): Promise<C
     .select(['address', 'token_id', 'charge_id', 'block_number', 'balance'])
     .where('wallet_id', '=', walletId)
     .execute();
-  return rows.map((r) => ({ ...r, token_id: Number(r.token_id), charge_id: r.charge_id === null ? null : Number(r.charge_id), block_number: Number(r.block_number), balance: BigInt(r.balance) }));
+  return rows.map((r) => ({
+    ...r,
+    token_id: Number(r.token_id),
+    charge_id: r.charge_id === null ? null : Number(r.charge_id),
+    block_number: Number(r.block_number),
+    balance: BigInt(r.balance),
+  }));
 }
 
 /**
@@ -91,7 +97,11 @@ export async function listDeposits(db: Executor, walletId: number, chargeId?: nu
     .selectFrom('charges as c')
     .innerJoin('sub_wallets as s', 's.id', 'c.sub_wallet_id')
     .select(['c.id as charge_id', 's.address', 'c.token_id', 'c.status', 'c.sweep_due_at', 'c.watch_until'])
-    .select((eb) => eb.exists(eb.selectFrom('charge_sweeps as w').select('w.id').whereRef('w.charge_id', '=', 'c.id').where('w.live_key', 'is not', null)).as('live'))
+    .select((eb) =>
+      eb
+        .exists(eb.selectFrom('charge_sweeps as w').select('w.id').whereRef('w.charge_id', '=', 'c.id').where('w.live_key', 'is not', null))
+        .as('live'),
+    )
     .where('c.wallet_id', '=', walletId);
   if (chargeId !== undefined) q = q.where('c.id', '=', chargeId);
   const rows = await q.orderBy('c.id', 'asc').execute();
@@ -107,10 +117,30 @@ export async function listDeposits(db: Executor, walletId: number, chargeId?: nu
 }
 
 /** One page (by id, after `afterId`) of the wallet's transactions rows mined in (fromBlock, toBlock]. */
-export async function listTxMovements(db: Executor, walletId: number, fromBlock: number, toBlock: number, afterId: number): Promise<TxMovement[]> {
+export async function listTxMovements(
+  db: Executor,
+  walletId: number,
+  fromBlock: number,
+  toBlock: number,
+  afterId: number,
+): Promise<TxMovement[]> {
   const rows = await db
     .selectFrom('transactions')
-    .select(['id', 'type', 'token_id', 'amount', 'to_address', 'block_number', 'receipt_status', 'broadcast_kind', 'fee_paid', 'gas_used', 'gas_price', 'call_token_id', 'call_spend'])
+    .select([
+      'id',
+      'type',
+      'token_id',
+      'amount',
+      'to_address',
+      'block_number',
+      'receipt_status',
+      'broadcast_kind',
+      'fee_paid',
+      'gas_used',
+      'gas_price',
+      'call_token_id',
+      'call_spend',
+    ])
     .where('wallet_id', '=', walletId)
     .where('block_number', '>', fromBlock)
     .where('block_number', '<=', toBlock)
@@ -135,7 +165,12 @@ export async function listTxMovements(db: Executor, walletId: number, fromBlock:
 }
 
 /** The payments to these charges' addresses in (fromBlock, toBlock]. */
-export async function listPaymentMovements(db: Executor, chargeIds: number[], fromBlock: number, toBlock: number): Promise<PaymentMovement[]> {
+export async function listPaymentMovements(
+  db: Executor,
+  chargeIds: number[],
+  fromBlock: number,
+  toBlock: number,
+): Promise<PaymentMovement[]> {
   if (chargeIds.length === 0) return [];
   const rows = await db
     .selectFrom('charge_payments')
@@ -186,28 +221,50 @@ export interface CheckpointWrite {
 
 /** Writes one checkpoint's state; a move never goes back to a lower block than the stored one. */
 export async function writeCheckpoint(db: Executor, walletId: number, w: CheckpointWrite, nowMs: number): Promise<void> {
-  const check = { unreconciled: w.unreconciled ? 1 : 0, checked_block: w.checked_block, checked_balance: w.checked_balance.toString(), updated_at: nowMs };
+  const check = {
+    unreconciled: w.unreconciled ? 1 : 0,
+    checked_block: w.checked_block,
+    checked_balance: w.checked_balance.toString(),
+    updated_at: nowMs,
+  };
   const start = w.move ?? { block_number: 0, balance: 0n };
   await db
     .insertInto('reconciliation_checkpoints')
-    .values({ wallet_id: walletId, address: w.address, token_id: w.token_id, charge_id: w.charge_id, block_number: start.block_number, balance: start.balance.toString(), ...check, created_at: nowMs })
+    .values({
+      wallet_id: walletId,
+      address: w.address,
+      token_id: w.token_id,
+      charge_id: w.charge_id,
+      block_number: start.block_number,
+      balance: start.balance.toString(),
+      ...check,
+      created_at: nowMs,
+    })
     .onConflict((oc) =>
-      oc.columns(['wallet_id', 'address', 'token_id']).doUpdateSet({
-        ...check,
-        ...(w.move
-          ? {
-              block_number: sql<number>`CASE WHEN reconciliation_checkpoints.block_number < ${w.move.block_number} THEN ${w.move.block_number} ELSE reconciliation_checkpoints.block_number END`,
-              balance: sql<string>`CASE WHEN reconciliation_checkpoints.block_number < ${w.move.block_number} THEN ${w.move.balance.toString()} ELSE reconciliation_checkpoints.balance END`,
-            }
-          : {}),
-      }).where('reconciliation_checkpoints.block_number', '<=', w.upTo),
+      oc
+        .columns(['wallet_id', 'address', 'token_id'])
+        .doUpdateSet({
+          ...check,
+          ...(w.move
+            ? {
+                block_number: sql<number>`CASE WHEN reconciliation_checkpoints.block_number < ${w.move.block_number} THEN ${w.move.block_number} ELSE reconciliation_checkpoints.block_number END`,
+                balance: sql<string>`CASE WHEN reconciliation_checkpoints.block_number < ${w.move.block_number} THEN ${w.move.balance.toString()} ELSE reconciliation_checkpoints.balance END`,
+              }
+            : {}),
+        })
+        .where('reconciliation_checkpoints.block_number', '<=', w.upTo),
     )
     .execute();
 }
 
 /** The wallet's checkpoints flagged with a difference (few): those no longer compared are cleared by the caller. */
 export async function listUnreconciled(db: Executor, walletId: number): Promise<Array<{ id: number; address: string; token_id: number }>> {
-  const rows = await db.selectFrom('reconciliation_checkpoints').select(['id', 'address', 'token_id']).where('wallet_id', '=', walletId).where('unreconciled', '=', 1).execute();
+  const rows = await db
+    .selectFrom('reconciliation_checkpoints')
+    .select(['id', 'address', 'token_id'])
+    .where('wallet_id', '=', walletId)
+    .where('unreconciled', '=', 1)
+    .execute();
   return rows.map((r) => ({ id: r.id, address: r.address, token_id: Number(r.token_id) }));
 }
 
@@ -229,8 +286,19 @@ export async function findCheckpointBlock(db: Executor, walletId: number, addres
 }
 
 /** A checkpoint of a token added to the wallet (or added again): counted from here on. */
-export async function resetCheckpoint(db: Executor, c: { wallet_id: number; address: string; token_id: number; block_number: number; balance: bigint }, nowMs: number): Promise<void> {
-  const values = { block_number: c.block_number, balance: c.balance.toString(), unreconciled: 0, checked_block: c.block_number, checked_balance: c.balance.toString(), updated_at: nowMs };
+export async function resetCheckpoint(
+  db: Executor,
+  c: { wallet_id: number; address: string; token_id: number; block_number: number; balance: bigint },
+  nowMs: number,
+): Promise<void> {
+  const values = {
+    block_number: c.block_number,
+    balance: c.balance.toString(),
+    unreconciled: 0,
+    checked_block: c.block_number,
+    checked_balance: c.balance.toString(),
+    updated_at: nowMs,
+  };
   await db
     .insertInto('reconciliation_checkpoints')
     .values({ wallet_id: c.wallet_id, address: c.address, token_id: c.token_id, charge_id: null, ...values, created_at: nowMs })
@@ -238,7 +306,11 @@ export async function resetCheckpoint(db: Executor, c: { wallet_id: number; addr
     .execute();
 }
 
-export async function insertAdjustment(db: Executor, a: { wallet_id: number; address: string; token_id: number; amount: bigint; block_number: number; note: string }, nowMs: number): Promise<void> {
+export async function insertAdjustment(
+  db: Executor,
+  a: { wallet_id: number; address: string; token_id: number; amount: bigint; block_number: number; note: string },
+  nowMs: number,
+): Promise<void> {
   await db
     .insertInto('reconciliation_adjustments')
     .values({ ...a, amount: a.amount.toString(), created_at: nowMs })
@@ -254,13 +326,26 @@ export async function listAdjustments(db: Executor, walletId: number, limit: num
     .orderBy('id', 'desc')
     .limit(limit)
     .execute();
-  return rows.map((r) => ({ ...r, token_id: Number(r.token_id), amount: BigInt(r.amount), block_number: Number(r.block_number), created_at: Number(r.created_at) }));
+  return rows.map((r) => ({
+    ...r,
+    token_id: Number(r.token_id),
+    amount: BigInt(r.amount),
+    block_number: Number(r.block_number),
+    created_at: Number(r.created_at),
+  }));
 }
 
 /** Addresses whose last reconciliation showed a difference, over every wallet (the `/metrics` gauge). */
 export async function countUnreconciledAddresses(db: Executor): Promise<number> {
   const r = await db
-    .selectFrom((eb) => eb.selectFrom('reconciliation_checkpoints').select(['wallet_id', 'address']).where('unreconciled', '=', 1).groupBy(['wallet_id', 'address']).as('u'))
+    .selectFrom((eb) =>
+      eb
+        .selectFrom('reconciliation_checkpoints')
+        .select(['wallet_id', 'address'])
+        .where('unreconciled', '=', 1)
+        .groupBy(['wallet_id', 'address'])
+        .as('u'),
+    )
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirstOrThrow();
   return Number(r.n);
@@ -274,6 +359,11 @@ export async function listWalletIds(db: Executor): Promise<number[]> {
 
 /** Creates the daily run's lease, due at `dueMs`, unless it exists; true when it was created now. */
 export async function scheduleFirstRun(db: Executor, name: string, dueMs: number): Promise<boolean> {
-  const r = await db.insertInto('leases').values({ name, holder: 'scheduled', expires_at: dueMs }).onConflict((oc) => oc.column('name').doNothing()).returning('name').executeTakeFirst();
+  const r = await db
+    .insertInto('leases')
+    .values({ name, holder: 'scheduled', expires_at: dueMs })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .returning('name')
+    .executeTakeFirst();
   return r !== undefined;
 }

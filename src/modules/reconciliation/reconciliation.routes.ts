@@ -34,7 +34,8 @@ export async function reconciliationRoutes(app: App, service: ReconciliationServ
       schema: {
         tags: ['reconciliation'],
         summary: 'Accept the differences as adjustments (login token only)',
-        description: 'Records each difference as an adjustment with the note (listed under `adjustments`) and moves the checkpoints to the answer’s block. Needs a login token: an API key gets 403. Nothing to accept: 400.',
+        description:
+          'Records each difference as an adjustment with the note (listed under `adjustments`) and moves the checkpoints to the answer’s block. Needs a login token: an API key gets 403. Nothing to accept: 400.',
         params: WalletParams,
         body: AcceptBody,
         response: responses(ReconciliationSchema, [403]),

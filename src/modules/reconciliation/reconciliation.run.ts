@@ -22,7 +22,11 @@ export interface WalletOutcome {
  * Every wallet in id order, or only `walletId` (an unknown id: an error line). `sweepLateMoney`
  * (the daily run): money found on a charge's address after its watch is recorded and swept.
  */
-export async function reconcileWallets(ctx: AppContext, walletId?: number, opts: { sweepLateMoney?: boolean } = {}): Promise<WalletOutcome[]> {
+export async function reconcileWallets(
+  ctx: AppContext,
+  walletId?: number,
+  opts: { sweepLateMoney?: boolean } = {},
+): Promise<WalletOutcome[]> {
   const service = new ReconciliationService(ctx);
   const ids = walletId === undefined ? await service.listWalletIds() : [walletId];
   const out: WalletOutcome[] = [];
@@ -69,10 +73,33 @@ export async function dailyReconciliation(ctx: AppContext, log: Logger): Promise
     for (const a of line.addresses) {
       for (const t of a.tokens) {
         if (t.difference === '0.000000000000000000') continue;
-        log.warn({ wallet_id: r.walletId, address: a.address, kind: a.kind, charge_id: a.charge_id, symbol: t.token, difference: t.difference, block_number: line.block_number }, 'reconciliation difference');
+        log.warn(
+          {
+            wallet_id: r.walletId,
+            address: a.address,
+            kind: a.kind,
+            charge_id: a.charge_id,
+            symbol: t.token,
+            difference: t.difference,
+            block_number: line.block_number,
+          },
+          'reconciliation difference',
+        );
       }
     }
-    for (const u of line.unswept) log.warn({ wallet_id: r.walletId, address: u.address, charge_id: u.charge_id, symbol: u.token, amount: u.amount, reason: u.reason, block_number: line.block_number }, 'reconciliation: funds left unswept');
+    for (const u of line.unswept)
+      log.warn(
+        {
+          wallet_id: r.walletId,
+          address: u.address,
+          charge_id: u.charge_id,
+          symbol: u.token,
+          amount: u.amount,
+          reason: u.reason,
+          block_number: line.block_number,
+        },
+        'reconciliation: funds left unswept',
+      );
   }
   const notOk = results.filter((r) => !r.ok).length;
   log.info({ wallets: results.length, not_ok: notOk }, 'daily reconciliation done');

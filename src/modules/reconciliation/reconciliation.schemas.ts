@@ -1,13 +1,16 @@
 /** Reconciliation on the wire (CONTRACT "Reconciliation: every wei accounted for"). */
 import { Type, type Static } from '@sinclair/typebox';
 
-const Amount = (description: string) => Type.String({ description: `${description}, 18 places, signed`, examples: ['0.000000000000000000'] });
+const Amount = (description: string) =>
+  Type.String({ description: `${description}, 18 places, signed`, examples: ['0.000000000000000000'] });
 
 const TokenLineSchema = Type.Object({
   token: Type.String({ description: 'The token symbol' }),
   checkpoint_block: Type.Integer({ description: 'The block of the last accepted checkpoint (0: since the address was created)' }),
   checkpoint_balance: Amount('The chain balance at checkpoint_block'),
-  recorded_change: Amount('What the service’s records say moved since: receipts, payments and top-ups in; amounts sent, sweeps and every fee paid out'),
+  recorded_change: Amount(
+    'What the service’s records say moved since: receipts, payments and top-ups in; amounts sent, sweeps and every fee paid out',
+  ),
   chain_balance: Amount('The chain balance at block_number'),
   difference: Amount('chain_balance − checkpoint_balance − recorded_change'),
 });

@@ -122,12 +122,30 @@ export class ReconciliationService {
         for (const t of line.tokens) {
           const move = result.ok ? { block_number: scope.height, balance: t.chain } : undefined;
           const upTo = result.ok ? scope.height : t.checkpointBlock;
-          await repo.writeCheckpoint(trx, wallet.id, { address: line.address, token_id: t.token.id, charge_id: line.chargeId, move, unreconciled: t.difference !== 0n, checked_block: scope.height, checked_balance: t.chain, upTo }, now);
+          await repo.writeCheckpoint(
+            trx,
+            wallet.id,
+            {
+              address: line.address,
+              token_id: t.token.id,
+              charge_id: line.chargeId,
+              move,
+              unreconciled: t.difference !== 0n,
+              checked_block: scope.height,
+              checked_balance: t.chain,
+              upTo,
+            },
+            now,
+          );
         }
       }
       // A flagged line no longer compared (its token removed) stops counting in /metrics.
       const stale = (await repo.listUnreconciled(trx, wallet.id)).filter((c) => !scope.lines.has(key(c.address, c.token_id)));
-      await repo.clearUnreconciled(trx, stale.map((c) => c.id), now);
+      await repo.clearUnreconciled(
+        trx,
+        stale.map((c) => c.id),
+        now,
+      );
     });
     return result;
   }
@@ -164,8 +182,27 @@ export class ReconciliationService {
       for (const { line } of scope.slots) {
         for (const t of line.tokens) {
           if ((await repo.findCheckpointBlock(trx, wallet.id, line.address, t.token.id)) !== t.checkpointBlock) throw new CheckpointMoved();
-          if (t.difference !== 0n) await repo.insertAdjustment(trx, { wallet_id: wallet.id, address: line.address, token_id: t.token.id, amount: t.difference, block_number: height, note }, now);
-          await repo.writeCheckpoint(trx, wallet.id, { address: line.address, token_id: t.token.id, charge_id: line.chargeId, move: { block_number: height, balance: t.chain }, unreconciled: false, checked_block: height, checked_balance: t.chain, upTo: height }, now);
+          if (t.difference !== 0n)
+            await repo.insertAdjustment(
+              trx,
+              { wallet_id: wallet.id, address: line.address, token_id: t.token.id, amount: t.difference, block_number: height, note },
+              now,
+            );
+          await repo.writeCheckpoint(
+            trx,
+            wallet.id,
+            {
+              address: line.address,
+              token_id: t.token.id,
+              charge_id: line.chargeId,
+              move: { block_number: height, balance: t.chain },
+              unreconciled: false,
+              checked_block: height,
+              checked_balance: t.chain,
+              upTo: height,
+            },
+            now,
+          );
         }
       }
     });
@@ -231,7 +268,11 @@ export class ReconciliationService {
     const found = scope.slots.filter((s) => s.deposit && s.line.tokens.some((t) => t.afterWatch));
     if (found.length === 0) return;
     const now = this.ctx.clock.nowMs();
-    const block = { block: scope.height, blockHash: (await findBlockHash(db, scope.network.id, scope.height)) ?? null, blockTimestampMs: (await pay.blockTimeAtOrBelow(db, scope.network.id, scope.height)) ?? now };
+    const block = {
+      block: scope.height,
+      blockHash: (await findBlockHash(db, scope.network.id, scope.height)) ?? null,
+      blockTimestampMs: (await pay.blockTimeAtOrBelow(db, scope.network.id, scope.height)) ?? now,
+    };
     for (const slot of found) {
       const d = slot.deposit!;
       const own = slot.line.tokens.find((t) => t.afterWatch && t.token.id === d.token_id);
@@ -246,7 +287,17 @@ export class ReconciliationService {
       if (!recorded) continue;
       if (own && amount > 0n) Object.assign(own, { recorded: own.recorded + amount, difference: own.difference - amount });
       const held = slot.line.tokens.filter((t) => t.afterWatch).map((t) => ({ symbol: t.token.symbol, balance: t.chain.toString() }));
-      this.ctx.log.warn({ wallet_id: scope.wallet.id, charge_id: d.charge_id, address: slot.line.address, block: scope.height, held, payment: amount.toString() }, 'money found on a charge deposit address after its watch ended: recorded as a late payment and due a sweep');
+      this.ctx.log.warn(
+        {
+          wallet_id: scope.wallet.id,
+          charge_id: d.charge_id,
+          address: slot.line.address,
+          block: scope.height,
+          held,
+          payment: amount.toString(),
+        },
+        'money found on a charge deposit address after its watch ended: recorded as a late payment and due a sweep',
+      );
     }
   }
 
@@ -266,19 +317,37 @@ export class ReconciliationService {
     const lines = new Map<string, TokenLine>();
     const lineOf = (address: string, token: WalletTokenRow): TokenLine => {
       const c = checkpoints.get(key(address, token.id));
-      const t = { token, checkpointBlock: c?.block_number ?? 0, checkpointBalance: c?.balance ?? 0n, recorded: 0n, chain: 0n, difference: 0n, afterWatch: false };
+      const t = {
+        token,
+        checkpointBlock: c?.block_number ?? 0,
+        checkpointBalance: c?.balance ?? 0n,
+        recorded: 0n,
+        chain: 0n,
+        difference: 0n,
+        afterWatch: false,
+      };
       lines.set(key(address, token.id), t);
       return t;
     };
     const main = getAddress(wallet.address);
-    const slots: Slot[] = [{ line: { address: main, kind: 'main', chargeId: null, tokens: active.map((t) => lineOf(main, t)) }, deposit: null, paymentRows: 0 }];
+    const slots: Slot[] = [
+      { line: { address: main, kind: 'main', chargeId: null, tokens: active.map((t) => lineOf(main, t)) }, deposit: null, paymentRows: 0 },
+    ];
     for (const d of deposits) {
       const address = getAddress(d.address);
       const own = active.some((t) => t.id === d.token_id) ? [] : [tokensById.get(d.token_id)!].filter(Boolean);
-      slots.push({ line: { address, kind: 'deposit', chargeId: d.charge_id, tokens: [...active, ...own].map((t) => lineOf(address, t)) }, deposit: d, paymentRows: 0 });
+      slots.push({
+        line: { address, kind: 'deposit', chargeId: d.charge_id, tokens: [...active, ...own].map((t) => lineOf(address, t)) },
+        deposit: d,
+        paymentRows: 0,
+      });
     }
     // A checkpoint above the head (moved by an answer before a reorg): compare at the checkpoint.
-    const height = Math.max(0, confirmedHeight(cursor.block_number, network.confirmations), ...[...lines.values()].map((t) => t.checkpointBlock));
+    const height = Math.max(
+      0,
+      confirmedHeight(cursor.block_number, network.confirmations),
+      ...[...lines.values()].map((t) => t.checkpointBlock),
+    );
     return { wallet, network, client: this.ctx.chains.get(network), height, native, slots, lines, tokensById };
   }
 
@@ -292,7 +361,7 @@ export class ReconciliationService {
   private async countTransactions(scope: Scope): Promise<void> {
     const main = scope.slots[0]!.line.address;
     const from = Math.min(...[...scope.lines.values()].map((t) => t.checkpointBlock));
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const page = await repo.listTxMovements(this.ctx.store.db, scope.wallet.id, from, scope.height, after);
       for (const r of page) {
         if (r.type === 'receipt') {
@@ -338,8 +407,12 @@ export class ReconciliationService {
   }
 
   /** A sweep's block, success and fee: from its row when final with its fee, else from its receipt (null: not mined at or below the height). */
-  private async sweepOutcome(scope: Scope, s: SweepMovement): Promise<{ sweep: SweepMovement; block: number; success: boolean; fee: bigint } | null> {
-    if (!s.live && s.block_number !== null && s.fee_paid !== null) return { sweep: s, block: s.block_number, success: s.status === 'confirmed', fee: s.fee_paid };
+  private async sweepOutcome(
+    scope: Scope,
+    s: SweepMovement,
+  ): Promise<{ sweep: SweepMovement; block: number; success: boolean; fee: bigint } | null> {
+    if (!s.live && s.block_number !== null && s.fee_paid !== null)
+      return { sweep: s, block: s.block_number, success: s.status === 'confirmed', fee: s.fee_paid };
     if (!s.tx_hash) return null;
     const r = await this.chainRead(() => receiptOrNull(scope.client, s.tx_hash as Hex));
     if (!r || Number(r.blockNumber) > scope.height) return null;
@@ -368,7 +441,15 @@ export class ReconciliationService {
     const unswept = scope.slots.flatMap((s) => unsweptOf(s));
     const ok = unswept.length === 0 && [...scope.lines.values()].every((t) => t.difference === 0n);
     const adjustments = await repo.listAdjustments(this.ctx.store.db, scope.wallet.id, ADJUSTMENTS_LISTED);
-    return { walletId: scope.wallet.id, blockNumber: scope.height, ok, addresses: scope.slots.map((s) => s.line), unswept, adjustments, tokensById: scope.tokensById };
+    return {
+      walletId: scope.wallet.id,
+      blockNumber: scope.height,
+      ok,
+      addresses: scope.slots.map((s) => s.line),
+      unswept,
+      adjustments,
+      tokensById: scope.tokensById,
+    };
   }
 }
 
@@ -387,7 +468,11 @@ function unsweptOf(s: Slot): UnsweptLine[] {
       chargeId: d.charge_id,
       token: t.token,
       amount: t.chain,
-      reason: t.afterWatch ? 'after_watch' : t.token.is_native === 1 ? 'dust: below the fee of sweeping it' : 'not swept: its transfer from the address would revert',
+      reason: t.afterWatch
+        ? 'after_watch'
+        : t.token.is_native === 1
+          ? 'dust: below the fee of sweeping it'
+          : 'not swept: its transfer from the address would revert',
     }));
 }
 

@@ -22,7 +22,13 @@ export function reconciliationView(r: Reconciliation) {
         difference: formatUnits18(t.difference, t.token.decimals),
       })),
     })),
-    unswept: r.unswept.map((u) => ({ address: u.address, charge_id: u.chargeId, token: u.token.symbol, amount: formatUnits18(u.amount, u.token.decimals), reason: u.reason })),
+    unswept: r.unswept.map((u) => ({
+      address: u.address,
+      charge_id: u.chargeId,
+      token: u.token.symbol,
+      amount: formatUnits18(u.amount, u.token.decimals),
+      reason: u.reason,
+    })),
     adjustments: r.adjustments.map((a) => ({
       address: a.address,
       token: symbolOf(a.token_id),

@@ -14,7 +14,13 @@ export async function announceRefunded(trx: Executor, refundId: number, userId: 
   const refund = await findRefund(trx, refundId);
   const charge = refund ? await findChargeById(trx, refund.charge_id) : undefined;
   if (!refund || !charge) return;
-  await recordEvent(trx, { userId, walletId: charge.wallet_id, name: 'charge.refunded', payload: chargeRefundedPayload(charge, refund, nowMs, publicUrl), nowMs });
+  await recordEvent(trx, {
+    userId,
+    walletId: charge.wallet_id,
+    name: 'charge.refunded',
+    payload: chargeRefundedPayload(charge, refund, nowMs, publicUrl),
+    nowMs,
+  });
 }
 
 /** charge.refunded: the charge's fields (as in charge.paid) and the confirmed `refund`. */

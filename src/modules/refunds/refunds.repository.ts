@@ -23,7 +23,10 @@ export interface RefundRow {
   tx_status: string | null;
 }
 
-export type NewRefund = Pick<RefundRow, 'uuid' | 'charge_id' | 'wallet_id' | 'token_id' | 'amount' | 'address' | 'reason' | 'claim_expires_at'>;
+export type NewRefund = Pick<
+  RefundRow,
+  'uuid' | 'charge_id' | 'wallet_id' | 'token_id' | 'amount' | 'address' | 'reason' | 'claim_expires_at'
+>;
 
 function refunds(db: Executor) {
   return db
@@ -91,7 +94,12 @@ export async function insertRefund(trx: Executor, r: NewRefund, nowMs: number): 
 
 /** A claimable refund gets the payer's address; false when it already has one (nothing written). */
 export async function setClaimAddress(trx: Executor, id: number, address: string, nowMs: number): Promise<boolean> {
-  const r = await trx.updateTable('refunds').set({ address, updated_at: nowMs }).where('id', '=', id).where('address', 'is', null).executeTakeFirst();
+  const r = await trx
+    .updateTable('refunds')
+    .set({ address, updated_at: nowMs })
+    .where('id', '=', id)
+    .where('address', 'is', null)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
 

@@ -19,11 +19,18 @@ import { ChargeParams } from '../charges/charges.schemas.js';
 import type { ChargeService } from '../charges/charges.service.js';
 import { CHECKOUT_PAGE_HEADERS } from '../checkout/checkout.routes.js';
 import type { RefundRow } from './refunds.repository.js';
-import { ClaimBody, CreateRefundBody, parseClaimAddress, parseRefundInput, PublicRefundSchema, RefundParams, RefundSchema } from './refunds.schemas.js';
+import {
+  ClaimBody,
+  CreateRefundBody,
+  parseClaimAddress,
+  parseRefundInput,
+  PublicRefundSchema,
+  RefundParams,
+  RefundSchema,
+} from './refunds.schemas.js';
 import type { RefundService } from './refunds.service.js';
 import { publicRefundView, refundView, showsRefundLinks } from './refunds.views.js';
 import { REFUND_CSP, refundNotFoundPage, refundPage } from './refunds.page.js';
-
 
 /** Whether a create body names an address (a refund sent at once); absent or null: a claim. */
 export function namesAddress(body: unknown): boolean {
@@ -91,7 +98,8 @@ export async function publicRefundRoutes(app: App, refunds: RefundService): Prom
       schema: {
         tags: ['refunds'],
         summary: 'A refund as its payer sees it (public)',
-        description: 'What the claim page polls. Public, no token: anyone holding the uuid may read it, so nothing of the merchant, the wallet or the charge is in it. Unknown: 404 `Refund not found`.',
+        description:
+          'What the claim page polls. Public, no token: anyone holding the uuid may read it, so nothing of the merchant, the wallet or the charge is in it. Unknown: 404 `Refund not found`.',
         params: RefundParams,
         security: [],
         response: responses(PublicRefundSchema),

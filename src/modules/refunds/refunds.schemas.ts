@@ -11,14 +11,27 @@ const REASON_MAX = 500;
 
 export const RefundSchema = Type.Object({
   id: Type.Integer(),
-  uuid: Nullable(Type.String({ description: 'The refund’s public id (its claim link’s); null to an API key without `charges:write` or `transactions:write`' })),
+  uuid: Nullable(
+    Type.String({
+      description: 'The refund’s public id (its claim link’s); null to an API key without `charges:write` or `transactions:write`',
+    }),
+  ),
   amount: Type.String({ description: 'In the charge’s token, 18 decimal places' }),
   address: Nullable(Type.String({ description: 'Where it is sent; null while a claim waits for the payer' })),
-  status: Type.String({ enum: ['claimable', 'pending', 'confirmed', 'failed', 'expired'], description: 'Its transfer’s status (`pending` also while awaiting approval); a claim is `claimable`, then `expired` after REFUND_CLAIM_TTL_S unused' }),
+  status: Type.String({
+    enum: ['claimable', 'pending', 'confirmed', 'failed', 'expired'],
+    description:
+      'Its transfer’s status (`pending` also while awaiting approval); a claim is `claimable`, then `expired` after REFUND_CLAIM_TTL_S unused',
+  }),
   transaction_id: Nullable(Type.Integer()),
   tx_hash: Nullable(Type.String()),
   reason: Nullable(Type.String()),
-  claim_url: Nullable(Type.String({ description: 'A claim’s public page (PUBLIC_URL + /refund/{uuid}); null for a refund created with an address, and to an API key without `charges:write` or `transactions:write`' })),
+  claim_url: Nullable(
+    Type.String({
+      description:
+        'A claim’s public page (PUBLIC_URL + /refund/{uuid}); null for a refund created with an address, and to an API key without `charges:write` or `transactions:write`',
+    }),
+  ),
   expires_at: Nullable(Type.String({ description: 'When a claim can no longer be used; null for a refund created with an address' })),
   created_at: Type.String(),
 });
@@ -37,7 +50,12 @@ export const PublicRefundSchema = Type.Object(
 export const RefundParams = Type.Object({ uuid: Type.String({ description: 'The refund’s uuid (from its `claim_url`)' }) });
 
 export const CreateRefundBody = Type.Object({
-  amount: Type.Optional(Type.Unknown({ description: 'Decimal string or number, > 0, at most the token’s decimals; default: all the charge received less its refunds not failed or expired' })),
+  amount: Type.Optional(
+    Type.Unknown({
+      description:
+        'Decimal string or number, > 0, at most the token’s decimals; default: all the charge received less its refunds not failed or expired',
+    }),
+  ),
   address: Type.Optional(Type.Unknown({ description: 'Where to send it; absent: a claim (the payer gives the address on `claim_url`)' })),
   reason: Type.Optional(Type.Unknown({ description: 'Up to 500 characters, kept with the refund' })),
 });

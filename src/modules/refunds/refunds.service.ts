@@ -59,11 +59,27 @@ export class RefundService {
   async create(wallet: WalletView, charge: ChargeRow, input: RefundInput, inTransaction?: InTransaction<RefundRow>): Promise<RefundRow> {
     const db = this.ctx.store.db;
     const amount = await this.decide(db, charge, input.amount); // early answer, without the lock
-    const row = { uuid: randomUUID(), charge_id: charge.id, wallet_id: wallet.id, token_id: charge.token_id, amount, reason: input.reason ?? null };
+    const row = {
+      uuid: randomUUID(),
+      charge_id: charge.id,
+      wallet_id: wallet.id,
+      token_id: charge.token_id,
+      amount,
+      reason: input.reason ?? null,
+    };
     if (input.address === undefined) {
       return db.transaction().execute(async (trx) => {
         await lockWallet(trx, wallet.id);
-        const id = await repo.insertRefund(trx, { ...row, amount: await this.decide(trx, charge, input.amount), address: null, claim_expires_at: this.nowMs() + this.ctx.config.refundClaimTtlS * 1000 }, this.nowMs());
+        const id = await repo.insertRefund(
+          trx,
+          {
+            ...row,
+            amount: await this.decide(trx, charge, input.amount),
+            address: null,
+            claim_expires_at: this.nowMs() + this.ctx.config.refundClaimTtlS * 1000,
+          },
+          this.nowMs(),
+        );
         const refund = (await repo.findRefund(trx, id))!;
         await inTransaction?.(trx, refund);
         return refund;
@@ -72,14 +88,20 @@ export class RefundService {
     const to = input.address;
     refuseBlocked(this.ctx.screening, [to]);
     const token = await this.token(wallet, charge);
-    const rec = await this.transactions.create(wallet, { amount, token, to, ...(input.fees ? { fees: input.fees } : {}) }, {
-      // Decided again under the wallet's lock: `amount` is what the early look found left.
-      link: async (trx) => {
-        if ((await this.decide(trx, charge, input.amount)) !== amount) throw Errors.refundExceeds();
-        return { refund_id: await repo.insertRefund(trx, { ...row, address: to, claim_expires_at: null }, this.nowMs()) };
+    const rec = await this.transactions.create(
+      wallet,
+      { amount, token, to, ...(input.fees ? { fees: input.fees } : {}) },
+      {
+        // Decided again under the wallet's lock: `amount` is what the early look found left.
+        link: async (trx) => {
+          if ((await this.decide(trx, charge, input.amount)) !== amount) throw Errors.refundExceeds();
+          return { refund_id: await repo.insertRefund(trx, { ...row, address: to, claim_expires_at: null }, this.nowMs()) };
+        },
+        inTransaction: inTransaction
+          ? async (trx, created) => inTransaction(trx, (await repo.findRefund(trx, created.refund_id!))!)
+          : undefined,
       },
-      inTransaction: inTransaction ? async (trx, created) => inTransaction(trx, (await repo.findRefund(trx, created.refund_id!))!) : undefined,
-    });
+    );
     return (await repo.findRefund(db, rec.refund_id!))!;
   }
 
@@ -94,14 +116,18 @@ export class RefundService {
     if (!wallet) throw Errors.refundNotFound();
     const token = await findToken(db, wallet.id, refund.token_id);
     if (!token) throw Errors.refundNotFound();
-    await this.transactions.create(wallet, { amount: refund.amount, token, to }, {
-      link: async (trx) => {
-        const now = await repo.findRefund(trx, refund.id);
-        this.requireClaimable(now!);
-        if (!(await repo.setClaimAddress(trx, refund.id, to, this.nowMs()))) throw Errors.refundClaimed();
-        return { refund_id: refund.id };
+    await this.transactions.create(
+      wallet,
+      { amount: refund.amount, token, to },
+      {
+        link: async (trx) => {
+          const now = await repo.findRefund(trx, refund.id);
+          this.requireClaimable(now!);
+          if (!(await repo.setClaimAddress(trx, refund.id, to, this.nowMs()))) throw Errors.refundClaimed();
+          return { refund_id: refund.id };
+        },
       },
-    });
+    );
     return (await repo.findRefund(db, refund.id))!;
   }
 

@@ -36,7 +36,11 @@ describe('parseScreeningList', () => {
   });
 
   it('names the first bad line', () => {
-    for (const [text, line] of [[`${A}\n0x1234\n`, 2], [`${A} ${B}\n`, 1], [`\n\nnot an address`, 3]] as const) {
+    for (const [text, line] of [
+      [`${A}\n0x1234\n`, 2],
+      [`${A} ${B}\n`, 1],
+      [`\n\nnot an address`, 3],
+    ] as const) {
       try {
         parseScreeningList(text);
         expect.unreachable(text);
@@ -56,10 +60,14 @@ describe('openScreening', () => {
   it('refuses to start on a missing file or a bad line, naming SCREENING_FILE, the file and the line', () => {
     const missing = join(dir, 'missing.txt');
     expect(() => openScreening(missing, capturingLog().log)).toThrow(ConfigError);
-    expect(() => openScreening(missing, capturingLog().log)).toThrow(`Invalid configuration: SCREENING_FILE names ${missing}: cannot be read (ENOENT)`);
+    expect(() => openScreening(missing, capturingLog().log)).toThrow(
+      `Invalid configuration: SCREENING_FILE names ${missing}: cannot be read (ENOENT)`,
+    );
     const bad = join(dir, 'bad.txt');
     writeFileSync(bad, `${A}\n# fine\nnope\n`);
-    expect(() => openScreening(bad, capturingLog().log)).toThrow(`Invalid configuration: SCREENING_FILE names ${bad}: line 3 is not an address: "nope"`);
+    expect(() => openScreening(bad, capturingLog().log)).toThrow(
+      `Invalid configuration: SCREENING_FILE names ${bad}: line 3 is not an address: "nope"`,
+    );
     expect(() => openScreening(dir, capturingLog().log)).toThrow(/cannot be read/);
   });
 
@@ -69,7 +77,12 @@ describe('openScreening', () => {
     const { lines, log } = capturingLog();
     const clock = handClock();
     const s = openScreening(file, log, clock.now);
-    expect([s.isBlocked(A.toLowerCase()), s.isBlocked(A.toUpperCase().replace('0X', '0x')), s.isBlocked(B), s.isBlocked('nonsense')]).toEqual([true, true, false, false]);
+    expect([
+      s.isBlocked(A.toLowerCase()),
+      s.isBlocked(A.toUpperCase().replace('0X', '0x')),
+      s.isBlocked(B),
+      s.isBlocked('nonsense'),
+    ]).toEqual([true, true, false, false]);
 
     writeFileSync(file, `${A}\n${B}\n`);
     expect(s.isBlocked(B)).toBe(false); // within the throttle: not looked at yet

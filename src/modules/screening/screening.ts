@@ -127,7 +127,10 @@ class ScreeningFile implements Screening {
     if (this.failedVersion === version) return;
     this.failedVersion = version;
     const problem = e instanceof ScreeningLineError ? e.message : ((e as NodeJS.ErrnoException).code ?? String(e));
-    this.log.warn({ file: this.path, problem, addresses: this.list.size }, 'screening list not reloaded: the last good list stays in force');
+    this.log.warn(
+      { file: this.path, problem, addresses: this.list.size },
+      'screening list not reloaded: the last good list stays in force',
+    );
   }
 
   /** The file's list and version; throws (the cause named) when it cannot be read or has a bad line. */

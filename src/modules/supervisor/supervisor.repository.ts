@@ -15,7 +15,11 @@ export async function listSyncedBlocks(db: Executor): Promise<Map<number, number
 
 /** Blocks whose call traces are still to be read (`trace_pending`, src/workers/watcher.traces.ts), by network id. */
 export async function countPendingTraces(db: Executor): Promise<Map<number, number>> {
-  const rows = await db.selectFrom('trace_pending').select(['network_id', db.fn.countAll<number>().as('n')]).groupBy('network_id').execute();
+  const rows = await db
+    .selectFrom('trace_pending')
+    .select(['network_id', db.fn.countAll<number>().as('n')])
+    .groupBy('network_id')
+    .execute();
   return new Map(rows.map((r) => [Number(r.network_id), Number(r.n)]));
 }
 
@@ -60,5 +64,10 @@ export async function countDeliveries(db: Executor, userId: number, sinceMs: num
     .where('webhook_id', 'in', usersWebhooks)
     .executeTakeFirst();
   const count = (s: string) => Number(byStatus.find((r) => r.status === s)?.n ?? 0);
-  return { pending: count('pending'), retrying: count('retrying'), failed: count('failed'), delivered_last_hour: Number(delivered?.n ?? 0) };
+  return {
+    pending: count('pending'),
+    retrying: count('retrying'),
+    failed: count('failed'),
+    delivered_last_hour: Number(delivered?.n ?? 0),
+  };
 }

@@ -18,7 +18,10 @@ export const SupervisorSchema = Type.Object({
       head_block: Nullable(Type.Integer()),
       synced_block: Nullable(Type.Integer()),
       lag_blocks: Nullable(Type.Integer()),
-      traces_pending: Type.Integer({ description: 'Blocks recorded while no endpoint could give their call traces: their internal payments and receipts are read again later, never taken as none.' }),
+      traces_pending: Type.Integer({
+        description:
+          'Blocks recorded while no endpoint could give their call traces: their internal payments and receipts are read again later, never taken as none.',
+      }),
       endpoints: Type.Array(EndpointSchema),
     }),
   ),

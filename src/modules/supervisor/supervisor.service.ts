@@ -11,7 +11,6 @@ import * as repo from './supervisor.repository.js';
 import { networkHealthView } from './supervisor.views.js';
 import { VERSION } from '../../lib/version.js';
 
-
 const PROBE_TIMEOUT_MS = 2_000;
 const HOUR_MS = 3_600_000;
 const NO_DELIVERIES: repo.DeliveryCounts = { pending: 0, retrying: 0, failed: 0, delivered_last_hour: 0 };
@@ -91,7 +90,9 @@ export class SupervisorService {
   private async networks() {
     const { db } = this.ctx.store;
     const [rows, synced, tracesPending] = await Promise.all([listNetworks(db), repo.listSyncedBlocks(db), repo.countPendingTraces(db)]);
-    return Promise.all(rows.map(async (n) => networkHealthView(n, await this.endpoints(n), synced.get(n.id) ?? null, tracesPending.get(n.id) ?? 0)));
+    return Promise.all(
+      rows.map(async (n) => networkHealthView(n, await this.endpoints(n), synced.get(n.id) ?? null, tracesPending.get(n.id) ?? 0)),
+    );
   }
 
   /**

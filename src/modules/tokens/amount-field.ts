@@ -30,9 +30,11 @@ function decimalText(body: Record<string, unknown>, field: string): { text: stri
 function shapeError(body: Record<string, unknown>, field: string, allowZero: boolean): string | null {
   if (blank(body[field])) return `The ${field} field is required.`;
   const d = decimalText(body, field);
-  if (d === null || d.text.length > MAX_TEXT_CHARS || !(d.json ? JSON_NUMBER : PLAIN_DECIMAL).test(d.text)) return `The ${field} field must be a number.`;
+  if (d === null || d.text.length > MAX_TEXT_CHARS || !(d.json ? JSON_NUMBER : PLAIN_DECIMAL).test(d.text))
+    return `The ${field} field must be a number.`;
   const mantissa = d.text.split(/[eE]/)[0]!;
-  if (mantissa.startsWith('-') && /[1-9]/.test(mantissa)) return allowZero ? `The ${field} field must be at least 0.` : `The ${field} field must be greater than 0.`;
+  if (mantissa.startsWith('-') && /[1-9]/.test(mantissa))
+    return allowZero ? `The ${field} field must be at least 0.` : `The ${field} field must be greater than 0.`;
   return allowZero || /[1-9]/.test(mantissa) ? null : `The ${field} field must be greater than 0.`;
 }
 

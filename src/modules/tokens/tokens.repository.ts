@@ -23,11 +23,16 @@ export const TOKEN_COLUMNS = [
  * until wallet_tokens is written (src/db/read-cache.ts; on PostgreSQL by migration 009's NOTIFY).
  * The rows are frozen.
  */
-const tokensOf = prepare((db: Executor, walletId: number) => db.selectFrom('wallet_tokens').select(TOKEN_COLUMNS).where('wallet_id', '=', walletId).orderBy('id', 'asc'), {
-  cache: { tables: ['wallet_tokens'] },
-});
+const tokensOf = prepare(
+  (db: Executor, walletId: number) =>
+    db.selectFrom('wallet_tokens').select(TOKEN_COLUMNS).where('wallet_id', '=', walletId).orderBy('id', 'asc'),
+  {
+    cache: { tables: ['wallet_tokens'] },
+  },
+);
 const activeTokensOf = prepare(
-  (db: Executor, walletId: number) => db.selectFrom('wallet_tokens').select(TOKEN_COLUMNS).where('wallet_id', '=', walletId).where('is_active', '=', 1).orderBy('id', 'asc'),
+  (db: Executor, walletId: number) =>
+    db.selectFrom('wallet_tokens').select(TOKEN_COLUMNS).where('wallet_id', '=', walletId).where('is_active', '=', 1).orderBy('id', 'asc'),
   { cache: { tables: ['wallet_tokens'] } },
 );
 
@@ -36,7 +41,12 @@ export function listTokens(db: Executor, walletId: number, opts: { activeOnly?: 
 }
 
 export function findToken(db: Executor, walletId: number, tokenId: number): Promise<WalletTokenRow | undefined> {
-  return db.selectFrom('wallet_tokens').select(TOKEN_COLUMNS).where('wallet_id', '=', walletId).where('id', '=', tokenId).executeTakeFirst();
+  return db
+    .selectFrom('wallet_tokens')
+    .select(TOKEN_COLUMNS)
+    .where('wallet_id', '=', walletId)
+    .where('id', '=', tokenId)
+    .executeTakeFirst();
 }
 
 /** The active token of a wallet with this symbol (case-insensitive), if any. */
@@ -76,7 +86,11 @@ export async function insertToken(db: Executor, t: NewToken, nowMs: number): Pro
 }
 
 export async function setTokenActive(db: Executor, tokenId: number, active: boolean, nowMs: number): Promise<void> {
-  await db.updateTable('wallet_tokens').set({ is_active: active ? 1 : 0, updated_at: nowMs }).where('id', '=', tokenId).execute();
+  await db
+    .updateTable('wallet_tokens')
+    .set({ is_active: active ? 1 : 0, updated_at: nowMs })
+    .where('id', '=', tokenId)
+    .execute();
 }
 
 /** The token of a wallet with this contract, whatever the case of its hex letters. */

@@ -36,7 +36,15 @@ export async function tokenRoutes(app: App, tokens: TokenService): Promise<void>
 
   app.get(
     '/wallet/:wallet/tokens',
-    { schema: { tags: TAGS, summary: "The wallet's tokens, active and removed", description: 'The native coin and the ERC-20 tokens of the wallet.', params: WalletParams, response: responses(Type.Array(WalletTokenSchema)) } },
+    {
+      schema: {
+        tags: TAGS,
+        summary: "The wallet's tokens, active and removed",
+        description: 'The native coin and the ERC-20 tokens of the wallet.',
+        params: WalletParams,
+        response: responses(Type.Array(WalletTokenSchema)),
+      },
+    },
     async (req) => ok(await tokens.list(requireWallet(req)), 'Tokens retrieved'),
   );
 
@@ -44,7 +52,13 @@ export async function tokenRoutes(app: App, tokens: TokenService): Promise<void>
     '/wallet/:wallet/token/:token',
     {
       preValidation: token.load,
-      schema: { tags: TAGS, summary: 'One token with its balance', description: 'One token of the wallet with its balance read from the chain.', params: TokenParams, response: responses(TokenWithBalanceSchema, [502]) },
+      schema: {
+        tags: TAGS,
+        summary: 'One token with its balance',
+        description: 'One token of the wallet with its balance read from the chain.',
+        params: TokenParams,
+        response: responses(TokenWithBalanceSchema, [502]),
+      },
     },
     async (req) => {
       const { data, reading } = await tokens.show(requireWallet(req), token.get(req));
@@ -77,7 +91,8 @@ export async function tokenRoutes(app: App, tokens: TokenService): Promise<void>
       preValidation: token.load,
       schema: {
         tags: TAGS,
-        summary: 'Remove a token (marks it inactive; the native token cannot be removed)', description: 'Marks the token inactive for the wallet: it leaves the balance and the lists; its history stays.',
+        summary: 'Remove a token (marks it inactive; the native token cannot be removed)',
+        description: 'Marks the token inactive for the wallet: it leaves the balance and the lists; its history stays.',
         params: TokenParams,
         response: responses(WalletTokenSchema),
       },

@@ -9,12 +9,20 @@ export const TokenParams = Type.Object({ wallet: Type.String(), token: Type.Stri
  * `contract` or `symbol`, exactly one (checked by `TokenService.resolveContract`). The address
  * format (and EIP-55 checksum of mixed case) is checked by `parseContract`, with its own message.
  */
-export const AddTokenBody = Type.Object({
-  contract: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'The ERC-20 contract address.' })),
-  symbol: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 20, description: "A stablecoin of the wallet's network preset (e.g. USDC), instead of `contract`; 422 when the network has no preset token of that symbol." }),
-  ),
-}, { examples: [{ contract: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48' }] });
+export const AddTokenBody = Type.Object(
+  {
+    contract: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'The ERC-20 contract address.' })),
+    symbol: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 20,
+        description:
+          "A stablecoin of the wallet's network preset (e.g. USDC), instead of `contract`; 422 when the network has no preset token of that symbol.",
+      }),
+    ),
+  },
+  { examples: [{ contract: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48' }] },
+);
 
 /** The `contract` of an add request as a checksummed address, or a 422 on the field. */
 export function parseContract(raw: string): Address {

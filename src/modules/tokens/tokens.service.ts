@@ -84,7 +84,8 @@ export class TokenService {
    * Exactly one of the two, else a 422.
    */
   async resolveContract(wallet: WalletView, body: { contract?: string; symbol?: string }): Promise<Address> {
-    if (body.contract !== undefined && body.symbol !== undefined) throw fieldError('symbol', 'The symbol field must not be given with the contract field.');
+    if (body.contract !== undefined && body.symbol !== undefined)
+      throw fieldError('symbol', 'The symbol field must not be given with the contract field.');
     if (body.symbol === undefined) {
       if (body.contract === undefined) throw fieldError('contract', 'The contract field is required.');
       return parseContract(body.contract);
@@ -111,10 +112,19 @@ export class TokenService {
       await lockWallet(trx, wallet.id);
       const row = await this.insertOrReactivate(trx, wallet, network, contract, meta, now);
       await resetCheckpoint(trx, { wallet_id: wallet.id, address: getAddress(wallet.address), token_id: row.id, ...checkpoint }, now);
-      await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'token.added', payload: tokenEventPayload(row, 'added_at', now), nowMs: now });
+      await recordEvent(trx, {
+        userId: wallet.user_id,
+        walletId: wallet.id,
+        name: 'token.added',
+        payload: tokenEventPayload(row, 'added_at', now),
+        nowMs: now,
+      });
       return row;
     });
-    this.ctx.log.info({ wallet_id: wallet.id, token_id: token.id, contract, symbol: token.symbol, reactivated: Boolean(existing) }, 'token added');
+    this.ctx.log.info(
+      { wallet_id: wallet.id, token_id: token.id, contract, symbol: token.symbol, reactivated: Boolean(existing) },
+      'token added',
+    );
 
     try {
       // Read again at a named block (the probe's reading has none): readings move forward only.
@@ -140,17 +150,31 @@ export class TokenService {
   }
 
   /** The node's head and the wallet's balance of the token at that block (no transaction open). */
-  private async checkpointReading(network: NetworkRow, contract: Address, owner: Address): Promise<{ block_number: number; balance: bigint }> {
+  private async checkpointReading(
+    network: NetworkRow,
+    contract: Address,
+    owner: Address,
+  ): Promise<{ block_number: number; balance: bigint }> {
     const client = this.ctx.chains.get(network);
     try {
-      return await atHead(client, async (head) => ({ block_number: Number(head), balance: await readBalance(client, contract, owner, head) }));
+      return await atHead(client, async (head) => ({
+        block_number: Number(head),
+        balance: await readBalance(client, contract, owner, head),
+      }));
     } catch (e) {
       throw mapChainError(e);
     }
   }
 
   /** Under the wallet lock: the contract is not active, its symbol is free; insert or reactivate. */
-  private async insertOrReactivate(trx: Executor, wallet: WalletView, network: NetworkRow, contract: Address, meta: TokenMetadata, now: number) {
+  private async insertOrReactivate(
+    trx: Executor,
+    wallet: WalletView,
+    network: NetworkRow,
+    contract: Address,
+    meta: TokenMetadata,
+    now: number,
+  ) {
     const current = await repo.findTokenByContractAnyCase(trx, wallet.id, contract);
     if (current?.is_active === 1) throw fieldError('contract', 'The contract has already been added.');
     const clash = await repo.findActiveTokenBySymbol(trx, wallet.id, meta.symbol);
@@ -169,7 +193,13 @@ export class TokenService {
       if (!current || current.is_active !== 1) return current ?? token;
       await repo.setTokenActive(trx, current.id, false, now);
       const removed = (await repo.findToken(trx, wallet.id, token.id))!;
-      await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'token.removed', payload: tokenEventPayload(removed, 'removed_at', now), nowMs: now });
+      await recordEvent(trx, {
+        userId: wallet.user_id,
+        walletId: wallet.id,
+        name: 'token.removed',
+        payload: tokenEventPayload(removed, 'removed_at', now),
+        nowMs: now,
+      });
       return removed;
     });
     return tokenView(row);

@@ -5,11 +5,27 @@
  * callers hold the wallet's lock, and a change that finds the row decided does nothing.
  */
 import type { Executor } from '../../db/index.js';
-import { AWAITING, findRecord, insertTransaction, setNextNonce, type ApprovalFailure, type NewTx, type TxRecord } from './transactions.repository.js';
+import {
+  AWAITING,
+  findRecord,
+  insertTransaction,
+  setNextNonce,
+  type ApprovalFailure,
+  type NewTx,
+  type TxRecord,
+} from './transactions.repository.js';
 
 /** Records the transfer as awaiting approval: no nonce, no hash, no signed bytes; it reserves its amount and `fee_reserved`. */
-export async function insertHeld(trx: Executor, t: Omit<NewTx, 'status' | 'nonce' | 'raw_tx' | 'tx_hash'>, nowMs: number): Promise<TxRecord> {
-  const id = await insertTransaction(trx, { ...t, status: AWAITING as NewTx['status'], nonce: null, raw_tx: null, tx_hash: null, broadcast_attempts: 0 }, nowMs);
+export async function insertHeld(
+  trx: Executor,
+  t: Omit<NewTx, 'status' | 'nonce' | 'raw_tx' | 'tx_hash'>,
+  nowMs: number,
+): Promise<TxRecord> {
+  const id = await insertTransaction(
+    trx,
+    { ...t, status: AWAITING as NewTx['status'], nonce: null, raw_tx: null, tx_hash: null, broadcast_attempts: 0 },
+    nowMs,
+  );
   return (await findRecord(trx, id!))!;
 }
 
@@ -72,7 +88,11 @@ export async function failHeld(trx: Executor, id: number, reason: ApprovalFailur
 }
 
 /** Held rows created before `createdBeforeMs` (their approval time is over), oldest first, at most `limit`. */
-export async function listExpiredHeld(db: Executor, createdBeforeMs: number, limit: number): Promise<Array<{ id: number; wallet_id: number }>> {
+export async function listExpiredHeld(
+  db: Executor,
+  createdBeforeMs: number,
+  limit: number,
+): Promise<Array<{ id: number; wallet_id: number }>> {
   return db
     .selectFrom('transactions')
     .select(['id', 'wallet_id'])

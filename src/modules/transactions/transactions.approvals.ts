@@ -33,14 +33,20 @@ type StoredFees = { level: FeeLevel } | { max_fee_per_gas: string; max_priority_
 
 export function storedFees(choice: FeeChoice | undefined): string {
   const s: StoredFees =
-    choice === undefined ? { level: 'medium' } : 'level' in choice ? { level: choice.level } : { max_fee_per_gas: choice.maxFeePerGas.toString(), max_priority_fee_per_gas: choice.maxPriorityFeePerGas.toString() };
+    choice === undefined
+      ? { level: 'medium' }
+      : 'level' in choice
+        ? { level: choice.level }
+        : { max_fee_per_gas: choice.maxFeePerGas.toString(), max_priority_fee_per_gas: choice.maxPriorityFeePerGas.toString() };
   return JSON.stringify(s);
 }
 
 function feeChoiceOf(stored: string | null): FeeChoice | undefined {
   if (stored === null) return undefined;
   const s = JSON.parse(stored) as StoredFees;
-  return 'level' in s ? { level: s.level } : { maxFeePerGas: BigInt(s.max_fee_per_gas), maxPriorityFeePerGas: BigInt(s.max_priority_fee_per_gas) };
+  return 'level' in s
+    ? { level: s.level }
+    : { maxFeePerGas: BigInt(s.max_fee_per_gas), maxPriorityFeePerGas: BigInt(s.max_priority_fee_per_gas) };
 }
 
 export class Approvals {
@@ -129,7 +135,10 @@ export class Approvals {
       if (!(await held.failHeld(trx, id, reason, nowMs))) return null;
       const after = (await findRecord(trx, id))!;
       await announce(trx, after, 'transaction.failed', nowMs);
-      this.ctx.log.info({ component: 'transactions', transaction_id: id, wallet_id: after.wallet_id, reason }, 'held transaction failed unsigned');
+      this.ctx.log.info(
+        { component: 'transactions', transaction_id: id, wallet_id: after.wallet_id, reason },
+        'held transaction failed unsigned',
+      );
       return after;
     });
   }

@@ -40,7 +40,15 @@ import * as repo from './transactions.repository.js';
 import { INTERNAL_LOG_BASE } from './transactions.repository.js';
 import type { QueuedTransfer, TxRecord, WatchedToken, WatchedWallet } from './transactions.repository.js';
 import { announceRefunded } from '../refunds/refunds.events.js';
-import { dropReceipt, failUnmined, lockWallets, lockWalletsAndEvents, recordReceipt, settleMinedAll, stickRefused } from './transactions.state.js';
+import {
+  dropReceipt,
+  failUnmined,
+  lockWallets,
+  lockWalletsAndEvents,
+  recordReceipt,
+  settleMinedAll,
+  stickRefused,
+} from './transactions.state.js';
 
 /** Rows settled, and unmined transfers checked, per tick (at most RECHECK_PER_WALLET of one wallet). */
 const SETTLE_LIMIT = 500;
@@ -143,7 +151,13 @@ export interface BlockTransfers {
  * transfers and the receipts of all of these. Node calls only, no database transaction open.
  * `moves`: the block's internal transfers (its call traces), null when they were not read.
  */
-export async function readBlockTransfers(s: SyncScope, block: FullBlock, watched: Watched, lookup?: OursLookup, moves: readonly InternalTransfer[] | null = null): Promise<BlockTransfers> {
+export async function readBlockTransfers(
+  s: SyncScope,
+  block: FullBlock,
+  watched: Watched,
+  lookup?: OursLookup,
+  moves: readonly InternalTransfer[] | null = null,
+): Promise<BlockTransfers> {
   const txs = block.transactions as Transaction[];
   const incoming = nativeTransfersTo(txs, watched);
   const internal = internalTransfersTo(moves, watched);
@@ -162,7 +176,14 @@ export async function readBlockTransfers(s: SyncScope, block: FullBlock, watched
   });
   const tokenLogs = await readTokenTransfers(s, block.hash, watched);
   for (const l of tokenLogs) s.affected.add(l.wallet.id);
-  const hashes = [...new Set([...incoming.map((t) => t.tx.hash), ...ours.map((o) => o.hash as Hex), ...tokenLogs.map((l) => l.txHash), ...internal.map((i) => i.move.txHash)])];
+  const hashes = [
+    ...new Set([
+      ...incoming.map((t) => t.tx.hash),
+      ...ours.map((o) => o.hash as Hex),
+      ...tokenLogs.map((l) => l.txHash),
+      ...internal.map((i) => i.move.txHash),
+    ]),
+  ];
   return {
     number: Number(block.number),
     hash: block.hash,
@@ -180,7 +201,12 @@ export async function readBlockTransfers(s: SyncScope, block: FullBlock, watched
  * The internal receipts of a block recorded before its call traces could be read (the follower
  * reads them again: src/workers/watcher.traces.ts): only those, recorded as any block's are.
  */
-export async function readInternalReceipts(s: SyncScope, block: FullBlock, watched: Watched, moves: readonly InternalTransfer[]): Promise<BlockTransfers> {
+export async function readInternalReceipts(
+  s: SyncScope,
+  block: FullBlock,
+  watched: Watched,
+  moves: readonly InternalTransfer[],
+): Promise<BlockTransfers> {
   const internal = internalTransfersTo(moves, watched);
   for (const i of internal) s.affected.add(i.wallet.id);
   const hashes = [...new Set(internal.map((i) => i.move.txHash))];
@@ -222,7 +248,10 @@ export type OursLookup = ReadonlyMap<string, TxRecord>;
  * one statement for all their transactions from watched wallets where each block took one.
  */
 export function lookupOurs(s: SyncScope, blocks: readonly FullBlock[], watched: Watched): Promise<OursLookup> {
-  return findOurs(s, blocks.flatMap((b) => hashesFromWatched(b, watched)));
+  return findOurs(
+    s,
+    blocks.flatMap((b) => hashesFromWatched(b, watched)),
+  );
 }
 
 function hashesFromWatched(block: FullBlock, watched: Watched): Hex[] {
@@ -269,7 +298,10 @@ async function readTokenTransfers(s: SyncScope, blockHash: Hex, watched: Watched
  */
 export function walletsOfBlock(b: BlockTransfers): Array<[wallet: number, user: number]> {
   const receiving = [...b.incoming.map((t) => t.wallet), ...b.tokenLogs.map((l) => l.wallet), ...b.internal.map((i) => i.wallet)];
-  return [...receiving.map((w): [number, number] => [w.id, w.user_id]), ...b.ours.map(({ rec }): [number, number] => [rec.wallet_id, rec.user_id])];
+  return [
+    ...receiving.map((w): [number, number] => [w.id, w.user_id]),
+    ...b.ours.map(({ rec }): [number, number] => [rec.wallet_id, rec.user_id]),
+  ];
 }
 
 /**
@@ -283,7 +315,12 @@ export function walletsOfBlock(b: BlockTransfers): Array<[wallet: number, user: 
 export async function attachMinedTransfers(trx: Executor, blocks: BlockTransfers[], nowMs: number, log: Logger): Promise<void> {
   const mined = blocks.flatMap((b) => b.ours.map(({ rec, hash }) => ({ b, rec, hash, fields: minedFields(b, b.receipts.get(hash)!) })));
   // The mined version is the current one of a pending row (as read before the locks).
-  const attached = await Promise.all(mined.map(async ({ rec, hash, fields }) => rec.status === 'pending' && hash === rec.tx_hash && repo.attachMined(trx, rec.id, hash, fields, nowMs)));
+  const attached = await Promise.all(
+    mined.map(
+      async ({ rec, hash, fields }) =>
+        rec.status === 'pending' && hash === rec.tx_hash && repo.attachMined(trx, rec.id, hash, fields, nowMs),
+    ),
+  );
   for (const [i, { b, rec, hash, fields }] of mined.entries()) {
     if (attached[i]) continue;
     // Another version current now (a replacement recorded since the read), or none pending.
@@ -298,7 +335,10 @@ export async function attachMinedTransfers(trx: Executor, blocks: BlockTransfers
 /** Inside the block's database transaction (caller's): records its receipts, under their wallets' locks. */
 export async function recordBlockReceipts(trx: Executor, b: BlockTransfers, opts: { settledNow: boolean; nowMs: number }): Promise<void> {
   const rows = receiptRows(b, opts.settledNow, opts.nowMs);
-  await lockWallets(trx, rows.map((r) => r.wallet_id));
+  await lockWallets(
+    trx,
+    rows.map((r) => r.wallet_id),
+  );
   for (const row of rows) await recordReceipt(trx, row, opts.nowMs);
 }
 
@@ -381,7 +421,14 @@ function receiptBase(b: BlockTransfers, tx: Transaction, r: TransactionReceipt, 
  * attach holds only while the mined hash is current, and otherwise that version is adopted
  * first. False when the row is not a pending, unmined transfer with that version.
  */
-async function attachVersion(trx: Executor, id: number, hash: string, fields: repo.MinedFields, nowMs: number, current: string | null): Promise<boolean> {
+async function attachVersion(
+  trx: Executor,
+  id: number,
+  hash: string,
+  fields: repo.MinedFields,
+  nowMs: number,
+  current: string | null,
+): Promise<boolean> {
   if (hash === current && (await repo.attachMined(trx, id, hash, fields, nowMs))) return true;
   if (!(await repo.adoptVersion(trx, id, hash, nowMs))) return false;
   return repo.attachMined(trx, id, hash, fields, nowMs);
@@ -428,8 +475,17 @@ export async function settleConfirmed(s: SyncScope, cursorBlock: number, confirm
  * Rows of other wallets are left to `settleConfirmed`: their locks would come after the event
  * orders taken (not the one lock order). Returns the rows settled, for `logSettled` after the commit.
  */
-export async function settleLocked(trx: Executor, ctx: AppContext, networkId: number, cursorBlock: number, locked: ReadonlySet<number>, nowMs: number): Promise<TxRecord[]> {
-  const ready = (await repo.listSettleable(trx, networkId, confirmedHeight(cursorBlock, 1), SETTLE_LIMIT)).filter((r) => locked.has(r.wallet_id));
+export async function settleLocked(
+  trx: Executor,
+  ctx: AppContext,
+  networkId: number,
+  cursorBlock: number,
+  locked: ReadonlySet<number>,
+  nowMs: number,
+): Promise<TxRecord[]> {
+  const ready = (await repo.listSettleable(trx, networkId, confirmedHeight(cursorBlock, 1), SETTLE_LIMIT)).filter((r) =>
+    locked.has(r.wallet_id),
+  );
   return ready.length === 0 ? [] : settleMinedAll(trx, ready, nowMs, refundedBy(trx, ctx, nowMs));
 }
 
@@ -445,7 +501,11 @@ export function ownersOf(rows: ReadonlyArray<Pick<TxRecord, 'wallet_id' | 'user_
 
 /** One line a settled row, once its transaction has committed. */
 export function logSettled(log: Logger, settled: TxRecord[]): void {
-  for (const t of settled) log.info({ transaction_id: t.id, tx_hash: t.tx_hash, block: t.block_number, status: t.status, type: t.type }, `transaction ${t.status}`);
+  for (const t of settled)
+    log.info(
+      { transaction_id: t.id, tx_hash: t.tx_hash, block: t.block_number, status: t.status, type: t.type },
+      `transaction ${t.status}`,
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -478,7 +538,13 @@ export function recheckBackoffMs(recheckMs: number, checks: number): number {
 export async function recheckUnmined(s: SyncScope, cursor: ChainCursor, all: boolean, confirmations: number): Promise<RecheckResult> {
   const now = s.ctx.clock.nowMs();
   const recheck = s.ctx.config.watcher.recheckMs;
-  const rows = await repo.listResendQueue(s.ctx.store.db, s.networkId, { nowMs: now, graceBeforeMs: now - recheck, all, perWallet: RECHECK_PER_WALLET, limit: RECHECK_LIMIT });
+  const rows = await repo.listResendQueue(s.ctx.store.db, s.networkId, {
+    nowMs: now,
+    graceBeforeMs: now - recheck,
+    all,
+    perWallet: RECHECK_PER_WALLET,
+    limit: RECHECK_LIMIT,
+  });
   const confirmedBlock = confirmedHeight(cursor.block_number, confirmations);
   const counts = new Map<string, Promise<number>>();
   const waiting = new Set<number>();
@@ -542,10 +608,15 @@ async function attachIfMined(s: SyncScope, row: QueuedTransfer, cursor: ChainCur
 /** Its nonce was used at confirmed depth and no version of it mined: failed as `dropped` (the nonce is gone, not healed). */
 async function endDropped(s: SyncScope, row: QueuedTransfer, confirmedBlock: number): Promise<void> {
   const reason = `dropped: nonce ${row.nonce} was used by another transaction by block ${confirmedBlock}`;
-  const failed = await s.fenced((trx) => failUnmined(trx, row.id, { reason, failure: 'dropped', nonceUsed: true, nowMs: s.ctx.clock.nowMs() }));
+  const failed = await s.fenced((trx) =>
+    failUnmined(trx, row.id, { reason, failure: 'dropped', nonceUsed: true, nowMs: s.ctx.clock.nowMs() }),
+  );
   if (failed) {
     s.affected.add(row.wallet_id);
-    s.log.warn({ transaction_id: row.id, tx_hash: row.tx_hash, nonce: row.nonce, block: confirmedBlock }, 'transaction dropped: its nonce was used by another transaction; failed');
+    s.log.warn(
+      { transaction_id: row.id, tx_hash: row.tx_hash, nonce: row.nonce, block: confirmedBlock },
+      'transaction dropped: its nonce was used by another transaction; failed',
+    );
   }
 }
 
@@ -587,22 +658,35 @@ async function resendIfUnknown(s: SyncScope, row: QueuedTransfer): Promise<boole
     );
     if (failed) {
       s.affected.add(row.wallet_id);
-      s.log.warn({ transaction_id: row.id, tx_hash: hash, nonce: row.nonce, reason: outcome.reason }, 'transaction rejected: the node refused its first send; failed');
+      s.log.warn(
+        { transaction_id: row.id, tx_hash: hash, nonce: row.nonce, reason: outcome.reason },
+        'transaction rejected: the node refused its first send; failed',
+      );
     }
     return false;
   }
   if (outcome.kind === 'rejected' && FEE_REFUSAL.test(outcome.reason)) {
-    s.log.warn({ transaction_id: row.id, tx_hash: hash, nonce: row.nonce, reason: outcome.reason }, 're-broadcast refused for its fees; signing it again at its nonce with current fees');
+    s.log.warn(
+      { transaction_id: row.id, tx_hash: hash, nonce: row.nonce, reason: outcome.reason },
+      're-broadcast refused for its fees; signing it again at its nonce with current fees',
+    );
     return 'underpriced';
   }
   if (outcome.kind === 'rejected' && !outcome.nonceUsed) {
     // Refused by every endpoint for a reason a fee cannot mend: told at once, not after TX_STUCK_AFTER_S.
     const stuck = await s.fenced((trx) => stickRefused(trx, row.id, outcome.reason, s.ctx.clock.nowMs()));
-    if (stuck) s.log.warn({ transaction_id: row.id, tx_hash: hash, nonce: row.nonce, reason: outcome.reason }, 'transaction stuck: every endpoint refused its re-send (not for its fee); it keeps its nonce until a speed-up, a cancel or the chain settles it');
+    if (stuck)
+      s.log.warn(
+        { transaction_id: row.id, tx_hash: hash, nonce: row.nonce, reason: outcome.reason },
+        'transaction stuck: every endpoint refused its re-send (not for its fee); it keeps its nonce until a speed-up, a cancel or the chain settles it',
+      );
     return false;
   }
   if (outcome.kind === 'rejected') {
-    s.log.warn({ transaction_id: row.id, tx_hash: hash, nonce: row.nonce, reason: outcome.reason }, 're-broadcast refused (its nonce is used); the transaction stays pending until the chain settles it');
+    s.log.warn(
+      { transaction_id: row.id, tx_hash: hash, nonce: row.nonce, reason: outcome.reason },
+      're-broadcast refused (its nonce is used); the transaction stays pending until the chain settles it',
+    );
     return false;
   }
   s.log.debug({ transaction_id: row.id, outcome: outcome.kind, reason: outcome.reason }, 're-broadcast not confirmed; retrying later');
@@ -636,7 +720,10 @@ export async function recheckReorgedReceipts(s: SyncScope, cursor: ChainCursor, 
     const failed = await s.fenced((trx) => dropReceipt(trx, row.id, reason, s.ctx.clock.nowMs()));
     if (failed) {
       s.affected.add(row.wallet_id);
-      s.log.warn({ transaction_id: row.id, tx_hash: row.tx_hash, nonce: row.nonce, block: confirmedBlock }, 'receipt dropped: a reorg removed it and its nonce was used by another transaction; failed');
+      s.log.warn(
+        { transaction_id: row.id, tx_hash: row.tx_hash, nonce: row.nonce, block: confirmedBlock },
+        'receipt dropped: a reorg removed it and its nonce was used by another transaction; failed',
+      );
     }
   }
 }
@@ -646,6 +733,9 @@ export async function markStuckTransfers(s: SyncScope): Promise<void> {
   const now = s.ctx.clock.nowMs();
   const rows = await repo.markStuck(s.ctx.store.db, s.networkId, now - s.ctx.config.txStuckAfterS * 1000, now);
   for (const r of rows) {
-    s.log.warn({ transaction_id: r.id, wallet_id: r.wallet_id, tx_hash: r.tx_hash, nonce: r.nonce, after_s: s.ctx.config.txStuckAfterS }, 'transaction stuck: pending longer than TX_STUCK_AFTER_S (speed it up or cancel it)');
+    s.log.warn(
+      { transaction_id: r.id, wallet_id: r.wallet_id, tx_hash: r.tx_hash, nonce: r.nonce, after_s: s.ctx.config.txStuckAfterS },
+      'transaction stuck: pending longer than TX_STUCK_AFTER_S (speed it up or cancel it)',
+    );
   }
 }

@@ -73,7 +73,10 @@ const ITEM_FIELDS: Field[] = [
   { key: 'gas_price', units: 'tx.gas_price', decimals: String(OUTPUT_DECIMALS) },
   { key: 'gas_used', units: 'tx.gas_used', decimals: '0' },
   { key: 'cumulative_gas_used', units: 'tx.cumulative_gas_used', decimals: '0' },
-  { key: 'receipt_status', json: `CASE WHEN tx.receipt_status IS NULL THEN 'null' WHEN tx.receipt_status = 1 THEN 'true' ELSE 'false' END` },
+  {
+    key: 'receipt_status',
+    json: `CASE WHEN tx.receipt_status IS NULL THEN 'null' WHEN tx.receipt_status = 1 THEN 'true' ELSE 'false' END`,
+  },
   { key: 'symbol', text: 'wt.symbol' },
   { key: 'refund_id', int: 'tx.refund_id' },
   { key: 'payout_id', int: 'tx.payout_id' },
@@ -136,7 +139,8 @@ function postgresItem(): string {
     if ('int' in f) return `coalesce((${f.int})::text, 'null')`;
     if ('text' in f) return orNull(f.text, `to_json(${f.text})::text`);
     if ('units' in f) return orNull(f.units, `'"' || ${units18(`(${f.units})::text`, f.decimals)} || '"'`);
-    if ('date' in f) return orNull(f.date, `'"' || to_char(to_timestamp(${f.date} / 1000) at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') || '"'`);
+    if ('date' in f)
+      return orNull(f.date, `'"' || to_char(to_timestamp(${f.date} / 1000) at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') || '"'`);
     if ('list' in f) return list(f.list, (c) => `to_json(${c})::text`);
     return f.json;
   };
@@ -175,11 +179,16 @@ export function itemJsonTriggers(): Record<string, string> {
  */
 export async function syncStoredItemJson(db: AnyKysely, driver: 'sqlite' | 'postgres'): Promise<number | null> {
   if (driver !== 'sqlite') return null;
-  const column = await sql<{ n: number }>`SELECT count(*) AS n FROM pragma_table_info('transactions') WHERE name = ${STORED_ITEM_JSON}`.execute(db);
+  const column = await sql<{
+    n: number;
+  }>`SELECT count(*) AS n FROM pragma_table_info('transactions') WHERE name = ${STORED_ITEM_JSON}`.execute(db);
   if (Number(column.rows[0]!.n) === 0) return null;
   const wanted = itemJsonTriggers();
   const names = Object.keys(wanted);
-  const found = await sql<{ name: string; sql: string }>`SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN (${sql.join(names)})`.execute(db);
+  const found = await sql<{
+    name: string;
+    sql: string;
+  }>`SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN (${sql.join(names)})`.execute(db);
   const have = new Map(found.rows.map((r) => [r.name, r.sql]));
   if (names.every((n) => have.get(n) === wanted[n])) return 0;
   return db.transaction().execute(async (trx) => {

@@ -102,7 +102,11 @@ const LIST_COLUMNS = [
 ] as const;
 
 function listRows(db: Executor, walletId: number) {
-  return db.selectFrom('transactions as tx').innerJoin('wallet_tokens as wt', 'wt.id', 'tx.token_id').select(LIST_COLUMNS).where('tx.wallet_id', '=', walletId);
+  return db
+    .selectFrom('transactions as tx')
+    .innerJoin('wallet_tokens as wt', 'wt.id', 'tx.token_id')
+    .select(LIST_COLUMNS)
+    .where('tx.wallet_id', '=', walletId);
 }
 
 /** Rows with `seq` in (low, high], newest first. */
@@ -182,7 +186,10 @@ function toListRow(a: unknown[]): ListRow {
  * statement's cost at 1,000 rows) and made into ListRow objects here.
  */
 async function listSeqRange(db: Executor, walletId: number, symbolKey: string | null, low: number, high: number): Promise<ListRow[]> {
-  const rows = symbolKey === null ? await rangeAll.executeArrays(db, walletId, low, high) : await rangeSymbol.executeArrays(db, walletId, symbolKey, low, high);
+  const rows =
+    symbolKey === null
+      ? await rangeAll.executeArrays(db, walletId, low, high)
+      : await rangeSymbol.executeArrays(db, walletId, symbolKey, low, high);
   return rows.map(toListRow);
 }
 
@@ -211,7 +218,11 @@ const ITEM_JSON = { sqlite: `tx.${STORED_ITEM_JSON}`, postgres: ITEM_JSON_EXPRES
 
 function jsonRows(db: Executor, walletId: number) {
   const itemJson = sql<string | null>`${sql.raw(ITEM_JSON[dialectOf(db).driver])}`;
-  return db.selectFrom('transactions as tx').innerJoin('wallet_tokens as wt', 'wt.id', 'tx.token_id').select(itemJson.as('j')).where('tx.wallet_id', '=', walletId);
+  return db
+    .selectFrom('transactions as tx')
+    .innerJoin('wallet_tokens as wt', 'wt.id', 'tx.token_id')
+    .select(itemJson.as('j'))
+    .where('tx.wallet_id', '=', walletId);
 }
 
 const rangeAllJson = prepare((db: Executor, walletId: number, low: number, high: number) =>
@@ -219,7 +230,11 @@ const rangeAllJson = prepare((db: Executor, walletId: number, low: number, high:
 );
 
 const rangeSymbolJson = prepare((db: Executor, walletId: number, symbolKey: string, low: number, high: number) =>
-  jsonRows(db, walletId).where('tx.symbol_key', '=', symbolKey).where('tx.symbol_seq', '>', low).where('tx.symbol_seq', '<=', high).orderBy('tx.symbol_seq', 'desc'),
+  jsonRows(db, walletId)
+    .where('tx.symbol_key', '=', symbolKey)
+    .where('tx.symbol_seq', '>', low)
+    .where('tx.symbol_seq', '<=', high)
+    .orderBy('tx.symbol_seq', 'desc'),
 );
 
 /**
@@ -229,7 +244,11 @@ const rangeSymbolJson = prepare((db: Executor, walletId: number, symbolKey: stri
 export async function listPageJson(db: Executor, walletId: number, q: ListQuery): Promise<JsonListPage | null> {
   const r = await pageRange(db, walletId, q);
   const rows =
-    r.high <= 0 ? [] : r.symbolKey === null ? await rangeAllJson.executeArrays(db, walletId, r.low, r.high) : await rangeSymbolJson.executeArrays(db, walletId, r.symbolKey, r.low, r.high);
+    r.high <= 0
+      ? []
+      : r.symbolKey === null
+        ? await rangeAllJson.executeArrays(db, walletId, r.low, r.high)
+        : await rangeSymbolJson.executeArrays(db, walletId, r.symbolKey, r.low, r.high);
   const json = new Array<string>(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const j = rows[i]![0] as string | null;

@@ -52,7 +52,12 @@ export interface Replacement {
 const CANCEL_GAS = 21_000n;
 
 const replaceable = (r: TxRecord | undefined): r is TxRecord =>
-  r !== undefined && repo.OUTGOING_TYPES.includes(r.type) && r.status === 'pending' && r.block_number === null && r.nonce !== null && r.tx_hash !== null;
+  r !== undefined &&
+  repo.OUTGOING_TYPES.includes(r.type) &&
+  r.status === 'pending' &&
+  r.block_number === null &&
+  r.nonce !== null &&
+  r.tx_hash !== null;
 
 /** The fees a signed transaction carries. */
 function feesOf(raw: Hex): Fees {
@@ -75,7 +80,10 @@ async function chooseFees(client: PublicClient, current: Fees, choice: FeeChoice
       throw fieldError('max_fee_per_gas', `The max_fee_per_gas field must be at least ${formatUnits18(least.maxFeePerGas, 18)}.`);
     }
     if (current.kind === 'eip1559' && asked.maxPriorityFeePerGas < least.maxPriorityFeePerGas) {
-      throw fieldError('max_priority_fee_per_gas', `The max_priority_fee_per_gas field must be at least ${formatUnits18(least.maxPriorityFeePerGas, 18)}.`);
+      throw fieldError(
+        'max_priority_fee_per_gas',
+        `The max_priority_fee_per_gas field must be at least ${formatUnits18(least.maxPriorityFeePerGas, 18)}.`,
+      );
     }
     return asked;
   }
@@ -128,7 +136,10 @@ export class ReplaceService {
     let native: bigint;
     try {
       [minedNonce, native] = await atHead(client, (head) =>
-        Promise.all([client.getTransactionCount({ address: from, blockNumber: head }), client.getBalance({ address: from, blockNumber: head })]),
+        Promise.all([
+          client.getTransactionCount({ address: from, blockNumber: head }),
+          client.getBalance({ address: from, blockNumber: head }),
+        ]),
       );
     } catch (e) {
       throw mapChainError(e);
@@ -150,7 +161,15 @@ export class ReplaceService {
       throw mapChainError(e);
     }
     const signer = await this.wallets.signer(wallet.id);
-    const raw = await signer.signTransaction({ chainId, nonce: rec.nonce!, gas: call.gas, ...feeFields(fees), to: call.to, value: call.value, data: call.data });
+    const raw = await signer.signTransaction({
+      chainId,
+      nonce: rec.nonce!,
+      gas: call.gas,
+      ...feeFields(fees),
+      to: call.to,
+      value: call.value,
+      data: call.data,
+    });
     const version: SignedVersion = {
       tx_hash: keccak256(raw),
       raw_tx: raw,
@@ -190,7 +209,10 @@ export class ReplaceService {
     const now = this.ctx.clock.nowMs();
     if (outcome.kind === 'sent' || outcome.kind === 'known') {
       await repo.markBroadcast(db, rec.id, now);
-      log.info({ tx_hash: v.tx_hash, replaced: before.tx_hash, kind: v.kind, nonce: rec.nonce }, `transaction ${v.kind === 'cancel' ? 'cancel' : 'speed-up'} broadcast`);
+      log.info(
+        { tx_hash: v.tx_hash, replaced: before.tx_hash, kind: v.kind, nonce: rec.nonce },
+        `transaction ${v.kind === 'cancel' ? 'cancel' : 'speed-up'} broadcast`,
+      );
       return;
     }
     if (outcome.kind === 'rejected') {
@@ -203,6 +225,9 @@ export class ReplaceService {
       if (outcome.nonceUsed && /nonce/i.test(outcome.reason)) throw Errors.cannotReplace();
       throw Errors.chainRejected(`The blockchain node rejected the transaction: ${outcome.reason}`);
     }
-    log.warn({ tx_hash: v.tx_hash, outcome: outcome.kind, reason: outcome.reason }, 'replacement broadcast not confirmed; the watcher will send it again');
+    log.warn(
+      { tx_hash: v.tx_hash, outcome: outcome.kind, reason: outcome.reason },
+      'replacement broadcast not confirmed; the watcher will send it again',
+    );
   }
 }

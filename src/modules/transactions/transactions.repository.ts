@@ -137,8 +137,21 @@ const big = (v: string | null): bigint | null => (v === null ? null : BigInt(v))
 
 type RawRecord = Omit<
   TxRecord,
-  'amount' | 'fee_reserved' | 'gas' | 'gas_price' | 'gas_used' | 'cumulative_gas_used' | 'type' | 'status' | 'tx_kind' | 'max_fee_per_gas' | 'max_priority_fee_per_gas' | 'l1_fee'
-  | 'failure_reason' | 'broadcast_kind' | 'replaced_hashes'
+  | 'amount'
+  | 'fee_reserved'
+  | 'gas'
+  | 'gas_price'
+  | 'gas_used'
+  | 'cumulative_gas_used'
+  | 'type'
+  | 'status'
+  | 'tx_kind'
+  | 'max_fee_per_gas'
+  | 'max_priority_fee_per_gas'
+  | 'l1_fee'
+  | 'failure_reason'
+  | 'broadcast_kind'
+  | 'replaced_hashes'
 > & {
   failure_reason: string | null;
   broadcast_kind: string;
@@ -198,7 +211,11 @@ export async function findRecord(db: Executor, id: number): Promise<TxRecord | u
 }
 
 export async function findRecordForWallet(db: Executor, walletId: number, id: number): Promise<TxRecord | undefined> {
-  const r = await records(db).where('tx.id', '=', id).where('tx.wallet_id', '=', walletId).where('tx.status', '!=', ORPHANED).executeTakeFirst();
+  const r = await records(db)
+    .where('tx.id', '=', id)
+    .where('tx.wallet_id', '=', walletId)
+    .where('tx.status', '!=', ORPHANED)
+    .executeTakeFirst();
   return r ? toRecord(r as RawRecord) : undefined;
 }
 
@@ -363,7 +380,13 @@ export function outgoingStateOf(rows: OutgoingRows, minedNonce: number, excludeI
 }
 
 /** What a reserving row takes: its amount and maximum fee, and a token call's spend of its token (migration 029). */
-function reservationsOf(r: { token_id: number; amount: string; fee_reserved: string; call_token_id: number | null; call_spend: string | null }): Reservation[] {
+function reservationsOf(r: {
+  token_id: number;
+  amount: string;
+  fee_reserved: string;
+  call_token_id: number | null;
+  call_spend: string | null;
+}): Reservation[] {
   const own = { token_id: r.token_id, amount: BigInt(r.amount), fee_reserved: BigInt(r.fee_reserved) };
   if (r.call_token_id === null || r.call_spend === null || BigInt(r.call_spend) === 0n) return [own];
   return [own, { token_id: Number(r.call_token_id), amount: BigInt(r.call_spend), fee_reserved: 0n }];
@@ -405,9 +428,7 @@ const reservationRows = prepare((db: Executor, walletId: number, minedNonce: num
 
 export async function reservations(db: Executor, walletId: number, minedNonce: number, excludeId?: number): Promise<Reservation[]> {
   const rows = await reservationRows.execute(db, walletId, minedNonce);
-  return rows
-    .filter((r) => r.id !== excludeId && reserves(r, minedNonce))
-    .flatMap(reservationsOf);
+  return rows.filter((r) => r.id !== excludeId && reserves(r, minedNonce)).flatMap(reservationsOf);
 }
 
 /** Nonces ≥ `from` held by the wallet's pending outgoing transactions. */
@@ -433,7 +454,8 @@ export async function heldNonces(db: Executor, walletId: number, from: number): 
 export const INTERNAL_LOG_BASE = -1_000_000_000;
 
 /** A receipt row that is an internal transfer (`INTERNAL_LOG_BASE`). */
-export const isInternalReceipt = (t: { type: string; log_index: number }): boolean => t.type === 'receipt' && t.log_index <= INTERNAL_LOG_BASE;
+export const isInternalReceipt = (t: { type: string; log_index: number }): boolean =>
+  t.type === 'receipt' && t.log_index <= INTERNAL_LOG_BASE;
 
 export interface NewTx {
   /** PostgreSQL: an id drawn beforehand (`drawTransactionId`); absent, the insert draws it. */
@@ -526,7 +548,9 @@ function insertRow(t: NewTx, nowMs: number) {
     ...(t.requested_fees === undefined ? {} : { requested_fees: t.requested_fees }),
     ...(t.refund_id === undefined ? {} : { refund_id: t.refund_id }),
     ...(t.payout_id === undefined ? {} : { payout_id: t.payout_id, reference: t.reference ?? null }),
-    ...(t.call_token_id == null ? {} : { call_token_id: t.call_token_id, call_amount: str(t.call_amount ?? 0n), call_spend: str(t.call_spend ?? 0n) }),
+    ...(t.call_token_id == null
+      ? {}
+      : { call_token_id: t.call_token_id, call_amount: str(t.call_amount ?? 0n), call_spend: str(t.call_spend ?? 0n) }),
   };
 }
 
@@ -541,7 +565,9 @@ function insertRow(t: NewTx, nowMs: number) {
 type InsertRow = ReturnType<typeof insertRow>;
 
 /** Every create runs it: compiled once per set of columns (src/db/prepared.ts). */
-const insertOutgoing = prepareRow((db: Executor, row: InsertRow) => db.insertInto('transactions').values(withSequences(row)).returning('id'));
+const insertOutgoing = prepareRow((db: Executor, row: InsertRow) =>
+  db.insertInto('transactions').values(withSequences(row)).returning('id'),
+);
 
 /** Every receipt the watcher records runs it: compiled once per set of columns. */
 const upsertReceipt = prepareRow((db: Executor, row: InsertRow) =>
@@ -706,13 +732,23 @@ export async function orphanTransaction(db: Executor, id: number, nowMs: number)
 // ---------------------------------------------------------------------------------------------
 
 export async function markBroadcast(db: Executor, id: number, nowMs: number): Promise<void> {
-  await db.updateTable('transactions').set({ broadcast_at: nowMs, updated_at: nowMs }).where('id', '=', id).where('status', '=', 'pending').execute();
+  await db
+    .updateTable('transactions')
+    .set({ broadcast_at: nowMs, updated_at: nowMs })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .execute();
 }
 
 /** `markBroadcast` of several rows in one statement (one commit). */
 export async function markBroadcastMany(db: Executor, ids: number[], nowMs: number): Promise<void> {
   if (ids.length === 0) return;
-  await db.updateTable('transactions').set({ broadcast_at: nowMs, updated_at: nowMs }).where('id', 'in', ids).where('status', '=', 'pending').execute();
+  await db
+    .updateTable('transactions')
+    .set({ broadcast_at: nowMs, updated_at: nowMs })
+    .where('id', 'in', ids)
+    .where('status', '=', 'pending')
+    .execute();
 }
 
 export async function markFailed(db: Executor, id: number, error: string, reason: FailureReason, nowMs: number): Promise<boolean> {
@@ -775,8 +811,32 @@ export async function attachMined(db: Executor, id: number, hash: string, m: Min
 const attachMinedRow = prepareRow(
   (
     db: Executor,
-    { id, hash, ...set }: { id: number; hash: string; block_number: number; block_hash: string; block_timestamp: number; gas_used: string; cumulative_gas_used: string; receipt_status: number; gas_price?: string; fee_paid?: string; updated_at: number },
-  ) => db.updateTable('transactions').set(set).where('id', '=', id).where('tx_hash', '=', hash).where('status', '=', 'pending').where('block_number', 'is', null).returning('id'),
+    {
+      id,
+      hash,
+      ...set
+    }: {
+      id: number;
+      hash: string;
+      block_number: number;
+      block_hash: string;
+      block_timestamp: number;
+      gas_used: string;
+      cumulative_gas_used: string;
+      receipt_status: number;
+      gas_price?: string;
+      fee_paid?: string;
+      updated_at: number;
+    },
+  ) =>
+    db
+      .updateTable('transactions')
+      .set(set)
+      .where('id', '=', id)
+      .where('tx_hash', '=', hash)
+      .where('status', '=', 'pending')
+      .where('block_number', 'is', null)
+      .returning('id'),
 );
 
 /**
@@ -786,8 +846,20 @@ const attachMinedRow = prepareRow(
  * data-modifying CTE, its RETURNING joined as `findRecord` joins it): the watcher settles a
  * block's transfers in one statement each where it took two.
  */
-export async function settle(db: Executor, id: number, outcome: 'confirmed' | 'reverted' | 'cancelled', nowMs: number): Promise<TxRecord | undefined> {
-  const failedWith = (error: string, reason: FailureReason) => ({ id, status: 'failed', failed_at: nowMs, error, failure_reason: reason, updated_at: nowMs });
+export async function settle(
+  db: Executor,
+  id: number,
+  outcome: 'confirmed' | 'reverted' | 'cancelled',
+  nowMs: number,
+): Promise<TxRecord | undefined> {
+  const failedWith = (error: string, reason: FailureReason) => ({
+    id,
+    status: 'failed',
+    failed_at: nowMs,
+    error,
+    failure_reason: reason,
+    updated_at: nowMs,
+  });
   const set: SettleSet =
     outcome === 'confirmed'
       ? { id, status: 'confirmed', confirmed_at: nowMs, updated_at: nowMs }
@@ -799,7 +871,15 @@ export async function settle(db: Executor, id: number, outcome: 'confirmed' | 'r
   return r ? toRecord(r as RawRecord) : undefined;
 }
 
-type SettleSet = { id: number; status: string; confirmed_at?: number; failed_at?: number; error?: string; failure_reason?: FailureReason; updated_at: number };
+type SettleSet = {
+  id: number;
+  status: string;
+  confirmed_at?: number;
+  failed_at?: number;
+  error?: string;
+  failure_reason?: FailureReason;
+  updated_at: number;
+};
 
 const settleUpdate = (db: QueryCreator<Database>, { id, ...set }: SettleSet) =>
   db.updateTable('transactions').set(set).where('id', '=', id).where('status', '=', 'pending').where('block_number', 'is not', null);
@@ -865,7 +945,12 @@ export async function hasPendingTransfers(db: Executor, networkId: number): Prom
 // were a measurable share of the event loop's busy time under a hot wallet's creates
 // (BENCHMARKS.md).
 const pendingOnNetwork = prepare((db: Executor, networkId: number) =>
-  db.selectFrom('transactions as tx').select('tx.id').where('tx.status', '=', 'pending').where('tx.wallet_id', 'in', onNetwork(db, networkId)).limit(1),
+  db
+    .selectFrom('transactions as tx')
+    .select('tx.id')
+    .where('tx.status', '=', 'pending')
+    .where('tx.wallet_id', 'in', onNetwork(db, networkId))
+    .limit(1),
 );
 
 /** Pending rows (any type) mined at or below `maxBlock`: their confirmations are reached. */
@@ -886,7 +971,11 @@ const settleableRows = prepare((db: Executor, networkId: number, maxBlock: numbe
 );
 
 /** Rows of the network's wallets recorded from blocks above `block` (a reorg removed them). */
-export async function listAboveBlock(db: Executor, networkId: number, block: number): Promise<Array<{ id: number; wallet_id: number; type: string }>> {
+export async function listAboveBlock(
+  db: Executor,
+  networkId: number,
+  block: number,
+): Promise<Array<{ id: number; wallet_id: number; type: string }>> {
   return db
     .selectFrom('transactions')
     .select(['id', 'wallet_id', 'type'])
@@ -919,7 +1008,9 @@ export async function listWatched(db: Executor, networkId: number): Promise<{ wa
   return { wallets, tokens };
 }
 
-const watchedWallets = prepare((db: Executor, networkId: number) => db.selectFrom('wallets').select(['id', 'user_id', 'network_id', 'address']).where('network_id', '=', networkId));
+const watchedWallets = prepare((db: Executor, networkId: number) =>
+  db.selectFrom('wallets').select(['id', 'user_id', 'network_id', 'address']).where('network_id', '=', networkId),
+);
 
 const watchedTokens = prepare((db: Executor, networkId: number) =>
   db
@@ -974,7 +1065,9 @@ export async function listResendQueue(
   networkId: number,
   o: { nowMs: number; graceBeforeMs: number; all: boolean; perWallet: number; limit: number },
 ): Promise<QueuedTransfer[]> {
-  const rows = o.all ? await resendAll.execute(db, networkId, o.perWallet, o.limit) : await resendDue.execute(db, networkId, o.perWallet, o.limit, o.graceBeforeMs, o.nowMs);
+  const rows = o.all
+    ? await resendAll.execute(db, networkId, o.perWallet, o.limit)
+    : await resendDue.execute(db, networkId, o.perWallet, o.limit, o.graceBeforeMs, o.nowMs);
   return rows.map((r) => ({ ...r, tx_hash: r.tx_hash!, nonce: Number(r.nonce), raw_tx: r.raw_tx!, check_count: Number(r.check_count) }));
 }
 
@@ -990,12 +1083,22 @@ function resendQueue(db: Executor, networkId: number, perWallet: number, limit: 
     .where('block_number', 'is', null)
     .where('raw_tx', 'is not', null);
   if (due) {
-    q = q.where((eb) => eb.or([eb.and([eb('next_check_at', 'is', null), eb('created_at', '<', due.graceBeforeMs)]), eb('next_check_at', '<=', due.nowMs)]));
+    q = q.where((eb) =>
+      eb.or([eb.and([eb('next_check_at', 'is', null), eb('created_at', '<', due.graceBeforeMs)]), eb('next_check_at', '<=', due.nowMs)]),
+    );
   }
-  return db.selectFrom(q.as('q')).selectAll().where('rank', '<=', perWallet).orderBy('rank', 'asc').orderBy('wallet_id', 'asc').limit(limit);
+  return db
+    .selectFrom(q.as('q'))
+    .selectAll()
+    .where('rank', '<=', perWallet)
+    .orderBy('rank', 'asc')
+    .orderBy('wallet_id', 'asc')
+    .limit(limit);
 }
 
-const resendAll = prepare((db: Executor, networkId: number, perWallet: number, limit: number) => resendQueue(db, networkId, perWallet, limit));
+const resendAll = prepare((db: Executor, networkId: number, perWallet: number, limit: number) =>
+  resendQueue(db, networkId, perWallet, limit),
+);
 
 const resendDue = prepare((db: Executor, networkId: number, perWallet: number, limit: number, graceBeforeMs: number, nowMs: number) =>
   resendQueue(db, networkId, perWallet, limit, { graceBeforeMs, nowMs }),
@@ -1044,7 +1147,11 @@ export async function scheduleCheck(db: Executor, id: number, nextAtMs: number, 
  * the hash found: pending ones, and failed ones never mined (a node refused them, yet here
  * they are in a block).
  */
-export async function findUnminedByAnyHash(db: Executor, networkId: number, hashes: string[]): Promise<Array<{ rec: TxRecord; hash: string }>> {
+export async function findUnminedByAnyHash(
+  db: Executor,
+  networkId: number,
+  hashes: string[],
+): Promise<Array<{ rec: TxRecord; hash: string }>> {
   if (hashes.length === 0) return [];
   const unmined = () =>
     records(db)
@@ -1089,7 +1196,14 @@ export async function listVersions(db: Executor, id: number): Promise<SignedVers
     .execute();
   const kindOf = (k: string) => (k === 'eip1559' ? 'eip1559' : 'legacy');
   if (rows.length > 0) {
-    return rows.map((r) => ({ ...r, kind: r.kind as BroadcastKind, gas: BigInt(r.gas), gas_price: BigInt(r.gas_price), tx_kind: kindOf(r.tx_kind), max_priority_fee_per_gas: big(r.max_priority_fee_per_gas) }));
+    return rows.map((r) => ({
+      ...r,
+      kind: r.kind as BroadcastKind,
+      gas: BigInt(r.gas),
+      gas_price: BigInt(r.gas_price),
+      tx_kind: kindOf(r.tx_kind),
+      max_priority_fee_per_gas: big(r.max_priority_fee_per_gas),
+    }));
   }
   const cur = await db
     .selectFrom('transactions')
@@ -1111,7 +1225,14 @@ export async function listVersions(db: Executor, id: number): Promise<SignedVers
 }
 
 /** Makes `v` the row's current version: its hash, bytes, kind, gas and price; the others become its replaced hashes. */
-async function setCurrent(db: Executor, id: number, v: SignedVersion, others: string[], extra: { fee_reserved?: bigint }, nowMs: number): Promise<void> {
+async function setCurrent(
+  db: Executor,
+  id: number,
+  v: SignedVersion,
+  others: string[],
+  extra: { fee_reserved?: bigint },
+  nowMs: number,
+): Promise<void> {
   await db
     .updateTable('transactions')
     .set({
@@ -1158,19 +1279,37 @@ export async function recordReplacement(db: Executor, id: number, next: SignedVe
   }
   const others = [...versions.map((v) => v.tx_hash)].filter((h) => h !== next.tx_hash);
   await setCurrent(db, id, next, others, { fee_reserved: feeReserved }, nowMs);
-  await db.updateTable('transactions').set({ next_check_at: null, check_count: 0, broadcast_at: null, stuck_reason: null }).where('id', '=', id).execute();
+  await db
+    .updateTable('transactions')
+    .set({ next_check_at: null, check_count: 0, broadcast_at: null, stuck_reason: null })
+    .where('id', '=', id)
+    .execute();
 }
 
 /**
  * Makes the version with `hash` current again (it mined, or a newer one was refused and
  * dropped from the versions). `forget`: the current version is removed (it was never accepted).
  */
-export async function adoptVersion(db: Executor, id: number, hash: string, nowMs: number, opts: { forget?: string } = {}): Promise<boolean> {
-  if (opts.forget) await db.deleteFrom('transaction_broadcasts').where('transaction_id', '=', id).where('tx_hash', '=', opts.forget).execute();
+export async function adoptVersion(
+  db: Executor,
+  id: number,
+  hash: string,
+  nowMs: number,
+  opts: { forget?: string } = {},
+): Promise<boolean> {
+  if (opts.forget)
+    await db.deleteFrom('transaction_broadcasts').where('transaction_id', '=', id).where('tx_hash', '=', opts.forget).execute();
   const versions = await listVersions(db, id);
   const v = versions.find((x) => x.tx_hash === hash);
   if (!v) return false;
-  await setCurrent(db, id, v, versions.map((x) => x.tx_hash).filter((h) => h !== hash), {}, nowMs);
+  await setCurrent(
+    db,
+    id,
+    v,
+    versions.map((x) => x.tx_hash).filter((h) => h !== hash),
+    {},
+    nowMs,
+  );
   return true;
 }
 
@@ -1179,7 +1318,12 @@ export async function adoptVersion(db: Executor, id: number, hash: string, nowMs
  * one with hash `restore` is current again, the reservation back to `feeReserved` (caller holds
  * the wallet lock). Nothing happens if the row moved on meanwhile (no longer pending or unmined).
  */
-export async function undoReplacement(db: Executor, id: number, o: { restore: string; forget: string; feeReserved: bigint }, nowMs: number): Promise<void> {
+export async function undoReplacement(
+  db: Executor,
+  id: number,
+  o: { restore: string; forget: string; feeReserved: bigint },
+  nowMs: number,
+): Promise<void> {
   const row = await db.selectFrom('transactions').select(['status', 'block_number', 'tx_hash']).where('id', '=', id).executeTakeFirst();
   if (!row || row.status !== 'pending' || row.block_number !== null || row.tx_hash !== o.forget) return;
   if (!(await adoptVersion(db, id, o.restore, nowMs, { forget: o.forget }))) return;
@@ -1215,7 +1359,12 @@ export async function markStuckRefused(db: Executor, id: number, reason: string,
 }
 
 /** Marks the network's outgoing rows pending since before `beforeMs` as stuck; returns those newly marked (logged once). */
-export async function markStuck(db: Executor, networkId: number, beforeMs: number, nowMs: number): Promise<Array<{ id: number; wallet_id: number; tx_hash: string | null; nonce: number | null }>> {
+export async function markStuck(
+  db: Executor,
+  networkId: number,
+  beforeMs: number,
+  nowMs: number,
+): Promise<Array<{ id: number; wallet_id: number; tx_hash: string | null; nonce: number | null }>> {
   return stuckRows.execute(db, networkId, beforeMs, nowMs);
 }
 

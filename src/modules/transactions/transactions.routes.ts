@@ -53,7 +53,9 @@ function listRoute(app: App, txs: TransactionService): void {
     {
       schema: {
         tags: ['transactions'],
-        summary: 'Transactions of the wallet, newest first (X-Pagination-* and Link headers)', description: 'Newest first, paginated (`page`, `limit` up to 1000), filterable by token symbol; sends, receipts and sweeps with their status.',
+        summary: 'Transactions of the wallet, newest first (X-Pagination-* and Link headers)',
+        description:
+          'Newest first, paginated (`page`, `limit` up to 1000), filterable by token symbol; sends, receipts and sweeps with their status.',
         params: WalletParams,
         querystring: ListQuery,
         response: responses(Type.Array(TransactionSchema)),
@@ -87,7 +89,9 @@ function createRoute(app: App, txs: TransactionService, screening: Screening): v
     {
       schema: {
         tags: ['transactions'],
-        summary: 'Sign, record and broadcast a native or ERC-20 transfer', description: 'Signs and broadcasts a native or ERC-20 transfer from the wallet. Send an `Idempotency-Key` header to make retries safe. 400 when the balance (amount plus the maximum fee) does not cover it, and 400 `Address is blocked by screening` (nothing recorded) when `address` is on the SCREENING_FILE list.',
+        summary: 'Sign, record and broadcast a native or ERC-20 transfer',
+        description:
+          'Signs and broadcasts a native or ERC-20 transfer from the wallet. Send an `Idempotency-Key` header to make retries safe. 400 when the balance (amount plus the maximum fee) does not cover it, and 400 `Address is blocked by screening` (nothing recorded) when `address` is on the SCREENING_FILE list.',
         params: WalletParams,
         body: CreateBody,
         response: responses(CreatedTransactionSchema, [409]),
@@ -143,7 +147,8 @@ function showRoute(app: App, txs: TransactionService): void {
     {
       schema: {
         tags: ['transactions'],
-        summary: 'One transaction with its wallet token', description: 'A transaction by id, with its status, block, gas figures and the wallet token it moved.',
+        summary: 'One transaction with its wallet token',
+        description: 'A transaction by id, with its status, block, gas figures and the wallet token it moved.',
         params: TransactionParams,
         response: responses(TransactionDetailSchema),
       },
@@ -165,7 +170,7 @@ const REPLACE_DOCS = {
   cancel: {
     summary: 'Cancel a pending transaction (zero-value self-transfer at its nonce)',
     description:
-      'Signs a zero-value transfer to the wallet\'s own address at the transaction\'s nonce, with fees at least 10% higher, and broadcasts it. If the cancel mines, the transaction becomes `failed` with `failure_reason` `cancelled` and its reservation is released; if the original mines first, it is confirmed as usual. Only a pending outgoing transaction not yet mined: else 400 `Transaction cannot be replaced`. `Idempotency-Key` honoured as on creates: a retry replays the cancel recorded.',
+      "Signs a zero-value transfer to the wallet's own address at the transaction's nonce, with fees at least 10% higher, and broadcasts it. If the cancel mines, the transaction becomes `failed` with `failure_reason` `cancelled` and its reservation is released; if the original mines first, it is confirmed as usual. Only a pending outgoing transaction not yet mined: else 400 `Transaction cannot be replaced`. `Idempotency-Key` honoured as on creates: a retry replays the cancel recorded.",
   },
 } as const;
 
@@ -200,7 +205,7 @@ const DECIDE_DOCS = {
   approve: {
     summary: 'Approve a transaction awaiting approval (login token only): sign and send it',
     description:
-      'A transfer over the policy\'s `approval_above` waits as `awaiting_approval`, nothing signed. Approving quotes it again (gas, fees at the level or explicit fees it was created with), checks the balance again, takes a nonce, signs and broadcasts it: it is then `pending` as any transfer (`transaction.created`). 400 `Transaction is not awaiting approval` once it is approved, rejected or expired; 400 `Insufficient balance for transaction`, and 400 `Address is blocked by screening` for a recipient listed since, leave it awaiting. Needs a login token: an API key gets 403.',
+      "A transfer over the policy's `approval_above` waits as `awaiting_approval`, nothing signed. Approving quotes it again (gas, fees at the level or explicit fees it was created with), checks the balance again, takes a nonce, signs and broadcasts it: it is then `pending` as any transfer (`transaction.created`). 400 `Transaction is not awaiting approval` once it is approved, rejected or expired; 400 `Insufficient balance for transaction`, and 400 `Address is blocked by screening` for a recipient listed since, leave it awaiting. Needs a login token: an API key gets 403.",
     message: 'Transaction approved',
   },
   reject: {

@@ -23,17 +23,36 @@ const HEAD = {
   id: Type.Integer(),
   amount: Type.String({ description: 'Decimal with 18 places' }),
   type: Type.String({ enum: ['transfer', 'receipt', 'contract'] }),
-  status: Type.String({ enum: ['pending', 'confirmed', 'failed', 'awaiting_approval'], description: '`awaiting_approval`: held by the policy\'s approval_above, nothing signed yet (tx_hash and nonce null)' }),
+  status: Type.String({
+    enum: ['pending', 'confirmed', 'failed', 'awaiting_approval'],
+    description: "`awaiting_approval`: held by the policy's approval_above, nothing signed yet (tx_hash and nonce null)",
+  }),
   tx_hash: Nullable(Type.String()),
   block_number: Nullable(Type.Integer()),
 };
 
 /** Finality fields, in every Transaction object (list, show, create and the replacement routes). */
 const FINALITY = {
-  failure_reason: Nullable(Type.String({ enum: ['reverted', 'dropped', 'cancelled', 'rejected', 'rejected_by_approver', 'approval_expired'], description: 'Why a failed transaction failed; null otherwise' })),
-  replaced_hashes: Type.Array(Type.String(), { description: 'Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined' }),
-  stuck: Type.Boolean({ description: 'Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`)' }),
-  stuck_reason: Nullable(Type.String({ description: 'The node\'s words when every endpoint refused the pending transfer\'s re-send for a reason other than its fee (it keeps its nonce until a speed-up, a cancel or the chain settles it); null otherwise' })),
+  failure_reason: Nullable(
+    Type.String({
+      enum: ['reverted', 'dropped', 'cancelled', 'rejected', 'rejected_by_approver', 'approval_expired'],
+      description: 'Why a failed transaction failed; null otherwise',
+    }),
+  ),
+  replaced_hashes: Type.Array(Type.String(), {
+    description:
+      'Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined',
+  }),
+  stuck: Type.Boolean({
+    description:
+      'Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`)',
+  }),
+  stuck_reason: Nullable(
+    Type.String({
+      description:
+        "The node's words when every endpoint refused the pending transfer's re-send for a reason other than its fee (it keeps its nonce until a speed-up, a cancel or the chain settles it); null otherwise",
+    }),
+  ),
 };
 
 export const TransactionSchema = Type.Object({
@@ -49,12 +68,15 @@ export const TransactionSchema = Type.Object({
   cumulative_gas_used: Nullable(Type.String()),
   receipt_status: Nullable(Type.Boolean()),
   symbol: Type.String(),
-  refund_id: Nullable(Type.Integer({ description: 'The refund this transfer pays (a charge\'s refund); null otherwise' })),
+  refund_id: Nullable(Type.Integer({ description: "The refund this transfer pays (a charge's refund); null otherwise" })),
   payout_id: Nullable(Type.Integer({ description: 'The payout this transfer is an item of; null otherwise' })),
-  reference: Nullable(Type.String({ description: 'The payout item\'s reference; null otherwise' })),
+  reference: Nullable(Type.String({ description: "The payout item's reference; null otherwise" })),
   created_at: Type.String(),
   updated_at: Type.String(),
-  internal: Type.Boolean({ description: 'A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise' }),
+  internal: Type.Boolean({
+    description:
+      'A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise',
+  }),
 });
 
 export const TransactionDetailSchema = Type.Composite([TransactionSchema, Type.Object({ wallet_token: WalletTokenSchema })]);
@@ -72,9 +94,9 @@ export const CreatedTransactionSchema = Type.Object({
   cumulative_gas_used: Nullable(Type.Number()),
   receipt_status: Nullable(Type.Boolean()),
   symbol: Type.String(),
-  refund_id: Nullable(Type.Integer({ description: 'The refund this transfer pays (a charge\'s refund); null otherwise' })),
+  refund_id: Nullable(Type.Integer({ description: "The refund this transfer pays (a charge's refund); null otherwise" })),
   payout_id: Nullable(Type.Integer({ description: 'The payout this transfer is an item of; null otherwise' })),
-  reference: Nullable(Type.String({ description: 'The payout item\'s reference; null otherwise' })),
+  reference: Nullable(Type.String({ description: "The payout item's reference; null otherwise" })),
   created_at: Type.String(),
   updated_at: Type.String(),
 });
@@ -91,14 +113,32 @@ export const ListQuery = Type.Object({
  * wording, and the amount's decimal places depend on the token); the schema documents them.
  */
 export const CreateBody = Type.Object({
-  amount: Type.Optional(Type.Unknown({ description: 'Amount (JSON number or decimal string), > 0, at most the token\'s decimals' })),
+  amount: Type.Optional(Type.Unknown({ description: "Amount (JSON number or decimal string), > 0, at most the token's decimals" })),
   token: Type.Optional(Type.Unknown({ description: 'Symbol of an active token of the wallet' })),
-  address: Type.Optional(Type.Unknown({ description: 'Destination EVM address (EIP-55 checksum if mixed case), not the zero address; for a contract call the contract' })),
+  address: Type.Optional(
+    Type.Unknown({
+      description: 'Destination EVM address (EIP-55 checksum if mixed case), not the zero address; for a contract call the contract',
+    }),
+  ),
   fee_level: Type.Optional(Type.Unknown({ description: '`low`, `medium` (default) or `high`' })),
-  max_fee_per_gas: Type.Optional(Type.Unknown({ description: 'Explicit max fee, native currency per gas unit (decimal string); with max_priority_fee_per_gas; at most 3× the current high level (422 above the cap)' })),
-  max_priority_fee_per_gas: Type.Optional(Type.Unknown({ description: 'Explicit tip, native currency per gas unit (decimal string), at most max_fee_per_gas' })),
-  data: Type.Optional(Type.Unknown({ description: 'Contract call: 0x-prefixed hex calldata, at most 64 KiB (token must be the native token; amount is the value, may be 0). A call to one of the wallet’s token contracts (transfer, transferFrom, approve, increaseAllowance, permit) is policed and reserved as that token; any other call waits for approval on a wallet with a policy unless its contract is allowlisted' })),
-  function: Type.Optional(Type.Unknown({ description: 'Contract call: a Solidity signature such as `approve(address,uint256)`, with `args`' })),
+  max_fee_per_gas: Type.Optional(
+    Type.Unknown({
+      description:
+        'Explicit max fee, native currency per gas unit (decimal string); with max_priority_fee_per_gas; at most 3× the current high level (422 above the cap)',
+    }),
+  ),
+  max_priority_fee_per_gas: Type.Optional(
+    Type.Unknown({ description: 'Explicit tip, native currency per gas unit (decimal string), at most max_fee_per_gas' }),
+  ),
+  data: Type.Optional(
+    Type.Unknown({
+      description:
+        'Contract call: 0x-prefixed hex calldata, at most 64 KiB (token must be the native token; amount is the value, may be 0). A call to one of the wallet’s token contracts (transfer, transferFrom, approve, increaseAllowance, permit) is policed and reserved as that token; any other call waits for approval on a wallet with a policy unless its contract is allowlisted',
+    }),
+  ),
+  function: Type.Optional(
+    Type.Unknown({ description: 'Contract call: a Solidity signature such as `approve(address,uint256)`, with `args`' }),
+  ),
   args: Type.Optional(Type.Unknown({ description: 'Arguments of `function` (numbers as decimal strings)' })),
 });
 
@@ -115,7 +155,9 @@ const FeeLevelSchema = Type.Object({
 });
 
 export const FeePreviewSchema = Type.Object({
-  base_fee: Nullable(Type.String({ description: "Next block's base fee per gas unit, 18 places; null on a network without one (legacy transactions)" })),
+  base_fee: Nullable(
+    Type.String({ description: "Next block's base fee per gas unit, 18 places; null on a network without one (legacy transactions)" }),
+  ),
   gas: Type.String({ description: 'Gas limit estimate in gas units, 18 places' }),
   l1_fee: Type.String({ description: 'OP-stack L1 data fee included in each max_fee (0 elsewhere), 18 places' }),
   type: Type.String({ enum: ['legacy', 'eip1559'], description: 'Transaction type the service would send' }),
@@ -124,9 +166,20 @@ export const FeePreviewSchema = Type.Object({
 
 /** The speed-up and cancel body: optional fees, as for create (`fee_level`, or both explicit fields). */
 export const ReplaceBody = Type.Object({
-  fee_level: Type.Optional(Type.Unknown({ description: '`low`, `medium` (default) or `high`: the quote the new fees are raised to when higher than the minimum +10%' })),
-  max_fee_per_gas: Type.Optional(Type.Unknown({ description: 'Explicit max fee, native currency per gas unit (decimal string); at least 10% above the current one, at most 3× the current high level' })),
-  max_priority_fee_per_gas: Type.Optional(Type.Unknown({ description: 'Explicit tip, native currency per gas unit (decimal string); at least 10% above the current one' })),
+  fee_level: Type.Optional(
+    Type.Unknown({
+      description: '`low`, `medium` (default) or `high`: the quote the new fees are raised to when higher than the minimum +10%',
+    }),
+  ),
+  max_fee_per_gas: Type.Optional(
+    Type.Unknown({
+      description:
+        'Explicit max fee, native currency per gas unit (decimal string); at least 10% above the current one, at most 3× the current high level',
+    }),
+  ),
+  max_priority_fee_per_gas: Type.Optional(
+    Type.Unknown({ description: 'Explicit tip, native currency per gas unit (decimal string); at least 10% above the current one' }),
+  ),
 });
 
 /** The fees a create (or a replacement) asks for: a level, or explicit fees in wei per gas unit. */
@@ -173,7 +226,17 @@ export function checkAddressField(body: Record<string, unknown>, errors: FieldEr
   return undefined;
 }
 
-const CREATE_FIELDS = ['amount', 'token', 'address', 'fee_level', 'max_fee_per_gas', 'max_priority_fee_per_gas', 'data', 'function', 'args'];
+const CREATE_FIELDS = [
+  'amount',
+  'token',
+  'address',
+  'fee_level',
+  'max_fee_per_gas',
+  'max_priority_fee_per_gas',
+  'data',
+  'function',
+  'args',
+];
 
 /**
  * `fee_level`, or `max_fee_per_gas` with `max_priority_fee_per_gas` (decimal strings or exact
@@ -183,7 +246,8 @@ const CREATE_FIELDS = ['amount', 'token', 'address', 'fee_level', 'max_fee_per_g
 export function parseFeeChoice(body: Record<string, unknown>, errors: FieldErrors): FeeChoice | undefined {
   const explicit = body.max_fee_per_gas !== undefined || body.max_priority_fee_per_gas !== undefined;
   if (body.fee_level !== undefined && body.fee_level !== null) {
-    if (typeof body.fee_level !== 'string' || !FEE_LEVELS.includes(body.fee_level as FeeLevel)) errors.fee_level = ['The selected fee_level is invalid.'];
+    if (typeof body.fee_level !== 'string' || !FEE_LEVELS.includes(body.fee_level as FeeLevel))
+      errors.fee_level = ['The selected fee_level is invalid.'];
     else if (explicit) errors.fee_level = ['The fee_level field is prohibited when max_fee_per_gas is present.'];
     else return { level: body.fee_level as FeeLevel };
     return undefined;
@@ -206,7 +270,8 @@ function parseCallData(body: Record<string, unknown>, errors: FieldErrors): Hex 
   const { data, function: signature, args } = body;
   if (data !== undefined && data !== null) {
     if (signature !== undefined) errors.data = ['The data field is prohibited when function is present.'];
-    else if (typeof data !== 'string' || calldataProblem(data) === 'format') errors.data = ['The data field must be a 0x-prefixed hex string.'];
+    else if (typeof data !== 'string' || calldataProblem(data) === 'format')
+      errors.data = ['The data field must be a 0x-prefixed hex string.'];
     else if (calldataProblem(data) === 'size') errors.data = ['The data field must not be greater than 64 kilobytes.'];
     else return data.toLowerCase() as Hex;
     return undefined;

@@ -22,7 +22,17 @@
  *    node leaves it pending and the watcher sends it later. A crash between 3 and 4 loses
  *    nothing: the watcher re-sends recorded transactions the node does not know.
  */
-import { BaseError, decodeErrorResult, ExecutionRevertedError, getAddress, keccak256, RpcRequestError, type Address, type Hex, type PublicClient } from 'viem';
+import {
+  BaseError,
+  decodeErrorResult,
+  ExecutionRevertedError,
+  getAddress,
+  keccak256,
+  RpcRequestError,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from 'viem';
 import type { Logger } from 'pino';
 import type { AppContext } from '../../context.js';
 import type { Executor, InTransaction } from '../../db/index.js';
@@ -32,7 +42,17 @@ import { broadcastRaw, nodeMessage } from '../../chain/broadcast.js';
 import { ERC20_ABI, erc20TransferData } from '../../chain/erc20.js';
 import { isTransient, mapChainError } from '../../chain/errors.js';
 import { atHead } from '../../chain/blocks.js';
-import { estimateGas, explicitFees, feeFields, feeMarket, l1Fee, maxFee, recentFeeMarket, recentQuote, type Fees } from '../../chain/fees.js';
+import {
+  estimateGas,
+  explicitFees,
+  feeFields,
+  feeMarket,
+  l1Fee,
+  maxFee,
+  recentFeeMarket,
+  recentQuote,
+  type Fees,
+} from '../../chain/fees.js';
 import { requireWithinCap } from './transactions.fees.js';
 import { allocateNonce, chainPendingNonce } from '../../chain/nonce.js';
 import type { TransactionSigner } from '../../chain/keys.js';
@@ -177,7 +197,10 @@ export class TransactionService {
     if (!rec || rec.wallet_id !== wallet.id || rec.status !== 'pending' || rec.block_number !== null) return null;
     try {
       const after = await this.replace(wallet, rec, { kind: 'speed-up' });
-      log.info({ nonce: rec.nonce, replaced: rec.tx_hash, tx_hash: after.tx_hash }, 'refused transfer signed again at its nonce with current fees');
+      log.info(
+        { nonce: rec.nonce, replaced: rec.tx_hash, tx_hash: after.tx_hash },
+        'refused transfer signed again at its nonce with current fees',
+      );
       return after;
     } catch (e) {
       log.warn({ nonce: rec.nonce, err: e }, 'could not sign the refused transfer again; trying again at its next check');
@@ -193,9 +216,16 @@ export class TransactionService {
    * amount and `count` times the transfer's maximum fee (`fee`, which the payout reserves for
    * each item it has not sent).
    */
-  async quoteBatch(wallet: WalletView, input: TransferInput, count: number): Promise<{ fits: (trx: Executor) => Promise<boolean>; fee: bigint }> {
+  async quoteBatch(
+    wallet: WalletView,
+    input: TransferInput,
+    count: number,
+  ): Promise<{ fits: (trx: Executor) => Promise<boolean>; fee: bigint }> {
     const p = await this.prepare(wallet, input);
-    return { fits: async (trx) => p.enough((await repo.outgoingState(trx, wallet.id, p.snap.minedNonce)).reservations, p.fee * BigInt(count)), fee: p.fee };
+    return {
+      fits: async (trx) => p.enough((await repo.outgoingState(trx, wallet.id, p.snap.minedNonce)).reservations, p.fee * BigInt(count)),
+      fee: p.fee,
+    };
   }
 
   /** The tokens a create body may name: the wallet's active ones. */
@@ -211,12 +241,21 @@ export class TransactionService {
   async create(wallet: WalletView, input: TransferInput, opts: CreateOptions = {}): Promise<TxRecord> {
     const log = this.ctx.log.child({ component: 'transactions', wallet_id: wallet.id });
     const prepared = await this.prepare(wallet, input, opts.spends);
-    const { rec, raw, together = 1 } = isPlain(opts) ? await this.recordTogether(wallet, { p: prepared, inTransaction: opts.inTransaction }) : await this.record(wallet, prepared, opts);
+    const {
+      rec,
+      raw,
+      together = 1,
+    } = isPlain(opts)
+      ? await this.recordTogether(wallet, { p: prepared, inTransaction: opts.inTransaction })
+      : await this.record(wallet, prepared, opts);
     if (raw === undefined) {
       log.info({ transaction_id: rec.id, symbol: input.token.symbol }, 'transaction held for approval');
       return rec;
     }
-    log.info({ transaction_id: rec.id, tx_hash: rec.tx_hash, nonce: rec.nonce, symbol: input.token.symbol, together }, 'transaction recorded');
+    log.info(
+      { transaction_id: rec.id, tx_hash: rec.tx_hash, nonce: rec.nonce, symbol: input.token.symbol, together },
+      'transaction recorded',
+    );
     await this.broadcast(prepared.client, rec, raw, log);
     // The row as recorded: a broadcast that returns leaves it as it was (only a final refusal,
     // which throws, changes it; `broadcast_at` is written later and not shown).
@@ -275,7 +314,11 @@ export class TransactionService {
       quoteFor(client, input.fees),
       ...ownReads,
     ]);
-    const nativeTokenIds = new Set(valueOf(tokens).filter((t) => t.is_native === 1).map((t) => t.id));
+    const nativeTokenIds = new Set(
+      valueOf(tokens)
+        .filter((t) => t.is_native === 1)
+        .map((t) => t.id),
+    );
     valueOf(code);
     const snap = valueOf(snapshot);
     const enough = (rows: repo.Reservation[], fee: bigint) => {
@@ -284,12 +327,27 @@ export class TransactionService {
     };
     // Early answer without the lock (the decisive check is repeated under it).
     if (!enough(valueOf(early), 0n)) throw Errors.insufficientBalance();
-    if (estimate.status === 'rejected') throw await this.estimationFailure(estimate.reason, client, from, wallet.id, input, nativeTokenIds, approving);
+    if (estimate.status === 'rejected')
+      throw await this.estimationFailure(estimate.reason, client, from, wallet.id, input, nativeTokenIds, approving);
     const gas = estimate.value;
     const fees = valueOf(quote);
     const l1 = await l1FeeFor(client, { chainId: network.chain_id, nonce: snap.pendingNonce, gas, ...call }, fees);
     const fee = maxFee(gas, fees, l1);
-    return { input, chainId: network.chain_id, client, from, call, tokenCall, snap, gas, fees, l1Fee: l1, fee, enough, signer: valueOf(key) };
+    return {
+      input,
+      chainId: network.chain_id,
+      client,
+      from,
+      call,
+      tokenCall,
+      snap,
+      gas,
+      fees,
+      l1Fee: l1,
+      fee,
+      enough,
+      signer: valueOf(key),
+    };
   }
 
   /**
@@ -306,9 +364,16 @@ export class TransactionService {
     const rec = await pipelinedTransaction(this.ctx.store.db, async (trx, end) => {
       const locking = repo.lockWalletForCreate(trx, wallet.id);
       // A plain create's row id, drawn once the lock is granted (PostgreSQL; see drawTransactionId).
-      const drawing = opts.link === undefined && opts.inTransaction === undefined && opts.approving === undefined ? repo.drawTransactionId(trx) : undefined;
+      const drawing =
+        opts.link === undefined && opts.inTransaction === undefined && opts.approving === undefined
+          ? repo.drawTransactionId(trx)
+          : undefined;
       drawing?.catch(() => undefined);
-      const reads = () => Promise.all([this.policyDecision(trx, wallet, p, opts, now), repo.outgoingState(trx, wallet.id, p.snap.minedNonce, opts.approving ?? opts.spends)]);
+      const reads = () =>
+        Promise.all([
+          this.policyDecision(trx, wallet, p, opts, now),
+          repo.outgoingState(trx, wallet.id, p.snap.minedNonce, opts.approving ?? opts.spends),
+        ]);
       // Without a link to write first, the policy's and the outgoing rows' reads are sent with
       // the lock (src/db/pipelined.ts): the server runs them as soon as it grants it.
       const early = opts.link === undefined ? reads() : undefined;
@@ -323,25 +388,24 @@ export class TransactionService {
       if (opts.requireNonce === undefined && state.pendingCount >= this.ctx.config.maxPendingPerWallet) throw Errors.tooManyPending();
       // Never below the snapshot's mined count, nor on a nonce a row of ours holds or used
       // (`usedNonces`: on PostgreSQL `nextNonce` may predate the commit this create waited for).
-      const nonce = takeNonce(locked.nextNonce, Math.max(p.snap.pendingNonce, p.snap.minedNonce), new Set(state.usedNonces), opts.requireNonce);
-      raw = await p.signer.signTransaction({ chainId: p.chainId, nonce, gas: p.gas, ...feeFields(p.fees), to: p.call.to, value: p.call.value, data: p.call.data });
-      const event = (t: Executor, created: TxEventFields) =>
-        recordEvent(t, {
-          userId: wallet.user_id,
-          walletId: wallet.id,
-          name: 'transaction.created',
-          payload: transactionEventPayload(created, 'transaction.created', now),
-          nowMs: now,
-        });
+      const floor = Math.max(p.snap.pendingNonce, p.snap.minedNonce);
+      const nonce = takeNonce(locked.nextNonce, floor, new Set(state.usedNonces), opts.requireNonce);
+      raw = await signAt(p, nonce);
+      const event = (t: Executor, created: TxEventFields) => createdEvent(t, wallet, created, now);
       const id = await drawing;
       if (id !== undefined) {
         // The row's id is known: its insert, its event and the commit leave together (one round
         // trip while the wallet is locked, where the event waited for the insert's answer).
         const row = sentRow(wallet, p, nonce, raw, link, id);
-        return end(async (t) => (await Promise.all([repo.insertSentTransfer(t, row, nonce + 1, now), event(t, newRowEventFields(row, id, p.input.token))]))[0]);
+        return end(
+          async (t) =>
+            (await Promise.all([repo.insertSentTransfer(t, row, nonce + 1, now), event(t, newRowEventFields(row, id, p.input.token))]))[0],
+        );
       }
       const created =
-        opts.approving === undefined ? await insertTransfer(trx, wallet, p, nonce, raw, link, now) : await this.approvals.signed(trx, wallet, opts.approving, signedFields(p, nonce, raw), now);
+        opts.approving === undefined
+          ? await insertTransfer(trx, wallet, p, nonce, raw, link, now)
+          : await this.approvals.signed(trx, wallet, opts.approving, signedFields(p, nonce, raw), now);
       // The event's insert is the last statement: the commit is sent with it.
       if (opts.inTransaction === undefined) await end((t) => event(t, created));
       else {
@@ -392,7 +456,10 @@ export class TransactionService {
     const alone: number[] = [];
     while (todo.length > 1) {
       try {
-        const results = await this.recordBatchOnce(wallet, todo.map((i) => items[i]!));
+        const results = await this.recordBatchOnce(
+          wallet,
+          todo.map((i) => items[i]!),
+        );
         results.forEach((o, k) => (o === 'alone' ? alone.push(todo[k]!) : (out[todo[k]!] = o)));
         todo = [];
       } catch (error) {
@@ -401,7 +468,10 @@ export class TransactionService {
           return out;
         }
         out[todo[error.index]!] = { ok: false, error: error.reason };
-        this.ctx.log.warn({ component: 'transactions', wallet_id: wallet.id, err: error.reason, batch: todo.length }, 'a create of the batch could not store its response; the others are recorded without it');
+        this.ctx.log.warn(
+          { component: 'transactions', wallet_id: wallet.id, err: error.reason, batch: todo.length },
+          'a create of the batch could not store its response; the others are recorded without it',
+        );
         todo = todo.filter((_, k) => k !== error.index);
       }
     }
@@ -479,7 +549,7 @@ export class TransactionService {
         continue;
       }
       const nonce = takeNonce(next, Math.max(p.snap.pendingNonce, p.snap.minedNonce), new Set([...state.usedNonces, ...nonces]), undefined);
-      const raw = await p.signer.signTransaction({ chainId: p.chainId, nonce, gas: p.gas, ...feeFields(p.fees), to: p.call.to, value: p.call.value, data: p.call.data });
+      const raw = await signAt(p, nonce);
       signed.push({ k, nonce, raw, row: sentRow(wallet, p, nonce, raw, {}, at.ids?.[signed.length]) });
       taken.push({ token_id: p.input.token.id, amount: p.input.amount, fee_reserved: p.fee });
       nonces.push(nonce);
@@ -493,7 +563,13 @@ export class TransactionService {
    * 400 when it refuses it. An approval checks that the row still awaits one (the policy was
    * applied at its create); the service's own movements are not policed.
    */
-  private async policyDecision(trx: Executor, wallet: WalletView, p: Prepared, opts: CreateOptions & { approving?: number }, nowMs: number): Promise<boolean> {
+  private async policyDecision(
+    trx: Executor,
+    wallet: WalletView,
+    p: Prepared,
+    opts: CreateOptions & { approving?: number },
+    nowMs: number,
+  ): Promise<boolean> {
     if (opts.approving !== undefined) {
       await this.approvals.requireAwaiting(trx, opts.approving);
       return false;
@@ -502,7 +578,11 @@ export class TransactionService {
     const decision =
       p.input.data === undefined
         ? await enforcePolicy(trx, { walletId: wallet.id, tokenId: p.input.token.id, amount: p.input.amount, to: p.input.to }, nowMs)
-        : await enforceCallPolicy(trx, { walletId: wallet.id, nativeTokenId: p.input.token.id, value: p.input.amount, contract: p.input.to, tokenCall: p.tokenCall }, nowMs);
+        : await enforceCallPolicy(
+            trx,
+            { walletId: wallet.id, nativeTokenId: p.input.token.id, value: p.input.amount, contract: p.input.to, tokenCall: p.tokenCall },
+            nowMs,
+          );
     return decision === 'hold' && !opts.approvalDecided;
   }
 
@@ -521,15 +601,25 @@ export class TransactionService {
         // was counted at insert, so it is the first unless the watcher has sent it meanwhile.
         const first = (await repo.findRecord(db, rec.id))?.broadcast_attempts === 1;
         if (!first) {
-          log.warn({ transaction_id: rec.id, tx_hash: rec.tx_hash, reason: outcome.reason }, 'broadcast refused after an earlier send; the transaction stays pending until its nonce is used');
+          log.warn(
+            { transaction_id: rec.id, tx_hash: rec.tx_hash, reason: outcome.reason },
+            'broadcast refused after an earlier send; the transaction stays pending until its nonce is used',
+          );
           break;
         }
-        await db.transaction().execute((trx) => failUnmined(trx, rec.id, { reason: outcome.reason, failure: 'rejected', nonceUsed: outcome.nonceUsed, nowMs: sentAt }));
+        await db
+          .transaction()
+          .execute((trx) =>
+            failUnmined(trx, rec.id, { reason: outcome.reason, failure: 'rejected', nonceUsed: outcome.nonceUsed, nowMs: sentAt }),
+          );
         log.warn({ transaction_id: rec.id, tx_hash: rec.tx_hash, reason: outcome.reason }, 'broadcast rejected; transaction failed');
         throw Errors.chainRejected(`The blockchain node rejected the transaction: ${outcome.reason}`);
       }
       default:
-        log.warn({ transaction_id: rec.id, tx_hash: rec.tx_hash, outcome: outcome.kind, reason: outcome.reason }, 'broadcast not confirmed; the watcher will send it again');
+        log.warn(
+          { transaction_id: rec.id, tx_hash: rec.tx_hash, outcome: outcome.kind, reason: outcome.reason },
+          'broadcast not confirmed; the watcher will send it again',
+        );
     }
   }
 
@@ -596,7 +686,12 @@ export class TransactionService {
     const isNative = input.token.is_native === 1;
     try {
       const snap = await this.snapshot(client, from, isNative ? null : getAddress(input.token.contract));
-      const a = available(await repo.reservations(this.ctx.store.db, walletId, snap.minedNonce, excludeId), nativeTokenIds, input.token.id, snap);
+      const a = available(
+        await repo.reservations(this.ctx.store.db, walletId, snap.minedNonce, excludeId),
+        nativeTokenIds,
+        input.token.id,
+        snap,
+      );
       if ((isNative ? a.native : a.token) < input.amount) return Errors.insufficientBalance();
     } catch {
       // fall through to the node's reason
@@ -622,8 +717,15 @@ export class TransactionService {
     if (held.has(next) || ![...held].some((n) => n > next)) return null;
     const native = (await listTokens(db, wallet.id)).find((t) => t.is_native === 1 && t.is_active === 1);
     if (!native) return null;
-    this.ctx.log.warn({ wallet_id: wallet.id, nonce: next, waiting: [...held].filter((n) => n > next).sort((a, b) => a - b) }, 'nonce gap: sending a 1 wei self-transfer to fill it');
-    return this.create(wallet, { amount: GAP_FILLER_WEI, token: native, to: getAddress(wallet.address) }, { requireNonce: next, exemptFromPolicy: true });
+    this.ctx.log.warn(
+      { wallet_id: wallet.id, nonce: next, waiting: [...held].filter((n) => n > next).sort((a, b) => a - b) },
+      'nonce gap: sending a 1 wei self-transfer to fill it',
+    );
+    return this.create(
+      wallet,
+      { amount: GAP_FILLER_WEI, token: native, to: getAddress(wallet.address) },
+      { requireNonce: next, exemptFromPolicy: true },
+    );
   }
 
   /** The fee preview: the call's gas and the most it would cost at each level; nothing is sent. */
@@ -645,7 +747,12 @@ export class TransactionService {
       const [market, nonce] = await Promise.all([feeMarket(client), chainPendingNonce(client, from)]);
       const l1 = await l1Fee(client, { chainId: network.chain_id, nonce, gas, ...call }, market.levels.medium);
       const level = (fees: Fees) => ({ fees, maxFee: maxFee(gas, fees, l1) });
-      return { baseFee: market.baseFee, gas, l1Fee: l1, levels: { low: level(market.levels.low), medium: level(market.levels.medium), high: level(market.levels.high) } };
+      return {
+        baseFee: market.baseFee,
+        gas,
+        l1Fee: l1,
+        levels: { low: level(market.levels.low), medium: level(market.levels.medium), high: level(market.levels.high) },
+      };
     } catch (e) {
       throw mapChainError(e);
     }
@@ -717,7 +824,13 @@ class Refused extends Error {
 
 /** The creates `recordTogether` may batch: no link to write first, no nonce of their own, policed as any transfer. */
 function isPlain(opts: CreateOptions): boolean {
-  return opts.link === undefined && opts.requireNonce === undefined && opts.exemptFromPolicy === undefined && opts.approvalDecided === undefined && opts.spends === undefined;
+  return (
+    opts.link === undefined &&
+    opts.requireNonce === undefined &&
+    opts.exemptFromPolicy === undefined &&
+    opts.approvalDecided === undefined &&
+    opts.spends === undefined
+  );
 }
 
 /**
@@ -727,10 +840,43 @@ function isPlain(opts: CreateOptions): boolean {
  * answered, and the commit follows; a response that cannot be written throws `Refused` before
  * the commit. On SQLite one after the other (no round trip to save).
  */
-async function writeBatch(trx: Executor, end: EndWith, wallet: WalletView, items: Queued[], signed: Signed[], now: number): Promise<TxRecord[]> {
-  const event = (t: Executor, fields: TxEventFields) =>
-    recordEvent(t, { userId: wallet.user_id, walletId: wallet.id, name: 'transaction.created', payload: transactionEventPayload(fields, 'transaction.created', now), nowMs: now });
-  const both = (t: Executor, s: Signed) => [repo.insertSentTransfer(t, s.row, s.nonce + 1, now), event(t, newRowEventFields(s.row, s.row.id!, items[s.k]!.p.input.token))];
+/** The prepared transfer signed at `nonce`. */
+function signAt(p: Prepared, nonce: number): Promise<Hex> {
+  return p.signer.signTransaction({
+    chainId: p.chainId,
+    nonce,
+    gas: p.gas,
+    ...feeFields(p.fees),
+    to: p.call.to,
+    value: p.call.value,
+    data: p.call.data,
+  });
+}
+
+/** The `transaction.created` event of a new row, in the outbox of `t` (the row's own transaction). */
+function createdEvent(t: Executor, wallet: WalletView, fields: TxEventFields, now: number) {
+  return recordEvent(t, {
+    userId: wallet.user_id,
+    walletId: wallet.id,
+    name: 'transaction.created',
+    payload: transactionEventPayload(fields, 'transaction.created', now),
+    nowMs: now,
+  });
+}
+
+async function writeBatch(
+  trx: Executor,
+  end: EndWith,
+  wallet: WalletView,
+  items: Queued[],
+  signed: Signed[],
+  now: number,
+): Promise<TxRecord[]> {
+  const event = (t: Executor, fields: TxEventFields) => createdEvent(t, wallet, fields, now);
+  const both = (t: Executor, s: Signed) => [
+    repo.insertSentTransfer(t, s.row, s.nonce + 1, now),
+    event(t, newRowEventFields(s.row, s.row.id!, items[s.k]!.p.input.token)),
+  ];
   const responses = signed.filter((s) => items[s.k]!.inTransaction !== undefined);
   const drawn = signed[0]!.row.id !== undefined;
   if (drawn && responses.length === 0) return rowsOf(await end((t) => Promise.all(signed.flatMap((s) => both(t, s)))));
@@ -788,7 +934,8 @@ class BroadcastMarks {
     this.timer = null;
     const ids = this.queue.splice(0, this.queue.length);
     try {
-      for (let i = 0; i < ids.length; i += 500) await repo.markBroadcastMany(this.ctx.store.db, ids.slice(i, i + 500), this.ctx.clock.nowMs());
+      for (let i = 0; i < ids.length; i += 500)
+        await repo.markBroadcastMany(this.ctx.store.db, ids.slice(i, i + 500), this.ctx.clock.nowMs());
     } catch (err) {
       this.ctx.log.debug({ component: 'transactions', err, count: ids.length }, 'broadcast_at not recorded');
     }
@@ -847,11 +994,28 @@ function signedFields(p: Prepared, nonce: number, raw: Hex): SignedApproval {
 /** The signed transfer's row, pending (with `id`, the id drawn for it). */
 function sentRow(wallet: WalletView, p: Prepared, nonce: number, raw: Hex, link: TxLink, id?: number): repo.NewTx {
   // The create sends it right after the commit: its first send is counted with the row.
-  return { ...(id === undefined ? {} : { id }), ...heldFields(wallet, p), ...link, status: 'pending', nonce, raw_tx: raw, tx_hash: keccak256(raw), broadcast_attempts: 1 };
+  return {
+    ...(id === undefined ? {} : { id }),
+    ...heldFields(wallet, p),
+    ...link,
+    status: 'pending',
+    nonce,
+    raw_tx: raw,
+    tx_hash: keccak256(raw),
+    broadcast_attempts: 1,
+  };
 }
 
 /** Inserts the signed transfer as pending, moves next_nonce past it, and returns the row. */
-async function insertTransfer(trx: Executor, wallet: WalletView, p: Prepared, nonce: number, raw: Hex, link: TxLink, nowMs: number): Promise<TxRecord> {
+async function insertTransfer(
+  trx: Executor,
+  wallet: WalletView,
+  p: Prepared,
+  nonce: number,
+  raw: Hex,
+  link: TxLink,
+  nowMs: number,
+): Promise<TxRecord> {
   return repo.insertSentTransfer(trx, sentRow(wallet, p, nonce, raw, link), nonce + 1, nowMs);
 }
 

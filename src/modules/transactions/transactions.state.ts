@@ -101,12 +101,27 @@ export async function stickRefused(trx: Executor, txId: number, reason: string, 
  * batch where each row took two (src/db/pipelined.ts); the events come in the rows' order
  * either way.
  */
-export async function settleMinedAll(trx: Executor, recs: TxRecord[], nowMs: number, refunded: (after: TxRecord) => Promise<void>): Promise<TxRecord[]> {
-  const outcomes = recs.map((rec): 'reverted' | 'cancelled' | 'confirmed' => (rec.receipt_status === 0 ? 'reverted' : rec.broadcast_kind === 'cancel' ? 'cancelled' : 'confirmed'));
+export async function settleMinedAll(
+  trx: Executor,
+  recs: TxRecord[],
+  nowMs: number,
+  refunded: (after: TxRecord) => Promise<void>,
+): Promise<TxRecord[]> {
+  const outcomes = recs.map((rec): 'reverted' | 'cancelled' | 'confirmed' =>
+    rec.receipt_status === 0 ? 'reverted' : rec.broadcast_kind === 'cancel' ? 'cancelled' : 'confirmed',
+  );
   const afters = await Promise.all(recs.map((rec, i) => repo.settle(trx, rec.id, outcomes[i]!, nowMs)));
-  const settled = afters.flatMap((after, i) => (after ? [{ after, name: outcomes[i] === 'confirmed' ? ('transaction.confirmed' as const) : ('transaction.failed' as const) }] : []));
+  const settled = afters.flatMap((after, i) =>
+    after ? [{ after, name: outcomes[i] === 'confirmed' ? ('transaction.confirmed' as const) : ('transaction.failed' as const) }] : [],
+  );
   const event = ({ after, name }: (typeof settled)[number]) =>
-    recordEvent(trx, { userId: after.user_id, walletId: after.wallet_id, name, payload: transactionEventPayload(after, name, nowMs), nowMs });
+    recordEvent(trx, {
+      userId: after.user_id,
+      walletId: after.wallet_id,
+      name,
+      payload: transactionEventPayload(after, name, nowMs),
+      nowMs,
+    });
   const paysRefund = ({ after, name }: (typeof settled)[number]) => name === 'transaction.confirmed' && after.refund_id !== null;
   if (!settled.some(paysRefund)) await Promise.all(settled.map(event));
   else {

@@ -131,7 +131,13 @@ export function createdView(t: TxRecord) {
   };
 }
 
-export type TxEventName = 'transaction.created' | 'transaction.confirmed' | 'transaction.failed' | 'transaction.reorged' | 'transaction.approval_required' | 'transaction.stuck';
+export type TxEventName =
+  | 'transaction.created'
+  | 'transaction.confirmed'
+  | 'transaction.failed'
+  | 'transaction.reorged'
+  | 'transaction.approval_required'
+  | 'transaction.stuck';
 
 const EVENT_TIME_FIELD: Record<TxEventName, string> = {
   'transaction.created': 'created_at',
@@ -145,7 +151,19 @@ const EVENT_TIME_FIELD: Record<TxEventName, string> = {
 /** What a transfer's event shows of its row. */
 export type TxEventFields = Pick<
   TxRecord,
-  'id' | 'wallet_id' | 'amount' | 'decimals' | 'symbol' | 'tx_hash' | 'block_number' | 'status' | 'type' | 'failure_reason' | 'refund_id' | 'payout_id' | 'reference'
+  | 'id'
+  | 'wallet_id'
+  | 'amount'
+  | 'decimals'
+  | 'symbol'
+  | 'tx_hash'
+  | 'block_number'
+  | 'status'
+  | 'type'
+  | 'failure_reason'
+  | 'refund_id'
+  | 'payout_id'
+  | 'reference'
 > & { stuck_reason?: string | null };
 
 /**

@@ -28,7 +28,12 @@ export async function findCachedBalanceForUpdate(db: Executor, dialect: SqlDiale
     .where('token_id', '=', tokenId);
   const row = await dialect.forUpdate(q).executeTakeFirst();
   return row
-    ? { id: row.id, amount: BigInt(row.amount), last_balance: BigInt(row.last_balance), block_number: row.block_number === null ? null : Number(row.block_number) }
+    ? {
+        id: row.id,
+        amount: BigInt(row.amount),
+        last_balance: BigInt(row.last_balance),
+        block_number: row.block_number === null ? null : Number(row.block_number),
+      }
     : undefined;
 }
 
@@ -49,7 +54,14 @@ export async function insertBalance(db: Executor, walletId: number, tokenId: num
 }
 
 /** Stores a reading of block `block` (the caller checked that no later one is stored). */
-export async function updateBalance(db: Executor, id: number, amount: bigint, lastBalance: bigint, block: number, nowMs: number): Promise<void> {
+export async function updateBalance(
+  db: Executor,
+  id: number,
+  amount: bigint,
+  lastBalance: bigint,
+  block: number,
+  nowMs: number,
+): Promise<void> {
   await db
     .updateTable('wallet_balances')
     .set({ amount: amount.toString(), last_balance: lastBalance.toString(), block_number: block, refreshed_at: nowMs, updated_at: nowMs })
@@ -66,38 +78,36 @@ export async function touchBalance(db: Executor, id: number, block: number, nowM
  * The wallet's active tokens with their cached balances, in one query (the balance route's hot
  * path: one round trip instead of two), compiled once (src/db/prepared.ts).
  */
-const activeTokensWithCache = prepare((db: Executor, walletId: number) =>
-  db
-    .selectFrom('wallet_tokens as t')
-    .leftJoin('wallet_balances as b', (j) => j.onRef('b.token_id', '=', 't.id').onRef('b.wallet_id', '=', 't.wallet_id'))
-    .select([
-      't.id',
-      't.wallet_id',
-      't.name',
-      't.symbol',
-      't.decimals',
-      't.contract',
-      't.is_native',
-      't.is_active',
-      't.is_testnet',
-      't.created_at',
-      't.updated_at',
-      'b.amount',
-      'b.last_balance',
-      'b.refreshed_at',
-    ])
-    .where('t.wallet_id', '=', walletId)
-    .where('t.is_active', '=', 1)
-    .orderBy('t.id', 'asc'),
+const activeTokensWithCache = prepare(
+  (db: Executor, walletId: number) =>
+    db
+      .selectFrom('wallet_tokens as t')
+      .leftJoin('wallet_balances as b', (j) => j.onRef('b.token_id', '=', 't.id').onRef('b.wallet_id', '=', 't.wallet_id'))
+      .select([
+        't.id',
+        't.wallet_id',
+        't.name',
+        't.symbol',
+        't.decimals',
+        't.contract',
+        't.is_native',
+        't.is_active',
+        't.is_testnet',
+        't.created_at',
+        't.updated_at',
+        'b.amount',
+        'b.last_balance',
+        'b.refreshed_at',
+      ])
+      .where('t.wallet_id', '=', walletId)
+      .where('t.is_active', '=', 1)
+      .orderBy('t.id', 'asc'),
   // Kept until a token or a cached balance is written (src/db/read-cache.ts); each request still
   // decides by `refreshed_at` whether the cached balance is young enough to serve.
   { cache: { tables: ['wallet_tokens', 'wallet_balances'] } },
 );
 
-export async function listActiveTokensWithCache(
-  db: Executor,
-  walletId: number,
-): Promise<TokensWithCache> {
+export async function listActiveTokensWithCache(db: Executor, walletId: number): Promise<TokensWithCache> {
   const rows = await activeTokensWithCache.execute(db, walletId);
   // Rows served from the read cache are the same frozen array each time: so is their mapping.
   const known = mapped.get(rows);

@@ -14,7 +14,9 @@ export async function balanceRoutes(app: App, balances: BalanceService): Promise
     {
       schema: {
         tags: ['wallets'],
-        summary: 'Native and token balances, read from the chain (cached up to BALANCE_MAX_AGE_S)', description: 'Reads the balance of the native coin and of every active token from the chain (cached for BALANCE_MAX_AGE_S seconds); 503 when the node cannot be reached and nothing is cached.',
+        summary: 'Native and token balances, read from the chain (cached up to BALANCE_MAX_AGE_S)',
+        description:
+          'Reads the balance of the native coin and of every active token from the chain (cached for BALANCE_MAX_AGE_S seconds); 503 when the node cannot be reached and nothing is cached.',
         params: WalletParams,
         response: responses(WalletBalanceSchema, [502]),
       },

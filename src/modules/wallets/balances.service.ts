@@ -157,7 +157,10 @@ export class BalanceService {
     if (outcome.ok) return { values: outcome.fresh, source: 'chain' };
     const unavailable = outcome.error.code === 'CHAIN_UNAVAILABLE';
     if (allCached) {
-      this.ctx.log.warn({ wallet_id: wallet.id, code: outcome.error.code, err: outcome.error.cause ?? outcome.error }, 'balance read failed; serving cached values');
+      this.ctx.log.warn(
+        { wallet_id: wallet.id, code: outcome.error.code, err: outcome.error.cause ?? outcome.error },
+        'balance read failed; serving cached values',
+      );
       return { values: cachedValues(list, cached), source: 'fallback', failure: unavailable ? 'unavailable' : 'error' };
     }
     if (unavailable) throw outcome.error;

@@ -41,9 +41,12 @@ function views(db: Executor) {
  * The wallet guard of every `{wallet}` route runs it: compiled once (src/db/prepared.ts) and, on
  * SQLite, kept until the wallets or networks table is written (src/db/read-cache.ts).
  */
-const walletForUser = prepare((db: Executor, userId: number, walletId: number) => views(db).where('w.id', '=', walletId).where('w.user_id', '=', userId), {
-  cache: { tables: ['wallets', 'networks'] },
-});
+const walletForUser = prepare(
+  (db: Executor, userId: number, walletId: number) => views(db).where('w.id', '=', walletId).where('w.user_id', '=', userId),
+  {
+    cache: { tables: ['wallets', 'networks'] },
+  },
+);
 
 export function findWalletForUser(db: Executor, userId: number, walletId: number): Promise<WalletView | undefined> {
   return walletForUser.executeTakeFirst(db, userId, walletId);
@@ -65,7 +68,8 @@ export function listWalletsForUser(db: Executor, userId: number): Promise<Wallet
  * kept is the ciphertext only, as stored; the key is decrypted for each signature and not kept.
  */
 const walletSecrets = prepare(
-  (db: Executor, walletId: number) => db.selectFrom('wallets').select(['id', 'address', 'private_key_enc', 'mnemonic_enc']).where('id', '=', walletId),
+  (db: Executor, walletId: number) =>
+    db.selectFrom('wallets').select(['id', 'address', 'private_key_enc', 'mnemonic_enc']).where('id', '=', walletId),
   { cache: { tables: ['wallets'] } },
 );
 
@@ -110,7 +114,11 @@ export function updateWallet(
 }
 
 const walletUpdate = prepareRow((db: Executor, { id, ...set }: { id: number; name?: string; description?: string; updated_at: number }) =>
-  db.updateTable('wallets').set(set).where('id', '=', id).returning(['id', 'user_id', 'network_id', 'name', 'description', 'address', 'created_at', 'updated_at']),
+  db
+    .updateTable('wallets')
+    .set(set)
+    .where('id', '=', id)
+    .returning(['id', 'user_id', 'network_id', 'name', 'description', 'address', 'created_at', 'updated_at']),
 );
 
 /**
@@ -141,7 +149,9 @@ export function guardedWalletUpdate(
  * Run for the wallets of every block the watcher records (and most writes to a wallet): compiled
  * once, one statement for both `lockWallet` and `lockWalletOfUser`.
  */
-const lockWalletQuery = prepare((db, walletId: number) => dialectOf(db).forUpdate(db.selectFrom('wallets').select('user_id').where('id', '=', walletId)));
+const lockWalletQuery = prepare((db, walletId: number) =>
+  dialectOf(db).forUpdate(db.selectFrom('wallets').select('user_id').where('id', '=', walletId)),
+);
 
 /**
  * The wallet lock: serialises read-modify-writes on one wallet (its nonce, its token list, its

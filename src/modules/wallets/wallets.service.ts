@@ -63,7 +63,13 @@ export class WalletService {
         now,
       );
       const view = (await repo.findWalletView(trx, id))!;
-      await recordEvent(trx, { userId, walletId: id, name: 'wallet.created', payload: walletEventPayload(view, network, 'created_at'), nowMs: now });
+      await recordEvent(trx, {
+        userId,
+        walletId: id,
+        name: 'wallet.created',
+        payload: walletEventPayload(view, network, 'created_at'),
+        nowMs: now,
+      });
       await opts.inTransaction?.(trx, await this.detail(view, trx));
       return id;
     });
@@ -126,7 +132,10 @@ export class WalletService {
   /** The signing account of a wallet's main address. Decrypts the key; never log the result. */
   async signer(walletId: number): Promise<TransactionSigner> {
     const secrets = await repo.findWalletSecrets(this.ctx.store.db, walletId);
-    return signerFor(this.ctx.secrets.decrypt(secrets.private_key_enc, repo.walletPlace(walletId, 'private_key_enc')) as Hex, secrets.address);
+    return signerFor(
+      this.ctx.secrets.decrypt(secrets.private_key_enc, repo.walletPlace(walletId, 'private_key_enc')) as Hex,
+      secrets.address,
+    );
   }
 
   /** The wallet's mnemonic, for deriving sub-wallet addresses. Never log the result. */

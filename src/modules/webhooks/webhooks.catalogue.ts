@@ -188,7 +188,14 @@ const CATALOGUE: Record<EventName, Omit<EventInfo, 'event_name'>> = {
   'transaction.stuck': {
     description:
       'Every RPC endpoint refused a pending transaction’s re-send for a reason other than its fee (e.g. on an OP chain the L1 data fee rose past its reserve): it is `stuck` with `stuck_reason` (the node’s words), emitted once. It keeps its nonce until a speed-up, a cancel or the chain settles it.',
-    payload: { ...TX, block_number: null, status: 'pending', type: 'transfer', stuck_reason: 'insufficient funds for gas * price + value', created_at: '2025-03-14 10:32:45' },
+    payload: {
+      ...TX,
+      block_number: null,
+      status: 'pending',
+      type: 'transfer',
+      stuck_reason: 'insufficient funds for gas * price + value',
+      created_at: '2025-03-14 10:32:45',
+    },
   },
   'balance.updated': {
     description:

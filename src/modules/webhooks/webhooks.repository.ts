@@ -25,7 +25,19 @@ export interface WebhookRecord {
   updated_at: number;
 }
 
-const WEBHOOK_COLUMNS = ['id', 'wallet_id', 'url', 'type', 'events', 'status', 'headers_enc', 'disabled_reason', 'disabled_at', 'created_at', 'updated_at'] as const;
+const WEBHOOK_COLUMNS = [
+  'id',
+  'wallet_id',
+  'url',
+  'type',
+  'events',
+  'status',
+  'headers_enc',
+  'disabled_reason',
+  'disabled_at',
+  'created_at',
+  'updated_at',
+] as const;
 
 /** The wallet's live webhooks, newest first. */
 export function listWebhooks(db: Executor, walletId: number): Promise<WebhookRecord[]> {
@@ -261,7 +273,15 @@ export interface TestDelivery {
 export async function insertTestDelivery(db: Executor, d: TestDelivery): Promise<number> {
   const event = await db
     .insertInto('events')
-    .values({ user_id: NO_USER, wallet_id: d.walletId, type: 'webhook', name: d.eventName, payload: d.payload, dispatched_at: d.nowMs, created_at: d.nowMs })
+    .values({
+      user_id: NO_USER,
+      wallet_id: d.walletId,
+      type: 'webhook',
+      name: d.eventName,
+      payload: d.payload,
+      dispatched_at: d.nowMs,
+      created_at: d.nowMs,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   const row = await db

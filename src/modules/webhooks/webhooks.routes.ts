@@ -83,17 +83,31 @@ function readRoutes(app: App, webhooks: WebhooksService): void {
     {
       schema: {
         tags: TAGS,
-        summary: "The wallet's webhooks, newest first, with their headers", description: 'Every active webhook of the wallet (URL, type, events, extra headers). Secrets are never shown here. Header values are shown to login tokens and to API keys with `webhooks:write`; any other key sees each value as `***`.',
+        summary: "The wallet's webhooks, newest first, with their headers",
+        description:
+          'Every active webhook of the wallet (URL, type, events, extra headers). Secrets are never shown here. Header values are shown to login tokens and to API keys with `webhooks:write`; any other key sees each value as `***`.',
         params: WalletParams,
         response: responses(Type.Array(WebhookData)),
       },
     },
-    async (req) => ok(await webhooks.list(requireWallet(req).id, { maskHeaders: req.apiKey !== null && !allows(req.apiKey.scopes, 'webhooks:write') }), 'Webhooks'),
+    async (req) =>
+      ok(
+        await webhooks.list(requireWallet(req).id, { maskHeaders: req.apiKey !== null && !allows(req.apiKey.scopes, 'webhooks:write') }),
+        'Webhooks',
+      ),
   );
 
   app.get(
     '/wallet/:wallet/webhook/types',
-    { schema: { tags: TAGS, summary: 'Webhook types', description: 'The event types a webhook can subscribe to, with their events.', params: WalletParams, response: responses(Type.Array(Type.String())) } },
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Webhook types',
+        description: 'The event types a webhook can subscribe to, with their events.',
+        params: WalletParams,
+        response: responses(Type.Array(Type.String())),
+      },
+    },
     async () => ok(webhooks.types(), 'Webhook types'),
   );
 
@@ -102,7 +116,8 @@ function readRoutes(app: App, webhooks: WebhooksService): void {
     {
       schema: {
         tags: TAGS,
-        summary: 'An event: its description and a sample of its data', description: 'What an event means and a sample of the data its deliveries carry.',
+        summary: 'An event: its description and a sample of its data',
+        description: 'What an event means and a sample of the data its deliveries carry.',
         params: EventParams,
         response: responses(EventInfoData),
       },
@@ -119,10 +134,22 @@ function readRoutes(app: App, webhooks: WebhooksService): void {
 function writeRoutes(app: App, webhooks: WebhooksService, objects: PathObjects): void {
   app.post(
     '/wallet/:wallet/webhook/create',
-    { schema: { tags: TAGS, summary: 'Register a webhook', description: 'Registers a URL to receive the chosen events of this wallet, signed with the secret (HMAC-SHA256) and sent with the optional extra headers; both are stored encrypted.', params: WalletParams, body: CreateWebhookBody, response: responses(WebhookData) } },
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Register a webhook',
+        description:
+          'Registers a URL to receive the chosen events of this wallet, signed with the secret (HMAC-SHA256) and sent with the optional extra headers; both are stored encrypted.',
+        params: WalletParams,
+        body: CreateWebhookBody,
+        response: responses(WebhookData),
+      },
+    },
     async (req) =>
       ok(
-        await webhooks.create(requireWallet(req).id, req.body as CreateWebhookInput, { inTransaction: commitResponse(req, 'Webhook created', (v) => v) }),
+        await webhooks.create(requireWallet(req).id, req.body as CreateWebhookInput, {
+          inTransaction: commitResponse(req, 'Webhook created', (v) => v),
+        }),
         'Webhook created',
       ),
   );
@@ -134,7 +161,8 @@ function writeRoutes(app: App, webhooks: WebhooksService, objects: PathObjects):
       preValidation: [objects.loadWebhook],
       schema: {
         tags: TAGS,
-        summary: 'Delete a webhook (soft delete); the one response that shows its secret', description: 'Stops deliveries to the webhook and answers with its last state, secret included, once.',
+        summary: 'Delete a webhook (soft delete); the one response that shows its secret',
+        description: 'Stops deliveries to the webhook and answers with its last state, secret included, once.',
         params: WebhookParams,
         response: responses(DeletedWebhookData),
       },
@@ -148,7 +176,8 @@ function writeRoutes(app: App, webhooks: WebhooksService, objects: PathObjects):
       preValidation: [objects.loadWebhook],
       schema: {
         tags: TAGS,
-        summary: 'Change a webhook: url, events, status, secret or headers', description: 'Changes the URL, the events, the secret or the headers of a webhook.',
+        summary: 'Change a webhook: url, events, status, secret or headers',
+        description: 'Changes the URL, the events, the secret or the headers of a webhook.',
         params: WebhookParams,
         body: UpdateWebhookBody,
         response: responses(WebhookData),
@@ -166,7 +195,8 @@ function deliveryRoutes(app: App, webhooks: WebhooksService, objects: PathObject
       preValidation: [objects.loadWebhook],
       schema: {
         tags: TAGS,
-        summary: "A webhook's deliveries, newest first, paginated (X-Pagination-* and Link headers)", description: 'Delivery history of a webhook, newest first: status, attempts, the last response status and error.',
+        summary: "A webhook's deliveries, newest first, paginated (X-Pagination-* and Link headers)",
+        description: 'Delivery history of a webhook, newest first: status, attempts, the last response status and error.',
         params: WebhookParams,
         querystring: PageQuery,
         response: responses(Type.Array(DeliveryData)),
@@ -184,7 +214,13 @@ function deliveryRoutes(app: App, webhooks: WebhooksService, objects: PathObject
     '/wallet/:wallet/webhook/:webhook/deliveries/:delivery/retry',
     {
       preValidation: [objects.loadWebhook, objects.loadDelivery],
-      schema: { tags: TAGS, summary: 'Send a delivery again now', description: 'Schedules a delivery (failed or not) to be sent again at once; the retry counts as a new attempt.', params: DeliveryParams, response: responses(DeliveryData) },
+      schema: {
+        tags: TAGS,
+        summary: 'Send a delivery again now',
+        description: 'Schedules a delivery (failed or not) to be sent again at once; the retry counts as a new attempt.',
+        params: DeliveryParams,
+        response: responses(DeliveryData),
+      },
     },
     async (req) => ok(await webhooks.retry(objects.webhook(req), objects.delivery(req)), 'Delivery queued for retry'),
   );

@@ -77,7 +77,8 @@ export const WebhookData = Type.Object({
   events: Type.Array(Type.String()),
   headers: Type.Record(Type.String(), Type.String()),
   disabled_reason: Type.Union([Type.Literal('gone'), Type.Literal('failing'), Type.Null()], {
-    description: 'why the service made it inactive: `gone` (the receiver answered 410), `failing` (every delivery failed for WEBHOOK_DISABLE_AFTER_S), or null',
+    description:
+      'why the service made it inactive: `gone` (the receiver answered 410), `failing` (every delivery failed for WEBHOOK_DISABLE_AFTER_S), or null',
   }),
   disabled_at: Type.Union([DateTime, Type.Null()], { description: 'when it became inactive; null while active' }),
   created_at: DateTime,

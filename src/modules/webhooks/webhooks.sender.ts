@@ -68,7 +68,10 @@ export class DeliverySender {
     // One timer per attempt, cleared when it ends: AbortSignal.timeout keeps a 30 s timer and a
     // registry entry alive per request long after it finished (measurable at thousands a second).
     const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(new DOMException('The attempt timed out', 'TimeoutError')), this.#opts.totalTimeoutMs).unref();
+    const timer = setTimeout(
+      () => abort.abort(new DOMException('The attempt timed out', 'TimeoutError')),
+      this.#opts.totalTimeoutMs,
+    ).unref();
     try {
       return await this.#post(url, headers, body, abort.signal, elapsed);
     } finally {
@@ -76,7 +79,13 @@ export class DeliverySender {
     }
   }
 
-  async #post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal, elapsed: () => number): Promise<AttemptOutcome> {
+  async #post(
+    url: string,
+    headers: Record<string, string>,
+    body: string,
+    signal: AbortSignal,
+    elapsed: () => number,
+  ): Promise<AttemptOutcome> {
     let statusCode: number | null = null;
     try {
       const res = await request(url, { method: 'POST', headers, body, dispatcher: this.#agent, signal });
@@ -135,7 +144,10 @@ async function readPrefix(stream: AsyncIterable<Buffer>, limit: number): Promise
   }
   // NUL cannot be stored in a PostgreSQL text column; a cut multi-byte character becomes U+FFFD.
   // eslint-disable-next-line no-control-regex -- NUL is what it removes
-  return Buffer.concat(chunks).subarray(0, limit).toString('utf8').replace(/\u0000/g, '');
+  return Buffer.concat(chunks)
+    .subarray(0, limit)
+    .toString('utf8')
+    .replace(/\u0000/g, '');
 }
 
 /** A short, secret-free description of why an attempt failed. */

@@ -122,14 +122,25 @@ export class WebhooksService {
     return row;
   }
 
-  async create(walletId: number, input: CreateWebhookInput, opts: { inTransaction?: InTransaction<WebhookView> } = {}): Promise<WebhookView> {
+  async create(
+    walletId: number,
+    input: CreateWebhookInput,
+    opts: { inTransaction?: InTransaction<WebhookView> } = {},
+  ): Promise<WebhookView> {
     const errors: FieldErrors = {};
     const url = await this.#checkUrl(input.url, errors);
     const events = normaliseEvents(input.type, input.events, errors);
     const headers = checkHeaders(input.with_headers ?? null, errors);
     if (Object.keys(errors).length > 0) throw validationError(errors);
 
-    const values = { wallet_id: walletId, url: url!, type: input.type, events: JSON.stringify(events), signature_enc: null, headers_enc: null };
+    const values = {
+      wallet_id: walletId,
+      url: url!,
+      type: input.type,
+      events: JSON.stringify(events),
+      signature_enc: null,
+      headers_enc: null,
+    };
     return this.#ctx.store.db.transaction().execute(async (trx) => {
       // The wallet lock makes the count and the insert one step (the cap holds under concurrency).
       await lockWallet(trx, walletId);
@@ -139,7 +150,10 @@ export class WebhooksService {
       const now = this.#ctx.clock.nowMs();
       const inserted = await repo.insertWebhook(trx, values, now);
       // Encrypted once the row has its id: each value is bound to its row (src/lib/crypto.ts).
-      const sealed = { signature_enc: this.#encryptSecret(inserted.id, input.signature), headers_enc: this.#encryptHeaders(inserted.id, headers) };
+      const sealed = {
+        signature_enc: this.#encryptSecret(inserted.id, input.signature),
+        headers_enc: this.#encryptHeaders(inserted.id, headers),
+      };
       if (sealed.signature_enc !== null || sealed.headers_enc !== null) await repo.updateWebhook(trx, inserted.id, sealed, now);
       const row = { ...inserted, ...sealed };
       // SPEC: the creation response's `headers` is an empty object.
@@ -188,7 +202,11 @@ export class WebhooksService {
       return enc;
     });
     this.#changed(webhook.id);
-    return deletedWebhookView(webhook, secretEnc === null ? null : this.#ctx.secrets.decrypt(secretEnc, webhookPlace(webhook.id, 'signature_enc')), now);
+    return deletedWebhookView(
+      webhook,
+      secretEnc === null ? null : this.#ctx.secrets.decrypt(secretEnc, webhookPlace(webhook.id, 'signature_enc')),
+      now,
+    );
   }
 
   async deliveries(webhook: WebhookRecord, page: number, limit: number): Promise<DeliveryPage> {
@@ -317,15 +335,24 @@ export class WebhooksService {
   }
 
   #encryptSecret(webhookId: number, secret: string | null | undefined): string | null {
-    return secret === undefined || secret === null || secret === '' ? null : this.#ctx.secrets.encrypt(secret, webhookPlace(webhookId, 'signature_enc'));
+    return secret === undefined || secret === null || secret === ''
+      ? null
+      : this.#ctx.secrets.encrypt(secret, webhookPlace(webhookId, 'signature_enc'));
   }
 
   #encryptHeaders(webhookId: number, headers: Record<string, string> | null): string | null {
-    return headers === null || Object.keys(headers).length === 0 ? null : this.#ctx.secrets.encrypt(JSON.stringify(headers), webhookPlace(webhookId, 'headers_enc'));
+    return headers === null || Object.keys(headers).length === 0
+      ? null
+      : this.#ctx.secrets.encrypt(JSON.stringify(headers), webhookPlace(webhookId, 'headers_enc'));
   }
 
   #view(r: WebhookRecord): WebhookView {
-    return webhookView(r, r.headers_enc === null ? {} : (JSON.parse(this.#ctx.secrets.decrypt(r.headers_enc, webhookPlace(r.id, 'headers_enc'))) as Record<string, string>));
+    return webhookView(
+      r,
+      r.headers_enc === null
+        ? {}
+        : (JSON.parse(this.#ctx.secrets.decrypt(r.headers_enc, webhookPlace(r.id, 'headers_enc'))) as Record<string, string>),
+    );
   }
 }
 

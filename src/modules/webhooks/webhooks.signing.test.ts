@@ -10,7 +10,14 @@ describe('delivery body and headers', () => {
 
   it('signs the exact body (hex) and id.timestamp.body (Standard Webhooks, base64)', () => {
     const body = deliveryBody('wallet.created', '{"wallet_id":3}');
-    const h = deliveryHeaders({ deliveryId: 'd-1', eventName: 'wallet.created', body, secret: 'key', extra: { 'X-A': 'b' }, timestampS: 1700000000 });
+    const h = deliveryHeaders({
+      deliveryId: 'd-1',
+      eventName: 'wallet.created',
+      body,
+      secret: 'key',
+      extra: { 'X-A': 'b' },
+      timestampS: 1700000000,
+    });
     expect(h).toEqual({
       'X-A': 'b',
       'content-type': 'application/json',

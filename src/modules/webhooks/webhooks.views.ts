@@ -55,7 +55,8 @@ export function deliveryView(d: DeliveryRecord): DeliveryView {
 export function attemptView(a: AttemptRecord): AttemptView {
   let body = a.response_body;
   // Rows written before the limit was 1 KiB kept 2 KiB; a cut multi-byte character becomes U+FFFD.
-  if (body !== null && Buffer.byteLength(body) > ATTEMPT_BODY_SHOWN_BYTES) body = Buffer.from(body).subarray(0, ATTEMPT_BODY_SHOWN_BYTES).toString('utf8');
+  if (body !== null && Buffer.byteLength(body) > ATTEMPT_BODY_SHOWN_BYTES)
+    body = Buffer.from(body).subarray(0, ATTEMPT_BODY_SHOWN_BYTES).toString('utf8');
   return {
     attempt: a.attempt,
     at: formatDateTime(a.created_at),

@@ -123,5 +123,11 @@ function select(candidates: readonly DueDelivery[], hookById: ReadonlyMap<number
 /** A leased row with what signs and sends it: the webhook's URL, secret, headers, and the replaced secret while its overlap lasts. */
 export function claimedAs(c: DueDelivery, h: TargetWebhook, nowMs: number): ClaimedDelivery {
   const overlap = h.previous_signature_until !== null && h.previous_signature_until > nowMs;
-  return { ...c, url: h.url, signature_enc: h.signature_enc, headers_enc: h.headers_enc, previous_signature_enc: overlap ? h.previous_signature_enc : null };
+  return {
+    ...c,
+    url: h.url,
+    signature_enc: h.signature_enc,
+    headers_enc: h.headers_enc,
+    previous_signature_enc: overlap ? h.previous_signature_enc : null,
+  };
 }

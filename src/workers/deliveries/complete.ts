@@ -18,7 +18,12 @@ export interface SentDelivery {
 }
 
 /** Delivery id → its attempt count now, for the rows this worker still held. */
-export async function completeDeliveries(trx: Db, workerId: string, items: readonly SentDelivery[], nowMs: number): Promise<Map<number, number>> {
+export async function completeDeliveries(
+  trx: Db,
+  workerId: string,
+  items: readonly SentDelivery[],
+  nowMs: number,
+): Promise<Map<number, number>> {
   const done = new Map<number, number>();
   if (items.length === 0) return done;
   const byStatus = new Map<number | null, number[]>();

@@ -6,7 +6,12 @@
 import { sql, type Insertable } from 'kysely';
 import { dialectOf, type Db, type SqlDialect } from '../../db/dialect.js';
 import { prepare } from '../../db/prepared.js';
-import { hasLiveWebhook, lockUndispatchedEvents, markEventsDispatched, type UndispatchedEvent } from '../../modules/events/events.repository.js';
+import {
+  hasLiveWebhook,
+  lockUndispatchedEvents,
+  markEventsDispatched,
+  type UndispatchedEvent,
+} from '../../modules/events/events.repository.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable } from '../../db/types.js';
 
 /** Rows per INSERT: 500 rows × 15 columns stays far below SQLite's 32,766 bound parameters. */
@@ -41,7 +46,9 @@ export async function lockDueDeliveries(trx: Db, dialect: SqlDialect, q: DueQuer
   // gives each status's rows in order but not the union's, so SQLite read every due row (bodies
   // too) and sorted them all for each claim, the more the further a worker fell behind.
   const due = (status: 'pending' | 'retrying') =>
-    q.excludeWebhooks.length === 0 ? dueAll.execute(trx, status, q.nowMs, q.limit) : dialect.forUpdateSkipLocked(dueDeliveriesQuery(trx, status, q)).execute();
+    q.excludeWebhooks.length === 0
+      ? dueAll.execute(trx, status, q.nowMs, q.limit)
+      : dialect.forUpdateSkipLocked(dueDeliveriesQuery(trx, status, q)).execute();
   const [pending, retrying] = [await due('pending'), await due('retrying')];
   if (retrying.length === 0) return pending;
   const all = [...pending, ...retrying].sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.id - b.id);
@@ -76,20 +83,29 @@ export interface TargetWebhook {
   previous_signature_until: number | null;
 }
 
-const TARGET_COLUMNS = ['id', 'url', 'status', 'deleted_at', 'signature_enc', 'headers_enc', 'previous_signature_enc', 'previous_signature_until'] as const;
+const TARGET_COLUMNS = [
+  'id',
+  'url',
+  'status',
+  'deleted_at',
+  'signature_enc',
+  'headers_enc',
+  'previous_signature_enc',
+  'previous_signature_until',
+] as const;
 
 /** The webhooks the claimed rows go to, with the secrets and headers that sign and send them. */
 export function findTargetWebhooks(trx: Db, ids: readonly number[]): Promise<TargetWebhook[]> {
-  return trx
-    .selectFrom('webhooks')
-    .select(TARGET_COLUMNS)
-    .where('id', 'in', ids)
-    .execute();
+  return trx.selectFrom('webhooks').select(TARGET_COLUMNS).where('id', 'in', ids).execute();
 }
 
 /** Ends rows that will not be sent (their webhook was deleted or made inactive). */
 export async function cancelDeliveries(trx: Db, ids: readonly number[], reason: string, nowMs: number): Promise<void> {
-  await trx.updateTable('webhook_deliveries').set({ status: 'failed', last_error: reason, updated_at: nowMs }).where('id', 'in', ids).execute();
+  await trx
+    .updateTable('webhook_deliveries')
+    .set({ status: 'failed', last_error: reason, updated_at: nowMs })
+    .where('id', 'in', ids)
+    .execute();
 }
 
 /** Queue state change 2: the lease. Rows were selected and locked in the same transaction. */
@@ -199,7 +215,12 @@ export async function insertDeliveries(trx: Db, rows: readonly NewDelivery[]): P
  * PostgreSQL one statement (the rows as arrays, however many), issued at the call, so that the
  * commit can be queued right behind it (src/db/pipelined.ts, `oneStatementWrite`).
  */
-export async function insertDeliveriesMarkingEvents(trx: Db, rows: readonly NewDelivery[], eventIds: readonly number[], nowMs: number): Promise<Array<{ id: number; uuid: string }>> {
+export async function insertDeliveriesMarkingEvents(
+  trx: Db,
+  rows: readonly NewDelivery[],
+  eventIds: readonly number[],
+  nowMs: number,
+): Promise<Array<{ id: number; uuid: string }>> {
   if (dialectOf(trx).driver !== 'postgres') {
     const inserted = await insertDeliveries(trx, rows);
     await markEventsDispatched(trx, eventIds, nowMs);
@@ -248,7 +269,11 @@ export async function lockUndispatchedWithWebhooks(
 ): Promise<{ events: UndispatchedEvent[]; hooks: SubscribedWebhook[]; quiet: number }> {
   if (dialectOf(trx).driver !== 'postgres') {
     const events = await lockUndispatchedEvents(trx, limit);
-    return { events, hooks: events.length === 0 ? [] : await findActiveWebhooks(trx, [...new Set(events.map((e) => e.wallet_id))]), quiet: 0 };
+    return {
+      events,
+      hooks: events.length === 0 ? [] : await findActiveWebhooks(trx, [...new Set(events.map((e) => e.wallet_id))]),
+      quiet: 0,
+    };
   }
   const live = sql`status = 'active' and deleted_at is null`;
   const { rows } = await sql<UndispatchedEvent & { hooks: SubscribedWebhook[] | null; quiet: number | null }>`
@@ -294,7 +319,12 @@ export async function erasePreviousSecrets(trx: Db, ids: readonly number[], nowM
 /** A delivered attempt: these webhooks answer again, their failing period (if any) ends. */
 export async function clearFailing(trx: Db, webhookIds: readonly number[]): Promise<void> {
   if (webhookIds.length === 0) return;
-  await trx.updateTable('webhooks').set({ failing_since: null }).where('id', 'in', webhookIds).where('failing_since', 'is not', null).execute();
+  await trx
+    .updateTable('webhooks')
+    .set({ failing_since: null })
+    .where('id', 'in', webhookIds)
+    .where('failing_since', 'is not', null)
+    .execute();
 }
 
 /** A failed attempt: the webhook's failing period starts now unless it already runs. */
@@ -306,7 +336,13 @@ export async function markFailing(trx: Db, webhookId: number, nowMs: number): Pr
  * Makes an active webhook inactive with the reason (`gone`, or `failing` only when its failing
  * period started at or before `failingSinceAtMost`). True when this call changed it.
  */
-export async function disableWebhook(trx: Db, webhookId: number, reason: 'gone' | 'failing', nowMs: number, failingSinceAtMost?: number): Promise<boolean> {
+export async function disableWebhook(
+  trx: Db,
+  webhookId: number,
+  reason: 'gone' | 'failing',
+  nowMs: number,
+  failingSinceAtMost?: number,
+): Promise<boolean> {
   let q = trx
     .updateTable('webhooks')
     .set({ status: 'inactive', disabled_reason: reason, disabled_at: nowMs, updated_at: nowMs })
@@ -324,5 +360,10 @@ export async function disableWebhook(trx: Db, webhookId: number, reason: 'gone' 
  */
 export async function releaseDeliveries(trx: Db, ids: readonly number[], workerId: string): Promise<void> {
   if (ids.length === 0) return;
-  await trx.updateTable('webhook_deliveries').set({ locked_by: null, locked_until: null }).where('id', 'in', ids).where('locked_by', '=', workerId).execute();
+  await trx
+    .updateTable('webhook_deliveries')
+    .set({ locked_by: null, locked_until: null })
+    .where('id', 'in', ids)
+    .where('locked_by', '=', workerId)
+    .execute();
 }

@@ -20,7 +20,13 @@ import { pipelinedTransaction } from '../../db/pipelined.js';
 import { subscribes } from '../../modules/webhooks/webhooks.catalogue.js';
 import { deliveryBody } from '../../modules/webhooks/webhooks.signing.js';
 import { claimedAs, type ClaimedDelivery } from './claim.js';
-import { insertDeliveriesMarkingEvents, lockUndispatchedWithWebhooks, type DueDelivery, type NewDelivery, type SubscribedWebhook } from './deliveries.repository.js';
+import {
+  insertDeliveriesMarkingEvents,
+  lockUndispatchedWithWebhooks,
+  type DueDelivery,
+  type NewDelivery,
+  type SubscribedWebhook,
+} from './deliveries.repository.js';
 
 export interface DispatchResult {
   events: number;
@@ -50,7 +56,13 @@ export interface FanOutLease {
  * kept it open for the requests queued behind (a measurably slower event → delivery under the
  * update load).
  */
-export async function dispatchEvents(db: Db, nowMs: number, batch: number, lease?: FanOutLease, signalled = false): Promise<DispatchResult> {
+export async function dispatchEvents(
+  db: Db,
+  nowMs: number,
+  batch: number,
+  lease?: FanOutLease,
+  signalled = false,
+): Promise<DispatchResult> {
   const postgres = dialectOf(db).driver === 'postgres';
   // Most ticks of the poll find nothing: one indexed read instead of a locking transaction.
   if (!(signalled && postgres) && !(await hasUndispatchedEvents(db))) return { events: 0, deliveries: 0, claimed: [] };
@@ -83,7 +95,12 @@ interface Leased {
 }
 
 /** One `pending` delivery per event and matching webhook; those `lease` has room for are leased. */
-function deliveriesFor(events: readonly UndispatchedEvent[], hooks: readonly SubscribedWebhook[], nowMs: number, lease: FanOutLease | undefined): { rows: NewDelivery[]; leased: Leased[] } {
+function deliveriesFor(
+  events: readonly UndispatchedEvent[],
+  hooks: readonly SubscribedWebhook[],
+  nowMs: number,
+  lease: FanOutLease | undefined,
+): { rows: NewDelivery[]; leased: Leased[] } {
   const subscribed = hooks.map((h) => ({ hook: h, events: JSON.parse(h.events) as string[] }));
   const rows: NewDelivery[] = [];
   const leased: Leased[] = [];
@@ -106,7 +123,15 @@ function deliveriesFor(events: readonly UndispatchedEvent[], hooks: readonly Sub
 }
 
 function dueOf(row: Leased['row'], id: number): DueDelivery {
-  return { id, uuid: row.uuid, webhook_id: row.webhook_id, event_name: row.event_name, body: row.body, attempts: 0, next_attempt_at: Number(row.next_attempt_at) };
+  return {
+    id,
+    uuid: row.uuid,
+    webhook_id: row.webhook_id,
+    event_name: row.event_name,
+    body: row.body,
+    attempts: 0,
+    next_attempt_at: Number(row.next_attempt_at),
+  };
 }
 
 function newDelivery(webhookId: number, e: UndispatchedEvent, body: string, nowMs: number): Leased['row'] {

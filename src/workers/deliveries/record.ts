@@ -56,7 +56,12 @@ export class OutcomeRecorder {
    * `onBatch` runs after each batch (the worker may claim again: its backlog shrank); `busy`
    * says whether more outcomes are coming soon (sends in flight or queued).
    */
-  constructor(ctx: AppContext, workerId: string, hooks: { onBatch(this: void): void; onReleaseError(this: void, err: unknown): void; busy(this: void): boolean }, minBatch: number) {
+  constructor(
+    ctx: AppContext,
+    workerId: string,
+    hooks: { onBatch(this: void): void; onReleaseError(this: void, err: unknown): void; busy(this: void): boolean },
+    minBatch: number,
+  ) {
     this.#ctx = ctx;
     this.#workerId = workerId;
     this.#onBatch = hooks.onBatch;
@@ -153,7 +158,12 @@ export class OutcomeRecorder {
       const results = new Map<number, Recorded>();
       await releaseDeliveries(trx, release, this.#workerId);
       const ok = batch.filter((b) => b.outcome.delivered);
-      const done = await completeDeliveries(trx, this.#workerId, ok.map((b) => ({ id: b.c.id, webhookId: b.c.webhook_id, outcome: b.outcome })), now);
+      const done = await completeDeliveries(
+        trx,
+        this.#workerId,
+        ok.map((b) => ({ id: b.c.id, webhookId: b.c.webhook_id, outcome: b.outcome })),
+        now,
+      );
       for (const b of ok) {
         const attempts = done.get(b.c.id);
         results.set(b.c.id, attempts === undefined ? null : { delivered: true, attempts });

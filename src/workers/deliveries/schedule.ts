@@ -52,4 +52,3 @@ export function nextAfterFailure(f: FailureInput): NextStep {
   }
   return { status: 'retrying', attempts: f.attempts, nextAttemptAt: f.nowMs + delayMs };
 }
-
