@@ -54,7 +54,7 @@ const scale = (token: string): bigint => (token === TOKEN_SYMBOL ? 10n ** BigInt
 const fmt18 = (v: bigint): string => `${v / 10n ** 18n}.${(v % 10n ** 18n).toString().padStart(18, '0')}`;
 const dateMs = (s: string): number => Date.parse(`${s.replace(' ', 'T')}Z`);
 
-/** The calls that move or approve a token (CONTRACT.md, "Policies that see tokens"), read by the oracle itself. */
+/** The calls that move or approve a token (docs/money-out.md, "Contract calls: policed by what they do"), read by the oracle itself. */
 const TOKEN_CALLS_ABI = parseAbi([
   'function transfer(address to, uint256 amount) returns (bool)',
   'function transferFrom(address from, address to, uint256 amount) returns (bool)',
@@ -747,7 +747,7 @@ export class Checker {
     for (const r of this.work.refunds)
       if (!shown.has(r.id))
         this.violate('refunds', `charge ${r.chargeId} refund ${r.id}`, 'answered to a refund request, but not on the charge');
-    // A refund the node refused is recorded failed and answered 400 (contract, "Several providers"):
+    // A refund the node refused is recorded failed and answered 400 (docs/transactions.md, "Several providers: the finality rule"):
     // listed though no request was answered with it; that it paid nothing is "no refusal for what mined".
     for (const [id, r] of shown)
       if (!answered.has(id) && r.status !== 'failed')

@@ -1,6 +1,6 @@
 /**
- * Two invariants of several providers (CONTRACT.md, "Several providers: what a refusal, an
- * absence and a glitch mean"), checked after quiescence against the chain itself:
+ * Two invariants of several providers (docs/transactions.md, "Several providers: the
+ * finality rule"), checked after quiescence against the chain itself:
  * - no refused answer for a transfer that mined: a create, payout, refund, claim, approve,
  *   speed-up or cancel answered a final 4xx must have sent nothing the chain mined; a payout item
  *   or refund shown failed paid nothing; and each transaction mined from a main address is the

@@ -154,7 +154,7 @@ export async function runSim(opts: SimOptions): Promise<SimResult> {
     const checker = new Checker(chain, api, work);
     await quiesceAndCheck(opts, api, work, chain, receiver, checker, firstEvent, hooked);
     // A 503 (node unavailable) is the contract's answer to a node fault; a 500 is a defect (e.g. a deadlock).
-    // A rate limit of the node is transient: 503 with Retry-After, never a 4xx (contract, "Chains as they are");
+    // A rate limit of the node is transient: 503 with Retry-After, never a 4xx (docs/operating.md, "Several RPC providers");
     // so is a node (or a balancer's backend) that has not, or no longer, the block a read names.
     for (const u of work.unexpected)
       if (

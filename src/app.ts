@@ -41,7 +41,7 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 export const MAX_PATH_PARAM_CHARS = 1024;
 
 /**
- * The HTTP server's time-outs (CONTRACT.md, "Hardening"): a request whose headers have not all
+ * The HTTP server's time-outs: a request whose headers have not all
  * arrived in 10 s, or that is not whole in 30 s, is answered 408 and its connection closed; an
  * idle keep-alive connection is closed after 72 s (longer than common load balancers' 60 s, so
  * the balancer, not the service, closes first). Node checks the first two every

@@ -93,7 +93,7 @@ export interface Config {
   readonly chargeWatchListMax: number;
   /** How long a transfer held by the policy's `approval_above` waits for a decision before it fails (`approval_expired`), seconds. */
   readonly approvalTtlS: number;
-  /** REFUND_CLAIM_TTL_S: how long a refund claim's link can be used (CONTRACT.md, "Refunds"). */
+  /** REFUND_CLAIM_TTL_S: how long a refund claim's link can be used (docs/money-out.md, "Refunds"). */
   readonly refundClaimTtlS: number;
   readonly workers: boolean;
   readonly bootstrap: { readonly email: string; readonly password: string } | null;

@@ -97,7 +97,7 @@ export const Errors = {
   cannotReplace: () => new AppError(400, 'CANNOT_REPLACE', 'Transaction cannot be replaced'),
   /** Approve or reject of a transaction that is not (or no longer) `awaiting_approval`. */
   notAwaitingApproval: () => new AppError(400, 'NOT_AWAITING_APPROVAL', 'Transaction is not awaiting approval'),
-  /** Refunds (CONTRACT.md, "Refunds"): the bound, a charge with no payment, a claim used or over. */
+  /** Refunds (docs/money-out.md, "Refunds"): the bound, a charge with no payment, a claim used or over. */
   refundExceeds: () => new AppError(400, 'REFUND_EXCEEDS', 'Refund exceeds the amount received'),
   nothingToRefund: () => new AppError(400, 'NOTHING_TO_REFUND', 'Nothing to refund'),
   refundClaimed: () => new AppError(400, 'REFUND_CLAIMED', 'Refund already claimed'),

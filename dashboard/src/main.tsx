@@ -1,7 +1,7 @@
 /**
- * The dashboard (CONTRACT.md, "The dashboard"): Preact views over the public API, routed by the
- * URL's hash (#/ the wallets, #/wallet/{id} one wallet), one script and one stylesheet from the
- * service's own origin.
+ * The dashboard (docs/architecture.md, "The dashboard: its stack, and why"): Preact views over the
+ * public API, routed by the URL's hash (#/ the wallets, #/wallet/{id} one wallet), one script and
+ * one stylesheet from the service's own origin.
  */
 import { render, type ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';

@@ -1,5 +1,6 @@
 /**
- * Several RPC endpoints behind one viem transport (CONTRACT.md, "Chains as they are").
+ * Several RPC endpoints behind one viem transport (docs/architecture.md, "The chain transport:
+ * several endpoints").
  *
  * Each endpoint is viem's `http` transport over rpcFetch, without retries of its own. A call goes
  * to the endpoints in their configured order, skipping those that cannot serve it, and moves on

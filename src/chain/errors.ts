@@ -93,9 +93,9 @@ export function isRangeRefused(err: unknown): boolean {
 
 /**
  * A node's JSON-RPC error answer that is neither a revert nor a definite refusal nor a
- * refusal of the request's form (CONTRACT.md, "Several providers"): -32603 internal error,
- * -32000 "header not found" for `latest`, a provider's own unknown error. It says nothing about
- * the request: another endpoint, or the same one later, may answer it.
+ * refusal of the request's form (docs/transactions.md, "Several providers: the finality rule"):
+ * -32603 internal error, -32000 "header not found" for `latest`, a provider's own unknown error.
+ * It says nothing about the request: another endpoint, or the same one later, may answer it.
  */
 export function isNodeGlitch(err: unknown): boolean {
   if (!(err instanceof BaseError)) return false;
@@ -107,8 +107,8 @@ export function isNodeGlitch(err: unknown): boolean {
 }
 
 /**
- * True for a fault of the node, not of the request, that a retry later may not meet (CONTRACT.md,
- * "Chains as they are", "Several providers"): a time-out, a connection that fails, HTTP 5xx or
+ * True for a fault of the node, not of the request, that a retry later may not meet
+ * (docs/operating.md, "Several RPC providers"): a time-out, a connection that fails, HTTP 5xx or
  * 429 (viem's HttpRequestError: `isUnreachable`; or an RpcRequestError with that status when
  * the body was a JSON-RPC error), JSON-RPC -32005, or an error that says rate limit; no endpoint
  * at the height a read is about yet (NotYetAtHeightError); or a node's glitch (`isNodeGlitch`).

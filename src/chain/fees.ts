@@ -2,8 +2,7 @@
  * Gas and fees for outgoing transactions: the gas limit, the fee per gas unit, and the most a
  * transaction can cost in fees (what a pending transaction reserves of the native balance).
  *
- * - Gas limit: `eth_estimateGas` from the wallet's own address, unmodified (SPEC: "the gas
- *   limit is an estimate").
+ * - Gas limit: `eth_estimateGas` from the wallet's own address, unmodified.
  * - A network whose latest block carries a base fee gets EIP-1559 (type 2) transactions. The
  *   tip of each level is the median, over the recent non-empty blocks of `eth_feeHistory`, of
  *   the 10th / 50th / 90th percentile of the tips paid in each block; with no non-empty block in

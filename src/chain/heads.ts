@@ -4,11 +4,11 @@
  *
  * The watcher polls (WATCHER_POLL_MS, WATCHER_PENDING_POLL_MS), so a block waited up to a poll
  * interval before the watcher read it: a deposit, a charge's payment or a transfer's confirmation
- * was seen up to a second after its block. A head announced here makes the watcher's next tick
- * come at once; the tick reads the block over HTTP as always, through the network's endpoints and
- * their guarantees (CONTRACT.md, "Chains as they are"). So nothing the subscription says is
- * trusted: a head announced and not yet served over HTTP is read on a later tick, a lost
- * announcement is caught by the poll, and a node without WebSockets is simply polled.
+ * was seen up to a second after its block. A head announced here makes the watcher's next tick come
+ * at once; the tick reads the block over HTTP as always, through the network's endpoints and their
+ * guarantees (docs/architecture.md, "The chain transport: several endpoints"). So nothing the
+ * subscription says is trusted: a head announced and not yet served over HTTP is read on a later
+ * tick, a lost announcement is caught by the poll, and a node without WebSockets is simply polled.
  *
  * Which socket: each endpoint of the network in turn, at the endpoint's own URL with its scheme
  * made `ws:`/`wss:` (the same port and path: anvil, reth, Alchemy and QuickNode serve both

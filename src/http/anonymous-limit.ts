@@ -1,6 +1,6 @@
 /**
  * Requests without a valid credential are limited per client address
- * (`PUBLIC_RATE_LIMIT_PER_MINUTE`, default 600; CONTRACT.md, "Hardening"): the public pages and
+ * (`PUBLIC_RATE_LIMIT_PER_MINUTE`, default 600): the public pages and
  * their JSON (checkout, docs, OpenAPI, /metrics, login), unknown paths, and authenticated routes
  * whose credential is missing or refused (counted when the 401 is decided, so a client guessing
  * tokens meets the limit too). A request with a valid credential is never counted here (the

@@ -22,7 +22,7 @@ declare module 'fastify' {
     scope?: RouteScope;
     /** false: the route takes no Idempotency-Key (its response must not be stored); true: a POST that is not `.../create` takes one. */
     idempotency?: boolean;
-    /** The answer carries a secret or a credential: `Cache-Control: no-store` (CONTRACT.md, "Hardening"). */
+    /** The answer carries a secret or a credential: `Cache-Control: no-store`. */
     noStore?: boolean;
   }
 }

@@ -79,8 +79,9 @@ const refusedBodies = new WeakMap<FastifyRequest, AppError>();
  * Numbers are JS numbers as usual; the exact text of those a double cannot hold is recorded
  * for the money fields (lib/exact-json.ts), so `1.123456789012345678` is read as written.
  * Broken JSON is 400 at once. A body nested too deep is never parsed: the request gets a
- * `null` body and its 422 is kept for checkParsedBody, because CONTRACT.md puts validation
- * (422) after the wallet and the other path objects (404).
+ * `null` body and its 422 is kept for checkParsedBody, because the order of checks
+ * (docs/architecture.md, "HTTP") puts validation (422) after the wallet and the other path
+ * objects (404).
  */
 export function parseJsonBody(req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void): void {
   const text = typeof body === 'string' ? body : body.toString('utf8');

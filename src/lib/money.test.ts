@@ -202,7 +202,7 @@ describe('parseAmount', () => {
     expect(reasonOf(() => parseAmount(input, decimals))).toBe('precision');
   });
 
-  // CONTRACT.md: no more decimal places than the token has, trailing zeros included.
+  // docs/architecture.md: no more decimal places than the token has, trailing zeros included.
   it.each<[string, number]>([
     ['1.0000000', 6],
     ['1.500000000', 6],

@@ -148,7 +148,7 @@ export function parseNumberText(text: string, decimals: number): bigint {
  * the caller enforces sign rules.
  *
  * No more decimal places than the token has, trailing zeros included: "1.0000000" on a
- * 6-decimal token is a precision error, as CONTRACT.md words it ("no more decimal places
+ * 6-decimal token is a precision error, as docs/architecture.md words it ("no more decimal places
  * than the token has"). A JSON number is read as String(n) gives it (1.50 arrives as 1.5).
  */
 export function parseAmount(input: unknown, decimals: number): bigint {

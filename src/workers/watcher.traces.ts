@@ -1,6 +1,6 @@
 /**
- * The follower's reading of call traces (CONTRACT.md, "Several providers"; docs/charges.md,
- * "Internal transfers"): native coin a contract sends inside a transaction reaches an address
+ * The follower's reading of call traces (docs/charges.md, "Internal
+ * transfers"): native coin a contract sends inside a transaction reaches an address
  * with no transaction addressed to it, and only the block's call traces show it. The follower
  * reads them once per block (`read`), for the deposit addresses (internal payments) and the
  * wallets' main addresses (internal receipts) alike.

@@ -177,8 +177,8 @@ export function startWatcherWorker(ctx: AppContext, deps: { balances: BalanceSer
     name: 'watcher',
     intervalMs: ctx.config.watcher.pollIntervalMs,
     log,
-    // A network whose follower is behind the head is worked on again at once (CONTRACT.md:
-    // a backlog is not paced by WATCHER_POLL_MS).
+    // A network whose follower is behind the head is worked on again at once: a backlog
+    // is not paced by WATCHER_POLL_MS.
     // While a transfer is unconfirmed, the next tick comes after WATCHER_PENDING_POLL_MS: its
     // confirmation is what a sender (a payout's next items, a user) waits for.
     soonMs: ctx.config.watcher.pendingPollMs,

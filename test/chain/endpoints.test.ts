@@ -1,5 +1,5 @@
 /**
- * Several RPC endpoints per network (CONTRACT.md, "Chains as they are"): two real JSON-RPC
+ * Several RPC endpoints per network (docs/operating.md, "Several RPC providers"): two real JSON-RPC
  * proxies in front of ONE anvil, the network registered with both. The first endpoint answers
  * HTTP 503, then HTTP 429, then JSON-RPC -32005, then lags 5 blocks (its eth_blockNumber
  * lowered), then hangs, then refuses connections (its port closed). Under each fault, through the second endpoint: a balance read from the

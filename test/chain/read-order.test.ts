@@ -1,5 +1,5 @@
 /**
- * Who serves a read (CONTRACT.md, "Chains as they are"), through the service's own ChainClients
+ * Who serves a read (docs/operating.md, "Several RPC providers"), through the service's own ChainClients
  * and real proxies in front of one anvil, in the cases where the freshest-first order alone would
  * not keep a read where it belongs (an endpoint that should answer failing for a moment):
  * - an endpoint more than RPC_MAX_LAG_BLOCKS (3) behind the best serves no reads: not when the

@@ -1,5 +1,5 @@
 /**
- * A rate-limited endpoint is rested (CONTRACT.md, "Chains as they are"): after HTTP 429 or
+ * A rate-limited endpoint is rested (docs/operating.md, "Several RPC providers"): after HTTP 429 or
  * JSON-RPC -32005 it receives no call at all (no read, no head read) for its `Retry-After`, else
  * 1 s doubling while it keeps limiting; then it is asked again and serves reads again. Two real
  * proxies in front of one anvil, through the service's own ChainClients (head reads every 100 ms),

@@ -1,6 +1,6 @@
 /**
  * The endpoint transport (src/chain/endpoints.ts) through the service's own ChainClients, with two
- * real proxies in front of one anvil (CONTRACT.md, "Chains as they are"):
+ * real proxies in front of one anvil (docs/architecture.md, "The chain transport: several endpoints"):
  * - each refusing any eth_getLogs over more than 10 blocks with -32005 "query exceeds max block
  *   range 10" (as providers do): a 500-block query is split and retried, every ERC-20 Transfer log
  *   of the range returned in chain order, the same as anvil's own answer; neither endpoint is

@@ -1,5 +1,5 @@
 /**
- * Internal payments on several endpoints (CONTRACT.md, "Several providers"): a block's call
+ * Internal payments on several endpoints (docs/charges.md, "Internal transfers"): a block's call
  * traces are asked of every endpoint that offers them, and a block whose traces no endpoint
  * could give is read again later, never taken as "nothing inside". Two RpcProxy in front of one
  * anvil, registered as one network's two endpoints:

@@ -1,5 +1,5 @@
 /**
- * Internal payments (CONTRACT.md, "Chains as they are"; issue 19): native coin that reaches a
+ * Internal payments (docs/charges.md, "Internal transfers"; issue 19): native coin that reaches a
  * charge's deposit address through a contract (a `Forwarder` calling on with the value: no
  * transaction addressed to the deposit address) is found in the node's call traces of the block:
  * - the charge is `paid`, its payment `internal: true` with `tx_hash` the forwarder call's hash

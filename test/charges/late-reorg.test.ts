@@ -1,10 +1,11 @@
 /**
- * A late payment that a reorg removes and brings back is announced once (CONTRACT.md: each late
- * payment emits `charge.delayed` once). The rollback deletes the payment's row, its `notified`
- * flag with it; the payment recorded again from the new chain is late again, and was announced
- * a second time. The announcement is kept apart from the row (`charge_late_announcements`, by
- * transaction and place), so the second time writes no event. On anvil: the same signed transfer
- * mined on the old chain and, after `evm_revert`, on the new one in another block.
+ * A late payment that a reorg removes and brings back is announced once (docs/charges.md, "Money
+ * sent after the watch": each late payment emits `charge.delayed` once). The rollback deletes the
+ * payment's row, its `notified` flag with it; the payment recorded again from the new chain is late
+ * again, and was announced a second time. The announcement is kept apart from the row
+ * (`charge_late_announcements`, by transaction and place), so the second time writes no event. On
+ * anvil: the same signed transfer mined on the old chain and, after `evm_revert`, on the new one in
+ * another block.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWalletClient, http, parseEther, type Address, type Hex } from 'viem';

@@ -1,12 +1,12 @@
 /**
- * The dashboard in a real browser (Debian's Chromium, playwright-core, no download), first
- * views (CONTRACT.md, "The dashboard"): sign in with the form (`Email`, `Password`, `Sign in`),
- * find a wallet's balance, a confirmed transaction's hash (linked to the network's explorer) and
- * a charge — each checked against the API too. The token is only in the tab's session storage
- * (no cookie, nothing in local storage); no request leaves the service's host; no console error;
- * axe-core finds no serious or critical violation on any view; a 401 (token revoked) returns to
- * the sign-in form. Screenshots at 390 px and 1280 px go to test/artifacts/ (copies in
- * docs/images/).
+ * The dashboard in a real browser (Debian's Chromium, playwright-core, no download), first views
+ * (docs/architecture.md, "The dashboard: its stack, and why"): sign in with the form (`Email`,
+ * `Password`, `Sign in`), find a wallet's balance, a confirmed transaction's hash (linked to the
+ * network's explorer) and a charge — each checked against the API too. The token is only in the
+ * tab's session storage (no cookie, nothing in local storage); no request leaves the service's
+ * host; no console error; axe-core finds no serious or critical violation on any view; a 401 (token
+ * revoked) returns to the sign-in form. Screenshots at 390 px and 1280 px go to test/artifacts/
+ * (copies in docs/images/).
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

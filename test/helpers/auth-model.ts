@@ -1,5 +1,6 @@
 /**
- * The contract's order of checks (CONTRACT.md: "Order of checks", "Authentication", "API keys"),
+ * The contract's order of checks (docs/architecture.md, "HTTP" and "Authentication";
+ * docs/integrating.md, "1. Create an API key"),
  * written out as a pure function of a route's declared scope, the credential and the path values,
  * for the property test of the auth and scope layer (test/http/auth-properties.test.ts). It
  * imports nothing from the service but types: it is the test's own reading of the contract.
@@ -17,7 +18,7 @@
  */
 import type { KeyScope, RouteScope } from '../../src/modules/keys/keys.scopes.js';
 
-/** The scopes CONTRACT.md names for API keys. */
+/** The scopes an API key may hold (docs/integrating.md, "1. Create an API key"). */
 export const CONTRACT_KEY_SCOPES = [
   'read',
   'charges:write',
@@ -85,7 +86,7 @@ export function credentialModel(kind: CredentialKind): CredentialModel {
   }
 }
 
-/** CONTRACT.md, "API keys": `*` holds every scope; managing keys (and logout) needs a login token. */
+/** `*` holds every scope; managing keys (and logout) needs a login token. */
 export function keyMayCall(scopes: readonly KeyScope[], needed: RouteScope): boolean {
   if (needed === 'login') return false;
   return scopes.includes('*') || scopes.includes(needed);
@@ -128,7 +129,7 @@ const WALLET = String.raw`^/api/wallet/:wallet`;
 
 /**
  * A field of a route's JSON body that asks for another scope besides the route's when it is
- * there (any value but null), CONTRACT.md "Policies that see tokens": a refund with an `address`
+ * there (any value but null), docs/money-out.md "Refunds": a refund with an `address`
  * moves money at once, so it needs `transactions:write` (a claim, without one, the route's
  * `charges:write` only).
  */
@@ -188,13 +189,13 @@ export function expectedAnswer(
 }
 
 /**
- * The scope CONTRACT.md gives a route, where it says (undefined where it does not): the test
+ * The scope the docs give a route, where they say (undefined where they do not): the test
  * checks each route's declared scope against it, then predicts answers from the declared one.
  * - Login token only: managing API keys; reconciliation accept; policy changes; allowlist add
  *   and remove; approving a transaction or a payout (rejecting one: not said, not checked).
  * - Public: login, the payer's JSON (`/api/pay/...`, `/api/refund/...`), the OpenAPI document and
  *   the docs page.
- * - `read` every GET; the two GETs of SPEC.md that change something (token remove, webhook
+ * - `read` every GET; the two GETs that change something (token remove, webhook
  *   delete) need their resource's write scope (src/modules/keys/keys.scopes.ts, documented).
  * - A POST: `wallets:write` (wallets and tokens), `charges:write` (refunds too; one with an
  *   `address` also needs `transactions:write`, by its body: BODY_SCOPES),

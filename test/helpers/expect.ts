@@ -6,7 +6,7 @@ import type { ApiResponse } from './app.js';
 export type FieldErrors = Record<string, string[]>;
 
 /**
- * A validation failure as CONTRACT.md words it: status 422 and exactly the envelope
+ * A validation failure as docs/architecture.md ("HTTP") words it: status 422 and exactly the envelope
  * `{status: "error", message, data}` where `data` is `fields` and `message` is the first
  * field's first message without its final period (so list the fields in the order the
  * service reports them). `label` names the case in a loop's failure message.

@@ -1,6 +1,6 @@
 /**
  * Requests without a valid credential are limited per client address
- * (PUBLIC_RATE_LIMIT_PER_MINUTE; CONTRACT.md, "Hardening"): public pages and their JSON,
+ * (PUBLIC_RATE_LIMIT_PER_MINUTE): public pages and their JSON,
  * unknown paths, and refused credentials share one budget a minute; a valid credential is
  * never counted against it.
  */

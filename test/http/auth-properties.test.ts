@@ -55,7 +55,7 @@ const SEED = process.env.AUTHPROP_SEED === undefined ? undefined : Number(proces
 
 /** Public routes the OpenAPI document does not list (it does not describe itself or the docs page). */
 const EXTRA_PUBLIC = ['GET /api/openapi.json', 'GET /api/docs'];
-/** Malformed and unknown ids, each a 404 of its object (CONTRACT.md: a non-integer id is not found). */
+/** Malformed and unknown ids, each a 404 of its object (a non-integer id is not found). */
 const BAD_IDS = ['abc', '1.5', '-1', '0', '1e3', '0x1f', '%20'];
 const MISSING_ID = '987654321';
 const MISSING_UUID = '00000000-0000-4000-8000-000000000000';

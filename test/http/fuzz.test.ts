@@ -20,7 +20,7 @@ const RUNS_PER_ROUTE = Number(process.env.FUZZ_RUNS_PER_ROUTE ?? 14);
 const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED);
 
 /**
- * Routes whose success response is not the envelope (CONTRACT.md: the OpenAPI document, the
+ * Routes whose success response is not the envelope (the OpenAPI document, the
  * docs page and its assets, /metrics, the checkout and the refund claim pages, the dashboard's page and assets are served bare).
  * Their errors are still the envelope, except the two pages' 404, a plain HTML page (HTML_NOT_FOUND).
  */

@@ -1,5 +1,5 @@
 /**
- * Answers that carry a secret or a credential are never cached (CONTRACT.md, "Hardening"):
+ * Answers that carry a secret or a credential are never cached:
  * login (a bearer token), API key create (the key, once), webhook delete (its secret, once)
  * have `Cache-Control: no-store`; an ordinary read does not.
  */

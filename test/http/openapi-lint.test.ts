@@ -3,9 +3,9 @@
  * @redocly/cli, its `recommended` rules) with no error, and every operation has its id from the
  * one table, src/http/operation-ids.ts.
  *
- * The only warnings allowed are the ambiguous paths listed below, exactly those: each pair is a
- * path of SPEC.md (`.../show/{id}`, `.../webhook/event/{event}`) beside one of CONTRACT.md
- * (`.../{id}/<action>`), both binding. The router is not ambiguous (a static segment wins over a
+ * The only warnings allowed are the ambiguous paths listed below, exactly those: each pair is an
+ * original path of the API (`.../show/{id}`, `.../webhook/event/{event}`) beside one added later
+ * (`.../{id}/<action>`), both published. The router is not ambiguous (a static segment wins over a
  * parameter, and no id is ever `show` or `event`); a generic tool cannot know that.
  */
 import { execFile } from 'node:child_process';
@@ -23,7 +23,7 @@ const run = promisify(execFile);
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 const REDOCLY = join(ROOT, 'node_modules/@redocly/cli/bin/cli.js');
 
-/** SPEC.md's path, then CONTRACT.md's that a linter cannot tell from it. */
+/** The original path, then the added one that a linter cannot tell from it. */
 const AMBIGUOUS_SPEC_PATHS = [
   ['/api/wallet/{wallet}/charge/show/{charge}', '/api/wallet/{wallet}/charge/{charge}/refund'],
   ['/api/wallet/{wallet}/charge/show/{charge}', '/api/wallet/{wallet}/charge/{charge}/sweep'],

@@ -35,20 +35,21 @@ const PUBLIC = [
   // The dashboard's page and its built assets (its data comes through the authenticated API).
   ...['/dashboard', '/dashboard/assets/:file'].flatMap((u) => [`GET ${u}`, `HEAD ${u}`]),
 ].sort();
-/** Wallet routes for a login token only (CONTRACT: an API key gets 403 `Insufficient scope`). */
+/** Wallet routes for a login token only (an API key gets 403 `Insufficient scope`). */
 const LOGIN_ONLY = new Set([
   '/api/wallet/:wallet/reconciliation/accept',
-  // Money found on a charge's address after its watch, swept now (CONTRACT: "Several providers").
+  // Money found on a charge's address after its watch, swept now (docs/charges.md, "Money sent
+  // after the watch").
   '/api/wallet/:wallet/charge/:charge/sweep',
   '/api/wallet/:wallet/allowlist/add',
   '/api/wallet/:wallet/allowlist/:entry/remove',
-  // A person decides a held transfer (CONTRACT: "Spending policies and approvals").
+  // A person decides a held transfer (docs/money-out.md, "Approvals").
   '/api/wallet/:wallet/transaction/:transaction/approve',
   '/api/wallet/:wallet/transaction/:transaction/reject',
   '/api/wallet/:wallet/payout/:payout/approve',
   '/api/wallet/:wallet/payout/:payout/reject',
 ]);
-/** Login-only for POST, `read` for GET (CONTRACT: "Spending policies and approvals"). */
+/** Login-only for POST, `read` for GET (docs/money-out.md, "The policy"). */
 const LOGIN_ONLY_POST = new Set(['/api/wallet/:wallet/policy']);
 const WRITE_SCOPES = KEY_SCOPES.filter((s) => s !== '*' && s !== 'read');
 

@@ -1,5 +1,5 @@
 /**
- * Where a network's endpoints come from (CONTRACT.md, "Chains as they are"): `network:add` with
+ * Where a network's endpoints come from (docs/operating.md, "Several RPC providers"): `network:add` with
  * `--rpc-url` given more than once (a real CLI process against anvil behind two proxies), a
  * NETWORKS_FILE entry with `rpc_urls`, a comma-separated DEVNET_RPC_URL; each endpoint shown by
  * its origin only, in order, with its health; a bad list refused naming the field.

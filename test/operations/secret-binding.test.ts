@@ -1,5 +1,5 @@
 /**
- * Encrypted values are bound to their table, column and row (CONTRACT.md, "Hardening"): whoever
+ * Encrypted values are bound to their table, column and row (docs/architecture.md, "Secrets"): whoever
  * can write the database but lacks APP_KEY cannot copy a wallet's encrypted key into a webhook's
  * secret and read it back through the webhook delete route; keys:rotate rewrites values of the
  * earlier format (bound to the key only) so they are bound too, and once it has left none, a

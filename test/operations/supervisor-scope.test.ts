@@ -1,5 +1,5 @@
 /**
- * The supervisor counts only the caller's own objects (CONTRACT.md, "Hardening"): another
+ * The supervisor counts only the caller's own objects (docs/architecture.md, "Supervisor"): another
  * user's queued deliveries and pending transfers are not in the caller's figures (the
  * deployment-wide ones are on /metrics).
  */

@@ -1,6 +1,6 @@
 /**
- * A payout reserves what it has not sent (CONTRACT.md, "Payouts"; "Spending policies and
- * approvals"), through HTTP with a real anvil, on SQLite and (DATABASE_URL) PostgreSQL:
+ * A payout reserves what it has not sent (docs/money-out.md, "Payouts",
+ * "Approvals"), through HTTP with a real anvil, on SQLite and (DATABASE_URL) PostgreSQL:
  * - held for approval, its total and every item's maximum fee count against the wallet's
  *   balance as a held transfer's amount and fee do: a transfer or another payout that would leave
  *   too little for it is 400, native and ERC-20;

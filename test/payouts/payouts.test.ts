@@ -1,5 +1,5 @@
 /**
- * Payouts (CONTRACT.md, "Payouts", and a payout's approval), through HTTP with a real anvil, on
+ * Payouts (docs/money-out.md, "Payouts", and a payout's approval), through HTTP with a real anvil, on
  * SQLite and (DATABASE_URL) PostgreSQL, the chain checked every time:
  * - validation names `items.N.<field>`; 1 to 500 items; a reference is unique per wallet (a
  *   repeat in the request or of an earlier payout is 422 on `items.N.reference`);

@@ -1,5 +1,5 @@
 /**
- * Approvals (CONTRACT.md, "Spending policies and approvals": `approval_above`), through HTTP with
+ * Approvals (docs/money-out.md, "Approvals": `approval_above`), through HTTP with
  * a real anvil, on SQLite and (DATABASE_URL) PostgreSQL, the chain checked every time:
  * - over `approval_above` the create answers 200 `awaiting_approval` with `tx_hash` and `nonce`
  *   null, emits `transaction.approval_required`, sends nothing, and reserves amount + fee (a

@@ -1,5 +1,5 @@
 /**
- * The service's own movements are not policed (CONTRACT.md, "Spending policies and approvals"):
+ * The service's own movements are not policed (docs/money-out.md, "The policy"):
  * with a tiny daily and per-transaction limit and `allowlist_only` on an empty list, an ERC-20
  * charge is still paid, its deposit address gets its gas top-up from the main wallet, and the
  * token is swept back; meanwhile a transfer started through the API is refused.

@@ -1,6 +1,6 @@
 /**
- * Spending policies and the allowlist (CONTRACT.md, "Spending policies and approvals", without
- * approvals), through HTTP with a real anvil, on SQLite and (DATABASE_URL) PostgreSQL:
+ * Spending policies and the allowlist (docs/money-out.md, "The policy"), through
+ * HTTP with a real anvil, on SQLite and (DATABASE_URL) PostgreSQL:
  * - the policy and allowlist routes: defaults, changes, `null` removing a limit, 422s, login
  *   token only for changes (an API key gets 403), another user's wallet 404 on every route;
  * - each refusal (per-transaction, daily, allowlist) sends nothing (the node's nonce and the

@@ -1,11 +1,11 @@
 /**
- * Policies that see tokens (CONTRACT.md, "Policies that see tokens"), through HTTP on a real
- * anvil, on SQLite and (DATABASE_URL) PostgreSQL. A contract call to one of the wallet's token
- * contracts is policed as that token: `transfer` and `approve` calldata obey the token's
- * per-transaction, daily, approval and allowlist rules, count toward its daily limit, and a
- * `transfer` reserves its amount against the token's balance. Any other contract call on a
- * wallet with a policy waits for approval unless its contract is allowlisted. Explicit fees
- * above three times the `high` level's are 422, on creates and speed-ups.
+ * Policies that see tokens (docs/money-out.md, "Contract calls: policed by what they do"), through
+ * HTTP on a real anvil, on SQLite and (DATABASE_URL) PostgreSQL. A contract call to one of the
+ * wallet's token contracts is policed as that token: `transfer` and `approve` calldata obey the
+ * token's per-transaction, daily, approval and allowlist rules, count toward its daily limit, and a
+ * `transfer` reserves its amount against the token's balance. Any other contract call on a wallet
+ * with a policy waits for approval unless its contract is allowlisted. Explicit fees above three
+ * times the `high` level's are 422, on creates and speed-ups.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFunctionData, maxUint256, parseAbi, type Address } from 'viem';

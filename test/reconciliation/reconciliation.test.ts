@@ -1,12 +1,12 @@
 /**
- * Reconciliation through HTTP against a real anvil (CONTRACT "Reconciliation: every wei
- * accounted for"): a wallet funded by a real transfer, a token already held when it was added,
- * native and ERC-20 transfers out, a native charge paid and swept, an ERC-20 charge paid and
- * swept after its gas top-up, a contract call that reverted and a cancelled transfer (fee only): ok, every difference
- * zero, the token's figures exact. Then anvil_setBalance on the main address shows exactly that
- * difference (again on the next answer, and in /metrics) until accepted: an API key gets 403,
- * a login token's accept lists the adjustment and the answer is ok again. The checks' order
- * (401, 404 for another user's wallet, 422, 400), the CLI's lines and exit codes, the daily run.
+ * Reconciliation through HTTP against a real anvil (docs/reconciliation.md): a wallet funded by a
+ * real transfer, a token already held when it was added, native and ERC-20 transfers out, a
+ * native charge paid and swept, an ERC-20 charge paid and swept after its gas top-up, a contract
+ * call that reverted and a cancelled transfer (fee only): ok, every difference zero, the token's
+ * figures exact. Then anvil_setBalance on the main address shows exactly that difference (again
+ * on the next answer, and in /metrics) until accepted: an API key gets 403, a login token's
+ * accept lists the adjustment and the answer is ok again. The checks' order (401, 404 for another
+ * user's wallet, 422, 400), the CLI's lines and exit codes, the daily run.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeAbiParameters, keccak256, parseEther, type Address } from 'viem';

@@ -1,6 +1,6 @@
 /**
- * Who may refund, and who sees a refund's link (CONTRACT.md, "Policies that see tokens"; issue
- * 47), through HTTP with a real anvil, on SQLite and (DATABASE_URL) PostgreSQL:
+ * Who may refund, and who sees a refund's link (docs/money-out.md, "Refunds"; issue 47), through
+ * HTTP with a real anvil, on SQLite and (DATABASE_URL) PostgreSQL:
  * - a refund with an `address` moves money at once: an API key needs `transactions:write` as
  *   well as the route's `charges:write` (403 `Insufficient scope` with either alone, nothing
  *   recorded or sent); both scopes, `*` or a login token send it;

@@ -1,5 +1,5 @@
 /**
- * Refunds (CONTRACT.md, "Refunds"), through HTTP with a real anvil, on SQLite and (DATABASE_URL)
+ * Refunds (docs/money-out.md, "Refunds"), through HTTP with a real anvil, on SQLite and (DATABASE_URL)
  * PostgreSQL, the chain checked every time:
  * - a charge with no payment: 400 `Nothing to refund`; another user's wallet: 404;
  * - with an address: a transfer of the charge's token from the main address (`refund_id` on it

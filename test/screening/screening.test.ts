@@ -1,5 +1,5 @@
 /**
- * Screening (CONTRACT.md, "Policies that see tokens": SCREENING_FILE), through HTTP with a real
+ * Screening (docs/money-out.md, "Screening": SCREENING_FILE), through HTTP with a real
  * anvil, on SQLite and (DATABASE_URL) PostgreSQL:
  * - money out to a listed address is 400 `Address is blocked by screening` with nothing recorded
  *   (no transaction, payout, refund or event): a transfer (the list's case does not matter), a

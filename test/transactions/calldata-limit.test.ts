@@ -1,5 +1,5 @@
 /**
- * `function` + `args` obey the 64 KiB calldata limit (CONTRACT.md, "Hardening"): arguments whose
+ * `function` + `args` obey the 64 KiB calldata limit (docs/transactions.md, "Routes"): arguments whose
  * encoding would pass it are refused with 422 on `args` before anything is encoded, so a body of
  * zeros cannot make the event loop encode megabytes; arguments that fit are encoded as before.
  */

@@ -1,6 +1,6 @@
 /**
- * Native coin reaching a wallet's main address through a contract (CONTRACT.md, "Several
- * providers"): a `receipt` with `internal: true`, `tx_hash` the transaction that carried it, read
+ * Native coin reaching a wallet's main address through a contract (docs/charges.md, "Internal
+ * transfers"): a `receipt` with `internal: true`, `tx_hash` the transaction that carried it, read
  * from the block's call traces (anvil answers debug_traceBlockByHash with callTracer). A
  * `Forwarder` contract (compiled with solc, test/helpers/erc20.ts) calls on to the main address
  * with the value: the list and the detail show the receipt, amount exact; only value that moved

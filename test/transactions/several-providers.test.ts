@@ -1,7 +1,7 @@
 /**
- * What a refusal, an absence and a glitch mean on several endpoints (CONTRACT.md, "Several
- * providers"), through two real JSON-RPC proxies in front of ONE anvil, the network registered
- * with both:
+ * What a refusal, an absence and a glitch mean on several endpoints (docs/transactions.md, "Several
+ * providers: the finality rule"), through two real JSON-RPC proxies in front of ONE anvil, the
+ * network registered with both:
  * - a definite refusal from one endpoint (a backend blocks behind: "insufficient funds" for a
  *   wallet funded since) while the other forwarded the transaction and timed out, and timed out
  *   again on the follow-up lookup: the create answers 200 `pending` and the transfer confirms once,

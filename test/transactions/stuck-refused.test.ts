@@ -2,7 +2,8 @@
  * A pending transfer whose re-send every endpoint refuses for a reason other than its fee (on an
  * OP chain, the L1 data fee rose past its reserve: "insufficient funds") is `stuck: true` at once
  * with `stuck_reason` (the node's words), in its object and in the list, and `transaction.stuck`
- * is emitted once however many re-sends are refused (CONTRACT.md, "Several providers"). It keeps
+ * is emitted once however many re-sends are refused (docs/transactions.md, "The re-send
+ * queue, stuck transfers, the pending cap"). It keeps
  * its nonce: once the node takes it again it confirms at that nonce, and `stuck_reason` is gone.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 /**
- * Transient node faults during a create, a speed-up or a cancel (CONTRACT.md, "Chains as they
- * are"), through a real JSON-RPC proxy in front of anvil: a time-out, a cut connection, HTTP 5xx,
+ * Transient node faults during a create, a speed-up or a cancel (docs/operating.md, "Several RPC
+ * providers"), through a real JSON-RPC proxy in front of anvil: a time-out, a cut connection, HTTP 5xx,
  * HTTP 429, JSON-RPC -32005 and an error that says "rate limit" answer 503 `The blockchain node is
  * unavailable` with `Retry-After`, never a 4xx, and are never stored against the create's
  * Idempotency-Key (the retry runs). A speed-up or cancel that races the block (the original mined

@@ -1,6 +1,6 @@
 /**
  * A watcher behind the head works through its backlog batch after batch, without waiting
- * WATCHER_POLL_MS between batches (CONTRACT.md, "Chains as they are"). With a 10-second poll
+ * WATCHER_POLL_MS between batches (docs/transactions.md, "A tick"). With a 10-second poll
  * interval and 10 blocks a batch, 150 blocks of backlog take 14 intervals (over two minutes)
  * when each batch waits for the next tick; here they are recorded within seconds, every
  * transfer among them included.

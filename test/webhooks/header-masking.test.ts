@@ -1,7 +1,7 @@
 /**
  * Webhook header values (often a receiver's credentials) are shown to login tokens and to API
  * keys with `webhooks:write` (or `*`); a key that may only read sees each value as `***`
- * (CONTRACT.md, "Hardening").
+ * (docs/operating.md, "Threat model: what a leaked credential can do").
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';

@@ -1,5 +1,5 @@
 /**
- * Webhooks that can be operated (CONTRACT, "Webhooks: operating them"), through HTTP with a real
+ * Webhooks that can be operated (docs/webhooks.md, "Operating a webhook"), through HTTP with a real
  * receiver and the real delivery worker: test sends, one delivery with its attempts, recovery of
  * failed deliveries, secret rotation checked with the `standardwebhooks` package, 410 Gone,
  * Retry-After, and the automatic deactivation of a webhook that only fails.

@@ -35,7 +35,7 @@ const TX_CONFIRMED: Record<string, Kind> = {
   confirmed_at: 'datetime',
 };
 const { confirmed_at: _c, ...TX_BASE } = TX_CONFIRMED;
-// SPEC lists no `type` for transaction.confirmed; the transactions module sends it on all three.
+// The original API listed no `type` for transaction.confirmed; the transactions module sends it on all three.
 TX_CONFIRMED.type = 'string';
 const TOKEN: Record<string, Kind> = {
   wallet_id: 'int',
@@ -54,7 +54,7 @@ const WALLET: Record<string, Kind> = {
   is_mainnet: 'bool',
   network: 'int',
 };
-/** The data fields of every event, from SPEC "Delivery body" and CONTRACT "Event data". */
+/** The data fields of every event (docs/transactions.md, "Events"; docs/webhooks.md, "What a delivery looks like"). */
 const SHAPES: Record<string, Record<string, Kind>> = {
   'charge.created': CHARGE,
   'charge.paid': { ...CHARGE_SETTLED, paid_at: 'datetime' },
@@ -124,7 +124,7 @@ function checkKind(v: unknown, k: Kind): boolean {
       );
     }
     case 'refund': {
-      // CONTRACT "Refunds": the charge's `refunds` entry (a confirmed one, sent with an address).
+      // docs/money-out.md, "Refunds": the charge's `refunds` entry (a confirmed one, sent with an address).
       const r = v as Record<string, unknown>;
       const fields: Record<string, Kind> = {
         id: 'int',

@@ -1,5 +1,5 @@
 /**
- * The delivery worker keeps decrypted secrets only as long as needed (CONTRACT.md, issue 20):
+ * The delivery worker keeps decrypted secrets only as long as needed (issue 20):
  * a webhook updated or deleted in this process leaves the worker's cache at once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

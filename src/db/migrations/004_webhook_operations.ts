@@ -1,5 +1,5 @@
 /**
- * Webhooks that can be operated (CONTRACT, "Webhooks: operating them").
+ * Webhooks that can be operated (docs/webhooks.md, "Operating a webhook").
  *
  * - `previous_signature_enc` / `previous_signature_until`: the secret an update replaced,
  *   encrypted like `signature_enc`, and until when (ms) deliveries are still signed with it too

@@ -1,5 +1,5 @@
 /**
- * Finality of outgoing transactions (CONTRACT "Transactions: fees, stuck transfers, finality").
+ * Finality of outgoing transactions (docs/transactions.md, "When a transfer is final").
  *
  * - `failure_reason`: why a failed transaction failed (`reverted`, `dropped`, `cancelled`,
  *   `rejected`), null otherwise. Rows failed before this migration get the reason their

@@ -1,5 +1,5 @@
 /**
- * Reconciliation (CONTRACT "Reconciliation: every wei accounted for"; docs/reconciliation.md).
+ * Reconciliation (docs/reconciliation.md).
  *
  * - `transactions.fee_paid`, `charge_sweeps.fee_paid`: what the transfer really cost in native
  *   base units, written where its receipt is stored: gas used × effective gas price, plus the

@@ -1,5 +1,5 @@
 /**
- * Several RPC endpoints per network (CONTRACT.md, "Chains as they are"): `networks.rpc_urls`, the
+ * Several RPC endpoints per network (docs/operating.md, "Several RPC providers"): `networks.rpc_urls`, the
  * ordered list as a JSON array of strings, or NULL for a network with `rpc_url` alone.
  *
  * Additive (docs/operating.md, "Upgrades"): `rpc_url` stays and is always the list's first

@@ -1,5 +1,5 @@
 /**
- * Internal payments (CONTRACT.md, "Chains as they are"): `charge_payments.internal`, 1 for money
+ * Internal payments (docs/charges.md, "Internal transfers"): `charge_payments.internal`, 1 for money
  * that reached the deposit address through a contract (an internal call, read from the node's
  * call traces; src/chain/traces.ts), 0 for a direct transfer or an ERC-20 log. Such a row's
  * `log_index` is -1 less the call's position (from 1) in its transaction's call tree (-1 is a direct

@@ -1,5 +1,5 @@
 /**
- * Spending policies (CONTRACT.md, "Spending policies and approvals"; docs/money-out.md).
+ * Spending policies (docs/money-out.md, "The policy").
  *
  * - `spending_policies`: one row per wallet that has ever had its policy set: `allowlist_only`
  *   (0/1) and `updated_at`. No row: no limits, allowlist not required.

@@ -1,5 +1,5 @@
 /**
- * Approvals (CONTRACT.md, "Spending policies and approvals"; docs/money-out.md).
+ * Approvals (docs/money-out.md, "Approvals").
  *
  * - `transactions.status` takes `awaiting_approval` (17 characters) and `failure_reason`
  *   `rejected_by_approver` (20): PostgreSQL widens both columns to varchar(32) (a catalogue

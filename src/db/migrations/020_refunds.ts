@@ -1,5 +1,5 @@
 /**
- * Refunds (CONTRACT.md, "Refunds"; docs/money-out.md).
+ * Refunds (docs/money-out.md, "Refunds").
  *
  * - `refunds`: one row per refund of a charge, in the charge's token and base units. `address`
  *   is set when it is known: at create, or when the payer claims it (`claim_expires_at` is then

@@ -1,5 +1,5 @@
 /**
- * Payouts (CONTRACT.md, "Payouts"; docs/money-out.md "Payouts").
+ * Payouts (docs/money-out.md, "Payouts").
  *
  * - `payouts`: one row per payout: its wallet and token, the total in base units, the fee level
  *   its items are sent at, and its decision state (`state`: `approval` while a person must

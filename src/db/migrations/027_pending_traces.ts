@@ -1,5 +1,5 @@
 /**
- * Blocks whose call traces are still to be read (CONTRACT.md, "Several providers"): a block the
+ * Blocks whose call traces are still to be read (docs/charges.md, "Internal transfers"): a block the
  * follower recorded while no endpoint could give its traces (every one refused the trace API, or
  * failed) is kept in `trace_pending` until its traces are read and its internal payments and
  * receipts recorded (src/workers/watcher.traces.ts), never taken as "nothing inside". A reorg

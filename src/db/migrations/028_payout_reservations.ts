@@ -1,6 +1,6 @@
 /**
- * A payout reserves what it has not sent yet (CONTRACT.md, "Payouts"; "Spending policies and
- * approvals"): while it awaits approval or is being sent, each item with neither a transaction
+ * A payout reserves what it has not sent yet (docs/money-out.md, "Payouts",
+ * "Approvals"): while it awaits approval or is being sent, each item with neither a transaction
  * nor a refusal reserves its amount and the maximum fee of one item quoted at the create,
  * against the wallet's balance, as a held transfer reserves its own.
  *

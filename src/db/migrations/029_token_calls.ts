@@ -1,6 +1,6 @@
 /**
- * A contract call to one of the wallet's token contracts is policed as that token (CONTRACT.md,
- * "Policies that see tokens"; src/modules/policies/token-calls.ts): its row keeps what the
+ * A contract call to one of the wallet's token contracts is policed as that token (docs/money-out.md,
+ * "Contract calls: policed by what they do"; src/modules/policies/token-calls.ts): its row keeps what the
  * policy decoded from its calldata, so the token's daily limit counts it and later creates
  * reserve what it takes from the balance.
  *

@@ -1,5 +1,5 @@
 /**
- * Screened payments (CONTRACT.md, "Policies that see tokens"; src/modules/screening/screening.ts).
+ * Screened payments (docs/charges.md, "Screened payments"; src/modules/screening/screening.ts).
  *
  * - `charge_payments.screened`: 1 for a payment whose sender was on the SCREENING_FILE list when
  *   the chain follower recorded it. It is kept and listed (`screened: true`) but never counted

@@ -369,7 +369,7 @@ export async function rollBackChargePayments(
   log.info({ ancestor, charges: touched }, 'reorg: charge payments above the common ancestor removed');
 }
 
-/** `charge.reopened`, in the rollback's transaction (CONTRACT.md, "Chains as they are"). */
+/** `charge.reopened`, in the rollback's transaction (docs/charges.md, "Reorgs"). */
 async function announceReopened(trx: Executor, chargeId: number, nowMs: number): Promise<void> {
   const charge = (await findChargeById(trx, chargeId))!;
   const wallet = (await findWalletView(trx, charge.wallet_id))!;

@@ -26,7 +26,7 @@
  * Each final move is one conditional UPDATE (WHERE status = 'pending') with its event in the
  * same transaction: several processes may run this, each move happens once. A settlement a
  * reorg undid (charges.chain-sync.ts: `charge.reopened`) is decided again and its outcome's event
- * written again, whatever the outcome (CONTRACT.md, "Chains as they are").
+ * written again, whatever the outcome (docs/charges.md, "Reorgs").
  */
 import type { Address } from 'viem';
 import type { Logger } from 'pino';

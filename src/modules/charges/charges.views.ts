@@ -44,7 +44,7 @@ export function chargeView(c: ChargeRow, publicUrl: string, refundLinks: boolean
   };
 }
 
-/** charge.created: the SPEC's fields. */
+/** charge.created: its documented fields (docs/webhooks.md, "What a delivery looks like"). */
 export function chargeCreatedPayload(c: ChargeRow) {
   return {
     charge_id: c.id,

@@ -1,7 +1,7 @@
 /**
- * The dashboard (CONTRACT.md, "The dashboard"), public HTML outside the authenticated scope:
- * everything it shows comes through the public API with the login token the page keeps in the
- * tab's session storage.
+ * The dashboard (docs/architecture.md, "The dashboard: its stack, and why"), public HTML outside
+ * the authenticated scope: everything it shows comes through the public API with the login token
+ * the page keeps in the tab's session storage.
  *
  * GET /dashboard                  the page (one <div> the script renders into)
  * GET /dashboard/assets/{file}    its built script and stylesheet (dashboard/dist, `npm run build:dashboard`)

@@ -1,4 +1,4 @@
-/** The event names, grouped by webhook type (SPEC.md, Events). */
+/** The event names, grouped by webhook type (docs/webhooks.md, "Create and update"). */
 export const WEBHOOK_TYPES = ['charge', 'transaction', 'balance', 'token', 'wallet'] as const;
 export type WebhookType = (typeof WEBHOOK_TYPES)[number];
 

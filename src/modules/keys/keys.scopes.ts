@@ -6,7 +6,7 @@
  *
  * - `read`: every GET that only reads.
  * - `charges:write`, `transactions:write` (transfers and payouts), `wallets:write` (wallets and their tokens),
- *   `webhooks:write`: the POSTs of that resource, and the two GETs of SPEC.md that change
+ *   `webhooks:write`: the POSTs of that resource, and the two GETs that change
  *   something (`token/remove/{token}`, `webhook/delete/{webhook}`): a read-only key must not
  *   remove a token or delete a webhook.
  * - `login`: only a login token, never an API key (managing API keys, logout).

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 
 const Nullable = <T extends ReturnType<typeof Type.Integer> | ReturnType<typeof Type.Number>>(t: T) => Type.Union([t, Type.Null()]);
 
-/** One RPC endpoint's health as this process knows it (CONTRACT.md, "Chains as they are"). */
+/** One RPC endpoint's health as this process knows it (docs/operating.md, "Several RPC providers"). */
 export const EndpointSchema = Type.Object({
   url: Type.String({ description: 'The origin only (scheme, host and port): a path or query may hold an API key.' }),
   ok: Type.Boolean({ description: 'Its last call or head read succeeded and it is not rested after a rate limit.' }),

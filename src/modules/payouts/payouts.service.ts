@@ -1,5 +1,5 @@
 /**
- * Payouts (CONTRACT.md, "Payouts"; docs/money-out.md "Payouts").
+ * Payouts (docs/money-out.md, "Payouts").
  *
  * - Create: the whole is checked before anything is sent, under the wallet's lock in one
  *   database transaction that then records the payout and its items: the references (unique per

@@ -1,6 +1,6 @@
 /**
- * Spending policies and the allowlist of a wallet (CONTRACT.md, "Spending policies and
- * approvals"; docs/money-out.md). Reading and changing them; the decision on a transfer is
+ * Spending policies and the allowlist of a wallet (docs/money-out.md,
+ * "The policy"). Reading and changing them; the decision on a transfer is
  * policies.check.ts, called by the transaction create under the wallet's lock.
  */
 import type { Address } from 'viem';

@@ -1,8 +1,8 @@
 /**
- * What a contract call does with one of the wallet's tokens (CONTRACT.md, "Policies that see
- * tokens"). A call is policed by what it makes the money do, not by its native value: a call to
- * a token contract of the wallet whose calldata is one of the calls below moves or approves that
- * token, and the spending policy treats it as a transfer of that token.
+ * What a contract call does with one of the wallet's tokens (docs/money-out.md, "Contract calls:
+ * policed by what they do"). A call is policed by what it makes the money do, not by its native
+ * value: a call to a token contract of the wallet whose calldata is one of the calls below moves or
+ * approves that token, and the spending policy treats it as a transfer of that token.
  *
  * - `transfer(to, amount)`: `amount` of the token to `to`, out of the wallet's balance.
  * - `transferFrom(from, to, amount)`: `amount` to `to`; out of the wallet's balance when `from`

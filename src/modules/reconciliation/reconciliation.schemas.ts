@@ -1,4 +1,4 @@
-/** Reconciliation on the wire (CONTRACT "Reconciliation: every wei accounted for"). */
+/** Reconciliation on the wire (docs/reconciliation.md). */
 import { Type, type Static } from '@sinclair/typebox';
 
 const Amount = (description: string) =>

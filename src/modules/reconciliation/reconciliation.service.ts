@@ -1,5 +1,5 @@
 /**
- * Reconciliation (CONTRACT "Reconciliation: every wei accounted for"; docs/reconciliation.md):
+ * Reconciliation (docs/reconciliation.md):
  * for the wallet's main address and the deposit addresses of its charges, per token, the chain
  * balance at the confirmed head H against the checkpoint balance plus what the service's own
  * records say moved since:

@@ -40,7 +40,7 @@ export function namesAddress(body: unknown): boolean {
 }
 
 /**
- * CONTRACT.md, "Policies that see tokens": a refund with an `address` moves money at once, so an
+ * docs/money-out.md, "Refunds": a refund with an `address` moves money at once, so an
  * API key needs `transactions:write` for it besides the route's `charges:write` (a claim does
  * not: the payer names the address); a login token and `*` may. Decided on the parsed body
  * (any `address` but null, a malformed one too), so it is an instance hook of the route's own

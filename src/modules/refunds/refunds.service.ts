@@ -1,5 +1,5 @@
 /**
- * Refunds of a charge (CONTRACT.md, "Refunds"; docs/money-out.md "Refunds").
+ * Refunds of a charge (docs/money-out.md, "Refunds").
  *
  * - The bound: the refunds of a charge that are not failed or expired (claimable ones included)
  *   never pass what its confirmed payments brought. It is checked early (a clear 400 without

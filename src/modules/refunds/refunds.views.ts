@@ -30,8 +30,8 @@ export function committedAmount(rows: RefundRow[], nowMs: number): bigint {
 export const claimUrl = (publicUrl: string, uuid: string) => `${publicUrl.replace(/\/+$/, '')}/refund/${uuid}`;
 
 /**
- * Whether a caller sees a refund's `uuid` and `claim_url` (CONTRACT.md, "Policies that see
- * tokens"): a claim's link is a capability (whoever holds it names where the money goes), so a
+ * Whether a caller sees a refund's `uuid` and `claim_url` (docs/money-out.md,
+ * "Refunds"): a claim's link is a capability (whoever holds it names where the money goes), so a
  * login token (`apiKey` null) and keys that may write charges or transactions see them; any other
  * key (`read`, `wallets:write`, `webhooks:write`) sees null.
  */

@@ -1,5 +1,5 @@
 /**
- * Screening (CONTRACT.md, "Policies that see tokens"): SCREENING_FILE names a file of blocked
+ * Screening (docs/money-out.md, "Screening"): SCREENING_FILE names a file of blocked
  * addresses, one `0x` address a line, `#` starting a comment (whole-line or trailing), blank
  * lines ignored, any letter case (matching is case-insensitive; a mixed-case line is not checked
  * against its EIP-55 checksum, lists come in every case).

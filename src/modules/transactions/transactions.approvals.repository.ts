@@ -1,6 +1,6 @@
 /**
- * The state changes of a transfer held for approval (CONTRACT.md, "Spending policies and
- * approvals"), one function each. Every change is conditional on the row still awaiting
+ * The state changes of a transfer held for approval (docs/money-out.md,
+ * "Approvals"), one function each. Every change is conditional on the row still awaiting
  * approval, so an approve, a reject and the expiry racing each other change it once: the
  * callers hold the wallet's lock, and a change that finds the row decided does nothing.
  */

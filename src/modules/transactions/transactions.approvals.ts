@@ -1,6 +1,6 @@
 /**
- * Transfers held for a person's approval (CONTRACT.md, "Spending policies and approvals";
- * docs/money-out.md). The create records a transfer over the policy's `approval_above` as
+ * Transfers held for a person's approval (docs/money-out.md,
+ * "Approvals"). The create records a transfer over the policy's `approval_above` as
  * `awaiting_approval`: its amount and maximum fee reserved against the balance, no nonce taken,
  * nothing signed or sent, `transaction.approval_required` emitted with it. Then exactly one of:
  *

@@ -1,4 +1,4 @@
-/** The cap on fees a caller names (CONTRACT.md, "Policies that see tokens"): creates and speed-ups alike. */
+/** The cap on fees a caller names (docs/money-out.md, "Fee caps"): creates and speed-ups alike. */
 import { feeCap, type FeeMarket } from '../../chain/fees.js';
 import { fieldError } from '../../errors.js';
 

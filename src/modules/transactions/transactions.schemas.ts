@@ -3,8 +3,8 @@
  * token_id, input, info, raw_tx, error are never serialised).
  *
  * Decimals (amount, gas figures) are 18-place strings, except in the creation response, whose
- * gas fields are JSON numbers (SPEC): `gas` in gas units, `gas_price` in the native currency
- * per gas unit; there `block_timestamp` is the integer Unix time of submission.
+ * gas fields are JSON numbers (docs/transactions.md, "Shapes"): `gas` in gas units, `gas_price`
+ * in the native currency per gas unit; there `block_timestamp` is the integer Unix time of submission.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import { getAddress, zeroAddress, type Address, type Hex } from 'viem';

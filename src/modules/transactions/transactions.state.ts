@@ -151,8 +151,8 @@ export async function recordReceipt(trx: Executor, row: repo.NewTx, nowMs: numbe
 }
 
 /**
- * Rolls back everything recorded from blocks above `ancestor` on one network (CONTRACT.md,
- * "Reorgs are told"): every row mined there, outgoing or receipt, goes back to pending with its
+ * Rolls back everything recorded from blocks above `ancestor` on one network (docs/transactions.md,
+ * "Reorgs"): every row mined there, outgoing or receipt, goes back to pending with its
  * block fields cleared (an outgoing one's reservation counts again; the watcher sees it mined
  * again, or re-sends it). One that was settled (confirmed, or failed on its receipt) emits
  * `transaction.reorged` (block_number the removed block's) in this same database transaction;

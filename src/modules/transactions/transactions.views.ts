@@ -167,7 +167,7 @@ export type TxEventFields = Pick<
 > & { stuck_reason?: string | null };
 
 /**
- * `data` of a transaction.* event (SPEC "Delivery body", CONTRACT "Event data"). For
+ * `data` of a transaction.* event (docs/transactions.md, "Events"). For
  * `transaction.reorged` the caller passes the row as it was with `status: 'pending'`, so
  * `block_number` is the removed block's.
  */

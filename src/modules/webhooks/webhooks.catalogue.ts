@@ -1,7 +1,7 @@
 /**
  * The event catalogue shown by `GET /wallet/{wallet}/webhook/event/{event}`: for every event of
  * every webhook type, a description and a realistic sample of the `data` object a receiver
- * gets. The samples follow SPEC.md "Delivery body" and CONTRACT.md "Event data" field for field
+ * gets. The samples have every field of the event's `data`, as the service sends it
  * (amounts as 18-place strings, datetimes `YYYY-MM-DD HH:MM:SS` UTC, `token` the symbol).
  *
  * Also here: turning the event names a caller writes on create/update (`created`,
@@ -237,7 +237,7 @@ export function eventInfo(name: string): EventInfo | null {
 /** The wildcard: every event of the webhook's type. */
 export const ALL_EVENTS = '*';
 
-/** Short names accepted as aliases, per type (CONTRACT: `confirmed` means `paid` for charges). */
+/** Short names accepted as aliases, per type (`confirmed` means `paid` for charges). */
 const ALIASES: Partial<Record<WebhookType, Record<string, string>>> = {
   charge: { confirmed: 'paid' },
 };

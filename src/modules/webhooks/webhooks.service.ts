@@ -38,7 +38,7 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 
 /**
- * Headers a caller may not set: those the service sets itself (CONTRACT), and the hop-by-hop
+ * Headers a caller may not set: those the service sets itself, and the hop-by-hop
  * ones that would corrupt the request framing.
  */
 const RESERVED_HEADERS = new Set([
@@ -156,7 +156,7 @@ export class WebhooksService {
       };
       if (sealed.signature_enc !== null || sealed.headers_enc !== null) await repo.updateWebhook(trx, inserted.id, sealed, now);
       const row = { ...inserted, ...sealed };
-      // SPEC: the creation response's `headers` is an empty object.
+      // The creation response's `headers` is an empty object.
       const view = { ...this.#view(row), headers: {} };
       await opts.inTransaction?.(trx, view);
       return view;

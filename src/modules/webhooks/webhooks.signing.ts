@@ -1,6 +1,7 @@
 /**
- * The body and headers of a delivery (CONTRACT, Webhooks). Pure functions: the worker calls
- * them on every attempt, the tests and the docs' receiver example check them.
+ * The body and headers of a delivery (docs/webhooks.md, "What a delivery looks like"). Pure
+ * functions: the worker calls them on every attempt, the tests and the docs' receiver example
+ * check them.
  *
  * - `X-Webhook-Signature: sha256=<lowercase hex HMAC-SHA256(secret, body)>` over the exact
  *   body bytes sent;

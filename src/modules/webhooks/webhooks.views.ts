@@ -3,7 +3,7 @@ import { formatDateTime, formatDateTimeOrNull } from '../../lib/time.js';
 import type { AttemptRecord, DeliveryRecord, WebhookRecord } from './webhooks.repository.js';
 import type { AttemptView, DeletedWebhookView, DeliveryDetailView, DeliveryView, WebhookView } from './webhooks.schemas.js';
 
-/** CONTRACT: an attempt shows the first 1 KiB of the answer. */
+/** An attempt shows the first 1 KiB of the answer. */
 export const ATTEMPT_BODY_SHOWN_BYTES = 1024;
 
 /** `headers`: the webhook's extra headers, decrypted by the service. */
@@ -22,7 +22,7 @@ export function webhookView(r: WebhookRecord, headers: Record<string, string>): 
   };
 }
 
-/** CONTRACT: the delete response is the one place the secret is ever returned. */
+/** The delete response is the one place the secret is ever returned. */
 export function deletedWebhookView(r: WebhookRecord, secret: string | null, deletedAtMs: number): DeletedWebhookView {
   return {
     id: r.id,

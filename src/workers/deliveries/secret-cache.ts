@@ -1,7 +1,7 @@
 /**
  * Decrypted webhook secrets and headers, kept by the delivery worker so a busy worker decrypts
  * each once, not once a delivery. Plaintext secrets in memory are a liability, so an entry
- * leaves (CONTRACT.md, "Hardening"):
+ * leaves:
  * - when its webhook changes or is deleted in this process (WebhooksService tells the worker);
  * - when a claimed delivery shows its webhook with other ciphertexts (a change made by another
  *   process: the old secret is dropped at the first delivery that carries the new one);
