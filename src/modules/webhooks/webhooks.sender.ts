@@ -143,11 +143,7 @@ async function readPrefix(stream: AsyncIterable<Buffer>, limit: number): Promise
     if (size >= limit) break;
   }
   // NUL cannot be stored in a PostgreSQL text column; a cut multi-byte character becomes U+FFFD.
-  // eslint-disable-next-line no-control-regex -- NUL is what it removes
-  return Buffer.concat(chunks)
-    .subarray(0, limit)
-    .toString('utf8')
-    .replace(/\u0000/g, '');
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8').replaceAll('\u0000', '');
 }
 
 /** A short, secret-free description of why an attempt failed. */
