@@ -74,7 +74,7 @@ import {
   type ChainCursor,
 } from '../modules/networks/networks.repository.js';
 import { listTokens } from '../modules/tokens/tokens.repository.js';
-import { hasPendingTransfers } from '../modules/transactions/transactions.repository.js';
+import { hasPendingTransfers } from '../modules/transactions/transactions.watch.repository.js';
 import {
   loadWatched,
   readBlockTransfers,

@@ -14,7 +14,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachMinedTransfers, loadWatched, readBlockTransfers } from '../../src/modules/transactions/transactions.chain-sync.js';
 import { pipelinedTransaction } from '../../src/db/pipelined.js';
-import { recordReplacement } from '../../src/modules/transactions/transactions.repository.js';
+import { recordReplacement } from '../../src/modules/transactions/transactions.versions.repository.js';
 import { minedTransfer, startStepSuite, syncScope, type StepSuite } from './watcher-steps.js';
 
 let s: StepSuite;

@@ -10,7 +10,7 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
 import { formatUnits18 } from '../../src/lib/money.js';
-import { claimAttempt } from '../../src/modules/transactions/transactions.repository.js';
+import { claimAttempt } from '../../src/modules/transactions/transactions.versions.repository.js';
 import {
   ETH,
   eventsOf,

@@ -10,6 +10,7 @@ import type { TestApp, TestUser } from '../helpers/app.js';
 import type { TestChain } from '../helpers/chain.js';
 import { lockWallet } from '../../src/modules/wallets/wallets.repository.js';
 import * as repo from '../../src/modules/transactions/transactions.repository.js';
+import * as versionsRepo from '../../src/modules/transactions/transactions.versions.repository.js';
 import { recheckBackoffMs } from '../../src/modules/transactions/transactions.chain-sync.js';
 import { ETH, fundedWallet, RECIPIENT, RpcProxy, waitForStatus, type FundedWallet, startProxiedSuite } from '../helpers/transfers.js';
 
@@ -90,7 +91,7 @@ describe('the re-send queue', () => {
     const [quietId] = await recordUnmined(quiet, 500, 1, stamped + 1000);
     const now = Date.now();
     const grace = stamped + 2000;
-    const due = await repo.listResendQueue(t.store.db, networkId, {
+    const due = await versionsRepo.listResendQueue(t.store.db, networkId, {
       nowMs: now,
       graceBeforeMs: grace,
       all: false,
@@ -103,8 +104,8 @@ describe('the re-send queue', () => {
     expect(due.length).toBeLessThanOrEqual(100);
 
     // A checked row waits its backoff: the next pass takes the busy wallet's next ten.
-    for (const r of mine) await repo.scheduleCheck(t.store.db, r.id, now + 60_000, now);
-    const next = await repo.listResendQueue(t.store.db, networkId, {
+    for (const r of mine) await versionsRepo.scheduleCheck(t.store.db, r.id, now + 60_000, now);
+    const next = await versionsRepo.listResendQueue(t.store.db, networkId, {
       nowMs: now + 1,
       graceBeforeMs: grace,
       all: false,

@@ -16,7 +16,7 @@ import {
   readBlockTransfers,
   type BlockTransfers,
 } from '../../src/modules/transactions/transactions.chain-sync.js';
-import { listSettleable } from '../../src/modules/transactions/transactions.repository.js';
+import { listSettleable } from '../../src/modules/transactions/transactions.watch.repository.js';
 import { lockWalletsAndEvents, settleMinedAll } from '../../src/modules/transactions/transactions.state.js';
 import { driverName } from '../helpers/db.js';
 import { startDelayProxy, type DelayProxy } from '../helpers/delay-proxy.js';

@@ -5,15 +5,8 @@
  * callers hold the wallet's lock, and a change that finds the row decided does nothing.
  */
 import type { Executor } from '../../db/index.js';
-import {
-  AWAITING,
-  findRecord,
-  insertTransaction,
-  setNextNonce,
-  type ApprovalFailure,
-  type NewTx,
-  type TxRecord,
-} from './transactions.repository.js';
+import { findRecord, insertTransaction, setNextNonce, type ApprovalFailure, type NewTx, type TxRecord } from './transactions.repository.js';
+import { AWAITING } from './transactions.create.repository.js';
 
 /** Records the transfer as awaiting approval: no nonce, no hash, no signed bytes; it reserves its amount and `fee_reserved`. */
 export async function insertHeld(

@@ -21,7 +21,8 @@ import type { FeeLevel } from '../../chain/fees.js';
 import { findToken } from '../tokens/tokens.repository.js';
 import { lockWallet, type WalletView } from '../wallets/wallets.repository.js';
 import * as held from './transactions.approvals.repository.js';
-import { AWAITING, findRecord, type ApprovalFailure, type NewTx, type TxRecord } from './transactions.repository.js';
+import { findRecord, type ApprovalFailure, type NewTx, type TxRecord } from './transactions.repository.js';
+import { AWAITING } from './transactions.create.repository.js';
 import type { FeeChoice, TransferInput } from './transactions.schemas.js';
 import { announce } from './transactions.state.js';
 

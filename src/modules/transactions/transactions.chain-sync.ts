@@ -38,7 +38,11 @@ import type { InternalTransfer } from '../../chain/traces.js';
 import { findBlockHash, type ChainCursor } from '../networks/networks.repository.js';
 import * as repo from './transactions.repository.js';
 import { INTERNAL_LOG_BASE } from './transactions.repository.js';
-import type { QueuedTransfer, TxRecord, WatchedToken, WatchedWallet } from './transactions.repository.js';
+import type { TxRecord } from './transactions.repository.js';
+import * as versionsRepo from './transactions.versions.repository.js';
+import * as watchRepo from './transactions.watch.repository.js';
+import { type QueuedTransfer } from './transactions.versions.repository.js';
+import { type WatchedToken, type WatchedWallet } from './transactions.watch.repository.js';
 import { announceRefunded } from '../refunds/refunds.events.js';
 import {
   dropReceipt,
@@ -85,7 +89,7 @@ export interface Watched {
 
 /** The wallets of the network and their active tokens, indexed for matching. */
 export async function loadWatched(db: Executor, networkId: number): Promise<Watched> {
-  const { wallets, tokens } = await repo.listWatched(db, networkId);
+  const { wallets, tokens } = await watchRepo.listWatched(db, networkId);
   const byAddress = new Map(wallets.map((w) => [w.address.toLowerCase(), w]));
   const nativeToken = new Map<number, WatchedToken>();
   const tokenByContract = new Map<string, WatchedToken>();
@@ -269,7 +273,7 @@ const OURS_CHUNK = 500;
 async function findOurs(s: SyncScope, hashes: Hex[]): Promise<Map<string, TxRecord>> {
   const byHash = new Map<string, TxRecord>();
   for (let i = 0; i < hashes.length; i += OURS_CHUNK) {
-    for (const { rec, hash } of await repo.findUnminedByAnyHash(s.ctx.store.db, s.networkId, hashes.slice(i, i + OURS_CHUNK))) {
+    for (const { rec, hash } of await versionsRepo.findUnminedByAnyHash(s.ctx.store.db, s.networkId, hashes.slice(i, i + OURS_CHUNK))) {
       const prev = byHash.get(hash);
       const better = !prev || (prev.status !== 'pending' && (rec.status === 'pending' || rec.id > prev.id));
       if (better) byHash.set(hash, rec);
@@ -318,7 +322,7 @@ export async function attachMinedTransfers(trx: Executor, blocks: BlockTransfers
   const attached = await Promise.all(
     mined.map(
       async ({ rec, hash, fields }) =>
-        rec.status === 'pending' && hash === rec.tx_hash && repo.attachMined(trx, rec.id, hash, fields, nowMs),
+        rec.status === 'pending' && hash === rec.tx_hash && watchRepo.attachMined(trx, rec.id, hash, fields, nowMs),
     ),
   );
   for (const [i, { b, rec, hash, fields }] of mined.entries()) {
@@ -326,7 +330,7 @@ export async function attachMinedTransfers(trx: Executor, blocks: BlockTransfers
     // Another version current now (a replacement recorded since the read), or none pending.
     if (await attachVersion(trx, rec.id, hash, fields, nowMs, null)) continue;
     // The chain is the truth: a transfer we took for rejected was mined after all.
-    if (!(await repo.revive(trx, rec.id, nowMs))) continue;
+    if (!(await watchRepo.revive(trx, rec.id, nowMs))) continue;
     log.warn({ transaction_id: rec.id, tx_hash: hash, block: b.number }, 'a transfer marked failed was mined after all; back to pending');
     await attachVersion(trx, rec.id, hash, fields, nowMs, null);
   }
@@ -425,16 +429,16 @@ async function attachVersion(
   trx: Executor,
   id: number,
   hash: string,
-  fields: repo.MinedFields,
+  fields: watchRepo.MinedFields,
   nowMs: number,
   current: string | null,
 ): Promise<boolean> {
-  if (hash === current && (await repo.attachMined(trx, id, hash, fields, nowMs))) return true;
-  if (!(await repo.adoptVersion(trx, id, hash, nowMs))) return false;
-  return repo.attachMined(trx, id, hash, fields, nowMs);
+  if (hash === current && (await watchRepo.attachMined(trx, id, hash, fields, nowMs))) return true;
+  if (!(await versionsRepo.adoptVersion(trx, id, hash, nowMs))) return false;
+  return watchRepo.attachMined(trx, id, hash, fields, nowMs);
 }
 
-function minedFields(block: { number: number; hash: string; timestampMs: number }, r: TransactionReceipt): repo.MinedFields {
+function minedFields(block: { number: number; hash: string; timestampMs: number }, r: TransactionReceipt): watchRepo.MinedFields {
   return {
     block_number: block.number,
     block_hash: block.hash,
@@ -454,7 +458,7 @@ function minedFields(block: { number: number; hash: string; timestampMs: number 
 /** Pending rows with enough confirmations (relative to the cursor's block) become confirmed or failed. */
 export async function settleConfirmed(s: SyncScope, cursorBlock: number, confirmations: number): Promise<void> {
   const maxBlock = confirmedHeight(cursorBlock, confirmations);
-  const ready = await repo.listSettleable(s.ctx.store.db, s.networkId, maxBlock, SETTLE_LIMIT);
+  const ready = await watchRepo.listSettleable(s.ctx.store.db, s.networkId, maxBlock, SETTLE_LIMIT);
   if (ready.length === 0) return;
   const settled = await s.fenced(async (trx) => {
     const now = s.ctx.clock.nowMs();
@@ -483,7 +487,7 @@ export async function settleLocked(
   locked: ReadonlySet<number>,
   nowMs: number,
 ): Promise<TxRecord[]> {
-  const ready = (await repo.listSettleable(trx, networkId, confirmedHeight(cursorBlock, 1), SETTLE_LIMIT)).filter((r) =>
+  const ready = (await watchRepo.listSettleable(trx, networkId, confirmedHeight(cursorBlock, 1), SETTLE_LIMIT)).filter((r) =>
     locked.has(r.wallet_id),
   );
   return ready.length === 0 ? [] : settleMinedAll(trx, ready, nowMs, refundedBy(trx, ctx, nowMs));
@@ -531,14 +535,14 @@ export function recheckBackoffMs(recheckMs: number, checks: number): number {
 
 /**
  * The due rows of the re-send queue (`all`: every one, the start-up pass), round robin over
- * wallets (repo.listResendQueue): each is attached if one of its versions mined, failed as
+ * wallets (versionsRepo.listResendQueue): each is attached if one of its versions mined, failed as
  * `dropped` if its nonce was used at confirmed depth by another transaction, left alone if the
  * node knows it, else sent again. Each check pushes the row's next one back (backoff).
  */
 export async function recheckUnmined(s: SyncScope, cursor: ChainCursor, all: boolean, confirmations: number): Promise<RecheckResult> {
   const now = s.ctx.clock.nowMs();
   const recheck = s.ctx.config.watcher.recheckMs;
-  const rows = await repo.listResendQueue(s.ctx.store.db, s.networkId, {
+  const rows = await versionsRepo.listResendQueue(s.ctx.store.db, s.networkId, {
     nowMs: now,
     graceBeforeMs: now - recheck,
     all,
@@ -550,7 +554,7 @@ export async function recheckUnmined(s: SyncScope, cursor: ChainCursor, all: boo
   const waiting = new Set<number>();
   const underpriced: RecheckResult['underpriced'] = [];
   for (const row of rows) {
-    await repo.scheduleCheck(s.ctx.store.db, row.id, now + recheckBackoffMs(recheck, row.check_count), now);
+    await versionsRepo.scheduleCheck(s.ctx.store.db, row.id, now + recheckBackoffMs(recheck, row.check_count), now);
     // The nonce is read at the confirmed block BEFORE the receipts: if it is used there and none
     // of our versions has a receipt, another transaction used it (the block at or below the
     // cursor that did was processed, and would have attached any version of ours).
@@ -584,7 +588,7 @@ function confirmedCount(s: SyncScope, address: string, block: number, counts: Ma
  * replaced by a reorg (the next blocks or the next tick handle the other cases).
  */
 async function attachIfMined(s: SyncScope, row: QueuedTransfer, cursor: ChainCursor): Promise<boolean> {
-  for (const v of await repo.listVersions(s.ctx.store.db, row.id)) {
+  for (const v of await versionsRepo.listVersions(s.ctx.store.db, row.id)) {
     const receipt = await s.net(receiptOrNull(s.client, v.tx_hash as Hex));
     if (!receipt) continue;
     const n = Number(receipt.blockNumber);
@@ -639,16 +643,16 @@ async function resendIfUnknown(s: SyncScope, row: QueuedTransfer): Promise<boole
   const known = await s.net(nodeKnows(s.client, hash));
   if (known === null) return false;
   if (known) {
-    await repo.markBroadcast(db, row.id, s.ctx.clock.nowMs());
+    await watchRepo.markBroadcast(db, row.id, s.ctx.clock.nowMs());
     return true;
   }
   // Only the row's current version: a speed-up or cancel recorded since the queue was read is
   // sent by its own broadcast (re-sending the older version could undo a cancel).
-  const first = await repo.claimAttempt(db, row.id, hash, s.ctx.clock.nowMs());
+  const first = await versionsRepo.claimAttempt(db, row.id, hash, s.ctx.clock.nowMs());
   if (first === 'stale') return false;
   const outcome = await s.net(broadcastRaw(s.client, row.raw_tx as Hex, hash));
   if (outcome.kind === 'sent' || outcome.kind === 'known') {
-    await repo.markBroadcast(db, row.id, s.ctx.clock.nowMs());
+    await watchRepo.markBroadcast(db, row.id, s.ctx.clock.nowMs());
     s.log.info({ transaction_id: row.id, tx_hash: hash, nonce: row.nonce }, 'transaction re-broadcast (the node did not know it)');
     return true;
   }
@@ -709,10 +713,10 @@ export async function recheckReorgedReceipts(s: SyncScope, cursor: ChainCursor, 
   const confirmedBlock = confirmedHeight(cursor.block_number, confirmations);
   if (confirmedBlock < 0) return;
   const recheck = s.ctx.config.watcher.recheckMs;
-  const rows = await repo.listReorgedReceipts(s.ctx.store.db, s.networkId, now, RECHECK_LIMIT);
+  const rows = await versionsRepo.listReorgedReceipts(s.ctx.store.db, s.networkId, now, RECHECK_LIMIT);
   const counts = new Map<string, Promise<number>>();
   for (const row of rows) {
-    await repo.scheduleCheck(s.ctx.store.db, row.id, now + recheckBackoffMs(recheck, row.check_count), now);
+    await versionsRepo.scheduleCheck(s.ctx.store.db, row.id, now + recheckBackoffMs(recheck, row.check_count), now);
     if ((await s.net(confirmedCount(s, row.from_address, confirmedBlock, counts))) <= row.nonce) continue;
     if (await s.net(receiptOrNull(s.client, row.tx_hash as Hex))) continue; // mined: recorded with its block
     if ((await s.net(nodeKnows(s.client, row.tx_hash as Hex))) !== false) continue; // in the pool, or the node cannot say
@@ -731,7 +735,7 @@ export async function recheckReorgedReceipts(s: SyncScope, cursor: ChainCursor, 
 /** Marks the network's transfers pending longer than TX_STUCK_AFTER_S as stuck, with one warning each. */
 export async function markStuckTransfers(s: SyncScope): Promise<void> {
   const now = s.ctx.clock.nowMs();
-  const rows = await repo.markStuck(s.ctx.store.db, s.networkId, now - s.ctx.config.txStuckAfterS * 1000, now);
+  const rows = await versionsRepo.markStuck(s.ctx.store.db, s.networkId, now - s.ctx.config.txStuckAfterS * 1000, now);
   for (const r of rows) {
     s.log.warn(
       { transaction_id: r.id, wallet_id: r.wallet_id, tx_hash: r.tx_hash, nonce: r.nonce, after_s: s.ctx.config.txStuckAfterS },

@@ -39,7 +39,11 @@ import { listTokens } from '../tokens/tokens.repository.js';
 import { lockWallet, type WalletView } from '../wallets/wallets.repository.js';
 import type { WalletService } from '../wallets/wallets.service.js';
 import * as repo from './transactions.repository.js';
-import type { BroadcastKind, SignedVersion, TxRecord } from './transactions.repository.js';
+import type { BroadcastKind, TxRecord } from './transactions.repository.js';
+import * as createRepo from './transactions.create.repository.js';
+import * as versionsRepo from './transactions.versions.repository.js';
+import * as watchRepo from './transactions.watch.repository.js';
+import { type SignedVersion } from './transactions.versions.repository.js';
 import type { FeeChoice } from './transactions.schemas.js';
 
 /** What to do at the transaction's nonce: the same call with higher fees, or a zero-value self-transfer. */
@@ -129,7 +133,7 @@ export class ReplaceService {
 
   /** Step 2: decode the current version, choose the fees, sign the new one (node calls only). */
   private async sign(client: PublicClient, chainId: number, wallet: WalletView, rec: TxRecord, r: Replacement): Promise<Signed> {
-    const current = (await repo.listVersions(this.ctx.store.db, rec.id)).find((v) => v.tx_hash === rec.tx_hash);
+    const current = (await versionsRepo.listVersions(this.ctx.store.db, rec.id)).find((v) => v.tx_hash === rec.tx_hash);
     if (!current) throw Errors.cannotReplace();
     const from = getAddress(wallet.address);
     let minedNonce: number;
@@ -191,11 +195,11 @@ export class ReplaceService {
       if (!replaceable(now) || now.tx_hash !== rec.tx_hash) throw Errors.cannotReplace();
       const reserve = s.fee > now.fee_reserved ? s.fee : now.fee_reserved;
       let available = s.native;
-      for (const r of await repo.reservations(trx, wallet.id, s.minedNonce)) {
+      for (const r of await createRepo.reservations(trx, wallet.id, s.minedNonce)) {
         available -= r.fee_reserved + (nativeIds.has(r.token_id) ? r.amount : 0n);
       }
       if (available < reserve - now.fee_reserved) throw Errors.insufficientBalance();
-      await repo.recordReplacement(trx, rec.id, s.version, reserve, this.ctx.clock.nowMs());
+      await versionsRepo.recordReplacement(trx, rec.id, s.version, reserve, this.ctx.clock.nowMs());
       if (inTransaction) await inTransaction(trx, (await repo.findRecord(trx, rec.id))!);
       return now;
     });
@@ -208,7 +212,7 @@ export class ReplaceService {
     const outcome = await broadcastRaw(client, v.raw_tx as Hex, v.tx_hash as Hex);
     const now = this.ctx.clock.nowMs();
     if (outcome.kind === 'sent' || outcome.kind === 'known') {
-      await repo.markBroadcast(db, rec.id, now);
+      await watchRepo.markBroadcast(db, rec.id, now);
       log.info(
         { tx_hash: v.tx_hash, replaced: before.tx_hash, kind: v.kind, nonce: rec.nonce },
         `transaction ${v.kind === 'cancel' ? 'cancel' : 'speed-up'} broadcast`,
@@ -218,7 +222,12 @@ export class ReplaceService {
     if (outcome.kind === 'rejected') {
       await db.transaction().execute(async (trx) => {
         await lockWallet(trx, rec.wallet_id);
-        await repo.undoReplacement(trx, rec.id, { restore: before.tx_hash!, forget: v.tx_hash, feeReserved: before.fee_reserved }, now);
+        await versionsRepo.undoReplacement(
+          trx,
+          rec.id,
+          { restore: before.tx_hash!, forget: v.tx_hash, feeReserved: before.fee_reserved },
+          now,
+        );
       });
       log.warn({ tx_hash: v.tx_hash, reason: outcome.reason }, 'replacement refused by the node; the previous version stays');
       // "nonce too low": a version (the original, as a rule) mined after the check in step 2.

@@ -11,7 +11,7 @@
  *    estimate. No network call ever happens inside a database transaction.
  * 3. In one database transaction holding the wallet's row lock (PostgreSQL `FOR UPDATE`;
  *    SQLite `BEGIN IMMEDIATE`, the single writer): subtract from the balances at B what the
- *    wallet's own transfers not yet in them still take (`repo.reservations`: those with a
+ *    wallet's own transfers not yet in them still take (`createRepo.reservations`: those with a
  *    nonce at or above the count at B, each its amount and its maximum fee gas × gas price); refuse
  *    with 400 if the rest does not cover amount + maximum fee; allocate the nonce; sign
  *    locally; insert the row (status pending, the signed raw transaction kept) and the
@@ -69,6 +69,8 @@ import type { WalletService } from '../wallets/wallets.service.js';
 import * as repo from './transactions.repository.js';
 import { listPage, listPageJson, type JsonListPage, type ListPage, type ListQuery } from './transactions.list.repository.js';
 import type { TxRecord } from './transactions.repository.js';
+import * as createRepo from './transactions.create.repository.js';
+import * as watchRepo from './transactions.watch.repository.js';
 import type { FeeChoice, TransferInput } from './transactions.schemas.js';
 import { failUnmined } from './transactions.state.js';
 import { ReplaceService, type Replacement } from './transactions.replace.js';
@@ -123,7 +125,7 @@ interface Snapshot {
 }
 
 /** What the wallet can still spend: balances at the snapshot's block minus its transfers not yet in them. */
-function available(rows: repo.Reservation[], nativeTokenIds: Set<number>, tokenId: number, snap: Snapshot) {
+function available(rows: createRepo.Reservation[], nativeTokenIds: Set<number>, tokenId: number, snap: Snapshot) {
   let native = snap.native;
   let token = snap.token;
   for (const r of rows) {
@@ -151,7 +153,7 @@ interface Prepared {
   /** The most it can cost in fees: gas × max fee per gas + the L1 fee. */
   fee: bigint;
   /** Can the wallet pay the amount and `fee` with these reservations held against the snapshot? */
-  enough: (rows: repo.Reservation[], fee: bigint) => boolean;
+  enough: (rows: createRepo.Reservation[], fee: bigint) => boolean;
   signer: TransactionSigner;
 }
 
@@ -223,7 +225,8 @@ export class TransactionService {
   ): Promise<{ fits: (trx: Executor) => Promise<boolean>; fee: bigint }> {
     const p = await this.prepare(wallet, input);
     return {
-      fits: async (trx) => p.enough((await repo.outgoingState(trx, wallet.id, p.snap.minedNonce)).reservations, p.fee * BigInt(count)),
+      fits: async (trx) =>
+        p.enough((await createRepo.outgoingState(trx, wallet.id, p.snap.minedNonce)).reservations, p.fee * BigInt(count)),
       fee: p.fee,
     };
   }
@@ -309,7 +312,7 @@ export class TransactionService {
     const [code, snapshot, early, estimate, quote, tokens, key] = await Promise.allSettled([
       input.data !== undefined ? requireContract(client, input.to) : Promise.resolve(),
       snapRead,
-      snapRead.then((s) => repo.reservations(db, wallet.id, s.minedNonce, approving)),
+      snapRead.then((s) => createRepo.reservations(db, wallet.id, s.minedNonce, approving)),
       estimateGas(client, { from, ...call }),
       quoteFor(client, input.fees),
       ...ownReads,
@@ -321,7 +324,7 @@ export class TransactionService {
     );
     valueOf(code);
     const snap = valueOf(snapshot);
-    const enough = (rows: repo.Reservation[], fee: bigint) => {
+    const enough = (rows: createRepo.Reservation[], fee: bigint) => {
       const a = available(rows, nativeTokenIds, tokenCall?.tokenId ?? token.id, snap);
       return isNative ? a.native >= amount + fee && a.token >= (tokenCall?.spend ?? 0n) : a.token >= amount && a.native >= fee;
     };
@@ -362,17 +365,17 @@ export class TransactionService {
     const now = this.ctx.clock.nowMs();
     let raw: Hex | undefined;
     const rec = await pipelinedTransaction(this.ctx.store.db, async (trx, end) => {
-      const locking = repo.lockWalletForCreate(trx, wallet.id);
+      const locking = createRepo.lockWalletForCreate(trx, wallet.id);
       // A plain create's row id, drawn once the lock is granted (PostgreSQL; see drawTransactionId).
       const drawing =
         opts.link === undefined && opts.inTransaction === undefined && opts.approving === undefined
-          ? repo.drawTransactionId(trx)
+          ? createRepo.drawTransactionId(trx)
           : undefined;
       drawing?.catch(() => undefined);
       const reads = () =>
         Promise.all([
           this.policyDecision(trx, wallet, p, opts, now),
-          repo.outgoingState(trx, wallet.id, p.snap.minedNonce, opts.approving ?? opts.spends),
+          createRepo.outgoingState(trx, wallet.id, p.snap.minedNonce, opts.approving ?? opts.spends),
         ]);
       // Without a link to write first, the policy's and the outgoing rows' reads are sent with
       // the lock (src/db/pipelined.ts): the server runs them as soon as it grants it.
@@ -500,11 +503,11 @@ export class TransactionService {
     const minedFrom = Math.min(...items.map((q) => q.p.snap.minedNonce));
     const tokenIds = [...new Set(items.map((q) => q.p.input.token.id))];
     return pipelinedTransaction(this.ctx.store.db, async (trx, end) => {
-      const locking = repo.lockWalletForCreate(trx, wallet.id);
+      const locking = createRepo.lockWalletForCreate(trx, wallet.id);
       const reads = Promise.all([
-        repo.drawTransactionIds(trx, items.length),
+        createRepo.drawTransactionIds(trx, items.length),
         Promise.all(tokenIds.map((id) => isUnpoliced(trx, wallet.id, id))),
-        repo.outgoingRowsFrom(trx, wallet.id, minedFrom),
+        createRepo.outgoingRowsFrom(trx, wallet.id, minedFrom),
       ]);
       reads.catch(() => undefined);
       const locked = await locking;
@@ -524,12 +527,12 @@ export class TransactionService {
   private async allot(
     wallet: WalletView,
     items: Queued[],
-    at: { nextNonce: number | null; rows: repo.OutgoingRows; unpoliced: Set<number>; ids: number[] | undefined },
+    at: { nextNonce: number | null; rows: createRepo.OutgoingRows; unpoliced: Set<number>; ids: number[] | undefined },
   ): Promise<{ results: Array<Outcome | 'alone'>; signed: Signed[] }> {
     const results = new Array<Outcome | 'alone'>(items.length);
     const signed: Signed[] = [];
     // What the creates before this one in the batch take: as their rows will once inserted.
-    const taken: repo.Reservation[] = [];
+    const taken: createRepo.Reservation[] = [];
     const nonces: number[] = [];
     let next = at.nextNonce;
     for (let k = 0; k < items.length; k++) {
@@ -539,7 +542,7 @@ export class TransactionService {
         results[k] = 'alone';
         continue;
       }
-      const state = repo.outgoingStateOf(at.rows, p.snap.minedNonce);
+      const state = createRepo.outgoingStateOf(at.rows, p.snap.minedNonce);
       if (!p.enough([...state.reservations, ...taken], p.fee)) {
         results[k] = { ok: false, error: Errors.insufficientBalance() };
         continue;
@@ -687,7 +690,7 @@ export class TransactionService {
     try {
       const snap = await this.snapshot(client, from, isNative ? null : getAddress(input.token.contract));
       const a = available(
-        await repo.reservations(this.ctx.store.db, walletId, snap.minedNonce, excludeId),
+        await createRepo.reservations(this.ctx.store.db, walletId, snap.minedNonce, excludeId),
         nativeTokenIds,
         input.token.id,
         snap,
@@ -709,7 +712,7 @@ export class TransactionService {
    */
   async fillNonceGap(wallet: WalletView): Promise<TxRecord | null> {
     const { db } = this.ctx.store;
-    const held = await repo.heldNonces(db, wallet.id, 0);
+    const held = await createRepo.heldNonces(db, wallet.id, 0);
     if (held.size === 0) return null;
     const network = await findNetwork(db, wallet.network_id);
     if (!network) return null;
@@ -935,7 +938,7 @@ class BroadcastMarks {
     const ids = this.queue.splice(0, this.queue.length);
     try {
       for (let i = 0; i < ids.length; i += 500)
-        await repo.markBroadcastMany(this.ctx.store.db, ids.slice(i, i + 500), this.ctx.clock.nowMs());
+        await watchRepo.markBroadcastMany(this.ctx.store.db, ids.slice(i, i + 500), this.ctx.clock.nowMs());
     } catch (err) {
       this.ctx.log.debug({ component: 'transactions', err, count: ids.length }, 'broadcast_at not recorded');
     }

@@ -20,6 +20,8 @@ import { lockEventsOf, recordEvent } from '../events/outbox.js';
 import { lockWallet, lockWalletOfUser } from '../wallets/wallets.repository.js';
 import * as repo from './transactions.repository.js';
 import type { FailureReason, TxRecord } from './transactions.repository.js';
+import * as versionsRepo from './transactions.versions.repository.js';
+import * as watchRepo from './transactions.watch.repository.js';
 import { transactionEventPayload, type TxEventName } from './transactions.views.js';
 
 /** Writes a transaction.* event of this row in the caller's database transaction (the outbox). */
@@ -66,7 +68,7 @@ export async function failUnmined(
   if (!before) return null;
   await lockWallet(trx, before.wallet_id);
   const nextNonce = await repo.findNextNonce(trx, before.wallet_id);
-  if (!(await repo.markFailed(trx, txId, opts.reason, opts.failure, opts.nowMs))) return null;
+  if (!(await watchRepo.markFailed(trx, txId, opts.reason, opts.failure, opts.nowMs))) return null;
   if (!opts.nonceUsed && before.nonce !== null) {
     const healed = healNextNonce(nextNonce, before.nonce);
     if (healed !== nextNonce) await repo.setNextNonce(trx, before.wallet_id, healed);
@@ -86,7 +88,7 @@ export async function stickRefused(trx: Executor, txId: number, reason: string, 
   const before = await repo.findRecord(trx, txId);
   if (!before) return null;
   await lockWallet(trx, before.wallet_id);
-  if (!(await repo.markStuckRefused(trx, txId, reason, nowMs))) return null;
+  if (!(await versionsRepo.markStuckRefused(trx, txId, reason, nowMs))) return null;
   const after = (await repo.findRecord(trx, txId))!;
   await announce(trx, after, 'transaction.stuck', nowMs);
   return after;
@@ -110,7 +112,7 @@ export async function settleMinedAll(
   const outcomes = recs.map((rec): 'reverted' | 'cancelled' | 'confirmed' =>
     rec.receipt_status === 0 ? 'reverted' : rec.broadcast_kind === 'cancel' ? 'cancelled' : 'confirmed',
   );
-  const afters = await Promise.all(recs.map((rec, i) => repo.settle(trx, rec.id, outcomes[i]!, nowMs)));
+  const afters = await Promise.all(recs.map((rec, i) => watchRepo.settle(trx, rec.id, outcomes[i]!, nowMs)));
   const settled = afters.flatMap((after, i) =>
     after ? [{ after, name: outcomes[i] === 'confirmed' ? ('transaction.confirmed' as const) : ('transaction.failed' as const) }] : [],
   );
@@ -159,10 +161,10 @@ export async function recordReceipt(trx: Executor, row: repo.NewTx, nowMs: numbe
  * mined again, it is settled and announced again. Returns the wallets touched.
  */
 export async function rollBackAbove(trx: Executor, networkId: number, ancestor: number, nowMs: number): Promise<Set<number>> {
-  const wallets = new Set((await repo.listAboveBlock(trx, networkId, ancestor)).map((r) => r.wallet_id));
+  const wallets = new Set((await watchRepo.listAboveBlock(trx, networkId, ancestor)).map((r) => r.wallet_id));
   await lockWallets(trx, wallets);
   // Read again under the locks (on PostgreSQL a create may have committed in between).
-  const rows = await repo.listAboveBlock(trx, networkId, ancestor);
+  const rows = await watchRepo.listAboveBlock(trx, networkId, ancestor);
   for (const r of rows) wallets.add(r.wallet_id);
   const told: TxRecord[] = [];
   for (const r of rows) {
@@ -188,7 +190,7 @@ export async function rollBackAbove(trx: Executor, networkId: number, ancestor: 
 async function unmineReorged(trx: Executor, txId: number, nowMs: number): Promise<TxRecord | null> {
   const before = await repo.findRecord(trx, txId);
   if (!before || (before.status as string) === repo.ORPHANED) return null;
-  await repo.unmine(trx, txId, nowMs);
+  await watchRepo.unmine(trx, txId, nowMs);
   return before.status === 'pending' ? null : before; // mined but not settled: nothing was announced
 }
 
@@ -201,7 +203,7 @@ export async function dropReceipt(trx: Executor, txId: number, reason: string, n
   const before = await repo.findRecord(trx, txId);
   if (!before || before.type !== 'receipt' || before.block_number !== null) return null;
   await lockWallet(trx, before.wallet_id);
-  if (!(await repo.markFailed(trx, txId, reason, 'dropped', nowMs))) return null;
+  if (!(await watchRepo.markFailed(trx, txId, reason, 'dropped', nowMs))) return null;
   const after = (await repo.findRecord(trx, txId))!;
   await announce(trx, after, 'transaction.failed', nowMs);
   return after;
