@@ -38,7 +38,7 @@ import { readBalance } from '../../chain/erc20.js';
 import { lockEventsOf, recordEvent } from '../events/outbox.js';
 import { findCursor, listNetworks } from '../networks/networks.repository.js';
 import { lowestPendingTrace } from '../networks/traces.repository.js';
-import { findWalletView } from '../wallets/wallets.repository.js';
+import { findWalletView, type WalletView } from '../wallets/wallets.repository.js';
 import * as repo from './charges.repository.js';
 import * as pay from './charges.payments.repository.js';
 import { decide } from './charges.decide.js';
@@ -204,72 +204,69 @@ export class ChargeSettlement {
   }
 
   /**
-   * Step 4. Each in its own transaction, its locks taken in the one order of the follower's
-   * transactions (a reorg's rollback among them: the cursor, the wallets, the users' event
-   * orders, then the rows): the network's cursor, the user's event order, then the payment's
-   * row. The other way round (the payment's row, then the event order) deadlocked on
-   * PostgreSQL with a rollback holding that event order and deleting the payment.
-   * A payment announced before a reorg removed it and brought it back is not announced again
-   * (`recordAnnouncement`); its address is made due for a sweep all the same.
+   * Step 4: late payments, each told once by `charge.delayed` (`announceEach`), its address made
+   * due for a sweep. A payment announced before a reorg removed it and brought it back is not
+   * announced again (`recordAnnouncement`); its address is made due for a sweep all the same.
    */
   private async announceLate(networkId: number): Promise<void> {
-    const db = this.ctx.store.db;
-    for (const p of await pay.listUnannouncedLate(db, networkId, LATE_BATCH)) {
-      const charge = await repo.findChargeById(db, p.charge_id);
-      const wallet = charge ? await findWalletView(db, charge.wallet_id) : undefined; // a wallet's user never changes
-      if (!charge || !wallet) continue;
-      await db.transaction().execute(async (trx) => {
-        await pay.lockedCursorHeight(trx, networkId);
-        await lockEventsOf(trx, [wallet.user_id]);
-        if (!(await pay.markNotified(trx, p.id))) return;
-        const now = this.ctx.clock.nowMs();
-        await pay.makeSweepDue(trx, charge.id, now);
-        if (p.tx_hash !== null && !(await pay.recordAnnouncement(trx, { ...p, tx_hash: p.tx_hash }, now))) return;
-        const current = (await repo.findChargeById(trx, p.charge_id))!;
-        await recordEvent(trx, {
-          userId: wallet.user_id,
-          walletId: wallet.id,
-          name: 'charge.delayed',
-          payload: chargeDelayedPayload(current, p),
-          nowMs: now,
-        });
-        this.log.info(
-          { charge_id: charge.id, tx_hash: p.tx_hash, amount: p.amount.toString(), status: current.status },
-          'late payment to a settled charge',
-        );
-      });
-    }
+    const payments = await pay.listUnannouncedLate(this.ctx.store.db, networkId, LATE_BATCH);
+    await this.announceEach(networkId, payments, async (trx, p, wallet, now) => {
+      if (!(await pay.markNotified(trx, p.id))) return;
+      await pay.makeSweepDue(trx, p.charge_id, now);
+      if (p.tx_hash !== null && !(await pay.recordAnnouncement(trx, { ...p, tx_hash: p.tx_hash }, now))) return;
+      const current = (await repo.findChargeById(trx, p.charge_id))!;
+      const payload = chargeDelayedPayload(current, p);
+      await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'charge.delayed', payload, nowMs: now });
+      const fields = { charge_id: p.charge_id, tx_hash: p.tx_hash, amount: p.amount.toString(), status: current.status };
+      this.log.info(fields, 'late payment to a settled charge');
+    });
   }
 
   /**
-   * Step 5. Each in its own transaction, its locks in the order of step 4 (the network's cursor,
-   * the user's event order, then the payment's row). The payment is never counted, whatever the
-   * charge's status; its money is swept with the address (docs/charges.md, "Screened payments").
+   * Step 5: payments from a screened address, each told once by `charge.screened` and never
+   * counted, whatever the charge's status; its money is swept with the address (docs/charges.md,
+   * "Screened payments").
    */
   private async announceScreened(networkId: number): Promise<void> {
+    const payments = await pay.listUnannouncedScreened(this.ctx.store.db, networkId, SCREENED_BATCH);
+    await this.announceEach(networkId, payments, async (trx, p, wallet, now) => {
+      if (!(await pay.markScreenedNotified(trx, p.id))) return;
+      if (p.tx_hash !== null && !(await pay.recordScreenedAnnouncement(trx, { ...p, tx_hash: p.tx_hash }, now))) return;
+      const current = (await repo.findChargeById(trx, p.charge_id))!;
+      const payload = chargeScreenedPayload(current, p);
+      await recordEvent(trx, { userId: wallet.user_id, walletId: wallet.id, name: 'charge.screened', payload, nowMs: now });
+      const fields = {
+        charge_id: p.charge_id,
+        tx_hash: p.tx_hash,
+        from: p.from_address,
+        amount: p.amount.toString(),
+        status: current.status,
+      };
+      this.log.warn(fields, 'payment from an address blocked by screening: told by charge.screened, not counted');
+    });
+  }
+
+  /**
+   * Each payment announced in its own transaction, its locks taken in the one order of the
+   * follower's transactions (a reorg's rollback among them: the cursor, the wallets, the users'
+   * event orders, then the rows): the network's cursor, the user's event order, then (in
+   * `announce`) the payment's row. The other way round (the payment's row, then the event order)
+   * deadlocked on PostgreSQL with a rollback holding that event order and deleting the payment.
+   */
+  private async announceEach(
+    networkId: number,
+    payments: pay.PaymentRow[],
+    announce: (trx: Executor, p: pay.PaymentRow, wallet: WalletView, now: number) => Promise<void>,
+  ): Promise<void> {
     const db = this.ctx.store.db;
-    for (const p of await pay.listUnannouncedScreened(db, networkId, SCREENED_BATCH)) {
+    for (const p of payments) {
       const charge = await repo.findChargeById(db, p.charge_id);
       const wallet = charge ? await findWalletView(db, charge.wallet_id) : undefined; // a wallet's user never changes
       if (!charge || !wallet) continue;
       await db.transaction().execute(async (trx) => {
         await pay.lockedCursorHeight(trx, networkId);
         await lockEventsOf(trx, [wallet.user_id]);
-        if (!(await pay.markScreenedNotified(trx, p.id))) return;
-        const now = this.ctx.clock.nowMs();
-        if (p.tx_hash !== null && !(await pay.recordScreenedAnnouncement(trx, { ...p, tx_hash: p.tx_hash }, now))) return;
-        const current = (await repo.findChargeById(trx, p.charge_id))!;
-        await recordEvent(trx, {
-          userId: wallet.user_id,
-          walletId: wallet.id,
-          name: 'charge.screened',
-          payload: chargeScreenedPayload(current, p),
-          nowMs: now,
-        });
-        this.log.warn(
-          { charge_id: charge.id, tx_hash: p.tx_hash, from: p.from_address, amount: p.amount.toString(), status: current.status },
-          'payment from an address blocked by screening: told by charge.screened, not counted',
-        );
+        await announce(trx, p, wallet, this.ctx.clock.nowMs());
       });
     }
   }
