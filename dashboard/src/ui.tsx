@@ -1,4 +1,5 @@
-/** Small pieces every view uses: loading, empty and error states, exact amounts, times, hashes, statuses. */
+/** Small pieces every view uses: loading, empty and error states, listings, exact amounts, times, hashes, statuses. */
+import type { ComponentChildren } from 'preact';
 import { amount, explorerUrl, localTime, shortHash } from './format.js';
 
 export function Loading({ what }: { what: string }) {
@@ -18,6 +19,30 @@ export function Problem({ text }: { text: string }) {
     <p class="error" role="alert">
       {text}
     </p>
+  );
+}
+
+/** Loading, error and empty states around a table that scrolls sideways on a phone. */
+export function Listing({
+  label,
+  rows,
+  error,
+  empty,
+  children,
+}: {
+  label: string;
+  rows: unknown[] | null;
+  error: string | null;
+  empty: string;
+  children: ComponentChildren;
+}) {
+  if (error) return <Problem text={error} />;
+  if (!rows) return <Loading what={label.toLowerCase()} />;
+  if (rows.length === 0) return <Empty text={empty} />;
+  return (
+    <div class="table-wrap" tabIndex={0} role="region" aria-label={`${label}, scrollable`}>
+      {children}
+    </div>
   );
 }
 

@@ -1,0 +1,198 @@
+/**
+ * A wallet's transactions: the listing, a page at a time (`Approve`, `Reject` for one awaiting
+ * approval), and a chart of the amounts received and sent per day over the last 30 days per
+ * token. Sums are exact (BigInt over the API's decimal strings); only bar heights are scaled to
+ * numbers.
+ */
+import { useState } from 'preact/hooks';
+import { api, failure, type Data } from './api.js';
+import { ok, PAGE, useApi } from './data.js';
+import { amount as short } from './format.js';
+import { Amount, Empty, Hash, Listing, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
+
+type Transaction = Data<'/api/wallet/{wallet}/transaction'>[number];
+
+export function Transactions({ wallet, explorer }: { wallet: string; explorer: string }) {
+  const [page, setPage] = useState(1);
+  const [pages, setPages] = useState(1);
+  // A decision reads the page afresh (its Loading shown), as turning a page does.
+  const [version, setVersion] = useState(0);
+  const [message, setMessage] = useState<string | null>(null);
+  const decide = async (id: number, kind: 'approve' | 'reject') => {
+    const path = { wallet, transaction: String(id) };
+    const r =
+      kind === 'approve'
+        ? await api.POST('/api/wallet/{wallet}/transaction/{transaction}/approve', { params: { path } })
+        : await api.POST('/api/wallet/{wallet}/transaction/{transaction}/reject', { params: { path } });
+    setMessage(
+      r.data
+        ? `Transaction ${id} ${kind === 'approve' ? 'approved' : 'rejected'}.`
+        : failure(r.error, `The transaction could not be ${kind === 'approve' ? 'approved' : 'rejected'}.`),
+    );
+    setVersion(version + 1);
+  };
+  const { data: rows, error } = useApi(async () => {
+    const r = await api.GET('/api/wallet/{wallet}/transaction', { params: { path: { wallet }, query: { page, limit: PAGE } } });
+    const listed = ok(r, 'The transactions could not be listed.').data;
+    setPages(Number(r.response.headers.get('x-pagination-pages') ?? '1') || 1);
+    return listed;
+  }, [wallet, page, version]);
+  return (
+    <section aria-labelledby="tx-title">
+      <h2 id="tx-title">Transactions</h2>
+      <Notice message={message} />
+      <Listing label="Transactions" rows={rows} error={error} empty="No transactions yet.">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Status</th>
+              <th scope="col">Type</th>
+              <th scope="col">Amount</th>
+              <th scope="col">Hash</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows?.map((t) => (
+              <tr key={t.id} data-transaction={t.id}>
+                <td data-label="Status">
+                  <StatusBadge status={t.status} />
+                  {t.status === 'awaiting_approval' && (
+                    <span class="actions">
+                      <button type="button" onClick={() => void decide(t.id, 'approve')} aria-label={`Approve transaction ${t.id}`}>
+                        Approve
+                      </button>
+                      <button type="button" onClick={() => void decide(t.id, 'reject')} aria-label={`Reject transaction ${t.id}`}>
+                        Reject
+                      </button>
+                    </span>
+                  )}
+                </td>
+                <td data-label="Type">{t.type}</td>
+                <td class="num" data-label="Amount">
+                  <Amount value={t.amount} symbol={t.symbol} />
+                </td>
+                <td data-label="Hash">
+                  {t.tx_hash ? <Hash hash={t.tx_hash} explorer={explorer} /> : <span class="muted">not signed</span>}
+                </td>
+                <td data-label="Created">
+                  <Time utc={t.created_at} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </Listing>
+      <nav class="pager" aria-label="Transaction pages">
+        <button type="button" disabled={page <= 1} onClick={() => setPage(page - 1)}>
+          Newer
+        </button>
+        <span>
+          Page {page} of {pages}
+        </span>
+        <button type="button" disabled={page >= pages} onClick={() => setPage(page + 1)}>
+          Older
+        </button>
+      </nav>
+    </section>
+  );
+}
+
+/** An API decimal string as 10^-18 units (exact). */
+function units(v: string): bigint {
+  const neg = v.startsWith('-');
+  const [i, f = ''] = (neg ? v.slice(1) : v).split('.');
+  const u = BigInt(i + f.padEnd(18, '0').slice(0, 18));
+  return neg ? -u : u;
+}
+
+function decimal(u: bigint): string {
+  const s = u.toString().padStart(19, '0');
+  return short(`${s.slice(0, -18)}.${s.slice(-18)}`);
+}
+
+interface Day {
+  day: string;
+  received: bigint;
+  sent: bigint;
+}
+
+/** Received (confirmed receipts) and sent (confirmed transfers and calls) per UTC day and token, the last 30 days. */
+function perDay(rows: Transaction[], nowMs: number): Map<string, Day[]> {
+  const days: string[] = [];
+  for (let i = 29; i >= 0; i--) days.push(new Date(nowMs - i * 86_400_000).toISOString().slice(0, 10));
+  const out = new Map<string, Day[]>();
+  for (const t of rows) {
+    if (t.status !== 'confirmed') continue;
+    const day = String(t.created_at).slice(0, 10);
+    const i = days.indexOf(day);
+    if (i < 0) continue;
+    if (!out.has(t.symbol))
+      out.set(
+        t.symbol,
+        days.map((d) => ({ day: d, received: 0n, sent: 0n })),
+      );
+    const slot = out.get(t.symbol)![i];
+    if (t.type === 'receipt') slot.received += units(t.amount);
+    else slot.sent += units(t.amount);
+  }
+  return out;
+}
+
+function Bars({ symbol, days }: { symbol: string; days: Day[] }) {
+  const max = days.reduce((m, d) => (d.received > m ? d.received : d.sent > m ? d.sent : m), 1n);
+  const h = (v: bigint) => Number((v * 1000n) / max) / 10; // percent of the chart's height
+  const total = (k: 'received' | 'sent') => decimal(days.reduce((s, d) => s + d[k], 0n));
+  return (
+    <figure class="chart" data-chart={symbol}>
+      <svg
+        viewBox="0 0 300 110"
+        role="img"
+        aria-label={`${symbol}: received ${total('received')}, sent ${total('sent')} in the last 30 days`}
+      >
+        {days.map((d, i) => (
+          <g key={d.day}>
+            <rect x={i * 10 + 1} y={100 - h(d.received)} width="4" height={h(d.received)} fill="#15803d">
+              <title>{`${d.day}: received ${decimal(d.received)} ${symbol}`}</title>
+            </rect>
+            <rect x={i * 10 + 5} y={100 - h(d.sent)} width="4" height={h(d.sent)} fill="#4338ca">
+              <title>{`${d.day}: sent ${decimal(d.sent)} ${symbol}`}</title>
+            </rect>
+          </g>
+        ))}
+        <line x1="0" y1="100.5" x2="300" y2="100.5" stroke="#94a3b8" />
+      </svg>
+      <figcaption>
+        {symbol}: received {total('received')}, sent {total('sent')} (green received, blue sent; per UTC day, last 30 days)
+      </figcaption>
+    </figure>
+  );
+}
+
+export function Chart({ wallet }: { wallet: string }) {
+  const { data: series, error } = useApi(
+    async () =>
+      perDay(
+        ok(
+          await api.GET('/api/wallet/{wallet}/transaction', { params: { path: { wallet }, query: { limit: 1000 } } }),
+          'The transactions could not be read.',
+        ).data,
+        Date.now(),
+      ),
+    [wallet],
+  );
+  return (
+    <section aria-labelledby="chart-title">
+      <h2 id="chart-title">Received and sent, last 30 days</h2>
+      {error ? (
+        <Problem text={error} />
+      ) : !series ? (
+        <Loading what="the chart" />
+      ) : series.size === 0 ? (
+        <Empty text="Nothing received or sent in the last 30 days." />
+      ) : (
+        [...series].map(([symbol, days]) => <Bars key={symbol} symbol={symbol} days={days} />)
+      )}
+    </section>
+  );
+}
