@@ -43,6 +43,29 @@ async function loadWallet(id: number, name: string, address: string): Promise<Wa
   };
 }
 
+/** A wallet's network, address and balances (or why they could not be read): on the list and on its page. */
+function WalletFacts({ w }: { w: WalletSummary }) {
+  return (
+    <>
+      <p class="muted">{w.network}</p>
+      <p class="mono address">{w.address}</p>
+      {w.error && <p class="error">{w.error}</p>}
+      {w.balances && (
+        <dl class="balances" aria-label={`Balances of ${w.name}`}>
+          {w.balances.map((b) => (
+            <div key={b.symbol}>
+              <dt>{b.symbol}</dt>
+              <dd>
+                <Amount value={b.balance} />
+              </dd>
+            </div>
+          ))}
+        </dl>
+      )}
+    </>
+  );
+}
+
 export function Wallets() {
   const { data: wallets, error } = useApi(async () => {
     const listed = ok(await api.GET('/api/wallets'), 'The wallets could not be listed.').data;
@@ -60,21 +83,7 @@ export function Wallets() {
             <h2>
               <a href={`#/wallet/${w.id}`}>{w.name}</a>
             </h2>
-            <p class="muted">{w.network}</p>
-            <p class="mono address">{w.address}</p>
-            {w.error && <p class="error">{w.error}</p>}
-            {w.balances && (
-              <dl class="balances" aria-label={`Balances of ${w.name}`}>
-                {w.balances.map((b) => (
-                  <div key={b.symbol}>
-                    <dt>{b.symbol}</dt>
-                    <dd>
-                      <Amount value={b.balance} />
-                    </dd>
-                  </div>
-                ))}
-              </dl>
-            )}
+            <WalletFacts w={w} />
           </li>
         ))}
       </ul>
@@ -134,21 +143,7 @@ export function Wallet({ id }: { id: string }) {
           <a href="#/">← Wallets</a>
         </p>
         <h1 id="wallet-title">{w.name}</h1>
-        <p class="muted">{w.network}</p>
-        <p class="mono address">{w.address}</p>
-        {w.error && <p class="error">{w.error}</p>}
-        {w.balances && (
-          <dl class="balances" aria-label={`Balances of ${w.name}`}>
-            {w.balances.map((b) => (
-              <div key={b.symbol}>
-                <dt>{b.symbol}</dt>
-                <dd>
-                  <Amount value={b.balance} />
-                </dd>
-              </div>
-            ))}
-          </dl>
-        )}
+        <WalletFacts w={w} />
         {w.chainId === 31337 && <FundFromDevnet wallet={id} onFunded={reload} />}
       </section>
       <Chart wallet={id} />
