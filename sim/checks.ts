@@ -10,6 +10,9 @@ import type { PolicedWallet, SimWallet, Workload } from './workload.js';
 import type { Delivery } from './receiver.js';
 import { checkNonceGap, checkRefusals } from './refusals.js';
 
+/** What the service's nonce-gap filler sends to the wallet's own address (transactions.service.ts, `fillNonceGap`). */
+const GAP_FILL_AMOUNT = '0.000000000000000001';
+
 export interface Violation {
   check: string;
   object: string;
@@ -419,6 +422,8 @@ export class Checker {
         if (t.refund_id !== null && refunds.has(t.refund_id)) continue; // answers a refund request (or its claim)
         if (t.payout_id !== null && payouts.has(t.payout_id)) continue; // an item of a payout the workload created
         const to = this.txs.get(lc(t.tx_hash))?.to ?? '';
+        // The gap filler's 1 wei to the wallet itself (a freed nonce below a waiting transfer): no request asks for it.
+        if (t.type === 'transfer' && lc(to) === lc(w.address) && t.amount === GAP_FILL_AMOUNT) continue;
         const topUp =
           deposits.has(to) || [t.tx_hash, ...(t.replaced_hashes ?? [])].some((h: string) => deposits.has(this.txs.get(lc(h))?.to ?? ''));
         if (!topUp && t.status !== 'failed')
