@@ -23,7 +23,9 @@
  *   proxies, one refusing while another forwarded and gave no answer comes up by itself
  *   (counted by the SendLedger);
  * - `glitch`: one call of a request answered HTTP 200 with JSON-RPC -32603 "internal error" or
- *   -32000 "header not found"; a broadcast is forwarded first half the time;
+ *   -32000 "header not found"; a broadcast is forwarded first half the time. Or (`ahead`) a read at
+ *   a block number (balance, nonce, call) at or above the node's head answered from its pending
+ *   state, as a node under load answers a read at its head from the block it is mining;
  * - traces: `none` answers every debug_trace and trace_ call -32601 (the method does not exist)
  *   the whole run, faults on or off (a provider without the trace API); `flaky` answers HTTP 403
  *   to 40% of the requests carrying one while faults are on.
@@ -45,7 +47,7 @@ export type RpcFault = (typeof RPC_FAULTS)[number];
 /** Faults of whole requests carrying a broadcast (`refuse` kind): forwarded, then no usable answer. */
 type SendFault = 'forward-hang' | 'forward-502' | 'trace-403';
 type WholeFault = RpcFault | SendFault;
-type Counted = WholeFault | 'ws-cut' | 'refuse' | 'glitch' | 'behind' | 'behind-rewritten' | 'behind-absent' | 'no-trace';
+type Counted = WholeFault | 'ws-cut' | 'refuse' | 'glitch' | 'ahead' | 'behind' | 'behind-rewritten' | 'behind-absent' | 'no-trace';
 
 /** Which fault kinds this proxy injects. */
 export interface ProxyKinds {
@@ -92,6 +94,8 @@ const REFUSALS = [
   'replacement transaction underpriced',
   'transaction underpriced',
 ] as const;
+/** Chance that a request with a read at a block number has it answered `ahead` (when that block is the head). */
+const AHEAD_RATE = 0.2;
 const GLITCHES = [
   { code: -32603, message: 'internal error' },
   { code: -32000, message: 'header not found' },
@@ -103,6 +107,8 @@ interface Draw {
   refuse: boolean;
   /** The index of the call answered with a glitch, and whether a broadcast is forwarded first. */
   glitch: { at: number; forwardFirst: boolean; error: RpcAnswer['error'] } | null;
+  /** The index of the read at a block number answered from the pending state when that block is the head. */
+  ahead: number | null;
 }
 
 export class FaultProxy {
@@ -129,6 +135,7 @@ export class FaultProxy {
     'forward-502': 0,
     refuse: 0,
     glitch: 0,
+    ahead: 0,
     behind: 0,
     'behind-rewritten': 0,
     'behind-absent': 0,
@@ -262,7 +269,7 @@ export class FaultProxy {
 
   /** The faults of one request (drawn only while faults are on; nothing drawn for a kind that is off). */
   private draw(calls: RpcCall[]): Draw {
-    const none: Draw = { whole: null, refuse: false, glitch: null };
+    const none: Draw = { whole: null, refuse: false, glitch: null, ahead: null };
     if (!this.on) return none;
     const k = this.kinds;
     const sends = calls.some(isSend);
@@ -283,6 +290,8 @@ export class FaultProxy {
       const at = this.prng.int(0, calls.length - 1);
       return { ...none, glitch: { at, forwardFirst: this.prng.chance(0.5), error: { ...this.prng.pick(GLITCHES) } } };
     }
+    const read = calls.findIndex(atHeight);
+    if (k.glitch && read >= 0 && this.prng.chance(AHEAD_RATE)) return { ...none, ahead: read };
     if (!k.rpc || !this.prng.chance(this.opts.rate)) return none;
     if (calls.some(atHeight) && this.prng.chance(0.3)) return { ...none, whole: 'header-not-found' };
     return {
@@ -449,6 +458,8 @@ export class FaultProxy {
         if (isSend(c)) this.opts.ledger?.record(rawOf(c), this.opts.index ?? 0, forwardFirst ? 'unanswered' : 'lost');
         const e = d.glitch.error;
         out.push(forwardFirst ? { forward: c, post: (a) => ({ jsonrpc: '2.0', id: a.id, error: e }) } : { answer: err(e) });
+      } else if (d.ahead === i) {
+        out.push(await this.ahead(c));
       } else if (isSend(c) && d.refuse) {
         this.injected.refuse += 1;
         this.opts.ledger?.record(rawOf(c), this.opts.index ?? 0, 'refused');
@@ -467,6 +478,16 @@ export class FaultProxy {
       }
     }
     return out;
+  }
+
+  /** A read at a block number at or above the node's head, answered from its pending state. */
+  private async ahead(c: RpcCall): Promise<CallPlan> {
+    const i = BLOCK_PARAM[String(c.method)]!;
+    const params = [...(c.params as unknown[])];
+    if (Number(BigInt(params[i] as string)) < (await this.nodeHead())) return { forward: c };
+    this.injected.ahead += 1;
+    params[i] = 'pending';
+    return { forward: { ...c, params } };
   }
 
   private countAbsent(before: RpcAnswer, after: RpcAnswer): RpcAnswer {

@@ -89,12 +89,18 @@ describe('charge sweeps', () => {
   it('a sweep the node drops is failed, then swept again and confirmed', async () => {
     try {
       const { c, sweep } = await paidWithSweepInPool('0.7');
-      // Its nonce is taken, then the pool forgets it: re-sending it can only be refused. (In the
-      // other order the service could re-send it, accepted, between the two calls.)
-      await chain.rpc('anvil_setNonce', [c.address, '0x1']);
-      await chain.rpc('anvil_dropTransaction', [sweep.tx_hash as Hex]);
-      // Failed (`dropped`) because its nonce is used at confirmed depth without it; a refused
-      // re-send alone is not final (sweep-faults.test.ts).
+      // The address's key used elsewhere: another transaction at the sweep's nonce, at twice its
+      // fees, replaces it in the pool (so a re-send of the sweep can only be refused) and mines.
+      const pooled = await chain.rpc<{ nonce: Hex; maxFeePerGas: Hex }>('eth_getTransactionByHash', [sweep.tx_hash]);
+      const fee = `0x${(2n * BigInt(pooled.maxFeePerGas)).toString(16)}`;
+      await chain.rpc('anvil_impersonateAccount', [c.address]);
+      const other = await chain.rpc<Hex>('eth_sendTransaction', [
+        { from: c.address, to: c.address, value: '0x0', nonce: pooled.nonce, gas: '0x5208', maxFeePerGas: fee, maxPriorityFeePerGas: fee },
+      ]);
+      await chain.rpc('anvil_stopImpersonatingAccount', [c.address]);
+      await chain.mine(1);
+      // Failed (`dropped`) because its nonce is used at confirmed depth by that transaction; a
+      // refused re-send alone is not final (sweep-faults.test.ts).
       const failed = await api.until(c.id, (x) => x.sweeps[0].status === 'failed', 'sweep failed');
       expect(failed.sweeps).toHaveLength(1);
       const row = await t.store.db
@@ -103,6 +109,7 @@ describe('charge sweeps', () => {
         .where('tx_hash', '=', sweep.tx_hash)
         .executeTakeFirstOrThrow();
       expect(row.error).toBe('dropped');
+      expect(t.logs.some((l) => l.includes('(dropped)') && l.includes(other))).toBe(true);
 
       clock.advance(SWEEP_RETRY_MS);
       const retried = await api.until(c.id, (x) => x.sweeps.length === 2, 'swept again');

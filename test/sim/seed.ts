@@ -29,6 +29,7 @@ export function simulationTest(seed: number, postgresUrl: string | null): void {
       expect(r.faults.reorg, text).toBeGreaterThan(0);
       expect(r.faults['rpc-behind'], text).toBeGreaterThan(0);
       expect(r.faults['rpc-glitch'], text).toBeGreaterThan(0);
+      expect(r.faults['rpc-ahead'], text).toBeGreaterThan(0);
       expect(Object.keys(r.ops).filter((k) => k.startsWith('charge-')).length, text).toBeGreaterThan(0);
       expect(r.violations, text).toEqual([]);
     }, 600_000);

@@ -6,6 +6,8 @@
  * - a head a few blocks low for a while: nothing confirmed goes back to pending, no event twice;
  * - a re-broadcast refused by a node that never saw the transfer: it stays pending and
  *   reserved until its nonce is used; used by another transaction, it fails as `dropped`;
+ * - a count of the nonce that runs ahead of its block (no block holds a transaction using it)
+ *   decides nothing: the transfer stays pending and confirms;
  * - a transfer refused on its first send (its row failed, its nonce given back) and created again
  *   before any block signs the very same bytes (deterministic signatures): the chain mines one
  *   transaction under the hash of both rows (docs/transactions.md, "Healing": each request keeps
@@ -279,6 +281,45 @@ describe('a re-broadcast refused by a node that never saw the transfer', () => {
     } finally {
       proxy.allow('eth_getTransactionByHash');
       proxy.allow('eth_sendRawTransaction');
+      await chain.rpc('evm_setAutomine', [true]);
+    }
+  });
+});
+
+describe('a nonce count that runs ahead of its block', () => {
+  it('decides nothing: the transfer stays pending, then confirms under its hash, never failed', async () => {
+    const w = await fundedWallet(t, chain, user, networkId, 3n * ETH);
+    await chain.rpc('evm_setAutomine', [false]);
+    try {
+      const res = await create(w, '2');
+      expect(res.status).toBe(200);
+      // A node under load answers a count at its head from the block it is mining: the wallet's
+      // nonce 0 looks used at every height, while no block holds a transaction using it.
+      const wallet = w.address.toLowerCase();
+      proxy.rule('eth_getTransactionCount', {
+        action: 'result',
+        result: '0x1',
+        match: (p) => String(p[0]).toLowerCase() === wallet && /^0x[0-9a-f]+$/i.test(String(p[1])),
+      });
+      // Each round reads the count at several heights (from the confirmed one down to the genesis).
+      const lies = () => proxy.seen.filter((x) => x.method === 'eth_getTransactionCount' && x.action === 'result').length;
+      const during = await waitFor(
+        async () => {
+          const now = (await t.request('GET', `/api/wallet/${w.id}/transaction/show/${res.body.data.id}`, { token: user.token })).body.data;
+          return lies() >= 12 || now.status !== 'pending' ? now : null;
+        },
+        { timeoutMs: 20_000, message: 'rounds read the count that runs ahead' },
+      );
+      expect(during).toMatchObject({ status: 'pending', failure_reason: null, tx_hash: res.body.data.tx_hash });
+      expect(t.logs.some((l) => l.includes('shows no transaction using it; deciding nothing this round'))).toBe(true);
+
+      proxy.allow('eth_getTransactionCount');
+      await chain.mine(1);
+      const done = await waitForStatus(t, user, w.id, res.body.data.id, 'confirmed');
+      expect(done.tx_hash).toBe(res.body.data.tx_hash);
+      expect(await eventsOf(t, w.id, 'transaction.failed')).toEqual([]);
+    } finally {
+      proxy.allow('eth_getTransactionCount');
       await chain.rpc('evm_setAutomine', [true]);
     }
   });

@@ -25,9 +25,10 @@
  * - Tracking: a sweep is `confirmed` when its receipt's block has the network's confirmations
  *   (the follower's cursor), `failed` when it reverted, when every endpoint refused its first
  *   send, or (`dropped`) when the block that used its nonce at confirmed depth, read by number,
- *   holds another transaction (it is then sent again as a new sweep; one signed to a failed
+ *   holds another transaction of the address at that nonce (it is then sent again as a new sweep; one signed to a failed
  *   row's very bytes puts that row back in flight, `claimLive`; a failed row the chain shows
- *   mined is put back in flight too, `dropped`). A missing receipt alone decides nothing. A sweep
+ *   mined is put back in flight too, `dropped`). A missing receipt alone decides nothing, nor does
+ *   a used nonce whose block holds no transaction using it (the reads disagreed). A sweep
  *   the node forgot is sent again as signed, and a refusal of that re-send is never final: only
  *   the chain ends it (refused for a reason other than its nonce, a replacement is signed at its
  *   nonce with higher fees, `replace`). Each final step and the charge's next look are one
@@ -57,7 +58,8 @@ import type { Logger } from 'pino';
 import type { AppContext } from '../../context.js';
 import type { Executor } from '../../db/index.js';
 import type { NetworkRow, WalletTokenRow } from '../../db/types.js';
-import { confirmedHeight, fullBlockAt, headNumber, receiptOrNull } from '../../chain/blocks.js';
+import { confirmedHeight, headNumber, receiptOrNull } from '../../chain/blocks.js';
+import { nonceUse } from '../../chain/nonce.js';
 import { broadcastRaw, nodeKnows } from '../../chain/broadcast.js';
 import { ERC20_ABI, erc20TransferData, readBalance } from '../../chain/erc20.js';
 import { receiptFee } from '../../chain/receipt-fee.js';
@@ -134,9 +136,6 @@ const maxOf = (...xs: bigint[]) => xs.reduce((a, b) => (b > a ? b : a));
  * node's "header not found", a 5xx or anything else unclear is a fault to try again later.
  */
 const reverts = (e: unknown) => e instanceof BaseError && e.walk((x) => x instanceof ExecutionRevertedError) !== null;
-
-/** What used a sweep's nonce when the block that used it holds no transaction from the address. */
-const NOT_A_SWEEP = 'not a transaction';
 
 class TopUpTaken extends Error {
   constructor() {
@@ -465,8 +464,8 @@ export class ChargeSweeper {
    * mined): only the chain at that height does. Once the sweep's nonce is used at the confirmed
    * height, the block that used it is read by number (so from an endpoint that has it) and its
    * transaction from the deposit address at that nonce decides: another one, and this sweep is
-   * `failed` (`dropped`); this one, and it waits for its receipt. A sweep the node forgot is
-   * sent again as signed.
+   * `failed` (`dropped`); this one, and it waits for its receipt; none (`unproven`: the reads
+   * disagreed), and nothing is decided this round. A sweep the node forgot is sent again as signed.
    */
   private async trackSweep(row: SweepRow, settled?: ConfirmedHeights): Promise<void> {
     const t = await this.target(row.charge_id);
@@ -486,43 +485,20 @@ export class ChargeSweeper {
       );
       return;
     }
-    const usedBy = await this.nonceUser(t, row, final);
-    if (usedBy !== null) {
-      if (usedBy.toLowerCase() === row.tx_hash?.toLowerCase()) return; // mined: its receipt is asked again next round
-      return this.dropped(row, usedBy);
+    const use = row.nonce === null || final < 0 ? 'unused' : await nonceUse(t.client, t.charge.address as Address, row.nonce, final);
+    if (use === 'unproven') {
+      this.log.warn(
+        { charge_id: row.charge_id, tx_hash: row.tx_hash, nonce: row.nonce, block: final },
+        'charge sweep: the chain says its nonce is used but shows no transaction using it; deciding nothing this round',
+      );
+      return;
+    }
+    if (use !== 'unused') {
+      if (use.hash.toLowerCase() === row.tx_hash?.toLowerCase()) return; // mined: its receipt is asked again next round
+      return this.dropped(row, use.hash);
     }
     if (sw.isReplaced(row)) return; // its re-send was refused; a replacement at its nonce is sent instead
     if ((await nodeKnows(t.client, row.tx_hash as Hex)) === false) await this.sendAgain(t, row, final);
-  }
-
-  /**
-   * The hash of the deposit address's transaction at the sweep's nonce, when that nonce is used
-   * at the confirmed height `final`; null while it is not (or the sweep has no nonce). Every read
-   * names its block (the nonce at a height, the block by number), so only an endpoint at that
-   * height answers it: the block that used the nonce is found by doubling back from `final`,
-   * then halving.
-   */
-  private async nonceUser(t: Target, row: SweepRow, final: number): Promise<string | null> {
-    if (row.nonce === null || final < 0) return null;
-    const nonce = row.nonce;
-    const address = t.charge.address as Address;
-    const used = async (h: number) => h >= 0 && (await t.client.getTransactionCount({ address, blockNumber: BigInt(h) })) > nonce;
-    if (!(await used(final))) return null;
-    let hi = final; // used at hi
-    let lo = final - 1; // not used at lo, once the loop ends
-    for (let step = 1; await used(lo); step *= 2) [hi, lo] = [lo, final - 2 * step];
-    while (hi - lo > 1) {
-      const mid = lo + Math.floor((hi - lo) / 2);
-      if (await used(mid)) hi = mid;
-      else lo = mid;
-    }
-    const block = await fullBlockAt(t.client, hi);
-    const tx = block.transactions.find(
-      (x) => x.hash.toLowerCase() === row.tx_hash?.toLowerCase() || (x.from.toLowerCase() === address.toLowerCase() && x.nonce === nonce),
-    );
-    // Not in the block (a state change that is no transaction, e.g. a devnet's anvil_setNonce):
-    // used, and not by this sweep.
-    return tx?.hash ?? NOT_A_SWEEP;
   }
 
   /**

@@ -26,12 +26,13 @@
  *   come back and whose sender's nonce another transaction used is failed `dropped`
  *   (`recheckReorgedReceipts`).
  */
-import type { Hex, PublicClient, Transaction, TransactionReceipt } from 'viem';
+import type { Address, Hex, PublicClient, Transaction, TransactionReceipt } from 'viem';
 import type { Logger } from 'pino';
 import type { AppContext } from '../../context.js';
 import type { Executor } from '../../db/index.js';
 import { blockAt, blockReceipts, ChainMoved, confirmedHeight, receiptOrNull, transferLogs, type FullBlock } from '../../chain/blocks.js';
 import { broadcastRaw, nodeKnows } from '../../chain/broadcast.js';
+import { nonceUse } from '../../chain/nonce.js';
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
 import { receiptFee } from '../../chain/receipt-fee.js';
 import type { InternalTransfer } from '../../chain/traces.js';
@@ -561,7 +562,7 @@ export async function recheckUnmined(s: SyncScope, cursor: ChainCursor, all: boo
     const used = confirmedBlock >= 0 && (await s.net(confirmedCount(s, row.from_address, confirmedBlock, counts))) > row.nonce;
     if (await attachIfMined(s, row, cursor)) continue;
     if (used) {
-      await endDropped(s, row, confirmedBlock);
+      await dropIfUsedByAnother(s, row, confirmedBlock);
       continue;
     }
     const sent = await resendIfUnknown(s, row);
@@ -609,9 +610,25 @@ async function attachIfMined(s: SyncScope, row: QueuedTransfer, cursor: ChainCur
   return false;
 }
 
-/** Its nonce was used at confirmed depth and no version of it mined: failed as `dropped` (the nonce is gone, not healed). */
-async function endDropped(s: SyncScope, row: QueuedTransfer, confirmedBlock: number): Promise<void> {
-  const reason = `dropped: nonce ${row.nonce} was used by another transaction by block ${confirmedBlock}`;
+/**
+ * Its nonce was used at confirmed depth and no version of it had a receipt: the block that used
+ * the nonce decides (`nonceUse`). Another transaction of the address there: failed as `dropped`
+ * (the nonce is gone, not healed). One of its own versions (mined between the two reads): left
+ * to be attached. None (the reads disagreed: a node answering a count from the block it is
+ * mining) or not used after all: nothing is decided this round.
+ */
+async function dropIfUsedByAnother(s: SyncScope, row: QueuedTransfer, confirmedBlock: number): Promise<void> {
+  const use = await s.net(nonceUse(s.client, row.from_address as Address, row.nonce, confirmedBlock));
+  if (use === 'unused' || use === 'unproven') {
+    s.log.warn(
+      { transaction_id: row.id, tx_hash: row.tx_hash, nonce: row.nonce, block: confirmedBlock },
+      'transaction: the chain says its nonce is used but shows no transaction using it; deciding nothing this round',
+    );
+    return;
+  }
+  const ours = (await versionsRepo.listVersions(s.ctx.store.db, row.id)).some((v) => v.tx_hash.toLowerCase() === use.hash.toLowerCase());
+  if (ours) return;
+  const reason = `dropped: nonce ${row.nonce} was used by another transaction (${use.hash}) in block ${use.block}`;
   const failed = await s.fenced((trx) =>
     failUnmined(trx, row.id, { reason, failure: 'dropped', nonceUsed: true, nowMs: s.ctx.clock.nowMs() }),
   );
