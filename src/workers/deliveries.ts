@@ -17,13 +17,13 @@
  * slots while the others keep flowing; one webhook also holds at most half of the queue. A
  * queued row not sent within QUEUE_MAX_WAIT_MS is given back. Ticks run every
  * `WEBHOOK_POLL_MS` (500 ms), and at once when new work is signalled, when the queue runs low,
- * or when a batch was full (more work is waiting).
+ * or when a batch was full (more work is waiting), on the workers' shared loop (loop.ts).
  *
  * Many processes can run this worker against one PostgreSQL database (claims use
  * FOR UPDATE SKIP LOCKED); on SQLite run one. A restart resumes: pending and retrying rows are
  * simply due again, and a lease left by a crashed process expires after the longest attempt
  * plus a margin. `stop()` stops claiming, gives back the queued rows and resolves once the
- * sends in flight are recorded.
+ * sends in flight are recorded; the worker's modes, start to stop, are in deliveries/run-mode.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -36,6 +36,8 @@ import { webhookPlace, type WebhooksService } from '../modules/webhooks/webhooks
 import { claimDeliveries, type ClaimedDelivery } from './deliveries/claim.js';
 import { dispatchEvents } from './deliveries/dispatch.js';
 import { OutcomeRecorder, type Recorded } from './deliveries/record.js';
+import { RunState } from './deliveries/run-mode.js';
+import { startLoop, type Loop, type RoundCause } from './loop.js';
 import type { Worker } from './worker.js';
 import { fixedLine, type LineValue } from '../logger.js';
 import { onOutboxEvent } from '../modules/events/outbox.js';
@@ -70,6 +72,25 @@ const RECORD_BACKLOG_PER_SLOT = 8;
  * rows sent meanwhile are replaced by one claim (an idle worker claims at once).
  */
 const REFILL_COALESCE_MS = 2;
+
+/** What the next tick does besides sending: each set by the events named, cleared when done. */
+interface NextTick {
+  /**
+   * Look at the outbox: after an outbox signal, a poll interval, a manual wake or a full fan-out
+   * batch. Refills after a send skip that read.
+   */
+  fanOut: boolean;
+  /** An outbox signal came since the last fan-out began (it skips the read that looks first). */
+  signalled: boolean;
+  /**
+   * Claim: after a poll interval, a manual wake, a fan-out that made rows it did not lease, or
+   * freed slots or queue places while due rows may be waiting (`#dueUnleased`). An outbox
+   * signal whose events made none (no webhook wants them) claims nothing: on a hot wallet
+   * without webhooks that was a claim transaction for every event. Rows another process fanned
+   * out are claimed by it, or here at the next poll.
+   */
+  claim: boolean;
+}
 
 interface Queued {
   c: ClaimedDelivery;
@@ -148,26 +169,14 @@ class DeliveryRun {
   readonly #secrets: SecretCache;
   readonly #unsubscribe: Array<() => unknown> = [];
   #unlisten: (() => Promise<void>) | null = null;
-  #loop: Promise<void> | null = null;
-  #stopping = false;
-  #stopped = false;
+  /** created → running → stopping → draining → stopped (deliveries/run-mode.ts). */
+  readonly #state = new RunState();
+  /** The shared loop that runs the ticks (from start()). */
+  #loop: Loop | null = null;
+  /** The stop in progress or done: stop() asked again answers the same. */
   #stopPromise: Promise<void> | null = null;
-  #wakeRequested = false;
-  /**
-   * Whether the next tick looks at the outbox: after an outbox signal, a poll interval, or a full
-   * fan-out batch. Refills after a send skip that read.
-   */
-  #dispatchDue = true;
-  /** Whether an outbox signal came since the last fan-out began (it skips the read that looks first). */
-  #signalled = false;
-  /**
-   * Whether the next tick claims: after a poll interval, a manual wake, a fan-out that made rows
-   * it did not lease, or freed slots or queue places while due rows may be waiting (below). An
-   * outbox signal whose events made none (no webhook wants them) claims nothing: on a hot wallet
-   * without webhooks that was a claim transaction for every event. Rows another process fanned
-   * out are claimed by it, or here at the next poll.
-   */
-  #claimDue = true;
+  /** The first tick fans out and claims. */
+  readonly #next: NextTick = { fanOut: true, signalled: false, claim: true };
   /**
    * Whether due rows not leased to this worker may be waiting: false after a claim that found
    * fewer than it had room for, true again after a poll interval, a manual wake, a fan-out that
@@ -179,7 +188,7 @@ class DeliveryRun {
   #dueUnleased = true;
   /** Counts the times `#dueUnleased` was set: a claim clears it only if none came during its read. */
   #dueMarks = 0;
-  #wakeSleeper: (() => void) | null = null;
+  /** A refill asked for while sends are in flight, held REFILL_COALESCE_MS to gather more freed slots. */
   #refillTimer: NodeJS.Timeout | null = null;
 
   constructor(ctx: AppContext, id: string) {
@@ -233,22 +242,38 @@ class DeliveryRun {
   }
 
   start(): void {
-    this.#loop = this.#run();
+    this.#state.transition('created', 'running');
+    const cfg = this.#cfg;
+    this.#log.info(
+      { concurrency: cfg.concurrency, per_webhook: this.#perWebhookLimit, retry_delays_s: cfg.retryDelaysS },
+      'delivery worker started',
+    );
+    this.#loop = startLoop({
+      name: 'deliveries',
+      intervalMs: cfg.pollIntervalMs,
+      log: this.#log,
+      tick: (_stopping, cause) => this.#round(cause),
+      beforePause: () => this.#secrets.prune(this.#ctx.clock.nowMs()),
+    });
+  }
+
+  /** Claims, sends and refills begin only while running (a stopping worker gives back what it holds). */
+  get #running(): boolean {
+    return this.#state.mode === 'running';
   }
 
   /** New work may be waiting, in the outbox too: the next tick fans it out and claims. */
   wake(): void {
-    this.#dispatchDue = true;
+    this.#next.fanOut = true;
     this.#markDue();
     this.#refill();
   }
 
   /** New outbox events: the next tick fans them out, and claims only if that made deliveries. */
   #outboxSignal(): void {
-    this.#dispatchDue = true;
-    this.#signalled = true;
-    this.#wakeRequested = true;
-    this.#wakeSleeper?.();
+    this.#next.fanOut = true;
+    this.#next.signalled = true;
+    this.#loop?.wake();
   }
 
   /** Due rows not leased here may be waiting (`#dueUnleased`). */
@@ -263,9 +288,8 @@ class DeliveryRun {
    */
   #refill(): void {
     if (!this.#dueUnleased) return;
-    this.#claimDue = true;
-    this.#wakeRequested = true;
-    this.#wakeSleeper?.();
+    this.#next.claim = true;
+    this.#loop?.wake();
   }
 
   stats(): DeliveryWorkerStats {
@@ -273,66 +297,49 @@ class DeliveryRun {
   }
 
   status(): 'running' | 'stopped' {
-    return this.#stopped ? 'stopped' : 'running';
+    return this.#state.mode === 'stopped' ? 'stopped' : 'running';
   }
 
   /** Stops claiming, gives back the queued rows; resolves once the sends in flight are recorded. */
   stop(): Promise<void> {
-    this.#stopPromise ??= (async () => {
-      this.#stopping = true;
-      for (const off of this.#unsubscribe) off();
-      await this.#unlisten?.();
-      this.#wakeSleeper?.();
-      await this.#loop;
-      this.#giveBack(this.#queue);
-      this.#queue = [];
-      await Promise.allSettled([...this.#tasks]);
-      await this.#recorder.idle();
-      if (this.#refillTimer) clearTimeout(this.#refillTimer);
-      await this.#sender.close();
-      this.#stopped = true;
-      this.#log.info(this.#counts, 'delivery worker stopped');
-    })();
+    this.#stopPromise ??= this.#stop();
     return this.#stopPromise;
   }
 
-  async #run(): Promise<void> {
-    const cfg = this.#cfg;
-    this.#log.info(
-      { concurrency: cfg.concurrency, per_webhook: this.#perWebhookLimit, retry_delays_s: cfg.retryDelaysS },
-      'delivery worker started',
-    );
-    while (!this.#stopping) {
-      let more = false;
-      try {
-        more = await this.#tick();
-      } catch (err) {
-        if (!this.#stopping) this.#log.error({ err }, 'delivery tick failed');
-      }
-      if (this.#stopping) break;
-      if (!more && !this.#wakeRequested) {
-        this.#secrets.prune(this.#ctx.clock.nowMs());
-        // The poll interval passed (not a signal): look at the outbox and claim (retries now due).
-        if (await this.#sleep(cfg.pollIntervalMs)) {
-          this.#dispatchDue = this.#claimDue = true;
-          this.#markDue();
-        }
-      }
-      this.#wakeRequested = false;
-    }
+  async #stop(): Promise<void> {
+    this.#state.transition('running', 'stopping');
+    for (const off of this.#unsubscribe) off();
+    await this.#unlisten?.();
+    await this.#loop?.stop();
+    this.#state.transition('stopping', 'draining');
+    this.#giveBack(this.#queue);
+    this.#queue = [];
+    await Promise.allSettled([...this.#tasks]);
+    await this.#recorder.idle();
+    if (this.#refillTimer) clearTimeout(this.#refillTimer);
+    await this.#sender.close();
+    this.#state.transition('draining', 'stopped');
+    this.#log.info(this.#counts, 'delivery worker stopped');
   }
 
-  /** Resolves true when `ms` passed, false when woken before. */
-  #sleep(ms: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      const done = (timedOut: boolean) => {
-        clearTimeout(timer);
-        this.#wakeSleeper = null;
-        resolve(timedOut);
-      };
-      const timer = setTimeout(() => done(true), ms);
-      this.#wakeSleeper = () => done(false);
-    });
+  /**
+   * One round of the loop; true when more work is known to be waiting. Its failure is logged
+   * here, as an error (sends may be held up), not as the loop's warning.
+   */
+  async #round(cause: RoundCause): Promise<boolean> {
+    // Stopping: the loop is stopped once the outbox listener is closed; a round until then does nothing.
+    if (!this.#running) return false;
+    // The poll interval passed (not a signal): look at the outbox and claim (retries now due).
+    if (cause === 'timer') {
+      this.#next.fanOut = this.#next.claim = true;
+      this.#markDue();
+    }
+    try {
+      return await this.#tick();
+    } catch (err) {
+      if (this.#running) this.#log.error({ err }, 'delivery tick failed');
+      return false;
+    }
   }
 
   /**
@@ -352,11 +359,11 @@ class DeliveryRun {
   async #tick(): Promise<boolean> {
     const { db, dialect } = this.#ctx.store;
     let more = false;
-    if (this.#dispatchDue) {
+    if (this.#next.fanOut) {
       // Cleared before the read: a signal arriving meanwhile makes the next tick look again.
-      this.#dispatchDue = false;
+      this.#next.fanOut = false;
       const now = this.#ctx.clock.nowMs();
-      const room = this.#stopping ? 0 : this.#room();
+      const room = this.#running ? this.#room() : 0;
       const lease =
         room > 0
           ? {
@@ -367,22 +374,22 @@ class DeliveryRun {
               perWebhookLimit: this.#perWebhookLimit * (1 + PREFETCH_FACTOR),
             }
           : undefined;
-      const signalled = this.#signalled;
-      this.#signalled = false;
+      const signalled = this.#next.signalled;
+      this.#next.signalled = false;
       this.#counts.fanOuts += 1;
       const dispatched = await dispatchEvents(db, now, DISPATCH_BATCH, lease, signalled);
       this.#enqueue(dispatched.claimed);
-      if (dispatched.events === DISPATCH_BATCH) this.#dispatchDue = more = true;
+      if (dispatched.events === DISPATCH_BATCH) this.#next.fanOut = more = true;
       // Rows the fan-out did not lease (no room, a webhook's share) wait for a claim.
       if (dispatched.deliveries > dispatched.claimed.length) {
-        this.#claimDue = true;
+        this.#next.claim = true;
         this.#markDue();
       }
     }
     this.#pump();
     const room = this.#room();
-    if (room > 0 && this.#claimDue && !this.#stopping) {
-      this.#claimDue = false;
+    if (room > 0 && this.#next.claim && this.#running) {
+      this.#next.claim = false;
       this.#counts.claims += 1;
       const marks = this.#dueMarks;
       const { claimed, deferred, cancelled } = await claimDeliveries(db, dialect, {
@@ -398,7 +405,7 @@ class DeliveryRun {
       this.#enqueue(claimed);
       this.#pump();
       // Rows passed over for a busy webhook may leave room other webhooks can use now.
-      if (deferred > 0 && this.#room() > 0) more = this.#claimDue = true;
+      if (deferred > 0 && this.#room() > 0) more = this.#next.claim = true;
     }
     return more;
   }
@@ -424,7 +431,7 @@ class DeliveryRun {
     for (const q of this.#queue) {
       if (q.at < staleBefore) stale.push(q);
       else if (
-        this.#stopping ||
+        !this.#running ||
         this.#inFlight.size >= this.#cfg.concurrency ||
         (this.#inFlightByWebhook.get(q.c.webhook_id) ?? 0) >= this.#perWebhookLimit
       )
@@ -488,7 +495,7 @@ class DeliveryRun {
     this.#inFlight.delete(c.id);
     this.#unhold(this.#inFlightByWebhook, c.webhook_id);
     this.#unhold(this.#heldByWebhook, c.webhook_id);
-    if (this.#stopping) return;
+    if (!this.#running) return;
     this.#pump();
     // The last send of an idle worker: its outcome is written first (latency), then the batch's
     // end refills (#afterRecord).
@@ -503,7 +510,7 @@ class DeliveryRun {
 
   /** A batch of outcomes was written: if claiming had paused for the backlog, resume. */
   #afterRecord(): void {
-    if (!this.#stopping && this.#room() > 0) this.#refill();
+    if (this.#running && this.#room() > 0) this.#refill();
   }
 
   /** One HTTP attempt, outside any transaction. */
