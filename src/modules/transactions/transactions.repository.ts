@@ -34,167 +34,97 @@ export type BroadcastKind = 'original' | 'speed-up' | 'cancel';
  */
 export const ORPHANED = 'orphaned';
 
-/** A transaction with its token's display fields, as the API and the events need it. */
-export interface TxRecord {
-  id: number;
-  wallet_id: number;
-  token_id: number;
-  type: TxType;
-  status: TxStatus;
-  amount: bigint;
-  fee_reserved: bigint;
-  from_address: string;
-  to_address: string;
-  tx_hash: string | null;
-  log_index: number;
-  block_number: number | null;
-  block_hash: string | null;
-  block_timestamp: number | null;
-  nonce: number | null;
-  gas: bigint | null;
-  gas_price: bigint | null;
-  gas_used: bigint | null;
-  cumulative_gas_used: bigint | null;
-  receipt_status: number | null;
-  error: string | null;
-  broadcast_at: number | null;
-  confirmed_at: number | null;
-  failed_at: number | null;
-  created_at: number;
-  updated_at: number;
-  seq: number;
-  symbol: string;
-  decimals: number;
-  /** The wallet's owner (for events). */
-  user_id: number;
-  /** Migration 005: how it was signed, its EIP-1559 fees, its calldata (contract calls), its L1 fee. */
-  tx_kind: 'legacy' | 'eip1559';
-  max_fee_per_gas: bigint | null;
-  max_priority_fee_per_gas: bigint | null;
-  data: string | null;
-  l1_fee: bigint;
-  /** Migration 006: why it failed, what its current hash is, its earlier hashes, since when it is stuck. */
-  failure_reason: FailureReason | null;
-  broadcast_kind: BroadcastKind;
-  broadcast_attempts: number;
-  replaced_hashes: string[];
-  stuck_at: number | null;
-  /** Migration 024: why every endpoint refused its re-send (not for its fee), else null. */
-  stuck_reason: string | null;
-  /** Migration 020: the refund this transfer pays, else null. */
-  refund_id: number | null;
-  /** Migration 021: the payout it is an item of, and the item's reference. */
-  payout_id: number | null;
-  reference: string | null;
-}
+/** A column read as stored. */
+const as =
+  <T>() =>
+  (v: unknown): T =>
+    v as T;
+/** A decimal string of wei (or token base units), read as bigint. */
+const wei = (v: unknown): bigint => BigInt(v as string);
+const weiOrNull = (v: unknown): bigint | null => (v === null ? null : BigInt(v as string));
+/** A number PostgreSQL may answer as a string (an aggregate, an int8). */
+const num = (v: unknown): number => Number(v);
+const numOrNull = (v: unknown): number | null => (v === null ? null : Number(v));
 
-export const RECORD_COLUMNS = [
-  'tx.id',
-  'tx.wallet_id',
-  'tx.token_id',
-  'tx.type',
-  'tx.status',
-  'tx.amount',
-  'tx.fee_reserved',
-  'tx.from_address',
-  'tx.to_address',
-  'tx.tx_hash',
-  'tx.log_index',
-  'tx.block_number',
-  'tx.block_hash',
-  'tx.block_timestamp',
-  'tx.nonce',
-  'tx.gas',
-  'tx.gas_price',
-  'tx.gas_used',
-  'tx.cumulative_gas_used',
-  'tx.receipt_status',
-  'tx.error',
-  'tx.broadcast_at',
-  'tx.confirmed_at',
-  'tx.failed_at',
-  'tx.created_at',
-  'tx.updated_at',
-  'tx.seq',
-  'wt.symbol',
-  'wt.decimals',
-  'w.user_id',
-  'tx.tx_kind',
-  'tx.max_fee_per_gas',
-  'tx.max_priority_fee_per_gas',
-  'tx.data',
-  'tx.l1_fee',
-  'tx.failure_reason',
-  'tx.broadcast_kind',
-  'tx.broadcast_attempts',
-  'tx.replaced_hashes',
-  'tx.stuck_at',
-  'tx.stuck_reason',
-  'tx.refund_id',
-  'tx.payout_id',
-  'tx.reference',
-] as const;
+/**
+ * The transaction row as the service reads it, defined once: each field of a `TxRecord`, the
+ * column it is selected from (the row's own, `tx.`; the token's display fields and the wallet's
+ * owner, joined) and how its stored value is read. `TxRecord`, `RECORD_COLUMNS` and `toRecord`
+ * are derived from it; a new column read by the service is one line here (beside its migration,
+ * `TransactionsTable`, and the insert when a create sets it).
+ */
+const FIELDS = {
+  id: ['tx.id', as<number>()],
+  wallet_id: ['tx.wallet_id', as<number>()],
+  token_id: ['tx.token_id', as<number>()],
+  type: ['tx.type', as<TxType>()],
+  status: ['tx.status', as<TxStatus>()],
+  amount: ['tx.amount', wei],
+  fee_reserved: ['tx.fee_reserved', wei],
+  from_address: ['tx.from_address', as<string>()],
+  to_address: ['tx.to_address', as<string>()],
+  tx_hash: ['tx.tx_hash', as<string | null>()],
+  log_index: ['tx.log_index', as<number>()],
+  block_number: ['tx.block_number', as<number | null>()],
+  block_hash: ['tx.block_hash', as<string | null>()],
+  block_timestamp: ['tx.block_timestamp', as<number | null>()],
+  nonce: ['tx.nonce', as<number | null>()],
+  gas: ['tx.gas', weiOrNull],
+  gas_price: ['tx.gas_price', weiOrNull],
+  gas_used: ['tx.gas_used', weiOrNull],
+  cumulative_gas_used: ['tx.cumulative_gas_used', weiOrNull],
+  receipt_status: ['tx.receipt_status', as<number | null>()],
+  error: ['tx.error', as<string | null>()],
+  broadcast_at: ['tx.broadcast_at', as<number | null>()],
+  confirmed_at: ['tx.confirmed_at', as<number | null>()],
+  failed_at: ['tx.failed_at', as<number | null>()],
+  created_at: ['tx.created_at', as<number>()],
+  updated_at: ['tx.updated_at', as<number>()],
+  seq: ['tx.seq', as<number>()],
+  symbol: ['wt.symbol', as<string>()],
+  decimals: ['wt.decimals', as<number>()],
+  /** The wallet's owner (for events). */
+  user_id: ['w.user_id', as<number>()],
+  /** How it was signed, its EIP-1559 fees, its calldata (contract calls), its L1 fee. */
+  tx_kind: ['tx.tx_kind', (v: unknown): 'legacy' | 'eip1559' => (v === 'eip1559' ? 'eip1559' : 'legacy')],
+  max_fee_per_gas: ['tx.max_fee_per_gas', weiOrNull],
+  max_priority_fee_per_gas: ['tx.max_priority_fee_per_gas', weiOrNull],
+  data: ['tx.data', as<string | null>()],
+  l1_fee: ['tx.l1_fee', wei],
+  /** Why it failed, what its current hash is, its sends, its earlier hashes, since when it is stuck. */
+  failure_reason: ['tx.failure_reason', as<FailureReason | null>()],
+  broadcast_kind: ['tx.broadcast_kind', as<BroadcastKind>()],
+  broadcast_attempts: ['tx.broadcast_attempts', num],
+  replaced_hashes: ['tx.replaced_hashes', (v: unknown): string[] => (v ? (v as string).split(',') : [])],
+  stuck_at: ['tx.stuck_at', as<number | null>()],
+  /** Why every endpoint refused its re-send (not for its fee), else null. */
+  stuck_reason: ['tx.stuck_reason', as<string | null>()],
+  /** The refund this transfer pays, else null. */
+  refund_id: ['tx.refund_id', numOrNull],
+  /** The payout it is an item of, and the item's reference. */
+  payout_id: ['tx.payout_id', numOrNull],
+  reference: ['tx.reference', as<string | null>()],
+} as const satisfies Record<string, readonly [string, (v: unknown) => unknown]>;
+
+type Fields = typeof FIELDS;
+
+/** A transaction with its token's display fields, as the API and the events need it. */
+export type TxRecord = { -readonly [K in keyof Fields]: ReturnType<Fields[K][1]> };
+
+/** The columns a `TxRecord` is selected from (`records`), in `FIELDS`' order. */
+export const RECORD_COLUMNS = Object.values(FIELDS).map(([column]) => column) as ReadonlyArray<Fields[keyof Fields][0]>;
+
+const READERS = Object.entries(FIELDS).map(([key, [, read]]) => [key, read] as const);
+
+/** A row selected with `RECORD_COLUMNS` (or returning its columns), read into a `TxRecord`. */
+export function toRecord(r: object): TxRecord {
+  const row = r as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const [key, read] of READERS) out[key] = read(row[key]);
+  return out as TxRecord;
+}
 
 export const big = (v: string | null): bigint | null => (v === null ? null : BigInt(v));
-
-export type RawRecord = Omit<
-  TxRecord,
-  | 'amount'
-  | 'fee_reserved'
-  | 'gas'
-  | 'gas_price'
-  | 'gas_used'
-  | 'cumulative_gas_used'
-  | 'type'
-  | 'status'
-  | 'tx_kind'
-  | 'max_fee_per_gas'
-  | 'max_priority_fee_per_gas'
-  | 'l1_fee'
-  | 'failure_reason'
-  | 'broadcast_kind'
-  | 'replaced_hashes'
-> & {
-  failure_reason: string | null;
-  broadcast_kind: string;
-  replaced_hashes: string | null;
-  tx_kind: string;
-  max_fee_per_gas: string | null;
-  max_priority_fee_per_gas: string | null;
-  l1_fee: string;
-  type: string;
-  status: string;
-  amount: string;
-  fee_reserved: string;
-  gas: string | null;
-  gas_price: string | null;
-  gas_used: string | null;
-  cumulative_gas_used: string | null;
-};
-
-export function toRecord(r: RawRecord): TxRecord {
-  return {
-    ...r,
-    type: r.type as TxType,
-    status: r.status as TxStatus,
-    amount: BigInt(r.amount),
-    fee_reserved: BigInt(r.fee_reserved),
-    gas: big(r.gas),
-    gas_price: big(r.gas_price),
-    gas_used: big(r.gas_used),
-    cumulative_gas_used: big(r.cumulative_gas_used),
-    tx_kind: r.tx_kind === 'eip1559' ? 'eip1559' : 'legacy',
-    max_fee_per_gas: big(r.max_fee_per_gas),
-    max_priority_fee_per_gas: big(r.max_priority_fee_per_gas),
-    l1_fee: BigInt(r.l1_fee),
-    failure_reason: r.failure_reason as FailureReason | null,
-    broadcast_kind: r.broadcast_kind as BroadcastKind,
-    broadcast_attempts: Number(r.broadcast_attempts),
-    replaced_hashes: r.replaced_hashes ? r.replaced_hashes.split(',') : [],
-    refund_id: r.refund_id === null ? null : Number(r.refund_id),
-    payout_id: r.payout_id === null ? null : Number(r.payout_id),
-  };
-}
 
 export function records(db: Executor) {
   return db
@@ -209,7 +139,7 @@ const recordById = prepare((db: Executor, id: number) => records(db).where('tx.i
 
 export async function findRecord(db: Executor, id: number): Promise<TxRecord | undefined> {
   const r = await recordById.executeTakeFirst(db, id);
-  return r ? toRecord(r as RawRecord) : undefined;
+  return r ? toRecord(r) : undefined;
 }
 
 export async function findRecordForWallet(db: Executor, walletId: number, id: number): Promise<TxRecord | undefined> {
@@ -218,7 +148,7 @@ export async function findRecordForWallet(db: Executor, walletId: number, id: nu
     .where('tx.wallet_id', '=', walletId)
     .where('tx.status', '!=', ORPHANED)
     .executeTakeFirst();
-  return r ? toRecord(r as RawRecord) : undefined;
+  return r ? toRecord(r) : undefined;
 }
 
 /**
@@ -234,51 +164,61 @@ export const INTERNAL_LOG_BASE = -1_000_000_000;
 export const isInternalReceipt = (t: { type: string; log_index: number }): boolean =>
   t.type === 'receipt' && t.log_index <= INTERNAL_LOG_BASE;
 
-export interface NewTx {
-  /** PostgreSQL: an id drawn beforehand (`drawTransactionId`); absent, the insert draws it. */
-  id?: number;
-  wallet_id: number;
-  token_id: number;
-  symbol: string;
-  type: TxType;
-  status: TxStatus;
-  amount: bigint;
-  fee_reserved: bigint;
-  from_address: string;
-  to_address: string;
-  /** Null only for a transfer held for approval (nothing signed). */
-  tx_hash: string | null;
-  log_index: number;
-  block_number: number | null;
-  block_hash: string | null;
-  block_timestamp: number | null;
-  nonce: number | null;
-  gas: bigint | null;
-  gas_price: bigint | null;
-  gas_used: bigint | null;
-  cumulative_gas_used: bigint | null;
-  receipt_status: number | null;
-  raw_tx: string | null;
-  confirmed_at: number | null;
-  /** Migration 005 (outgoing rows); absent: legacy, no calldata, no L1 fee. */
-  tx_kind?: 'legacy' | 'eip1559';
-  max_fee_per_gas?: bigint | null;
-  max_priority_fee_per_gas?: bigint | null;
-  data?: string | null;
-  l1_fee?: bigint;
-  /** Sends already counted (`claimAttempt`); a new transfer about to be sent by its create counts its first here. */
-  broadcast_attempts?: number;
-  /** A transfer held for approval: the create's fee choice, JSON (migration 019). */
-  requested_fees?: string | null;
-  /** The refund it pays (migration 020); the payout it is an item of and its reference (021). */
-  refund_id?: number | null;
-  payout_id?: number | null;
-  reference?: string | null;
-  /** A call to one of the wallet's token contracts: the token, the amount policed, what it takes from the balance (migration 029). */
-  call_token_id?: number | null;
-  call_amount?: bigint | null;
-  call_spend?: bigint | null;
-}
+/**
+ * A row to insert, in the record's terms (its types from `FIELDS`): what every insert sets, what
+ * an outgoing row may set (absent: legacy, no calldata, no L1 fee, the database's defaults), and
+ * the columns no read selects. `tx_hash` is null only for a transfer held for approval (nothing
+ * signed); `broadcast_attempts` counts sends already made (`claimAttempt`): a new transfer about
+ * to be sent by its create counts its first here.
+ */
+export type NewTx = Pick<
+  TxRecord,
+  | 'wallet_id'
+  | 'token_id'
+  | 'symbol'
+  | 'type'
+  | 'status'
+  | 'amount'
+  | 'fee_reserved'
+  | 'from_address'
+  | 'to_address'
+  | 'tx_hash'
+  | 'log_index'
+  | 'block_number'
+  | 'block_hash'
+  | 'block_timestamp'
+  | 'nonce'
+  | 'gas'
+  | 'gas_price'
+  | 'gas_used'
+  | 'cumulative_gas_used'
+  | 'receipt_status'
+  | 'confirmed_at'
+> &
+  Partial<
+    Pick<
+      TxRecord,
+      | 'tx_kind'
+      | 'max_fee_per_gas'
+      | 'max_priority_fee_per_gas'
+      | 'data'
+      | 'l1_fee'
+      | 'broadcast_attempts'
+      | 'refund_id'
+      | 'payout_id'
+      | 'reference'
+    >
+  > & {
+    /** PostgreSQL: an id drawn beforehand (`drawTransactionId`); absent, the insert draws it. */
+    id?: number;
+    raw_tx: string | null;
+    /** A transfer held for approval: the create's fee choice, JSON. */
+    requested_fees?: string | null;
+    /** A call to one of the wallet's token contracts: the token, the amount policed, what it takes from the balance. */
+    call_token_id?: number | null;
+    call_amount?: bigint | null;
+    call_spend?: bigint | null;
+  };
 
 export const str = (v: bigint | null): string | null => (v === null ? null : v.toString());
 
@@ -446,7 +386,7 @@ export async function insertSentTransfer(trx: Executor, t: NewTx, nextNonce: num
     return (await findRecord(trx, id!))!;
   }
   const r = await insertSentWithNonce.executeTakeFirst(trx, { ...insertRow(t, nowMs), next_nonce: nextNonce });
-  return toRecord(r as RawRecord);
+  return toRecord(r!);
 }
 
 /** PostgreSQL: the insert, the nonce's upsert and the row as `findRecord` reads it, in one statement compiled once per set of columns. */

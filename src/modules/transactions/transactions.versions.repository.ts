@@ -5,17 +5,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
 import { prepare } from '../../db/prepared.js';
-import {
-  onNetwork,
-  type BroadcastKind,
-  OUTGOING_TYPES,
-  type RawRecord,
-  type TxRecord,
-  big,
-  records,
-  str,
-  toRecord,
-} from './transactions.repository.js';
+import { onNetwork, type BroadcastKind, OUTGOING_TYPES, type TxRecord, big, records, str, toRecord } from './transactions.repository.js';
 
 /**
  * Counts a send attempt of the version `txHash` before it is made; true when it is the first
@@ -164,7 +154,7 @@ export async function findUnminedByAnyHash(
         .where((eb) => eb.or([eb('tx.tx_hash', 'is', null), eb('tx.tx_hash', 'not in', hashes)])),
     )
     .execute();
-  return rows.map(({ found_hash, ...r }) => ({ rec: toRecord(r as RawRecord), hash: found_hash! }));
+  return rows.map(({ found_hash, ...r }) => ({ rec: toRecord(r), hash: found_hash! }));
 }
 
 export interface SignedVersion {

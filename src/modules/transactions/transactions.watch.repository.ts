@@ -7,16 +7,7 @@ import { dialectOf } from '../../db/dialect.js';
 import type { Executor } from '../../db/index.js';
 import { prepare, prepareRow } from '../../db/prepared.js';
 import type { Database } from '../../db/types.js';
-import {
-  onNetwork,
-  type FailureReason,
-  RECORD_COLUMNS,
-  type RawRecord,
-  type TxRecord,
-  findRecord,
-  records,
-  toRecord,
-} from './transactions.repository.js';
+import { onNetwork, type FailureReason, RECORD_COLUMNS, type TxRecord, findRecord, records, toRecord } from './transactions.repository.js';
 
 export async function markBroadcast(db: Executor, id: number, nowMs: number): Promise<void> {
   await db
@@ -155,7 +146,7 @@ export async function settle(
         : failedWith('cancelled: the zero-value replacement was mined', 'cancelled');
   if (dialectOf(db).driver !== 'postgres') return (await settleRow.execute(db, set)).length === 1 ? findRecord(db, id) : undefined;
   const r = await settleReturningRecord.executeTakeFirst(db, set);
-  return r ? toRecord(r as RawRecord) : undefined;
+  return r ? toRecord(r) : undefined;
 }
 
 type SettleSet = {
@@ -239,7 +230,7 @@ const pendingOnNetwork = prepare((db: Executor, networkId: number) =>
 /** Pending rows (any type) mined at or below `maxBlock`: their confirmations are reached. */
 export async function listSettleable(db: Executor, networkId: number, maxBlock: number, limit: number): Promise<TxRecord[]> {
   const rows = await settleableRows.execute(db, networkId, maxBlock, limit);
-  return rows.map((r) => toRecord(r as RawRecord));
+  return rows.map((r) => toRecord(r));
 }
 
 const settleableRows = prepare((db: Executor, networkId: number, maxBlock: number, limit: number) =>
