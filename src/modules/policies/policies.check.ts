@@ -1,6 +1,6 @@
 /**
  * The spending policy's decision for a new outgoing transfer, taken by the create inside its
- * database transaction, after the wallet's lock (transactions.service.ts, `record`): every
+ * database transaction, after the wallet's lock (transactions.service.ts, `recordBatchOnce`): every
  * earlier create of the wallet, in this process or another, has committed its row by then, so
  * the daily sum includes it and concurrent creates cannot pass a limit together.
  *

@@ -36,7 +36,7 @@ export async function lockWalletForCreate(trx: Executor, walletId: number): Prom
  * right behind the wallet's lock statement (src/db/pipelined.ts), it runs once the lock is
  * granted, so a wallet's ids still follow the order its creates commit in; with the id known
  * before the insert is answered, the create sends its insert, its event (whose payload carries
- * the id) and the commit in one round trip (transactions.service.ts, `record`). A create that
+ * the id) and the commit in one round trip (transactions.service.ts, `recordBatchOnce`). A create that
  * does not insert after all (refused under the lock, or held for approval) leaves the id unused:
  * a gap, as a rolled-back insert leaves. SQLite: undefined (the insert draws it; there is no
  * round trip to save).

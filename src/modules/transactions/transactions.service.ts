@@ -244,13 +244,8 @@ export class TransactionService {
   async create(wallet: WalletView, input: TransferInput, opts: CreateOptions = {}): Promise<TxRecord> {
     const log = this.ctx.log.child({ component: 'transactions', wallet_id: wallet.id });
     const prepared = await this.prepare(wallet, input, opts.spends);
-    const {
-      rec,
-      raw,
-      together = 1,
-    } = isPlain(opts)
-      ? await this.recordTogether(wallet, { p: prepared, inTransaction: opts.inTransaction })
-      : await this.record(wallet, prepared, opts);
+    const q: Queued = { p: prepared, opts };
+    const { rec, raw, together = 1 } = isPlain(opts) ? await this.recordTogether(wallet, q) : await this.recordAlone(wallet, q);
     if (raw === undefined) {
       log.info({ transaction_id: rec.id, symbol: input.token.symbol }, 'transaction held for approval');
       return rec;
@@ -279,7 +274,7 @@ export class TransactionService {
     await this.approvals.expireIfDue(held);
     const input = await this.approvals.inputOf(held);
     const prepared = await this.prepare(wallet, input, held.id);
-    const { rec, raw } = await this.record(wallet, prepared, { approving: held.id });
+    const { rec, raw } = await this.recordAlone(wallet, { p: prepared, opts: { approving: held.id } });
     log.info({ transaction_id: rec.id, tx_hash: rec.tx_hash, nonce: rec.nonce }, 'held transaction approved, signed and recorded');
     await this.broadcast(prepared.client, rec, raw!, log);
     return rec;
@@ -353,80 +348,20 @@ export class TransactionService {
     };
   }
 
-  /**
-   * Step 3: reserve, take the nonce, sign and record, under the wallet's lock. The first send
-   * is counted here (`broadcast_attempts` 1, committed with the row), not in a commit of its own
-   * before sending: from its commit on, the row counts as possibly sent, so a crash before the
-   * send can only make a later refusal non-final (the safe side), never the reverse. A transfer
-   * the policy holds is recorded awaiting approval instead (reserved; no nonce, nothing signed:
-   * `raw` undefined). With `approving`, the held row of that id is signed and recorded pending.
-   */
-  private async record(wallet: WalletView, p: Prepared, opts: CreateOptions & { approving?: number }): Promise<Recorded> {
-    const now = this.ctx.clock.nowMs();
-    let raw: Hex | undefined;
-    const rec = await pipelinedTransaction(this.ctx.store.db, async (trx, end) => {
-      const locking = createRepo.lockWalletForCreate(trx, wallet.id);
-      // A plain create's row id, drawn once the lock is granted (PostgreSQL; see drawTransactionId).
-      const drawing =
-        opts.link === undefined && opts.inTransaction === undefined && opts.approving === undefined
-          ? createRepo.drawTransactionId(trx)
-          : undefined;
-      drawing?.catch(() => undefined);
-      const reads = () =>
-        Promise.all([
-          this.policyDecision(trx, wallet, p, opts, now),
-          createRepo.outgoingState(trx, wallet.id, p.snap.minedNonce, opts.approving ?? opts.spends),
-        ]);
-      // Without a link to write first, the policy's and the outgoing rows' reads are sent with
-      // the lock (src/db/pipelined.ts): the server runs them as soon as it grants it.
-      const early = opts.link === undefined ? reads() : undefined;
-      early?.catch(() => undefined);
-      const locked = await locking;
-      if (!locked) throw Errors.internal(new Error(`wallet ${wallet.id} missing`));
-      const link = (await opts.link?.(trx)) ?? {};
-      const [hold, state] = await (early ?? reads());
-      if (!p.enough(state.reservations, p.fee)) throw Errors.insufficientBalance();
-      if (hold) return this.approvals.hold(trx, wallet, p.input, { ...heldFields(wallet, p), ...link }, now, opts.inTransaction);
-      // Under the lock, so concurrent creates cannot exceed it. The gap filler is exempt: it unsticks the others.
-      if (opts.requireNonce === undefined && state.pendingCount >= this.ctx.config.maxPendingPerWallet) throw Errors.tooManyPending();
-      // Never below the snapshot's mined count, nor on a nonce a row of ours holds or used
-      // (`usedNonces`: on PostgreSQL `nextNonce` may predate the commit this create waited for).
-      const floor = Math.max(p.snap.pendingNonce, p.snap.minedNonce);
-      const nonce = takeNonce(locked.nextNonce, floor, new Set(state.usedNonces), opts.requireNonce);
-      raw = await signAt(p, nonce);
-      const event = (t: Executor, created: TxEventFields) => createdEvent(t, wallet, created, now);
-      const id = await drawing;
-      if (id !== undefined) {
-        // The row's id is known: its insert, its event and the commit leave together (one round
-        // trip while the wallet is locked, where the event waited for the insert's answer).
-        const row = sentRow(wallet, p, nonce, raw, link, id);
-        return end(
-          async (t) =>
-            (await Promise.all([repo.insertSentTransfer(t, row, nonce + 1, now), event(t, newRowEventFields(row, id, p.input.token))]))[0],
-        );
-      }
-      const created =
-        opts.approving === undefined
-          ? await insertTransfer(trx, wallet, p, nonce, raw, link, now)
-          : await this.approvals.signed(trx, wallet, opts.approving, signedFields(p, nonce, raw), now);
-      // The event's insert is the last statement: the commit is sent with it.
-      if (opts.inTransaction === undefined) await end((t) => event(t, created));
-      else {
-        await event(trx, created);
-        await opts.inTransaction(trx, created);
-      }
-      return created;
-    });
-    return { rec, raw };
+  /** Step 3 for one create alone: a batch of one (`recordBatch`). */
+  private async recordAlone(wallet: WalletView, q: Queued): Promise<Recorded> {
+    const [outcome] = await this.recordBatch(wallet, [q]);
+    if (!outcome!.ok) throw outcome!.error;
+    return outcome!.value;
   }
 
   /**
    * Step 3 for a hot wallet: while a transaction recording the wallet's creates is under way in
    * this process, the creates that become ready wait for it here rather than each at the
    * database's lock, and are then recorded together (`recordBatch`: one grant of the lock, one
-   * commit). A lone create waits for nobody and is recorded by `record`, as every create was
-   * before. The wallet's other writers (the watcher, another process) still take its lock in the
-   * database, so the batch is one holder among them.
+   * commit). A lone create waits for nobody: a batch of one. The wallet's other writers (the
+   * watcher, another process) still take its lock in the database, so the batch is one holder
+   * among them.
    */
   private async recordTogether(wallet: WalletView, q: Queued): Promise<Recorded> {
     let hot = this.hot.get(wallet.id);
@@ -446,18 +381,19 @@ export class TransactionService {
   }
 
   /**
-   * Records `items` (queued creates of one wallet) in one transaction (`recordBatchOnce`). A create
-   * whose stored response could not be written (its Idempotency-Key taken over: `Refused`) fails
-   * alone: the transaction rolled back before its commit, so nothing of the batch was written,
-   * and the rest is recorded again without it. Any other failure fails them all, as it would fail
-   * each alone. A create of a token the wallet's policy limits, and a create left on its own, is
-   * recorded by `record` afterwards (the policy's reads and writes are per transfer).
+   * Step 3, the one way a create is recorded: `items` (creates of one wallet; several only when
+   * each is plain, `isPlain`) in one transaction (`recordBatchOnce`). A create whose stored
+   * response could not be written (its Idempotency-Key taken over: `Refused`) fails alone: the
+   * transaction rolled back before its commit, so nothing of the batch was written, and the rest
+   * is recorded again without it. Any other failure fails them all, as it would fail each alone.
+   * A create of a token the wallet's policy limits, in a batch of several, is recorded afterwards
+   * in a batch of one (the policy's reads and writes are per transfer).
    */
   private async recordBatch(wallet: WalletView, items: Queued[]): Promise<Outcome[]> {
     const out = new Array<Outcome>(items.length);
     let todo = items.map((_, i) => i);
     const alone: number[] = [];
-    while (todo.length > 1) {
+    while (todo.length > 0) {
       try {
         const results = await this.recordBatchOnce(
           wallet,
@@ -471,63 +407,106 @@ export class TransactionService {
           return out;
         }
         out[todo[error.index]!] = { ok: false, error: error.reason };
-        this.ctx.log.warn(
-          { component: 'transactions', wallet_id: wallet.id, err: error.reason, batch: todo.length },
-          'a create of the batch could not store its response; the others are recorded without it',
-        );
+        if (todo.length > 1)
+          this.ctx.log.warn(
+            { component: 'transactions', wallet_id: wallet.id, err: error.reason, batch: todo.length },
+            'a create of the batch could not store its response; the others are recorded without it',
+          );
         todo = todo.filter((_, k) => k !== error.index);
       }
     }
-    alone.push(...todo);
-    for (const i of alone.sort((a, b) => a - b)) {
-      const { p, inTransaction } = items[i]!;
-      out[i] = await this.record(wallet, p, { inTransaction }).then(
-        (value): Outcome => ({ ok: true, value }),
-        (error: unknown): Outcome => ({ ok: false, error }),
-      );
-    }
+    for (const i of alone.sort((a, b) => a - b)) out[i] = (await this.recordBatch(wallet, [items[i]!]))[0]!;
     return out;
   }
 
   /**
-   * One transaction for a batch of plain creates of one wallet: the lock statement, with the ids
-   * (PostgreSQL), whether the policy sets anything for the batch's tokens, and the outgoing rows
-   * sent behind it; then, in memory, each create in its order checked and given its nonce as
-   * `record` does, against the rows and the creates before it in the batch (`allot`); then the
-   * rows, their `transaction.created` events and the commit (`writeBatch`). A create refused
-   * (balance, the pending cap) is answered with its error and takes nothing; one of a policed
-   * token is left `'alone'`.
+   * One transaction for a batch of creates of one wallet, under its lock: reserve, take the
+   * nonces, sign and record. Sent with the lock statement (src/db/pipelined.ts, run as soon as it
+   * is granted): the ids (PostgreSQL: `drawTransactionId`), the policy's reads (for a batch of
+   * several, whether it sets anything for their tokens; for one, its decision) and the outgoing
+   * rows; a create's `link` is written first, and the reads follow it. Then, in memory, each
+   * create in its order is checked and given its nonce against the rows and the creates before it
+   * (`allot`); then the rows, their `transaction.created` events and the commit (`writeBatch`).
+   * In a batch of several a create refused (balance, the pending cap) is answered with its error
+   * and takes nothing; one of a policed token is left `'alone'`. A create alone that is refused
+   * rolls back (its link's writes too); one the policy holds is recorded awaiting approval
+   * (reserved; no nonce, nothing signed); one `approving` a held row signs that row. The first
+   * send is counted with the row (`broadcast_attempts` 1): from its commit on the row counts as
+   * possibly sent, so a crash before the send can only make a later refusal non-final.
    */
   private async recordBatchOnce(wallet: WalletView, items: Queued[]): Promise<Array<Outcome | 'alone'>> {
     const now = this.ctx.clock.nowMs();
+    const one = items.length === 1 ? items[0]! : null;
+    const opts: RecordOptions = one?.opts ?? {};
     const minedFrom = Math.min(...items.map((q) => q.p.snap.minedNonce));
     const tokenIds = [...new Set(items.map((q) => q.p.input.token.id))];
     return pipelinedTransaction(this.ctx.store.db, async (trx, end) => {
       const locking = createRepo.lockWalletForCreate(trx, wallet.id);
-      const reads = Promise.all([
-        createRepo.drawTransactionIds(trx, items.length),
-        Promise.all(tokenIds.map((id) => isUnpoliced(trx, wallet.id, id))),
-        createRepo.outgoingRowsFrom(trx, wallet.id, minedFrom),
-      ]);
-      reads.catch(() => undefined);
+      const drawing =
+        opts.link === undefined && opts.approving === undefined ? createRepo.drawTransactionIds(trx, items.length) : undefined;
+      drawing?.catch(() => undefined);
+      const reads = () =>
+        Promise.all([
+          one ? this.policyDecision(trx, wallet, one.p, one.opts, now) : Promise.all(tokenIds.map((id) => isUnpoliced(trx, wallet.id, id))),
+          createRepo.outgoingRowsFrom(trx, wallet.id, minedFrom),
+        ]);
+      const early = opts.link === undefined ? reads() : undefined;
+      early?.catch(() => undefined);
       const locked = await locking;
       if (!locked) throw Errors.internal(new Error(`wallet ${wallet.id} missing`));
-      const [ids, free, rows] = await reads;
-      const unpoliced = new Set(tokenIds.filter((_, i) => free[i]));
-      const { results, signed } = await this.allot(wallet, items, { nextNonce: locked.nextNonce, rows, unpoliced, ids });
-      if (signed.length > 0) {
-        const recs = await writeBatch(trx, end, wallet, items, signed, now);
-        signed.forEach((s, i) => (results[s.k] = { ok: true, value: { rec: recs[i]!, raw: s.raw, together: signed.length } }));
-      }
+      const link = (await opts.link?.(trx)) ?? {};
+      const [policy, rows] = await (early ?? reads());
+      if (one && policy === true) return [await this.holdOne(trx, wallet, one, rows, link, now)];
+      const unpoliced = new Set(Array.isArray(policy) ? tokenIds.filter((_, i) => policy[i]) : tokenIds);
+      const ids = await drawing;
+      const { results, signed } = await this.allot(wallet, items, { nextNonce: locked.nextNonce, rows, unpoliced, ids, link });
+      if (one && results[0] !== undefined && results[0] !== 'alone' && !results[0].ok) throw results[0].error;
+      if (signed.length === 0) return results;
+      if (opts.approving !== undefined) return [await this.signHeld(trx, end, wallet, one!, signed[0]!, now)];
+      const recs = await writeBatch(trx, end, wallet, items, signed, now);
+      signed.forEach((s, i) => (results[s.k] = { ok: true, value: { rec: recs[i]!, raw: s.raw, together: signed.length } }));
       return results;
     });
   }
 
-  /** `recordBatchOnce`'s decisions, under the lock: each create refused, left alone, or given its nonce and signed. */
+  /** A create alone that the policy holds: recorded awaiting approval when the balance covers it (reserved, nothing signed). */
+  private async holdOne(
+    trx: Executor,
+    wallet: WalletView,
+    { p, opts }: Queued,
+    rows: createRepo.OutgoingRows,
+    link: TxLink,
+    now: number,
+  ): Promise<Outcome> {
+    const state = createRepo.outgoingStateOf(rows, p.snap.minedNonce, opts.approving ?? opts.spends);
+    if (!p.enough(state.reservations, p.fee)) throw Errors.insufficientBalance();
+    const rec = await this.approvals.hold(trx, wallet, p.input, { ...heldFields(wallet, p), ...link }, now, opts.inTransaction);
+    return { ok: true, value: { rec } };
+  }
+
+  /** An approval: the held row signed at its nonce, its `transaction.created` event sent with the commit. */
+  private async signHeld(trx: Executor, end: EndWith, wallet: WalletView, { p, opts }: Queued, s: Signed, now: number): Promise<Outcome> {
+    const rec = await this.approvals.signed(trx, wallet, opts.approving!, signedFields(p, s.nonce, s.raw), now);
+    await end((t) => createdEvent(t, wallet, rec, now));
+    return { ok: true, value: { rec, raw: s.raw } };
+  }
+
+  /**
+   * `recordBatchOnce`'s decisions, under the lock: each create refused, left alone (a policed
+   * token or a contract call in a batch of several), or given its nonce and signed. A create
+   * alone brings its own terms: the reservation it takes over left out (`approving`, `spends`),
+   * the nonce it requires (exempt from the pending cap: the gap filler unsticks the others).
+   */
   private async allot(
     wallet: WalletView,
     items: Queued[],
-    at: { nextNonce: number | null; rows: createRepo.OutgoingRows; unpoliced: Set<number>; ids: number[] | undefined },
+    at: {
+      nextNonce: number | null;
+      rows: createRepo.OutgoingRows;
+      unpoliced: Set<number>;
+      ids: number[] | undefined;
+      link: TxLink;
+    },
   ): Promise<{ results: Array<Outcome | 'alone'>; signed: Signed[] }> {
     const results = new Array<Outcome | 'alone'>(items.length);
     const signed: Signed[] = [];
@@ -536,24 +515,27 @@ export class TransactionService {
     const nonces: number[] = [];
     let next = at.nextNonce;
     for (let k = 0; k < items.length; k++) {
-      const { p } = items[k]!;
+      const { p, opts } = items[k]!;
       // A contract call is policed by what it does (`policyDecision`), and reserves what a token call spends: alone.
-      if (!at.unpoliced.has(p.input.token.id) || p.input.data !== undefined) {
+      if (items.length > 1 && (!at.unpoliced.has(p.input.token.id) || p.input.data !== undefined)) {
         results[k] = 'alone';
         continue;
       }
-      const state = createRepo.outgoingStateOf(at.rows, p.snap.minedNonce);
+      const state = createRepo.outgoingStateOf(at.rows, p.snap.minedNonce, opts.approving ?? opts.spends);
       if (!p.enough([...state.reservations, ...taken], p.fee)) {
         results[k] = { ok: false, error: Errors.insufficientBalance() };
         continue;
       }
-      if (state.pendingCount + signed.length >= this.ctx.config.maxPendingPerWallet) {
+      if (opts.requireNonce === undefined && state.pendingCount + signed.length >= this.ctx.config.maxPendingPerWallet) {
         results[k] = { ok: false, error: Errors.tooManyPending() };
         continue;
       }
-      const nonce = takeNonce(next, Math.max(p.snap.pendingNonce, p.snap.minedNonce), new Set([...state.usedNonces, ...nonces]), undefined);
+      // Never below the snapshot's mined count, nor on a nonce a row of ours holds or used
+      // (`usedNonces`: on PostgreSQL `nextNonce` may predate the commit this create waited for).
+      const floor = Math.max(p.snap.pendingNonce, p.snap.minedNonce);
+      const nonce = takeNonce(next, floor, new Set([...state.usedNonces, ...nonces]), opts.requireNonce);
       const raw = await signAt(p, nonce);
-      signed.push({ k, nonce, raw, row: sentRow(wallet, p, nonce, raw, {}, at.ids?.[signed.length]) });
+      signed.push({ k, nonce, raw, row: sentRow(wallet, p, nonce, raw, at.link, at.ids?.[signed.length]) });
       taken.push({ token_id: p.input.token.id, amount: p.input.amount, fee_reserved: p.fee });
       nonces.push(nonce);
       next = nonce + 1;
@@ -792,10 +774,13 @@ function takeNonce(next: number | null, pendingNonce: number, held: ReadonlySet<
 /** The most creates of one wallet recorded in one transaction (the default pending cap: more would be refused). */
 const MAX_TOGETHER = 64;
 
-/** A create waiting for its wallet's batch: its quote, and the response to store with it (Idempotency-Key). */
+/** A create's terms when recorded: its options, or the held row an approval signs. */
+type RecordOptions = CreateOptions & { approving?: number };
+
+/** A create to record: its quote and its terms (among them the response to store with it, Idempotency-Key). */
 interface Queued {
   p: Prepared;
-  inTransaction?: CreateOptions['inTransaction'];
+  opts: RecordOptions;
 }
 
 /** A recorded create: its row, its signed bytes (none when held for approval), and how many were recorded in its transaction. */
@@ -836,13 +821,6 @@ function isPlain(opts: CreateOptions): boolean {
   );
 }
 
-/**
- * The signed creates' rows and `transaction.created` events, in the batch's order. On PostgreSQL
- * (ids drawn) every insert and event leaves with the commit in one round trip, unless a create
- * stores its response (Idempotency-Key): then the responses are written once the rows are
- * answered, and the commit follows; a response that cannot be written throws `Refused` before
- * the commit. On SQLite one after the other (no round trip to save).
- */
 /** The prepared transfer signed at `nonce`. */
 function signAt(p: Prepared, nonce: number): Promise<Hex> {
   return p.signer.signTransaction({
@@ -867,6 +845,14 @@ function createdEvent(t: Executor, wallet: WalletView, fields: TxEventFields, no
   });
 }
 
+/**
+ * The signed creates' rows and `transaction.created` events, in the batch's order. On PostgreSQL
+ * (ids drawn) every insert and event leaves with the commit in one round trip, unless a create
+ * stores its response (Idempotency-Key): then the responses are written once the rows are
+ * answered, and the commit follows; a response that cannot be written throws `Refused` before
+ * the commit. Otherwise (SQLite; a create with a link) one after the other, the last event sent
+ * with the commit when no response is to be stored.
+ */
 async function writeBatch(
   trx: Executor,
   end: EndWith,
@@ -880,19 +866,21 @@ async function writeBatch(
     repo.insertSentTransfer(t, s.row, s.nonce + 1, now),
     event(t, newRowEventFields(s.row, s.row.id!, items[s.k]!.p.input.token)),
   ];
-  const responses = signed.filter((s) => items[s.k]!.inTransaction !== undefined);
+  const responses = signed.filter((s) => items[s.k]!.opts.inTransaction !== undefined);
   const drawn = signed[0]!.row.id !== undefined;
   if (drawn && responses.length === 0) return rowsOf(await end((t) => Promise.all(signed.flatMap((s) => both(t, s)))));
   const recs: TxRecord[] = [];
   if (drawn) recs.push(...rowsOf(await Promise.all(signed.flatMap((s) => both(trx, s)))));
   else {
-    for (const s of signed) {
+    for (const [i, s] of signed.entries()) {
       const rec = await repo.insertSentTransfer(trx, s.row, s.nonce + 1, now);
-      await event(trx, rec);
+      if (i === signed.length - 1 && responses.length === 0) await end((t) => event(t, rec));
+      else await event(trx, rec);
       recs.push(rec);
     }
+    if (responses.length === 0) return recs;
   }
-  const stored = await Promise.allSettled(signed.map((s, i) => Promise.resolve(items[s.k]!.inTransaction?.(trx, recs[i]!))));
+  const stored = await Promise.allSettled(signed.map((s, i) => Promise.resolve(items[s.k]!.opts.inTransaction?.(trx, recs[i]!))));
   const failed = stored.findIndex((r) => r.status === 'rejected');
   if (failed >= 0) throw new Refused(signed[failed]!.k, (stored[failed] as PromiseRejectedResult).reason);
   return recs;
@@ -1007,19 +995,6 @@ function sentRow(wallet: WalletView, p: Prepared, nonce: number, raw: Hex, link:
     tx_hash: keccak256(raw),
     broadcast_attempts: 1,
   };
-}
-
-/** Inserts the signed transfer as pending, moves next_nonce past it, and returns the row. */
-async function insertTransfer(
-  trx: Executor,
-  wallet: WalletView,
-  p: Prepared,
-  nonce: number,
-  raw: Hex,
-  link: TxLink,
-  nowMs: number,
-): Promise<TxRecord> {
-  return repo.insertSentTransfer(trx, sentRow(wallet, p, nonce, raw, link), nonce + 1, nowMs);
 }
 
 /** What a transfer's event shows of a row about to be inserted with `id` (as its record will read). */
