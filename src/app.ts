@@ -20,7 +20,8 @@ import { installMetrics } from './modules/metrics/metrics.routes.js';
 import type { MetricsService } from './modules/metrics/metrics.service.js';
 import type { App } from './http/types.js';
 import { checkParsedBody, parseJsonBody, validatorCompiler } from './http/validation.js';
-import { serializerCompiler } from './http/serializer.js';
+import { buildSerializer } from './http/serializer.js';
+import { componentSchemas } from './http/components.js';
 import { authRoutes, publicAuthRoutes } from './modules/auth/auth.routes.js';
 import { AuthService } from './modules/auth/auth.service.js';
 import { checkoutRoutes } from './modules/checkout/checkout.routes.js';
@@ -90,9 +91,12 @@ function createFastify(ctx: AppContext): App {
     frameworkErrors: frameworkErrorHandler((req, res) => app.routing(req, res)),
     clientErrorHandler: clientErrorHandler(ctx.log),
     ...requestIdOptions,
+    // The serializer is built with the registered schemas, for the routes' `$ref`s (src/http/components.ts).
+    schemaController: { compilersFactory: { buildSerializer } },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  // At the root before any plugin: a context copies its parent's schemas when it is created.
+  for (const schema of componentSchemas()) app.addSchema(schema);
   app.decorateRequest('user', null);
   app.decorateRequest('tokenId', null);
   app.decorateRequest('apiKey', null);

@@ -1173,7 +1173,19 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
+    schemas: {
+        ValidationErrors: {
+            [key: string]: string[];
+        };
+        ErrorEnvelope: {
+            /** @enum {string} */
+            status: "error";
+            message: string;
+            data: null | components["schemas"]["ValidationErrors"] | {
+                reason: string;
+            };
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;
@@ -1249,16 +1261,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Wrong email or password */
@@ -1274,16 +1277,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -1299,16 +1293,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -1324,16 +1309,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -1349,16 +1325,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -1374,16 +1341,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -1403,16 +1361,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -1428,16 +1377,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -1453,16 +1393,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -1478,16 +1409,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -1535,16 +1457,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -1560,16 +1473,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -1585,16 +1489,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -1610,16 +1505,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -1635,16 +1521,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -1660,16 +1537,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -1689,16 +1557,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -1714,16 +1573,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -1739,16 +1589,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -1764,16 +1605,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -1831,16 +1663,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -1856,16 +1679,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -1881,16 +1695,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -1906,16 +1711,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -1931,16 +1727,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -1956,16 +1743,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -1985,16 +1763,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -2010,16 +1779,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -2035,16 +1795,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -2060,16 +1811,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -2216,16 +1958,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -2241,16 +1974,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -2266,16 +1990,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -2291,16 +2006,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -2316,16 +2022,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -2341,16 +2038,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -2370,16 +2058,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -2395,16 +2074,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -2420,16 +2090,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -2445,16 +2106,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -2551,16 +2203,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -2576,16 +2219,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -2601,16 +2235,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -2626,16 +2251,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -2651,16 +2267,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -2676,16 +2283,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -2705,16 +2303,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -2730,16 +2319,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -2755,16 +2335,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -2780,16 +2351,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -2855,16 +2417,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -2880,16 +2433,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -2905,16 +2449,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -2930,16 +2465,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -2955,16 +2481,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -2980,16 +2497,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -3009,16 +2517,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -3034,16 +2533,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -3059,16 +2549,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -3084,16 +2565,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -3248,16 +2720,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -3273,16 +2736,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -3298,16 +2752,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -3323,16 +2768,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -3348,16 +2784,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -3373,16 +2800,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -3402,16 +2820,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -3427,16 +2836,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -3452,16 +2852,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -3477,16 +2868,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -3628,16 +3010,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -3653,16 +3026,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -3678,16 +3042,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -3703,16 +3058,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -3728,16 +3074,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -3753,16 +3090,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -3782,16 +3110,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -3807,16 +3126,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -3832,16 +3142,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -3857,16 +3158,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -4021,16 +3313,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -4046,16 +3329,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -4071,16 +3345,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -4096,16 +3361,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -4121,16 +3377,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -4146,16 +3393,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -4175,16 +3413,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -4200,16 +3429,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -4225,16 +3445,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -4250,16 +3461,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -4336,16 +3538,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -4361,16 +3554,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -4386,16 +3570,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -4411,16 +3586,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -4436,16 +3602,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -4461,16 +3618,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -4490,16 +3638,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -4515,16 +3654,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -4540,16 +3670,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -4565,16 +3686,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -4656,16 +3768,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -4681,16 +3784,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -4706,16 +3800,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -4731,16 +3816,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -4756,16 +3832,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -4781,16 +3848,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -4810,16 +3868,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -4835,16 +3884,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -4860,16 +3900,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node answered with an error */
@@ -4885,16 +3916,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -4910,16 +3932,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -4993,16 +4006,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -5018,16 +4022,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -5043,16 +4038,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -5068,16 +4054,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -5093,16 +4070,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -5118,16 +4086,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -5147,16 +4106,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -5172,16 +4122,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -5197,16 +4138,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -5222,16 +4154,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -5306,16 +4229,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -5331,16 +4245,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -5356,16 +4261,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -5381,16 +4277,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -5406,16 +4293,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -5431,16 +4309,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -5460,16 +4329,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -5485,16 +4345,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -5510,16 +4361,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node answered with an error */
@@ -5535,16 +4377,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -5560,16 +4393,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -5655,16 +4479,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -5680,16 +4495,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -5705,16 +4511,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -5730,16 +4527,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -5755,16 +4543,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -5780,16 +4559,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -5809,16 +4579,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -5834,16 +4595,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -5859,16 +4611,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -5884,16 +4627,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -5966,16 +4700,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -5991,16 +4716,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -6016,16 +4732,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -6041,16 +4748,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -6066,16 +4764,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -6091,16 +4780,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -6120,16 +4800,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -6145,16 +4816,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -6170,16 +4832,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -6195,16 +4848,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -6287,16 +4931,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -6312,16 +4947,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -6337,16 +4963,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -6362,16 +4979,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -6387,16 +4995,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -6412,16 +5011,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -6441,16 +5031,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -6466,16 +5047,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -6491,16 +5063,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -6516,16 +5079,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -6577,16 +5131,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -6602,16 +5147,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -6627,16 +5163,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -6652,16 +5179,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -6677,16 +5195,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -6702,16 +5211,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -6731,16 +5231,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -6756,16 +5247,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -6781,16 +5263,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -6806,16 +5279,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -6876,16 +5340,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -6901,16 +5356,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -6926,16 +5372,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -6951,16 +5388,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -6976,16 +5404,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -7001,16 +5420,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -7030,16 +5440,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -7055,16 +5456,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -7080,16 +5472,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -7105,16 +5488,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -7227,16 +5601,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -7252,16 +5617,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -7277,16 +5633,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -7302,16 +5649,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -7327,16 +5665,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -7352,16 +5681,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -7381,16 +5701,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -7406,16 +5717,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -7431,16 +5733,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -7456,16 +5749,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -7536,16 +5820,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -7561,16 +5836,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -7586,16 +5852,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -7611,16 +5868,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -7636,16 +5884,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -7661,16 +5900,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -7690,16 +5920,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -7715,16 +5936,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -7740,16 +5952,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -7765,16 +5968,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -7888,16 +6082,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -7913,16 +6098,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -7938,16 +6114,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -7963,16 +6130,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -7988,16 +6146,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -8013,16 +6162,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -8042,16 +6182,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -8067,16 +6198,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -8092,16 +6214,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -8117,16 +6230,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -8211,16 +6315,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -8236,16 +6331,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -8261,16 +6347,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -8286,16 +6363,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -8311,16 +6379,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -8336,16 +6395,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -8365,16 +6415,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -8390,16 +6431,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -8415,16 +6447,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -8440,16 +6463,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -8530,16 +6544,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -8555,16 +6560,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -8580,16 +6576,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -8605,16 +6592,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -8630,16 +6608,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -8655,16 +6624,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -8684,16 +6644,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -8709,16 +6660,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -8734,16 +6676,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -8759,16 +6692,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -8870,16 +6794,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -8895,16 +6810,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -8920,16 +6826,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -8945,16 +6842,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -8970,16 +6858,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -8995,16 +6874,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -9024,16 +6894,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -9049,16 +6910,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -9074,16 +6926,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -9099,16 +6942,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -9188,16 +7022,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -9213,16 +7038,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -9238,16 +7054,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -9263,16 +7070,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -9288,16 +7086,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -9313,16 +7102,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -9342,16 +7122,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -9367,16 +7138,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -9392,16 +7154,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -9417,16 +7170,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -9497,16 +7241,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -9522,16 +7257,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -9547,16 +7273,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -9572,16 +7289,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -9597,16 +7305,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -9622,16 +7321,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -9651,16 +7341,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -9676,16 +7357,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -9701,16 +7373,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -9726,16 +7389,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -9857,16 +7511,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -9882,16 +7527,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -9907,16 +7543,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -9932,16 +7559,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -9957,16 +7575,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -9982,16 +7591,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -10011,16 +7611,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -10036,16 +7627,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -10061,16 +7643,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -10086,16 +7659,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -10246,16 +7810,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -10271,16 +7826,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -10296,16 +7842,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -10321,16 +7858,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description A request with the same Idempotency-Key is still being processed */
@@ -10346,16 +7874,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -10371,16 +7890,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -10396,16 +7906,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -10425,16 +7926,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -10450,16 +7942,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -10475,16 +7958,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -10500,16 +7974,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -10625,16 +8090,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -10650,16 +8106,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -10675,16 +8122,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -10700,16 +8138,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -10725,16 +8154,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -10750,16 +8170,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -10779,16 +8190,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -10804,16 +8206,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -10829,16 +8222,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -10854,16 +8238,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -11003,16 +8378,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -11028,16 +8394,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -11053,16 +8410,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -11078,16 +8426,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -11103,16 +8442,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -11128,16 +8458,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -11157,16 +8478,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -11182,16 +8494,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -11207,16 +8510,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -11232,16 +8526,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -11375,16 +8660,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -11400,16 +8676,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -11425,16 +8692,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -11450,16 +8708,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -11475,16 +8724,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -11500,16 +8740,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -11529,16 +8760,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -11554,16 +8776,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -11579,16 +8792,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -11604,16 +8808,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -11747,16 +8942,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -11772,16 +8958,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -11797,16 +8974,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -11822,16 +8990,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -11847,16 +9006,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -11872,16 +9022,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -11901,16 +9042,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -11926,16 +9058,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -11951,16 +9074,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -11976,16 +9090,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -12101,16 +9206,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -12126,16 +9222,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -12151,16 +9238,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -12176,16 +9254,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -12201,16 +9270,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -12226,16 +9286,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -12255,16 +9306,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -12280,16 +9322,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -12305,16 +9338,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -12330,16 +9354,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -12455,16 +9470,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -12480,16 +9486,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -12505,16 +9502,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -12530,16 +9518,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -12555,16 +9534,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -12580,16 +9550,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -12609,16 +9570,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -12634,16 +9586,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -12659,16 +9602,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -12684,16 +9618,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -12899,16 +9824,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -12924,16 +9840,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -12949,16 +9856,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -12974,16 +9872,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -12999,16 +9888,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -13024,16 +9904,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -13053,16 +9924,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -13078,16 +9940,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -13103,16 +9956,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -13128,16 +9972,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -13316,16 +10151,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -13341,16 +10167,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -13366,16 +10183,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -13391,16 +10199,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -13416,16 +10215,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -13441,16 +10231,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -13470,16 +10251,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -13495,16 +10267,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -13520,16 +10283,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -13545,16 +10299,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -13733,16 +10478,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -13758,16 +10494,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -13783,16 +10510,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -13808,16 +10526,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -13833,16 +10542,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -13858,16 +10558,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -13887,16 +10578,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -13912,16 +10594,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -13937,16 +10610,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -13962,16 +10626,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -14154,16 +10809,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -14179,16 +10825,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -14204,16 +10841,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -14229,16 +10857,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -14254,16 +10873,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -14279,16 +10889,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -14308,16 +10909,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -14333,16 +10925,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -14358,16 +10941,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -14383,16 +10957,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -14490,16 +11055,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -14515,16 +11071,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -14540,16 +11087,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -14565,16 +11103,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -14590,16 +11119,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -14615,16 +11135,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -14644,16 +11155,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -14669,16 +11171,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -14694,16 +11187,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -14719,16 +11203,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -14841,16 +11316,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -14866,16 +11332,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -14891,16 +11348,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -14916,16 +11364,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -14941,16 +11380,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -14966,16 +11396,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -14995,16 +11416,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -15020,16 +11432,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -15045,16 +11448,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -15070,16 +11464,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -15179,16 +11564,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -15204,16 +11580,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -15229,16 +11596,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -15254,16 +11612,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -15279,16 +11628,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -15304,16 +11644,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -15333,16 +11664,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -15358,16 +11680,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -15383,16 +11696,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -15408,16 +11712,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -15513,16 +11808,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -15538,16 +11824,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -15563,16 +11840,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -15588,16 +11856,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -15613,16 +11872,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -15638,16 +11888,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -15667,16 +11908,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -15692,16 +11924,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -15717,16 +11940,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -15742,16 +11956,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -15847,16 +12052,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -15872,16 +12068,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -15897,16 +12084,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -15922,16 +12100,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -15947,16 +12116,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -15972,16 +12132,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -16001,16 +12152,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -16026,16 +12168,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -16051,16 +12184,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -16076,16 +12200,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -16181,16 +12296,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -16206,16 +12312,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -16231,16 +12328,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -16256,16 +12344,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -16281,16 +12360,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -16306,16 +12376,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -16335,16 +12396,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -16360,16 +12412,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -16385,16 +12428,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -16410,16 +12444,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -16509,16 +12534,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -16534,16 +12550,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -16559,16 +12566,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -16584,16 +12582,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -16609,16 +12598,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -16634,16 +12614,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -16663,16 +12634,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -16688,16 +12650,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -16713,16 +12666,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -16738,16 +12682,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -16819,16 +12754,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -16844,16 +12770,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -16869,16 +12786,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -16894,16 +12802,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -16919,16 +12818,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -16944,16 +12834,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -16973,16 +12854,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -16998,16 +12870,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -17023,16 +12886,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -17048,16 +12902,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -17129,16 +12974,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -17154,16 +12990,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -17179,16 +13006,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -17204,16 +13022,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -17229,16 +13038,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -17254,16 +13054,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -17283,16 +13074,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -17308,16 +13090,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -17333,16 +13106,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -17358,16 +13122,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -17440,16 +13195,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -17465,16 +13211,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -17490,16 +13227,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -17515,16 +13243,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -17540,16 +13259,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -17565,16 +13275,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -17594,16 +13295,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -17619,16 +13311,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -17644,16 +13327,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -17669,16 +13343,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -17743,16 +13408,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -17768,16 +13424,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -17793,16 +13440,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -17818,16 +13456,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -17843,16 +13472,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -17868,16 +13488,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -17897,16 +13508,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -17922,16 +13524,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -17947,16 +13540,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -17972,16 +13556,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -18128,16 +13703,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -18153,16 +13719,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -18178,16 +13735,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -18203,16 +13751,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -18228,16 +13767,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -18253,16 +13783,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -18282,16 +13803,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -18307,16 +13819,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -18332,16 +13835,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -18357,16 +13851,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -18525,16 +14010,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -18550,16 +14026,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -18575,16 +14042,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -18600,16 +14058,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -18625,16 +14074,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -18650,16 +14090,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -18679,16 +14110,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -18704,16 +14126,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -18729,16 +14142,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -18754,16 +14158,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -18835,16 +14230,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -18860,16 +14246,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -18885,16 +14262,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -18910,16 +14278,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -18935,16 +14294,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -18960,16 +14310,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -18989,16 +14330,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -19014,16 +14346,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -19039,16 +14362,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -19064,16 +14378,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -19172,16 +14477,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -19197,16 +14493,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -19222,16 +14509,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -19247,16 +14525,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -19272,16 +14541,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -19297,16 +14557,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -19326,16 +14577,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -19351,16 +14593,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -19376,16 +14609,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -19401,16 +14625,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -19473,16 +14688,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -19498,16 +14704,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -19523,16 +14720,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -19548,16 +14736,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -19573,16 +14752,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -19598,16 +14768,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -19627,16 +14788,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -19652,16 +14804,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -19677,16 +14820,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -19702,16 +14836,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -19787,16 +14912,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -19812,16 +14928,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -19837,16 +14944,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -19862,16 +14960,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -19887,16 +14976,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -19912,16 +14992,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -19941,16 +15012,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -19966,16 +15028,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -19991,16 +15044,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -20016,16 +15060,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -20087,16 +15122,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -20112,16 +15138,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -20137,16 +15154,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -20162,16 +15170,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -20187,16 +15186,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -20212,16 +15202,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -20241,16 +15222,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -20266,16 +15238,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -20291,16 +15254,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -20316,16 +15270,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -20405,16 +15350,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -20430,16 +15366,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -20455,16 +15382,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -20480,16 +15398,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -20505,16 +15414,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -20530,16 +15430,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -20559,16 +15450,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -20584,16 +15466,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -20609,16 +15482,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -20634,16 +15498,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -20698,16 +15553,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -20723,16 +15569,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -20748,16 +15585,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -20773,16 +15601,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -20798,16 +15617,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -20823,16 +15633,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -20852,16 +15653,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -20877,16 +15669,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -20902,16 +15685,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -20927,16 +15701,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -21002,16 +15767,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -21027,16 +15783,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -21052,16 +15799,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -21077,16 +15815,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -21102,16 +15831,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -21127,16 +15847,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -21156,16 +15867,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -21181,16 +15883,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -21206,16 +15899,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -21231,16 +15915,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -21318,16 +15993,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`) */
@@ -21343,16 +16009,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Success: the envelope with `data` */
@@ -21368,16 +16025,7 @@ export interface operations {
                      *       "data": {}
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The wallet (or another object in the path) does not exist or belongs to another user */
@@ -21393,16 +16041,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is larger than 1 MiB */
@@ -21418,16 +16057,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The body is not application/json */
@@ -21443,16 +16073,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Validation failed: `data` maps each field to its messages */
@@ -21472,16 +16093,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Over the per-user rate limit (or the failed-login limit); see Retry-After */
@@ -21497,16 +16109,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An internal error; the details are in the log under the X-Request-Id */
@@ -21522,16 +16125,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After */
@@ -21547,16 +16141,7 @@ export interface operations {
                      *       "data": null
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "error";
-                        message: string;
-                        data: null | {
-                            [key: string]: string[];
-                        } | {
-                            reason: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };

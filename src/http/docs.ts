@@ -114,6 +114,9 @@ export async function installDocs(app: App, version: string): Promise<void> {
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
+    // The shared schemas (src/http/components.ts) under their own names, `#/components/schemas/Transaction`,
+    // rather than the plugin's numbered `def-0`.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async (_req, reply) => {

@@ -1,13 +1,22 @@
 /** The response envelope `{status, message, data}` and its TypeBox schemas. */
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { component } from './components.js';
 
+/** The `data` of a 422: each failing field with its messages. */
 export const FieldErrorsSchema = Type.Record(Type.String(), Type.Array(Type.String()));
 
-export const ErrorEnvelope = Type.Object({
+const ErrorEnvelopeSchema = Type.Object({
   status: Type.Literal('error'),
   message: Type.String(),
-  data: Type.Union([Type.Null(), FieldErrorsSchema, Type.Object({ reason: Type.String() })]),
+  data: Type.Union([Type.Null(), component('ValidationErrors', FieldErrorsSchema), Type.Object({ reason: Type.String() })]),
 });
+
+/**
+ * The error envelope as a route's response: the component inside an `allOf` of one, because the
+ * document keeps no keyword beside a `$ref` and each route gives its error responses their own
+ * description and example (src/http/examples.ts). The serializer treats the two forms alike.
+ */
+export const ErrorEnvelope = Type.Unsafe<Static<typeof ErrorEnvelopeSchema>>({ allOf: [component('ErrorEnvelope', ErrorEnvelopeSchema)] });
 
 export function Envelope<T extends TSchema>(data: T) {
   return Type.Object({

@@ -5,6 +5,7 @@
  * like an address, an amount has 18 decimals, a datetime is `YYYY-MM-DD HH:MM:SS`).
  */
 import type { TSchema } from '@sinclair/typebox';
+import { componentOf } from './components.js';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -61,6 +62,7 @@ function isAmountField(key: string): boolean {
 
 /** The JSON Schema keywords an example is made from. */
 interface SchemaWords {
+  $ref?: string;
   examples?: unknown;
   example?: unknown;
   const?: unknown;
@@ -82,6 +84,7 @@ interface SchemaWords {
 export function exampleOf(schema: TSchema | undefined, key = ''): Json {
   if (schema === undefined) return null;
   const s = schema as SchemaWords;
+  if (typeof s.$ref === 'string') return exampleOf(componentOf(s.$ref), key);
   if (Array.isArray(s.examples) && s.examples.length > 0) return s.examples[0] as Json;
   if (s.example !== undefined) return s.example as Json;
   if (s.const !== undefined) return s.const as Json;

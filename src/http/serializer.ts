@@ -30,7 +30,22 @@ export function nullableAsTypeList(schema: unknown): Json {
   return out;
 }
 
-/** Fastify's serializer compiler for every route and `reply.compileSerializationSchema`. */
-export function serializerCompiler({ schema }: { schema: unknown }): (data: unknown) => string {
-  return fastJson(nullableAsTypeList(schema) as unknown as Parameters<typeof fastJson>[0]);
+type FjsSchema = Parameters<typeof fastJson>[0];
+
+/** A serializer compiler for `schema` alone (no shared schema to refer to). */
+export function serializerCompiler({ schema }: { schema?: unknown }): (data: unknown) => string {
+  return fastJson(nullableAsTypeList(schema) as unknown as FjsSchema);
+}
+
+/**
+ * Fastify's serializer builder (its `schemaController.compilersFactory.buildSerializer`): the
+ * compiler for every route and `reply.compileSerializationSchema`, with the schemas the app
+ * registered (src/http/components.ts), by `$id`, for the routes' `$ref`s to resolve against.
+ * Fastify calls it with each context's registered schemas.
+ */
+export function buildSerializer(externalSchemas?: unknown): typeof serializerCompiler {
+  const schema: Record<string, FjsSchema> = {};
+  for (const [id, s] of Object.entries((externalSchemas ?? {}) as Record<string, unknown>))
+    schema[id] = nullableAsTypeList(s) as unknown as FjsSchema;
+  return ({ schema: route }) => fastJson(nullableAsTypeList(route) as unknown as FjsSchema, { schema });
 }

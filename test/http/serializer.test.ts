@@ -5,7 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import fastJson from 'fast-json-stringify';
 import { describe, expect, it } from 'vitest';
-import { nullableAsTypeList, serializerCompiler } from '../../src/http/serializer.js';
+import { buildSerializer, nullableAsTypeList, serializerCompiler } from '../../src/http/serializer.js';
 import type { ListRow } from '../../src/modules/transactions/transactions.list.repository.js';
 import { TransactionSchema } from '../../src/modules/transactions/transactions.schemas.js';
 import { transactionListItem } from '../../src/modules/transactions/transactions.views.js';
@@ -44,6 +44,26 @@ describe('serializer compiler', () => {
     ]) {
       expect(compiled(value)).toBe(plain(value));
       expect(compiled(value)).toBe(JSON.stringify(value));
+    }
+  });
+});
+
+describe('shared schemas', () => {
+  const Item = Type.Object({ id: Type.Integer(), note: Type.Union([Type.String(), Type.Null()]) }, { $id: 'Item' });
+  const inline = Type.Object({ item: Type.Object({ id: Type.Integer(), note: Type.Union([Type.String(), Type.Null()]) }) });
+
+  it('resolves a `$ref` to a registered schema, in a type list too, and writes what the inline schema writes', () => {
+    const compile = buildSerializer({ Item });
+    for (const schema of [
+      Type.Object({ item: Type.Unsafe({ $ref: 'Item#' }) }),
+      Type.Object({ item: Type.Unsafe({ allOf: [{ $ref: 'Item#' }] }) }),
+    ]) {
+      const compiled = compile({ schema });
+      for (const value of [{ item: { id: 1, note: null } }, { item: { id: 2, note: 'x', secret: 's' }, other: 1 }]) {
+        expect(compiled(value)).toBe(serializerCompiler({ schema: inline })(value));
+      }
+      // A field the shared schema does not declare never leaves.
+      expect(compiled({ item: { id: 2, note: 'x', secret: 's' } })).toBe('{"item":{"id":2,"note":"x"}}');
     }
   });
 });
