@@ -1185,6 +1185,288 @@ export interface components {
                 reason: string;
             };
         };
+        WalletToken: {
+            id: number;
+            name: string;
+            symbol: string;
+            decimals: number;
+            is_native: boolean;
+            is_active: boolean;
+            is_testnet: boolean;
+            contract: string;
+            created_at: string;
+            updated_at: string;
+        };
+        Transaction: {
+            id: number;
+            /** @description Decimal with 18 places */
+            amount: string;
+            /** @enum {string} */
+            type: "transfer" | "receipt" | "contract";
+            /**
+             * @description `awaiting_approval`: held by the policy's approval_above, nothing signed yet (tx_hash and nonce null)
+             * @enum {string}
+             */
+            status: "pending" | "confirmed" | "failed" | "awaiting_approval";
+            tx_hash: string | null;
+            block_number: number | null;
+            failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
+            /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
+            replaced_hashes: string[];
+            /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
+            stuck: boolean;
+            stuck_reason: string | null;
+            data: string | null;
+            block_timestamp: string | null;
+            block_hash: string | null;
+            nonce: number | null;
+            gas: string | null;
+            gas_price: string | null;
+            gas_used: string | null;
+            cumulative_gas_used: string | null;
+            receipt_status: boolean | null;
+            symbol: string;
+            refund_id: number | null;
+            payout_id: number | null;
+            reference: string | null;
+            created_at: string;
+            updated_at: string;
+            /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise */
+            internal: boolean;
+        };
+        Refund: {
+            id: number;
+            uuid: string | null;
+            /** @description In the charge’s token, 18 decimal places */
+            amount: string;
+            address: string | null;
+            /**
+             * @description Its transfer’s status (`pending` also while awaiting approval); a claim is `claimable`, then `expired` after REFUND_CLAIM_TTL_S unused
+             * @enum {string}
+             */
+            status: "claimable" | "pending" | "confirmed" | "failed" | "expired";
+            transaction_id: number | null;
+            tx_hash: string | null;
+            reason: string | null;
+            claim_url: string | null;
+            expires_at: string | null;
+            created_at: string;
+        };
+        PublicRefund: {
+            uuid: string;
+            /** @description `claimable`, `pending`, `confirmed`, `failed` or `expired` */
+            status: string;
+            /** @description 18 decimal places */
+            amount: string;
+            /** @description The token’s symbol */
+            token: string;
+            expires_at: string | null;
+        };
+        Charge: {
+            id: number;
+            uuid: string;
+            wallet_id: number;
+            sub_wallet_id: number;
+            token_id: number;
+            token: string;
+            address: string;
+            amount: string;
+            paid_amount: string;
+            status: string;
+            mode: string;
+            expires: number;
+            expires_at: string;
+            paid_at: string | null;
+            content: {
+                [key: string]: unknown;
+            } | null;
+            info: {
+                [key: string]: unknown;
+            } | null;
+            created_at: string;
+            updated_at: string;
+            /** @description Confirmed transfers to the deposit address; `late` for those after settlement and `screened` for those from a blocked sender (neither counted) */
+            payments: {
+                tx_hash: string | null;
+                from: string | null;
+                amount: string;
+                block_number: number;
+                block_timestamp: string;
+                late: boolean;
+                /** @description true: the money reached the deposit address through a contract (an internal call; `tx_hash` is the transaction that carried it), false: a transfer to the address */
+                internal: boolean;
+                /** @description true: the sender was on the SCREENING_FILE list when the payment was recorded: kept and listed, never counted toward `paid_amount` (so it never pays the charge), told once by `charge.screened`, and swept to the main address with the rest for the operator to handle */
+                screened: boolean;
+            }[];
+            /** @description Transfers of what the deposit address received to the wallet’s main address */
+            sweeps: {
+                tx_hash: string | null;
+                token: string;
+                amount: string;
+                /** @description `pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one; a confirmed one whose block a reorg removed goes back to `pending`) */
+                status: string;
+                created_at: string;
+            }[];
+            /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
+            refunds: components["schemas"]["Refund"][];
+            /**
+             * @description The public checkout page: PUBLIC_URL + /pay/{uuid}
+             * @example https://pay.example.com/pay/6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10
+             */
+            hosted_url: string;
+            /** @description EIP-681 payment request: ethereum:{address}@{chain_id}?value={wei}, or ethereum:{contract}@{chain_id}/transfer?address={address}&uint256={units} for an ERC-20 */
+            payment_uri: string;
+        };
+        Network: {
+            id: number;
+            name: string;
+            rpc_url: string;
+            rpc_endpoints: {
+                /** @description The origin only (scheme, host and port): a path or query may hold an API key. */
+                url: string;
+                /** @description Its last call or head read succeeded and it is not rested after a rate limit. */
+                ok: boolean;
+                head_block: number | null;
+                lag_blocks: number | null;
+                latency_ms: number | null;
+                /**
+                 * @description Why it is not ok, or why its last call failed: "HTTP 503", "HTTP 429: rested 2 s", "JSON-RPC -32005 rate limited: rested 1 s", "timed out", "connection refused"… (never a URL); null when its last call succeeded.
+                 * @example HTTP 429: rested 2 s
+                 */
+                error: string | null;
+                /** @description It offers call traces (debug_traceBlockByHash): false when its last trace call was refused for the method (not asked again for a while, 1 s doubling to 10 min; meanwhile traces are asked of the other endpoints), true again once it answers one. */
+                traces: boolean;
+            }[];
+            chain_id: number;
+            currency_symbol: string;
+            block_explorer: string;
+            /**
+             * @description The preset it was registered from (`network:add --preset`), or null. Its tokens can be added by symbol.
+             * @example ethereum
+             */
+            preset: string | null;
+        };
+        Wallet: {
+            id: number;
+            name: string;
+            address: string;
+            description: string;
+            is_mainnet: boolean;
+            created_at: string;
+            updated_at: string;
+        };
+        WalletDetail: components["schemas"]["Wallet"] & {
+            wallet_tokens: components["schemas"]["WalletToken"][];
+            network: components["schemas"]["Network"];
+        };
+        Event: {
+            id: number;
+            event: string;
+            wallet_id: number;
+            /** @description Exactly the `data` a webhook receives */
+            data: {
+                [key: string]: unknown;
+            };
+            created_at: string;
+        };
+        ApiKey: {
+            id: number;
+            name: string;
+            /** @description The first 12 characters of the key, to recognise it */
+            prefix: string;
+            scopes: string[];
+            created_at: string;
+            expires_at: string | null;
+            /** @description Kept to the minute */
+            last_used_at: string | null;
+            revoked_at: string | null;
+        };
+        Payout: {
+            id: number;
+            token: string;
+            /** @enum {string} */
+            status: "awaiting_approval" | "processing" | "completed" | "partially_failed" | "failed";
+            /** @description 18 decimal places */
+            total: string;
+            items: {
+                id: number;
+                address: string;
+                /** @description 18 decimal places */
+                amount: string;
+                reference: string | null;
+                /**
+                 * @description `queued` until its turn; then its transaction’s status
+                 * @enum {string}
+                 */
+                status: "awaiting_approval" | "queued" | "pending" | "confirmed" | "failed";
+                transaction_id: number | null;
+                tx_hash: string | null;
+                failure_reason: string | null;
+                error: string | null;
+            }[];
+            created_at: string;
+            completed_at: string | null;
+        };
+        Policy: {
+            /** @description Token symbol → the most one transfer may send */
+            per_transaction: {
+                [key: string]: string;
+            };
+            /** @description Token symbol → the most the wallet may send in any 24 hours (pending and confirmed transfers counted) */
+            daily: {
+                [key: string]: string;
+            };
+            /** @description Token symbol → approval threshold: a transfer over it is held awaiting_approval */
+            approval_above: {
+                [key: string]: string;
+            };
+            /** @description Transfers only to addresses on the allowlist */
+            allowlist_only: boolean;
+            updated_at: string | null;
+        };
+        AllowlistEntry: {
+            id: number;
+            address: string;
+            label: string;
+            /** @description YYYY-MM-DD HH:MM:SS (UTC) */
+            created_at: string;
+        };
+        Webhook: {
+            id: number;
+            url: string;
+            type: string;
+            status: string;
+            events: string[];
+            headers: {
+                [key: string]: string;
+            };
+            /** @description why the service made it inactive: `gone` (the receiver answered 410), `failing` (every delivery failed for WEBHOOK_DISABLE_AFTER_S), or null */
+            disabled_reason: "gone" | "failing" | null;
+            /** @description when it became inactive; null while active */
+            disabled_at: string | null;
+            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
+            created_at: string;
+            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
+            updated_at: string;
+        };
+        Delivery: {
+            id: number;
+            /** @description the X-Webhook-Delivery / webhook-id header value */
+            uuid: string;
+            event: string;
+            /** @description pending, retrying, delivered or failed */
+            status: string;
+            /** @description HTTP attempts made so far, the first included */
+            attempts: number;
+            response_status: number | null;
+            last_error: string | null;
+            next_attempt_at: string | null;
+            delivered_at: string | null;
+            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
+            created_at: string;
+            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
+            updated_at: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -2158,35 +2440,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            name: string;
-                            rpc_url: string;
-                            rpc_endpoints: {
-                                /** @description The origin only (scheme, host and port): a path or query may hold an API key. */
-                                url: string;
-                                /** @description Its last call or head read succeeded and it is not rested after a rate limit. */
-                                ok: boolean;
-                                head_block: number | null;
-                                lag_blocks: number | null;
-                                latency_ms: number | null;
-                                /**
-                                 * @description Why it is not ok, or why its last call failed: "HTTP 503", "HTTP 429: rested 2 s", "JSON-RPC -32005 rate limited: rested 1 s", "timed out", "connection refused"… (never a URL); null when its last call succeeded.
-                                 * @example HTTP 429: rested 2 s
-                                 */
-                                error: string | null;
-                                /** @description It offers call traces (debug_traceBlockByHash): false when its last trace call was refused for the method (not asked again for a while, 1 s doubling to 10 min; meanwhile traces are asked of the other endpoints), true again once it answers one. */
-                                traces: boolean;
-                            }[];
-                            chain_id: number;
-                            currency_symbol: string;
-                            block_explorer: string;
-                            /**
-                             * @description The preset it was registered from (`network:add --preset`), or null. Its tokens can be added by symbol.
-                             * @example ethereum
-                             */
-                            preset: string | null;
-                        }[];
+                        data: components["schemas"]["Network"][];
                     };
                 };
             };
@@ -2392,15 +2646,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            name: string;
-                            address: string;
-                            description: string;
-                            is_mainnet: boolean;
-                            created_at: string;
-                            updated_at: string;
-                        }[];
+                        data: components["schemas"]["Wallet"][];
                     };
                 };
             };
@@ -2653,57 +2899,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            name: string;
-                            address: string;
-                            description: string;
-                            is_mainnet: boolean;
-                            created_at: string;
-                            updated_at: string;
-                        } & {
-                            wallet_tokens: {
-                                id: number;
-                                name: string;
-                                symbol: string;
-                                decimals: number;
-                                is_native: boolean;
-                                is_active: boolean;
-                                is_testnet: boolean;
-                                contract: string;
-                                created_at: string;
-                                updated_at: string;
-                            }[];
-                            network: {
-                                id: number;
-                                name: string;
-                                rpc_url: string;
-                                rpc_endpoints: {
-                                    /** @description The origin only (scheme, host and port): a path or query may hold an API key. */
-                                    url: string;
-                                    /** @description Its last call or head read succeeded and it is not rested after a rate limit. */
-                                    ok: boolean;
-                                    head_block: number | null;
-                                    lag_blocks: number | null;
-                                    latency_ms: number | null;
-                                    /**
-                                     * @description Why it is not ok, or why its last call failed: "HTTP 503", "HTTP 429: rested 2 s", "JSON-RPC -32005 rate limited: rested 1 s", "timed out", "connection refused"… (never a URL); null when its last call succeeded.
-                                     * @example HTTP 429: rested 2 s
-                                     */
-                                    error: string | null;
-                                    /** @description It offers call traces (debug_traceBlockByHash): false when its last trace call was refused for the method (not asked again for a while, 1 s doubling to 10 min; meanwhile traces are asked of the other endpoints), true again once it answers one. */
-                                    traces: boolean;
-                                }[];
-                                chain_id: number;
-                                currency_symbol: string;
-                                block_explorer: string;
-                                /**
-                                 * @description The preset it was registered from (`network:add --preset`), or null. Its tokens can be added by symbol.
-                                 * @example ethereum
-                                 */
-                                preset: string | null;
-                            };
-                        };
+                        data: components["schemas"]["WalletDetail"];
                     };
                 };
             };
@@ -2943,57 +3139,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            name: string;
-                            address: string;
-                            description: string;
-                            is_mainnet: boolean;
-                            created_at: string;
-                            updated_at: string;
-                        } & {
-                            wallet_tokens: {
-                                id: number;
-                                name: string;
-                                symbol: string;
-                                decimals: number;
-                                is_native: boolean;
-                                is_active: boolean;
-                                is_testnet: boolean;
-                                contract: string;
-                                created_at: string;
-                                updated_at: string;
-                            }[];
-                            network: {
-                                id: number;
-                                name: string;
-                                rpc_url: string;
-                                rpc_endpoints: {
-                                    /** @description The origin only (scheme, host and port): a path or query may hold an API key. */
-                                    url: string;
-                                    /** @description Its last call or head read succeeded and it is not rested after a rate limit. */
-                                    ok: boolean;
-                                    head_block: number | null;
-                                    lag_blocks: number | null;
-                                    latency_ms: number | null;
-                                    /**
-                                     * @description Why it is not ok, or why its last call failed: "HTTP 503", "HTTP 429: rested 2 s", "JSON-RPC -32005 rate limited: rested 1 s", "timed out", "connection refused"… (never a URL); null when its last call succeeded.
-                                     * @example HTTP 429: rested 2 s
-                                     */
-                                    error: string | null;
-                                    /** @description It offers call traces (debug_traceBlockByHash): false when its last trace call was refused for the method (not asked again for a while, 1 s doubling to 10 min; meanwhile traces are asked of the other endpoints), true again once it answers one. */
-                                    traces: boolean;
-                                }[];
-                                chain_id: number;
-                                currency_symbol: string;
-                                block_explorer: string;
-                                /**
-                                 * @description The preset it was registered from (`network:add --preset`), or null. Its tokens can be added by symbol.
-                                 * @example ethereum
-                                 */
-                                preset: string | null;
-                            };
-                        };
+                        data: components["schemas"]["WalletDetail"];
                     };
                 };
             };
@@ -3246,57 +3392,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            name: string;
-                            address: string;
-                            description: string;
-                            is_mainnet: boolean;
-                            created_at: string;
-                            updated_at: string;
-                        } & {
-                            wallet_tokens: {
-                                id: number;
-                                name: string;
-                                symbol: string;
-                                decimals: number;
-                                is_native: boolean;
-                                is_active: boolean;
-                                is_testnet: boolean;
-                                contract: string;
-                                created_at: string;
-                                updated_at: string;
-                            }[];
-                            network: {
-                                id: number;
-                                name: string;
-                                rpc_url: string;
-                                rpc_endpoints: {
-                                    /** @description The origin only (scheme, host and port): a path or query may hold an API key. */
-                                    url: string;
-                                    /** @description Its last call or head read succeeded and it is not rested after a rate limit. */
-                                    ok: boolean;
-                                    head_block: number | null;
-                                    lag_blocks: number | null;
-                                    latency_ms: number | null;
-                                    /**
-                                     * @description Why it is not ok, or why its last call failed: "HTTP 503", "HTTP 429: rested 2 s", "JSON-RPC -32005 rate limited: rested 1 s", "timed out", "connection refused"… (never a URL); null when its last call succeeded.
-                                     * @example HTTP 429: rested 2 s
-                                     */
-                                    error: string | null;
-                                    /** @description It offers call traces (debug_traceBlockByHash): false when its last trace call was refused for the method (not asked again for a while, 1 s doubling to 10 min; meanwhile traces are asked of the other endpoints), true again once it answers one. */
-                                    traces: boolean;
-                                }[];
-                                chain_id: number;
-                                currency_symbol: string;
-                                block_explorer: string;
-                                /**
-                                 * @description The preset it was registered from (`network:add --preset`), or null. Its tokens can be added by symbol.
-                                 * @example ethereum
-                                 */
-                                preset: string | null;
-                            };
-                        };
+                        data: components["schemas"]["WalletDetail"];
                     };
                 };
             };
@@ -3978,18 +4074,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            name: string;
-                            symbol: string;
-                            decimals: number;
-                            is_native: boolean;
-                            is_active: boolean;
-                            is_testnet: boolean;
-                            contract: string;
-                            created_at: string;
-                            updated_at: string;
-                        }[];
+                        data: components["schemas"]["WalletToken"][];
                     };
                 };
             };
@@ -4451,18 +4536,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            name: string;
-                            symbol: string;
-                            decimals: number;
-                            is_native: boolean;
-                            is_active: boolean;
-                            is_testnet: boolean;
-                            contract: string;
-                            created_at: string;
-                            updated_at: string;
-                        };
+                        data: components["schemas"]["WalletToken"];
                     };
                 };
             };
@@ -4672,18 +4746,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            name: string;
-                            symbol: string;
-                            decimals: number;
-                            is_native: boolean;
-                            is_active: boolean;
-                            is_testnet: boolean;
-                            contract: string;
-                            created_at: string;
-                            updated_at: string;
-                        };
+                        data: components["schemas"]["WalletToken"];
                     };
                 };
             };
@@ -4897,24 +4960,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            url: string;
-                            type: string;
-                            status: string;
-                            events: string[];
-                            headers: {
-                                [key: string]: string;
-                            };
-                            /** @description why the service made it inactive: `gone` (the receiver answered 410), `failing` (every delivery failed for WEBHOOK_DISABLE_AFTER_S), or null */
-                            disabled_reason: "gone" | "failing" | null;
-                            /** @description when it became inactive; null while active */
-                            disabled_at: string | null;
-                            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
-                            created_at: string;
-                            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
-                            updated_at: string;
-                        }[];
+                        data: components["schemas"]["Webhook"][];
                     };
                 };
             };
@@ -5567,24 +5613,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            url: string;
-                            type: string;
-                            status: string;
-                            events: string[];
-                            headers: {
-                                [key: string]: string;
-                            };
-                            /** @description why the service made it inactive: `gone` (the receiver answered 410), `failing` (every delivery failed for WEBHOOK_DISABLE_AFTER_S), or null */
-                            disabled_reason: "gone" | "failing" | null;
-                            /** @description when it became inactive; null while active */
-                            disabled_at: string | null;
-                            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
-                            created_at: string;
-                            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
-                            updated_at: string;
-                        };
+                        data: components["schemas"]["Webhook"];
                     };
                 };
             };
@@ -6048,24 +6077,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            url: string;
-                            type: string;
-                            status: string;
-                            events: string[];
-                            headers: {
-                                [key: string]: string;
-                            };
-                            /** @description why the service made it inactive: `gone` (the receiver answered 410), `failing` (every delivery failed for WEBHOOK_DISABLE_AFTER_S), or null */
-                            disabled_reason: "gone" | "failing" | null;
-                            /** @description when it became inactive; null while active */
-                            disabled_at: string | null;
-                            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
-                            created_at: string;
-                            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
-                            updated_at: string;
-                        };
+                        data: components["schemas"]["Webhook"];
                     };
                 };
             };
@@ -6281,24 +6293,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            /** @description the X-Webhook-Delivery / webhook-id header value */
-                            uuid: string;
-                            event: string;
-                            /** @description pending, retrying, delivered or failed */
-                            status: string;
-                            /** @description HTTP attempts made so far, the first included */
-                            attempts: number;
-                            response_status: number | null;
-                            last_error: string | null;
-                            next_attempt_at: string | null;
-                            delivered_at: string | null;
-                            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
-                            created_at: string;
-                            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
-                            updated_at: string;
-                        }[];
+                        data: components["schemas"]["Delivery"][];
                     };
                 };
             };
@@ -6510,24 +6505,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            /** @description the X-Webhook-Delivery / webhook-id header value */
-                            uuid: string;
-                            event: string;
-                            /** @description pending, retrying, delivered or failed */
-                            status: string;
-                            /** @description HTTP attempts made so far, the first included */
-                            attempts: number;
-                            response_status: number | null;
-                            last_error: string | null;
-                            next_attempt_at: string | null;
-                            delivered_at: string | null;
-                            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
-                            created_at: string;
-                            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
-                            updated_at: string;
-                        };
+                        data: components["schemas"]["Delivery"];
                     };
                 };
             };
@@ -6988,24 +6966,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            /** @description the X-Webhook-Delivery / webhook-id header value */
-                            uuid: string;
-                            event: string;
-                            /** @description pending, retrying, delivered or failed */
-                            status: string;
-                            /** @description HTTP attempts made so far, the first included */
-                            attempts: number;
-                            response_status: number | null;
-                            last_error: string | null;
-                            next_attempt_at: string | null;
-                            delivered_at: string | null;
-                            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
-                            created_at: string;
-                            /** @description UTC datetime YYYY-MM-DD HH:MM:SS */
-                            updated_at: string;
-                        };
+                        data: components["schemas"]["Delivery"];
                     };
                 };
             };
@@ -7458,43 +7419,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            /** @description Decimal with 18 places */
-                            amount: string;
-                            /** @enum {string} */
-                            type: "transfer" | "receipt" | "contract";
-                            /**
-                             * @description `awaiting_approval`: held by the policy's approval_above, nothing signed yet (tx_hash and nonce null)
-                             * @enum {string}
-                             */
-                            status: "pending" | "confirmed" | "failed" | "awaiting_approval";
-                            tx_hash: string | null;
-                            block_number: number | null;
-                            failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
-                            /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
-                            replaced_hashes: string[];
-                            /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
-                            stuck: boolean;
-                            stuck_reason: string | null;
-                            data: string | null;
-                            block_timestamp: string | null;
-                            block_hash: string | null;
-                            nonce: number | null;
-                            gas: string | null;
-                            gas_price: string | null;
-                            gas_used: string | null;
-                            cumulative_gas_used: string | null;
-                            receipt_status: boolean | null;
-                            symbol: string;
-                            refund_id: number | null;
-                            payout_id: number | null;
-                            reference: string | null;
-                            created_at: string;
-                            updated_at: string;
-                            /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise */
-                            internal: boolean;
-                        }[];
+                        data: components["schemas"]["Transaction"][];
                     };
                 };
             };
@@ -8313,54 +8238,8 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            /** @description Decimal with 18 places */
-                            amount: string;
-                            /** @enum {string} */
-                            type: "transfer" | "receipt" | "contract";
-                            /**
-                             * @description `awaiting_approval`: held by the policy's approval_above, nothing signed yet (tx_hash and nonce null)
-                             * @enum {string}
-                             */
-                            status: "pending" | "confirmed" | "failed" | "awaiting_approval";
-                            tx_hash: string | null;
-                            block_number: number | null;
-                            failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
-                            /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
-                            replaced_hashes: string[];
-                            /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
-                            stuck: boolean;
-                            stuck_reason: string | null;
-                            data: string | null;
-                            block_timestamp: string | null;
-                            block_hash: string | null;
-                            nonce: number | null;
-                            gas: string | null;
-                            gas_price: string | null;
-                            gas_used: string | null;
-                            cumulative_gas_used: string | null;
-                            receipt_status: boolean | null;
-                            symbol: string;
-                            refund_id: number | null;
-                            payout_id: number | null;
-                            reference: string | null;
-                            created_at: string;
-                            updated_at: string;
-                            /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise */
-                            internal: boolean;
-                            wallet_token: {
-                                id: number;
-                                name: string;
-                                symbol: string;
-                                decimals: number;
-                                is_native: boolean;
-                                is_active: boolean;
-                                is_testnet: boolean;
-                                contract: string;
-                                created_at: string;
-                                updated_at: string;
-                            };
+                        data: components["schemas"]["Transaction"] & {
+                            wallet_token: components["schemas"]["WalletToken"];
                         };
                     };
                 };
@@ -8607,43 +8486,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            /** @description Decimal with 18 places */
-                            amount: string;
-                            /** @enum {string} */
-                            type: "transfer" | "receipt" | "contract";
-                            /**
-                             * @description `awaiting_approval`: held by the policy's approval_above, nothing signed yet (tx_hash and nonce null)
-                             * @enum {string}
-                             */
-                            status: "pending" | "confirmed" | "failed" | "awaiting_approval";
-                            tx_hash: string | null;
-                            block_number: number | null;
-                            failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
-                            /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
-                            replaced_hashes: string[];
-                            /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
-                            stuck: boolean;
-                            stuck_reason: string | null;
-                            data: string | null;
-                            block_timestamp: string | null;
-                            block_hash: string | null;
-                            nonce: number | null;
-                            gas: string | null;
-                            gas_price: string | null;
-                            gas_used: string | null;
-                            cumulative_gas_used: string | null;
-                            receipt_status: boolean | null;
-                            symbol: string;
-                            refund_id: number | null;
-                            payout_id: number | null;
-                            reference: string | null;
-                            created_at: string;
-                            updated_at: string;
-                            /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise */
-                            internal: boolean;
-                        };
+                        data: components["schemas"]["Transaction"];
                     };
                 };
             };
@@ -8889,43 +8732,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            /** @description Decimal with 18 places */
-                            amount: string;
-                            /** @enum {string} */
-                            type: "transfer" | "receipt" | "contract";
-                            /**
-                             * @description `awaiting_approval`: held by the policy's approval_above, nothing signed yet (tx_hash and nonce null)
-                             * @enum {string}
-                             */
-                            status: "pending" | "confirmed" | "failed" | "awaiting_approval";
-                            tx_hash: string | null;
-                            block_number: number | null;
-                            failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
-                            /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
-                            replaced_hashes: string[];
-                            /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
-                            stuck: boolean;
-                            stuck_reason: string | null;
-                            data: string | null;
-                            block_timestamp: string | null;
-                            block_hash: string | null;
-                            nonce: number | null;
-                            gas: string | null;
-                            gas_price: string | null;
-                            gas_used: string | null;
-                            cumulative_gas_used: string | null;
-                            receipt_status: boolean | null;
-                            symbol: string;
-                            refund_id: number | null;
-                            payout_id: number | null;
-                            reference: string | null;
-                            created_at: string;
-                            updated_at: string;
-                            /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise */
-                            internal: boolean;
-                        };
+                        data: components["schemas"]["Transaction"];
                     };
                 };
             };
@@ -9153,43 +8960,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            /** @description Decimal with 18 places */
-                            amount: string;
-                            /** @enum {string} */
-                            type: "transfer" | "receipt" | "contract";
-                            /**
-                             * @description `awaiting_approval`: held by the policy's approval_above, nothing signed yet (tx_hash and nonce null)
-                             * @enum {string}
-                             */
-                            status: "pending" | "confirmed" | "failed" | "awaiting_approval";
-                            tx_hash: string | null;
-                            block_number: number | null;
-                            failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
-                            /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
-                            replaced_hashes: string[];
-                            /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
-                            stuck: boolean;
-                            stuck_reason: string | null;
-                            data: string | null;
-                            block_timestamp: string | null;
-                            block_hash: string | null;
-                            nonce: number | null;
-                            gas: string | null;
-                            gas_price: string | null;
-                            gas_used: string | null;
-                            cumulative_gas_used: string | null;
-                            receipt_status: boolean | null;
-                            symbol: string;
-                            refund_id: number | null;
-                            payout_id: number | null;
-                            reference: string | null;
-                            created_at: string;
-                            updated_at: string;
-                            /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise */
-                            internal: boolean;
-                        };
+                        data: components["schemas"]["Transaction"];
                     };
                 };
             };
@@ -9417,43 +9188,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            /** @description Decimal with 18 places */
-                            amount: string;
-                            /** @enum {string} */
-                            type: "transfer" | "receipt" | "contract";
-                            /**
-                             * @description `awaiting_approval`: held by the policy's approval_above, nothing signed yet (tx_hash and nonce null)
-                             * @enum {string}
-                             */
-                            status: "pending" | "confirmed" | "failed" | "awaiting_approval";
-                            tx_hash: string | null;
-                            block_number: number | null;
-                            failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
-                            /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
-                            replaced_hashes: string[];
-                            /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
-                            stuck: boolean;
-                            stuck_reason: string | null;
-                            data: string | null;
-                            block_timestamp: string | null;
-                            block_hash: string | null;
-                            nonce: number | null;
-                            gas: string | null;
-                            gas_price: string | null;
-                            gas_used: string | null;
-                            cumulative_gas_used: string | null;
-                            receipt_status: boolean | null;
-                            symbol: string;
-                            refund_id: number | null;
-                            payout_id: number | null;
-                            reference: string | null;
-                            created_at: string;
-                            updated_at: string;
-                            /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise */
-                            internal: boolean;
-                        };
+                        data: components["schemas"]["Transaction"];
                     };
                 };
             };
@@ -9736,78 +9471,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            uuid: string;
-                            wallet_id: number;
-                            sub_wallet_id: number;
-                            token_id: number;
-                            token: string;
-                            address: string;
-                            amount: string;
-                            paid_amount: string;
-                            status: string;
-                            mode: string;
-                            expires: number;
-                            expires_at: string;
-                            paid_at: string | null;
-                            content: {
-                                [key: string]: unknown;
-                            } | null;
-                            info: {
-                                [key: string]: unknown;
-                            } | null;
-                            created_at: string;
-                            updated_at: string;
-                            /** @description Confirmed transfers to the deposit address; `late` for those after settlement and `screened` for those from a blocked sender (neither counted) */
-                            payments: {
-                                tx_hash: string | null;
-                                from: string | null;
-                                amount: string;
-                                block_number: number;
-                                block_timestamp: string;
-                                late: boolean;
-                                /** @description true: the money reached the deposit address through a contract (an internal call; `tx_hash` is the transaction that carried it), false: a transfer to the address */
-                                internal: boolean;
-                                /** @description true: the sender was on the SCREENING_FILE list when the payment was recorded: kept and listed, never counted toward `paid_amount` (so it never pays the charge), told once by `charge.screened`, and swept to the main address with the rest for the operator to handle */
-                                screened: boolean;
-                            }[];
-                            /** @description Transfers of what the deposit address received to the wallet’s main address */
-                            sweeps: {
-                                tx_hash: string | null;
-                                token: string;
-                                amount: string;
-                                /** @description `pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one; a confirmed one whose block a reorg removed goes back to `pending`) */
-                                status: string;
-                                created_at: string;
-                            }[];
-                            /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
-                            refunds: {
-                                id: number;
-                                uuid: string | null;
-                                /** @description In the charge’s token, 18 decimal places */
-                                amount: string;
-                                address: string | null;
-                                /**
-                                 * @description Its transfer’s status (`pending` also while awaiting approval); a claim is `claimable`, then `expired` after REFUND_CLAIM_TTL_S unused
-                                 * @enum {string}
-                                 */
-                                status: "claimable" | "pending" | "confirmed" | "failed" | "expired";
-                                transaction_id: number | null;
-                                tx_hash: string | null;
-                                reason: string | null;
-                                claim_url: string | null;
-                                expires_at: string | null;
-                                created_at: string;
-                            }[];
-                            /**
-                             * @description The public checkout page: PUBLIC_URL + /pay/{uuid}
-                             * @example https://pay.example.com/pay/6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10
-                             */
-                            hosted_url: string;
-                            /** @description EIP-681 payment request: ethereum:{address}@{chain_id}?value={wei}, or ethereum:{contract}@{chain_id}/transfer?address={address}&uint256={units} for an ERC-20 */
-                            payment_uri: string;
-                        };
+                        data: components["schemas"]["Charge"];
                     };
                 };
             };
@@ -10063,78 +9727,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            uuid: string;
-                            wallet_id: number;
-                            sub_wallet_id: number;
-                            token_id: number;
-                            token: string;
-                            address: string;
-                            amount: string;
-                            paid_amount: string;
-                            status: string;
-                            mode: string;
-                            expires: number;
-                            expires_at: string;
-                            paid_at: string | null;
-                            content: {
-                                [key: string]: unknown;
-                            } | null;
-                            info: {
-                                [key: string]: unknown;
-                            } | null;
-                            created_at: string;
-                            updated_at: string;
-                            /** @description Confirmed transfers to the deposit address; `late` for those after settlement and `screened` for those from a blocked sender (neither counted) */
-                            payments: {
-                                tx_hash: string | null;
-                                from: string | null;
-                                amount: string;
-                                block_number: number;
-                                block_timestamp: string;
-                                late: boolean;
-                                /** @description true: the money reached the deposit address through a contract (an internal call; `tx_hash` is the transaction that carried it), false: a transfer to the address */
-                                internal: boolean;
-                                /** @description true: the sender was on the SCREENING_FILE list when the payment was recorded: kept and listed, never counted toward `paid_amount` (so it never pays the charge), told once by `charge.screened`, and swept to the main address with the rest for the operator to handle */
-                                screened: boolean;
-                            }[];
-                            /** @description Transfers of what the deposit address received to the wallet’s main address */
-                            sweeps: {
-                                tx_hash: string | null;
-                                token: string;
-                                amount: string;
-                                /** @description `pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one; a confirmed one whose block a reorg removed goes back to `pending`) */
-                                status: string;
-                                created_at: string;
-                            }[];
-                            /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
-                            refunds: {
-                                id: number;
-                                uuid: string | null;
-                                /** @description In the charge’s token, 18 decimal places */
-                                amount: string;
-                                address: string | null;
-                                /**
-                                 * @description Its transfer’s status (`pending` also while awaiting approval); a claim is `claimable`, then `expired` after REFUND_CLAIM_TTL_S unused
-                                 * @enum {string}
-                                 */
-                                status: "claimable" | "pending" | "confirmed" | "failed" | "expired";
-                                transaction_id: number | null;
-                                tx_hash: string | null;
-                                reason: string | null;
-                                claim_url: string | null;
-                                expires_at: string | null;
-                                created_at: string;
-                            }[];
-                            /**
-                             * @description The public checkout page: PUBLIC_URL + /pay/{uuid}
-                             * @example https://pay.example.com/pay/6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10
-                             */
-                            hosted_url: string;
-                            /** @description EIP-681 payment request: ethereum:{address}@{chain_id}?value={wei}, or ethereum:{contract}@{chain_id}/transfer?address={address}&uint256={units} for an ERC-20 */
-                            payment_uri: string;
-                        };
+                        data: components["schemas"]["Charge"];
                     };
                 };
             };
@@ -10390,78 +9983,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            uuid: string;
-                            wallet_id: number;
-                            sub_wallet_id: number;
-                            token_id: number;
-                            token: string;
-                            address: string;
-                            amount: string;
-                            paid_amount: string;
-                            status: string;
-                            mode: string;
-                            expires: number;
-                            expires_at: string;
-                            paid_at: string | null;
-                            content: {
-                                [key: string]: unknown;
-                            } | null;
-                            info: {
-                                [key: string]: unknown;
-                            } | null;
-                            created_at: string;
-                            updated_at: string;
-                            /** @description Confirmed transfers to the deposit address; `late` for those after settlement and `screened` for those from a blocked sender (neither counted) */
-                            payments: {
-                                tx_hash: string | null;
-                                from: string | null;
-                                amount: string;
-                                block_number: number;
-                                block_timestamp: string;
-                                late: boolean;
-                                /** @description true: the money reached the deposit address through a contract (an internal call; `tx_hash` is the transaction that carried it), false: a transfer to the address */
-                                internal: boolean;
-                                /** @description true: the sender was on the SCREENING_FILE list when the payment was recorded: kept and listed, never counted toward `paid_amount` (so it never pays the charge), told once by `charge.screened`, and swept to the main address with the rest for the operator to handle */
-                                screened: boolean;
-                            }[];
-                            /** @description Transfers of what the deposit address received to the wallet’s main address */
-                            sweeps: {
-                                tx_hash: string | null;
-                                token: string;
-                                amount: string;
-                                /** @description `pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one; a confirmed one whose block a reorg removed goes back to `pending`) */
-                                status: string;
-                                created_at: string;
-                            }[];
-                            /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
-                            refunds: {
-                                id: number;
-                                uuid: string | null;
-                                /** @description In the charge’s token, 18 decimal places */
-                                amount: string;
-                                address: string | null;
-                                /**
-                                 * @description Its transfer’s status (`pending` also while awaiting approval); a claim is `claimable`, then `expired` after REFUND_CLAIM_TTL_S unused
-                                 * @enum {string}
-                                 */
-                                status: "claimable" | "pending" | "confirmed" | "failed" | "expired";
-                                transaction_id: number | null;
-                                tx_hash: string | null;
-                                reason: string | null;
-                                claim_url: string | null;
-                                expires_at: string | null;
-                                created_at: string;
-                            }[];
-                            /**
-                             * @description The public checkout page: PUBLIC_URL + /pay/{uuid}
-                             * @example https://pay.example.com/pay/6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10
-                             */
-                            hosted_url: string;
-                            /** @description EIP-681 payment request: ethereum:{address}@{chain_id}?value={wei}, or ethereum:{contract}@{chain_id}/transfer?address={address}&uint256={units} for an ERC-20 */
-                            payment_uri: string;
-                        };
+                        data: components["schemas"]["Charge"];
                     };
                 };
             };
@@ -10721,78 +10243,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            uuid: string;
-                            wallet_id: number;
-                            sub_wallet_id: number;
-                            token_id: number;
-                            token: string;
-                            address: string;
-                            amount: string;
-                            paid_amount: string;
-                            status: string;
-                            mode: string;
-                            expires: number;
-                            expires_at: string;
-                            paid_at: string | null;
-                            content: {
-                                [key: string]: unknown;
-                            } | null;
-                            info: {
-                                [key: string]: unknown;
-                            } | null;
-                            created_at: string;
-                            updated_at: string;
-                            /** @description Confirmed transfers to the deposit address; `late` for those after settlement and `screened` for those from a blocked sender (neither counted) */
-                            payments: {
-                                tx_hash: string | null;
-                                from: string | null;
-                                amount: string;
-                                block_number: number;
-                                block_timestamp: string;
-                                late: boolean;
-                                /** @description true: the money reached the deposit address through a contract (an internal call; `tx_hash` is the transaction that carried it), false: a transfer to the address */
-                                internal: boolean;
-                                /** @description true: the sender was on the SCREENING_FILE list when the payment was recorded: kept and listed, never counted toward `paid_amount` (so it never pays the charge), told once by `charge.screened`, and swept to the main address with the rest for the operator to handle */
-                                screened: boolean;
-                            }[];
-                            /** @description Transfers of what the deposit address received to the wallet’s main address */
-                            sweeps: {
-                                tx_hash: string | null;
-                                token: string;
-                                amount: string;
-                                /** @description `pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one; a confirmed one whose block a reorg removed goes back to `pending`) */
-                                status: string;
-                                created_at: string;
-                            }[];
-                            /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
-                            refunds: {
-                                id: number;
-                                uuid: string | null;
-                                /** @description In the charge’s token, 18 decimal places */
-                                amount: string;
-                                address: string | null;
-                                /**
-                                 * @description Its transfer’s status (`pending` also while awaiting approval); a claim is `claimable`, then `expired` after REFUND_CLAIM_TTL_S unused
-                                 * @enum {string}
-                                 */
-                                status: "claimable" | "pending" | "confirmed" | "failed" | "expired";
-                                transaction_id: number | null;
-                                tx_hash: string | null;
-                                reason: string | null;
-                                claim_url: string | null;
-                                expires_at: string | null;
-                                created_at: string;
-                            }[];
-                            /**
-                             * @description The public checkout page: PUBLIC_URL + /pay/{uuid}
-                             * @example https://pay.example.com/pay/6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10
-                             */
-                            hosted_url: string;
-                            /** @description EIP-681 payment request: ethereum:{address}@{chain_id}?value={wei}, or ethereum:{contract}@{chain_id}/transfer?address={address}&uint256={units} for an ERC-20 */
-                            payment_uri: string;
-                        }[];
+                        data: components["schemas"]["Charge"][];
                     };
                 };
             };
@@ -11021,24 +10472,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            uuid: string | null;
-                            /** @description In the charge’s token, 18 decimal places */
-                            amount: string;
-                            address: string | null;
-                            /**
-                             * @description Its transfer’s status (`pending` also while awaiting approval); a claim is `claimable`, then `expired` after REFUND_CLAIM_TTL_S unused
-                             * @enum {string}
-                             */
-                            status: "claimable" | "pending" | "confirmed" | "failed" | "expired";
-                            transaction_id: number | null;
-                            tx_hash: string | null;
-                            reason: string | null;
-                            claim_url: string | null;
-                            expires_at: string | null;
-                            created_at: string;
-                        };
+                        data: components["schemas"]["Refund"];
                     };
                 };
             };
@@ -11274,32 +10708,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            token: string;
-                            /** @enum {string} */
-                            status: "awaiting_approval" | "processing" | "completed" | "partially_failed" | "failed";
-                            /** @description 18 decimal places */
-                            total: string;
-                            items: {
-                                id: number;
-                                address: string;
-                                /** @description 18 decimal places */
-                                amount: string;
-                                reference: string | null;
-                                /**
-                                 * @description `queued` until its turn; then its transaction’s status
-                                 * @enum {string}
-                                 */
-                                status: "awaiting_approval" | "queued" | "pending" | "confirmed" | "failed";
-                                transaction_id: number | null;
-                                tx_hash: string | null;
-                                failure_reason: string | null;
-                                error: string | null;
-                            }[];
-                            created_at: string;
-                            completed_at: string | null;
-                        };
+                        data: components["schemas"]["Payout"];
                     };
                 };
             };
@@ -11522,32 +10931,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            token: string;
-                            /** @enum {string} */
-                            status: "awaiting_approval" | "processing" | "completed" | "partially_failed" | "failed";
-                            /** @description 18 decimal places */
-                            total: string;
-                            items: {
-                                id: number;
-                                address: string;
-                                /** @description 18 decimal places */
-                                amount: string;
-                                reference: string | null;
-                                /**
-                                 * @description `queued` until its turn; then its transaction’s status
-                                 * @enum {string}
-                                 */
-                                status: "awaiting_approval" | "queued" | "pending" | "confirmed" | "failed";
-                                transaction_id: number | null;
-                                tx_hash: string | null;
-                                failure_reason: string | null;
-                                error: string | null;
-                            }[];
-                            created_at: string;
-                            completed_at: string | null;
-                        }[];
+                        data: components["schemas"]["Payout"][];
                     };
                 };
             };
@@ -11766,32 +11150,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            token: string;
-                            /** @enum {string} */
-                            status: "awaiting_approval" | "processing" | "completed" | "partially_failed" | "failed";
-                            /** @description 18 decimal places */
-                            total: string;
-                            items: {
-                                id: number;
-                                address: string;
-                                /** @description 18 decimal places */
-                                amount: string;
-                                reference: string | null;
-                                /**
-                                 * @description `queued` until its turn; then its transaction’s status
-                                 * @enum {string}
-                                 */
-                                status: "awaiting_approval" | "queued" | "pending" | "confirmed" | "failed";
-                                transaction_id: number | null;
-                                tx_hash: string | null;
-                                failure_reason: string | null;
-                                error: string | null;
-                            }[];
-                            created_at: string;
-                            completed_at: string | null;
-                        };
+                        data: components["schemas"]["Payout"];
                     };
                 };
             };
@@ -12010,32 +11369,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            token: string;
-                            /** @enum {string} */
-                            status: "awaiting_approval" | "processing" | "completed" | "partially_failed" | "failed";
-                            /** @description 18 decimal places */
-                            total: string;
-                            items: {
-                                id: number;
-                                address: string;
-                                /** @description 18 decimal places */
-                                amount: string;
-                                reference: string | null;
-                                /**
-                                 * @description `queued` until its turn; then its transaction’s status
-                                 * @enum {string}
-                                 */
-                                status: "awaiting_approval" | "queued" | "pending" | "confirmed" | "failed";
-                                transaction_id: number | null;
-                                tx_hash: string | null;
-                                failure_reason: string | null;
-                                error: string | null;
-                            }[];
-                            created_at: string;
-                            completed_at: string | null;
-                        };
+                        data: components["schemas"]["Payout"];
                     };
                 };
             };
@@ -12254,32 +11588,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            token: string;
-                            /** @enum {string} */
-                            status: "awaiting_approval" | "processing" | "completed" | "partially_failed" | "failed";
-                            /** @description 18 decimal places */
-                            total: string;
-                            items: {
-                                id: number;
-                                address: string;
-                                /** @description 18 decimal places */
-                                amount: string;
-                                reference: string | null;
-                                /**
-                                 * @description `queued` until its turn; then its transaction’s status
-                                 * @enum {string}
-                                 */
-                                status: "awaiting_approval" | "queued" | "pending" | "confirmed" | "failed";
-                                transaction_id: number | null;
-                                tx_hash: string | null;
-                                failure_reason: string | null;
-                                error: string | null;
-                            }[];
-                            created_at: string;
-                            completed_at: string | null;
-                        };
+                        data: components["schemas"]["Payout"];
                     };
                 };
             };
@@ -12726,18 +12035,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            name: string;
-                            /** @description The first 12 characters of the key, to recognise it */
-                            prefix: string;
-                            scopes: string[];
-                            created_at: string;
-                            expires_at: string | null;
-                            /** @description Kept to the minute */
-                            last_used_at: string | null;
-                            revoked_at: string | null;
-                        }[];
+                        data: components["schemas"]["ApiKey"][];
                     };
                 };
             };
@@ -12946,18 +12244,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            name: string;
-                            /** @description The first 12 characters of the key, to recognise it */
-                            prefix: string;
-                            scopes: string[];
-                            created_at: string;
-                            expires_at: string | null;
-                            /** @description Kept to the minute */
-                            last_used_at: string | null;
-                            revoked_at: string | null;
-                        };
+                        data: components["schemas"]["ApiKey"];
                     };
                 };
             };
@@ -13169,16 +12456,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            event: string;
-                            wallet_id: number;
-                            /** @description Exactly the `data` a webhook receives */
-                            data: {
-                                [key: string]: unknown;
-                            };
-                            created_at: string;
-                        }[];
+                        data: components["schemas"]["Event"][];
                     };
                 };
             };
@@ -13382,16 +12660,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            event: string;
-                            wallet_id: number;
-                            /** @description Exactly the `data` a webhook receives */
-                            data: {
-                                [key: string]: unknown;
-                            };
-                            created_at: string;
-                        };
+                        data: components["schemas"]["Event"];
                     };
                 };
             };
@@ -14197,23 +13466,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            /** @description Token symbol → the most one transfer may send */
-                            per_transaction: {
-                                [key: string]: string;
-                            };
-                            /** @description Token symbol → the most the wallet may send in any 24 hours (pending and confirmed transfers counted) */
-                            daily: {
-                                [key: string]: string;
-                            };
-                            /** @description Token symbol → approval threshold: a transfer over it is held awaiting_approval */
-                            approval_above: {
-                                [key: string]: string;
-                            };
-                            /** @description Transfers only to addresses on the allowlist */
-                            allowlist_only: boolean;
-                            updated_at: string | null;
-                        };
+                        data: components["schemas"]["Policy"];
                     };
                 };
             };
@@ -14444,23 +13697,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            /** @description Token symbol → the most one transfer may send */
-                            per_transaction: {
-                                [key: string]: string;
-                            };
-                            /** @description Token symbol → the most the wallet may send in any 24 hours (pending and confirmed transfers counted) */
-                            daily: {
-                                [key: string]: string;
-                            };
-                            /** @description Token symbol → approval threshold: a transfer over it is held awaiting_approval */
-                            approval_above: {
-                                [key: string]: string;
-                            };
-                            /** @description Transfers only to addresses on the allowlist */
-                            allowlist_only: boolean;
-                            updated_at: string | null;
-                        };
+                        data: components["schemas"]["Policy"];
                     };
                 };
             };
@@ -14665,13 +13902,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            address: string;
-                            label: string;
-                            /** @description YYYY-MM-DD HH:MM:SS (UTC) */
-                            created_at: string;
-                        }[];
+                        data: components["schemas"]["AllowlistEntry"][];
                     };
                 };
             };
@@ -14889,13 +14120,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            address: string;
-                            label: string;
-                            /** @description YYYY-MM-DD HH:MM:SS (UTC) */
-                            created_at: string;
-                        };
+                        data: components["schemas"]["AllowlistEntry"];
                     };
                 };
             };
@@ -15099,13 +14324,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            id: number;
-                            address: string;
-                            label: string;
-                            /** @description YYYY-MM-DD HH:MM:SS (UTC) */
-                            created_at: string;
-                        };
+                        data: components["schemas"]["AllowlistEntry"];
                     };
                 };
             };
@@ -15741,16 +14960,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            uuid: string;
-                            /** @description `claimable`, `pending`, `confirmed`, `failed` or `expired` */
-                            status: string;
-                            /** @description 18 decimal places */
-                            amount: string;
-                            /** @description The token’s symbol */
-                            token: string;
-                            expires_at: string | null;
-                        };
+                        data: components["schemas"]["PublicRefund"];
                     };
                 };
             };
@@ -15967,16 +15177,7 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                         message: string;
-                        data: {
-                            uuid: string;
-                            /** @description `claimable`, `pending`, `confirmed`, `failed` or `expired` */
-                            status: string;
-                            /** @description 18 decimal places */
-                            amount: string;
-                            /** @description The token’s symbol */
-                            token: string;
-                            expires_at: string | null;
-                        };
+                        data: components["schemas"]["PublicRefund"];
                     };
                 };
             };

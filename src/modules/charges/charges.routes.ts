@@ -14,7 +14,7 @@ import type { App } from '../../http/types.js';
 import { commitResponse } from '../../http/idempotency.js';
 import { WalletParams } from '../wallets/wallets.schemas.js';
 import type { ChargeRow } from './charges.repository.js';
-import { ChargeParams, ChargeSchema, CreateChargeBody, parseChargeInput } from './charges.schemas.js';
+import { ChargeParams, ChargeRef, CreateChargeBody, parseChargeInput } from './charges.schemas.js';
 import type { ChargeService } from './charges.service.js';
 import { chargeView } from './charges.views.js';
 import { showsRefundLinks } from '../refunds/refunds.views.js';
@@ -38,7 +38,7 @@ export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: 
           'A payment request: a fresh deposit address derived from the wallet, an amount of one of its tokens and an expiry. The payer pays to `address` (or scans `payment_uri`); the charge turns paid, expired or failed and each change is an event.',
         params: WalletParams,
         body: CreateChargeBody,
-        response: responses(ChargeSchema),
+        response: responses(ChargeRef),
       },
     },
     async (req) => {
@@ -59,7 +59,7 @@ export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: 
         description:
           'One charge by its numeric id or its uuid, with what has been paid so far and its refunds (a refund’s `uuid` and `claim_url` are null to an API key without `charges:write` or `transactions:write`: a claim link names where the money goes).',
         params: ChargeParams,
-        response: responses(ChargeSchema),
+        response: responses(ChargeRef),
       },
       preValidation: async (req: FastifyRequest) => {
         const ref = (req.params as { charge: string }).charge;
@@ -81,7 +81,7 @@ export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: 
         description:
           'Looks at the deposit address of a settled charge now instead of at its next due look or the daily reconciliation: money sent there after its watch ended (`after_watch` in the reconciliation) is recorded as a late payment (`charge.delayed`), and what the address holds is swept to the main address. Answers the charge with its `payments` and `sweeps`. Needs a login token: an API key gets 403. A pending charge: 400.',
         params: ChargeParams,
-        response: responses(ChargeSchema),
+        response: responses(ChargeRef),
       },
       preValidation: async (req: FastifyRequest) => {
         const charge = await charges.find(requireWallet(req).id, (req.params as { charge: string }).charge);
@@ -102,7 +102,7 @@ export async function chargeRoutes(app: App, charges: ChargeService, publicUrl: 
           'Newest first, paginated, filterable by status. A refund’s `uuid` and `claim_url` are null to an API key without `charges:write` or `transactions:write`.',
         params: WalletParams,
         querystring: Type.Object(PageQuerySchema),
-        response: responses(Type.Array(ChargeSchema)),
+        response: responses(Type.Array(ChargeRef)),
       },
     },
     async (req, reply) => {

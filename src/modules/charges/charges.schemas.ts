@@ -3,10 +3,11 @@
  * (amount in the token's base units, the active token, the objects as JSON text).
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { component } from '../../http/components.js';
 import type { WalletTokenRow } from '../../db/types.js';
 import { validationError, type FieldErrors } from '../../errors.js';
 import { checkAmountAndToken, orderErrors } from '../tokens/amount-field.js';
-import { RefundSchema } from '../refunds/refunds.schemas.js';
+import { RefundRef } from '../refunds/refunds.schemas.js';
 
 const CHARGE_EXPIRES_DEFAULT_S = 300;
 const CHARGE_EXPIRES_MIN_S = 60;
@@ -74,7 +75,7 @@ export const ChargeSchema = Type.Object({
       'Confirmed transfers to the deposit address; `late` for those after settlement and `screened` for those from a blocked sender (neither counted)',
   }),
   sweeps: Type.Array(SweepSchema, { description: 'Transfers of what the deposit address received to the wallet’s main address' }),
-  refunds: Type.Array(RefundSchema, { description: 'Refunds of the charge, oldest first (POST .../charge/{charge}/refund)' }),
+  refunds: Type.Array(RefundRef, { description: 'Refunds of the charge, oldest first (POST .../charge/{charge}/refund)' }),
   hosted_url: Type.String({
     description: 'The public checkout page: PUBLIC_URL + /pay/{uuid}',
     examples: ['https://pay.example.com/pay/6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10'],
@@ -84,6 +85,8 @@ export const ChargeSchema = Type.Object({
       'EIP-681 payment request: ethereum:{address}@{chain_id}?value={wei}, or ethereum:{contract}@{chain_id}/transfer?address={address}&uint256={units} for an ERC-20',
   }),
 });
+
+export const ChargeRef = component('Charge', ChargeSchema);
 
 export const ChargeParams = Type.Object({ wallet: Type.String(), charge: Type.String() });
 

@@ -3,7 +3,7 @@ import { ok, responses } from '../../http/envelope.js';
 import { requireUser } from '../../http/auth.js';
 import type { App } from '../../http/types.js';
 import type { EventsQueryInput, EventsService } from './events.service.js';
-import { EventParams, EventSchema, EventsQuery } from './events.schemas.js';
+import { EventParams, EventRef, EventsQuery } from './events.schemas.js';
 import { eventView } from './events.views.js';
 
 export async function eventRoutes(app: App, events: EventsService): Promise<void> {
@@ -17,7 +17,7 @@ export async function eventRoutes(app: App, events: EventsService): Promise<void
         description:
           'Every event of the user with an id above `after`, oldest first, filtered by `type` or `event`; `data` is exactly what a webhook receives. Page with `after` = the `X-Next-Cursor` header: no event is ever skipped, also while others are being written (see docs/integrating.md).',
         querystring: EventsQuery,
-        response: responses(Type.Array(EventSchema), [403]),
+        response: responses(Type.Array(EventRef), [403]),
       },
     },
     async (req, reply) => {
@@ -36,7 +36,7 @@ export async function eventRoutes(app: App, events: EventsService): Promise<void
         summary: 'One event',
         description: "One event of the user by id; another user's event is 404 `Event not found`.",
         params: EventParams,
-        response: responses(EventSchema, [403]),
+        response: responses(EventRef, [403]),
       },
     },
     async (req) => ok(eventView(await events.find(requireUser(req).id, req.params.id)), 'Event retrieved'),

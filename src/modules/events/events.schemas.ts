@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { component } from '../../http/components.js';
 import { EVENT_NAMES, WEBHOOK_TYPES } from './events.catalogue.js';
 
 export const MAX_EVENTS_LIMIT = 1000;
@@ -22,5 +23,7 @@ export const EventSchema = Type.Object({
   data: Type.Record(Type.String(), Type.Unknown(), { description: 'Exactly the `data` a webhook receives' }),
   created_at: Type.String(),
 });
+
+export const EventRef = component('Event', EventSchema);
 
 export const EventParams = Type.Object({ id: Type.String() });

@@ -8,7 +8,7 @@ import { ok, responses } from '../../http/envelope.js';
 import { requireUser } from '../../http/auth.js';
 import type { App } from '../../http/types.js';
 import type { KeyInput, KeyService } from './keys.service.js';
-import { CreateKeyBody, CreatedKeySchema, KeyParams, KeySchema } from './keys.schemas.js';
+import { ApiKeyRef, CreateKeyBody, CreatedKeySchema, KeyParams } from './keys.schemas.js';
 import { createdKeyView, keyView } from './keys.views.js';
 
 export async function keyRoutes(app: App, keys: KeyService): Promise<void> {
@@ -40,7 +40,7 @@ export async function keyRoutes(app: App, keys: KeyService): Promise<void> {
         summary: 'The API keys of the user, newest first',
         description:
           'Every key of the user, revoked and expired ones included, without the key itself. `last_used_at` is kept to the minute.',
-        response: responses(Type.Array(KeySchema), [403]),
+        response: responses(Type.Array(ApiKeyRef), [403]),
       },
     },
     async (req) => ok((await keys.list(requireUser(req).id)).map(keyView), 'API keys retrieved'),
@@ -55,7 +55,7 @@ export async function keyRoutes(app: App, keys: KeyService): Promise<void> {
         summary: 'Revoke an API key',
         description: "The key answers 401 `Invalid token` from now on. Another user's key, or an unknown one, is 404 `Key not found`.",
         params: KeyParams,
-        response: responses(KeySchema, [403]),
+        response: responses(ApiKeyRef, [403]),
       },
     },
     async (req) => ok(keyView(await keys.revoke(requireUser(req).id, req.params.key)), 'API key revoked'),

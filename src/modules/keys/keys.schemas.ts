@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { component } from '../../http/components.js';
 import type { ErrorObject } from 'ajv';
 import { ajvToAppError, validatorCompiler } from '../../http/validation.js';
 import { KEY_SCOPES, type KeyScope } from './keys.scopes.js';
@@ -40,6 +41,7 @@ export const CreatedKeySchema = Type.Object({
 });
 
 export const KeySchema = Type.Object({ ...KeyFields, revoked_at: Type.Union([Type.String(), Type.Null()]) });
+export const ApiKeyRef = component('ApiKey', KeySchema);
 
 export const KeyParams = Type.Object({ key: Type.String() });
 

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { ok, responses } from '../../http/envelope.js';
 import type { App } from '../../http/types.js';
-import { NetworkSchema } from './networks.schemas.js';
+import { NetworkRef } from './networks.schemas.js';
 import type { NetworkService } from './networks.service.js';
 
 export async function networkRoutes(app: App, networks: NetworkService): Promise<void> {
@@ -12,7 +12,7 @@ export async function networkRoutes(app: App, networks: NetworkService): Promise
         tags: ['networks'],
         summary: 'Registered networks',
         description: 'The networks wallets can be created on. RPC URLs are shown as their origin only (scheme, host and port).',
-        response: responses(Type.Array(NetworkSchema)),
+        response: responses(Type.Array(NetworkRef)),
       },
     },
     async () => ok(await networks.list(), 'Networks retrieved'),

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { component } from '../../http/components.js';
 
 const Nullable = <T extends ReturnType<typeof Type.Integer> | ReturnType<typeof Type.Number>>(t: T) => Type.Union([t, Type.Null()]);
 
@@ -38,3 +39,5 @@ export const NetworkSchema = Type.Object({
     examples: ['ethereum'],
   }),
 });
+
+export const NetworkRef = component('Network', NetworkSchema);

@@ -13,7 +13,7 @@ import { commitResponse } from '../../http/idempotency.js';
 import { pageOf, PageQuerySchema, setPaginationHeaders } from '../../http/pagination.js';
 import type { App } from '../../http/types.js';
 import { WalletParams } from '../wallets/wallets.schemas.js';
-import { CreatePayoutBody, parsePayoutInput, PayoutParams, PayoutSchema } from './payouts.schemas.js';
+import { CreatePayoutBody, parsePayoutInput, PayoutParams, PayoutRef } from './payouts.schemas.js';
 import type { PayoutService, PayoutWithItems } from './payouts.service.js';
 import { payoutView } from './payouts.views.js';
 import type { TransactionService } from '../transactions/transactions.service.js';
@@ -37,7 +37,7 @@ export async function payoutRoutes(app: App, payouts: PayoutService, txs: Transa
           'Checked as a whole before anything is sent: no item’s address on the SCREENING_FILE list (400 `Address is blocked by screening`, nothing recorded), the references (unique per wallet), the spending policy (each item’s limits and allowlist, the total’s daily limit; a total over `approval_above` waits for approval), and the balance for the total plus every item’s maximum fee (400 `Insufficient balance for payout`). Then each item becomes a transaction of its own, in item order, carrying `payout_id` and `reference`. Answers at once, `processing` (or `awaiting_approval`); the payouts worker sends the items.',
         params: WalletParams,
         body: CreatePayoutBody,
-        response: responses(PayoutSchema),
+        response: responses(PayoutRef),
       },
     },
     async (req) => {
@@ -57,7 +57,7 @@ export async function payoutRoutes(app: App, payouts: PayoutService, txs: Transa
         description: 'Newest first, paginated.',
         params: WalletParams,
         querystring: Type.Object(PageQuerySchema),
-        response: responses(Type.Array(PayoutSchema)),
+        response: responses(Type.Array(PayoutRef)),
       },
     },
     async (req, reply) => {
@@ -82,7 +82,7 @@ export async function payoutRoutes(app: App, payouts: PayoutService, txs: Transa
         summary: 'A payout with its items',
         description: 'Its status and every item’s.',
         params: PayoutParams,
-        response: responses(PayoutSchema),
+        response: responses(PayoutRef),
       },
       preValidation: load,
     },
@@ -105,7 +105,7 @@ export async function payoutRoutes(app: App, payouts: PayoutService, txs: Transa
               ? 'Its items go out, in order, each policed and balance-checked when its turn comes. 400 `Payout is not awaiting approval` once decided or expired; 400 `Address is blocked by screening` when an item’s address was listed since (it stays held).'
               : 'It fails with nothing sent (`rejected_by_approver` on every item). 400 `Payout is not awaiting approval` once decided or expired.',
           params: PayoutParams,
-          response: responses(PayoutSchema, [403]),
+          response: responses(PayoutRef, [403]),
         },
         preValidation: load,
       },

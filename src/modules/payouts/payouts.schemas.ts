@@ -1,5 +1,6 @@
 /** Payout shapes on the wire, and the create body parsed into typed input (errors named `items.N.<field>`). */
 import { Type } from '@sinclair/typebox';
+import { component } from '../../http/components.js';
 import type { Address } from 'viem';
 import type { WalletTokenRow } from '../../db/types.js';
 import { validationError, type FieldErrors } from '../../errors.js';
@@ -39,6 +40,8 @@ export const PayoutSchema = Type.Object({
   created_at: Type.String(),
   completed_at: Nullable(Type.String()),
 });
+
+export const PayoutRef = component('Payout', PayoutSchema);
 
 export const PayoutParams = Type.Object({ wallet: Type.String(), payout: Type.String() });
 

@@ -16,11 +16,11 @@ import { WalletParams } from '../wallets/wallets.schemas.js';
 import {
   AllowlistAddBody,
   AllowlistEntryParams,
-  AllowlistEntrySchema,
+  AllowlistEntryRef,
   parseAllowlistAddress,
   parsePolicyInput,
   PolicyBody,
-  PolicySchema,
+  PolicyRef,
 } from './policies.schemas.js';
 import type { PolicyService } from './policies.service.js';
 import { allowlistEntryView, policyView } from './policies.views.js';
@@ -42,7 +42,7 @@ function policyReadRoutes(app: App, policies: PolicyService): void {
         description:
           'Per token symbol: `per_transaction` (the most one transfer may send), `daily` (the most sent in any 24 hours, pending, awaiting-approval and confirmed transfers counted) and `approval_above` (a transfer over it waits as `awaiting_approval` until a login token approves or rejects it); `allowlist_only`. Empty objects and `false` by default.',
         params: WalletParams,
-        response: responses(PolicySchema),
+        response: responses(PolicyRef),
       },
     },
     async (req) => ok(policyView(await policies.get(requireWallet(req))), 'Policy retrieved'),
@@ -57,7 +57,7 @@ function policyReadRoutes(app: App, policies: PolicyService): void {
         summary: "The wallet's allowlist, oldest first",
         description: "The addresses transfers may go to while the policy's `allowlist_only` is set.",
         params: WalletParams,
-        response: responses(Type.Array(AllowlistEntrySchema)),
+        response: responses(Type.Array(AllowlistEntryRef)),
       },
     },
     async (req) => ok((await policies.allowlist(requireWallet(req))).map(allowlistEntryView), 'Allowlist retrieved'),
@@ -76,7 +76,7 @@ function policyChangeRoute(app: App, policies: PolicyService): void {
           'Any of `per_transaction`, `daily`, `approval_above` (token symbol → amount, or `null` to remove that limit; symbols not named keep theirs) and `allowlist_only`. An unknown symbol of the wallet, or an amount not valid for the token, is 422. Needs a login token: an API key gets 403.',
         params: WalletParams,
         body: PolicyBody,
-        response: responses(PolicySchema, [403]),
+        response: responses(PolicyRef, [403]),
       },
     },
     async (req) => {
@@ -99,7 +99,7 @@ function allowlistChangeRoutes(app: App, policies: PolicyService): void {
           "A valid, non-zero address not yet on the wallet's list (else 422), with an optional label. Needs a login token: an API key gets 403.",
         params: WalletParams,
         body: AllowlistAddBody,
-        response: responses(AllowlistEntrySchema, [403]),
+        response: responses(AllowlistEntryRef, [403]),
       },
     },
     async (req) => {
@@ -120,7 +120,7 @@ function allowlistChangeRoutes(app: App, policies: PolicyService): void {
         description:
           "Another wallet's entry, or an unknown one, is 404 `Allowlist entry not found`. Needs a login token: an API key gets 403.",
         params: AllowlistEntryParams,
-        response: responses(AllowlistEntrySchema, [403]),
+        response: responses(AllowlistEntryRef, [403]),
       },
     },
     async (req) => {

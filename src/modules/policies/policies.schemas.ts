@@ -4,6 +4,7 @@
  * document them and serialise the answers.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
+import { component } from '../../http/components.js';
 import { getAddress, zeroAddress, type Address } from 'viem';
 import { isValidAddress } from '../../chain/address.js';
 import type { WalletTokenRow } from '../../db/types.js';
@@ -45,6 +46,9 @@ export const AllowlistEntrySchema = Type.Object({
   label: Type.String(),
   created_at: Type.String({ description: 'YYYY-MM-DD HH:MM:SS (UTC)' }),
 });
+
+export const PolicyRef = component('Policy', PolicySchema);
+export const AllowlistEntryRef = component('AllowlistEntry', AllowlistEntrySchema);
 
 export const AllowlistAddBody = Type.Object({
   address: Type.Optional(Type.Unknown({ description: 'EVM address (EIP-55 checksum if mixed case), not the zero address' })),

@@ -24,9 +24,9 @@ import {
   CreateRefundBody,
   parseClaimAddress,
   parseRefundInput,
-  PublicRefundSchema,
+  PublicRefundRef,
   RefundParams,
-  RefundSchema,
+  RefundRef,
 } from './refunds.schemas.js';
 import type { RefundService } from './refunds.service.js';
 import { publicRefundView, refundView, showsRefundLinks } from './refunds.views.js';
@@ -72,7 +72,7 @@ function createRoute(app: App, refunds: RefundService, charges: ChargeService, p
           'Scopes: a claim needs `charges:write`; a refund with `address` (any value but null, a malformed one too) moves money at once and needs `transactions:write` as well: a key with `charges:write` alone gets 403 `Insufficient scope`, a key with `transactions:write` alone gets it for any refund (the route’s own scope). A login token and a `*` key may do both. The address check comes right after the route’s scope, before the wallet’s and the charge’s 404, the 422s, the Idempotency-Key and anything recorded or sent. A refund’s `uuid` and `claim_url` are shown to login tokens and keys with `charges:write` or `transactions:write` only (null to others).',
         params: ChargeParams,
         body: CreateRefundBody,
-        response: responses(RefundSchema),
+        response: responses(RefundRef),
       },
       preValidation: async (req: FastifyRequest) => {
         const charge = await charges.find(requireWallet(req).id, (req.params as { charge: string }).charge);
@@ -102,7 +102,7 @@ export async function publicRefundRoutes(app: App, refunds: RefundService): Prom
           'What the claim page polls. Public, no token: anyone holding the uuid may read it, so nothing of the merchant, the wallet or the charge is in it. Unknown: 404 `Refund not found`.',
         params: RefundParams,
         security: [],
-        response: responses(PublicRefundSchema),
+        response: responses(PublicRefundRef),
       },
     },
     async (req) => {
@@ -123,7 +123,7 @@ export async function publicRefundRoutes(app: App, refunds: RefundService): Prom
         params: RefundParams,
         body: ClaimBody,
         security: [],
-        response: responses(PublicRefundSchema),
+        response: responses(PublicRefundRef),
       },
       preValidation: async (req: FastifyRequest) => {
         if (!(await find((req.params as { uuid: string }).uuid))) throw Errors.refundNotFound();

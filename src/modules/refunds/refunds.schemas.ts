@@ -1,5 +1,6 @@
 /** Refund shapes on the wire, and the create and claim bodies parsed into typed input. */
 import { Type } from '@sinclair/typebox';
+import { component } from '../../http/components.js';
 import type { Address } from 'viem';
 import { validationError, type FieldErrors } from '../../errors.js';
 import { checkDecimalField, orderErrors } from '../tokens/amount-field.js';
@@ -46,6 +47,9 @@ export const PublicRefundSchema = Type.Object(
   },
   { additionalProperties: false },
 );
+
+export const RefundRef = component('Refund', RefundSchema);
+export const PublicRefundRef = component('PublicRefund', PublicRefundSchema);
 
 export const RefundParams = Type.Object({ uuid: Type.String({ description: 'The refund’s uuid (from its `claim_url`)' }) });
 

@@ -7,7 +7,7 @@ import { parseId, requireWallet } from '../../http/auth.js';
 import type { App } from '../../http/types.js';
 import { readingMessage } from '../wallets/balances.service.js';
 import { WalletParams } from '../wallets/wallets.schemas.js';
-import { AddTokenBody, TokenParams, TokenWithBalanceSchema, WalletTokenSchema } from './tokens.schemas.js';
+import { AddTokenBody, TokenParams, TokenWithBalanceSchema, WalletTokenRef } from './tokens.schemas.js';
 import type { TokenService } from './tokens.service.js';
 
 const TAGS = ['tokens'];
@@ -42,7 +42,7 @@ export async function tokenRoutes(app: App, tokens: TokenService): Promise<void>
         summary: "The wallet's tokens, active and removed",
         description: 'The native coin and the ERC-20 tokens of the wallet.',
         params: WalletParams,
-        response: responses(Type.Array(WalletTokenSchema)),
+        response: responses(Type.Array(WalletTokenRef)),
       },
     },
     async (req) => ok(await tokens.list(requireWallet(req)), 'Tokens retrieved'),
@@ -76,7 +76,7 @@ export async function tokenRoutes(app: App, tokens: TokenService): Promise<void>
           "Adds an ERC-20 token to the wallet, given its `contract` or, on a network registered from a preset, a `symbol` of the preset's stablecoins (USDC, USDT where the preset lists them); exactly one of the two. Its name, symbol and decimals are read from the contract, so the node must be reachable.",
         params: WalletParams,
         body: AddTokenBody,
-        response: responses(WalletTokenSchema),
+        response: responses(WalletTokenRef),
       },
     },
     async (req) => {
@@ -94,7 +94,7 @@ export async function tokenRoutes(app: App, tokens: TokenService): Promise<void>
         summary: 'Remove a token (marks it inactive; the native token cannot be removed)',
         description: 'Marks the token inactive for the wallet: it leaves the balance and the lists; its history stays.',
         params: TokenParams,
-        response: responses(WalletTokenSchema),
+        response: responses(WalletTokenRef),
       },
     },
     async (req) => ok(await tokens.remove(requireWallet(req), token.get(req)), 'Token removed'),

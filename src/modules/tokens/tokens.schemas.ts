@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { component } from '../../http/components.js';
 import { getAddress, type Address } from 'viem';
 import { isValidAddress } from '../../chain/address.js';
 import { fieldError } from '../../errors.js';
@@ -43,6 +44,8 @@ export const WalletTokenSchema = Type.Object({
   created_at: Type.String(),
   updated_at: Type.String(),
 });
+
+export const WalletTokenRef = component('WalletToken', WalletTokenSchema);
 
 /** A WalletToken with its balance (an exact 18-place decimal string). */
 export const TokenWithBalanceSchema = Type.Composite([WalletTokenSchema, Type.Object({ balance: Type.String() })]);

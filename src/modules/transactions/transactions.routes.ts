@@ -29,7 +29,7 @@ import {
   ReplaceBody,
   TransactionDetailSchema,
   TransactionParams,
-  TransactionSchema,
+  TransactionRef,
 } from './transactions.schemas.js';
 import type { TransactionService } from './transactions.service.js';
 import { createdView, feePreviewView, transactionDetailView, transactionListItem, transactionView } from './transactions.views.js';
@@ -58,7 +58,7 @@ function listRoute(app: App, txs: TransactionService): void {
           'Newest first, paginated (`page`, `limit` up to 1000), filterable by token symbol; sends, receipts and sweeps with their status.',
         params: WalletParams,
         querystring: ListQuery,
-        response: responses(Type.Array(TransactionSchema)),
+        response: responses(Type.Array(TransactionRef)),
       },
     },
     async (req, reply) => {
@@ -186,7 +186,7 @@ function replaceRoute(app: App, txs: TransactionService, kind: 'speed-up' | 'can
         ...REPLACE_DOCS[kind],
         params: TransactionParams,
         body: Type.Optional(ReplaceBody),
-        response: responses(TransactionSchema),
+        response: responses(TransactionRef),
       },
       preValidation: transactionLoader(txs, loaded),
     },
@@ -223,7 +223,7 @@ function decideRoute(app: App, txs: TransactionService, kind: 'approve' | 'rejec
     `/wallet/:wallet/transaction/:transaction/${kind}`,
     {
       config: { scope: 'login' },
-      schema: { tags: ['transactions'], summary, description, params: TransactionParams, response: responses(TransactionSchema, [403]) },
+      schema: { tags: ['transactions'], summary, description, params: TransactionParams, response: responses(TransactionRef, [403]) },
       preValidation: transactionLoader(txs, loaded),
     },
     async (req) => {

@@ -7,6 +7,7 @@
  * in the native currency per gas unit; there `block_timestamp` is the integer Unix time of submission.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
+import { component } from '../../http/components.js';
 import { getAddress, zeroAddress, type Address, type Hex } from 'viem';
 import { isValidAddress } from '../../chain/address.js';
 import { calldataProblem, encodeCall, encodedSizeFloor, MAX_CALLDATA_BYTES, parseFunction } from '../../chain/contract.js';
@@ -15,7 +16,7 @@ import type { WalletTokenRow } from '../../db/types.js';
 import { validationError, type FieldErrors } from '../../errors.js';
 import { PageQuerySchema } from '../../http/pagination.js';
 import { checkAmountAndToken, checkDecimalField, orderErrors } from '../tokens/amount-field.js';
-import { WalletTokenSchema } from '../tokens/tokens.schemas.js';
+import { WalletTokenRef } from '../tokens/tokens.schemas.js';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
@@ -79,7 +80,10 @@ export const TransactionSchema = Type.Object({
   }),
 });
 
-export const TransactionDetailSchema = Type.Composite([TransactionSchema, Type.Object({ wallet_token: WalletTokenSchema })]);
+export const TransactionRef = component('Transaction', TransactionSchema);
+
+/** A transaction with the wallet token it moved (the show route). */
+export const TransactionDetailSchema = Type.Intersect([TransactionRef, Type.Object({ wallet_token: WalletTokenRef })]);
 
 export const CreatedTransactionSchema = Type.Object({
   ...HEAD,

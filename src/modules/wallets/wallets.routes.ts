@@ -3,7 +3,7 @@ import { ok, responses } from '../../http/envelope.js';
 import { requireUser, requireWallet } from '../../http/auth.js';
 import type { App } from '../../http/types.js';
 import { commitResponse } from '../../http/idempotency.js';
-import { CreateWalletBody, UpdateWalletBody, WalletDetailSchema, WalletParams, WalletSchema } from './wallets.schemas.js';
+import { CreateWalletBody, UpdateWalletBody, WalletDetailRef, WalletParams, WalletRef } from './wallets.schemas.js';
 import type { WalletService } from './wallets.service.js';
 import { walletView } from './wallets.views.js';
 
@@ -15,7 +15,7 @@ export async function walletRoutes(app: App, wallets: WalletService): Promise<vo
         tags: ['wallets'],
         summary: "The user's wallets",
         description: 'Every wallet of the authenticated user, without secrets.',
-        response: responses(Type.Array(WalletSchema)),
+        response: responses(Type.Array(WalletRef)),
       },
     },
     async (req) => ok((await wallets.list(requireUser(req).id)).map(walletView), 'Wallets retrieved'),
@@ -30,7 +30,7 @@ export async function walletRoutes(app: App, wallets: WalletService): Promise<vo
         description:
           'Generates a BIP-39 mnemonic and its first address on the chosen network; the private key and the mnemonic are stored encrypted and never returned.',
         body: CreateWalletBody,
-        response: responses(WalletDetailSchema),
+        response: responses(WalletDetailRef),
       },
     },
     async (req) =>
@@ -48,7 +48,7 @@ export async function walletRoutes(app: App, wallets: WalletService): Promise<vo
         summary: 'A wallet with its tokens and network',
         description: 'One wallet with its active tokens and its network.',
         params: WalletParams,
-        response: responses(WalletDetailSchema),
+        response: responses(WalletDetailRef),
       },
     },
     async (req) => ok(await wallets.detail(requireWallet(req)), 'Wallet retrieved'),
@@ -63,7 +63,7 @@ export async function walletRoutes(app: App, wallets: WalletService): Promise<vo
         description: 'Changes the name and/or the description of a wallet; the address and keys never change.',
         params: WalletParams,
         body: UpdateWalletBody,
-        response: responses(WalletDetailSchema),
+        response: responses(WalletDetailRef),
       },
     },
     async (req) => ok(await wallets.update(requireWallet(req), req.body), 'Wallet updated'),

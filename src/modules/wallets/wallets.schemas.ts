@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { NetworkSchema } from '../networks/networks.schemas.js';
-import { WalletTokenSchema } from '../tokens/tokens.schemas.js';
+import { component } from '../../http/components.js';
+import { NetworkRef } from '../networks/networks.schemas.js';
+import { WalletTokenRef } from '../tokens/tokens.schemas.js';
 
 export const WalletSchema = Type.Object({
   id: Type.Integer(),
@@ -12,10 +13,13 @@ export const WalletSchema = Type.Object({
   updated_at: Type.String(),
 });
 
-export const WalletDetailSchema = Type.Intersect([
-  WalletSchema,
-  Type.Object({ wallet_tokens: Type.Array(WalletTokenSchema), network: NetworkSchema }),
-]);
+export const WalletRef = component('Wallet', WalletSchema);
+
+/** A wallet with its tokens and network: show, create and update answer with it. */
+export const WalletDetailRef = component(
+  'WalletDetail',
+  Type.Intersect([WalletRef, Type.Object({ wallet_tokens: Type.Array(WalletTokenRef), network: NetworkRef })]),
+);
 
 export const WalletParams = Type.Object({ wallet: Type.String() });
 

@@ -20,7 +20,7 @@ import type { DeliveryRecord, WebhookRecord } from './webhooks.repository.js';
 import {
   CreateWebhookBody,
   DeletedWebhookData,
-  DeliveryData,
+  DeliveryRef,
   DeliveryDetailData,
   DeliveryParams,
   EventInfoData,
@@ -30,7 +30,7 @@ import {
   RecoverData,
   UpdateWebhookBody,
   WalletParams,
-  WebhookData,
+  WebhookRef,
   WebhookParams,
   type CreateWebhookInput,
   type RecoverInput,
@@ -87,7 +87,7 @@ function readRoutes(app: App, webhooks: WebhooksService): void {
         description:
           'Every active webhook of the wallet (URL, type, events, extra headers). Secrets are never shown here. Header values are shown to login tokens and to API keys with `webhooks:write`; any other key sees each value as `***`.',
         params: WalletParams,
-        response: responses(Type.Array(WebhookData)),
+        response: responses(Type.Array(WebhookRef)),
       },
     },
     async (req) =>
@@ -142,7 +142,7 @@ function writeRoutes(app: App, webhooks: WebhooksService, objects: PathObjects):
           'Registers a URL to receive the chosen events of this wallet, signed with the secret (HMAC-SHA256) and sent with the optional extra headers; both are stored encrypted.',
         params: WalletParams,
         body: CreateWebhookBody,
-        response: responses(WebhookData),
+        response: responses(WebhookRef),
       },
     },
     async (req) =>
@@ -180,7 +180,7 @@ function writeRoutes(app: App, webhooks: WebhooksService, objects: PathObjects):
         description: 'Changes the URL, the events, the secret or the headers of a webhook.',
         params: WebhookParams,
         body: UpdateWebhookBody,
-        response: responses(WebhookData),
+        response: responses(WebhookRef),
       },
     },
     async (req) => ok(await webhooks.update(objects.webhook(req), req.body as UpdateWebhookInput), 'Webhook updated'),
@@ -199,7 +199,7 @@ function deliveryRoutes(app: App, webhooks: WebhooksService, objects: PathObject
         description: 'Delivery history of a webhook, newest first: status, attempts, the last response status and error.',
         params: WebhookParams,
         querystring: PageQuery,
-        response: responses(Type.Array(DeliveryData)),
+        response: responses(Type.Array(DeliveryRef)),
       },
     },
     async (req, reply) => {
@@ -219,7 +219,7 @@ function deliveryRoutes(app: App, webhooks: WebhooksService, objects: PathObject
         summary: 'Send a delivery again now',
         description: 'Schedules a delivery (failed or not) to be sent again at once; the retry counts as a new attempt.',
         params: DeliveryParams,
-        response: responses(DeliveryData),
+        response: responses(DeliveryRef),
       },
     },
     async (req) => ok(await webhooks.retry(objects.webhook(req), objects.delivery(req)), 'Delivery queued for retry'),
@@ -254,7 +254,7 @@ function operationRoutes(app: App, webhooks: WebhooksService, objects: PathObjec
         description:
           'Queues a delivery of the event `webhook.test` (data `{webhook_id, sent_at}`) to this webhook now, whatever its event filter, signed like any other; answers with the delivery. 400 when the webhook is inactive.',
         params: WebhookParams,
-        response: responses(DeliveryData),
+        response: responses(DeliveryRef),
       },
     },
     async (req) => ok(await webhooks.sendTest(objects.webhook(req)), 'Test delivery queued'),

@@ -8,6 +8,7 @@
  */
 import { PageQuerySchema } from '../../http/pagination.js';
 import { Type, type Static } from '@sinclair/typebox';
+import { component } from '../../http/components.js';
 import { WEBHOOK_TYPES, type WebhookType } from '../events/events.catalogue.js';
 
 export const LIMITS = {
@@ -85,6 +86,7 @@ export const WebhookData = Type.Object({
   updated_at: DateTime,
 });
 export type WebhookView = Static<typeof WebhookData>;
+export const WebhookRef = component('Webhook', WebhookData);
 
 export const DeletedWebhookData = Type.Object({
   id: Type.Integer(),
@@ -117,6 +119,7 @@ export const DeliveryData = Type.Object({
   updated_at: DateTime,
 });
 export type DeliveryView = Static<typeof DeliveryData>;
+export const DeliveryRef = component('Delivery', DeliveryData);
 
 export const AttemptData = Type.Object({
   attempt: Type.Integer({ description: 'its number, the first attempt being 1' }),
