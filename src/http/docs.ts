@@ -16,7 +16,7 @@ import type { RouteOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TSchema } from '@sinclair/typebox';
-import { describeResponses, exampleOf } from './examples.js';
+import { describeResponses, ERROR_EXAMPLES, exampleOf } from './examples.js';
 import { operationIdOf } from './operation-ids.js';
 import type { App } from './types.js';
 
@@ -94,6 +94,44 @@ function addOperationId(route: RouteOptions, methods: string[]): void {
   route.schema = { ...(route.schema ?? {}), operationId: id };
 }
 
+interface ResponseObject {
+  description?: string;
+  content?: Record<string, { example?: unknown }>;
+}
+interface GeneratedDocument {
+  paths?: Record<string, Record<string, { responses?: Record<string, ResponseObject | { $ref: string }> } | undefined>>;
+  components?: { responses?: Record<string, ResponseObject> };
+}
+
+/**
+ * The error responses as shared components: an operation's error response that is exactly the
+ * status's own (ERROR_EXAMPLES: its description, its example, the error envelope) is replaced by a
+ * `$ref` to `#/components/responses/<name>`, listed once. A response a route words for itself
+ * (the login's 401, for one) stays where it is.
+ */
+export function shareErrorResponses<T extends GeneratedDocument>(doc: T): T {
+  const shared: Record<string, ResponseObject> = {};
+  const sharedJson = new Map<string, string>();
+  for (const operations of Object.values(doc.paths ?? {})) {
+    for (const op of Object.values(operations)) {
+      for (const [code, response] of Object.entries(op?.responses ?? {})) {
+        const known = ERROR_EXAMPLES[Number(code)];
+        if (!known || '$ref' in response || response.description !== known.description) continue;
+        const example = { status: 'error', message: known.message, data: known.data ?? null };
+        const json = JSON.stringify(response);
+        if (!sharedJson.has(known.name)) {
+          if (JSON.stringify(response.content?.['application/json']?.example) !== JSON.stringify(example)) continue;
+          sharedJson.set(known.name, json);
+          shared[known.name] = response;
+        }
+        if (sharedJson.get(known.name) === json) op!.responses![code] = { $ref: `#/components/responses/${known.name}` };
+      }
+    }
+  }
+  doc.components = { ...doc.components, responses: { ...doc.components?.responses, ...shared } };
+  return doc;
+}
+
 /** Registers the generator (before any route, so it sees them all), the document and the reference. */
 export async function installDocs(app: App, version: string): Promise<void> {
   const routes: RegisteredRoute[] = [];
@@ -114,6 +152,9 @@ export async function installDocs(app: App, version: string): Promise<void> {
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
+    // The standard error responses listed once, under components.responses.
+    transformObject: (generated) =>
+      'openapiObject' in generated ? shareErrorResponses(generated.openapiObject as GeneratedDocument) : generated.swaggerObject,
     // The shared schemas (src/http/components.ts) under their own names, `#/components/schemas/Transaction`,
     // rather than the plugin's numbered `def-0`.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },

@@ -135,33 +135,57 @@ function stringExample(s: SchemaWords, key: string): Json {
   return typeof s.minLength === 'number' && text.length < s.minLength ? text.padEnd(s.minLength, 'x') : text;
 }
 
-/** What each error status means on this API, with the envelope it answers with. */
-export const ERROR_EXAMPLES: Record<number, { description: string; message: string; data?: Json }> = {
+/**
+ * What each error status means on this API, with the envelope it answers with, and the name of
+ * the shared response (`#/components/responses/NotFound`) the operations that answer it so point to.
+ */
+export const ERROR_EXAMPLES: Record<number, { name: string; description: string; message: string; data?: Json }> = {
   400: {
+    name: 'BadRequest',
     description: 'Malformed JSON, or a business rule refused the request (e.g. insufficient balance)',
     message: 'Malformed JSON body',
   },
   401: {
+    name: 'Unauthenticated',
     description: 'No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`)',
     message: 'Unauthenticated',
   },
-  404: { description: 'The wallet (or another object in the path) does not exist or belongs to another user', message: 'Wallet not found' },
-  405: { description: 'The path exists but does not take this method (see the Allow header)', message: 'Method not allowed' },
+  404: {
+    name: 'NotFound',
+    description: 'The wallet (or another object in the path) does not exist or belongs to another user',
+    message: 'Wallet not found',
+  },
+  405: {
+    name: 'MethodNotAllowed',
+    description: 'The path exists but does not take this method (see the Allow header)',
+    message: 'Method not allowed',
+  },
   409: {
+    name: 'Conflict',
     description: 'A request with the same Idempotency-Key is still being processed',
     message: 'A request with this Idempotency-Key is still in progress',
   },
-  413: { description: 'The body is larger than 1 MiB', message: 'Payload too large' },
-  415: { description: 'The body is not application/json', message: 'Unsupported media type' },
+  413: { name: 'PayloadTooLarge', description: 'The body is larger than 1 MiB', message: 'Payload too large' },
+  415: { name: 'UnsupportedMediaType', description: 'The body is not application/json', message: 'Unsupported media type' },
   422: {
+    name: 'ValidationFailed',
     description: 'Validation failed: `data` maps each field to its messages',
     message: 'The amount field is required',
     data: { amount: ['The amount field is required.'] },
   },
-  429: { description: 'Over the per-user rate limit (or the failed-login limit); see Retry-After', message: 'Too Many Requests' },
-  500: { description: 'An internal error; the details are in the log under the X-Request-Id', message: 'Internal server error' },
-  502: { description: 'The blockchain node answered with an error', message: 'The blockchain node returned an error' },
+  429: {
+    name: 'TooManyRequests',
+    description: 'Over the per-user rate limit (or the failed-login limit); see Retry-After',
+    message: 'Too Many Requests',
+  },
+  500: {
+    name: 'InternalError',
+    description: 'An internal error; the details are in the log under the X-Request-Id',
+    message: 'Internal server error',
+  },
+  502: { name: 'NodeError', description: 'The blockchain node answered with an error', message: 'The blockchain node returned an error' },
   503: {
+    name: 'Unavailable',
     description:
       'The blockchain node (or the database) is unavailable; a transient node fault (time-out, HTTP 5xx or 429, rate limit) carries Retry-After',
     message: 'The blockchain node is unavailable',

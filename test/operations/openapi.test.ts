@@ -71,6 +71,8 @@ describe('OpenAPI document', () => {
   });
 
   it('gives every operation a summary, a description, its error responses and an example', () => {
+    // A shared error response (`#/components/responses/NotFound`) is read where it is listed.
+    const resolved = (r: any) => (typeof r.$ref === 'string' ? doc.components.responses[r.$ref.split('/').pop()] : r);
     for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
       for (const m of METHODS) {
         const op = ops[m];
@@ -82,13 +84,15 @@ describe('OpenAPI document', () => {
         expect(codes, where).toEqual(expect.arrayContaining(['200', '422', '429', '500']));
         if (path !== '/api/auth/login') expect(codes, where).toContain('401');
         for (const code of codes) {
-          const media = op.responses[code].content?.['application/json'];
+          const response = resolved(op.responses[code]);
+          const media = response.content?.['application/json'];
           expect(media?.example, `${where} ${code} example`).toBeDefined();
-          expect(op.responses[code].description, `${where} ${code}`).not.toBe('Default Response');
+          expect(response.description, `${where} ${code}`).not.toBe('Default Response');
         }
         if (op.requestBody) expect(op.requestBody.content['application/json'].example, `${where} body example`).toBeDefined();
       }
     }
+    expect(doc.paths['/api/wallet/{wallet}'].get.responses['404']).toEqual({ $ref: '#/components/responses/NotFound' });
     expect(doc.paths['/api/auth/login'].post.security).toEqual([]);
     expect(doc.paths['/api/auth/login'].post.responses['401'].content['application/json'].example).toEqual({
       status: 'error',
