@@ -150,6 +150,11 @@ export const ERROR_EXAMPLES: Record<number, { name: string; description: string;
     description: 'No bearer token (`Unauthenticated`), or an expired, revoked or unknown one (`Invalid token`)',
     message: 'Unauthenticated',
   },
+  403: {
+    name: 'Forbidden',
+    description: 'An API key without the scope the route needs, or any API key where the route takes a login token only',
+    message: 'Insufficient scope',
+  },
   404: {
     name: 'NotFound',
     description: 'The wallet (or another object in the path) does not exist or belongs to another user',

@@ -88,6 +88,7 @@ describe('OpenAPI document', () => {
           const media = response.content?.['application/json'];
           expect(media?.example, `${where} ${code} example`).toBeDefined();
           expect(response.description, `${where} ${code}`).not.toBe('Default Response');
+          if (code !== '200') expect(response.description, `${where} ${code}`).not.toMatch(/^Success/);
         }
         if (op.requestBody) expect(op.requestBody.content['application/json'].example, `${where} body example`).toBeDefined();
       }
