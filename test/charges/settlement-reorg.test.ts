@@ -13,13 +13,13 @@
  * tick then settled the charge expired on the old chain, as it should on the chain it knew, and
  * this test failed on a premise it had not met).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseEther, type Hex } from 'viem';
-import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
-import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { ManualClock, type TestApp, type TestUser } from '../helpers/app.js';
+import { type TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { proxiedNetwork, RpcProxy, waitForCursor } from '../helpers/transfers.js';
-import { chargeApi, clockToChain, events, latestTimestampS, mineAt, pay, stampNextBlock } from './support.js';
+import { RpcProxy, waitForCursor } from '../helpers/transfers.js';
+import { chargeApi, clockToChain, events, latestTimestampS, mineAt, pay, stampNextBlock, proxiedChargeSuite } from './support.js';
 
 describe('settlement and a reorg committing meanwhile', () => {
   const clock = new ManualClock();
@@ -30,23 +30,15 @@ describe('settlement and a reorg committing meanwhile', () => {
   let networkId: number;
   let api: ReturnType<typeof chargeApi>;
 
+  const suite = proxiedChargeSuite(clock, { chains: { timeoutMs: 60_000 } });
   beforeAll(async () => {
-    chain = await startTestChain();
-    proxy = await RpcProxy.start(chain.rpcUrl);
-    t = await startTestApp({ clock, workers: true, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' }, chains: { timeoutMs: 60_000 } });
-    networkId = await proxiedNetwork(t, proxy);
-    user = await t.createUser();
+    ({ chain, proxy, t, user, networkId } = suite);
     const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } }))
       .body.data;
     api = chargeApi(t, wallet.id, user.token);
     // The charge worker is driven by hand: the test holds one settlement tick in the middle.
     const workers = t.workers!;
     await workers.list.find((w) => w.name === 'charges')!.stop();
-  });
-  afterAll(async () => {
-    await t?.close();
-    await proxy?.down();
-    await chain?.stop();
   });
 
   it('a paid charge is not settled expired on the old chain: the tick that read the cursor before the rollback decides nothing', async () => {

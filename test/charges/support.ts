@@ -2,9 +2,10 @@
 import { createWalletClient, http, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
-import { startTestApp, type ManualClock, type TestApp, type TestUser } from '../helpers/app.js';
+import { afterAll, beforeAll } from 'vitest';
+import { startTestApp, type ManualClock, type StartOptions, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
-import { waitForCursor } from '../helpers/transfers.js';
+import { proxiedNetwork, RpcProxy, waitForCursor } from '../helpers/transfers.js';
 import { waitFor } from '../helpers/wait.js';
 import { deployErc20, mintErc20 } from '../helpers/erc20.js';
 
@@ -111,4 +112,35 @@ export async function tokenChargePaid(
   await mintErc20(chain.rpcUrl, usd, c.address as Address, 5_000_000n);
   await api.until(c.id, (x) => x.status === 'paid', 'paid');
   return { wallet, usd, api, c };
+}
+
+/** What `proxiedChargeSuite` starts, set once the suite's first `beforeAll` has run. */
+export interface ProxiedChargeSuite {
+  chain: TestChain;
+  proxy: RpcProxy;
+  t: TestApp;
+  user: TestUser;
+  networkId: number;
+}
+
+/**
+ * A charge suite behind a real JSON-RPC proxy, with its own `beforeAll` and `afterAll`: a chain,
+ * the proxy in front of it, the app with its workers (the charges and the watcher polled every
+ * 50 ms; `app` adds to or overrides that) on a network through the proxy, and a user.
+ */
+export function proxiedChargeSuite(clock: ManualClock, app: StartOptions = {}): ProxiedChargeSuite {
+  const s = {} as ProxiedChargeSuite;
+  beforeAll(async () => {
+    s.chain = await startTestChain();
+    s.proxy = await RpcProxy.start(s.chain.rpcUrl);
+    s.t = await startTestApp({ clock, workers: true, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' }, ...app });
+    s.networkId = await proxiedNetwork(s.t, s.proxy);
+    s.user = await s.t.createUser();
+  });
+  afterAll(async () => {
+    await s.t?.close();
+    await s.proxy?.down();
+    await s.chain?.stop();
+  });
+  return s;
 }

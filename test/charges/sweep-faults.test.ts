@@ -15,16 +15,16 @@
  *   nonce, amount and fees): one row, put back in flight and confirmed, never a `failed` row
  *   under the hash the chain mined beside a confirmed one (the seeded simulation's seed 3601).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { keccak256, parseEther, type Address, type Hex } from 'viem';
-import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
-import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { ManualClock, type TestApp, type TestUser } from '../helpers/app.js';
+import { type TestChain } from '../helpers/chain.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { SWEEP_RETRY_MS } from '../../src/modules/charges/charges.sweeps.js';
-import { proxiedNetwork, RpcProxy, type RpcRule } from '../helpers/transfers.js';
-import { balanceOf, chargeApi, clockToChain, pay } from './support.js';
+import { RpcProxy, type RpcRule } from '../helpers/transfers.js';
+import { balanceOf, chargeApi, clockToChain, pay, proxiedChargeSuite } from './support.js';
 
 type Sweep = { token: string; status: string; tx_hash: string };
 const confirmedSweep = (token: string) => (c: { sweeps: Sweep[] }) => c.sweeps.some((w) => w.token === token && w.status === 'confirmed');
@@ -39,12 +39,10 @@ describe('charge sweeps under faults', () => {
   let usdc: Address;
   let api: ReturnType<typeof chargeApi>;
 
+  const suite = proxiedChargeSuite(clock);
   beforeAll(async () => {
-    chain = await startTestChain();
-    proxy = await RpcProxy.start(chain.rpcUrl);
-    t = await startTestApp({ clock, workers: true, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
-    const networkId = await proxiedNetwork(t, proxy);
-    user = await t.createUser();
+    ({ chain, proxy, t, user } = suite);
+    const { networkId } = suite;
     wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body
       .data;
     await chain.setBalance(wallet.address, parseEther('10'));
@@ -53,11 +51,6 @@ describe('charge sweeps under faults', () => {
       200,
     );
     api = chargeApi(t, wallet.id, user.token);
-  });
-  afterAll(async () => {
-    await t?.close();
-    await proxy?.down();
-    await chain?.stop();
   });
 
   /** Polls `pred`, moving the service's clock past the sweep retry delay between polls. */

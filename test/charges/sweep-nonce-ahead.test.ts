@@ -6,13 +6,13 @@
  * `failed`, and ends `confirmed` once it mines. (Only a transaction of the address at that nonce
  * in the block that used it fails a sweep as `dropped`: sweeps.test.ts.)
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseEther } from 'viem';
-import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
-import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { ManualClock, type TestApp, type TestUser } from '../helpers/app.js';
+import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { proxiedNetwork, RpcProxy } from '../helpers/transfers.js';
-import { balanceOf, chargeApi, clockToChain, pay } from './support.js';
+import type { RpcProxy } from '../helpers/transfers.js';
+import { balanceOf, chargeApi, clockToChain, pay, proxiedChargeSuite } from './support.js';
 
 describe('a sweep whose nonce an endpoint counts as used before any block uses it', () => {
   const clock = new ManualClock();
@@ -21,18 +21,9 @@ describe('a sweep whose nonce an endpoint counts as used before any block uses i
   let t: TestApp;
   let user: TestUser;
   let networkId: number;
-
-  beforeAll(async () => {
-    chain = await startTestChain();
-    proxy = await RpcProxy.start(chain.rpcUrl);
-    t = await startTestApp({ clock, workers: true, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
-    networkId = await proxiedNetwork(t, proxy);
-    user = await t.createUser();
-  });
-  afterAll(async () => {
-    await t?.close();
-    await proxy?.down();
-    await chain?.stop();
+  const suite = proxiedChargeSuite(clock);
+  beforeAll(() => {
+    ({ chain, proxy, t, user, networkId } = suite);
   });
 
   it('stays pending, then confirmed under its hash: never failed', async () => {

@@ -5,13 +5,13 @@
  * first send. The sweep stays followed (a replacement may be signed at its nonce) and, once the
  * chain mines it, ends `confirmed`; no sweep is listed `failed` under a hash the chain mined.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseEther } from 'viem';
-import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
-import { startTestChain, type TestChain } from '../helpers/chain.js';
+import { ManualClock, type TestApp, type TestUser } from '../helpers/app.js';
+import type { TestChain } from '../helpers/chain.js';
 import { waitFor } from '../helpers/wait.js';
-import { proxiedNetwork, RpcProxy } from '../helpers/transfers.js';
-import { balanceOf, chargeApi, clockToChain, pay } from './support.js';
+import type { RpcProxy } from '../helpers/transfers.js';
+import { balanceOf, chargeApi, clockToChain, pay, proxiedChargeSuite } from './support.js';
 
 const STALE = ['eth_getTransactionByHash', 'eth_getTransactionReceipt', 'eth_getTransactionCount', 'eth_sendRawTransaction'];
 
@@ -22,18 +22,9 @@ describe('a sweep whose re-send a stale backend refuses after its first send wen
   let t: TestApp;
   let user: TestUser;
   let networkId: number;
-
-  beforeAll(async () => {
-    chain = await startTestChain();
-    proxy = await RpcProxy.start(chain.rpcUrl);
-    t = await startTestApp({ clock, workers: true, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
-    networkId = await proxiedNetwork(t, proxy);
-    user = await t.createUser();
-  });
-  afterAll(async () => {
-    await t?.close();
-    await proxy?.down();
-    await chain?.stop();
+  const suite = proxiedChargeSuite(clock);
+  beforeAll(() => {
+    ({ chain, proxy, t, user, networkId } = suite);
   });
 
   it('refused "underpriced", then mined: confirmed, never failed', async () => {

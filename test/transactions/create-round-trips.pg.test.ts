@@ -14,7 +14,7 @@ import { timeLockHold } from '../helpers/lock-hold.js';
 import { startLockHoldSuite, type LockHoldSuite } from './lock-hold-suite.js';
 import { eventsOf, RECIPIENT } from '../helpers/transfers.js';
 
-// Large beside a saturated CI machine's scheduling noise (test/db/pipelined.test.ts).
+// Large beside a saturated CI machine's scheduling noise (test/db/pipelined.pg.test.ts).
 const DELAY_MS = 200;
 
 describe('a transfer creation holding its wallet lock (postgres)', () => {

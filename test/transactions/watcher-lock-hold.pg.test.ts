@@ -16,7 +16,7 @@ import { waitFor } from '../helpers/wait.js';
 import { startLockHoldSuite, type LockHoldSuite } from './lock-hold-suite.js';
 import { RECIPIENT, waitForStatus } from '../helpers/transfers.js';
 
-// Large beside a saturated CI machine's scheduling noise (test/db/pipelined.test.ts).
+// Large beside a saturated CI machine's scheduling noise (test/db/pipelined.pg.test.ts).
 const DELAY_MS = 200;
 
 describe('the watcher recording a block of a locked wallet (postgres)', () => {

@@ -23,7 +23,7 @@ import { startDelayProxy, type DelayProxy } from '../helpers/delay-proxy.js';
 import { ETH, fundedWallet, RECIPIENT } from '../helpers/transfers.js';
 import { startStepSuite, syncScope, type StepSuite } from './watcher-steps.js';
 
-// Large beside a saturated CI machine's scheduling noise (test/db/pipelined.test.ts).
+// Large beside a saturated CI machine's scheduling noise (test/db/pipelined.pg.test.ts).
 const DELAY_MS = 200;
 const TRANSFERS = 6;
 
