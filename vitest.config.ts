@@ -23,6 +23,7 @@ const ONCE = [
   'test/webhooks/claim-plan.test.ts',
   'test/helpers/erc20.test.ts',
   'test/chain/transport.test.ts',
+  'test/sweeper/sweeper.test.ts',
 ];
 const exclude = process.env.DATABASE_URL ? ['**/*.sqlite.test.ts', ...ONCE] : ['**/*.pg.test.ts'];
 
