@@ -1,5 +1,5 @@
 /**
- * The command line: user:create, network:add, key:create, migrate, keys:rotate, reconcile, devnet:fund. Each prints one JSON object
+ * The command line: user:create, network:add, network:deploy-sweeper, key:create, migrate, keys:rotate, reconcile, devnet:fund. Each prints one JSON object
  * for what it made (reconcile: one line per wallet, exit 1 when any is not ok); an error prints one JSON object with
  * `error` (and `fields` for bad input), exit 1.
  */
@@ -20,6 +20,7 @@ import type { AppContext } from './context.js';
 import { rotateSecrets } from './modules/secrets/secrets.service.js';
 import { reconcileWallets } from './modules/reconciliation/reconciliation.run.js';
 import { fundWalletFromDevnet } from './modules/networks/devnet-fund.js';
+import { deploySweeper } from './modules/networks/sweeper-deploy.js';
 import { findWalletView } from './modules/wallets/wallets.repository.js';
 import { parseAmount } from './lib/money.js';
 
@@ -27,6 +28,7 @@ const USAGE = `usage:
   cli user:create <email> <password> [--name NAME]
   cli network:add --name N --rpc-url U [--rpc-url U2 ...] --chain-id C --symbol S [--explorer URL] [--mainnet] [--confirmations K]
   cli network:add --preset P --rpc-url U [--rpc-url U2 ...] [--name N] [--chain-id C] [--confirmations K] ...   (flags override the preset)
+  cli network:deploy-sweeper --network ID --wallet W   deploy the Sweeper (keyless deposit addresses) from wallet W's main address
   cli key:create <email> --name N --scopes read,charges:write [--expires-in SECONDS]
   cli migrate
   cli keys:rotate      re-encrypt every secret under the current APP_KEY
@@ -50,6 +52,7 @@ class Lines {
 const COMMANDS: Record<string, Command> = {
   'user:create': createUser,
   'network:add': addNetwork,
+  'network:deploy-sweeper': deploySweeperCommand,
   'key:create': createKey,
   migrate: async (ctx) => ({ migrated: true, driver: ctx.store.driver }),
   'keys:rotate': (ctx) => rotateSecrets(ctx),
@@ -136,6 +139,19 @@ async function addNetwork(ctx: AppContext, args: string[]) {
   const endpoints = await ctx.chains.checkedHealth(n, CLI_HEALTH_WAIT_MS);
   ctx.chains.close();
   return { ...networkView(n, endpoints), is_mainnet: n.is_mainnet === 1, confirmations: n.confirmations };
+}
+
+/** network:deploy-sweeper --network ID --wallet W (sweeper-deploy.ts): what was deployed and recorded. */
+async function deploySweeperCommand(ctx: AppContext, args: string[]) {
+  const { values } = parseArgs({ args, options: { network: { type: 'string' }, wallet: { type: 'string' } } });
+  const id = /^[1-9][0-9]{0,14}$/;
+  if (values.network === undefined || !id.test(values.network)) throw new Error('--network must be a network id');
+  if (values.wallet === undefined || !id.test(values.wallet)) throw new Error('--wallet must be a wallet id');
+  try {
+    return await deploySweeper(ctx, Number(values.network), Number(values.wallet));
+  } finally {
+    ctx.chains.close();
+  }
 }
 
 /** key:create: an API key for an existing user, printed once (only its hash is stored). */

@@ -1345,6 +1345,11 @@ export interface components {
              * @example ethereum
              */
             preset: string | null;
+            /**
+             * @description The address of the Sweeper contract that keyless deposit addresses and batched sweeps and payouts use on this network, or null while none is deployed (`npm run cli -- network:deploy-sweeper`; the local devnet gets one at start; a preset names none).
+             * @example null
+             */
+            sweeper: string | null;
         };
         Wallet: {
             id: number;
@@ -2027,7 +2032,8 @@ export interface operations {
                      *           "chain_id": 1,
                      *           "currency_symbol": "ETH",
                      *           "block_explorer": "https://etherscan.io",
-                     *           "preset": "ethereum"
+                     *           "preset": "ethereum",
+                     *           "sweeper": null
                      *         }
                      *       ]
                      *     }
@@ -2178,7 +2184,8 @@ export interface operations {
                      *           "chain_id": 1,
                      *           "currency_symbol": "ETH",
                      *           "block_explorer": "https://etherscan.io",
-                     *           "preset": "ethereum"
+                     *           "preset": "ethereum",
+                     *           "sweeper": null
                      *         }
                      *       }
                      *     }
@@ -2264,7 +2271,8 @@ export interface operations {
                      *           "chain_id": 1,
                      *           "currency_symbol": "ETH",
                      *           "block_explorer": "https://etherscan.io",
-                     *           "preset": "ethereum"
+                     *           "preset": "ethereum",
+                     *           "sweeper": null
                      *         }
                      *       }
                      *     }
@@ -2363,7 +2371,8 @@ export interface operations {
                      *           "chain_id": 1,
                      *           "currency_symbol": "ETH",
                      *           "block_explorer": "https://etherscan.io",
-                     *           "preset": "ethereum"
+                     *           "preset": "ethereum",
+                     *           "sweeper": null
                      *         }
                      *       }
                      *     }

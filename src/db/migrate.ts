@@ -29,6 +29,7 @@ import * as m028 from './migrations/028_payout_reservations.js';
 import * as m029 from './migrations/029_token_calls.js';
 import * as m030 from './migrations/030_screened_payments.js';
 import * as m031 from './migrations/031_secret_flags.js';
+import * as m032 from './migrations/032_network_sweeper.js';
 
 /** Migrates to the latest schema, or up to `target` (a migration's name; tests of a migration start before it). */
 export async function migrateToLatest(store: Store, target?: string): Promise<MigrationResultSet> {
@@ -62,6 +63,7 @@ export async function migrateToLatest(store: Store, target?: string): Promise<Mi
     '029_token_calls': { up: (db) => m029.up(db, d) },
     '030_screened_payments': { up: (db) => m030.up(db, d) },
     '031_secret_flags': { up: (db) => m031.up(db, d) },
+    '032_network_sweeper': { up: (db) => m032.up(db, d) },
   };
   const migrator = new Migrator({
     db: store.db,

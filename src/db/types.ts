@@ -58,6 +58,8 @@ export interface NetworksTable {
   confirmations: number;
   /** The preset it was registered from (src/modules/networks/presets.ts), or NULL (migration 017). */
   preset: string | null;
+  /** The Sweeper contract's address on this network (src/chain/sweeper.ts), or NULL while none is deployed (migration 032). */
+  sweeper: string | null;
   created_at: number;
   updated_at: number;
 }

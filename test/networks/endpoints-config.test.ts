@@ -77,6 +77,7 @@ describe('network:add --rpc-url repeated', () => {
       currency_symbol: 'ETH',
       block_explorer: '',
       preset: null,
+      sweeper: null,
       is_mainnet: false,
       confirmations: 1,
     });

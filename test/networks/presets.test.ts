@@ -279,6 +279,7 @@ describe('network:add --preset, then token/add by symbol', () => {
       currency_symbol: 'ETH',
       block_explorer: 'https://basescan.org',
       preset: 'base',
+      sweeper: null,
       is_mainnet: true,
       confirmations: 10,
     });

@@ -77,6 +77,7 @@ describe('cli', () => {
       currency_symbol: 'ETH',
       block_explorer: 'https://sepolia.etherscan.io',
       preset: null,
+      sweeper: null,
       is_mainnet: false,
       confirmations: 3,
     });
@@ -107,6 +108,7 @@ describe('cli', () => {
           currency_symbol: 'ETH',
           block_explorer: 'https://sepolia.etherscan.io',
           preset: null,
+          sweeper: null,
         },
       ]);
     } finally {

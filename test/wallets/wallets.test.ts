@@ -80,6 +80,7 @@ describe('GET /api/networks', () => {
         currency_symbol: 'ETH',
         block_explorer: '',
         preset: null,
+        sweeper: null,
       },
       {
         id: mainnetId,
@@ -90,6 +91,7 @@ describe('GET /api/networks', () => {
         currency_symbol: 'ETH',
         block_explorer: 'https://etherscan.io',
         preset: null,
+        sweeper: null,
       },
     ]);
     for (const n of res.body.data) expect(keysOf(n)).toEqual(NETWORK_KEYS);
@@ -138,6 +140,7 @@ describe('POST /api/wallet/create', () => {
       currency_symbol: 'ETH',
       block_explorer: '',
       preset: null,
+      sweeper: null,
     });
     expect(keysOf(w.network)).toEqual(NETWORK_KEYS);
 

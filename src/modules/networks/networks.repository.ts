@@ -13,6 +13,7 @@ export const NETWORK_COLUMNS = [
   'is_mainnet',
   'confirmations',
   'preset',
+  'sweeper',
   'created_at',
   'updated_at',
 ] as const;
@@ -179,4 +180,9 @@ export async function findBlockHash(db: Executor, networkId: number, block: numb
     .where('block_number', '=', block)
     .executeTakeFirst();
   return r?.block_hash;
+}
+
+/** Records the network's Sweeper (src/chain/sweeper.ts): its address once its code is on the chain; null when it is not. */
+export async function setSweeper(db: Executor, networkId: number, address: string | null, nowMs: number): Promise<void> {
+  await db.updateTable('networks').set({ sweeper: address, updated_at: nowMs }).where('id', '=', networkId).execute();
 }

@@ -38,6 +38,11 @@ export const NetworkSchema = Type.Object({
     description: 'The preset it was registered from (`network:add --preset`), or null. Its tokens can be added by symbol.',
     examples: ['ethereum'],
   }),
+  sweeper: Type.Union([Type.String(), Type.Null()], {
+    description:
+      'The address of the Sweeper contract that keyless deposit addresses and batched sweeps and payouts use on this network, or null while none is deployed (`npm run cli -- network:deploy-sweeper`; the local devnet gets one at start; a preset names none).',
+    examples: [null],
+  }),
 });
 
 export const NetworkRef = component('Network', NetworkSchema);

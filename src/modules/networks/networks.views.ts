@@ -16,5 +16,6 @@ export function networkView(n: NetworkRow, endpoints: readonly EndpointHealth[])
     currency_symbol: n.currency_symbol,
     block_explorer: n.block_explorer,
     preset: n.preset,
+    sweeper: n.sweeper,
   };
 }
