@@ -3,15 +3,17 @@ pragma solidity 0.8.37;
 
 /// Keyless deposit addresses and batched payouts for one deployment per network.
 ///
-/// A deposit address is the CREATE2 address of an EIP-1167 clone of `DepositForwarder`, with salt
-/// keccak256(abi.encode(destination, salt)): the destination (a wallet's main address) is part of
-/// the derivation, so the address can only ever be emptied into that destination. Until its first
-/// sweep the address has no code (a plain account any payer can pay); the first sweep deploys the
-/// clone there and every later sweep calls it.
+/// A deposit address is the CREATE2 address, from this contract, of a fixed 45-byte init code
+/// (`DEPOSIT_CODE_HASH`), with salt keccak256(abi.encode(destination, salt)): the destination (a
+/// wallet's main address) is part of the derivation, so the address can only ever be emptied into
+/// that destination. The address is a plain account any payer can pay. A sweep creates a contract
+/// there whose constructor moves the named tokens to the destination and ends in SELFDESTRUCT to
+/// the destination, which moves the native coin and, the account being created in the same
+/// transaction (EIP-6780), deletes it: after the sweep the address has no code and nonce 0 again,
+/// a native payment to it costs 21,000 gas, and a later sweep creates it anew.
 ///
 /// Only the destination itself sweeps its deposits (`msg.sender` is the destination), so nobody
-/// else can even name them: a third party can neither move the money nor put code on an address
-/// before its payer has paid it.
+/// else can even name them: a third party can neither move the money nor create the contract.
 ///
 /// Every token call is made with a low-level call whose outcome is checked, never assumed: a
 /// token that reverts (paused, blacklisted), returns false or is not a contract fails alone and
@@ -25,10 +27,10 @@ contract Sweeper {
     /// thousand, and a recipient that burns gas fails its own item, not the whole batch.
     uint256 public constant PAYOUT_NATIVE_GAS = 100_000;
 
-    /// The implementation every deposit clone delegates to.
-    address public immutable FORWARDER;
-    /// keccak256 of the 55-byte EIP-1167 creation code of a clone of `FORWARDER`.
-    bytes32 public immutable CLONE_CODE_HASH;
+    /// The code each deposit's constructor runs, by DELEGATECALL, so in the deposit's own account.
+    address public immutable DEPOSIT_LOGIC;
+    /// keccak256 of the deposit's 45-byte init code (`_depositInitCode(DEPOSIT_LOGIC)`).
+    bytes32 public immutable DEPOSIT_CODE_HASH;
 
     struct Payout {
         address token; // address(0): the native coin, paid from the call's value
@@ -49,39 +51,121 @@ contract Sweeper {
     error Reentered();
     error ValueMismatch();
     error RefundFailed();
+    /// A deposit's creation failed: the address is taken (a salt twice in one call, or a network
+    /// whose SELFDESTRUCT does not delete the account), or its constructor reverted (a network
+    /// that disables SELFDESTRUCT, out of gas). The whole call reverts: nothing moved.
     error DeployFailed();
+    /// `sweepOrder` and `sweepOutcome` answer only the deposit being created.
+    error NotDeposit();
 
-    uint256 private _lock = 1;
+    uint256 private constant IDLE = 1;
+    uint256 private constant PAYING = 2;
+    /// IDLE, PAYING, or while a `sweep` runs the address of the deposit being created: the lock
+    /// `sweep` and `pay` share, and the one caller `sweepOrder` and `sweepOutcome` answer.
+    uint256 private _lock = IDLE;
+    /// The order of the last `sweep`: its destination (low 160 bits) and its number of tokens
+    /// (above), the tokens in `_tokenAt[0 …]`. Left in place after the call, not cleared: a slot
+    /// set back to zero refunds most of its cost, but refunds are capped at a fifth of the
+    /// transaction's gas, so a small sweep would pay nearly all of it; a slot kept nonzero costs
+    /// 5,000 to change and 2,200 to write again with the same value (the same wallet's next sweep).
+    /// Read only by the deposit being created, so what stays there is never acted on.
+    uint256 private _order;
+    mapping(uint256 => address) private _tokenAt;
 
     modifier nonReentrant() {
-        if (_lock != 1) revert Reentered();
-        _lock = 2;
+        if (_lock != IDLE) revert Reentered();
+        _lock = PAYING;
         _;
-        _lock = 1;
+        _lock = IDLE;
     }
 
     constructor() {
-        address forwarder = address(new DepositForwarder());
-        FORWARDER = forwarder;
-        CLONE_CODE_HASH = keccak256(_cloneCode(forwarder));
+        address logic = address(new DepositLogic());
+        DEPOSIT_LOGIC = logic;
+        DEPOSIT_CODE_HASH = keccak256(_depositInitCode(logic));
     }
 
     /// The deposit address of `salt` (one per charge) bound to `destination`.
     function depositAddress(address destination, bytes32 salt) public view returns (address) {
-        bytes32 hash = keccak256(abi.encodePacked(bytes1(0xff), address(this), _create2Salt(destination, salt), CLONE_CODE_HASH));
-        return address(uint160(uint256(hash)));
+        return _create2Address(_create2Salt(destination, salt));
     }
 
     /// Empties the caller's deposit addresses of `salts` into the caller: each token of `tokens`
-    /// (whole balance), then the native coin. A refused token fails alone (`SweepFailed`).
-    function sweep(bytes32[] calldata salts, address[] calldata tokens) external nonReentrant {
+    /// (whole balance), then the native coin. A refused token fails alone (`SweepFailed`). The
+    /// salts of one call must be distinct: an address swept twice in one transaction is not yet
+    /// deleted the second time, and the call reverts (`DeployFailed`).
+    function sweep(bytes32[] calldata salts, address[] calldata tokens) external {
+        if (_lock != IDLE) revert Reentered();
         if (salts.length > SWEEP_BATCH_MAX) revert BatchTooLarge();
-        for (uint256 i = 0; i < salts.length; ++i) {
-            address deposit = _deployed(msg.sender, salts[i]);
-            for (uint256 j = 0; j < tokens.length; ++j) {
-                _pull(deposit, tokens[j]);
+        _order = uint256(uint160(msg.sender)) | (tokens.length << 160);
+        for (uint256 j = 0; j < tokens.length; ++j) {
+            _tokenAt[j] = tokens[j];
+        }
+        bytes memory code = _depositInitCode(DEPOSIT_LOGIC);
+        bytes32 codeHash = DEPOSIT_CODE_HASH;
+        bytes4 deployFailed = DeployFailed.selector;
+        assembly ("memory-safe") {
+            // The CREATE2 preimage 0xff ++ this ++ salt ++ code hash, at `pre` + 11 (85 bytes).
+            let pre := mload(0x40)
+            mstore(pre, or(shl(160, 0xff), address()))
+            mstore(add(pre, 0x40), codeHash)
+            for {
+                let i := 0
+            } lt(i, salts.length) {
+                i := add(i, 1)
+            } {
+                // salt keccak256(abi.encode(destination, salt)), as `_create2Salt`
+                mstore(0, caller())
+                mstore(0x20, calldataload(add(salts.offset, shl(5, i))))
+                let create2Salt := keccak256(0, 0x40)
+                mstore(add(pre, 0x20), create2Salt)
+                let deposit := and(keccak256(add(pre, 11), 85), 0xffffffffffffffffffffffffffffffffffffffff)
+                sstore(_lock.slot, deposit)
+                // CREATE2 lands exactly on the derived address or fails; either way a deposit that
+                // could not be created stops the whole call rather than being skipped unseen.
+                if iszero(eq(create2(0, add(code, 0x20), mload(code), create2Salt), deposit)) {
+                    mstore(0, deployFailed)
+                    revert(0, 4)
+                }
             }
-            _pull(deposit, address(0));
+        }
+        _lock = IDLE;
+    }
+
+    /// For the deposit being created: where its funds go, and which tokens to move.
+    function sweepOrder() external view returns (address, address[] memory) {
+        if (msg.sender != address(uint160(_lock))) revert NotDeposit();
+        uint256 order = _order;
+        // abi.encode(destination, tokens), written straight from storage.
+        assembly ("memory-safe") {
+            let count := shr(160, order)
+            let out := mload(0x40)
+            mstore(out, and(order, 0xffffffffffffffffffffffffffffffffffffffff))
+            mstore(add(out, 0x20), 0x40)
+            mstore(add(out, 0x40), count)
+            mstore(0x20, _tokenAt.slot)
+            for {
+                let j := 0
+            } lt(j, count) {
+                j := add(j, 1)
+            } {
+                mstore(0, j)
+                mstore(add(out, add(0x60, shl(5, j))), sload(keccak256(0, 0x40)))
+            }
+            return(out, add(0x60, shl(5, count)))
+        }
+    }
+
+    /// For the deposit being created: reports one move out of it (the native coin: `token`
+    /// address(0)). `moved`: `Swept` with `amount` what left; else `SweepFailed` with `amount` the
+    /// balance that stayed.
+    function sweepOutcome(address token, bool moved, uint256 amount) external {
+        if (msg.sender != address(uint160(_lock))) revert NotDeposit();
+        address destination = address(uint160(_order));
+        bytes32 topic = moved ? Swept.selector : SweepFailed.selector;
+        assembly ("memory-safe") {
+            mstore(0, amount)
+            log4(0, 0x20, topic, destination, caller(), token)
         }
     }
 
@@ -111,35 +195,6 @@ contract Sweeper {
         if (refund != 0 && !_sendNative(msg.sender, refund, gasleft())) revert RefundFailed();
     }
 
-    /// The deposit address of (`destination`, `salt`), with the clone deployed there if it is not yet.
-    function _deployed(address destination, bytes32 salt) private returns (address deposit) {
-        deposit = depositAddress(destination, salt);
-        if (deposit.code.length != 0) return deposit;
-        bytes memory code = _cloneCode(FORWARDER);
-        bytes32 create2Salt = _create2Salt(destination, salt);
-        address created;
-        assembly ("memory-safe") {
-            created := create2(0, add(code, 0x20), mload(code), create2Salt)
-        }
-        // CREATE2 lands exactly on the derived address or fails: a chain where it does not
-        // derives addresses otherwise, and no deposit could be swept there.
-        if (created != deposit) revert DeployFailed();
-    }
-
-    /// Moves `token`'s whole balance (native when address(0)) from `deposit` to its destination
-    /// (the caller) and reports it. A deposit that holds none of it emits nothing.
-    function _pull(address deposit, address token) private {
-        (bool ok, uint256 amount) = (false, 0);
-        try DepositForwarder(payable(deposit)).pull(token, payable(msg.sender)) returns (bool pulled, uint256 moved) {
-            (ok, amount) = (pulled, moved);
-        } catch {
-            // The clone's own code never reverts for a token's sake; out of gas in it lands here.
-        }
-        if (ok && amount == 0) return;
-        if (ok) emit Swept(msg.sender, deposit, token, amount);
-        else emit SweepFailed(msg.sender, deposit, token, amount);
-    }
-
     /// A payout to no one, or to this contract (which would keep it), is refused.
     function _payable(address to) private view returns (bool) {
         return to != address(0) && to != address(this);
@@ -149,64 +204,140 @@ contract Sweeper {
         return keccak256(abi.encode(destination, salt));
     }
 
-    /// EIP-1167 creation code: 10 bytes that return the 45-byte runtime, which delegates every
-    /// call to `implementation`.
-    function _cloneCode(address implementation) private pure returns (bytes memory) {
-        return abi.encodePacked(hex"3d602d80600a3d3981f3363d3d373d3d3d363d73", implementation, hex"5af43d82803e903d91602b57fd5bf3");
+    function _create2Address(bytes32 create2Salt) private view returns (address deposit) {
+        bytes32 codeHash = DEPOSIT_CODE_HASH;
+        assembly ("memory-safe") {
+            let ptr := mload(0x40)
+            mstore(ptr, or(shl(160, 0xff), address()))
+            mstore(add(ptr, 0x20), create2Salt)
+            mstore(add(ptr, 0x40), codeHash)
+            deposit := and(keccak256(add(ptr, 11), 85), 0xffffffffffffffffffffffffffffffffffffffff)
+        }
+    }
+
+    /// A deposit's init code, 45 bytes: DELEGATECALL `logic` (no calldata, 32 bytes back: the
+    /// destination), revert with its answer if it reverted, else SELFDESTRUCT(destination), which
+    /// moves the native coin and returns no code. Written as bytes because the one opcode solc
+    /// warns about is the point of it:
+    ///   PUSH1 32  RETURNDATASIZE×3 (zeros)  PUSH20 logic  GAS  DELEGATECALL
+    ///   PUSH1 0x28  JUMPI
+    ///   RETURNDATASIZE  PUSH1 0  DUP1  RETURNDATACOPY  RETURNDATASIZE  PUSH1 0  REVERT
+    ///   0x28: JUMPDEST  PUSH1 0  MLOAD  SELFDESTRUCT
+    function _depositInitCode(address logic) private pure returns (bytes memory) {
+        return abi.encodePacked(hex"60203d3d3d73", logic, hex"5af46028573d6000803e3d6000fd5b600051ff");
     }
 }
 
-/// The code every deposit clone runs (by DELEGATECALL, so in the deposit address's own account).
-/// Only the Sweeper may call it, and the Sweeper only ever calls a deposit with the destination it
-/// derived that deposit's address from.
-contract DepositForwarder {
-    /// The Sweeper that deployed this implementation (an immutable: in the code, so the clones see it).
-    address public immutable SWEEPER;
-
-    error NotSweeper();
+/// The code every deposit's constructor runs by DELEGATECALL, so as the deposit address itself,
+/// with the Sweeper as `msg.sender`. It takes its orders from the Sweeper, which answers only the
+/// deposit it is creating (so a direct call here, or from any other account, moves nothing), and
+/// reports its moves back to the Sweeper, which emits them. Written in assembly: it runs once per
+/// address swept, every time.
+contract DepositLogic {
+    /// The Sweeper that deployed this contract.
+    address private immutable SWEEPER;
 
     constructor() {
         SWEEPER = msg.sender;
     }
 
-    /// Payments arriving after the first sweep (the clone forwards them here with no calldata).
-    receive() external payable {}
-
-    /// Sends this account's whole balance of `token` (native when address(0)) to `destination`.
-    /// `ok` false: refused (`amount` is the balance that stayed); ok with `amount` 0: none held.
-    /// Never reverts for a token's sake, so one refusal leaves the Sweeper's other moves standing.
-    function pull(address token, address payable destination) external returns (bool ok, uint256 amount) {
-        if (msg.sender != SWEEPER) revert NotSweeper();
-        if (token == address(0)) {
-            amount = address(this).balance;
-            if (amount == 0) return (true, 0);
-            assembly ("memory-safe") {
-                ok := call(gas(), destination, amount, 0, 0, 0, 0)
+    /// For each ordered token: reads the balance, transfers it all to the destination, reads the
+    /// balance again, and reports the outcome to the Sweeper (`_callToken`'s rules; moved =
+    /// transfer accepted and the balance went down, by `amount`; refused: `amount` is the balance
+    /// that stayed, 0 when it could not be read; a zero balance reports nothing). Then reports the
+    /// native balance, which the init code's SELFDESTRUCT moves, and answers the destination
+    /// (32 bytes) for it.
+    fallback() external {
+        address sweeper = SWEEPER;
+        bytes4 orderSelector = Sweeper.sweepOrder.selector;
+        bytes4 outcomeSelector = Sweeper.sweepOutcome.selector;
+        assembly {
+            function forward() {
+                returndatacopy(0, 0, returndatasize())
+                revert(0, returndatasize())
             }
-            return (ok, amount);
+            // The order, abi.encode(destination, tokens): destination, offset, count, tokens…
+            mstore(0, orderSelector)
+            if iszero(staticcall(gas(), sweeper, 0, 4, 0, 0)) {
+                forward()
+            }
+            let order := mload(0x40)
+            returndatacopy(order, 0, returndatasize())
+            let destination := mload(order)
+            let count := mload(add(order, 0x40))
+            let tokens := add(order, 0x60)
+            // One buffer, after the order, for each call in turn (at most 4 + 3 × 32 bytes).
+            let buf := add(tokens, shl(5, count))
+            for {
+                let j := 0
+            } lt(j, count) {
+                j := add(j, 1)
+            } {
+                let token := mload(add(tokens, shl(5, j)))
+                let amount := 0
+                let moved := 0
+                // balanceOf(this): at most 32 bytes of the answer are copied. (Yul evaluates
+                // arguments right to left: each call goes first, on its own.)
+                mstore(buf, 0x70a0823100000000000000000000000000000000000000000000000000000000)
+                mstore(add(buf, 4), address())
+                let ok := staticcall(gas(), token, buf, 0x24, 0, 0x20)
+                if and(ok, gt(returndatasize(), 0x1f)) {
+                    amount := mload(0)
+                    // None held: nothing to move or report.
+                    if iszero(amount) {
+                        continue
+                    }
+                    // transfer(destination, amount): a call that did not revert and answered
+                    // true, or nothing from an address with code.
+                    mstore(buf, 0xa9059cbb00000000000000000000000000000000000000000000000000000000)
+                    mstore(add(buf, 4), destination)
+                    mstore(add(buf, 0x24), amount)
+                    mstore(0, 0)
+                    ok := call(gas(), token, 0, buf, 0x44, 0, 0x20)
+                    switch returndatasize()
+                    case 0 {
+                        ok := and(ok, gt(extcodesize(token), 0))
+                    }
+                    default {
+                        ok := and(ok, and(gt(returndatasize(), 0x1f), eq(mload(0), 1)))
+                    }
+                    // Moved: the balance, read again, went down; what left is the amount.
+                    if ok {
+                        mstore(buf, 0x70a0823100000000000000000000000000000000000000000000000000000000)
+                        mstore(add(buf, 4), address())
+                        ok := staticcall(gas(), token, buf, 0x24, 0, 0x20)
+                        if and(ok, gt(returndatasize(), 0x1f)) {
+                            let left := mload(0)
+                            if lt(left, amount) {
+                                moved := 1
+                                amount := sub(amount, left)
+                            }
+                        }
+                    }
+                }
+                // sweepOutcome(token, moved, amount)
+                mstore(buf, outcomeSelector)
+                mstore(add(buf, 4), token)
+                mstore(add(buf, 0x24), moved)
+                mstore(add(buf, 0x44), amount)
+                if iszero(call(gas(), sweeper, 0, buf, 0x64, 0, 0)) {
+                    forward()
+                }
+            }
+            // The native coin: all of it leaves with the SELFDESTRUCT that follows, which cannot fail.
+            let native := selfbalance()
+            if native {
+                mstore(buf, outcomeSelector)
+                mstore(add(buf, 4), 0)
+                mstore(add(buf, 0x24), 1)
+                mstore(add(buf, 0x44), native)
+                if iszero(call(gas(), sweeper, 0, buf, 0x64, 0, 0)) {
+                    forward()
+                }
+            }
+            mstore(0, destination)
+            return(0, 0x20)
         }
-        (bool read, uint256 before) = _balanceOf(token);
-        if (!read) return (false, 0);
-        if (before == 0) return (true, 0);
-        if (!_safeTransfer(token, destination, before)) return (false, before);
-        (bool readAfter, uint256 left) = _balanceOf(token);
-        // What left the account is the amount moved; a "successful" transfer that moved nothing
-        // (or a balance that no longer reads) is a refusal.
-        if (!readAfter || left >= before) return (false, before);
-        return (true, before - left);
-    }
-
-    function _balanceOf(address token) private view returns (bool ok, uint256 held) {
-        bytes memory data = abi.encodeWithSelector(0x70a08231, address(this));
-        assembly ("memory-safe") {
-            ok := staticcall(gas(), token, add(data, 0x20), mload(data), 0, 0x20)
-            ok := and(ok, gt(returndatasize(), 0x1f))
-            held := mload(0)
-        }
-    }
-
-    function _safeTransfer(address token, address to, uint256 amount) private returns (bool) {
-        return _callToken(token, abi.encodeWithSelector(0xa9059cbb, to, amount));
     }
 }
 

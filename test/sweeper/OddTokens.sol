@@ -151,15 +151,18 @@ interface ISweeper {
     function sweep(bytes32[] calldata salts, address[] calldata tokens) external;
 
     function pay(Payout[] calldata items) external payable;
-}
 
-interface IDepositForwarder {
-    function pull(address token, address payable destination) external returns (bool ok, uint256 amount);
+    function sweepOrder() external view returns (address destination, address[] memory tokens);
+
+    function sweepOutcome(address token, bool moved, uint256 amount) external;
+
+    function DEPOSIT_LOGIC() external view returns (address);
 }
 
 /// On each transfer out it tries, before moving, to re-enter the Sweeper (sweep the same deposits
-/// again, pay out) and to call the depositing clone (its caller) directly with another
-/// destination; it records which attempts succeeded, then moves as asked.
+/// again, pay out), to ask for the sweep's orders and forge a report as if it were the deposit,
+/// to run the deposits' logic itself, and to call the deposit being created (its caller, which has
+/// no code yet); it records which attempts succeeded, then moves as asked.
 contract ReentrantToken is BaseToken {
     address public sweeper;
     address payable public thief;
@@ -167,8 +170,10 @@ contract ReentrantToken is BaseToken {
     address[] private tokens;
     /// Transfers out during which the attempts were made.
     uint256 public rounds;
-    /// Attempts that did not revert.
+    /// Attempts that did not revert (the call to the deposit being created aside, counted apart).
     uint256 public successes;
+    /// Calls to the deposit being created that answered anything (it has no code: none should).
+    uint256 public depositAnswers;
 
     function arm(address sweeper_, address payable thief_, bytes32[] calldata salts_, address[] calldata tokens_) external {
         sweeper = sweeper_;
@@ -192,20 +197,23 @@ contract ReentrantToken is BaseToken {
 
     function _reenter(address caller) private {
         rounds += 1;
-        try ISweeper(sweeper).sweep(salts, tokens) {
+        ISweeper s = ISweeper(sweeper);
+        try s.sweep(salts, tokens) {
             successes += 1;
         } catch {}
-        try ISweeper(sweeper).pay(new ISweeper.Payout[](0)) {
+        try s.pay(new ISweeper.Payout[](0)) {
             successes += 1;
         } catch {}
-        for (uint256 i = 0; i < tokens.length; ++i) {
-            try IDepositForwarder(caller).pull(tokens[i], thief) returns (bool, uint256) {
-                successes += 1;
-            } catch {}
-        }
-        try IDepositForwarder(caller).pull(address(0), thief) returns (bool, uint256) {
+        try s.sweepOrder() returns (address, address[] memory) {
             successes += 1;
         } catch {}
+        try s.sweepOutcome(address(this), true, 1) {
+            successes += 1;
+        } catch {}
+        (bool ran, ) = s.DEPOSIT_LOGIC().call("");
+        if (ran) successes += 1;
+        (bool called, bytes memory answer) = caller.call(abi.encodeWithSignature("withdraw(address)", thief));
+        if (!called || answer.length != 0 || caller.code.length != 0) depositAnswers += 1;
     }
 }
 

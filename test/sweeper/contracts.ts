@@ -1,4 +1,4 @@
-// The sweeper tests' own contracts (test/sweeper/OddTokens.sol and EphemeralSweeper.sol), compiled with the solc npm package
+// The sweeper tests' own contracts (test/sweeper/OddTokens.sol), compiled with the solc npm package
 // and cached in memory and on disk as test/helpers/erc20.ts caches its test contracts.
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -16,12 +16,11 @@ export const ODD_CONTRACTS = [
   'FeeToken',
   'ReentrantToken',
   'RejectingReceiver',
-  'EphemeralSweeper',
 ] as const;
 export type OddContractName = (typeof ODD_CONTRACTS)[number];
 export type OddContracts = Record<OddContractName, { abi: Abi; bytecode: Hex }>;
 
-const SOURCE_NAMES = ['OddTokens.sol', 'EphemeralSweeper.sol'];
+const SOURCE_NAMES = ['OddTokens.sol'];
 
 function compilerInput(): string {
   const read = (name: string) => readFileSync(fileURLToPath(new URL(`./${name}`, import.meta.url)), 'utf8');
