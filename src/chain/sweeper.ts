@@ -8,8 +8,18 @@
  * policed and reconciled like any other. Calling it again where the code is already there would
  * revert, so a deploy first looks whether the code is there.
  */
-import { concat, getContractAddress, keccak256, toHex, type Address, type Hex, type PublicClient } from 'viem';
-import { sweeperBytecode } from './sweeper-artifact.js';
+import {
+  concat,
+  encodeAbiParameters,
+  encodeFunctionData,
+  getContractAddress,
+  keccak256,
+  toHex,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from 'viem';
+import { sweeperAbi, sweeperBytecode } from './sweeper-artifact.js';
 
 /** The deterministic-deployment proxy: calldata is a 32-byte salt followed by the init code; it CREATE2s that code. */
 export const CREATE2_FACTORY: Address = '0x4e59b44847b379578588920cA78FbF26c0B4956C';
@@ -25,6 +35,43 @@ export function sweeperAddress(bytecode: Hex = sweeperBytecode): Address {
 /** The factory call's calldata that deploys the artifact at `sweeperAddress()`. */
 export function sweeperDeployData(bytecode: Hex = sweeperBytecode): Hex {
   return concat([SWEEPER_SALT, bytecode]);
+}
+
+/**
+ * The deposit address of `salt` bound to `destination` on the Sweeper at `sweeper`, as the
+ * contract's `depositAddress` answers it: the CREATE2 address of the 45-byte init code that runs
+ * the Sweeper's `DepositLogic` (deployed by the Sweeper's constructor, its first CREATE: nonce 1),
+ * with salt keccak256(abi.encode(destination, salt)). Known before anything is deployed or paid.
+ */
+export function depositAddress(sweeper: Address, destination: Address, salt: Hex): Address {
+  const logic = getContractAddress({ opcode: 'CREATE', from: sweeper, nonce: 1n });
+  const initCode = concat(['0x60203d3d3d73', logic, '0x5af46028573d6000803e3d6000fd5b600051ff']);
+  const create2Salt = keccak256(encodeAbiParameters([{ type: 'address' }, { type: 'bytes32' }], [destination, salt]));
+  return getContractAddress({ opcode: 'CREATE2', from: sweeper, salt: create2Salt, bytecode: initCode });
+}
+
+/**
+ * The salt of the probe a Sweeper must pass before a network uses it: swept once, its deposit
+ * address must be left with no code and nonce 0 (SELFDESTRUCT still deletes an account created in
+ * the same transaction, EIP-6780). A network that disabled the opcode reverts the probe; one that
+ * turned it into a send without deletion leaves the account with nonce 1, where no later sweep
+ * could create the deposit again (docs/charges.md, "Keyless deposit addresses").
+ */
+export const PROBE_SALT: Hex = keccak256(toHex('evm-wallet-service/probe'));
+
+/** The Sweeper call that sweeps the probe address of the caller (no tokens: only the creation and deletion are tested). */
+export function probeSweepData(): Hex {
+  return encodeFunctionData({ abi: sweeperAbi, functionName: 'sweep', args: [[PROBE_SALT], []] });
+}
+
+/** Whether the probe address of `destination` was left deleted (no code, nonce 0) at `block`. */
+export async function probeLeftDeleted(client: PublicClient, sweeper: Address, destination: Address, block: bigint): Promise<boolean> {
+  const address = depositAddress(sweeper, destination, PROBE_SALT);
+  const [code, nonce] = await Promise.all([
+    client.getCode({ address, blockNumber: block }),
+    client.getTransactionCount({ address, blockNumber: block }),
+  ]);
+  return (code === undefined || code === '0x') && nonce === 0;
 }
 
 /** Whether the address holds code at the latest block. */

@@ -1,17 +1,28 @@
 /**
  * `npm run cli -- network:deploy-sweeper --network ID --wallet W` (src/modules/networks/sweeper-deploy.ts):
  * the Sweeper deployed from a wallet's main address through the deterministic-deployment proxy,
- * as a `contract` transaction of the wallet that the service records and confirms; the network
- * then shows its `sweeper`. Run again where the code is, it sends nothing; on a network without
- * the proxy, or for a wallet of another network, it refuses and sends nothing.
+ * then a probe sweep that must leave its address deleted, each a `contract` transaction of the
+ * wallet that the service records and confirms; the network then shows its `sweeper`. A probe
+ * that fails leaves the network without one. Run again where the network uses it, it sends
+ * nothing; on a network without the proxy, or for a wallet of another network, it refuses and
+ * sends nothing. The service's deposit addresses are the contract's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseEther, type Hex } from 'viem';
+import { getAddress, keccak256, parseEther, toHex, type Hex } from 'viem';
 import { startTestApp, TEST_APP_KEY, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { runCli } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
-import { CREATE2_FACTORY, sweeperAddress, sweeperDeployData } from '../../src/chain/sweeper.js';
+import {
+  CREATE2_FACTORY,
+  depositAddress,
+  PROBE_SALT,
+  probeLeftDeleted,
+  sweeperAddress,
+  sweeperDeployData,
+} from '../../src/chain/sweeper.js';
+import { sweeperAbi } from '../../src/chain/sweeper-artifact.js';
+import { publicClient } from '../helpers/transfers.js';
 
 let chain: TestChain;
 let t: TestApp;
@@ -76,41 +87,82 @@ describe('network:deploy-sweeper', () => {
     expect(await nonceOf(w.address)).toBe(0);
   });
 
-  it("deploys from the wallet's main address as a recorded contract transaction; run again, it sends nothing", async () => {
+  it("deploys and probes from the wallet's main address as recorded contract transactions; run again, it sends nothing", async () => {
     const w = await wallet();
     const address = sweeperAddress();
     expect(await code(address)).toBe('0x');
+    // A probe address that cannot be created (a nonce already there): the probe would revert, is
+    // refused before it is signed, and the network takes no sweeper, though the code is deployed.
+    const probe = depositAddress(address, getAddress(w.address), PROBE_SALT);
+    await chain.rpc('anvil_setNonce', [probe, '0x1']);
+    const refused = await runCli(['network:deploy-sweeper', '--network', String(networkId), '--wallet', String(w.id)], env);
+    expect(refused.code, refused.stdout).toBe(1);
+    expect(refused.json.error).toMatch(
+      new RegExp(`^network ${networkId} \\(Local devnet\\) failed the Sweeper's probe \\(it would revert\\): SELFDESTRUCT does not delete`),
+    );
+    expect((await code(address)).length).toBeGreaterThan(1000);
+    expect(await sweeperOf(networkId)).toBeNull();
+    expect(await nonceOf(w.address)).toBe(1);
+    await chain.rpc('anvil_setNonce', [probe, '0x0']);
+
     const r = await runCli(['network:deploy-sweeper', '--network', String(networkId), '--wallet', String(w.id)], env);
     expect([r.code, r.json], r.stdout).toEqual([
       0,
       {
         network_id: networkId,
         sweeper: address,
-        deployed: true,
-        transaction_id: expect.any(Number),
-        tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+        deployed: null,
+        probe: { transaction_id: expect.any(Number), tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/) },
       },
     ]);
-    expect((await code(address)).length).toBeGreaterThan(1000);
     expect(await sweeperOf(networkId)).toBe(address);
-    // The wallet's own record of it: a contract call to the proxy, confirmed, its fee counted.
-    const tx = await waitFor(
+    expect([await code(probe), await nonceOf(probe)]).toEqual(['0x', 0]);
+    // The wallet's own record of them: contract calls, to the proxy and to the Sweeper, confirmed (their fees counted).
+    const txs = await waitFor(
       async () => {
-        const one = await t.request('GET', `/api/wallet/${w.id}/transaction/show/${r.json.transaction_id}`, { token: user.token });
-        return one.body.data?.status === 'confirmed' ? one.body.data : null;
+        const list = (await t.request('GET', `/api/wallet/${w.id}/transaction`, { token: user.token })).body.data as any[];
+        const calls = list.filter((x) => x.type === 'contract');
+        return calls.length === 2 && calls.every((x) => x.status === 'confirmed') ? calls.sort((a, b) => a.nonce - b.nonce) : null;
       },
-      { message: 'the deploy confirmed in the wallet' },
+      { message: 'the deploy and the probe confirmed in the wallet' },
     );
-    expect([tx.type, tx.amount, tx.tx_hash, tx.data]).toEqual(['contract', '0.000000000000000000', r.json.tx_hash, sweeperDeployData()]);
-    const sent = await chain.rpc<{ to: string; from: string }>('eth_getTransactionByHash', [r.json.tx_hash]);
+    expect(txs.map((x) => [x.nonce, x.amount, x.receipt_status])).toEqual([
+      [0, '0.000000000000000000', true],
+      [1, '0.000000000000000000', true],
+    ]);
+    expect(txs[0].data).toBe(sweeperDeployData());
+    expect(txs[1].tx_hash).toBe(r.json.probe.tx_hash);
+    const sent = await chain.rpc<{ to: string; from: string }>('eth_getTransactionByHash', [txs[0].tx_hash]);
     expect([sent.from, sent.to]).toEqual([w.address.toLowerCase(), CREATE2_FACTORY.toLowerCase()]);
-    expect(await nonceOf(w.address)).toBe(1);
+
+    // The service's deposit addresses are the contract's.
+    for (const salt of [PROBE_SALT, keccak256(toHex('a charge'))])
+      expect(
+        await publicClient(chain.rpcUrl).readContract({
+          address,
+          abi: sweeperAbi,
+          functionName: 'depositAddress',
+          args: [getAddress(w.address), salt],
+        }),
+      ).toBe(depositAddress(address, getAddress(w.address), salt));
+
+    // What the probe's check reads: an address left with a nonce, or with code, is not deleted.
+    const client = publicClient(chain.rpcUrl);
+    const leftDeleted = async () => probeLeftDeleted(client, address, getAddress(w.address), BigInt(await chain.blockNumber()));
+    expect(await leftDeleted()).toBe(true);
+    await chain.rpc('anvil_setNonce', [probe, '0x1']);
+    await chain.mine();
+    expect(await leftDeleted()).toBe(false);
+    await chain.rpc('anvil_setNonce', [probe, '0x0']);
+    await chain.rpc('anvil_setCode', [probe, '0x00']);
+    await chain.mine();
+    expect(await leftDeleted()).toBe(false);
+    await chain.rpc('anvil_setCode', [probe, '0x']);
+    await chain.mine();
+    expect(await leftDeleted()).toBe(true);
 
     const again = await runCli(['network:deploy-sweeper', '--network', String(networkId), '--wallet', String(w.id)], env);
-    expect([again.code, again.json]).toEqual([
-      0,
-      { network_id: networkId, sweeper: address, deployed: false, transaction_id: null, tx_hash: null },
-    ]);
-    expect(await nonceOf(w.address)).toBe(1);
+    expect([again.code, again.json]).toEqual([0, { network_id: networkId, sweeper: address, deployed: null, probe: null }]);
+    expect(await nonceOf(w.address)).toBe(2);
   });
 });

@@ -81,10 +81,10 @@ describe('server process', () => {
       const devnet = nets.body.data.find((n: any) => n.name === 'Local devnet');
       expect(devnet).toMatchObject({ chain_id: 31337, currency_symbol: 'ETH', rpc_url: `http://127.0.0.1:${devnetPort}` });
       expect(await rpc(`http://127.0.0.1:${devnetPort}`, 'eth_chainId')).toBe('0x7a69');
-      // The devnet's Sweeper, deployed at start (keyless deposit addresses).
+      // The devnet's Sweeper, deployed and probed at start (keyless deposit addresses).
       expect(devnet.sweeper).toBe(sweeperAddress());
       expect((await rpc(`http://127.0.0.1:${devnetPort}`, 'eth_getCode', [devnet.sweeper, 'latest'])).length).toBeGreaterThan(1000);
-      expect(first.output()).toContain('sweeper deployed on the local devnet');
+      expect(first.output()).toContain('sweeper ready on the local devnet');
 
       const created = await fetch(`${base}/api/wallet/create`, {
         method: 'POST',
@@ -114,10 +114,10 @@ describe('server process', () => {
       const token = await until(login, 30_000, 'restarted server to answer');
       const wallets = await get('/api/wallets', token);
       expect(wallets.body.data.map((w: any) => w.address)).toEqual([address]);
-      // The Sweeper came back with the devnet's state: recorded again, not deployed twice.
+      // The Sweeper came back with the devnet's state: nothing deployed or probed again.
       const devnet = (await get('/api/networks', token)).body.data.find((n: any) => n.name === 'Local devnet');
       expect(devnet.sweeper).toBe(sweeperAddress());
-      expect(second.output()).not.toContain('sweeper deployed');
+      expect(second.output()).not.toContain('sweeper ready');
       // The devnet's chain state was saved on shutdown and loaded again.
       expect(BigInt(await rpc(`http://127.0.0.1:${devnetPort}`, 'eth_getBalance', [address, 'latest']))).toBe(10n ** 18n);
       second.child.kill('SIGTERM');

@@ -7,7 +7,17 @@ export const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 
 export const WALLET_KEYS = ['id', 'name', 'address', 'description', 'is_mainnet', 'created_at', 'updated_at'].sort();
 export const WALLET_DETAIL_KEYS = [...WALLET_KEYS, 'wallet_tokens', 'network'].sort();
-export const NETWORK_KEYS = ['id', 'name', 'rpc_url', 'rpc_endpoints', 'chain_id', 'currency_symbol', 'block_explorer', 'preset', 'sweeper'].sort();
+export const NETWORK_KEYS = [
+  'id',
+  'name',
+  'rpc_url',
+  'rpc_endpoints',
+  'chain_id',
+  'currency_symbol',
+  'block_explorer',
+  'preset',
+  'sweeper',
+].sort();
 
 /** One endpoint's health as the Network object shows it (its figures move with every head read). */
 export function endpointOf(origin: string) {
