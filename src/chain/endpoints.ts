@@ -177,6 +177,12 @@ class Endpoint {
   readonly request: EIP1193RequestFn;
   /** The same for `eth_sendRawTransaction`, batched apart from the reads (see Broadcast above). */
   readonly send: EIP1193RequestFn;
+  /**
+   * The same for the trace API (src/chain/traces.ts), batched apart from the reads too: a block's
+   * traces take a node far longer than a read, and a create's balance and nonce reads batched
+   * with the follower's traces waited for all of them (and timed out with them: 503).
+   */
+  readonly trace: EIP1193RequestFn;
   /** Last call or head read succeeded (null: never asked yet). */
   up: boolean | null = null;
   head: number | null = null;
@@ -218,6 +224,7 @@ class Endpoint {
       })({ retryCount: 0 }).request;
     this.request = transport();
     this.send = transport();
+    this.trace = transport();
   }
 
   rested(nowMs: number): boolean {
@@ -381,7 +388,10 @@ export class EndpointSet {
     const sentAtMs = stamp();
     e.calls += 1;
     try {
-      const result = await (method === 'eth_sendRawTransaction' ? e.send : e.request)({ method, params } as never);
+      const result = await (method === 'eth_sendRawTransaction' ? e.send : TRACE_METHODS.has(method) ? e.trace : e.request)({
+        method,
+        params,
+      } as never);
       e.succeeded(performance.now() - t0, sentAtMs);
       if (method === 'eth_blockNumber' && typeof result === 'string') {
         e.head = Number(BigInt(result));

@@ -9,6 +9,8 @@
  *   of the second, never taken as "not found"; null only when neither has it;
  * - a signed transaction reaches both endpoints; the first refusing it, the second's acceptance is
  *   the answer, and it is mined.
+ * - a send or a trace the node is slow to answer holds none of the reads issued in the same turn
+ *   (each goes in its own batched request).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAbiItem, type Address, type Hex } from 'viem';
@@ -167,6 +169,32 @@ describe('a send the node is slow to answer', () => {
     } finally {
       release();
       for (const p of [a, b]) p.allow('eth_sendRawTransaction');
+    }
+  });
+});
+
+describe('a trace the node is slow to answer', () => {
+  it('holds none of the reads issued with it: the balance is read while the trace waits', async () => {
+    const client = chains.get(network());
+    const block = await publicClient(chain.rpcUrl).getBlock();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    for (const p of [a, b]) p.rule('debug_traceBlockByHash', { action: 'result', result: [], until: held });
+    try {
+      // Issued in one turn, as a create's reads and the follower's traces of a block can be.
+      const trace = client.request({ method: 'debug_traceBlockByHash', params: [block.hash, { tracer: 'callTracer' }] } as never);
+      const balance = client.getBalance({ address: RECIPIENT, blockNumber: block.number });
+      const answered = await Promise.race([
+        balance.then(() => 'balance read'),
+        new Promise((r) => setTimeout(() => r('held with the trace'), 5_000)),
+      ]);
+      expect(answered).toBe('balance read');
+      expect(await balance).toBe(await publicClient(chain.rpcUrl).getBalance({ address: RECIPIENT, blockNumber: block.number }));
+      release();
+      expect(await trace).toEqual([]);
+    } finally {
+      release();
+      for (const p of [a, b]) p.allow('debug_traceBlockByHash');
     }
   });
 });
