@@ -25,6 +25,16 @@ export interface Observed {
   events: any[];
 }
 
+/**
+ * The hashes of a wallet's batch sweeps: the transactions its keyless deposit addresses' sweeps
+ * name (a Sweeper call of the main address, the service's own movement like a gas top-up).
+ */
+export function batchSweepHashes(charges: any[]): Set<string> {
+  const out = new Set<string>();
+  for (const c of charges) if (c.deposit_kind === 'keyless') for (const s of c.sweeps ?? []) if (s.tx_hash) out.add(lc(s.tx_hash));
+  return out;
+}
+
 /** A transaction of the canonical chain, as the scan read it. */
 export interface ChainTx {
   from: string;
@@ -178,6 +188,7 @@ export class Checker {
     const service = this.serviceAddresses(o);
     this.checkIdempotency(o);
     await this.checkOutflows(o, service);
+    this.checkKeyless(o, service);
     for (const { w, txs } of o.wallets) await this.checkStates(w, txs);
     for (const { w, txs } of o.wallets) await this.checkListed(w, txs);
     for (const { w, txs } of o.wallets) this.checkReceipts(w, txs);
@@ -201,9 +212,10 @@ export class Checker {
   checkPolicy(o: Observed, walletId: number, policy: { per_transaction: Record<string, string>; daily: Record<string, string> }): void {
     const entry = o.wallets.find((x) => x.w.id === walletId);
     if (!entry) return;
-    // Gas top-ups to the wallet's deposit addresses are the service's own movements (never refused).
+    // Gas top-ups to the wallet's deposit addresses and batch sweeps of its keyless ones are the service's own movements (never refused).
     const deposits = new Set(entry.charges.map((c: any) => lc(c.address)));
-    const topUp = (t: any) => t.tx_hash !== null && deposits.has(this.txs.get(lc(t.tx_hash))?.to ?? '');
+    const batches = batchSweepHashes(entry.charges);
+    const topUp = (t: any) => t.tx_hash !== null && (deposits.has(this.txs.get(lc(t.tx_hash))?.to ?? '') || batches.has(lc(t.tx_hash)));
     const outgoing = entry.txs.filter((t: any) => (t.type === 'transfer' || t.type === 'contract') && !topUp(t));
     for (const [token, limit] of Object.entries(policy.per_transaction)) {
       for (const t of outgoing) {
@@ -298,6 +310,7 @@ export class Checker {
       for (const t of entry.txs)
         if (t.type !== 'receipt') for (const h of [t.tx_hash, ...(t.replaced_hashes ?? [])]) if (h) rowOf.set(lc(h), t);
       const allow = new Set(pw.allowlist.map(lc));
+      const batches = batchSweepHashes(entry.charges);
       const perTx = tokenUnits(pw.policy.per_transaction[TOKEN_SYMBOL]);
       const above = tokenUnits(pw.policy.approval_above[TOKEN_SYMBOL]);
       const daily = tokenUnits(pw.policy.daily[TOKEN_SYMBOL]);
@@ -340,6 +353,7 @@ export class Checker {
         }
         if (t.input === '0x' || t.input === '') continue; // a native transfer, a cancel, a gas top-up
         if (allow.has(t.to)) continue;
+        if (batches.has(hash)) continue; // a batch sweep of its keyless deposit addresses: the service's own, exempt like a top-up
         const obj = `wallet ${pw.w.id} contract call to ${t.to}${t.to === token ? ` (the ${TOKEN_SYMBOL} token, not a token call: ${t.input.slice(0, 10)})` : ''} ${what}`;
         if (pw.policy.allowlist_only)
           this.violate('token policy', obj, 'signed from an allowlist_only wallet, but the contract is not on its allowlist');
@@ -415,6 +429,7 @@ export class Checker {
             'a charge that no accepted create was answered with (a create done twice?)',
           );
       const deposits = new Set(charges.map((c) => lc(c.address)));
+      const batches = batchSweepHashes(charges);
       const refunds = new Set(this.work.refunds.map((r) => r.id));
       const payouts = new Set(this.work.payouts.map((p) => p.id));
       for (const t of txs) {
@@ -425,7 +440,8 @@ export class Checker {
         // The gap filler's 1 wei to the wallet itself (a freed nonce below a waiting transfer): no request asks for it.
         if (t.type === 'transfer' && lc(to) === lc(w.address) && t.amount === GAP_FILL_AMOUNT) continue;
         const topUp =
-          deposits.has(to) || [t.tx_hash, ...(t.replaced_hashes ?? [])].some((h: string) => deposits.has(this.txs.get(lc(h))?.to ?? ''));
+          deposits.has(to) ||
+          [t.tx_hash, ...(t.replaced_hashes ?? [])].some((h: string) => deposits.has(this.txs.get(lc(h))?.to ?? '') || batches.has(lc(h)));
         if (!topUp && t.status !== 'failed')
           this.violate(
             'chain exactly once',
@@ -434,6 +450,38 @@ export class Checker {
           );
       }
     }
+  }
+
+  /**
+   * Keyless deposit addresses: nothing is ever sent to one from a service address (no gas, no
+   * top-up: they are emptied by the main address's Sweeper calls), and once none of its sweeps is
+   * pending, what its confirmed sweeps say left it of the token is what the chain moved off it.
+   */
+  private checkKeyless(o: Observed, service: Map<string, { walletId: number; charge: any }>): void {
+    for (const { charges } of o.wallets)
+      for (const c of charges) {
+        if (c.deposit_kind !== 'keyless') continue;
+        const address = lc(c.address);
+        for (const [hash, t] of this.txs)
+          if (t.to === address && service.has(t.from))
+            this.violate(
+              'keyless untouched',
+              `charge ${c.id} deposit ${address}`,
+              `transaction ${hash} sent to it from service address ${t.from}`,
+            );
+        const sweeps = (c.sweeps ?? []) as Array<{ token: string; amount: string; status: string }>;
+        if (sweeps.some((x) => x.status === 'pending')) continue;
+        const swept = sweeps
+          .filter((x) => x.status === 'confirmed' && x.token === TOKEN_SYMBOL)
+          .reduce((a, x) => a + units18(x.amount), 0n);
+        const moved = this.inflows.filter((f) => f.from === address && f.token === TOKEN_SYMBOL).reduce((a, f) => a + f.amount18, 0n);
+        if (swept !== moved)
+          this.violate(
+            'keyless swept as the chain moved',
+            `charge ${c.id} deposit ${address}`,
+            `its confirmed sweeps say ${fmt18(swept)} ${TOKEN_SYMBOL} left it; the chain moved ${fmt18(moved)} off it`,
+          );
+      }
   }
 
   /** Every transaction from a service address is one the service reports (transfer, top-up, sweep). */

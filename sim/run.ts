@@ -67,6 +67,9 @@ function serviceEnv(proxyUrls: string, dataDir: string, databaseUrl: string | nu
     WATCHER_POLL_MS: '300',
     WATCHER_RECHECK_MS: '3000',
     CHARGES_POLL_MS: '500',
+    // A wallet's due keyless addresses go in a batch within seconds, not the default minute: the
+    // run and its quiet window are shorter than that.
+    SWEEP_MAX_WAIT_S: '2',
     // Odd seeds match each block's recipients against the deposit addresses by lookup, the way
     // the service does with more than 500 open charges (docs/charges.md); even seeds read them whole.
     ...(lookUpDeposits ? { CHARGE_WATCH_LIST_MAX: '0' } : {}),

@@ -86,6 +86,10 @@ export interface Config {
   readonly chargesPollMs: number;
   /** How long after `expires_at` a charge's deposit address is still watched for late payments (seconds). */
   readonly chargeWatchAfterS: number;
+  /** Keyless deposit addresses swept in one transaction, at most; a wallet's batch is sent when this many are due. */
+  readonly sweepBatchMax: number;
+  /** A wallet's due keyless addresses are swept once the oldest has waited this long, however few (seconds). */
+  readonly sweepMaxWaitS: number;
   /**
    * Up to this many watched deposit addresses, a block is matched against all of them (read whole,
    * the node filters the logs on them); above, the block's recipients are looked up by address.
@@ -317,6 +321,9 @@ export function loadConfig(env: Env = process.env): Config {
     },
     chargesPollMs: int(env, 'CHARGES_POLL_MS', 1000, 10, 600_000),
     chargeWatchAfterS: int(env, 'CHARGE_WATCH_AFTER_S', 86_400, 0, 31_536_000),
+    // The Sweeper takes at most SWEEP_BATCH_MAX (100) addresses a call.
+    sweepBatchMax: int(env, 'SWEEP_BATCH_MAX', 50, 1, 100),
+    sweepMaxWaitS: int(env, 'SWEEP_MAX_WAIT_S', 60, 0, 86_400),
     // At most the recipients a log query is filtered on (MAX_TOPIC_ADDRESSES, src/chain/blocks.ts).
     chargeWatchListMax: int(env, 'CHARGE_WATCH_LIST_MAX', 500, 0, 500),
     approvalTtlS: int(env, 'APPROVAL_TTL_S', 86_400, 1, 31_536_000),

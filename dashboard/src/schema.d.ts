@@ -1270,6 +1270,11 @@ export interface components {
             token_id: number;
             token: string;
             address: string;
+            /**
+             * @description `keyless`: an address of the network's Sweeper contract, bound to the wallet's main address, with no key; swept in batches from the main address, no gas ever sent to it. `keyed`: an address with a key of its own (a network without a Sweeper, a native-only charge, or a charge made before), swept by transactions it signs.
+             * @enum {string}
+             */
+            deposit_kind: "keyless" | "keyed";
             amount: string;
             paid_amount: string;
             status: string;
@@ -1298,13 +1303,14 @@ export interface components {
                 /** @description true: the sender was on the SCREENING_FILE list when the payment was recorded: kept and listed, never counted toward `paid_amount` (so it never pays the charge), told once by `charge.screened`, and swept to the main address with the rest for the operator to handle */
                 screened: boolean;
             }[];
-            /** @description Transfers of what the deposit address received to the wallet’s main address */
+            /** @description Transfers of what the deposit address received to the wallet’s main address, one entry per token moved; the entries of a keyless address name the batch transaction that swept it (`tx_hash`, shared with the other addresses of the batch) */
             sweeps: {
                 tx_hash: string | null;
                 token: string;
                 amount: string;
                 /** @description `pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one; a confirmed one whose block a reorg removed goes back to `pending`) */
                 status: string;
+                reason: string | null;
                 created_at: string;
             }[];
             /** @description Refunds of the charge, oldest first (POST .../charge/{charge}/refund) */
@@ -4355,6 +4361,7 @@ export interface operations {
                      *         "token_id": 1,
                      *         "token": "ETH",
                      *         "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *         "deposit_kind": "keyless",
                      *         "amount": "1.500000000000000000",
                      *         "paid_amount": "1.500000000000000000",
                      *         "status": "pending",
@@ -4384,6 +4391,7 @@ export interface operations {
                      *             "token": "ETH",
                      *             "amount": "1.500000000000000000",
                      *             "status": "pending",
+                     *             "reason": "reason",
                      *             "created_at": "2026-01-15 12:00:00"
                      *           }
                      *         ],
@@ -4457,6 +4465,7 @@ export interface operations {
                      *         "token_id": 1,
                      *         "token": "ETH",
                      *         "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *         "deposit_kind": "keyless",
                      *         "amount": "1.500000000000000000",
                      *         "paid_amount": "1.500000000000000000",
                      *         "status": "pending",
@@ -4486,6 +4495,7 @@ export interface operations {
                      *             "token": "ETH",
                      *             "amount": "1.500000000000000000",
                      *             "status": "pending",
+                     *             "reason": "reason",
                      *             "created_at": "2026-01-15 12:00:00"
                      *           }
                      *         ],
@@ -4559,6 +4569,7 @@ export interface operations {
                      *         "token_id": 1,
                      *         "token": "ETH",
                      *         "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *         "deposit_kind": "keyless",
                      *         "amount": "1.500000000000000000",
                      *         "paid_amount": "1.500000000000000000",
                      *         "status": "pending",
@@ -4588,6 +4599,7 @@ export interface operations {
                      *             "token": "ETH",
                      *             "amount": "1.500000000000000000",
                      *             "status": "pending",
+                     *             "reason": "reason",
                      *             "created_at": "2026-01-15 12:00:00"
                      *           }
                      *         ],
@@ -4664,6 +4676,7 @@ export interface operations {
                      *           "token_id": 1,
                      *           "token": "ETH",
                      *           "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *           "deposit_kind": "keyless",
                      *           "amount": "1.500000000000000000",
                      *           "paid_amount": "1.500000000000000000",
                      *           "status": "pending",
@@ -4693,6 +4706,7 @@ export interface operations {
                      *               "token": "ETH",
                      *               "amount": "1.500000000000000000",
                      *               "status": "pending",
+                     *               "reason": "reason",
                      *               "created_at": "2026-01-15 12:00:00"
                      *             }
                      *           ],

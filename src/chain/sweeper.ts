@@ -14,7 +14,9 @@ import {
   encodeFunctionData,
   getContractAddress,
   keccak256,
+  parseEventLogs,
   toHex,
+  type Log,
   type Address,
   type Hex,
   type PublicClient,
@@ -78,4 +80,35 @@ export async function probeLeftDeleted(client: PublicClient, sweeper: Address, d
 export async function hasCode(client: PublicClient, address: Address): Promise<boolean> {
   const code = await client.getCode({ address });
   return code !== undefined && code !== '0x';
+}
+
+/** What a sweep did to one token (`NATIVE_CONTRACT` for the native coin) of one deposit address: moved, and how much left (or stayed). */
+export interface SweepOutcome {
+  moved: boolean;
+  amount: bigint;
+}
+
+/** The key of an outcome: the deposit address and the token, lower case. */
+export const outcomeKey = (deposit: string, token: string) => `${deposit.toLowerCase()}:${token.toLowerCase()}`;
+
+/**
+ * A mined sweep's outcomes for `destination`, from its receipt's logs: the Sweeper's own
+ * `Swept` (moved, `amount` what left the address) and `SweepFailed` (refused, `amount` what
+ * stayed), by `outcomeKey`. Logs of any other address, or for another destination, are ignored:
+ * only the Sweeper emits them, and only for the caller's own deposits. A token with nothing on
+ * the address has no outcome.
+ */
+export function sweepOutcomes(logs: readonly Log[], sweeper: Address, destination: Address): Map<string, SweepOutcome> {
+  const out = new Map<string, SweepOutcome>();
+  const own = logs.filter((l) => l.address.toLowerCase() === sweeper.toLowerCase());
+  for (const e of parseEventLogs({ abi: sweeperAbi, logs: own, eventName: ['Swept', 'SweepFailed'] })) {
+    if (e.args.destination.toLowerCase() !== destination.toLowerCase()) continue;
+    out.set(outcomeKey(e.args.deposit, e.args.token), { moved: e.eventName === 'Swept', amount: e.args.amount });
+  }
+  return out;
+}
+
+/** The Sweeper call that empties the caller's deposit addresses of `salts` (each once) of `tokens` and the native coin. */
+export function sweepData(salts: readonly Hex[], tokens: readonly Address[]): Hex {
+  return encodeFunctionData({ abi: sweeperAbi, functionName: 'sweep', args: [salts, tokens] });
 }

@@ -30,6 +30,7 @@ import * as m029 from './migrations/029_token_calls.js';
 import * as m030 from './migrations/030_screened_payments.js';
 import * as m031 from './migrations/031_secret_flags.js';
 import * as m032 from './migrations/032_network_sweeper.js';
+import * as m033 from './migrations/033_keyless_deposits.js';
 
 /** Migrates to the latest schema, or up to `target` (a migration's name; tests of a migration start before it). */
 export async function migrateToLatest(store: Store, target?: string): Promise<MigrationResultSet> {
@@ -64,6 +65,7 @@ export async function migrateToLatest(store: Store, target?: string): Promise<Mi
     '030_screened_payments': { up: (db) => m030.up(db, d) },
     '031_secret_flags': { up: (db) => m031.up(db, d) },
     '032_network_sweeper': { up: (db) => m032.up(db, d) },
+    '033_keyless_deposits': { up: (db) => m033.up(db, d) },
   };
   const migrator = new Migrator({
     db: store.db,

@@ -93,6 +93,10 @@ export interface SubWalletsTable {
   address: string;
   private_key_enc: string;
   created_at: number;
+  /** `keyed` (a derived key) or `keyless` (an address of the Sweeper: `salt`, `sweeper`); migration 033. */
+  kind: Generated<string>;
+  salt: string | null;
+  sweeper: string | null;
 }
 
 export interface WalletTokensTable {

@@ -50,6 +50,7 @@ describe('charges', () => {
         'amount',
         'content',
         'created_at',
+        'deposit_kind',
         'expires',
         'expires_at',
         'hosted_url',
@@ -78,6 +79,7 @@ describe('charges', () => {
       paid_amount: '0.000000000000000000',
       status: 'pending',
       mode: 'test',
+      deposit_kind: 'keyed',
       expires: 300,
       paid_at: null,
       payments: [],
@@ -275,6 +277,7 @@ describe('charges', () => {
       token: 'ETH',
       amount: expect.any(String),
       status: 'confirmed',
+      reason: null,
       created_at: expect.stringMatching(DATETIME),
     });
     expect(parseEther(sweptCharge.sweeps[0].amount)).toBe(mainAfter - mainBefore);
@@ -340,6 +343,7 @@ describe('charges', () => {
         token: 'USDC',
         amount: '12.345678000000000000',
         status: 'confirmed',
+        reason: null,
         created_at: expect.stringMatching(DATETIME),
       });
     } finally {

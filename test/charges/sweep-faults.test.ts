@@ -209,7 +209,7 @@ describe('charge sweeps under faults', () => {
       }, 'swept again');
       // The refused one is still followed (its first send may yet mine elsewhere) until the
       // chain shows its nonce used by the replacement.
-      expect(again.sweeps[0]).toEqual({ ...first, status: 'pending' });
+      expect(again.sweeps[0]).toEqual({ ...first, status: 'pending', reason: null });
       expect(again.sweeps[1].tx_hash).not.toBe(first.tx_hash);
       const nonces = await t.store.db
         .selectFrom('charge_sweeps')
@@ -260,12 +260,13 @@ describe('charge sweeps under faults', () => {
       await pay(chain.rpcUrl, c.address, parseEther('0.7'));
       const refused = await api.until(c.id, (x) => x.status === 'paid' && x.sweeps[0]?.status === 'failed', 'first sweep refused', 20_000);
       const first = refused.sweeps[0] as Sweep;
+      expect((first as Sweep & { reason: string }).reason).toBe('insufficient funds for gas * price + value');
       // No block since: the next sweep has the same nonce, amount and fees, so the same hash.
       const done = await retryingUntil(async () => {
         const x = await api.show(c.id);
         return x.sweeps.some((w: Sweep) => w.status === 'confirmed') ? x : null;
       }, 'swept again and confirmed');
-      expect(done.sweeps).toEqual([{ ...first, status: 'confirmed' }]);
+      expect(done.sweeps).toEqual([{ ...first, status: 'confirmed', reason: null }]);
       const rows = await t.store.db
         .selectFrom('charge_sweeps')
         .select(['status', 'tx_hash', 'error'])

@@ -13,6 +13,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { runTs, type Proc } from '../helpers/process.js';
+import { CREATE2_FACTORY } from '../../src/chain/sweeper.js';
 import { waitFor } from '../helpers/wait.js';
 import { chargeApi } from './support.js';
 
@@ -63,6 +64,9 @@ async function shopWithToken(
 describe('ERC-20 sweeps across processes', () => {
   it('two real service processes sweeping 6 token charges: one gas top-up per charge', async () => {
     const port = await findFreePort();
+    // A devnet without the deterministic-deployment proxy gets no Sweeper: its token charges keep
+    // keyed addresses, whose gas top-ups across processes are what this file is about.
+    await chain.rpc('anvil_setCode', [CREATE2_FACTORY, '0x']);
     other = runTs('src/server.ts', [], {
       NODE_ENV: 'test',
       PORT: String(port),

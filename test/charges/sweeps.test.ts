@@ -71,6 +71,7 @@ describe('charge sweeps', () => {
         token: 'ETH',
         amount: expect.any(String),
         status: 'pending',
+        reason: null,
         created_at: expect.stringMatching(DATETIME),
       });
       const pool = await chain.rpc<{ pending: Record<string, unknown> }>('txpool_content');

@@ -31,8 +31,11 @@ export interface ChargeRow {
   /** Attached with them: the refunds, and the time they were read (a claim's status depends on it). */
   refunds?: RefundRow[];
   viewed_at?: number;
-  /** Joined: the deposit address and the token. */
+  /** Joined: the deposit address, its kind (`keyed`: a derived key; `keyless`: an address of `sweeper` by `salt`), and the token. */
   address: string;
+  deposit_kind: 'keyed' | 'keyless';
+  salt: string | null;
+  sweeper: string | null;
   symbol: string;
   decimals: number;
   contract: string;
@@ -67,6 +70,9 @@ function charges(db: Executor) {
       'c.created_at',
       'c.updated_at',
       's.address',
+      's.kind as deposit_kind',
+      's.salt',
+      's.sweeper',
       't.symbol',
       't.decimals',
       't.contract',
@@ -74,10 +80,10 @@ function charges(db: Executor) {
     ]);
 }
 
-type RawCharge = Omit<ChargeRow, 'amount' | 'paid_amount'> & { amount: string; paid_amount: string };
+type RawCharge = Omit<ChargeRow, 'amount' | 'paid_amount' | 'deposit_kind'> & { amount: string; paid_amount: string; deposit_kind: string };
 
 function toRow(r: RawCharge): ChargeRow {
-  return { ...r, amount: BigInt(r.amount), paid_amount: BigInt(r.paid_amount) };
+  return { ...r, deposit_kind: r.deposit_kind === 'keyless' ? 'keyless' : 'keyed', amount: BigInt(r.amount), paid_amount: BigInt(r.paid_amount) };
 }
 
 export async function findCharge(db: Executor, walletId: number, ref: { id: number } | { uuid: string }): Promise<ChargeRow | undefined> {
@@ -127,10 +133,13 @@ export function subWalletPlace(id: number): SecretPlace {
   return { table: 'sub_wallets', column: 'private_key_enc', id };
 }
 
-/** Inserts a deposit address; its key is encrypted by `seal` once the row has its id (bound to it), in the same transaction. */
+/**
+ * Inserts a deposit address; its key is encrypted by `seal` once the row has its id (bound to it),
+ * in the same transaction. A keyless one (`kind`, `salt`, `sweeper`) seals the empty string.
+ */
 export async function insertSubWallet(
   db: Executor,
-  s: { wallet_id: number; derivation_index: number; address: string },
+  s: { wallet_id: number; derivation_index: number; address: string; kind?: 'keyed' | 'keyless'; salt?: string; sweeper?: string },
   seal: (id: number) => string,
   nowMs: number,
 ) {

@@ -48,6 +48,12 @@ const SweepSchema = Type.Object({
     description:
       '`pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one; a confirmed one whose block a reorg removed goes back to `pending`)',
   }),
+  reason: Nullable(
+    Type.String({
+      description:
+        "Why a failed sweep failed: `refused` (the token refused to move the address's balance: paused, blacklisted; it is tried again later, the other addresses of its batch were swept), `reverted`, `dropped`, or the node's words; null unless failed",
+    }),
+  ),
   created_at: Type.String(),
 });
 
@@ -59,6 +65,11 @@ export const ChargeSchema = Type.Object({
   token_id: Type.Integer(),
   token: Type.String(),
   address: Type.String(),
+  deposit_kind: Type.String({
+    enum: ['keyless', 'keyed'],
+    description:
+      '`keyless`: an address of the network\'s Sweeper contract, bound to the wallet\'s main address, with no key; swept in batches from the main address, no gas ever sent to it. `keyed`: an address with a key of its own (a network without a Sweeper, a native-only charge, or a charge made before), swept by transactions it signs.',
+  }),
   amount: Type.String(),
   paid_amount: Type.String(),
   status: Type.String(),
@@ -74,7 +85,10 @@ export const ChargeSchema = Type.Object({
     description:
       'Confirmed transfers to the deposit address; `late` for those after settlement and `screened` for those from a blocked sender (neither counted)',
   }),
-  sweeps: Type.Array(SweepSchema, { description: 'Transfers of what the deposit address received to the wallet’s main address' }),
+  sweeps: Type.Array(SweepSchema, {
+    description:
+      'Transfers of what the deposit address received to the wallet’s main address, one entry per token moved; the entries of a keyless address name the batch transaction that swept it (`tx_hash`, shared with the other addresses of the batch)',
+  }),
   refunds: Type.Array(RefundRef, { description: 'Refunds of the charge, oldest first (POST .../charge/{charge}/refund)' }),
   hosted_url: Type.String({
     description: 'The public checkout page: PUBLIC_URL + /pay/{uuid}',

@@ -8,7 +8,10 @@
  * the rules and the reasons.
  */
 import { isUuid } from '../../lib/uuid.js';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { getAddress, toHex } from 'viem';
+import { depositAddress } from '../../chain/sweeper.js';
+import { findNetwork } from '../networks/networks.repository.js';
 import type { AppContext } from '../../context.js';
 import type { Executor, InTransaction } from '../../db/index.js';
 import type { WalletTokenRow } from '../../db/types.js';
@@ -70,7 +73,14 @@ export class ChargeService {
     return { ...(await repo.findChargeById(db, id))!, payments: [], sweeps: [] };
   }
 
-  /** Derives the next deposit address of the wallet (under its lock) and inserts the charge paying to it. */
+  /**
+   * Gives the charge a deposit address of its own (under the wallet's lock) and inserts the charge
+   * paying to it: keyless (an address of the network's Sweeper, by a random salt, bound to the
+   * wallet's main address) where the network has a Sweeper and the charge is paid in an ERC-20
+   * token; else keyed, the key at the wallet's next derivation index (a native-only charge's own
+   * coin pays its sweep for less gas than a place in a batch). Either takes the next index, so
+   * the indexes stay one per row.
+   */
   private async insertWithDepositAddress(
     trx: Executor,
     wallet: WalletView,
@@ -80,13 +90,26 @@ export class ChargeService {
   ): Promise<ChargeRow> {
     await lockWallet(trx, wallet.id);
     const index = await repo.takeSubIndex(trx, wallet.id);
-    const key = deriveKey(mnemonic, index);
-    const subId = await repo.insertSubWallet(
-      trx,
-      { wallet_id: wallet.id, derivation_index: index, address: key.address },
-      (id) => this.ctx.secrets.encrypt(key.privateKey, repo.subWalletPlace(id)),
-      nowMs,
-    );
+    const sweeper = input.token.is_native === 1 ? null : ((await findNetwork(trx, wallet.network_id))?.sweeper ?? null);
+    let subId: number;
+    if (sweeper !== null) {
+      const salt = toHex(randomBytes(32));
+      const address = depositAddress(getAddress(sweeper), getAddress(wallet.address), salt);
+      subId = await repo.insertSubWallet(
+        trx,
+        { wallet_id: wallet.id, derivation_index: index, address, kind: 'keyless', salt, sweeper },
+        (id) => this.ctx.secrets.encrypt('', repo.subWalletPlace(id)),
+        nowMs,
+      );
+    } else {
+      const key = deriveKey(mnemonic, index);
+      subId = await repo.insertSubWallet(
+        trx,
+        { wallet_id: wallet.id, derivation_index: index, address: key.address },
+        (id) => this.ctx.secrets.encrypt(key.privateKey, repo.subWalletPlace(id)),
+        nowMs,
+      );
+    }
     const chargeId = await repo.insertCharge(
       trx,
       {

@@ -1,7 +1,8 @@
 /** charge_sweeps and the sweep schedule on charges (`sweep_due_at`). */
 import type { Executor } from '../../db/index.js';
 
-export type SweepKind = 'sweep' | 'gas';
+/** `sweep`: a keyed address's own transaction; `gas`: a top-up for one; `batch`: a keyless address's part in a Sweeper call of the main address. */
+export type SweepKind = 'sweep' | 'gas' | 'batch';
 
 export interface SweepRow {
   id: number;
@@ -17,6 +18,8 @@ export interface SweepRow {
   transaction_id: number | null;
   /** Set while in flight (`liveKey`; `replacedKey` once a replacement may be sent at its nonce). */
   live_key: string | null;
+  /** Why a failed row failed. */
+  error: string | null;
   created_at: number;
   /** Joined: the token and the charge's wallet. */
   symbol: string;
@@ -60,6 +63,7 @@ function sweeps(db: Executor) {
       'w.nonce',
       'w.transaction_id',
       'w.live_key',
+      'w.error',
       'w.created_at',
       't.symbol',
       't.decimals',
@@ -76,10 +80,10 @@ const toSweep = (r: RawSweep): SweepRow => ({
   created_at: Number(r.created_at),
 });
 
-/** The sweeps (not the gas top-ups) of some charges, oldest first. */
+/** The sweeps, keyed and batched (not the gas top-ups), of some charges, oldest first. */
 export async function listSweeps(db: Executor, chargeIds: number[]): Promise<SweepRow[]> {
   if (chargeIds.length === 0) return [];
-  const rows = await sweeps(db).where('w.charge_id', 'in', chargeIds).where('w.kind', '=', 'sweep').orderBy('w.id', 'asc').execute();
+  const rows = await sweeps(db).where('w.charge_id', 'in', chargeIds).where('w.kind', '!=', 'gas').orderBy('w.id', 'asc').execute();
   return rows.map(toSweep);
 }
 
@@ -227,20 +231,51 @@ export async function claimLive(trx: Executor, s: NewSweep, nowMs: number): Prom
   if (revived) return revived.id;
   const r = await trx
     .insertInto('charge_sweeps')
-    .values({
-      ...s,
-      amount: s.amount.toString(),
-      status: 'pending',
-      live_key: key,
-      block_number: null,
-      error: null,
-      created_at: nowMs,
-      updated_at: nowMs,
-    })
+    .values(liveRow(s, key, nowMs))
     .onConflict((oc) => oc.column('live_key').doNothing())
     .returning('id')
     .executeTakeFirst();
   return r?.id ?? null;
+}
+
+/** A new row in flight under `key`. */
+const liveRow = (s: NewSweep, key: string, nowMs: number) => ({
+  ...s,
+  amount: s.amount.toString(),
+  status: 'pending',
+  live_key: key,
+  block_number: null,
+  error: null,
+  created_at: nowMs,
+  updated_at: nowMs,
+});
+
+/** A keyless address's row of a batch in flight: one per charge and token, so several of a charge are live together. */
+const batchKey = (chargeId: number, tokenId: number) => `${liveKey(chargeId, 'batch')}:t${tokenId}`;
+
+/**
+ * Claims a batch's rows (kind `batch`, one per charge and token it moves, all of one wallet
+ * transaction) in flight, inside the transaction that records that wallet transaction: false,
+ * and nothing written, when any of the charges already has a row in flight (another process
+ * swept it first, or its own sweep is not final); the caller then rolls the whole batch back.
+ */
+export async function claimBatch(trx: Executor, rows: NewSweep[], nowMs: number): Promise<boolean> {
+  const charges = [...new Set(rows.map((r) => r.charge_id))];
+  const taken = await trx
+    .selectFrom('charge_sweeps')
+    .select('id')
+    .where('charge_id', 'in', charges)
+    .where('live_key', 'is not', null)
+    .where('live_key', 'not like', `%${REPLACED}%`)
+    .executeTakeFirst();
+  if (taken) return false;
+  const inserted = await trx
+    .insertInto('charge_sweeps')
+    .values(rows.map((s) => liveRow(s, batchKey(s.charge_id, s.token_id), nowMs)))
+    .onConflict((oc) => oc.column('live_key').doNothing())
+    .returning('id')
+    .execute();
+  return inserted.length === rows.length;
 }
 
 /**
@@ -251,7 +286,15 @@ export async function claimLive(trx: Executor, s: NewSweep, nowMs: number): Prom
 export async function finishLive(
   db: Executor,
   id: number,
-  f: { status: 'confirmed' | 'failed'; tx_hash?: string | null; block_number?: number | null; error?: string | null; fee_paid?: bigint },
+  f: {
+    status: 'confirmed' | 'failed';
+    tx_hash?: string | null;
+    block_number?: number | null;
+    error?: string | null;
+    fee_paid?: bigint;
+    /** What the chain says moved (a batch's `Swept`), or stayed (`SweepFailed`), in place of the amount read before. */
+    amount?: bigint;
+  },
   nowMs: number,
 ): Promise<boolean> {
   const r = await db
@@ -263,6 +306,7 @@ export async function finishLive(
       block_number: f.block_number ?? null,
       error: f.error?.slice(0, 300) ?? null,
       fee_paid: f.fee_paid?.toString(),
+      amount: f.amount?.toString(),
       updated_at: nowMs,
     })
     .where('id', '=', id)
@@ -271,9 +315,12 @@ export async function finishLive(
   return Number(r.numUpdatedRows) === 1;
 }
 
-/** A gas top-up's transaction: its current hash and status. */
-export async function topUpState(db: Executor, transactionId: number): Promise<{ status: string; tx_hash: string | null } | undefined> {
-  return db.selectFrom('transactions').select(['status', 'tx_hash']).where('id', '=', transactionId).executeTakeFirst();
+/** The wallet transaction of a gas top-up or a batch: its current hash, status and why it failed. */
+export async function topUpState(
+  db: Executor,
+  transactionId: number,
+): Promise<{ status: string; tx_hash: string | null; failure_reason: string | null } | undefined> {
+  return db.selectFrom('transactions').select(['status', 'tx_hash', 'failure_reason']).where('id', '=', transactionId).executeTakeFirst();
 }
 
 /** The highest block of the charge's money: where it settled, its payments' blocks (late ones too) and its sweeps' and top-ups'; null without any. */
@@ -295,18 +342,31 @@ export async function moneyBlock(db: Executor, chargeId: number): Promise<number
   return blocks.length > 0 ? Math.max(...blocks) : null;
 }
 
-/** Settled charges whose address is due a look (bounded, earliest due first). */
-export async function listDue(db: Executor, nowMs: number, limit: number): Promise<{ id: number; sweep_due_at: number }[]> {
+export interface DueCharge {
+  id: number;
+  sweep_due_at: number;
+  wallet_id: number;
+  deposit_kind: 'keyed' | 'keyless';
+}
+
+/** Settled charges whose address is due a look (bounded, earliest due first), with the kind of their address. */
+export async function listDue(db: Executor, nowMs: number, limit: number): Promise<DueCharge[]> {
   const rows = await db
-    .selectFrom('charges')
-    .select(['id', 'sweep_due_at'])
-    .where('status', '<>', 'pending')
-    .where('sweep_due_at', '<=', nowMs)
-    .orderBy('sweep_due_at', 'asc')
-    .orderBy('id', 'asc')
+    .selectFrom('charges as c')
+    .innerJoin('sub_wallets as s', 's.id', 'c.sub_wallet_id')
+    .select(['c.id', 'c.sweep_due_at', 'c.wallet_id', 's.kind'])
+    .where('c.status', '<>', 'pending')
+    .where('c.sweep_due_at', '<=', nowMs)
+    .orderBy('c.sweep_due_at', 'asc')
+    .orderBy('c.id', 'asc')
     .limit(limit)
     .execute();
-  return rows.map((r) => ({ id: r.id, sweep_due_at: Number(r.sweep_due_at) }));
+  return rows.map((r) => ({
+    id: r.id,
+    sweep_due_at: Number(r.sweep_due_at),
+    wallet_id: Number(r.wallet_id),
+    deposit_kind: r.kind === 'keyless' ? 'keyless' : 'keyed',
+  }));
 }
 
 export async function setDue(db: Executor, chargeId: number, atMs: number): Promise<void> {
@@ -365,9 +425,11 @@ interface Reopened {
  * from its kept `raw_tx` (same nonce, so it can only mine once).
  *
  * - Sweeps: those with a block above `ancestor` (confirmed, or failed on a reverted receipt).
- * - Gas top-ups: final rows whose `transactions` row is pending again (`rollBackAbove` ran first
- *   in this transaction). In flight again, the charge waits for it (`hasLive`) instead of the
- *   sweeper sending a second top-up while the first may still be mined.
+ * - Gas top-ups and batches (a keyless address's part in a Sweeper call): final rows whose
+ *   `transactions` row is pending again (`rollBackAbove` ran first in this transaction). In
+ *   flight again, the charge waits for it (`hasLive`) instead of the sweeper sending a second
+ *   top-up or batch while the first may still be mined; the transaction service sends the
+ *   wallet's transaction again, and its outcome is read anew from its receipt.
  *
  * The unique `live_key`: a newer row of the same kind can be in flight (after a token sweep
  * confirmed, the sweep of the gas left; after a top-up, the next), or several rows of a kind can
@@ -394,7 +456,7 @@ export async function reopenMinedAbove(trx: Executor, networkId: number, ancesto
     .selectFrom('charge_sweeps as w')
     .innerJoin('transactions as x', 'x.id', 'w.transaction_id')
     .select(['w.id', 'w.charge_id', 'w.kind'])
-    .where('w.kind', '=', 'gas')
+    .where('w.kind', 'in', ['gas', 'batch'])
     .where('w.live_key', 'is', null)
     .where('x.status', '=', 'pending')
     .where('w.charge_id', 'in', ofNetwork)

@@ -76,6 +76,7 @@ import * as pay from './charges.payments.repository.js';
 import * as sw from './charges.sweeps.repository.js';
 import type { SweepRow } from './charges.sweeps.repository.js';
 import type { ConfirmedHeights } from './charges.settlement.js';
+import { BatchSweeper } from './charges.batch-sweeps.js';
 
 /** Charges looked at, and rows in flight followed, per tick; the delay before a failed step is tried again. */
 const SWEEP_BATCH = 100;
@@ -163,18 +164,31 @@ interface Target {
 
 export class ChargeSweeper {
   private readonly log: Logger;
+  /** Keyless addresses: swept in batches by the main address (charges.batch-sweeps.ts). */
+  private readonly batches: BatchSweeper;
 
   constructor(
     private readonly ctx: AppContext,
     private readonly transactions: TransactionService,
   ) {
     this.log = ctx.log.child({ component: 'charges' });
+    this.batches = new BatchSweeper(ctx, transactions, {
+      finish: (row, f, retryMs, mined) => this.finish(row, f, retryMs, mined),
+      finalHeight: (network, settled) => this.finalHeight(network, settled),
+      retryMs: SWEEP_RETRY_MS,
+      revertWaitMs: (charge) => revertWaitMs(charge, this.ctx.clock.nowMs()),
+    });
   }
 
   async tick(stopping: () => boolean = () => false, settled?: ConfirmedHeights): Promise<void> {
     await this.track(stopping, settled);
     const db = this.ctx.store.db;
-    for (const due of await sw.listDue(db, this.ctx.clock.nowMs(), SWEEP_BATCH)) {
+    const listed = await sw.listDue(db, this.ctx.clock.nowMs(), SWEEP_BATCH);
+    await this.batches.sweepDue(
+      listed.filter((d) => d.deposit_kind === 'keyless'),
+      stopping,
+    );
+    for (const due of listed.filter((d) => d.deposit_kind === 'keyed')) {
       if (stopping()) return;
       try {
         await this.sweepOne(due.id, due.sweep_due_at);
@@ -186,7 +200,10 @@ export class ChargeSweeper {
   }
 
   /** One charge's address looked at now (the sweep route), as its due look would be: the caller made it due at `dueMs`. */
-  sweepNow(chargeId: number, dueMs: number): Promise<void> {
+  async sweepNow(chargeId: number, dueMs: number): Promise<void> {
+    const charge = await repo.findChargeById(this.ctx.store.db, chargeId);
+    if (charge?.deposit_kind === 'keyless')
+      return this.batches.sendNow({ id: chargeId, sweep_due_at: dueMs, wallet_id: charge.wallet_id, deposit_kind: 'keyless' });
     return this.sweepOne(chargeId, dueMs);
   }
 
@@ -441,6 +458,7 @@ export class ChargeSweeper {
       if (stopping()) return;
       try {
         if (row.kind === 'gas') await this.trackTopUp(row);
+        else if (row.kind === 'batch') await this.batches.track(row, settled);
         else await this.trackSweep(row, settled);
       } catch (e) {
         if (!isUnreachable(e))
@@ -570,7 +588,7 @@ export class ChargeSweeper {
     return Math.max(pending, mined);
   }
 
-  private async finalHeight(network: NetworkRow, settled?: ConfirmedHeights): Promise<number> {
+  private async finalHeight(network: NetworkRow, settled?: ReadonlyMap<number, number>): Promise<number> {
     if (settled) return settled.get(network.id) ?? -1;
     const cursor = await findCursor(this.ctx.store.db, network.id);
     return cursor ? confirmedHeight(cursor.block_number, network.confirmations) : -1;

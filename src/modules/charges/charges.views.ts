@@ -25,6 +25,7 @@ export function chargeView(c: ChargeRow, publicUrl: string, refundLinks: boolean
     token_id: c.token_id,
     token: c.symbol,
     address: c.address,
+    deposit_kind: c.deposit_kind,
     amount: formatUnits18(c.amount, c.decimals),
     paid_amount: formatUnits18(c.paid_amount, c.decimals),
     status: c.status,
@@ -101,6 +102,7 @@ export function sweepView(s: SweepRow) {
     token: s.symbol,
     amount: formatUnits18(s.amount, s.decimals),
     status: s.status,
+    reason: s.status === 'failed' ? (s.error ?? 'failed') : null,
     created_at: formatDateTime(s.created_at),
   };
 }

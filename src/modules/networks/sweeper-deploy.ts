@@ -90,9 +90,14 @@ export async function ensureDevnetSweeper(db: Executor, network: NetworkRow, log
         'sweeper ready on the local devnet',
       );
   } catch (e) {
-    // A devnet whose state was reset no longer holds the sweeper recorded before.
-    if (network.sweeper !== null) await setSweeper(db, network.id, null, nowMs);
-    log.warn({ network_id: network.id, err: e }, 'no sweeper on the local devnet: its charges keep keyed deposit addresses');
+    // A sweeper recorded before stays recorded: a fault of an endpoint at start is no proof its
+    // code is gone, and a batch is never sent to a Sweeper without code (charges.batch-sweeps.ts).
+    log.warn(
+      { network_id: network.id, sweeper: network.sweeper, err: e },
+      network.sweeper === null
+        ? 'no sweeper on the local devnet: its charges keep keyed deposit addresses'
+        : 'the local devnet sweeper could not be checked at start; kept as recorded',
+    );
   }
 }
 

@@ -61,6 +61,11 @@ export interface SweepMovement {
   block_number: number | null;
   fee_paid: bigint | null;
   live: boolean;
+  /** `batch`: a keyless address's part in a Sweeper call of the main address (its fee is the main address's). */
+  kind: 'sweep' | 'batch';
+  /** A batch's: the wallet transaction's hash now (a speed-up changes it) and the address's Sweeper. */
+  batch_tx_hash: string | null;
+  sweeper: string | null;
 }
 
 export interface AdjustmentRow {
@@ -186,14 +191,23 @@ export async function listPaymentMovements(
 export async function listSweepMovements(db: Executor, chargeIds: number[], fromBlock: number, toBlock: number): Promise<SweepMovement[]> {
   if (chargeIds.length === 0) return [];
   const rows = await db
-    .selectFrom('charge_sweeps')
-    .select(['id', 'charge_id', 'token_id', 'amount', 'status', 'tx_hash', 'block_number', 'fee_paid', 'live_key'])
-    .where('charge_id', 'in', chargeIds)
-    .where('kind', '=', 'sweep')
-    .where((eb) => eb.or([eb('live_key', 'is not', null), eb.and([eb('block_number', '>', fromBlock), eb('block_number', '<=', toBlock)])]))
-    .orderBy('id', 'asc')
+    .selectFrom('charge_sweeps as w')
+    .innerJoin('charges as c', 'c.id', 'w.charge_id')
+    .innerJoin('sub_wallets as s', 's.id', 'c.sub_wallet_id')
+    .leftJoin('transactions as x', 'x.id', 'w.transaction_id')
+    .select(['w.id', 'w.charge_id', 'w.token_id', 'w.amount', 'w.status', 'w.tx_hash', 'w.block_number', 'w.fee_paid', 'w.live_key', 'w.kind'])
+    .select(['x.tx_hash as batch_tx_hash', 's.sweeper'])
+    .where('w.charge_id', 'in', chargeIds)
+    .where('w.kind', 'in', ['sweep', 'batch'])
+    .where((eb) =>
+      eb.or([eb('w.live_key', 'is not', null), eb.and([eb('w.block_number', '>', fromBlock), eb('w.block_number', '<=', toBlock)])]),
+    )
+    .orderBy('w.id', 'asc')
     .execute();
   return rows.map((r) => ({
+    kind: r.kind === 'batch' ? ('batch' as const) : ('sweep' as const),
+    batch_tx_hash: r.kind === 'batch' ? r.batch_tx_hash : null,
+    sweeper: r.sweeper,
     id: r.id,
     charge_id: Number(r.charge_id),
     token_id: Number(r.token_id),

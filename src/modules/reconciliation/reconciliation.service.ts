@@ -24,7 +24,8 @@ import { getAddress, type Address, type Hex, type PublicClient } from 'viem';
 import type { AppContext } from '../../context.js';
 import type { NetworkRow, WalletTokenRow } from '../../db/types.js';
 import { confirmedHeight, receiptOrNull } from '../../chain/blocks.js';
-import { readBalance } from '../../chain/erc20.js';
+import { NATIVE_CONTRACT, readBalance } from '../../chain/erc20.js';
+import { outcomeKey, sweepOutcomes } from '../../chain/sweeper.js';
 import { mapChainError } from '../../chain/errors.js';
 import { receiptFee } from '../../chain/receipt-fee.js';
 import { Errors } from '../../errors.js';
@@ -397,26 +398,37 @@ export class ReconciliationService {
       this.add(scope, addressOf.get(p.charge_id)!, charges.get(p.charge_id)!.token_id, p.block_number, p.amount);
     }
     const sweeps = await repo.listSweepMovements(db, ids, from, scope.height);
-    const mined = await inBatches(sweeps, READ_CONCURRENCY, (s) => this.sweepOutcome(scope, s));
+    const mined = await inBatches(sweeps, READ_CONCURRENCY, (s) => this.sweepOutcome(scope, s, addressOf.get(s.charge_id)!));
     for (const m of mined) {
       if (!m) continue;
       const address = addressOf.get(m.sweep.charge_id)!;
-      if (m.success) this.add(scope, address, m.sweep.token_id, m.block, -m.sweep.amount);
+      if (m.success) this.add(scope, address, m.sweep.token_id, m.block, -m.amount);
       this.add(scope, address, scope.native.id, m.block, -m.fee);
     }
   }
 
-  /** A sweep's block, success and fee: from its row when final with its fee, else from its receipt (null: not mined at or below the height). */
+  /**
+   * A sweep's block, success, amount and fee: from its row when final with its fee, else from
+   * its receipt (null: not mined at or below the height). A batch's part (a keyless address):
+   * from the wallet transaction's receipt, its own outcome in the Sweeper's logs (what left the
+   * address); its fee is the main address's, counted there with the wallet's transaction.
+   */
   private async sweepOutcome(
     scope: Scope,
     s: SweepMovement,
-  ): Promise<{ sweep: SweepMovement; block: number; success: boolean; fee: bigint } | null> {
+    deposit: string,
+  ): Promise<{ sweep: SweepMovement; block: number; success: boolean; amount: bigint; fee: bigint } | null> {
     if (!s.live && s.block_number !== null && s.fee_paid !== null)
-      return { sweep: s, block: s.block_number, success: s.status === 'confirmed', fee: s.fee_paid };
-    if (!s.tx_hash) return null;
-    const r = await this.chainRead(() => receiptOrNull(scope.client, s.tx_hash as Hex));
+      return { sweep: s, block: s.block_number, success: s.status === 'confirmed', amount: s.amount, fee: s.fee_paid };
+    const hash = s.kind === 'batch' ? s.batch_tx_hash : s.tx_hash;
+    if (!hash) return null;
+    const r = await this.chainRead(() => receiptOrNull(scope.client, hash as Hex));
     if (!r || Number(r.blockNumber) > scope.height) return null;
-    return { sweep: s, block: Number(r.blockNumber), success: r.status === 'success', fee: receiptFee(r) };
+    if (s.kind === 'sweep') return { sweep: s, block: Number(r.blockNumber), success: r.status === 'success', amount: s.amount, fee: receiptFee(r) };
+    const token = scope.tokensById.get(s.token_id);
+    const contract = token === undefined || token.is_native === 1 ? NATIVE_CONTRACT : token.contract;
+    const outcome = sweepOutcomes(r.logs, getAddress(s.sweeper!), getAddress(scope.wallet.address)).get(outcomeKey(deposit, contract));
+    return { sweep: s, block: Number(r.blockNumber), success: outcome?.moved === true, amount: outcome?.amount ?? 0n, fee: 0n };
   }
 
   /** Every line's chain balance at the height. */
