@@ -83,7 +83,12 @@ function charges(db: Executor) {
 type RawCharge = Omit<ChargeRow, 'amount' | 'paid_amount' | 'deposit_kind'> & { amount: string; paid_amount: string; deposit_kind: string };
 
 function toRow(r: RawCharge): ChargeRow {
-  return { ...r, deposit_kind: r.deposit_kind === 'keyless' ? 'keyless' : 'keyed', amount: BigInt(r.amount), paid_amount: BigInt(r.paid_amount) };
+  return {
+    ...r,
+    deposit_kind: r.deposit_kind === 'keyless' ? 'keyless' : 'keyed',
+    amount: BigInt(r.amount),
+    paid_amount: BigInt(r.paid_amount),
+  };
 }
 
 export async function findCharge(db: Executor, walletId: number, ref: { id: number } | { uuid: string }): Promise<ChargeRow | undefined> {

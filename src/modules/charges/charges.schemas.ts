@@ -68,7 +68,7 @@ export const ChargeSchema = Type.Object({
   deposit_kind: Type.String({
     enum: ['keyless', 'keyed'],
     description:
-      '`keyless`: an address of the network\'s Sweeper contract, bound to the wallet\'s main address, with no key; swept in batches from the main address, no gas ever sent to it. `keyed`: an address with a key of its own (a network without a Sweeper, a native-only charge, or a charge made before), swept by transactions it signs.',
+      "`keyless`: an address of the network's Sweeper contract, bound to the wallet's main address, with no key; swept in batches from the main address, no gas ever sent to it. `keyed`: an address with a key of its own (a network without a Sweeper, a native-only charge, or a charge made before), swept by transactions it signs.",
   }),
   amount: Type.String(),
   paid_amount: Type.String(),

@@ -195,7 +195,18 @@ export async function listSweepMovements(db: Executor, chargeIds: number[], from
     .innerJoin('charges as c', 'c.id', 'w.charge_id')
     .innerJoin('sub_wallets as s', 's.id', 'c.sub_wallet_id')
     .leftJoin('transactions as x', 'x.id', 'w.transaction_id')
-    .select(['w.id', 'w.charge_id', 'w.token_id', 'w.amount', 'w.status', 'w.tx_hash', 'w.block_number', 'w.fee_paid', 'w.live_key', 'w.kind'])
+    .select([
+      'w.id',
+      'w.charge_id',
+      'w.token_id',
+      'w.amount',
+      'w.status',
+      'w.tx_hash',
+      'w.block_number',
+      'w.fee_paid',
+      'w.live_key',
+      'w.kind',
+    ])
     .select(['x.tx_hash as batch_tx_hash', 's.sweeper'])
     .where('w.charge_id', 'in', chargeIds)
     .where('w.kind', 'in', ['sweep', 'batch'])

@@ -424,7 +424,8 @@ export class ReconciliationService {
     if (!hash) return null;
     const r = await this.chainRead(() => receiptOrNull(scope.client, hash as Hex));
     if (!r || Number(r.blockNumber) > scope.height) return null;
-    if (s.kind === 'sweep') return { sweep: s, block: Number(r.blockNumber), success: r.status === 'success', amount: s.amount, fee: receiptFee(r) };
+    if (s.kind === 'sweep')
+      return { sweep: s, block: Number(r.blockNumber), success: r.status === 'success', amount: s.amount, fee: receiptFee(r) };
     const token = scope.tokensById.get(s.token_id);
     const contract = token === undefined || token.is_native === 1 ? NATIVE_CONTRACT : token.contract;
     const outcome = sweepOutcomes(r.logs, getAddress(s.sweeper!), getAddress(scope.wallet.address)).get(outcomeKey(deposit, contract));
