@@ -9,6 +9,8 @@ import type { Api } from './service.js';
 import type { PolicedWallet, SimWallet, Workload } from './workload.js';
 import type { Delivery } from './receiver.js';
 import { checkNonceGap, checkRefusals } from './refusals.js';
+import { sweeperAddress } from '../src/chain/sweeper.js';
+import { sweeperAbi } from '../src/chain/sweeper-artifact.js';
 
 /** What the service's nonce-gap filler sends to the wallet's own address (transactions.service.ts, `fillNonceGap`). */
 const GAP_FILL_AMOUNT = '0.000000000000000001';
@@ -94,6 +96,19 @@ export function readTokenCall(input: string): { fn: string; to: string; amount: 
     return null;
   }
   return null;
+}
+/** The Sweeper's address (the same on every network: deployed through the deterministic-deployment proxy). */
+const SWEEPER = lc(sweeperAddress());
+
+/** A Sweeper `pay` call's items of `token`, each as a transfer to its recipient; null when the input is not a `pay` call. */
+export function readPayItems(input: string, token: string): Array<{ fn: string; to: string; amount: bigint }> | null {
+  try {
+    const d = decodeFunctionData({ abi: sweeperAbi, data: input as Hex });
+    if (d.functionName !== 'pay') return null;
+    return d.args[0].filter((i) => lc(i.token) === token).map((i) => ({ fn: 'pay item', to: lc(i.to), amount: i.amount }));
+  } catch {
+    return null;
+  }
 }
 const MAX_UINT256 = 2n ** 256n - 1n;
 /** A token amount in base units for a message: whole tokens with their places, or "unlimited". */
@@ -325,8 +340,13 @@ export class Checker {
           ? `transaction ${row.id} (${row.type}${row.refund_id !== null ? ` refund ${row.refund_id}` : ''}${row.payout_id !== null ? ` payout ${row.payout_id}` : ''}, ${row.status}${row.failure_reason ? ` ${row.failure_reason}` : ''}, ${hash}, block ${t.block})`
           : `transaction ${hash} (block ${t.block}, no row lists it)`;
         const decision = row ? decisions.get(row.id) : undefined;
-        const call = t.to === token ? readTokenCall(t.input) : null;
-        if (call) {
+        const single = t.to === token ? readTokenCall(t.input) : null;
+        // The wallet's one approval of the Sweeper: the service's own, exempt like a top-up (the
+        // Sweeper takes from a wallet only in that wallet's own `pay` call, so it grants no one).
+        if (single && single.fn === 'approve' && single.to === SWEEPER) continue;
+        // A batched payout: each item of the token a transfer of its own to the policy.
+        const calls = single ? [single] : t.to === SWEEPER ? readPayItems(t.input, token) : null;
+        for (const call of calls ?? []) {
           const obj = `wallet ${pw.w.id} ${TOKEN_SYMBOL} ${what}`;
           const moved = `${call.fn} of ${tokenAmount(call.amount)} ${TOKEN_SYMBOL} to ${call.to}`;
           if (perTx !== null && call.amount > perTx)
@@ -349,8 +369,8 @@ export class Checker {
               `${moved} brings the wallet's ${TOKEN_SYMBOL} transfers and approvals on chain to ${tokenAmount(total)}, over daily ${tokenAmount(daily)} (the run is shorter than a day): ${counted.join(', ')}`,
             );
           }
-          continue;
         }
+        if (calls) continue;
         if (t.input === '0x' || t.input === '') continue; // a native transfer, a cancel, a gas top-up
         if (allow.has(t.to)) continue;
         if (batches.has(hash)) continue; // a batch sweep of its keyless deposit addresses: the service's own, exempt like a top-up
@@ -782,6 +802,42 @@ export class Checker {
       lastNonce = Math.max(lastNonce, t.nonce ?? -1);
       if (i.status === 'confirmed')
         await this.checkPaidOnChain(io, { tx_hash: i.tx_hash, address: i.address, amount: i.amount }, p.token, lc(w.address));
+      // A batched item its token refused fails alone: its batch mined, nothing of it moved.
+      if (t.batch_index !== null && i.status === 'failed' && t.failure_reason === 'refused') {
+        const rc = i.tx_hash ? await this.receipt(i.tx_hash) : null;
+        const moved = this.inflows.filter((f) => f.hash === lc(i.tx_hash) && f.to === lc(i.address) && f.from === lc(w.address));
+        if (!rc || rc.status !== '0x1' || moved.length > 0)
+          this.violate(
+            'payouts',
+            io,
+            `refused in batch ${i.tx_hash}, but the batch is ${rc ? `status ${rc.status}` : 'not mined'} and moved ${moved.length} transfers to it`,
+          );
+      }
+    }
+    this.checkBatches(obj, p.items, txs);
+  }
+
+  /**
+   * A payout's batches: the items sharing a transaction are in item order at places 0, 1, … of
+   * it, and that transaction is one of the wallet's own (its batch row, type `contract`).
+   */
+  private checkBatches(obj: string, items: any[], txs: any[]): void {
+    const byHash = new Map<string, any[]>();
+    for (const i of items) {
+      const t = txs.find((x) => x.id === i.transaction_id);
+      if (!t || t.batch_index === null || !t.tx_hash) continue;
+      byHash.set(t.tx_hash, [...(byHash.get(t.tx_hash) ?? []), t]);
+    }
+    for (const [hash, rows] of byHash) {
+      const places = rows.map((r) => r.batch_index);
+      if (places.some((k, n) => k !== n))
+        this.violate(
+          'payouts',
+          `${obj} batch ${hash}`,
+          `items at places ${JSON.stringify(places)}, not 0 to ${rows.length - 1} in item order`,
+        );
+      if (!txs.some((x) => x.type === 'contract' && x.tx_hash === hash && x.batch_index === null))
+        this.violate('payouts', `${obj} batch ${hash}`, 'no transaction of the wallet is the batch itself');
     }
   }
 

@@ -90,6 +90,8 @@ export interface Config {
   readonly sweepBatchMax: number;
   /** A wallet's due keyless addresses are swept once the oldest has waited this long, however few (seconds). */
   readonly sweepMaxWaitS: number;
+  /** A payout's ERC-20 items paid in one Sweeper call, at most (on a network with a Sweeper). */
+  readonly payoutBatchMax: number;
   /**
    * Up to this many watched deposit addresses, a block is matched against all of them (read whole,
    * the node filters the logs on them); above, the block's recipients are looked up by address.
@@ -324,6 +326,8 @@ export function loadConfig(env: Env = process.env): Config {
     // The Sweeper takes at most SWEEP_BATCH_MAX (100) addresses a call.
     sweepBatchMax: int(env, 'SWEEP_BATCH_MAX', 50, 1, 100),
     sweepMaxWaitS: int(env, 'SWEEP_MAX_WAIT_S', 60, 0, 86_400),
+    // The Sweeper pays at most PAYOUT_BATCH_MAX (100) items a call.
+    payoutBatchMax: int(env, 'PAYOUT_BATCH_MAX', 100, 1, 100),
     // At most the recipients a log query is filtered on (MAX_TOPIC_ADDRESSES, src/chain/blocks.ts).
     chargeWatchListMax: int(env, 'CHARGE_WATCH_LIST_MAX', 500, 0, 500),
     approvalTtlS: int(env, 'APPROVAL_TTL_S', 86_400, 1, 31_536_000),

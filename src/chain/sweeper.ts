@@ -14,6 +14,8 @@ import {
   encodeFunctionData,
   getContractAddress,
   keccak256,
+  maxUint256,
+  parseAbi,
   parseEventLogs,
   toHex,
   type Log,
@@ -111,4 +113,50 @@ export function sweepOutcomes(logs: readonly Log[], sweeper: Address, destinatio
 /** The Sweeper call that empties the caller's deposit addresses of `salts` (each once) of `tokens` and the native coin. */
 export function sweepData(salts: readonly Hex[], tokens: readonly Address[]): Hex {
   return encodeFunctionData({ abi: sweeperAbi, functionName: 'sweep', args: [salts, tokens] });
+}
+
+/** One item of a `pay` call: `token` the ERC-20 contract (`NATIVE_CONTRACT` for the native coin). */
+export interface PayItem {
+  token: Address;
+  to: Address;
+  amount: bigint;
+}
+
+/** The Sweeper call that pays `items` from the caller, in order (each item's index is its place here). */
+export function payData(items: readonly PayItem[]): Hex {
+  return encodeFunctionData({
+    abi: sweeperAbi,
+    functionName: 'pay',
+    args: [items.map((i) => ({ token: i.token, to: i.to, amount: i.amount }))],
+  });
+}
+
+/**
+ * A mined `pay` call's outcome per item index, from its receipt's logs: `Paid` (true) or
+ * `PayoutFailed` (false), only the Sweeper's own logs for this payer. An index without either
+ * is missing: the call did not run as recorded.
+ */
+export function payOutcomes(logs: readonly Log[], sweeper: Address, payer: Address): Map<number, boolean> {
+  const out = new Map<number, boolean>();
+  const own = logs.filter((l) => l.address.toLowerCase() === sweeper.toLowerCase());
+  for (const e of parseEventLogs({ abi: sweeperAbi, logs: own, eventName: ['Paid', 'PayoutFailed'] })) {
+    if (e.args.payer.toLowerCase() !== payer.toLowerCase()) continue;
+    out.set(Number(e.args.index), e.eventName === 'Paid');
+  }
+  return out;
+}
+
+const ALLOWANCE_ABI = parseAbi([
+  'function allowance(address owner, address spender) view returns (uint256)',
+  'function approve(address spender, uint256 amount) returns (bool)',
+]);
+
+/** What `owner` allows `spender` to take of `token`. */
+export async function readAllowance(client: PublicClient, token: Address, owner: Address, spender: Address): Promise<bigint> {
+  return client.readContract({ address: token, abi: ALLOWANCE_ABI, functionName: 'allowance', args: [owner, spender] });
+}
+
+/** approve(spender, 2^256 - 1): the one approval a wallet gives the Sweeper per token. */
+export function approveAllData(spender: Address): Hex {
+  return encodeFunctionData({ abi: ALLOWANCE_ABI, functionName: 'approve', args: [spender, maxUint256] });
 }

@@ -202,6 +202,9 @@ export interface TransactionsTable {
   call_token_id: number | null;
   call_amount: Amount | null;
   call_spend: Amount | null;
+  /** A payout item sent in a batch: the batch's own row, and the item's 0-based place in its call (migration 034). */
+  batch_tx_id: number | null;
+  batch_index: number | null;
 }
 
 /** Every signed version (same nonce) of a replaced transaction (migration 006). */

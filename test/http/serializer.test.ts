@@ -97,6 +97,7 @@ describe('the transaction list page', () => {
     payout_id: null,
     reference: null,
     log_index: -1,
+    batch_index: null,
     ...over,
   });
 

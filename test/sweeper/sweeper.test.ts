@@ -165,10 +165,15 @@ async function payAs(who: Actor, items: Item[], value: bigint): Promise<Outcome>
   const receipt = await mined(hash);
   expect(receipt.status).toBe('success');
   const logs = parseEventLogs({ abi: sweeperAbi, logs: receipt.logs });
-  const pick = (name: 'Paid' | 'PayoutFailed') =>
-    logs.flatMap((l) => (l.eventName === name ? [key(l.args.index, l.args.token, l.args.to, l.args.amount)] : [])).sort();
+  // A `Paid` names its item by index only: the item's token, recipient and amount are the call's.
+  const paid = logs.flatMap((l) => {
+    if (l.eventName !== 'Paid') return [];
+    const item = items[Number(l.args.index)]!;
+    return [key(l.args.index, item.token, item.to, item.amount)];
+  });
+  const failed = logs.flatMap((l) => (l.eventName === 'PayoutFailed' ? [key(l.args.index, l.args.token, l.args.to, l.args.amount)] : []));
   for (const l of logs) if (l.eventName === 'Paid' || l.eventName === 'PayoutFailed') expect(l.args.payer).toBe(who.address);
-  return { receipt, done: pick('Paid'), failed: pick('PayoutFailed') };
+  return { receipt, done: paid.sort(), failed: failed.sort() };
 }
 
 /**

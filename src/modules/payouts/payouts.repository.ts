@@ -191,21 +191,22 @@ export async function listItems(db: Executor, payoutIds: number[]): Promise<Item
   }));
 }
 
-/** The next item of a payout to send (lowest `seq` with neither a transaction nor a refusal). */
-export async function nextUnsent(
+/** The next items of a payout to send, in order (lowest `seq` first, with neither a transaction nor a refusal). */
+export async function nextUnsentMany(
   db: Executor,
   payoutId: number,
-): Promise<{ id: number; address: string; amount: bigint; reference: string | null } | undefined> {
-  const r = await db
+  limit: number,
+): Promise<Array<{ id: number; address: string; amount: bigint; reference: string | null }>> {
+  const rows = await db
     .selectFrom('payout_items')
     .select(['id', 'address', 'amount', 'reference'])
     .where('payout_id', '=', payoutId)
     .where('transaction_id', 'is', null)
     .where('error', 'is', null)
     .orderBy('seq', 'asc')
-    .limit(1)
-    .executeTakeFirst();
-  return r ? { id: Number(r.id), address: r.address, amount: BigInt(r.amount), reference: r.reference } : undefined;
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ id: Number(r.id), address: r.address, amount: BigInt(r.amount), reference: r.reference }));
 }
 
 /** Under the wallet's lock: the item is still unsent (the guard against sending it twice). */

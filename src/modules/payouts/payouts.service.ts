@@ -35,6 +35,7 @@ import * as repo from './payouts.repository.js';
 import type { ItemRow, PayoutRow } from './payouts.repository.js';
 import type { PayoutInput } from './payouts.schemas.js';
 import { refuseBlocked } from '../screening/screening.js';
+import { BatchTaken, PayoutBatches } from './payouts.batches.js';
 
 export interface PayoutWithItems {
   payout: PayoutRow;
@@ -60,11 +61,19 @@ class ItemTaken extends Error {
 export class PayoutService {
   /** Payouts being sent by this process (one pass a payout at a time). */
   private readonly sending = new Set<number>();
+  private readonly batches: PayoutBatches;
 
   constructor(
     private readonly ctx: AppContext,
     private readonly transactions: TransactionService,
-  ) {}
+  ) {
+    this.batches = new PayoutBatches(ctx, transactions);
+  }
+
+  /** Batched items follow their batch (the payouts worker's tick): how many changed. */
+  trackBatches(): Promise<number> {
+    return this.batches.track();
+  }
 
   async find(walletId: number, ref: string): Promise<PayoutWithItems | undefined> {
     if (!/^[1-9][0-9]{0,14}$/.test(ref)) return undefined;
@@ -192,11 +201,41 @@ export class PayoutService {
       const wallet = payout?.state === 'sending' ? await findWalletView(this.ctx.store.db, payout.wallet_id) : undefined;
       const token = wallet ? await findToken(this.ctx.store.db, wallet.id, payout!.token_id) : undefined;
       if (!payout || !wallet || !token) return;
-      while (!stopping() && (await this.sendNext(payout, wallet, token))) {
-        /* next item */
+      const sweeper = await this.batches.sweeperFor(wallet, token);
+      const next = () => (sweeper ? this.sendBatch(payout, wallet, token, sweeper) : this.sendNext(payout, wallet, token));
+      while (!stopping() && (await next())) {
+        /* next item or batch */
       }
     } finally {
       this.sending.delete(payoutId);
+    }
+  }
+
+  /**
+   * Sends the next batch of unsent items (payouts.batches.ts); false when none is left or the
+   * pass must stop. A batch refused as a whole for what its items ask (the balance, a reverting
+   * estimate) is sent item by item instead, so each item meets its own refusal.
+   */
+  private async sendBatch(
+    payout: PayoutRow,
+    wallet: WalletView,
+    token: NonNullable<Awaited<ReturnType<typeof findToken>>>,
+    sweeper: `0x${string}`,
+  ): Promise<boolean> {
+    try {
+      return await this.batches.sendNext(payout, wallet, token, sweeper);
+    } catch (e) {
+      if (e instanceof BatchTaken) return true;
+      if (e instanceof AppError && ITEM_REFUSALS.has(e.code) && !isTransient(e)) {
+        this.ctx.log.warn(
+          { component: 'payouts', wallet_id: wallet.id, payout_id: payout.id, reason: e.message },
+          'payout batch refused; its next item is sent alone',
+        );
+        return this.sendNext(payout, wallet, token);
+      }
+      if (e instanceof AppError && e.code === 'TOO_MANY_PENDING') return false;
+      this.ctx.log.warn({ component: 'payouts', payout_id: payout.id, err: e }, 'payout batch not sent now; the next pass tries again');
+      return false;
     }
   }
 
@@ -207,7 +246,7 @@ export class PayoutService {
     token: NonNullable<Awaited<ReturnType<typeof findToken>>>,
   ): Promise<boolean> {
     const db = this.ctx.store.db;
-    const item = await repo.nextUnsent(db, payout.id);
+    const [item] = await repo.nextUnsentMany(db, payout.id, 1);
     if (!item) return false;
     const log = this.ctx.log.child({ component: 'payouts', wallet_id: wallet.id, payout_id: payout.id, item_id: item.id });
     const fees = payout.fee_level === null ? {} : { fees: { level: payout.fee_level as 'low' | 'medium' | 'high' } };

@@ -43,6 +43,8 @@ export interface TxMovement {
   /** A contract call to a token contract of the wallet: that token, and what it took from the balance (migration 029); else null and 0. */
   call_token_id: number | null;
   call_spend: bigint;
+  /** A payout batch (payouts.batches.ts): its items' own rows count the token it paid, each once settled. */
+  payout_batch: boolean;
 }
 
 export interface PaymentMovement {
@@ -145,6 +147,7 @@ export async function listTxMovements(
       'gas_price',
       'call_token_id',
       'call_spend',
+      'payout_id',
     ])
     .where('wallet_id', '=', walletId)
     .where('block_number', '>', fromBlock)
@@ -166,6 +169,7 @@ export async function listTxMovements(
     fee: r.fee_paid !== null ? BigInt(r.fee_paid) : BigInt(r.gas_used ?? '0') * BigInt(r.gas_price ?? '0'),
     call_token_id: r.call_token_id === null ? null : Number(r.call_token_id),
     call_spend: BigInt(r.call_spend ?? '0'),
+    payout_batch: r.type === 'contract' && r.payout_id !== null,
   }));
 }
 

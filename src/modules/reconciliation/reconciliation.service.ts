@@ -372,7 +372,9 @@ export class ReconciliationService {
         const moved = r.receipt_status === 1 && r.broadcast_kind !== 'cancel';
         if (moved) this.add(scope, main, r.token_id, r.block_number, -r.amount);
         // A token call's transfer out of the wallet (`transfer`, `transferFrom` from it): that token out.
-        if (moved && r.call_token_id !== null && r.call_spend > 0n) this.add(scope, main, r.call_token_id, r.block_number, -r.call_spend);
+        // (A payout batch's spend is its items': their rows count what each moved.)
+        if (moved && !r.payout_batch && r.call_token_id !== null && r.call_spend > 0n)
+          this.add(scope, main, r.call_token_id, r.block_number, -r.call_spend);
         this.add(scope, main, scope.native.id, r.block_number, -r.fee);
         // Native from the main address to a deposit address (a gas top-up): in there. (To the
         // main address itself, a gap filler: its receipt row is the way in.)

@@ -45,6 +45,7 @@ import * as watchRepo from './transactions.watch.repository.js';
 import { type QueuedTransfer } from './transactions.versions.repository.js';
 import { type WatchedToken, type WatchedWallet } from './transactions.watch.repository.js';
 import { announceRefunded } from '../refunds/refunds.events.js';
+import { inProcessSignal } from '../../lib/signal.js';
 import {
   dropReceipt,
   failUnmined,
@@ -511,7 +512,13 @@ export function logSettled(log: Logger, settled: TxRecord[]): void {
       { transaction_id: t.id, tx_hash: t.tx_hash, block: t.block_number, status: t.status, type: t.type },
       `transaction ${t.status}`,
     );
+  if (settled.some((t) => t.type === 'contract' && t.payout_id !== null)) batchesSettled.emit();
 }
+
+const batchesSettled = inProcessSignal();
+
+/** Calls `fn` when the follower of this process settled a payout batch (its items follow it: payouts.batches.ts). */
+export const onPayoutBatchSettled = (fn: () => void): (() => void) => batchesSettled.on(fn);
 
 // ---------------------------------------------------------------------------------------------
 // Transfers never seen in a block: the re-send queue.

@@ -96,15 +96,19 @@ const outgoingRows = prepare((db: Executor, walletId: number, minedNonce: number
       .select(['id', 'token_id', 'amount', 'fee_reserved', 'nonce', 'status', 'block_number', 'call_token_id', 'call_spend'])
       .where('wallet_id', '=', walletId)
       .where('type', 'in', OUTGOING_TYPES);
-  return outgoing()
-    .where('status', 'in', ['pending', AWAITING])
-    .unionAll(
-      outgoing()
-        .where('nonce', '>=', minedNonce)
-        .where('status', 'not in', ['pending', AWAITING])
-        .where((eb) => eb.not(eb.and([eb('status', '=', 'failed'), eb('block_number', 'is', null)]))),
-    )
-    .unionAll(unsentItemReservations(db, walletId));
+  return (
+    outgoing()
+      .where('status', 'in', ['pending', AWAITING])
+      // A batched payout item: its batch's row holds the nonce, counts as pending and reserves its token.
+      .where('batch_tx_id', 'is', null)
+      .unionAll(
+        outgoing()
+          .where('nonce', '>=', minedNonce)
+          .where('status', 'not in', ['pending', AWAITING])
+          .where((eb) => eb.not(eb.and([eb('status', '=', 'failed'), eb('block_number', 'is', null)]))),
+      )
+      .unionAll(unsentItemReservations(db, walletId))
+  );
 });
 
 /** Does this outgoing row reserve against a balance read at `minedNonce`? (One rule for both readers below.) */
@@ -113,8 +117,18 @@ function reserves(r: { nonce: number | string | null; status: string; block_numb
   return r.nonce !== null && Number(r.nonce) >= minedNonce && !(r.status === 'failed' && r.block_number === null);
 }
 
+/**
+ * Reservations a create takes over, left out of its own checks: a row awaiting approval being
+ * approved, a payout item's, or a batch's items'.
+ */
+export type Excluded = number | readonly number[] | undefined;
+
+function excluded(ex: Excluded, id: number): boolean {
+  return ex === undefined ? false : typeof ex === 'number' ? ex === id : ex.includes(id);
+}
+
 /** `excludeId`: a row awaiting approval being approved, whose own reservation is what it spends. */
-export async function outgoingState(db: Executor, walletId: number, minedNonce: number, excludeId?: number): Promise<OutgoingState> {
+export async function outgoingState(db: Executor, walletId: number, minedNonce: number, excludeId?: Excluded): Promise<OutgoingState> {
   return outgoingStateOf(await outgoingRowsFrom(db, walletId, minedNonce), minedNonce, excludeId);
 }
 
@@ -130,10 +144,10 @@ export function outgoingRowsFrom(db: Executor, walletId: number, minedNonce: num
  * bound adds (not pending, not awaiting, nonce below `minedNonce`) neither reserve, nor count as
  * pending, nor hold a nonce, so the state is the one a read at `minedNonce` gives.
  */
-export function outgoingStateOf(rows: OutgoingRows, minedNonce: number, excludeId?: number): OutgoingState {
+export function outgoingStateOf(rows: OutgoingRows, minedNonce: number, excludeId?: Excluded): OutgoingState {
   const state: OutgoingState = { reservations: [], pendingCount: 0, usedNonces: [] };
   for (const r of rows) {
-    if (r.id === excludeId) continue;
+    if (excluded(excludeId, r.id)) continue;
     if (r.status === 'pending') state.pendingCount += 1;
     const reserving = reserves(r, minedNonce);
     if (r.nonce !== null && (r.status === 'pending' || reserving)) state.usedNonces.push(Number(r.nonce));
@@ -189,9 +203,9 @@ const reservationRows = prepare((db: Executor, walletId: number, minedNonce: num
     .unionAll(unsentItemReservations(db, walletId)),
 );
 
-export async function reservations(db: Executor, walletId: number, minedNonce: number, excludeId?: number): Promise<Reservation[]> {
+export async function reservations(db: Executor, walletId: number, minedNonce: number, excludeId?: Excluded): Promise<Reservation[]> {
   const rows = await reservationRows.execute(db, walletId, minedNonce);
-  return rows.filter((r) => r.id !== excludeId && reserves(r, minedNonce)).flatMap(reservationsOf);
+  return rows.filter((r) => !excluded(excludeId, r.id) && reserves(r, minedNonce)).flatMap(reservationsOf);
 }
 
 /** Nonces ≥ `from` held by the wallet's pending outgoing transactions. */

@@ -55,6 +55,7 @@ export interface ListRow {
   payout_id: number | null;
   reference: string | null;
   log_index: number;
+  batch_index: number | null;
 }
 
 export interface ListPage {
@@ -99,6 +100,7 @@ const LIST_COLUMNS = [
   'tx.reference',
   'tx.log_index',
   'tx.stuck_reason',
+  'tx.batch_index',
 ] as const;
 
 function listRows(db: Executor, walletId: number) {
@@ -177,6 +179,7 @@ function toListRow(a: unknown[]): ListRow {
     reference: a[24] as string | null,
     log_index: Number(a[25]),
     stuck_reason: a[26] as string | null,
+    batch_index: a[27] === null ? null : Number(a[27]),
   };
 }
 

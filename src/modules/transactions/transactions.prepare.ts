@@ -86,6 +86,21 @@ export function transferCall(input: TransferInput): Prepared['call'] {
     : { to: getAddress(input.token.contract), value: 0n, data: erc20TransferData(input.to, input.amount) };
 }
 
+/**
+ * What a contract call does with one of the wallet's tokens: the service's own call tells it
+ * (`TransferInput.spend`, a token call of it by the called contract), else its calldata.
+ */
+async function tokenCallOf(
+  input: TransferInput,
+  tokens: Promise<Parameters<typeof decodeTokenCall>[0]>,
+  from: Address,
+): Promise<TokenCall | null> {
+  const spend = input.spend;
+  if (spend === undefined) return decodeTokenCall(await tokens, from, input.to, input.data!);
+  const contract = getAddress(spend.token.contract);
+  return { kind: 'transferFrom', tokenId: spend.token.id, contract, to: input.to, amount: spend.policed, spend: spend.amount };
+}
+
 /** Quotes transfers of the service's wallets: `prepare` for a create, `estimationFailure` for a failed estimate. */
 export class Quoter {
   constructor(
@@ -100,7 +115,7 @@ export class Quoter {
    * `recentFeeMarket`), the wallet's tokens and its key. Errors are reported in the order the
    * reads used to run one after the other: contract check, node, balance, estimate, fees.
    */
-  async prepare(wallet: WalletView, input: TransferInput, approving?: number): Promise<Prepared> {
+  async prepare(wallet: WalletView, input: TransferInput, approving?: createRepo.Excluded): Promise<Prepared> {
     const { db } = this.ctx.store;
     const { token, amount } = input;
     const isNative = token.is_native === 1;
@@ -113,7 +128,7 @@ export class Quoter {
     const from = getAddress(wallet.address);
     const call = transferCall(input);
     // A contract call to a token contract of the wallet: its token's balance is read and checked too.
-    const tokenCall = input.data === undefined ? null : decodeTokenCall(await ownReads[0], from, input.to, input.data);
+    const tokenCall = input.data === undefined ? null : await tokenCallOf(input, ownReads[0], from);
     // A token call pays its recipient or spender: screened as a transfer's address is (the route screens the contract).
     if (tokenCall !== null) refuseBlocked(this.ctx.screening, [tokenCall.to]);
     const snapRead = this.snapshot(client, from, isNative ? (tokenCall?.contract ?? null) : getAddress(token.contract));
@@ -215,7 +230,7 @@ export class Quoter {
     walletId: number,
     input: TransferInput,
     nativeTokenIds: Set<number>,
-    excludeId?: number,
+    excludeId?: createRepo.Excluded,
   ): Promise<AppError> {
     if (isTransient(err)) return Errors.chainUnavailable(err);
     if (input.data !== undefined && err instanceof BaseError && err.walk((e) => e instanceof ExecutionRevertedError)) {

@@ -43,9 +43,9 @@ export interface CreateOptions {
   /**
    * The id of the reservation this transfer takes over (a payout item's, which reserves until it
    * is sent: payouts.repository.ts `unsentItemReservations`): left out of its balance checks,
-   * where its own amount and fee count instead.
+   * where its own amount and fee count instead; a payout batch takes over its items' (a list).
    */
-  spends?: number;
+  spends?: number | readonly number[];
 }
 
 /** What a transfer pays, stored on its row. */

@@ -22,7 +22,15 @@ export const OUTGOING_TYPES: TxType[] = ['transfer', 'contract'];
 /** `awaiting_approval`: held by the spending policy's `approval_above`, nothing signed (migration 019). */
 export type TxStatus = 'pending' | 'confirmed' | 'failed' | 'awaiting_approval';
 /** Why a failed transaction failed (migration 006). */
-export type FailureReason = 'reverted' | 'dropped' | 'cancelled' | 'rejected' | 'rejected_by_approver' | 'approval_expired';
+export type FailureReason =
+  | 'reverted'
+  | 'dropped'
+  | 'cancelled'
+  | 'rejected'
+  | 'rejected_by_approver'
+  | 'approval_expired'
+  /** A batched payout item its token refused (the batch itself mined). */
+  | 'refused';
 /** Why a transfer held for approval failed without being signed. */
 export type ApprovalFailure = Extract<FailureReason, 'rejected_by_approver' | 'approval_expired'>;
 /** What a signed version of an outgoing transaction is: the first one, or a replacement at its nonce. */
@@ -104,6 +112,9 @@ const FIELDS = {
   /** The payout it is an item of, and the item's reference. */
   payout_id: ['tx.payout_id', numOrNull],
   reference: ['tx.reference', as<string | null>()],
+  /** A payout item sent in a batch: the batch's row and the item's place in it (payouts.batches.ts). */
+  batch_tx_id: ['tx.batch_tx_id', numOrNull],
+  batch_index: ['tx.batch_index', numOrNull],
 } as const satisfies Record<string, readonly [string, (v: unknown) => unknown]>;
 
 type Fields = typeof FIELDS;
@@ -207,6 +218,8 @@ export type NewTx = Pick<
       | 'refund_id'
       | 'payout_id'
       | 'reference'
+      | 'batch_tx_id'
+      | 'batch_index'
     >
   > & {
     /** PostgreSQL: an id drawn beforehand (`drawTransactionId`); absent, the insert draws it. */
@@ -265,6 +278,7 @@ function insertRow(t: NewTx, nowMs: number) {
     ...(t.requested_fees === undefined ? {} : { requested_fees: t.requested_fees }),
     ...(t.refund_id === undefined ? {} : { refund_id: t.refund_id }),
     ...(t.payout_id === undefined ? {} : { payout_id: t.payout_id, reference: t.reference ?? null }),
+    ...(t.batch_tx_id == null ? {} : { batch_tx_id: t.batch_tx_id, batch_index: t.batch_index ?? null }),
     ...(t.call_token_id == null
       ? {}
       : { call_token_id: t.call_token_id, call_amount: str(t.call_amount ?? 0n), call_spend: str(t.call_spend ?? 0n) }),

@@ -36,8 +36,9 @@ const HEAD = {
 const FINALITY = {
   failure_reason: Nullable(
     Type.String({
-      enum: ['reverted', 'dropped', 'cancelled', 'rejected', 'rejected_by_approver', 'approval_expired'],
-      description: 'Why a failed transaction failed; null otherwise',
+      enum: ['reverted', 'dropped', 'cancelled', 'rejected', 'rejected_by_approver', 'approval_expired', 'refused'],
+      description:
+        'Why a failed transaction failed; null otherwise. `refused`: a payout item of a batch that mined, which its token refused (the others were paid)',
     }),
   ),
   replaced_hashes: Type.Array(Type.String(), {
@@ -72,6 +73,12 @@ export const TransactionSchema = Type.Object({
   refund_id: Nullable(Type.Integer({ description: "The refund this transfer pays (a charge's refund); null otherwise" })),
   payout_id: Nullable(Type.Integer({ description: 'The payout this transfer is an item of; null otherwise' })),
   reference: Nullable(Type.String({ description: "The payout item's reference; null otherwise" })),
+  batch_index: Nullable(
+    Type.Integer({
+      description:
+        "A payout item sent in a batch: its 0-based place in the batch, whose transaction it shares (`tx_hash`) with the batch's other items; null otherwise",
+    }),
+  ),
   created_at: Type.String(),
   updated_at: Type.String(),
   internal: Type.Boolean({
@@ -101,6 +108,12 @@ export const CreatedTransactionSchema = Type.Object({
   refund_id: Nullable(Type.Integer({ description: "The refund this transfer pays (a charge's refund); null otherwise" })),
   payout_id: Nullable(Type.Integer({ description: 'The payout this transfer is an item of; null otherwise' })),
   reference: Nullable(Type.String({ description: "The payout item's reference; null otherwise" })),
+  batch_index: Nullable(
+    Type.Integer({
+      description:
+        "A payout item sent in a batch: its 0-based place in the batch, whose transaction it shares (`tx_hash`) with the batch's other items; null otherwise",
+    }),
+  ),
   created_at: Type.String(),
   updated_at: Type.String(),
 });
@@ -198,6 +211,14 @@ export interface TransferInput {
   fees?: FeeChoice;
   /** Calldata of a contract call (type `contract`); absent for a transfer. */
   data?: Hex;
+  /**
+   * The service's own contract call on one of the wallet's tokens, told rather than read from the
+   * calldata: `amount` is what it takes from the balance (a payout batch, whose Sweeper call pays
+   * its items with `transferFrom`: checked, reserved until mined), `policed` what the daily limit
+   * counts (0 for a batch, whose items' own rows count, and for the Sweeper's approval, which
+   * lets only the wallet's own batches spend). Absent: read from the calldata when it calls a token.
+   */
+  spend?: { token: WalletTokenRow; amount: bigint; policed: bigint };
 }
 
 /** Checks the create body against the wallet's active tokens; throws 422 with every failing field. */

@@ -140,7 +140,9 @@ export async function findUnminedByAnyHash(
       .where('tx.wallet_id', 'in', onNetwork(db, networkId))
       .where('tx.type', 'in', OUTGOING_TYPES)
       .where('tx.status', 'in', ['pending', 'failed'])
-      .where('tx.block_number', 'is', null);
+      .where('tx.block_number', 'is', null)
+      // A batched payout item shares its batch's hash; it follows the batch (payouts.batches.ts).
+      .where('tx.batch_tx_id', 'is', null);
   // One statement (it runs for every block with a transfer of ours): the rows whose current
   // hash is one of these, then the rows one of whose earlier versions has one (one row a version).
   const rows = await unmined()
@@ -320,6 +322,7 @@ export async function countPendingOutgoing(db: Executor, walletId: number): Prom
     .where('wallet_id', '=', walletId)
     .where('type', 'in', OUTGOING_TYPES)
     .where('status', '=', 'pending')
+    .where('batch_tx_id', 'is', null) // a batch counts once: its own row
     .executeTakeFirstOrThrow();
   return Number(r.n);
 }
@@ -358,6 +361,7 @@ const stuckRows = prepare((db: Executor, networkId: number, beforeMs: number, no
     .where('type', 'in', OUTGOING_TYPES)
     .where('status', '=', 'pending')
     .where('stuck_at', 'is', null)
+    .where('batch_tx_id', 'is', null)
     .where('created_at', '<', beforeMs)
     .returning(['id', 'wallet_id', 'tx_hash', 'nonce']),
 );

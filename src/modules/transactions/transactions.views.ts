@@ -53,6 +53,7 @@ export function transactionView(t: TxRecord) {
     refund_id: t.refund_id,
     payout_id: t.payout_id,
     reference: t.reference,
+    batch_index: t.batch_index,
     created_at: formatDateTime(t.created_at),
     updated_at: formatDateTime(t.updated_at),
     internal: isInternalReceipt(t),
@@ -93,6 +94,7 @@ export function transactionListItem(r: ListRow) {
     refund_id: r.refund_id,
     payout_id: r.payout_id,
     reference: r.reference,
+    batch_index: r.batch_index,
     created_at: formatDateTime(r.created_at),
     updated_at: formatDateTime(r.updated_at),
     internal: isInternalReceipt(r),
@@ -126,6 +128,7 @@ export function createdView(t: TxRecord) {
     refund_id: t.refund_id,
     payout_id: t.payout_id,
     reference: t.reference,
+    batch_index: t.batch_index,
     created_at: formatDateTime(t.created_at),
     updated_at: formatDateTime(t.updated_at),
   };
