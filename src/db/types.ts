@@ -202,6 +202,8 @@ export interface TransactionsTable {
   call_token_id: number | null;
   call_amount: Amount | null;
   call_spend: Amount | null;
+  /** The deposit address a receipt reached (its reference in `reference`), else null (migration 035). */
+  deposit_address_id: number | null;
 }
 
 /** Every signed version (same nonce) of a replaced transaction (migration 006). */
@@ -527,6 +529,17 @@ export interface PayoutItemsTable {
   refused_at: number | null;
 }
 
+/** A wallet's permanent deposit address (migration 035): its sub-wallet and the backing charge that watches and sweeps it. */
+export interface DepositAddressesTable {
+  id: Generated<number>;
+  wallet_id: number;
+  reference: string;
+  label: string | null;
+  sub_wallet_id: number;
+  charge_id: number;
+  created_at: number;
+}
+
 /** Facts the service learned about its own data, by name (migration 031): `secrets_unbound_refused`. */
 export interface AppFlagsTable {
   name: string;
@@ -570,6 +583,7 @@ export interface Database {
   refunds: RefundsTable;
   payouts: PayoutsTable;
   payout_items: PayoutItemsTable;
+  deposit_addresses: DepositAddressesTable;
 }
 
 export type NetworkRow = Selectable<NetworksTable>;

@@ -81,6 +81,7 @@ const ITEM_FIELDS: Field[] = [
   { key: 'refund_id', int: 'tx.refund_id' },
   { key: 'payout_id', int: 'tx.payout_id' },
   { key: 'reference', text: 'tx.reference' },
+  { key: 'deposit_address_id', int: 'tx.deposit_address_id' },
   { key: 'created_at', date: 'tx.created_at' },
   { key: 'updated_at', date: 'tx.updated_at' },
   { key: 'internal', json: `CASE WHEN tx.type = 'receipt' AND tx.log_index <= ${INTERNAL_LOG_BASE} THEN 'true' ELSE 'false' END` },

@@ -55,6 +55,8 @@ export interface ListRow {
   payout_id: number | null;
   reference: string | null;
   log_index: number;
+  /** Migration 035: the deposit address a receipt reached (absent: null). */
+  deposit_address_id?: number | null;
 }
 
 export interface ListPage {
@@ -99,6 +101,7 @@ const LIST_COLUMNS = [
   'tx.reference',
   'tx.log_index',
   'tx.stuck_reason',
+  'tx.deposit_address_id',
 ] as const;
 
 function listRows(db: Executor, walletId: number) {
@@ -177,6 +180,7 @@ function toListRow(a: unknown[]): ListRow {
     reference: a[24] as string | null,
     log_index: Number(a[25]),
     stuck_reason: a[26] as string | null,
+    deposit_address_id: a[27] === null ? null : Number(a[27]),
   };
 }
 

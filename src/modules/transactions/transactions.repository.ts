@@ -104,6 +104,8 @@ const FIELDS = {
   /** The payout it is an item of, and the item's reference. */
   payout_id: ['tx.payout_id', numOrNull],
   reference: ['tx.reference', as<string | null>()],
+  /** The deposit address a receipt reached (its reference in `reference`), else null (migration 035). */
+  deposit_address_id: ['tx.deposit_address_id', numOrNull],
 } as const satisfies Record<string, readonly [string, (v: unknown) => unknown]>;
 
 type Fields = typeof FIELDS;

@@ -53,6 +53,7 @@ export function transactionView(t: TxRecord) {
     refund_id: t.refund_id,
     payout_id: t.payout_id,
     reference: t.reference,
+    deposit_address_id: t.deposit_address_id,
     created_at: formatDateTime(t.created_at),
     updated_at: formatDateTime(t.updated_at),
     internal: isInternalReceipt(t),
@@ -93,6 +94,7 @@ export function transactionListItem(r: ListRow) {
     refund_id: r.refund_id,
     payout_id: r.payout_id,
     reference: r.reference,
+    deposit_address_id: r.deposit_address_id ?? null,
     created_at: formatDateTime(r.created_at),
     updated_at: formatDateTime(r.updated_at),
     internal: isInternalReceipt(r),
@@ -164,7 +166,7 @@ export type TxEventFields = Pick<
   | 'refund_id'
   | 'payout_id'
   | 'reference'
-> & { stuck_reason?: string | null };
+> & { stuck_reason?: string | null; deposit_address_id?: number | null };
 
 /**
  * `data` of a transaction.* event (docs/transactions.md, "Events"). For
@@ -187,6 +189,7 @@ export function transactionEventPayload(t: TxEventFields, name: TxEventName, atM
     ...(name === 'transaction.stuck' ? { stuck_reason: t.stuck_reason } : {}),
     ...(t.refund_id !== null ? { refund_id: t.refund_id } : {}),
     ...(t.payout_id !== null ? { payout_id: t.payout_id, reference: t.reference } : {}),
+    ...(t.deposit_address_id != null ? { deposit_address_id: t.deposit_address_id, reference: t.reference } : {}),
     [at]: formatDateTime(atMs),
   };
 }
