@@ -136,6 +136,15 @@ describe('permanent deposit addresses', () => {
       .data;
     const cross = await show(bobs.id, a.id, bob.token);
     expect([cross.status, cross.body.message]).toEqual([404, 'Deposit address not found']);
+    // An Idempotency-Key replays the stored 201, and makes no second address.
+    const createWithKey = (headers: Record<string, string>) =>
+      t.request('POST', `/api/wallet/${wallet.id}/deposit-address/create`, { token: alice.token, body: { reference: 'idem' }, headers });
+    const once = await createWithKey({ 'Idempotency-Key': 'deposit-idem-1' });
+    const twice = await createWithKey({ 'Idempotency-Key': 'deposit-idem-1' });
+    expect([once.status, twice.status, twice.headers.get('idempotent-replayed')]).toEqual([201, 201, 'true']);
+    expect(twice.body).toEqual(once.body);
+    const total = await t.request('GET', `/api/wallet/${wallet.id}/deposit-address`, { token: alice.token });
+    expect(total.headers.get('x-pagination-total')).toBe('4');
     // A reference is unique per wallet, not across wallets.
     expect((await create(bobs.id, { reference: 'customer-1' }, bob.token)).status).toBe(201);
   });
@@ -174,6 +183,9 @@ describe('permanent deposit addresses', () => {
         ['receipt', 'confirmed', 'ETH', '0.250000000000000000', nativeHash, a.id, 'acct-42', false],
       ].sort(),
     );
+    // A long page's items, written by the database itself (SQL item JSON), carry the same.
+    const long = (await t.request('GET', `/api/wallet/${wallet.id}/transaction?limit=1000`, { token: alice.token })).body.data;
+    expect(long).toEqual(listed);
     // Every other row carries null.
     expect(listed.filter((x: any) => x.deposit_address_id === null).every((x: any) => x.reference === null)).toBe(true);
     const one = await t.request('GET', `/api/wallet/${wallet.id}/transaction/show/${ours[0].id}`, { token: alice.token });
