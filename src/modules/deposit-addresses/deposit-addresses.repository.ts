@@ -120,12 +120,20 @@ export async function markReceipt(trx: Executor, transactionId: number, depositA
   await trx.updateTable('transactions').set({ deposit_address_id: depositAddressId, reference }).where('id', '=', transactionId).execute();
 }
 
-/** The addresses (their charge rows) are due a sweep now, unless due sooner already (in the transaction that recorded their money). */
+/**
+ * The addresses (their charge rows) are due a sweep now, unless due sooner already (in the
+ * transaction that recorded their money); `updated_at` moves, as a late payment moves a charge's,
+ * so a token that cannot move is looked at again after its wait from this payment on
+ * (charges.sweeps.ts `revertWaitMs`).
+ */
 export async function makeDue(trx: Executor, chargeIds: number[], nowMs: number): Promise<void> {
   if (chargeIds.length === 0) return;
   await trx
     .updateTable('charges')
-    .set({ sweep_due_at: sql<number>`CASE WHEN sweep_due_at IS NULL OR sweep_due_at > ${nowMs} THEN ${nowMs} ELSE sweep_due_at END` })
+    .set({
+      sweep_due_at: sql<number>`CASE WHEN sweep_due_at IS NULL OR sweep_due_at > ${nowMs} THEN ${nowMs} ELSE sweep_due_at END`,
+      updated_at: nowMs,
+    })
     .where('id', 'in', chargeIds)
     .execute();
 }
