@@ -199,6 +199,25 @@ describe('permanent deposit addresses', () => {
       ].sort(),
     );
 
+    // The follower reading the payments' blocks again (its cursor put back) records nothing twice.
+    const first = Math.min(...(await Promise.all([tokenHash, nativeHash].map(blockOf))));
+    const before = await chain.rpc<{ hash: string }>('eth_getBlockByNumber', [`0x${(first - 1).toString(16)}`, false]);
+    const head = await waitForCursor(t, networkId, await chain.blockNumber());
+    const reads = () => t.logs.filter((l) => l.includes('deposit address receipts seen')).length;
+    const readBefore = reads();
+    await t.store.db
+      .updateTable('chain_cursors')
+      .set({ block_number: first - 1, block_hash: before.hash })
+      .where('network_id', '=', networkId)
+      .execute();
+    await chain.mine(1);
+    await waitForCursor(t, networkId, head + 1);
+    expect(reads()).toBe(readBefore + 2); // both blocks read again
+    const rows = await t.store.db.selectFrom('transactions').select('id').where('deposit_address_id', '=', a.id).execute();
+    expect(rows).toHaveLength(2);
+    expect((await show(wallet.id, a.id)).body.data.received).toEqual(received);
+    expect((await events(t, 'transaction.confirmed')).filter((e) => e.deposit_address_id === a.id)).toHaveLength(2);
+
     // Swept by one Sweeper call of the main address once the batch's wait is over.
     clock.advance(61_000);
     const swept = await sweptRows(a.id, 2);
@@ -322,6 +341,9 @@ describe('permanent deposit addresses', () => {
     await reconciled(wallet.id);
   });
 });
+
+const blockOf = async (hash: string) =>
+  Number(BigInt((await chain.rpc<{ blockNumber: string }>('eth_getTransactionReceipt', [hash])).blockNumber));
 
 /** The address's sweep rows, once `n` of them are final and confirmed (the test's clock moves the batches on). */
 async function sweptRows(depositAddressId: number, n: number) {
