@@ -11,7 +11,12 @@
  *   show and the `transaction.confirmed` events), the address's `received` totals add them up,
  *   and one Sweeper call of the main address sweeps both, leaving the address empty; the
  *   wallet's reconciliation agrees on every line;
- * - a second payment later to the same address (watched for good) is received and swept again.
+ * - a second payment later to the same address (watched for good) is received and swept again;
+ *   the follower reading the payments' blocks again records nothing twice;
+ * - native coin forwarded by a contract (call traces) is an `internal` receipt, swept;
+ * - a keyed address (made before the network had its Sweeper) is swept by its own transactions;
+ * - a reorg removing a payment takes it out of `received` (`transaction.reorged`), and the next
+ *   batch sweeps only what the chain holds.
  */
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +25,7 @@ import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpe
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { waitForCursor } from '../helpers/transfers.js';
 import { waitFor } from '../helpers/wait.js';
-import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
+import { deployErc20, deployForwarder, erc20BalanceOf, forwardValue, mintErc20 } from '../helpers/erc20.js';
 import { findNetwork } from '../../src/modules/networks/networks.repository.js';
 import { ensureDevnetSweeper } from '../../src/modules/networks/sweeper-deploy.js';
 import { sweeperAddress } from '../../src/chain/sweeper.js';
@@ -258,6 +263,30 @@ describe('permanent deposit addresses', () => {
     expect(again[2]!.tx_hash).not.toBe(batch);
     expect(await erc20BalanceOf(chain.rpcUrl, usd, a.address)).toBe(0n);
     expect(await erc20BalanceOf(chain.rpcUrl, usd, wallet.address)).toBe(15_500_000n);
+    await reconciled(wallet.id);
+  });
+
+  it('native coin forwarded by a contract (an internal transfer) is a receipt too, `internal`, and swept', async () => {
+    const wallet = await fundedWallet('Forwarded');
+    const a = (await create(wallet.id, { reference: 'forwarded' })).body.data;
+    const forwarder = await deployForwarder(chain.rpcUrl);
+    const hash = await forwardValue(chain.rpcUrl, forwarder, a.address, parseEther('0.1'));
+    await waitFor(async () => (await show(wallet.id, a.id)).body.data.received.length === 1, { timeoutMs: 15_000, message: 'received' });
+    expect((await show(wallet.id, a.id)).body.data.received).toEqual([{ token: 'ETH', amount: '0.100000000000000000' }]);
+    const listed = (await t.request('GET', `/api/wallet/${wallet.id}/transaction`, { token: alice.token })).body.data;
+    const r = listed.find((x: any) => x.deposit_address_id === a.id);
+    expect([r.type, r.status, r.amount, r.tx_hash, r.internal, r.reference]).toEqual([
+      'receipt',
+      'confirmed',
+      '0.100000000000000000',
+      hash,
+      true,
+      'forwarded',
+    ]);
+    clock.advance(61_000);
+    const rows = await sweptRows(a.id, 1);
+    expect([rows[0]!.kind, rows[0]!.status, rows[0]!.amount]).toEqual(['batch', 'confirmed', '100000000000000000']);
+    expect(await balanceOf(chain, a.address)).toBe(0n);
     await reconciled(wallet.id);
   });
 
