@@ -34,6 +34,7 @@ const LIST_KEYS = [
   'created_at',
   'cumulative_gas_used',
   'data',
+  'deposit_address_id',
   'failure_reason',
   'gas',
   'gas_price',
@@ -96,7 +97,7 @@ describe('native transfer', () => {
     expect(res.body.status).toBe('success');
     const d = res.body.data;
     // The creation answer: every key of a list item but `internal` (a create is outgoing, never an internal receipt).
-    expect(Object.keys(d).sort()).toEqual(LIST_KEYS.filter((k) => k !== 'internal'));
+    expect(Object.keys(d).sort()).toEqual(LIST_KEYS.filter((k) => k !== 'internal' && k !== 'deposit_address_id'));
     expect(d).toMatchObject({
       amount: '1.500000000000000000',
       type: 'transfer',
