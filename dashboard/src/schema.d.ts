@@ -760,6 +760,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/wallet/{wallet}/deposit-address/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a permanent deposit address
+         * @description An address of the wallet, kept for good under your `reference` (unique per wallet: 422 on a repeat): every confirmed transfer to it, of the native coin or any active token of the wallet, becomes a `receipt` transaction of the wallet carrying `deposit_address_id` and `reference` (with its `transaction.*` events), and its money is swept to the main address. Keyless where the network has a Sweeper, else keyed. Answers 201.
+         */
+        post: operations["createDepositAddress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/wallet/{wallet}/deposit-address/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A deposit address, with what it received
+         * @description `received`: per token, the sum of the confirmed receipts to the address (its `receipt` transactions, listed in the wallet’s transactions with `deposit_address_id`). Another wallet’s address, or an unknown id: 404.
+         */
+        get: operations["showDepositAddress"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/wallet/{wallet}/deposit-address": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Deposit addresses of the wallet, newest first (X-Pagination-* and Link headers)
+         * @description Newest first, paginated as the other lists.
+         */
+        get: operations["listDepositAddresses"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/wallet/{wallet}/charge/{charge}/refund": {
         parameters: {
             query?: never;
@@ -1210,7 +1270,7 @@ export interface components {
             status: "pending" | "confirmed" | "failed" | "awaiting_approval";
             tx_hash: string | null;
             block_number: number | null;
-            failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
+            failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired" | "refused") | null;
             /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
             replaced_hashes: string[];
             /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
@@ -1229,6 +1289,8 @@ export interface components {
             refund_id: number | null;
             payout_id: number | null;
             reference: string | null;
+            batch_index: number | null;
+            deposit_address_id: number | null;
             created_at: string;
             updated_at: string;
             /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise */
@@ -1369,6 +1431,43 @@ export interface components {
         WalletDetail: components["schemas"]["Wallet"] & {
             wallet_tokens: components["schemas"]["WalletToken"][];
             network: components["schemas"]["Network"];
+        };
+        DepositAddress: {
+            id: number;
+            /** @description Your reference for the address (1 to 128 characters), unique per wallet */
+            reference: string;
+            /** @description A free text up to 255 characters, or null */
+            label: string | null;
+            /** @description The address to pay: native coin or any active token of the wallet, any number of times */
+            address: string;
+            /**
+             * @description `keyless`: an address of the network's Sweeper contract bound to the wallet's main address, with no key, swept in batches from the main address. `keyed`: an address with a key of its own (a network without a Sweeper), swept by transactions it signs.
+             * @enum {string}
+             */
+            deposit_kind: "keyless" | "keyed";
+            created_at: string;
+        };
+        DepositAddressDetail: {
+            id: number;
+            /** @description Your reference for the address (1 to 128 characters), unique per wallet */
+            reference: string;
+            /** @description A free text up to 255 characters, or null */
+            label: string | null;
+            /** @description The address to pay: native coin or any active token of the wallet, any number of times */
+            address: string;
+            /**
+             * @description `keyless`: an address of the network's Sweeper contract bound to the wallet's main address, with no key, swept in batches from the main address. `keyed`: an address with a key of its own (a network without a Sweeper), swept by transactions it signs.
+             * @enum {string}
+             */
+            deposit_kind: "keyless" | "keyed";
+            created_at: string;
+            /** @description What the address received, per token: the sum of its confirmed `receipt` transactions (each carries `deposit_address_id` and `reference`), whatever has been swept since; tokens it never received are absent */
+            received: {
+                /** @description The token’s symbol */
+                token: string;
+                /** @description The sum of its confirmed receipts to the address, 18 places */
+                amount: string;
+            }[];
         };
         Event: {
             id: number;
@@ -3601,6 +3700,8 @@ export interface operations {
                      *           "refund_id": 1,
                      *           "payout_id": 1,
                      *           "reference": "reference",
+                     *           "batch_index": 1,
+                     *           "deposit_address_id": 1,
                      *           "created_at": "2026-01-15 12:00:00",
                      *           "updated_at": "2026-01-15 12:00:00",
                      *           "internal": true
@@ -3711,6 +3812,7 @@ export interface operations {
                      *         "refund_id": 1,
                      *         "payout_id": 1,
                      *         "reference": "reference",
+                     *         "batch_index": 1,
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00"
                      *       }
@@ -3733,7 +3835,7 @@ export interface operations {
                             status: "pending" | "confirmed" | "failed" | "awaiting_approval";
                             tx_hash: string | null;
                             block_number: number | null;
-                            failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired") | null;
+                            failure_reason: ("reverted" | "dropped" | "cancelled" | "rejected" | "rejected_by_approver" | "approval_expired" | "refused") | null;
                             /** @description Hashes of earlier broadcasts at the same nonce (speed-up, cancel), oldest first; tx_hash is the latest, or the one that mined */
                             replaced_hashes: string[];
                             /** @description Pending longer than TX_STUCK_AFTER_S, or every endpoint refused its re-send for a reason other than its fee (`stuck_reason`) */
@@ -3755,6 +3857,7 @@ export interface operations {
                             refund_id: number | null;
                             payout_id: number | null;
                             reference: string | null;
+                            batch_index: number | null;
                             created_at: string;
                             updated_at: string;
                         };
@@ -3932,6 +4035,8 @@ export interface operations {
                      *         "refund_id": 1,
                      *         "payout_id": 1,
                      *         "reference": "reference",
+                     *         "batch_index": 1,
+                     *         "deposit_address_id": 1,
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
                      *         "internal": true,
@@ -4038,6 +4143,8 @@ export interface operations {
                      *         "refund_id": 1,
                      *         "payout_id": 1,
                      *         "reference": "reference",
+                     *         "batch_index": 1,
+                     *         "deposit_address_id": 1,
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
                      *         "internal": true
@@ -4130,6 +4237,8 @@ export interface operations {
                      *         "refund_id": 1,
                      *         "payout_id": 1,
                      *         "reference": "reference",
+                     *         "batch_index": 1,
+                     *         "deposit_address_id": 1,
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
                      *         "internal": true
@@ -4204,6 +4313,8 @@ export interface operations {
                      *         "refund_id": 1,
                      *         "payout_id": 1,
                      *         "reference": "reference",
+                     *         "batch_index": 1,
+                     *         "deposit_address_id": 1,
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
                      *         "internal": true
@@ -4278,6 +4389,8 @@ export interface operations {
                      *         "refund_id": 1,
                      *         "payout_id": 1,
                      *         "reference": "reference",
+                     *         "batch_index": 1,
+                     *         "deposit_address_id": 1,
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
                      *         "internal": true
@@ -4736,6 +4849,186 @@ export interface operations {
                         status: "success";
                         message: string;
                         data: components["schemas"]["Charge"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createDepositAddress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                wallet: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reference": {},
+                 *       "label": {}
+                 *     }
+                 */
+                "application/json": {
+                    /** @description A string of 1 to 128 characters, unique among the wallet’s deposit addresses */
+                    reference: unknown;
+                    /** @description A string of at most 255 characters, or null */
+                    label?: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Success: the envelope with `data` */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "OK",
+                     *       "data": {
+                     *         "id": 1,
+                     *         "reference": "reference",
+                     *         "label": "label",
+                     *         "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *         "deposit_kind": "keyless",
+                     *         "created_at": "2026-01-15 12:00:00"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        message: string;
+                        data: components["schemas"]["DepositAddress"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    showDepositAddress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                wallet: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success: the envelope with `data` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "OK",
+                     *       "data": {
+                     *         "id": 1,
+                     *         "reference": "reference",
+                     *         "label": "label",
+                     *         "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *         "deposit_kind": "keyless",
+                     *         "created_at": "2026-01-15 12:00:00",
+                     *         "received": [
+                     *           {
+                     *             "token": "ETH",
+                     *             "amount": "1.500000000000000000"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        message: string;
+                        data: components["schemas"]["DepositAddressDetail"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listDepositAddresses: {
+        parameters: {
+            query?: {
+                page?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                wallet: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success: the envelope with `data` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "OK",
+                     *       "data": [
+                     *         {
+                     *           "id": 1,
+                     *           "reference": "reference",
+                     *           "label": "label",
+                     *           "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *           "deposit_kind": "keyless",
+                     *           "created_at": "2026-01-15 12:00:00"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        message: string;
+                        data: components["schemas"]["DepositAddress"][];
                     };
                 };
             };

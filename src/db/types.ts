@@ -205,6 +205,8 @@ export interface TransactionsTable {
   /** A payout item sent in a batch: the batch's own row, and the item's 0-based place in its call (migration 034). */
   batch_tx_id: number | null;
   batch_index: number | null;
+  /** The deposit address a receipt reached (its reference in `reference`), else null (migration 035). */
+  deposit_address_id: number | null;
 }
 
 /** Every signed version (same nonce) of a replaced transaction (migration 006). */
@@ -530,6 +532,17 @@ export interface PayoutItemsTable {
   refused_at: number | null;
 }
 
+/** A wallet's permanent deposit address (migration 035): its sub-wallet and the backing charge that watches and sweeps it. */
+export interface DepositAddressesTable {
+  id: Generated<number>;
+  wallet_id: number;
+  reference: string;
+  label: string | null;
+  sub_wallet_id: number;
+  charge_id: number;
+  created_at: number;
+}
+
 /** Facts the service learned about its own data, by name (migration 031): `secrets_unbound_refused`. */
 export interface AppFlagsTable {
   name: string;
@@ -573,6 +586,7 @@ export interface Database {
   refunds: RefundsTable;
   payouts: PayoutsTable;
   payout_items: PayoutItemsTable;
+  deposit_addresses: DepositAddressesTable;
 }
 
 export type NetworkRow = Selectable<NetworksTable>;

@@ -62,6 +62,9 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = Object.freeze({
   'GET /api/wallet/:wallet/charge/show/:charge': 'showCharge',
   'POST /api/wallet/:wallet/charge/:charge/sweep': 'sweepCharge',
   'POST /api/wallet/:wallet/charge/:charge/refund': 'refundCharge',
+  'GET /api/wallet/:wallet/deposit-address': 'listDepositAddresses',
+  'POST /api/wallet/:wallet/deposit-address/create': 'createDepositAddress',
+  'GET /api/wallet/:wallet/deposit-address/:id': 'showDepositAddress',
   // payouts
   'GET /api/wallet/:wallet/payout': 'listPayouts',
   'POST /api/wallet/:wallet/payout/create': 'createPayout',

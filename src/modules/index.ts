@@ -6,6 +6,8 @@ import type { AppContext } from '../context.js';
 import type { App } from '../http/types.js';
 import type { AuthService } from './auth/auth.service.js';
 import { chargeRoutes } from './charges/charges.routes.js';
+import { depositAddressRoutes } from './deposit-addresses/deposit-addresses.routes.js';
+import { DepositAddressService } from './deposit-addresses/deposit-addresses.service.js';
 import { eventRoutes } from './events/events.routes.js';
 import { EventsService } from './events/events.service.js';
 import { keyRoutes } from './keys/keys.routes.js';
@@ -67,6 +69,7 @@ export async function registerModules(app: App, ctx: AppContext, auth: AuthServi
   await transactionRoutes(app, transactions, ctx.screening);
   const charges = new ChargeService(ctx, wallets, transactions);
   await chargeRoutes(app, charges, ctx.config.publicUrl);
+  await depositAddressRoutes(app, new DepositAddressService(ctx, wallets));
   const refunds = new RefundService(ctx, transactions);
   await refundRoutes(app, refunds, charges, ctx.config.publicUrl);
   const payouts = new PayoutService(ctx, transactions);

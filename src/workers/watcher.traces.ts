@@ -137,7 +137,7 @@ export class NetworkTraces {
         readInternalReceipts(s, block, watched, got.moves),
         readInternalChargePayments(s, block, got.moves),
       ]);
-      const owners = new Map(walletsOfBlock(receipts));
+      const owners = new Map([...walletsOfBlock(receipts), ...charges.owners]);
       const recorded = await s.fenced(async (trx) => {
         const now = s.ctx.clock.nowMs();
         if (!(await repo.takePendingTraces(trx, this.networkId, row.block_number, row.block_hash))) return false;

@@ -486,7 +486,8 @@ class NetworkWatcher {
   private async recordBlocks(network: NetworkRow, blocks: BlockRead[], cursor: ChainCursor): Promise<ChainCursor> {
     const lastFound = blocks.at(-1)!.found;
     const next: ChainCursor = { block_number: lastFound.number, block_hash: lastFound.hash };
-    const owners = new Map(blocks.flatMap((b) => walletsOfBlock(b.found)));
+    // The wallets of the batch's receipts, to the main addresses and to permanent deposit addresses.
+    const owners = new Map(blocks.flatMap((b) => [...walletsOfBlock(b.found), ...b.charges.owners]));
     const locked = new Set(owners.keys());
     const founds = blocks.map((b) => b.found);
     const chargeBlocks = blocks.map((b) => b.charges);

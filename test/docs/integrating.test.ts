@@ -75,6 +75,10 @@ describe('docs/integrating.md', () => {
     // The documented Idempotency-Key: the same request again returns the same charge.
     expect((await example('create-charge')).id).toBe(charge.id);
     expect(await example('refused')).toBeNull();
+    const deposit = await example('create-deposit-address');
+    expect(deposit).toMatchObject({ reference: 'customer-1042', label: 'Ada Lovelace', deposit_kind: 'keyed' });
+    env.DEPOSIT = String(deposit.id);
+    expect(await example('show-deposit-address')).toEqual({ ...deposit, received: [] });
     const events = await example('events');
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ event: 'charge.created', data: { uuid: charge.uuid, amount: '0.250000000000000000' } });

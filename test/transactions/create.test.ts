@@ -28,12 +28,14 @@ import {
 const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 const LIST_KEYS = [
   'amount',
+  'batch_index',
   'block_hash',
   'block_number',
   'block_timestamp',
   'created_at',
   'cumulative_gas_used',
   'data',
+  'deposit_address_id',
   'failure_reason',
   'gas',
   'gas_price',
@@ -96,7 +98,7 @@ describe('native transfer', () => {
     expect(res.body.status).toBe('success');
     const d = res.body.data;
     // The creation answer: every key of a list item but `internal` (a create is outgoing, never an internal receipt).
-    expect(Object.keys(d).sort()).toEqual(LIST_KEYS.filter((k) => k !== 'internal'));
+    expect(Object.keys(d).sort()).toEqual(LIST_KEYS.filter((k) => k !== 'internal' && k !== 'deposit_address_id'));
     expect(d).toMatchObject({
       amount: '1.500000000000000000',
       type: 'transfer',

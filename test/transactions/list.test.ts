@@ -175,7 +175,7 @@ describe(`transaction list (${driverName})`, () => {
         `"failure_reason":"cancelled","replaced_hashes":["${hash(77)}","${hash(78)}"],"stuck":false,"stuck_reason":null,"data":null,` +
         `"block_timestamp":"2024-03-01 06:00:00","block_hash":"${hash(1006)}","nonce":6,"gas":"21000.000000000000000000",` +
         `"gas_price":"0.000000001000000007","gas_used":"21000.000000000000000000","cumulative_gas_used":"42006.000000000000000000",` +
-        `"receipt_status":false,"symbol":"ETH","refund_id":null,"payout_id":null,"reference":null,"created_at":"2023-01-26 00:06:06","updated_at":"2024-03-01 00:00:00","internal":false}`,
+        `"receipt_status":false,"symbol":"ETH","refund_id":null,"payout_id":null,"reference":null,"batch_index":null,"deposit_address_id":null,"created_at":"2023-01-26 00:06:06","updated_at":"2024-03-01 00:00:00","internal":false}`,
     );
     const amounts = (await list('?limit=1000')).body.data.map((x: any) => [x.symbol, x.amount]);
     expect(amounts).toContainEqual(['ETH', '115792089237316195423570985008687907853269984665640564039457.584007913129639935']);

@@ -43,6 +43,7 @@ import { blockReceipts, transferLogs, type FullBlock } from '../../chain/blocks.
 import { NATIVE_CONTRACT } from '../../chain/erc20.js';
 import type { InternalTransfer } from '../../chain/traces.js';
 import type { SyncScope } from '../transactions/transactions.chain-sync.js';
+import { INTERNAL_LOG_BASE } from '../transactions/transactions.repository.js';
 import { lockEventsOf, recordEvent } from '../events/outbox.js';
 import { findWalletView } from '../wallets/wallets.repository.js';
 import { findChargeById } from './charges.repository.js';
@@ -51,6 +52,7 @@ import * as pay from './charges.payments.repository.js';
 import * as sweepRepo from './charges.sweeps.repository.js';
 import type { NewPayment, WatchedDeposit } from './charges.payments.repository.js';
 import { decide } from './charges.decide.js';
+import { readDepositReceipts, type DepositHit, type DepositReceipts } from '../deposit-addresses/deposit-addresses.chain-sync.js';
 
 const blocksRecorded = inProcessSignal();
 
@@ -69,6 +71,8 @@ export interface ChargeBlockPayments {
   payments: NewPayment[];
   /** The block's height and time, recorded with the batch's (`recordChargeBlockTimes`). */
   block: { number: number; timestampMs: number };
+  /** The wallets (and users) whose receipts to permanent deposit addresses `record` writes: the follower locks them first. */
+  owners: Array<[wallet: number, user: number]>;
   /** Inside the follower's block transaction. */
   record: (trx: Executor, nowMs: number) => Promise<void>;
 }
@@ -77,6 +81,8 @@ export interface ChargeBlockPayments {
 interface Found {
   payments: Omit<NewPayment, 'screened'>[];
   other: number[];
+  /** Transfers to permanent deposit addresses (src/modules/deposit-addresses): receipts of their wallets. */
+  deposits: DepositHit[];
 }
 
 /**
@@ -148,13 +154,20 @@ export async function readChargePayments(
 ): Promise<ChargeBlockPayments> {
   const timestampMs = Number(block.timestamp) * 1000;
   const watched = anyWatched ? await watchedAt(s, timestampMs) : null;
-  const found: Found = { payments: [], other: [] };
+  const found: Found = { payments: [], other: [], deposits: [] };
   if (watched) {
     merge(found, await nativeTransfers(s, block, watched));
     merge(found, await tokenTransfers(s, block, watched));
     if (moves) merge(found, await internalNative(watched, moves));
   }
   return chargeBlock(s, block, watched !== null, found);
+}
+
+const nothing = (): Found => ({ payments: [], other: [], deposits: [] });
+
+/** A transfer to a permanent deposit address: a receipt of its wallet (any of its active tokens), never a charge payment. */
+function depositHit(w: WatchedDeposit, contract: string, h: Omit<DepositHit, 'deposit' | 'contract'>): Found {
+  return { payments: [], other: [], deposits: [{ deposit: w, contract: contract.toLowerCase(), ...h }] };
 }
 
 /**
@@ -168,11 +181,12 @@ export async function readInternalChargePayments(
   moves: readonly InternalTransfer[],
 ): Promise<ChargeBlockPayments> {
   const watched = await watchedAt(s, Number(block.timestamp) * 1000);
-  return chargeBlock(s, block, watched !== null, watched ? await internalNative(watched, moves) : { payments: [], other: [] });
+  return chargeBlock(s, block, watched !== null, watched ? await internalNative(watched, moves) : nothing());
 }
 
-function chargeBlock(s: SyncScope, block: FullBlock, watching: boolean, found: Found): ChargeBlockPayments {
+async function chargeBlock(s: SyncScope, block: FullBlock, watching: boolean, found: Found): Promise<ChargeBlockPayments> {
   const timestampMs = Number(block.timestamp) * 1000;
+  const deposits: DepositReceipts = await readDepositReceipts(s, block, found.deposits);
   const payments = screen(s, found.payments);
   const b = { networkId: s.networkId, number: Number(block.number), hash: block.hash, timestampMs, payments };
   if (payments.length + found.other.length > 0)
@@ -181,9 +195,11 @@ function chargeBlock(s: SyncScope, block: FullBlock, watching: boolean, found: F
     watching,
     payments,
     block: { number: b.number, timestampMs },
+    owners: deposits.owners,
     record: async (trx, nowMs) => {
       await pay.recordBlockPayments(trx, b, nowMs);
       await pay.makeSettledDue(trx, [...new Set(found.other)], nowMs);
+      await deposits.record(trx, nowMs);
     },
   };
 }
@@ -217,6 +233,7 @@ export function recordChargeBlockTimes(trx: Executor, networkId: number, blocks:
 function merge(into: Found, f: Found): void {
   into.payments.push(...f.payments);
   into.other.push(...f.other);
+  into.deposits.push(...f.deposits);
 }
 
 /**
@@ -227,7 +244,7 @@ async function nativeTransfers(s: SyncScope, block: FullBlock, watched: Watched)
   const sent = (block.transactions as Transaction[]).filter((tx) => tx.value > 0n && tx.to);
   const byAddress = await watched.among(sent.map((tx) => tx.to!));
   const txs = sent.filter((tx) => byAddress.has(tx.to!.toLowerCase()));
-  if (txs.length === 0) return { payments: [], other: [] };
+  if (txs.length === 0) return nothing();
   const receipts = await s.net(
     blockReceipts(
       s.client,
@@ -235,11 +252,13 @@ async function nativeTransfers(s: SyncScope, block: FullBlock, watched: Watched)
       txs.map((tx) => tx.hash),
     ),
   );
-  const found: Found = { payments: [], other: [] };
+  const found = nothing();
   for (const tx of txs.filter((x) => receipts.get(x.hash)?.status === 'success')) {
     const w = byAddress.get(tx.to!.toLowerCase())!;
     if (tx.from.toLowerCase() === w.main_address.toLowerCase()) continue; // a gas top-up for a sweep
-    if (w.contract.toLowerCase() !== NATIVE_CONTRACT) found.other.push(w.charge_id);
+    if (w.deposit_address_id !== null)
+      merge(found, depositHit(w, NATIVE_CONTRACT, { txHash: tx.hash, logIndex: -1, from: null, amount: tx.value }));
+    else if (w.contract.toLowerCase() !== NATIVE_CONTRACT) found.other.push(w.charge_id);
     else
       found.payments.push({
         charge_id: w.charge_id,
@@ -262,13 +281,18 @@ async function nativeTransfers(s: SyncScope, block: FullBlock, watched: Watched)
  * docs/charges.md, "Internal transfers").
  */
 async function internalNative(watched: Watched, moves: readonly InternalTransfer[]): Promise<Found> {
-  if (moves.length === 0) return { payments: [], other: [] };
+  if (moves.length === 0) return nothing();
   const byAddress = await watched.among(moves.map((m) => m.to));
-  const found: Found = { payments: [], other: [] };
+  const found = nothing();
   for (const m of moves) {
     const w = byAddress.get(m.to.toLowerCase());
     if (!w || m.from.toLowerCase() === w.main_address.toLowerCase()) continue;
-    if (w.contract.toLowerCase() !== NATIVE_CONTRACT) found.other.push(w.charge_id);
+    if (w.deposit_address_id !== null)
+      merge(
+        found,
+        depositHit(w, NATIVE_CONTRACT, { txHash: m.txHash, logIndex: INTERNAL_LOG_BASE - m.index, from: null, amount: m.value }),
+      );
+    else if (w.contract.toLowerCase() !== NATIVE_CONTRACT) found.other.push(w.charge_id);
     else
       found.payments.push({
         charge_id: w.charge_id,
@@ -300,9 +324,9 @@ async function tokenTransfers(s: SyncScope, block: FullBlock, watched: Watched):
       ]
     : await pay.listNetworkTokenContracts(db, s.networkId);
   const distinct = [...new Set(contracts.map((c) => c.toLowerCase()))] as Hex[];
-  if (distinct.length === 0) return { payments: [], other: [] };
+  if (distinct.length === 0) return nothing();
   const logs = await s.net(transferLogs(s.client, block.hash, distinct, watched.all ? watched.all.map((w) => w.address as Hex) : null));
-  if (logs.length === 0) return { payments: [], other: [] };
+  if (logs.length === 0) return nothing();
   const byAddress = await watched.among(logs.map((l) => l.to));
   const hit = [...byAddress.values()];
   activeRows ??= await pay.listActiveContracts(db, [...new Set(hit.map((w) => w.wallet_id))]);
@@ -311,12 +335,14 @@ async function tokenTransfers(s: SyncScope, block: FullBlock, watched: Watched):
       (t) => `${t.wallet_id}:${t.contract.toLowerCase()}`,
     ),
   );
-  const found: Found = { payments: [], other: [] };
+  const found = nothing();
   for (const l of logs) {
     const w = byAddress.get(l.to.toLowerCase());
     const contract = l.contract.toLowerCase();
     if (!w || l.removed || l.value === 0n || !active.has(`${w.wallet_id}:${contract}`)) continue;
-    if (contract !== w.contract.toLowerCase()) found.other.push(w.charge_id);
+    if (w.deposit_address_id !== null)
+      merge(found, depositHit(w, contract, { txHash: l.txHash, logIndex: l.logIndex, from: l.from, amount: l.value }));
+    else if (contract !== w.contract.toLowerCase()) found.other.push(w.charge_id);
     else
       found.payments.push({
         charge_id: w.charge_id,

@@ -18,6 +18,10 @@ export interface WatchedDeposit {
   main_address: string;
   address: string;
   contract: string;
+  /** A permanent deposit address (its charge row is only its watch): every transfer of an active token is a receipt of the wallet; else null. */
+  deposit_address_id: number | null;
+  reference: string | null;
+  user_id: number;
 }
 
 export interface NewPayment {
@@ -56,7 +60,9 @@ function watchedQuery(db: Executor, networkId: number, blockMs: number) {
     .innerJoin('wallets as w', 'w.id', 'c.wallet_id')
     .innerJoin('sub_wallets as s', 's.id', 'c.sub_wallet_id')
     .innerJoin('wallet_tokens as t', 't.id', 'c.token_id')
-    .select(['c.id as charge_id', 'c.wallet_id', 'w.address as main_address', 's.address', 't.contract'])
+    .leftJoin('deposit_addresses as d', 'd.charge_id', 'c.id')
+    .select(['c.id as charge_id', 'c.wallet_id', 'w.address as main_address', 's.address', 't.contract', 'w.user_id'])
+    .select(['d.id as deposit_address_id', 'd.reference'])
     .where('w.network_id', '=', networkId)
     .where((eb) => eb.or([eb('c.status', '=', 'pending'), eb('c.watch_until', '>=', blockMs)]));
 }

@@ -43,6 +43,13 @@ export interface ChargeRow {
   chain_id: number;
 }
 
+/**
+ * The status of the charge row behind a permanent deposit address (src/modules/deposit-addresses):
+ * never pending, never settled, watched for good; it is how the follower watches the address and
+ * the charge worker sweeps it. Never shown as a charge (`findCharge`, `listCharges`, the checkout).
+ */
+export const DEPOSIT_STATUS = 'deposit';
+
 function charges(db: Executor) {
   return db
     .selectFrom('charges as c')
@@ -92,7 +99,7 @@ function toRow(r: RawCharge): ChargeRow {
 }
 
 export async function findCharge(db: Executor, walletId: number, ref: { id: number } | { uuid: string }): Promise<ChargeRow | undefined> {
-  let q = charges(db).where('c.wallet_id', '=', walletId);
+  let q = charges(db).where('c.wallet_id', '=', walletId).where('c.status', '<>', DEPOSIT_STATUS);
   q = 'id' in ref ? q.where('c.id', '=', ref.id) : q.where('c.uuid', '=', ref.uuid);
   const r = await q.executeTakeFirst();
   return r ? toRow(r) : undefined;
@@ -106,6 +113,7 @@ export async function findChargeById(db: Executor, id: number): Promise<ChargeRo
 export async function listCharges(db: Executor, walletId: number, page: { offset: number; limit: number }): Promise<ChargeRow[]> {
   const rows = await charges(db)
     .where('c.wallet_id', '=', walletId)
+    .where('c.status', '<>', DEPOSIT_STATUS)
     .orderBy('c.id', 'desc')
     .limit(page.limit)
     .offset(page.offset)
@@ -118,6 +126,7 @@ export async function countCharges(db: Executor, walletId: number): Promise<numb
     .selectFrom('charges')
     .select(db.fn.countAll<number>().as('n'))
     .where('wallet_id', '=', walletId)
+    .where('status', '<>', DEPOSIT_STATUS)
     .executeTakeFirstOrThrow();
   return Number(r.n);
 }
@@ -180,6 +189,8 @@ export async function insertCharge(
     content: string | null;
     info: string | null;
     watch_until: number;
+    /** `pending` (a charge), or `deposit` (a permanent deposit address's watch: `DEPOSIT_STATUS`). */
+    status?: string;
   },
   nowMs: number,
 ): Promise<number> {
@@ -189,7 +200,7 @@ export async function insertCharge(
       ...c,
       amount: c.amount.toString(),
       paid_amount: '0',
-      status: 'pending',
+      status: c.status ?? 'pending',
       paid_at: null,
       swept_tx_hash: null,
       created_at: nowMs,

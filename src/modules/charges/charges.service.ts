@@ -34,6 +34,42 @@ import { ChargeSettlement, type ConfirmedHeights } from './charges.settlement.js
 import { ChargeSweeper } from './charges.sweeps.js';
 import { chargeCreatedPayload } from './charges.views.js';
 
+/**
+ * A new deposit address of the wallet (caller holds the wallet's lock, `lockWallet`): keyless (an
+ * address of the network's Sweeper, by a random salt, bound to the wallet's main address) where
+ * `keyless` is allowed and the network has a Sweeper, else keyed, the key at the wallet's next
+ * derivation index. Either takes the next index, so the indexes stay one per row. Returns the
+ * `sub_wallets` id. Also the address of a permanent deposit address (src/modules/deposit-addresses).
+ */
+export async function insertDepositSubWallet(
+  ctx: AppContext,
+  trx: Executor,
+  wallet: WalletView,
+  mnemonic: string,
+  keyless: boolean,
+  nowMs: number,
+): Promise<number> {
+  const index = await repo.takeSubIndex(trx, wallet.id);
+  const sweeper = keyless ? ((await findNetwork(trx, wallet.network_id))?.sweeper ?? null) : null;
+  if (sweeper !== null) {
+    const salt = toHex(randomBytes(32));
+    const address = depositAddress(getAddress(sweeper), getAddress(wallet.address), salt);
+    return repo.insertSubWallet(
+      trx,
+      { wallet_id: wallet.id, derivation_index: index, address, kind: 'keyless', salt, sweeper },
+      (id) => ctx.secrets.encrypt('', repo.subWalletPlace(id)),
+      nowMs,
+    );
+  }
+  const key = deriveKey(mnemonic, index);
+  return repo.insertSubWallet(
+    trx,
+    { wallet_id: wallet.id, derivation_index: index, address: key.address },
+    (id) => ctx.secrets.encrypt(key.privateKey, repo.subWalletPlace(id)),
+    nowMs,
+  );
+}
+
 export class ChargeService {
   private readonly settlement: ChargeSettlement;
   private readonly sweeper: ChargeSweeper;
@@ -89,27 +125,7 @@ export class ChargeService {
     nowMs: number,
   ): Promise<ChargeRow> {
     await lockWallet(trx, wallet.id);
-    const index = await repo.takeSubIndex(trx, wallet.id);
-    const sweeper = input.token.is_native === 1 ? null : ((await findNetwork(trx, wallet.network_id))?.sweeper ?? null);
-    let subId: number;
-    if (sweeper !== null) {
-      const salt = toHex(randomBytes(32));
-      const address = depositAddress(getAddress(sweeper), getAddress(wallet.address), salt);
-      subId = await repo.insertSubWallet(
-        trx,
-        { wallet_id: wallet.id, derivation_index: index, address, kind: 'keyless', salt, sweeper },
-        (id) => this.ctx.secrets.encrypt('', repo.subWalletPlace(id)),
-        nowMs,
-      );
-    } else {
-      const key = deriveKey(mnemonic, index);
-      subId = await repo.insertSubWallet(
-        trx,
-        { wallet_id: wallet.id, derivation_index: index, address: key.address },
-        (id) => this.ctx.secrets.encrypt(key.privateKey, repo.subWalletPlace(id)),
-        nowMs,
-      );
-    }
+    const subId = await insertDepositSubWallet(this.ctx, trx, wallet, mnemonic, input.token.is_native !== 1, nowMs);
     const chargeId = await repo.insertCharge(
       trx,
       {

@@ -1,5 +1,6 @@
 /** charge_sweeps and the sweep schedule on charges (`sweep_due_at`). */
 import type { Executor } from '../../db/index.js';
+import { receiptBlock } from '../deposit-addresses/deposit-addresses.repository.js';
 
 /** `sweep`: a keyed address's own transaction; `gas`: a top-up for one; `batch`: a keyless address's part in a Sweeper call of the main address. */
 export type SweepKind = 'sweep' | 'gas' | 'batch';
@@ -338,7 +339,9 @@ export async function moneyBlock(db: Executor, chargeId: number): Promise<number
     .select((eb) => eb.fn.max('block_number').as('block'))
     .where('charge_id', '=', chargeId)
     .executeTakeFirst();
-  const blocks = [paid?.block, settled?.settled_block, swept?.block].filter((b) => b !== null && b !== undefined).map(Number);
+  // A permanent deposit address (its charge row is only its watch): its receipts' blocks.
+  const received = await receiptBlock(db, chargeId);
+  const blocks = [paid?.block, settled?.settled_block, swept?.block, received].filter((b) => b !== null && b !== undefined).map(Number);
   return blocks.length > 0 ? Math.max(...blocks) : null;
 }
 

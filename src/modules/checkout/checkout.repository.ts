@@ -53,6 +53,7 @@ export async function findCheckoutCharge(db: Executor, uuid: string): Promise<Ch
       't.is_native',
     ])
     .where('c.uuid', '=', uuid)
+    .where('c.status', '<>', 'deposit') // a permanent deposit address's watch, not a charge
     .executeTakeFirst();
   return r ? { ...r, amount: BigInt(r.amount), paid_amount: BigInt(r.paid_amount) } : undefined;
 }

@@ -366,7 +366,9 @@ export class ReconciliationService {
       const page = await repo.listTxMovements(this.ctx.store.db, scope.wallet.id, from, scope.height, after);
       for (const r of page) {
         if (r.type === 'receipt') {
-          this.add(scope, main, r.token_id, r.block_number, r.amount);
+          // Into the address it reached: the main address, or a permanent deposit address (whose
+          // receipts are its payments in; its line is there as its charge row's).
+          this.add(scope, r.to_address, r.token_id, r.block_number, r.amount);
           continue;
         }
         const moved = r.receipt_status === 1 && r.broadcast_kind !== 'cancel';

@@ -82,6 +82,7 @@ const ITEM_FIELDS: Field[] = [
   { key: 'payout_id', int: 'tx.payout_id' },
   { key: 'reference', text: 'tx.reference' },
   { key: 'batch_index', int: 'tx.batch_index' },
+  { key: 'deposit_address_id', int: 'tx.deposit_address_id' },
   { key: 'created_at', date: 'tx.created_at' },
   { key: 'updated_at', date: 'tx.updated_at' },
   { key: 'internal', json: `CASE WHEN tx.type = 'receipt' AND tx.log_index <= ${INTERNAL_LOG_BASE} THEN 'true' ELSE 'false' END` },

@@ -56,6 +56,8 @@ export interface ListRow {
   reference: string | null;
   log_index: number;
   batch_index: number | null;
+  /** Migration 035: the deposit address a receipt reached (absent: null). */
+  deposit_address_id?: number | null;
 }
 
 export interface ListPage {
@@ -101,6 +103,7 @@ const LIST_COLUMNS = [
   'tx.log_index',
   'tx.stuck_reason',
   'tx.batch_index',
+  'tx.deposit_address_id',
 ] as const;
 
 function listRows(db: Executor, walletId: number) {
@@ -180,6 +183,7 @@ function toListRow(a: unknown[]): ListRow {
     log_index: Number(a[25]),
     stuck_reason: a[26] as string | null,
     batch_index: a[27] === null ? null : Number(a[27]),
+    deposit_address_id: a[28] === null ? null : Number(a[28]),
   };
 }
 

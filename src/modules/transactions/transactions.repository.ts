@@ -115,6 +115,8 @@ const FIELDS = {
   /** A payout item sent in a batch: the batch's row and the item's place in it (payouts.batches.ts). */
   batch_tx_id: ['tx.batch_tx_id', numOrNull],
   batch_index: ['tx.batch_index', numOrNull],
+  /** The deposit address a receipt reached (its reference in `reference`), else null (migration 035). */
+  deposit_address_id: ['tx.deposit_address_id', numOrNull],
 } as const satisfies Record<string, readonly [string, (v: unknown) => unknown]>;
 
 type Fields = typeof FIELDS;

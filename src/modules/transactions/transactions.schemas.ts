@@ -72,11 +72,18 @@ export const TransactionSchema = Type.Object({
   symbol: Type.String(),
   refund_id: Nullable(Type.Integer({ description: "The refund this transfer pays (a charge's refund); null otherwise" })),
   payout_id: Nullable(Type.Integer({ description: 'The payout this transfer is an item of; null otherwise' })),
-  reference: Nullable(Type.String({ description: "The payout item's reference; null otherwise" })),
+  reference: Nullable(
+    Type.String({ description: "The payout item's reference, or the deposit address's (a receipt to one); null otherwise" }),
+  ),
   batch_index: Nullable(
     Type.Integer({
       description:
         "A payout item sent in a batch: its 0-based place in the batch, whose transaction it shares (`tx_hash`) with the batch's other items; null otherwise",
+    }),
+  ),
+  deposit_address_id: Nullable(
+    Type.Integer({
+      description: 'A receipt to one of the wallet’s permanent deposit addresses: its id (`reference` is its reference); null otherwise',
     }),
   ),
   created_at: Type.String(),

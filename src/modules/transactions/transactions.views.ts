@@ -54,6 +54,7 @@ export function transactionView(t: TxRecord) {
     payout_id: t.payout_id,
     reference: t.reference,
     batch_index: t.batch_index,
+    deposit_address_id: t.deposit_address_id,
     created_at: formatDateTime(t.created_at),
     updated_at: formatDateTime(t.updated_at),
     internal: isInternalReceipt(t),
@@ -95,6 +96,7 @@ export function transactionListItem(r: ListRow) {
     payout_id: r.payout_id,
     reference: r.reference,
     batch_index: r.batch_index,
+    deposit_address_id: r.deposit_address_id ?? null,
     created_at: formatDateTime(r.created_at),
     updated_at: formatDateTime(r.updated_at),
     internal: isInternalReceipt(r),
@@ -167,7 +169,7 @@ export type TxEventFields = Pick<
   | 'refund_id'
   | 'payout_id'
   | 'reference'
-> & { stuck_reason?: string | null };
+> & { stuck_reason?: string | null; deposit_address_id?: number | null };
 
 /**
  * `data` of a transaction.* event (docs/transactions.md, "Events"). For
@@ -190,6 +192,7 @@ export function transactionEventPayload(t: TxEventFields, name: TxEventName, atM
     ...(name === 'transaction.stuck' ? { stuck_reason: t.stuck_reason } : {}),
     ...(t.refund_id !== null ? { refund_id: t.refund_id } : {}),
     ...(t.payout_id !== null ? { payout_id: t.payout_id, reference: t.reference } : {}),
+    ...(t.deposit_address_id != null ? { deposit_address_id: t.deposit_address_id, reference: t.reference } : {}),
     [at]: formatDateTime(atMs),
   };
 }

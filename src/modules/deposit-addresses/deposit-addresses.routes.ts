@@ -1,0 +1,101 @@
+/**
+ * POST /wallet/{wallet}/deposit-address/create   create (Idempotency-Key aware), 201
+ * GET  /wallet/{wallet}/deposit-address          list, newest first, paginated in headers
+ * GET  /wallet/{wallet}/deposit-address/{id}     one, with what it received
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Envelope, ok, responses } from '../../http/envelope.js';
+import { requireWallet } from '../../http/auth.js';
+import { pageOf, PageQuerySchema, setPaginationHeaders } from '../../http/pagination.js';
+import type { App } from '../../http/types.js';
+import type { InTransaction } from '../../db/index.js';
+import { WalletParams } from '../wallets/wallets.schemas.js';
+import type { DepositAddressRow } from './deposit-addresses.repository.js';
+import {
+  CreateDepositAddressBody,
+  DepositAddressDetailRef,
+  DepositAddressParams,
+  DepositAddressRef,
+  parseDepositAddressInput,
+} from './deposit-addresses.schemas.js';
+import { depositAddressNotFound, type DepositAddressService } from './deposit-addresses.service.js';
+import { depositAddressDetailView, depositAddressView } from './deposit-addresses.views.js';
+
+const CREATED = 201;
+
+/** The create's responses: 201 with the address (not the 200 of `responses`), and the error envelopes. */
+function createdResponses() {
+  const { 200: _ok, ...errors } = responses(DepositAddressRef);
+  return { [CREATED]: Envelope(DepositAddressRef), ...errors };
+}
+
+/** The response stored with the effect for an Idempotency-Key (replayed as sent: 201). */
+function commitCreated(req: FastifyRequest): InTransaction<DepositAddressRow> | undefined {
+  const claim = req.idempotency;
+  return claim ? (trx, row) => claim.commit(trx, CREATED, ok(depositAddressView(row), 'Deposit address created')) : undefined;
+}
+
+export async function depositAddressRoutes(app: App, service: DepositAddressService): Promise<void> {
+  app.post(
+    '/wallet/:wallet/deposit-address/create',
+    {
+      config: { scope: 'charges:write' },
+      schema: {
+        tags: ['deposit-addresses'],
+        summary: 'Create a permanent deposit address',
+        description:
+          'An address of the wallet, kept for good under your `reference` (unique per wallet: 422 on a repeat): every confirmed transfer to it, of the native coin or any active token of the wallet, becomes a `receipt` transaction of the wallet carrying `deposit_address_id` and `reference` (with its `transaction.*` events), and its money is swept to the main address. Keyless where the network has a Sweeper, else keyed. Answers 201.',
+        params: WalletParams,
+        body: CreateDepositAddressBody,
+        response: createdResponses(),
+      },
+    },
+    async (req, reply: FastifyReply) => {
+      const wallet = requireWallet(req);
+      const input = parseDepositAddressInput(req.body as Static<typeof CreateDepositAddressBody>);
+      const row = await service.create(wallet, input, { inTransaction: commitCreated(req) });
+      reply.code(CREATED);
+      return ok(depositAddressView(row), 'Deposit address created');
+    },
+  );
+
+  app.get(
+    '/wallet/:wallet/deposit-address/:id',
+    {
+      schema: {
+        tags: ['deposit-addresses'],
+        summary: 'A deposit address, with what it received',
+        description:
+          '`received`: per token, the sum of the confirmed receipts to the address (its `receipt` transactions, listed in the wallet’s transactions with `deposit_address_id`). Another wallet’s address, or an unknown id: 404.',
+        params: DepositAddressParams,
+        response: responses(DepositAddressDetailRef),
+      },
+    },
+    async (req) => {
+      const found = await service.find(requireWallet(req).id, (req.params as { id: string }).id);
+      if (!found) throw depositAddressNotFound();
+      return ok(depositAddressDetailView(found.row, found.received), 'Deposit address retrieved');
+    },
+  );
+
+  app.get(
+    '/wallet/:wallet/deposit-address',
+    {
+      schema: {
+        tags: ['deposit-addresses'],
+        summary: 'Deposit addresses of the wallet, newest first (X-Pagination-* and Link headers)',
+        description: 'Newest first, paginated as the other lists.',
+        params: WalletParams,
+        querystring: Type.Object(PageQuerySchema),
+        response: responses(Type.Array(DepositAddressRef)),
+      },
+    },
+    async (req, reply) => {
+      const { page, limit } = pageOf(req.query as { page?: number; limit?: number });
+      const { items, total } = await service.list(requireWallet(req).id, page, limit);
+      setPaginationHeaders(req, reply, { page, limit, total });
+      return ok(items.map(depositAddressView), 'Deposit addresses retrieved');
+    },
+  );
+}

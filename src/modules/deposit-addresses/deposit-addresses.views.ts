@@ -1,0 +1,22 @@
+/** The DepositAddress as the API shows it. */
+import { formatUnits18 } from '../../lib/money.js';
+import { formatDateTime } from '../../lib/time.js';
+import type { DepositAddressRow, ReceivedTotal } from './deposit-addresses.repository.js';
+
+export function depositAddressView(d: DepositAddressRow) {
+  return {
+    id: d.id,
+    reference: d.reference,
+    label: d.label,
+    address: d.address,
+    deposit_kind: d.deposit_kind,
+    created_at: formatDateTime(d.created_at),
+  };
+}
+
+export function depositAddressDetailView(d: DepositAddressRow, received: ReceivedTotal[]) {
+  return {
+    ...depositAddressView(d),
+    received: received.map((r) => ({ token: r.symbol, amount: formatUnits18(r.amount, r.decimals) })),
+  };
+}
