@@ -771,7 +771,7 @@ export interface paths {
         put?: never;
         /**
          * Create a permanent deposit address
-         * @description An address of the wallet, kept for good under your `reference` (unique per wallet: 422 on a repeat): every confirmed transfer to it, of the native coin or any active token of the wallet, becomes a `receipt` transaction of the wallet carrying `deposit_address_id` and `reference` (with its `transaction.*` events), and its money is swept to the main address. Keyless where the network has a Sweeper, else keyed. Answers 201.
+         * @description An address of the wallet, kept for good under your `reference` (unique per wallet: 422 on a repeat): every confirmed transfer to it, of the native coin or any active token of the wallet, becomes a `receipt` transaction of the wallet carrying `deposit_address_id` and `reference` (with its `transaction.*` events), and its money is swept to the main address. Keyless where the network has a Sweeper, else keyed.
          */
         post: operations["createDepositAddress"];
         delete?: never;
@@ -780,7 +780,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/wallet/{wallet}/deposit-address/{id}": {
+    "/api/wallet/{wallet}/deposit-address/{deposit_address}": {
         parameters: {
             query?: never;
             header?: never;
@@ -4891,7 +4891,7 @@ export interface operations {
         };
         responses: {
             /** @description Success: the envelope with `data` */
-            201: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4936,7 +4936,7 @@ export interface operations {
             header?: never;
             path: {
                 wallet: string;
-                id: string;
+                deposit_address: string;
             };
             cookie?: never;
         };

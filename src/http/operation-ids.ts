@@ -64,7 +64,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = Object.freeze({
   'POST /api/wallet/:wallet/charge/:charge/refund': 'refundCharge',
   'GET /api/wallet/:wallet/deposit-address': 'listDepositAddresses',
   'POST /api/wallet/:wallet/deposit-address/create': 'createDepositAddress',
-  'GET /api/wallet/:wallet/deposit-address/:id': 'showDepositAddress',
+  'GET /api/wallet/:wallet/deposit-address/:deposit_address': 'showDepositAddress',
   // payouts
   'GET /api/wallet/:wallet/payout': 'listPayouts',
   'POST /api/wallet/:wallet/payout/create': 'createPayout',

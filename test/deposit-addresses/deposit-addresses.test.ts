@@ -2,7 +2,7 @@
  * Permanent deposit addresses (docs/deposit-addresses.md), through HTTP against a real anvil with
  * the Sweeper deployed and probed as at the devnet's start:
  *
- * - create answers 201 with a keyless address; a repeated reference is 422 in the field-error
+ * - create answers 200 with a keyless address; a repeated reference is 422 in the field-error
  *   envelope, as are a missing and a too long one; the list is paginated in headers; the
  *   backing charge rows are no charges (the charge list stays empty); another user's wallet and
  *   another wallet's address are 404;
@@ -81,10 +81,10 @@ const show = (walletId: number, id: number, token = alice.token) =>
   t.request('GET', `/api/wallet/${walletId}/deposit-address/${id}`, { token });
 
 describe('permanent deposit addresses', () => {
-  it('create answers 201 with a keyless address; a repeated reference is 422; listed, paginated; invisible to others', async () => {
+  it('create answers 200 with a keyless address; a repeated reference is 422; listed, paginated; invisible to others', async () => {
     const wallet = await fundedWallet('Deposits');
     const first = await create(wallet.id, { reference: 'customer-1', label: 'First customer' });
-    expect(first.status, first.text).toBe(201);
+    expect(first.status, first.text).toBe(200);
     expect(first.body.message).toBe('Deposit address created');
     const a = first.body.data;
     expect(Object.keys(a).sort()).toEqual(['address', 'created_at', 'deposit_kind', 'id', 'label', 'reference']);
@@ -103,7 +103,7 @@ describe('permanent deposit addresses', () => {
     expect([missing.status, missing.body.data]).toEqual([422, { reference: ['The reference field is required.'] }]);
     const long = await create(wallet.id, { reference: 'r'.repeat(129) });
     expect([long.status, long.body.data]).toEqual([422, { reference: ['The reference field must not be greater than 128 characters.'] }]);
-    expect((await create(wallet.id, { reference: 'r'.repeat(128) })).status).toBe(201);
+    expect((await create(wallet.id, { reference: 'r'.repeat(128) })).status).toBe(200);
 
     const second = (await create(wallet.id, { reference: 'customer-2' })).body.data;
     expect(second.label).toBeNull();
@@ -141,17 +141,17 @@ describe('permanent deposit addresses', () => {
       .data;
     const cross = await show(bobs.id, a.id, bob.token);
     expect([cross.status, cross.body.message]).toEqual([404, 'Deposit address not found']);
-    // An Idempotency-Key replays the stored 201, and makes no second address.
+    // An Idempotency-Key replays the stored 200, and makes no second address.
     const createWithKey = (headers: Record<string, string>) =>
       t.request('POST', `/api/wallet/${wallet.id}/deposit-address/create`, { token: alice.token, body: { reference: 'idem' }, headers });
     const once = await createWithKey({ 'Idempotency-Key': 'deposit-idem-1' });
     const twice = await createWithKey({ 'Idempotency-Key': 'deposit-idem-1' });
-    expect([once.status, twice.status, twice.headers.get('idempotent-replayed')]).toEqual([201, 201, 'true']);
+    expect([once.status, twice.status, twice.headers.get('idempotent-replayed')]).toEqual([200, 200, 'true']);
     expect(twice.body).toEqual(once.body);
     const total = await t.request('GET', `/api/wallet/${wallet.id}/deposit-address`, { token: alice.token });
     expect(total.headers.get('x-pagination-total')).toBe('4');
     // A reference is unique per wallet, not across wallets.
-    expect((await create(bobs.id, { reference: 'customer-1' }, bob.token)).status).toBe(201);
+    expect((await create(bobs.id, { reference: 'customer-1' }, bob.token)).status).toBe(200);
   });
 
   it('payments become receipts with deposit_address_id and reference, are swept by a batch, and a later one too', async () => {

@@ -116,6 +116,7 @@ export const PARAMS: Readonly<Record<string, ParamModel>> = {
   id: { notFound: 'Event not found', owned: true },
   key: { notFound: 'Key not found', owned: true },
   payout: { notFound: 'Payout not found', owned: true },
+  deposit_address: { notFound: 'Deposit address not found', owned: true },
   /** `.../allowlist/{entry}/remove` */
   entry: { notFound: 'Allowlist entry not found', owned: true },
   /** `.../webhook/event/{event}`: a catalogue name, not an object of anyone's. */

@@ -86,6 +86,7 @@ interface UserObjects {
   keyId: number;
   payoutId: number;
   entryId: number;
+  depositAddressId: number;
 }
 
 interface Case {
@@ -265,6 +266,9 @@ describe('the auth and scope layer, for every route and every credential', () =>
     const transactionId = await transactionRow(walletId, tokenId);
     const payoutId = await rejectedPayout(walletId, tokenId);
     const entryId = await newEntry({ user, walletId });
+    const depositAddressId = (
+      await api('POST', `/api/wallet/${walletId}/deposit-address/create`, user.token, { reference: `customer-${user.id}` })
+    ).body.data.id as number;
     return {
       user,
       walletId,
@@ -278,6 +282,7 @@ describe('the auth and scope layer, for every route and every credential', () =>
       keyId,
       payoutId,
       entryId,
+      depositAddressId,
     };
   }
 
@@ -346,6 +351,7 @@ describe('the auth and scope layer, for every route and every credential', () =>
       key: o.keyId,
       payout: o.payoutId,
       entry: o.entryId,
+      deposit_address: o.depositAddressId,
     };
     return String(ids[param]);
   }

@@ -1,17 +1,15 @@
 /**
- * POST /wallet/{wallet}/deposit-address/create   create (Idempotency-Key aware), 201
+ * POST /wallet/{wallet}/deposit-address/create   create (Idempotency-Key aware)
  * GET  /wallet/{wallet}/deposit-address          list, newest first, paginated in headers
- * GET  /wallet/{wallet}/deposit-address/{id}     one, with what it received
+ * GET  /wallet/{wallet}/deposit-address/{deposit_address}   one, with what it received
  */
 import { Type, type Static } from '@sinclair/typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Envelope, ok, responses } from '../../http/envelope.js';
+import { ok, responses } from '../../http/envelope.js';
+import { commitResponse } from '../../http/idempotency.js';
 import { requireWallet } from '../../http/auth.js';
 import { pageOf, PageQuerySchema, setPaginationHeaders } from '../../http/pagination.js';
 import type { App } from '../../http/types.js';
-import type { InTransaction } from '../../db/index.js';
 import { WalletParams } from '../wallets/wallets.schemas.js';
-import type { DepositAddressRow } from './deposit-addresses.repository.js';
 import {
   CreateDepositAddressBody,
   DepositAddressDetailRef,
@@ -22,20 +20,6 @@ import {
 import { depositAddressNotFound, type DepositAddressService } from './deposit-addresses.service.js';
 import { depositAddressDetailView, depositAddressView } from './deposit-addresses.views.js';
 
-const CREATED = 201;
-
-/** The create's responses: 201 with the address (not the 200 of `responses`), and the error envelopes. */
-function createdResponses() {
-  const { 200: _ok, ...errors } = responses(DepositAddressRef);
-  return { [CREATED]: Envelope(DepositAddressRef), ...errors };
-}
-
-/** The response stored with the effect for an Idempotency-Key (replayed as sent: 201). */
-function commitCreated(req: FastifyRequest): InTransaction<DepositAddressRow> | undefined {
-  const claim = req.idempotency;
-  return claim ? (trx, row) => claim.commit(trx, CREATED, ok(depositAddressView(row), 'Deposit address created')) : undefined;
-}
-
 export async function depositAddressRoutes(app: App, service: DepositAddressService): Promise<void> {
   app.post(
     '/wallet/:wallet/deposit-address/create',
@@ -45,23 +29,24 @@ export async function depositAddressRoutes(app: App, service: DepositAddressServ
         tags: ['deposit-addresses'],
         summary: 'Create a permanent deposit address',
         description:
-          'An address of the wallet, kept for good under your `reference` (unique per wallet: 422 on a repeat): every confirmed transfer to it, of the native coin or any active token of the wallet, becomes a `receipt` transaction of the wallet carrying `deposit_address_id` and `reference` (with its `transaction.*` events), and its money is swept to the main address. Keyless where the network has a Sweeper, else keyed. Answers 201.',
+          'An address of the wallet, kept for good under your `reference` (unique per wallet: 422 on a repeat): every confirmed transfer to it, of the native coin or any active token of the wallet, becomes a `receipt` transaction of the wallet carrying `deposit_address_id` and `reference` (with its `transaction.*` events), and its money is swept to the main address. Keyless where the network has a Sweeper, else keyed.',
         params: WalletParams,
         body: CreateDepositAddressBody,
-        response: createdResponses(),
+        response: responses(DepositAddressRef),
       },
     },
-    async (req, reply: FastifyReply) => {
+    async (req) => {
       const wallet = requireWallet(req);
       const input = parseDepositAddressInput(req.body as Static<typeof CreateDepositAddressBody>);
-      const row = await service.create(wallet, input, { inTransaction: commitCreated(req) });
-      reply.code(CREATED);
+      const row = await service.create(wallet, input, {
+        inTransaction: commitResponse(req, 'Deposit address created', depositAddressView),
+      });
       return ok(depositAddressView(row), 'Deposit address created');
     },
   );
 
   app.get(
-    '/wallet/:wallet/deposit-address/:id',
+    '/wallet/:wallet/deposit-address/:deposit_address',
     {
       schema: {
         tags: ['deposit-addresses'],
@@ -73,7 +58,7 @@ export async function depositAddressRoutes(app: App, service: DepositAddressServ
       },
     },
     async (req) => {
-      const found = await service.find(requireWallet(req).id, (req.params as { id: string }).id);
+      const found = await service.find(requireWallet(req).id, (req.params as { deposit_address: string }).deposit_address);
       if (!found) throw depositAddressNotFound();
       return ok(depositAddressDetailView(found.row, found.received), 'Deposit address retrieved');
     },

@@ -36,7 +36,7 @@ export const DepositAddressDetailSchema = Type.Object({
 });
 export const DepositAddressDetailRef = component('DepositAddressDetail', DepositAddressDetailSchema);
 
-export const DepositAddressParams = Type.Object({ wallet: Type.String(), id: Type.String() });
+export const DepositAddressParams = Type.Object({ wallet: Type.String(), deposit_address: Type.String() });
 
 export const CreateDepositAddressBody = Type.Object({
   reference: Type.Unknown({ description: 'A string of 1 to 128 characters, unique among the wallet’s deposit addresses' }),
