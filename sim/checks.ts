@@ -23,7 +23,7 @@ export interface Violation {
 
 /** What the service shows, read once after quiescence. */
 export interface Observed {
-  wallets: Array<{ w: SimWallet; shown: any; txs: any[]; charges: any[]; payouts: any[] }>;
+  wallets: Array<{ w: SimWallet; shown: any; txs: any[]; charges: any[]; payouts: any[]; deposits: any[] }>;
   events: any[];
 }
 
@@ -99,6 +99,12 @@ export function readTokenCall(input: string): { fn: string; to: string; amount: 
 }
 /** The Sweeper's address (the same on every network: deployed through the deterministic-deployment proxy). */
 const SWEEPER = lc(sweeperAddress());
+
+/** Calldata of `approve(Sweeper, 2^256 - 1)`: the approval batched payouts need, once per wallet and token. */
+function isSweeperApproval(data: string | null): boolean {
+  const call = data ? readTokenCall(data) : null;
+  return call !== null && call.fn === 'approve' && call.to === SWEEPER && call.amount === 2n ** 256n - 1n;
+}
 
 /** A Sweeper `pay` call's items of `token`, each as a transfer to its recipient; null when the input is not a `pay` call. */
 export function readPayItems(input: string, token: string): Array<{ fn: string; to: string; amount: bigint }> | null {
@@ -204,6 +210,7 @@ export class Checker {
     this.checkIdempotency(o);
     await this.checkOutflows(o, service);
     this.checkKeyless(o, service);
+    this.checkDepositAddresses(o, service);
     for (const { w, txs } of o.wallets) await this.checkStates(w, txs);
     for (const { w, txs } of o.wallets) await this.checkListed(w, txs);
     for (const { w, txs } of o.wallets) this.checkReceipts(w, txs);
@@ -455,8 +462,10 @@ export class Checker {
       for (const t of txs) {
         if (t.type === 'receipt' || ids.has(t.id)) continue;
         if (t.refund_id !== null && refunds.has(t.refund_id)) continue; // answers a refund request (or its claim)
-        if (t.payout_id !== null && payouts.has(t.payout_id)) continue; // an item of a payout the workload created
+        if (t.payout_id !== null && payouts.has(t.payout_id)) continue; // an item (or a batch) of a payout the workload created
         const to = this.txs.get(lc(t.tx_hash))?.to ?? '';
+        // The wallet's one approval of the Sweeper for the token, sent before its first batched payout.
+        if (t.type === 'contract' && lc(to) === lc(this.chain.token) && isSweeperApproval(t.data)) continue;
         // The gap filler's 1 wei to the wallet itself (a freed nonce below a waiting transfer): no request asks for it.
         if (t.type === 'transfer' && lc(to) === lc(w.address) && t.amount === GAP_FILL_AMOUNT) continue;
         const topUp =
@@ -502,6 +511,53 @@ export class Checker {
             `its confirmed sweeps say ${fmt18(swept)} ${TOKEN_SYMBOL} left it; the chain moved ${fmt18(moved)} off it`,
           );
       }
+  }
+
+  /**
+   * Permanent deposit addresses: every address the workload was answered with is listed, and no
+   * other; for each, of each token, what the chain brought it equals its confirmed receipts (one
+   * a transfer, each carrying its id and reference, none left pending) and the `received` its
+   * show answers; the chain moved off it all it brought (swept: nothing left after quiescence);
+   * nothing was ever sent to it from a service address (keyless: no gas, no top-up).
+   */
+  private checkDepositAddresses(o: Observed, service: Map<string, { walletId: number; charge: any }>): void {
+    const answered = new Map(this.work.depositAddresses.map((d) => [d.id, d]));
+    for (const { w, txs, deposits } of o.wallets)
+      for (const d of deposits) {
+        const obj = `wallet ${w.id} deposit address ${d.id} (${d.reference}, ${d.address})`;
+        const work = answered.get(d.id);
+        answered.delete(d.id);
+        if (!work || work.walletId !== w.id || work.address !== lc(d.address) || work.reference !== d.reference)
+          this.violate('deposit addresses', obj, 'listed, but no create was answered with it');
+        const address = lc(d.address);
+        const receipts = txs.filter((t) => t.deposit_address_id === d.id);
+        for (const t of receipts) {
+          if (t.type !== 'receipt' || t.reference !== d.reference || lc(t.to) !== address)
+            this.violate('deposit addresses', obj, `transaction ${t.id} (${t.type}, ${t.reference}, to ${t.to}) carries its id`);
+          if (t.status !== 'confirmed') this.violate('states are the chain', `${obj} receipt ${t.id}`, `${t.status} after quiescence`);
+        }
+        for (const token of ['ETH', TOKEN_SYMBOL]) {
+          const brought = this.inflows.filter((f) => f.to === address && f.token === token);
+          const inChain = brought.reduce((a, f) => a + f.amount18, 0n);
+          const mine = receipts.filter((t) => t.symbol === token && t.status === 'confirmed');
+          const recorded = mine.reduce((a, t) => a + units18(t.amount), 0n);
+          const shown = units18((d.received ?? []).find((r: any) => r.token === token)?.amount ?? '0');
+          if (recorded !== inChain || shown !== inChain || mine.length !== brought.length)
+            this.violate(
+              'deposit addresses',
+              obj,
+              `${token}: the chain brought ${fmt18(inChain)} in ${brought.length} transfers; ${mine.length} confirmed receipts say ${fmt18(recorded)}, received ${fmt18(shown)}`,
+            );
+          const left = this.inflows.filter((f) => f.from === address && f.token === token).reduce((a, f) => a + f.amount18, 0n);
+          if (token === TOKEN_SYMBOL && left !== inChain)
+            this.violate('deposit addresses', obj, `${token}: ${fmt18(inChain)} came in, ${fmt18(left)} was swept off it`);
+        }
+        for (const [hash, t] of this.txs)
+          if (t.to === address && service.has(t.from))
+            this.violate('keyless untouched', obj, `transaction ${hash} sent to it from service address ${t.from}`);
+      }
+    for (const d of answered.values())
+      this.violate('deposit addresses', `wallet ${d.walletId} deposit address ${d.id}`, 'answered to a create, but not listed');
   }
 
   /** Every transaction from a service address is one the service reports (transfer, top-up, sweep). */
@@ -614,6 +670,16 @@ export class Checker {
             `failed (${t.failure_reason}) unsigned, but it has hash ${hashes[0]} / nonce ${t.nonce}`,
           );
         return;
+      case 'refused':
+        // A batched payout item its token refused: the batch mined and succeeded (the item moved
+        // nothing: checked with its payout).
+        if (t.batch_index === null || !r || r.status !== '0x1')
+          this.violate(
+            'states are the chain',
+            obj,
+            `failed (refused), but it is ${t.batch_index === null ? 'no batch item' : `in ${t.tx_hash}, ${r ? `status ${r.status}` : 'not mined'}`}`,
+          );
+        return;
       case 'dropped':
       case 'rejected':
         if (mined.length > 0)
@@ -633,7 +699,8 @@ export class Checker {
   /** Every transfer into the main address is one confirmed receipt, and every receipt is one transfer. */
   private checkReceipts(w: SimWallet, txs: any[]): void {
     const chain = this.inflows.filter((f) => f.to === lc(w.address));
-    const receipts = txs.filter((t) => t.type === 'receipt' && t.status === 'confirmed');
+    // (A receipt to a permanent deposit address is checked with its address: "deposit addresses".)
+    const receipts = txs.filter((t) => t.type === 'receipt' && t.status === 'confirmed' && t.deposit_address_id == null);
     const key = (hash: string, token: string, amount18: bigint) => `${lc(hash)}|${token}|${amount18}`;
     const left = new Map<string, number>();
     for (const f of chain) left.set(key(f.hash, f.token, f.amount18), (left.get(key(f.hash, f.token, f.amount18)) ?? 0) + 1);

@@ -332,8 +332,11 @@ async function observe(api: Api, wallets: SimWallet[]): Promise<Observed> {
     const charges = [];
     for (const c of list) charges.push((await api.call('GET', `/api/wallet/${w.id}/charge/show/${c.id}`)).data);
     const payouts = await api.all(`/api/wallet/${w.id}/payout`);
+    const deposits = [];
+    for (const d of await api.all<{ id: number }>(`/api/wallet/${w.id}/deposit-address`))
+      deposits.push((await api.call('GET', `/api/wallet/${w.id}/deposit-address/${d.id}`)).data);
     const shown = (await api.call('GET', `/api/wallet/${w.id}`)).data;
-    out.wallets.push({ w, shown, txs, charges, payouts });
+    out.wallets.push({ w, shown, txs, charges, payouts, deposits });
   }
   for (let after = 0; ;) {
     const r = await api.call<any[]>('GET', `/api/events?after=${after}&limit=1000`);
@@ -439,6 +442,8 @@ async function serviceBlocks(chain: SimChain, o: Observed, from: number, to: num
 
 async function unswept(chain: SimChain, o: Observed): Promise<number> {
   let n = 0;
+  for (const { deposits } of o.wallets)
+    for (const d of deposits) if ((await chain.tokenBalance(d.address)) > 0n || (await chain.nativeBalance(d.address)) > 0n) n++;
   for (const { charges } of o.wallets) {
     for (const c of charges)
       if (

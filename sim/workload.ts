@@ -52,6 +52,14 @@ export interface SimRefund {
   claim?: 'claimed' | 'unclaimed';
 }
 
+/** A permanent deposit address the service answered a create with (docs/deposit-addresses.md). */
+export interface SimDepositAddress {
+  walletId: number;
+  id: number;
+  address: string;
+  reference: string;
+}
+
 /** A payout the service answered a create with, and the workload's decision when it was held. */
 export interface SimPayout {
   walletId: number;
@@ -141,6 +149,8 @@ export class Workload {
   readonly held: Held[] = [];
   /** Payouts the service answered a create with (a retried key answers the same one). */
   readonly payouts: SimPayout[] = [];
+  /** Permanent deposit addresses the service answered a create with. */
+  readonly depositAddresses: SimDepositAddress[] = [];
   /** Refunds the service answered a refund request with (by the request's key: a retry answers the same one). */
   readonly refunds: SimRefund[] = [];
   /** The token-call lane's calls to the policed wallets, with their answers. */
@@ -198,6 +208,7 @@ export class Workload {
       fund: 1,
       charge: 5,
       payout: 1,
+      'deposit-address': 2,
       rename: 1,
       'token-call': 4,
     });
@@ -234,6 +245,8 @@ export class Workload {
         return this.charge(w);
       case 'payout':
         return this.payout(w);
+      case 'deposit-address':
+        return this.depositAddress(w);
       case 'rename':
         return this.rename(w);
       case 'token-call':
@@ -417,6 +430,33 @@ export class Workload {
     // A retry whose first answer a kill cut finds it decided (by that request, or by the expiry).
     if (r.status === 400 && r.message === 'Payout is not awaiting approval') return this.count(`payout ${choice} (already decided)`);
     this.unexpected.push(`${choice} of payout ${payout.id}: ${r.status} ${r.message}`);
+  }
+
+  /**
+   * A permanent deposit address (docs/deposit-addresses.md): a wallet gets one for a new customer
+   * reference now and then (each answered address kept), else one of its addresses is paid from
+   * outside, in the native coin or the token. Every arrival must become one receipt of the wallet
+   * and be swept (checks.ts, "deposit addresses").
+   */
+  private async depositAddress(w: SimWallet): Promise<void> {
+    const mine = this.depositAddresses.filter((d) => d.walletId === w.id);
+    if (mine.length < 2 || this.prng.chance(0.15)) {
+      const reference = `customer-${this.seed}-${++this.n}`;
+      const r = await this.api.call<{ id: number; address: string }>(
+        'POST',
+        `/api/wallet/${w.id}/deposit-address/create`,
+        { reference },
+        { key: this.key() },
+      );
+      if (r.status !== 200) return void this.unexpected.push(`deposit address create: ${r.status} ${r.message}`);
+      this.depositAddresses.push({ walletId: w.id, id: r.data.id, address: r.data.address.toLowerCase(), reference });
+      return this.count('deposit address created');
+    }
+    const d = this.prng.pick(mine);
+    const o = this.outsider();
+    if (this.prng.chance(0.5)) await this.chain.payNative(o, d.address as Address, this.prng.bigint(ETH / 1000n, ETH / 50n));
+    else await this.chain.payToken(o, d.address as Address, this.prng.bigint(UNIT, 50n * UNIT));
+    this.count('deposit address paid');
   }
 
   /** Sends funds to a wallet from outside (real transfers; never anvil_setBalance). */

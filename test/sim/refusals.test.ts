@@ -24,7 +24,7 @@ const row = (id: number, nonce: number | null, status: string, extra: Record<str
   replaced_hashes: [],
   ...extra,
 });
-const observed = (txs: any[]): Observed => ({ wallets: [{ w, shown: {}, txs, charges: [], payouts: [] }], events: [] });
+const observed = (txs: any[]): Observed => ({ wallets: [{ w, shown: {}, txs, charges: [], payouts: [], deposits: [] }], events: [] });
 const chain = (txs: Array<[string, Partial<ChainTx>]>, status = '0x1'): ChainView => ({
   txs: new Map(txs.map(([hash, t]) => [hash, { from: MAIN, to: PAYEE, value: 1n, block: 10, input: '0x', nonce: 0, ...t }])),
   tokenMoves: [],
