@@ -29,7 +29,8 @@ export interface Observed {
 
 /**
  * The hashes of a wallet's batch sweeps: the transactions its keyless deposit addresses' sweeps
- * name (a Sweeper call of the main address, the service's own movement like a gas top-up).
+ * name (a Sweeper call of the main address, the service's own movement like a gas top-up). Pass
+ * its charges and its permanent deposit addresses.
  */
 export function batchSweepHashes(charges: any[]): Set<string> {
   const out = new Set<string>();
@@ -236,7 +237,7 @@ export class Checker {
     if (!entry) return;
     // Gas top-ups to the wallet's deposit addresses and batch sweeps of its keyless ones are the service's own movements (never refused).
     const deposits = new Set(entry.charges.map((c: any) => lc(c.address)));
-    const batches = batchSweepHashes(entry.charges);
+    const batches = batchSweepHashes([...entry.charges, ...entry.deposits]);
     const topUp = (t: any) => t.tx_hash !== null && (deposits.has(this.txs.get(lc(t.tx_hash))?.to ?? '') || batches.has(lc(t.tx_hash)));
     const outgoing = entry.txs.filter((t: any) => (t.type === 'transfer' || t.type === 'contract') && !topUp(t));
     for (const [token, limit] of Object.entries(policy.per_transaction)) {
@@ -332,7 +333,7 @@ export class Checker {
       for (const t of entry.txs)
         if (t.type !== 'receipt') for (const h of [t.tx_hash, ...(t.replaced_hashes ?? [])]) if (h) rowOf.set(lc(h), t);
       const allow = new Set(pw.allowlist.map(lc));
-      const batches = batchSweepHashes(entry.charges);
+      const batches = batchSweepHashes([...entry.charges, ...entry.deposits]);
       const perTx = tokenUnits(pw.policy.per_transaction[TOKEN_SYMBOL]);
       const above = tokenUnits(pw.policy.approval_above[TOKEN_SYMBOL]);
       const daily = tokenUnits(pw.policy.daily[TOKEN_SYMBOL]);
@@ -447,7 +448,7 @@ export class Checker {
       ids.set(a.id, a.key);
     }
     const chargeIds = new Set(this.work.charges.map((c) => c.id));
-    for (const { w, txs, charges } of o.wallets) {
+    for (const { w, txs, charges, deposits: permanent } of o.wallets) {
       for (const c of charges)
         if (!chargeIds.has(c.id))
           this.violate(
@@ -456,7 +457,7 @@ export class Checker {
             'a charge that no accepted create was answered with (a create done twice?)',
           );
       const deposits = new Set(charges.map((c) => lc(c.address)));
-      const batches = batchSweepHashes(charges);
+      const batches = batchSweepHashes([...charges, ...permanent]);
       const refunds = new Set(this.work.refunds.map((r) => r.id));
       const payouts = new Set(this.work.payouts.map((p) => p.id));
       for (const t of txs) {
@@ -532,8 +533,8 @@ export class Checker {
         const address = lc(d.address);
         const receipts = txs.filter((t) => t.deposit_address_id === d.id);
         for (const t of receipts) {
-          if (t.type !== 'receipt' || t.reference !== d.reference || lc(t.to) !== address)
-            this.violate('deposit addresses', obj, `transaction ${t.id} (${t.type}, ${t.reference}, to ${t.to}) carries its id`);
+          if (t.type !== 'receipt' || t.reference !== d.reference)
+            this.violate('deposit addresses', obj, `transaction ${t.id} (${t.type}, ${t.reference}) carries its id`);
           if (t.status !== 'confirmed') this.violate('states are the chain', `${obj} receipt ${t.id}`, `${t.status} after quiescence`);
         }
         for (const token of ['ETH', TOKEN_SYMBOL]) {
@@ -551,6 +552,15 @@ export class Checker {
           const left = this.inflows.filter((f) => f.from === address && f.token === token).reduce((a, f) => a + f.amount18, 0n);
           if (token === TOKEN_SYMBOL && left !== inChain)
             this.violate('deposit addresses', obj, `${token}: ${fmt18(inChain)} came in, ${fmt18(left)} was swept off it`);
+          const swept = (d.sweeps ?? [])
+            .filter((x: any) => x.status === 'confirmed' && x.token === token)
+            .reduce((a: bigint, x: any) => a + units18(x.amount), 0n);
+          if (token === TOKEN_SYMBOL && swept !== left)
+            this.violate(
+              'keyless swept as the chain moved',
+              obj,
+              `its confirmed sweeps say ${fmt18(swept)} ${token} left it; the chain moved ${fmt18(left)}`,
+            );
         }
         for (const [hash, t] of this.txs)
           if (t.to === address && service.has(t.from))

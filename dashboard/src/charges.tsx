@@ -100,7 +100,20 @@ function ChargeDetail({ wallet, charge, explorer }: { wallet: string; charge: st
           <StatusBadge status={c.status} /> <Amount value={c.paid_amount} symbol={c.token} /> paid of{' '}
           <Amount value={c.amount} symbol={c.token} />
         </p>
-        <p class="mono address">{c.address}</p>
+        <p>
+          <span class="mono address">{c.address}</span>{' '}
+          <span
+            class="badge"
+            data-deposit-kind={c.deposit_kind}
+            title={
+              c.deposit_kind === 'keyless'
+                ? 'No key exists for this address: its funds can only go to the main address, swept in batches'
+                : 'An address with its own key: swept by its own transactions'
+            }
+          >
+            {c.deposit_kind === 'keyless' ? 'keyless address' : 'keyed address'}
+          </span>
+        </p>
       </section>
       <section aria-labelledby="payments-title">
         <h2 id="payments-title">Payments</h2>
@@ -128,6 +141,22 @@ function ChargeDetail({ wallet, charge, explorer }: { wallet: string; charge: st
                     </span>
                   </>
                 ) : null}
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+      <section aria-labelledby="sweeps-title">
+        <h2 id="sweeps-title">Sweeps to the main address</h2>
+        {c.sweeps.length === 0 ? (
+          <Empty text="Nothing swept yet." />
+        ) : (
+          <ul class="plain">
+            {c.sweeps.map((s, i) => (
+              <li key={`${s.tx_hash ?? 'unsent'}-${s.token}-${i}`} data-sweep={s.tx_hash ?? ''}>
+                <StatusBadge status={s.status} /> <Amount value={s.amount} symbol={s.token} />{' '}
+                {s.tx_hash ? <Hash hash={s.tx_hash} explorer={explorer} /> : null}
+                {s.reason ? <span class="muted"> · {s.reason}</span> : null}
               </li>
             ))}
           </ul>

@@ -1468,6 +1468,16 @@ export interface components {
                 /** @description The sum of its confirmed receipts to the address, 18 places */
                 amount: string;
             }[];
+            /** @description Transfers of what the address received to the wallet’s main address, oldest first, one entry per token moved, as a charge’s `sweeps`: a keyless address’s entries name the batch transaction that swept it (`tx_hash`, shared with the other addresses of the batch) */
+            sweeps: {
+                tx_hash: string | null;
+                token: string;
+                amount: string;
+                /** @description `pending`, `confirmed` or `failed` (a failed sweep is sent again as a new one; a confirmed one whose block a reorg removed goes back to `pending`) */
+                status: string;
+                reason: string | null;
+                created_at: string;
+            }[];
         };
         Event: {
             id: number;
@@ -4963,6 +4973,16 @@ export interface operations {
                      *           {
                      *             "token": "ETH",
                      *             "amount": "1.500000000000000000"
+                     *           }
+                     *         ],
+                     *         "sweeps": [
+                     *           {
+                     *             "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                     *             "token": "ETH",
+                     *             "amount": "1.500000000000000000",
+                     *             "status": "pending",
+                     *             "reason": "reason",
+                     *             "created_at": "2026-01-15 12:00:00"
                      *           }
                      *         ]
                      *       }

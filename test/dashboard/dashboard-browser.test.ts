@@ -200,7 +200,7 @@ describe('the dashboard in Chromium', () => {
     return opened;
   }
 
-  it('refunds a paid charge from its page: its payment shown, the refund sent (checked through the API)', async () => {
+  it('refunds a paid charge from its page: its payment, address kind and sweep shown, the refund sent (checked through the API)', async () => {
     const charge = (
       await t.request('POST', `/api/wallet/${wallet.id}/charge/create`, {
         token: user.token,
@@ -211,14 +211,19 @@ describe('the dashboard in Chromium', () => {
     const paid = await waitFor(
       async () => {
         const c = (await t.request('GET', `/api/wallet/${wallet.id}/charge/show/${charge.id}`, { token: user.token })).body.data;
-        return c.status === 'paid' ? c : null;
+        return c.status === 'paid' && c.sweeps.length > 0 && c.sweeps.every((x: any) => x.status === 'confirmed') ? c : null;
       },
-      { message: 'charge paid' },
+      { message: 'charge paid and swept', timeoutMs: 30_000 },
     );
     const { context, page } = await signedIn(DESKTOP);
     await page.evaluate((hash) => (window.location.hash = hash), `#/wallet/${wallet.id}/charge/${charge.id}`);
     await page.getByRole('heading', { name: `Charge ${charge.id}` }).waitFor();
     await page.locator(`li[data-payment="${paid.payments[0].tx_hash}"]`).waitFor();
+    // Its address's kind (a native charge keeps a keyed address) and its sweep to the main address.
+    expect(await page.locator(`[data-deposit-kind="${paid.deposit_kind}"]`).textContent()).toBe('keyed address');
+    const sweep = page.locator(`li[data-sweep="${paid.sweeps[0].tx_hash}"]`);
+    expect(await sweep.locator('.amount').getAttribute('title')).toBe(paid.sweeps[0].amount);
+    expect(await sweep.locator('.badge').textContent()).toBe('confirmed');
     await accessible(page, 'charge');
     await page.getByLabel(/Refund amount/).fill('0.05');
     await page.getByLabel(/Refund address/).fill(RECIPIENT);

@@ -120,7 +120,7 @@ describe('permanent deposit addresses', () => {
     // Shown with nothing received yet; no charge behind it is listed as one.
     const shown = await show(wallet.id, a.id);
     expect(shown.status).toBe(200);
-    expect(shown.body.data).toEqual({ ...a, received: [] });
+    expect(shown.body.data).toEqual({ ...a, received: [], sweeps: [] });
     const charges = await t.request('GET', `/api/wallet/${wallet.id}/charge`, { token: alice.token });
     expect([charges.body.data, charges.headers.get('x-pagination-total')]).toEqual([[], '0']);
 
@@ -233,6 +233,12 @@ describe('permanent deposit addresses', () => {
     ]);
     const sent = await chain.rpc<{ from: string; to: string }>('eth_getTransactionByHash', [batch]);
     expect([getAddress(sent.from), getAddress(sent.to)]).toEqual([wallet.address, sweeperAddress()]);
+    // The show lists them, as a charge lists its sweeps.
+    const shownSweeps = (await show(wallet.id, a.id)).body.data.sweeps;
+    expect(shownSweeps.map((x: any) => [x.token, x.amount, x.status, x.reason, x.tx_hash])).toEqual([
+      ['ETH', '0.250000000000000000', 'confirmed', null, batch],
+      ['DUSD', '12.500000000000000000', 'confirmed', null, batch],
+    ]);
     expect([await erc20BalanceOf(chain.rpcUrl, usd, a.address), await balanceOf(chain, a.address)]).toEqual([0n, 0n]);
     expect(await erc20BalanceOf(chain.rpcUrl, usd, wallet.address)).toBe(12_500_000n);
     await reconciled(wallet.id);

@@ -78,7 +78,7 @@ describe('docs/integrating.md', () => {
     const deposit = await example('create-deposit-address');
     expect(deposit).toMatchObject({ reference: 'customer-1042', label: 'Ada Lovelace', deposit_kind: 'keyed' });
     env.DEPOSIT = String(deposit.id);
-    expect(await example('show-deposit-address')).toEqual({ ...deposit, received: [] });
+    expect(await example('show-deposit-address')).toEqual({ ...deposit, received: [], sweeps: [] });
     const events = await example('events');
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ event: 'charge.created', data: { uuid: charge.uuid, amount: '0.250000000000000000' } });

@@ -40,7 +40,7 @@ const PaymentSchema = Type.Object({
   }),
 });
 
-const SweepSchema = Type.Object({
+export const SweepSchema = Type.Object({
   tx_hash: Nullable(Type.String()),
   token: Type.String(),
   amount: Type.String(),

@@ -60,7 +60,7 @@ export async function depositAddressRoutes(app: App, service: DepositAddressServ
     async (req) => {
       const found = await service.find(requireWallet(req).id, (req.params as { deposit_address: string }).deposit_address);
       if (!found) throw depositAddressNotFound();
-      return ok(depositAddressDetailView(found.row, found.received), 'Deposit address retrieved');
+      return ok(depositAddressDetailView(found.row, found.received, found.sweeps), 'Deposit address retrieved');
     },
   );
 

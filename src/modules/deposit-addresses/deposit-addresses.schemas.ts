@@ -1,4 +1,5 @@
 /** Deposit address shapes on the wire, and the create body parsed into a typed input. */
+import { SweepSchema } from '../charges/charges.schemas.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { component } from '../../http/components.js';
 import { validationError, type FieldErrors } from '../../errors.js';
@@ -32,6 +33,10 @@ export const DepositAddressDetailSchema = Type.Object({
   received: Type.Array(ReceivedSchema, {
     description:
       'What the address received, per token: the sum of its confirmed `receipt` transactions (each carries `deposit_address_id` and `reference`), whatever has been swept since; tokens it never received are absent',
+  }),
+  sweeps: Type.Array(SweepSchema, {
+    description:
+      'Transfers of what the address received to the wallet’s main address, oldest first, one entry per token moved, as a charge’s `sweeps`: a keyless address’s entries name the batch transaction that swept it (`tx_hash`, shared with the other addresses of the batch)',
   }),
 });
 export const DepositAddressDetailRef = component('DepositAddressDetail', DepositAddressDetailSchema);

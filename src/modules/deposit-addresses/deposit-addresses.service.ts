@@ -19,6 +19,7 @@ import { listTokens } from '../tokens/tokens.repository.js';
 import { lockWallet, type WalletView } from '../wallets/wallets.repository.js';
 import type { WalletService } from '../wallets/wallets.service.js';
 import { insertDepositSubWallet } from '../charges/charges.service.js';
+import { listSweeps, type SweepRow } from '../charges/charges.sweeps.repository.js';
 import { DEPOSIT_STATUS, insertCharge } from '../charges/charges.repository.js';
 import * as repo from './deposit-addresses.repository.js';
 import type { DepositAddressRow, ReceivedTotal } from './deposit-addresses.repository.js';
@@ -83,10 +84,17 @@ export class DepositAddressService {
   }
 
   /** `ref` is the integer id; undefined when it is not one of this wallet's. */
-  async find(walletId: number, ref: string): Promise<{ row: DepositAddressRow; received: ReceivedTotal[] } | undefined> {
+  async find(
+    walletId: number,
+    ref: string,
+  ): Promise<{ row: DepositAddressRow; received: ReceivedTotal[]; sweeps: SweepRow[] } | undefined> {
     if (!/^[1-9][0-9]{0,14}$/.test(ref)) return undefined;
-    const row = await repo.findDepositAddress(this.ctx.store.db, walletId, Number(ref));
-    return row ? { row, received: await repo.receivedTotals(this.ctx.store.db, row.id) } : undefined;
+    const db = this.ctx.store.db;
+    const row = await repo.findDepositAddress(db, walletId, Number(ref));
+    if (!row) return undefined;
+    // Its sweeps are those of the charge row that watches it (status `deposit`).
+    const [received, sweeps] = await Promise.all([repo.receivedTotals(db, row.id), listSweeps(db, [row.charge_id])]);
+    return { row, received, sweeps };
   }
 
   async list(walletId: number, page: number, limit: number) {

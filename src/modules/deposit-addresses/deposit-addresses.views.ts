@@ -2,6 +2,8 @@
 import { formatUnits18 } from '../../lib/money.js';
 import { formatDateTime } from '../../lib/time.js';
 import type { DepositAddressRow, ReceivedTotal } from './deposit-addresses.repository.js';
+import type { SweepRow } from '../charges/charges.sweeps.repository.js';
+import { sweepView } from '../charges/charges.views.js';
 
 export function depositAddressView(d: DepositAddressRow) {
   return {
@@ -14,9 +16,10 @@ export function depositAddressView(d: DepositAddressRow) {
   };
 }
 
-export function depositAddressDetailView(d: DepositAddressRow, received: ReceivedTotal[]) {
+export function depositAddressDetailView(d: DepositAddressRow, received: ReceivedTotal[], sweeps: SweepRow[]) {
   return {
     ...depositAddressView(d),
     received: received.map((r) => ({ token: r.symbol, amount: formatUnits18(r.amount, r.decimals) })),
+    sweeps: sweeps.map(sweepView),
   };
 }
