@@ -157,6 +157,23 @@ export class SimChain {
     return c;
   }
 
+  /**
+   * The native coin a transaction moved by SELFDESTRUCT (a keyless deposit address emptied by a
+   * Sweeper call), read from anvil's call tracer: each frame's source, beneficiary and value.
+   */
+  async selfDestructs(hash: string): Promise<Array<{ from: string; to: string; value: bigint }>> {
+    type Frame = { type: string; from: string; to?: string; value?: Hex; calls?: Frame[] };
+    const root = await this.rpc<Frame>('debug_traceTransaction', [hash, { tracer: 'callTracer' }]);
+    const out: Array<{ from: string; to: string; value: bigint }> = [];
+    const walk = (f: Frame) => {
+      if (f.type === 'SELFDESTRUCT' && f.to && f.value && BigInt(f.value) > 0n)
+        out.push({ from: f.from.toLowerCase(), to: f.to.toLowerCase(), value: BigInt(f.value) });
+      for (const c of f.calls ?? []) walk(c);
+    };
+    walk(root);
+    return out;
+  }
+
   async rpc<T = unknown>(method: string, params: unknown[] = []): Promise<T> {
     const res = await fetch(this.rpcUrl, {
       method: 'POST',

@@ -185,6 +185,11 @@ export class Checker {
       if (t && (await this.receipt(hash))?.status === '0x1')
         this.inflows.push({ hash, from: t.from, to: p.to, token: 'ETH', amount18: p.amount, block: t.block });
     }
+    // What a Sweeper call moved off keyless deposit addresses by SELFDESTRUCT (their native coin).
+    for (const [hash, t] of this.txs)
+      if (t.to === SWEEPER && (await this.receipt(hash))?.status === '0x1')
+        for (const m of await this.chain.selfDestructs(hash))
+          this.inflows.push({ hash, from: m.from, to: m.to, token: 'ETH', amount18: m.value, block: t.block });
     this.inflows = await this.onlySucceeded(this.inflows);
   }
 
