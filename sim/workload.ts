@@ -440,7 +440,7 @@ export class Workload {
    */
   private async depositAddress(w: SimWallet): Promise<void> {
     const mine = this.depositAddresses.filter((d) => d.walletId === w.id);
-    if (mine.length < 2 || this.prng.chance(0.15)) {
+    if (mine.length === 0 || this.prng.chance(0.2)) {
       const reference = `customer-${this.seed}-${++this.n}`;
       const r = await this.api.call<{ id: number; address: string }>(
         'POST',
