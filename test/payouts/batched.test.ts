@@ -13,7 +13,9 @@
  *   after a batched payout of 6 under a daily limit of 20, a transfer of 10 passes, one of 5 more
  *   does not;
  * - a reorg that removes a batch's block: its items go back to pending (`transaction.reorged`)
- *   and are confirmed again with it, each paid once.
+ *   and are confirmed again with it, each paid once;
+ * - a batch whose first send was taken as refused (its items failed with it) that the chain then
+ *   mines: the items come back with it and are confirmed, each paid once.
  */
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -242,5 +244,66 @@ describe('batched payouts', () => {
     expect(ten.status, ten.text).toBe(200);
     const five = await send('5');
     expect([five.status, five.body.message]).toEqual([400, 'Policy: over the daily limit']);
+  });
+
+  it('items failed with a batch taken as refused come back when the chain mines it: confirmed, each paid once', async () => {
+    const { wallet, usd } = await tokenWallet('FBUSD');
+    // The approval first (and a batch of one), so the timed batch is the only one in flight.
+    const warm = await t.request('POST', `/api/wallet/${wallet.id}/payout/create`, {
+      token: user.token,
+      body: { token: 'FBUSD', items: [{ address: fresh(), amount: '1' }] },
+    });
+    await until(wallet.id, warm.body.data.id, 'completed');
+    const to = [fresh(), fresh()];
+    await chain.rpc('evm_setAutomine', [false]);
+    try {
+      const res = await t.request('POST', `/api/wallet/${wallet.id}/payout/create`, {
+        token: user.token,
+        body: { token: 'FBUSD', items: to.map((address, i) => ({ address, amount: String(i + 2) })) },
+      });
+      expect(res.status, res.text).toBe(200);
+      const sent = await waitFor(
+        async () => {
+          const p = await show(wallet.id, res.body.data.id);
+          return p.items.every((i: any) => i.tx_hash !== null) ? p : null;
+        },
+        { message: 'the batch sent' },
+      );
+      const hash = sent.items[0].tx_hash as string;
+      const batch = await t.store.db
+        .selectFrom('transactions')
+        .select('id')
+        .where('wallet_id', '=', wallet.id)
+        .where('type', '=', 'contract')
+        .where('tx_hash', '=', hash)
+        .executeTakeFirstOrThrow();
+      // The fault: its first send taken as refused everywhere (failed unmined), while the node has it.
+      await t.store.db
+        .updateTable('transactions')
+        .set({ status: 'failed', failure_reason: 'rejected', error: 'injected: first send refused', failed_at: Date.now() })
+        .where('id', '=', batch.id)
+        .execute();
+      const failed = await until(wallet.id, res.body.data.id, 'failed');
+      expect(failed.items.map((i: any) => [i.status, i.failure_reason])).toEqual([
+        ['failed', 'rejected'],
+        ['failed', 'rejected'],
+      ]);
+      // The chain mines it after all: the batch and its items come back, and are confirmed.
+      await chain.rpc('evm_setAutomine', [true]);
+      await chain.mine(1);
+      const done = await until(wallet.id, res.body.data.id, 'completed');
+      expect(done.items.map((i: any) => [i.status, i.tx_hash])).toEqual([
+        ['confirmed', hash],
+        ['confirmed', hash],
+      ]);
+      expect(await Promise.all(to.map((a) => erc20BalanceOf(chain.rpcUrl, usd, a)))).toEqual([2_000_000n, 3_000_000n]);
+      const events = await eventsOf(t, wallet.id);
+      for (const i of done.items) {
+        const own = events.filter((e) => e.payload.transaction_id === i.transaction_id).map((e) => e.name);
+        expect(own).toEqual(['transaction.created', 'transaction.failed', 'transaction.confirmed']);
+      }
+    } finally {
+      await chain.rpc('evm_setAutomine', [true]);
+    }
   });
 });

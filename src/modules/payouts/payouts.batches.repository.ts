@@ -70,7 +70,8 @@ export async function insertItemRow(
 
 /**
  * Batches whose items have to follow them: an item still pending while its batch is settled,
- * or under another hash than the batch's current one (bounded, oldest first).
+ * or under another hash than the batch's current one, or failed unmined while its batch is not
+ * failed (bounded, oldest first).
  */
 export async function listBatchesToFollow(db: Executor, limit: number): Promise<number[]> {
   const rows = await db
@@ -78,9 +79,18 @@ export async function listBatchesToFollow(db: Executor, limit: number): Promise<
     .innerJoin('transactions as b', 'b.id', 'i.batch_tx_id')
     .select('b.id')
     .distinct()
-    .where('i.status', '=', 'pending')
     .where('i.batch_tx_id', 'is not', null)
-    .where((eb) => eb.or([eb('b.status', 'in', ['confirmed', 'failed']), eb('b.tx_hash', '!=', eb.ref('i.tx_hash'))]))
+    .where((eb) =>
+      eb.or([
+        eb.and([
+          eb('i.status', '=', 'pending'),
+          eb.or([eb('b.status', 'in', ['confirmed', 'failed']), eb('b.tx_hash', '!=', eb.ref('i.tx_hash'))]),
+        ]),
+        // Failed unmined with their batch, which the chain has shown since (a refused first send
+        // that another endpoint had): they come back with it.
+        eb.and([eb('i.status', '=', 'failed'), eb('i.block_number', 'is', null), eb('b.status', '!=', 'failed')]),
+      ]),
+    )
     .orderBy('b.id', 'asc')
     .limit(limit)
     .execute();
@@ -98,6 +108,22 @@ export async function listItemsById(db: Executor, ids: number[]): Promise<TxReco
   if (ids.length === 0) return [];
   const rows = await records(db).where('tx.id', 'in', ids).orderBy('tx.batch_index').execute();
   return rows.map(toRecord);
+}
+
+/**
+ * The batch's items failed unmined with it (its first send refused, or its nonce taken) while
+ * the batch itself is not failed any more: a node that had it mined it after all. Pending again,
+ * to follow it; how many.
+ */
+export async function reviveItems(db: Executor, batchId: number, nowMs: number): Promise<number> {
+  const r = await db
+    .updateTable('transactions')
+    .set({ status: 'pending', failed_at: null, error: null, failure_reason: null, updated_at: nowMs })
+    .where('batch_tx_id', '=', batchId)
+    .where('status', '=', 'failed')
+    .where('block_number', 'is', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows);
 }
 
 /** The batch's pending items under its new hash (a speed-up of the batch); how many moved. */

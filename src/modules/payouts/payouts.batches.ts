@@ -16,7 +16,8 @@
  *   receipt's `PayoutFailed` names it, failed `refused` (the token refused it: paused,
  *   blacklisted), from the receipt of the block the batch was confirmed in; once it failed, they
  *   fail with its reason. A reorg un-settles the items with their batch (the follower's rollback
- *   takes every row above the common block), and they follow it again.
+ *   takes every row above the common block), and they follow it again; so do items failed
+ *   unmined with a batch the chain then shows mined (a refused first send another node had).
  * - The Sweeper needs the wallet's allowance: once per wallet and token, an
  *   `approve(Sweeper, 2^256 - 1)` contract transaction is sent, and the payout waits for it.
  */
@@ -172,8 +173,10 @@ export class PayoutBatches {
       const current = (await findRecord(trx, batchId))!;
       // The batch moved while its receipt was read: the next pass reads it again.
       if (current.status !== batch.status || current.tx_hash !== batch.tx_hash || current.block_hash !== batch.block_hash) return 0;
+      // Failed unmined with it, and it is not failed any more: back with it.
+      const revived = current.status === 'failed' ? 0 : await batchRepo.reviveItems(trx, batchId, now);
       // Pending with it: under its current hash (a speed-up changes it).
-      if (current.status === 'pending') return batchRepo.setItemsHash(trx, batchId, current.tx_hash!, now);
+      if (current.status === 'pending') return revived + (await batchRepo.setItemsHash(trx, batchId, current.tx_hash!, now));
       const pending = await batchRepo.listItems(trx, batchId, 'pending');
       // Settled with it: each confirmed, or failed with the batch's reason, or `refused`.
       const outcome = (item: TxRecord): { reason: string; failure: FailureReason } | null => {
@@ -198,7 +201,7 @@ export class PayoutBatches {
       for (const row of settled)
         if (row.status !== 'pending')
           await announce(trx, row, row.status === 'confirmed' ? 'transaction.confirmed' : 'transaction.failed', now);
-      return settled.length;
+      return revived + settled.length;
     });
   }
 }
