@@ -356,7 +356,22 @@ export class ChargeSweeper {
     const account = accountFromKey(
       this.ctx.secrets.decrypt(await repo.subWalletKey(db, t.charge.sub_wallet_id), repo.subWalletPlace(t.charge.sub_wallet_id)) as Hex,
     );
-    const nonce = t.replacing?.nonce ?? (await this.nextNonce(t, t.at ?? -1));
+    let nonce = t.replacing?.nonce;
+    if (nonce === undefined) {
+      const next = await this.nextNonces(t, t.at ?? -1);
+      // The address sent a transaction after the block its balances were read at (a sweep mined
+      // since, the head read from an endpoint behind): those balances still hold what it moved,
+      // and a sweep of them at the next nonce could never mine. Looked at again once the read
+      // block is past it.
+      if (t.at !== undefined && next.pending > next.mined) {
+        t.log.info(
+          { address: t.charge.address, block: t.at.toString(), mined_nonce: next.mined, pending_nonce: next.pending },
+          'the deposit address sent a transaction after the block its balances were read at; looked at again',
+        );
+        return;
+      }
+      nonce = Math.max(next.pending, next.mined);
+    }
     const base = { chainId: t.network.chain_id, nonce, gas: call.gas, to: call.to, value: call.value, data: call.data };
     const raw = await account.signTransaction(
       call.fees.type === 'eip1559' ? { ...base, ...call.fees } : { ...base, type: 'legacy', gasPrice: call.fees.gasPrice },
@@ -580,12 +595,18 @@ export class ChargeSweeper {
    * the chain already used there).
    */
   private async nextNonce(t: Target, height: number | bigint): Promise<number> {
+    const { pending, mined } = await this.nextNonces(t, height);
+    return Math.max(pending, mined);
+  }
+
+  /** The node's pending count of the deposit address, and its count at `height` (0 below block 0). */
+  private async nextNonces(t: Target, height: number | bigint): Promise<{ pending: number; mined: number }> {
     const address = t.charge.address as Address;
     const [pending, mined] = await Promise.all([
       t.client.getTransactionCount({ address, blockTag: 'pending' }),
       Number(height) < 0 ? 0 : t.client.getTransactionCount({ address, blockNumber: BigInt(height) }),
     ]);
-    return Math.max(pending, mined);
+    return { pending, mined };
   }
 
   private async finalHeight(network: NetworkRow, settled?: ReadonlyMap<number, number>): Promise<number> {
