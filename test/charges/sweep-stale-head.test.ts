@@ -3,10 +3,10 @@
  * answered by a view behind that sweep (at its own height, as a balancer's lagging backend
  * does): the balance still holds what the sweep moved, the address's count there is 0, while
  * its pending count is 1. A sweep of that balance signed at nonce 1 could never mine (the money
- * is gone) and would stay in flight for good (the fault simulation, seed 1 on PostgreSQL, 180 s,
- * found one "still pending after quiescence"). The look is put off instead: nothing is signed
- * while the address's pending count is above its count at the read block; once the reads are
- * honest, nothing is left and nothing more is sent.
+ * is gone) and would stay in flight for good (the fault simulation found one "still pending
+ * after quiescence"). The look is put off instead: nothing is signed while the address's
+ * pending count is above its count at the read block; once the reads are honest, nothing is
+ * left and nothing more is sent.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEther, type Address } from 'viem';
