@@ -291,7 +291,10 @@ export class FaultProxy {
       return { ...none, glitch: { at, forwardFirst: this.prng.chance(0.5), error: { ...this.prng.pick(GLITCHES) } } };
     }
     const read = calls.findIndex(atHeight);
-    if (k.glitch && read >= 0 && this.prng.chance(AHEAD_RATE)) return { ...none, ahead: read };
+    // Until this endpoint has answered one read ahead, every eligible read is tried, so a short
+    // run always exercises the fault whatever its timing.
+    const aheadRate = this.injected.ahead === 0 ? 1 : AHEAD_RATE;
+    if (k.glitch && read >= 0 && this.prng.chance(aheadRate)) return { ...none, ahead: read };
     if (!k.rpc || !this.prng.chance(this.opts.rate)) return none;
     if (calls.some(atHeight) && this.prng.chance(0.3)) return { ...none, whole: 'header-not-found' };
     return {
