@@ -487,6 +487,11 @@ describe('Sweeper contract', () => {
       const { salts } = await fundedDeposits(wallet.address, count, wei, tokens, units);
       return (await sweepAs(wallet, salts, tokens)).receipt.gasUsed;
     };
+    // The first batch of a new deployment: its slots were made nonzero when it was deployed, so
+    // the first wallet's payments pay no first write (22,100 gas a slot) the later ones do not.
+    sweeper = await deploy(sweeperAbi, sweeperBytecode);
+    depositLogic = await pub.readContract({ address: sweeper, abi: sweeperAbi, functionName: 'DEPOSIT_LOGIC' });
+    const erc20In20First = (await sweepFresh([token], 0n, 1000n)(20)) / 20n;
     const native = await perUnit(sweepFresh([], ETH, 0n));
     const erc20 = await perUnit(sweepFresh([token], 0n, 1000n));
     const erc20AndNative = await perUnit(sweepFresh([token], ETH, 1000n));
@@ -499,7 +504,7 @@ describe('Sweeper contract', () => {
     // Today's token sweep for comparison: a transaction moving a key-held address's whole balance.
     const todayToken = await transferTx(token, wallet.address);
 
-    const figures = { native, erc20, erc20AndNative, erc20In20, erc20Call, todayToken };
+    const figures = { native, erc20, erc20AndNative, erc20In20First, erc20In20, erc20Call, todayToken };
     console.log('gas per deposit address swept (created, emptied and deleted in each sweep):');
     console.table(Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, Number(v)])));
     expect(native).toBeLessThanOrEqual(43_000n);
@@ -507,6 +512,10 @@ describe('Sweeper contract', () => {
     expect(erc20AndNative).toBeLessThanOrEqual(51_000n);
     // The product's target: at most 0.7 of the keyed mode's gas per payment (72,529 measured).
     expect(erc20In20).toBeLessThanOrEqual(50_700n);
+    expect(erc20In20First).toBeLessThanOrEqual(50_700n);
+    // The first batch changes its two slots (5,000 gas each); the same wallet's next batch writes
+    // the values they hold (2,200 each). A first write (22,100 each) would cost 1,710 more an address.
+    expect(erc20In20First - erc20In20).toBeLessThanOrEqual(300n);
   });
 
   it('gas per payout item stays within bounds', async () => {
