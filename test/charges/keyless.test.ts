@@ -293,4 +293,23 @@ describe('keyless deposit addresses', () => {
     expect(await erc20BalanceOf(chain.rpcUrl, usd, wallet.address)).toBe(3_000_000n);
     expect(await nonceOf(wallet.address)).toBe(1);
   });
+
+  it('reconciliation names a keyless address left holding money with nothing due: not dust, it pays no fee of its own', async () => {
+    const { wallet, usd, api, charges } = await tokenCharges('Left', 'LUSD', '2', 1);
+    const c = charges[0];
+    await mintErc20(chain.rpcUrl, usd, c.address, 2_000_000n);
+    await pay(chain.rpcUrl, c.address, 10n ** 13n);
+    await api.until(c.id, (x) => x.status === 'paid', 'paid');
+    // One address of three due waits for its batch; a lost schedule leaves it with nothing due.
+    await t.store.db.updateTable('charges').set({ sweep_due_at: null }).where('id', '=', c.id).execute();
+    await chain.mine(1);
+    await waitForCursor(t, networkId, await chain.blockNumber());
+    const r = (await t.request('GET', `/api/wallet/${wallet.id}/reconciliation`, { token: alice.token })).body.data;
+    const reason = 'not swept: the Sweeper call left it there (refused, or its batch failed)';
+    expect(r.unswept).toEqual([
+      { address: c.address, charge_id: c.id, token: 'ETH', amount: '0.000010000000000000', reason },
+      { address: c.address, charge_id: c.id, token: 'LUSD', amount: '2.000000000000000000', reason },
+    ]);
+    expect(r.ok).toBe(false);
+  });
 });

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import type { InTransaction } from '../../db/index.js';
 import { AppError, fieldError } from '../../errors.js';
-import { listTokens } from '../tokens/tokens.repository.js';
+import { findNativeToken } from '../tokens/tokens.repository.js';
 import { lockWallet, type WalletView } from '../wallets/wallets.repository.js';
 import type { WalletService } from '../wallets/wallets.service.js';
 import { insertDepositSubWallet } from '../charges/charges.service.js';
@@ -50,7 +50,7 @@ export class DepositAddressService {
       await lockWallet(trx, wallet.id);
       if (await repo.referenceTaken(trx, wallet.id, input.reference))
         throw fieldError('reference', 'The reference has already been taken.');
-      const native = (await listTokens(trx, wallet.id)).find((t) => t.is_native === 1);
+      const native = await findNativeToken(trx, wallet.id);
       if (!native) throw new Error(`wallet ${wallet.id} has no native token`);
       const subId = await insertDepositSubWallet(this.ctx, trx, wallet, mnemonic, true, now);
       const chargeId = await insertCharge(

@@ -13,7 +13,7 @@ import { isAppError } from '../../errors.js';
 import type { Executor } from '../../db/index.js';
 import type { NetworkRow } from '../../db/types.js';
 import { CREATE2_FACTORY, hasCode, probeLeftDeleted, probeSweepData, sweeperAddress, sweeperDeployData } from '../../chain/sweeper.js';
-import { listTokens } from '../tokens/tokens.repository.js';
+import { findNativeToken } from '../tokens/tokens.repository.js';
 import { TransactionService } from '../transactions/transactions.service.js';
 import { findWalletView } from '../wallets/wallets.repository.js';
 import { WalletService } from '../wallets/wallets.service.js';
@@ -122,7 +122,7 @@ export async function deploySweeper(ctx: AppContext, networkId: number, walletId
   if (!wallet) throw new SweeperDeployError(`no wallet ${walletId}`);
   if (wallet.network_id !== network.id)
     throw new SweeperDeployError(`wallet ${walletId} is on network ${wallet.network_id}, not on network ${network.id}`);
-  const native = (await listTokens(ctx.store.db, wallet.id, { activeOnly: true })).find((t) => t.is_native === 1);
+  const native = await findNativeToken(ctx.store.db, wallet.id, { activeOnly: true });
   if (!native) throw new SweeperDeployError(`wallet ${walletId} has no native token`);
   const client = ctx.chains.get(network);
   const transactions = new TransactionService(ctx, new WalletService(ctx));

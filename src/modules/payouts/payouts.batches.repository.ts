@@ -5,13 +5,13 @@
 import type { Hex } from 'viem';
 import type { Executor } from '../../db/index.js';
 import type { WalletTokenRow } from '../../db/types.js';
-import { listTokens } from '../tokens/tokens.repository.js';
+import { findNativeToken } from '../tokens/tokens.repository.js';
 import type { WalletView } from '../wallets/wallets.repository.js';
 import { insertTransaction, records, toRecord, type TxRecord } from '../transactions/transactions.repository.js';
 
 /** The wallet's native token (a batch and an approval are contract calls paid in it). */
 export async function nativeToken(db: Executor, walletId: number): Promise<WalletTokenRow> {
-  const native = (await listTokens(db, walletId)).find((t) => t.is_native === 1);
+  const native = await findNativeToken(db, walletId);
   if (!native) throw new Error(`wallet ${walletId} has no native token`);
   return native;
 }

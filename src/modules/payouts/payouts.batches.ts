@@ -132,7 +132,7 @@ export class PayoutBatches {
       { exemptFromPolicy: true },
     );
     this.ctx.log.info(
-      { component: 'payouts', wallet_id: wallet.id, token: token.symbol, transaction_id: rec.id, tx_hash: rec.tx_hash },
+      { component: 'payouts', wallet_id: wallet.id, symbol: token.symbol, transaction_id: rec.id, tx_hash: rec.tx_hash },
       'the Sweeper approved for batched payouts of this token; the payout waits for it to confirm',
     );
     return false;

@@ -26,6 +26,8 @@ export interface DepositRow {
   /** `expires_at` + CHARGE_WATCH_AFTER_S: the chain follower sees no payment in a block stamped later. */
   watch_until: number;
   live: boolean;
+  /** The address's kind: a keyless one holds no native coin for fees, so nothing on it is dust. */
+  kind: 'keyed' | 'keyless';
 }
 
 /** A transactions row of the wallet mined in the range: a receipt in, or its own transfer out. */
@@ -103,7 +105,7 @@ export async function listDeposits(db: Executor, walletId: number, chargeId?: nu
   let q = db
     .selectFrom('charges as c')
     .innerJoin('sub_wallets as s', 's.id', 'c.sub_wallet_id')
-    .select(['c.id as charge_id', 's.address', 'c.token_id', 'c.status', 'c.sweep_due_at', 'c.watch_until'])
+    .select(['c.id as charge_id', 's.address', 's.kind', 'c.token_id', 'c.status', 'c.sweep_due_at', 'c.watch_until'])
     .select((eb) =>
       eb
         .exists(eb.selectFrom('charge_sweeps as w').select('w.id').whereRef('w.charge_id', '=', 'c.id').where('w.live_key', 'is not', null))
@@ -120,6 +122,7 @@ export async function listDeposits(db: Executor, walletId: number, chargeId?: nu
     sweep_due_at: r.sweep_due_at === null ? null : Number(r.sweep_due_at),
     watch_until: Number(r.watch_until),
     live: Boolean(Number(r.live)),
+    kind: r.kind === 'keyless' ? 'keyless' : 'keyed',
   }));
 }
 

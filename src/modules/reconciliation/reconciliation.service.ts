@@ -485,12 +485,18 @@ function unsweptOf(s: Slot): UnsweptLine[] {
       chargeId: d.charge_id,
       token: t.token,
       amount: t.chain,
-      reason: t.afterWatch
-        ? 'after_watch'
-        : t.token.is_native === 1
-          ? 'dust: below the fee of sweeping it'
-          : 'not swept: its transfer from the address would revert',
+      reason: t.afterWatch ? 'after_watch' : whyLeft(d, t.token),
     }));
+}
+
+/**
+ * Why the sweeper left a balance: on a keyed address the native coin below its own transfer's
+ * fee is dust and a token is left when its transfer would revert; a keyless address pays no fee
+ * of its own (its batch's fee is the main address's), so anything left there was refused.
+ */
+function whyLeft(d: DepositRow, token: WalletTokenRow): string {
+  if (d.kind === 'keyless') return 'not swept: the Sweeper call left it there (refused, or its batch failed)';
+  return token.is_native === 1 ? 'dust: below the fee of sweeping it' : 'not swept: its transfer from the address would revert';
 }
 
 async function inBatches<T, R>(items: T[], size: number, fn: (item: T) => Promise<R>): Promise<R[]> {

@@ -40,6 +40,15 @@ export function listTokens(db: Executor, walletId: number, opts: { activeOnly?: 
   return (opts.activeOnly ? activeTokensOf : tokensOf).execute(db, walletId);
 }
 
+/** The wallet's native token (every wallet has one; `activeOnly`: only while it is active). */
+export async function findNativeToken(
+  db: Executor,
+  walletId: number,
+  opts: { activeOnly?: boolean } = {},
+): Promise<WalletTokenRow | undefined> {
+  return (await listTokens(db, walletId, opts)).find((t) => t.is_native === 1);
+}
+
 export function findToken(db: Executor, walletId: number, tokenId: number): Promise<WalletTokenRow | undefined> {
   return db
     .selectFrom('wallet_tokens')
