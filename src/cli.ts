@@ -1,5 +1,6 @@
 /**
- * The command line: user:create, network:add, network:deploy-sweeper, key:create, migrate, keys:rotate, reconcile, devnet:fund. Each prints one JSON object
+ * The command line: user:create, network:add, network:deploy-sweeper, key:create, migrate, keys:rotate, reconcile, devnet:fund,
+ * rate:set, rate:clear. Each prints one JSON object
  * for what it made (reconcile: one line per wallet, exit 1 when any is not ok); an error prints one JSON object with
  * `error` (and `fields` for bad input), exit 1.
  */
@@ -23,6 +24,7 @@ import { fundWalletFromDevnet } from './modules/networks/devnet-fund.js';
 import { deploySweeper } from './modules/networks/sweeper-deploy.js';
 import { findWalletView } from './modules/wallets/wallets.repository.js';
 import { parseAmount } from './lib/money.js';
+import { RateService } from './modules/rates/rates.service.js';
 
 const USAGE = `usage:
   cli user:create <email> <password> [--name NAME]
@@ -33,6 +35,8 @@ const USAGE = `usage:
   cli migrate
   cli keys:rotate      re-encrypt every secret under the current APP_KEY
   cli reconcile [--wallet ID]   the chain against the records, one JSON line per wallet; exit 1 when any is not ok
+  cli rate:set --token SYMBOL --currency USD|EUR|GBP --value V [--network ID]   a manual exchange rate (wins over feeds)
+  cli rate:clear --token SYMBOL --currency USD|EUR|GBP [--network ID]
   cli devnet:fund <wallet> <amount>   send <amount> ETH to the wallet from the local devnet's dev account (the local devnet only)`;
 
 function print(obj: unknown): void {
@@ -58,6 +62,8 @@ const COMMANDS: Record<string, Command> = {
   'keys:rotate': (ctx) => rotateSecrets(ctx),
   reconcile,
   'devnet:fund': devnetFund,
+  'rate:set': (ctx, args) => rateCommand(ctx, args, true),
+  'rate:clear': (ctx, args) => rateCommand(ctx, args, false),
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -152,6 +158,25 @@ async function deploySweeperCommand(ctx: AppContext, args: string[]) {
   } finally {
     ctx.chains.close();
   }
+}
+
+/** rate:set / rate:clear --token SYMBOL --currency C [--value V] [--network ID] (rates.service.ts): the rate as set, or what was cleared. */
+async function rateCommand(ctx: AppContext, args: string[], set: boolean) {
+  const { values } = parseArgs({
+    args,
+    options: { token: { type: 'string' }, currency: { type: 'string' }, value: { type: 'string' }, network: { type: 'string' } },
+  });
+  if (values.network !== undefined && !/^[1-9][0-9]{0,14}$/.test(values.network)) throw new Error('--network must be a network id');
+  const input = {
+    symbol: values.token ?? '',
+    currency: values.currency ?? '',
+    networkId: values.network === undefined ? undefined : Number(values.network),
+  };
+  const rates = new RateService(ctx);
+  if (!set)
+    return { network_id: input.networkId ?? null, token: input.symbol, currency: input.currency, cleared: await rates.clearManual(input) };
+  const r = await rates.setManual({ ...input, value: values.value ?? '' });
+  return { network_id: r.network_id === 0 ? null : r.network_id, token: r.symbol, currency: r.currency, value: r.value, source: 'manual' };
 }
 
 /** key:create: an API key for an existing user, printed once (only its hash is stored). */

@@ -90,6 +90,8 @@ export interface Config {
   readonly sweepBatchMax: number;
   /** A wallet's due keyless addresses are swept once the oldest has waited this long, however few (seconds). */
   readonly sweepMaxWaitS: number;
+  /** A rate read from a price feed older than this is no rate (RATE_MAX_AGE_S). */
+  readonly rateMaxAgeS: number;
   /** A payout's ERC-20 items paid in one Sweeper call, at most (on a network with a Sweeper). */
   readonly payoutBatchMax: number;
   /**
@@ -326,6 +328,7 @@ export function loadConfig(env: Env = process.env): Config {
     // The Sweeper takes at most SWEEP_BATCH_MAX (100) addresses a call.
     sweepBatchMax: int(env, 'SWEEP_BATCH_MAX', 50, 1, 100),
     sweepMaxWaitS: int(env, 'SWEEP_MAX_WAIT_S', 60, 0, 86_400),
+    rateMaxAgeS: int(env, 'RATE_MAX_AGE_S', 3600, 1, 604_800),
     // The Sweeper pays at most PAYOUT_BATCH_MAX (100) items a call.
     payoutBatchMax: int(env, 'PAYOUT_BATCH_MAX', 100, 1, 100),
     // At most the recipients a log query is filtered on (MAX_TOPIC_ADDRESSES, src/chain/blocks.ts).

@@ -12,6 +12,7 @@ import { buildApp } from './app.js';
 import { DevnetUnavailable, startDevnet, type Devnet } from './chain/devnet.js';
 import { registerDevnet, registerNetworksFile } from './modules/networks/networks.service.js';
 import { ensureDevnetSweeper } from './modules/networks/sweeper-deploy.js';
+import { ensureDevnetFeeds } from './modules/rates/devnet-feeds.js';
 import { AuthService } from './modules/auth/auth.service.js';
 import { startWorkers, type Workers } from './workers/index.js';
 import { bannerLines, developmentWarnings } from './banner.js';
@@ -74,6 +75,7 @@ async function registerStartupData(ctx: AppContext, devnet: Devnet | null): Prom
     const n = await registerDevnet(store.db, devnet ? [devnet.rpcUrl] : config.devnet.rpcUrls, now);
     log.info({ network_id: n.id, rpc_url: redactUrl(n.rpc_url) }, 'network registered: Local devnet');
     await ensureDevnetSweeper(store.db, n, log, now);
+    await ensureDevnetFeeds(store.db, n, log, now);
   }
   if (config.networksFile !== null) {
     const list = await registerNetworksFile(store.db, config.networksFile, now);

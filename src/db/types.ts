@@ -60,6 +60,8 @@ export interface NetworksTable {
   preset: string | null;
   /** The Sweeper contract's address on this network (src/chain/sweeper.ts), or NULL while none is deployed (migration 032). */
   sweeper: string | null;
+  /** Chainlink feeds named by NETWORKS_FILE or the devnet's start, JSON `{"ETH/USD": address}`; NULL: none beyond its preset's (migration 036). */
+  price_feeds: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -549,6 +551,18 @@ export interface AppFlagsTable {
   set_at: number;
 }
 
+/** A manual exchange rate (`rate:set`, migration 036): `network_id` 0 holds for every network. */
+export interface RatesTable {
+  id: Generated<number>;
+  network_id: number;
+  symbol: string;
+  currency: string;
+  /** Units of the currency for one whole token, a decimal string as set. */
+  value: string;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface Database {
   app_flags: AppFlagsTable;
   users: UsersTable;
@@ -587,6 +601,7 @@ export interface Database {
   payouts: PayoutsTable;
   payout_items: PayoutItemsTable;
   deposit_addresses: DepositAddressesTable;
+  rates: RatesTable;
 }
 
 export type NetworkRow = Selectable<NetworksTable>;

@@ -22,6 +22,8 @@ import { RefundService } from './refunds/refunds.service.js';
 import { policyRoutes } from './policies/policies.routes.js';
 import { PolicyService } from './policies/policies.service.js';
 import { networkRoutes } from './networks/networks.routes.js';
+import { rateRoutes } from './rates/rates.routes.js';
+import { RateService } from './rates/rates.service.js';
 import { devnetRoutes } from './networks/devnet.routes.js';
 import { NetworkService } from './networks/networks.service.js';
 import { supervisorRoutes } from './supervisor/supervisor.routes.js';
@@ -59,6 +61,7 @@ export async function registerModules(app: App, ctx: AppContext, auth: AuthServi
   const supervisor = new SupervisorService(ctx);
   await supervisorRoutes(app, supervisor);
   await networkRoutes(app, new NetworkService(ctx));
+  await rateRoutes(app, new RateService(ctx));
   await walletRoutes(app, wallets);
   await devnetRoutes(app, ctx);
   await balanceRoutes(app, balances);

@@ -211,6 +211,14 @@ describe('the preset table', () => {
       expect(t.source).toMatch(/^https:\/\//);
     }
     expect(new Set(p.tokens.map((t) => t.symbol.toUpperCase())).size).toBe(p.tokens.length);
+    // Stablecoins are pegged to the dollar; the native coin's feeds are priced in its own symbol.
+    for (const t of p.tokens) expect(t.pegged, `${key} ${t.symbol}`).toBe('USD');
+    for (const f of p.price_feeds) {
+      expect(getAddress(f.address), `${key} ${f.pair}`).toBe(f.address);
+      expect(f.pair).toBe(`${p.currency_symbol}/USD`);
+      expect(f.source).toMatch(/^https:\/\/docs\.chain\.link\//);
+    }
+    expect(p.price_feeds.length, key).toBe(key === 'polygon-amoy' ? 0 : 1);
     expect(p.sources.length).toBeGreaterThan(0);
     expect(p.confirmations_reason.length).toBeGreaterThan(20);
     for (const [symbol, contract] of Object.entries(e.tokens)) expect(findPresetToken(key, symbol.toLowerCase())?.contract).toBe(contract);
@@ -232,7 +240,17 @@ describe('a definition with a preset (CLI or NETWORKS_FILE)', () => {
       is_mainnet: true,
       confirmations: 3,
       preset: 'polygon',
+      price_feeds: null,
     });
+    // Feeds beyond the preset's (NETWORKS_FILE): pairs of a price currency, checksummed addresses.
+    const feed = '0xab594600376ec9fd91f8e885dadf0ce036862de0';
+    expect(checkNetworkInput({ preset: 'polygon', rpc_url: 'https://p.example', price_feeds: { 'POL/EUR': feed } }).price_feeds).toEqual({
+      'POL/EUR': '0xAB594600376Ec9fD91F8e885dADF0CE036862dE0',
+    });
+    for (const price_feeds of [{ 'POL/JPY': feed }, { POL: feed }, { 'POL/USD': '0x12' }, [feed]])
+      expect(() => checkNetworkInput({ preset: 'polygon', rpc_url: 'https://p.example', price_feeds })).toThrow(
+        expect.objectContaining({ data: { price_feeds: [expect.stringContaining('"ETH/USD"')] } }),
+      );
     expect(checkNetworkInput({ name: 'Plain', rpc_url: 'https://x.example', chain_id: 5, currency_symbol: 'ETH' }).preset).toBeNull();
     expect(() => checkNetworkInput({ preset: 'nope', rpc_url: 'https://x.example' })).toThrow(
       expect.objectContaining({ data: { preset: [expect.stringContaining('ethereum, base, arbitrum')] } }),

@@ -26,7 +26,7 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compileSweeper } from '../../scripts/sweeper-artifact.js';
+import { compileSweeper } from '../../scripts/contract-artifacts.js';
 import { findFreePort, startDevnet, type Devnet } from '../../src/chain/devnet.js';
 import { SWEEPER_COMPILER, sweeperAbi, sweeperBytecode } from '../../src/chain/sweeper-artifact.js';
 import { compileOddContracts, type OddContractName } from './contracts.js';

@@ -43,17 +43,17 @@ export async function devAccount(network: NetworkRow): Promise<{ client: PublicC
   return { client, from };
 }
 
-/** Sends a transaction from the devnet's dev account (unlocked: the node signs) and waits for its receipt. */
+/** Sends a transaction from the devnet's dev account (unlocked: the node signs; no `to`: a contract creation) and waits for its receipt. */
 export async function sendFromDevAccount(
   { client, from }: { client: PublicClient; from: Address },
-  tx: { to: Address; value?: bigint; data?: Hex },
+  tx: { to?: Address; value?: bigint; data?: Hex },
 ): Promise<TransactionReceipt> {
   const hash = (await client.request({
     method: 'eth_sendTransaction' as never,
     params: [
       {
         from,
-        to: tx.to,
+        ...(tx.to !== undefined ? { to: tx.to } : {}),
         ...(tx.value !== undefined ? { value: `0x${tx.value.toString(16)}` } : {}),
         ...(tx.data ? { data: tx.data } : {}),
       },

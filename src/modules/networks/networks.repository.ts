@@ -14,6 +14,7 @@ export const NETWORK_COLUMNS = [
   'confirmations',
   'preset',
   'sweeper',
+  'price_feeds',
   'created_at',
   'updated_at',
 ] as const;
@@ -54,6 +55,8 @@ export interface NetworkInput {
   confirmations: number;
   /** The preset it was registered from (presets.ts); absent or null: none. */
   preset?: string | null;
+  /** Chainlink feeds by pair (`{"ETH/USD": address}`) beyond its preset's; null: none; absent: left as they are. */
+  price_feeds?: Readonly<Record<string, string>> | null;
 }
 
 /** Inserts the network, or updates the one with the same name; returns the row. */
@@ -70,6 +73,7 @@ export async function upsertNetwork(db: Executor, n: NetworkInput, nowMs: number
     is_mainnet: n.is_mainnet ? 1 : 0,
     confirmations: n.confirmations,
     preset: n.preset ?? null,
+    ...(n.price_feeds === undefined ? {} : { price_feeds: n.price_feeds === null ? null : JSON.stringify(n.price_feeds) }),
   };
   await db
     .insertInto('networks')
@@ -77,6 +81,20 @@ export async function upsertNetwork(db: Executor, n: NetworkInput, nowMs: number
     .onConflict((oc) => oc.column('name').doUpdateSet({ ...values, updated_at: nowMs }))
     .execute();
   return (await findNetworkByName(db, n.name))!;
+}
+
+/** The network's own Chainlink feeds (beyond its preset's), replaced whole. */
+export async function setPriceFeeds(
+  db: Executor,
+  networkId: number,
+  feeds: Readonly<Record<string, string>>,
+  nowMs: number,
+): Promise<void> {
+  await db
+    .updateTable('networks')
+    .set({ price_feeds: JSON.stringify(feeds), updated_at: nowMs })
+    .where('id', '=', networkId)
+    .execute();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 /** Networks: registered by the CLI, from NETWORKS_FILE, and the local devnet at start. */
 import { readFileSync } from 'node:fs';
+import { getAddress, isAddress } from 'viem';
 import { fieldError, validationError, type FieldErrors } from '../../errors.js';
 import type { NetworkRow } from '../../db/types.js';
 import type { AppContext } from '../../context.js';
@@ -7,6 +8,7 @@ import type { Executor } from '../../db/index.js';
 import * as repo from './networks.repository.js';
 import { networkView } from './networks.views.js';
 import { findPreset, presetKeys, type NetworkPreset } from './presets.js';
+import { isPriceCurrency, PRICE_CURRENCIES } from '../rates/currencies.js';
 
 export const DEVNET_NAME = 'Local devnet';
 export const DEVNET_CHAIN_ID = 31337;
@@ -70,6 +72,7 @@ export function checkNetworkInput(input: Record<string, unknown>): repo.NetworkI
   const confirmations = raw.confirmations === undefined ? 1 : Number(raw.confirmations);
   if (!Number.isSafeInteger(confirmations) || confirmations < 1 || confirmations > 1000)
     add('confirmations', 'The confirmations field must be between 1 and 1000.');
+  const priceFeeds = checkPriceFeeds(raw.price_feeds, add);
   if (Object.keys(errors).length > 0) throw validationError(errors);
   return {
     name: (name as string).trim(),
@@ -81,7 +84,31 @@ export function checkNetworkInput(input: Record<string, unknown>): repo.NetworkI
     is_mainnet: raw.is_mainnet === true,
     confirmations,
     preset: typeof raw.preset === 'string' ? raw.preset : null,
+    price_feeds: priceFeeds,
   };
+}
+
+/**
+ * `price_feeds`: Chainlink feeds beyond the preset's, `{"ETH/USD": address}`, each pair a symbol
+ * and a currency of price charges; absent: none.
+ */
+function checkPriceFeeds(raw: unknown, add: (f: string, m: string) => void): Record<string, string> | null {
+  if (raw === undefined || raw === null) return null;
+  const message = `The price_feeds field must map pairs like "ETH/USD" (a currency of ${PRICE_CURRENCIES.join(', ')}) to contract addresses.`;
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    add('price_feeds', message);
+    return null;
+  }
+  const out: Record<string, string> = {};
+  for (const [pair, address] of Object.entries(raw)) {
+    const [symbol, currency] = pair.split('/');
+    if (!/^[A-Za-z0-9.]{1,20}$/.test(symbol ?? '') || !isPriceCurrency(currency) || typeof address !== 'string' || !isAddress(address)) {
+      add('price_feeds', message);
+      return null;
+    }
+    out[`${symbol}/${currency}`] = getAddress(address);
+  }
+  return out;
 }
 
 /** At most this many endpoints per network. */
