@@ -1,6 +1,5 @@
 /** charge_sweeps and the sweep schedule on charges (`sweep_due_at`). */
 import type { Executor } from '../../db/index.js';
-import { receiptBlock } from '../deposit-addresses/deposit-addresses.repository.js';
 
 /** `sweep`: a keyed address's own transaction; `gas`: a top-up for one; `batch`: a keyless address's part in a Sweeper call of the main address. */
 export type SweepKind = 'sweep' | 'gas' | 'batch';
@@ -324,24 +323,37 @@ export async function topUpState(
   return db.selectFrom('transactions').select(['status', 'tx_hash', 'failure_reason']).where('id', '=', transactionId).executeTakeFirst();
 }
 
-/** The highest block of the charge's money: where it settled, its payments' blocks (late ones too) and its sweeps' and top-ups'; null without any. */
+/**
+ * The highest block of the charge's money, in one statement: where it settled, its payments'
+ * blocks (late ones too), its sweeps' and top-ups' (a balance read below an earlier sweep's block
+ * still shows what that sweep took, and a second sweep signed from it could never mine), and for
+ * a permanent deposit address (its charge row is only its watch) its receipts'. Null without any.
+ */
 export async function moneyBlock(db: Executor, chargeId: number): Promise<number | null> {
-  const paid = await db
-    .selectFrom('charge_payments')
-    .select((eb) => eb.fn.max('block_number').as('block'))
-    .where('charge_id', '=', chargeId)
+  const r = await db
+    .selectFrom('charges as c')
+    .select((eb) => [
+      'c.settled_block',
+      eb
+        .selectFrom('charge_payments as p')
+        .select((x) => x.fn.max('p.block_number').as('b'))
+        .whereRef('p.charge_id', '=', 'c.id')
+        .as('paid'),
+      eb
+        .selectFrom('charge_sweeps as w')
+        .select((x) => x.fn.max('w.block_number').as('b'))
+        .whereRef('w.charge_id', '=', 'c.id')
+        .as('swept'),
+      eb
+        .selectFrom('transactions as t')
+        .innerJoin('deposit_addresses as d', 'd.id', 't.deposit_address_id')
+        .select((x) => x.fn.max('t.block_number').as('b'))
+        .whereRef('d.charge_id', '=', 'c.id')
+        .as('received'),
+    ])
+    .where('c.id', '=', chargeId)
     .executeTakeFirst();
-  const settled = await db.selectFrom('charges').select('settled_block').where('id', '=', chargeId).executeTakeFirst();
-  // Its sweeps and top-ups mined too: a balance read below an earlier sweep's block still shows
-  // what that sweep took, and a second sweep signed from it can never mine (it stays pending).
-  const swept = await db
-    .selectFrom('charge_sweeps')
-    .select((eb) => eb.fn.max('block_number').as('block'))
-    .where('charge_id', '=', chargeId)
-    .executeTakeFirst();
-  // A permanent deposit address (its charge row is only its watch): its receipts' blocks.
-  const received = await receiptBlock(db, chargeId);
-  const blocks = [paid?.block, settled?.settled_block, swept?.block, received].filter((b) => b !== null && b !== undefined).map(Number);
+  const blocks = [r?.settled_block, r?.paid, r?.swept, r?.received].filter((b) => b !== null && b !== undefined).map(Number);
   return blocks.length > 0 ? Math.max(...blocks) : null;
 }
 

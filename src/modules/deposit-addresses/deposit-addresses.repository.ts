@@ -137,14 +137,3 @@ export async function makeDue(trx: Executor, chargeIds: number[], nowMs: number)
     .where('id', 'in', chargeIds)
     .execute();
 }
-
-/** The highest block of a receipt to the deposit address whose charge row is `chargeId` (a sweep reads its balances no lower); null without any. */
-export async function receiptBlock(db: Executor, chargeId: number): Promise<number | null> {
-  const r = await db
-    .selectFrom('transactions as x')
-    .innerJoin('deposit_addresses as d', 'd.id', 'x.deposit_address_id')
-    .select((eb) => eb.fn.max('x.block_number').as('block'))
-    .where('d.charge_id', '=', chargeId)
-    .executeTakeFirst();
-  return r?.block === null || r?.block === undefined ? null : Number(r.block);
-}
