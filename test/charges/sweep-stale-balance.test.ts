@@ -13,7 +13,6 @@ import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpe
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
-import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
 import { RpcProxy, waitForCursor } from '../helpers/transfers.js';
 import { chargeApi, clockToChain } from './support.js';
 
@@ -33,21 +32,7 @@ describe('a sweep whose deposit address one endpoint sees stale', () => {
     stale = await RpcProxy.start(chain.rpcUrl);
     other = await RpcProxy.start(chain.rpcUrl);
     t = await startTestApp({ clock, workers: true, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' } });
-    const n = await upsertNetwork(
-      t.store.db,
-      {
-        name: 'Two providers',
-        rpc_url: stale.url,
-        rpc_urls: [stale.url, other.url],
-        chain_id: 31337,
-        currency_symbol: 'ETH',
-        block_explorer: '',
-        is_mainnet: false,
-        confirmations: 1,
-      },
-      Date.now(),
-    );
-    networkId = n.id;
+    networkId = await chain.register(t, { name: 'Two providers', rpcUrls: [stale.url, other.url] });
     await waitForCursor(t, networkId);
     user = await t.createUser();
   });

@@ -12,7 +12,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEther, type Address } from 'viem';
 import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
-import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
 import { RpcProxy, waitForCursor } from '../helpers/transfers.js';
 import { balanceOf, chargeApi, clockToChain, pay } from './support.js';
 
@@ -32,21 +31,7 @@ describe('a charge look whose reads come from a view behind the address’s last
     // The charge worker looks only when blocks come (no timer in the test's span): the looks at
     // the address are the test's own (the sweep route), none racing the views it sets up.
     t = await startTestApp({ clock, workers: true, env: { CHARGES_POLL_MS: '600000', WATCHER_POLL_MS: '50' } });
-    const n = await upsertNetwork(
-      t.store.db,
-      {
-        name: 'Behind at times',
-        rpc_url: proxy.url,
-        rpc_urls: [proxy.url, honest.url],
-        chain_id: 31337,
-        currency_symbol: 'ETH',
-        block_explorer: '',
-        is_mainnet: false,
-        confirmations: 1,
-      },
-      Date.now(),
-    );
-    networkId = n.id;
+    networkId = await chain.register(t, { name: 'Behind at times', rpcUrls: [proxy.url, honest.url] });
     await waitForCursor(t, networkId);
     user = await t.createUser();
   });

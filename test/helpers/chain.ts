@@ -14,7 +14,8 @@ export interface TestChain {
   setBalance(address: string, wei: bigint): Promise<void>;
   mine(blocks?: number): Promise<void>;
   blockNumber(): Promise<number>;
-  register(t: TestApp, opts?: { name?: string; confirmations?: number }): Promise<number>;
+  /** The chain as a network of the service (its own endpoint, or `rpcUrls`: proxies in front of it, in order). */
+  register(t: TestApp, opts?: { name?: string; confirmations?: number; preset?: string; rpcUrls?: string[] }): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -48,12 +49,14 @@ export async function startTestChain(opts: { blockTimeS?: number } = {}): Promis
         t.store.db,
         {
           name: o.name ?? 'Local devnet',
-          rpc_url: devnet.rpcUrl,
+          rpc_url: o.rpcUrls?.[0] ?? devnet.rpcUrl,
+          rpc_urls: o.rpcUrls,
           chain_id: 31337,
           currency_symbol: 'ETH',
           block_explorer: '',
           is_mainnet: false,
           confirmations: o.confirmations ?? 1,
+          preset: o.preset ?? null,
         },
         Date.now(),
       );

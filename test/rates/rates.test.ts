@@ -18,7 +18,7 @@ import { runCli } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 import { compileContract, DEVNET_PRICE_FEED } from '../../scripts/contract-artifacts.js';
 import { DEVNET_PRICE_FEED_COMPILER, devnetPriceFeedAbi, devnetPriceFeedBytecode } from '../../src/chain/price-feed-artifact.js';
-import { findNetwork, setPriceFeeds, upsertNetwork } from '../../src/modules/networks/networks.repository.js';
+import { findNetwork, setPriceFeeds } from '../../src/modules/networks/networks.repository.js';
 import { ensureDevnetFeeds } from '../../src/modules/rates/devnet-feeds.js';
 import { findPresetToken } from '../../src/modules/networks/presets.js';
 import { RateService } from '../../src/modules/rates/rates.service.js';
@@ -149,20 +149,7 @@ describe('exchange rates', () => {
 
   it('a preset’s stablecoin is pegged at 1; its feed that has no code is no rate', async () => {
     // Base on anvil: its Chainlink feed's address has no code here, its USDC is pegged.
-    const base = await upsertNetwork(
-      t.store.db,
-      {
-        name: 'Base on anvil',
-        rpc_url: chain.rpcUrl,
-        chain_id: 31337,
-        currency_symbol: 'ETH',
-        block_explorer: '',
-        is_mainnet: false,
-        confirmations: 1,
-        preset: 'base',
-      },
-      Date.now(),
-    );
+    const base = (await findNetwork(t.store.db, await chain.register(t, { name: 'Base on anvil', preset: 'base' })))!;
     const listed = await rates(`?network_id=${base.id}`);
     expect(listed.map((r) => [r.token, r.currency, r.value, r.source])).toEqual([['USDC', 'USD', '1.000000000000000000', 'pegged']]);
     expect(t.logs.some((l) => l.includes('price feed could not be read'))).toBe(true);
@@ -175,19 +162,7 @@ describe('exchange rates', () => {
   });
 
   it('the devnet’s start deploys its feeds once; the next start finds them', async () => {
-    const devnet = await upsertNetwork(
-      t.store.db,
-      {
-        name: 'Devnet twin',
-        rpc_url: chain.rpcUrl,
-        chain_id: 31337,
-        currency_symbol: 'ETH',
-        block_explorer: '',
-        is_mainnet: false,
-        confirmations: 1,
-      },
-      Date.now(),
-    );
+    const devnet = (await findNetwork(t.store.db, await chain.register(t, { name: 'Devnet twin' })))!;
     const log = pino({ level: 'silent' });
     await ensureDevnetFeeds(t.store.db, devnet, log, Date.now());
     const first = (await findNetwork(t.store.db, devnet.id))!;
