@@ -1175,7 +1175,7 @@ export interface paths {
         };
         /**
          * A charge as its payer sees it (public)
-         * @description What the hosted checkout page polls: status, amounts, token, deposit address, the EIP-681 `payment_uri`, the expiry and the merchant’s `content`. Public, no token: anyone holding the uuid may read it, so nothing of the user, the wallet or `info` is in it. An unknown or malformed uuid is 404 `Charge not found`.
+         * @description What the hosted checkout page polls: status, amounts, token, deposit address, the EIP-681 `payment_uri`, the expiry and the merchant’s `content`; and for the page, its `state` (whether it still takes payment: by the service’s clock, not the chain’s), the service’s clock `now_ms` and the `payments` seen (confirming, late). Public, no token: anyone holding the uuid may read it, so nothing of the user, the wallet or `info` is in it. An unknown or malformed uuid is 404 `Charge not found`.
          */
         get: operations["showCheckout"];
         put?: never;
@@ -1197,7 +1197,7 @@ export interface paths {
         put?: never;
         /**
          * Pay a local-devnet charge from the devnet (public; the local devnet only)
-         * @description The checkout page’s payer button on the local devnet (chain id 31337, an anvil node): anvil’s dev account sends what the charge still asks, in a real transfer the service then sees as a payment. 400 for any other charge (a token charge, one not pending, any other network).
+         * @description The checkout page’s payer button on the local devnet (chain id 31337, an anvil node): anvil’s dev account sends what the charge still asks, in a real transfer the service then sees as a payment. 400 for any other charge (a token charge, one the page no longer takes payment for: settled, expired by the clock, or paid in full and confirming; any other network).
          */
         post: operations["payCheckoutFromDevnet"];
         delete?: never;
@@ -6404,7 +6404,17 @@ export interface operations {
                      *         "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
                      *         "payment_uri": "ethereum:0x8ba1f109551bD432803012645Ac136ddd64DBA72@1?value=250000000000000000",
                      *         "expires_at": "2026-01-15 12:00:00",
-                     *         "content": {}
+                     *         "content": {},
+                     *         "state": "state",
+                     *         "now_ms": 1,
+                     *         "payments": [
+                     *           {
+                     *             "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                     *             "amount": "1.500000000000000000",
+                     *             "confirmed": true,
+                     *             "late": true
+                     *           }
+                     *         ]
                      *       }
                      *     }
                      */
@@ -6431,6 +6441,19 @@ export interface operations {
                             content: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description What the checkout page shows: `awaiting`, `partial` (both still take payment), `confirming`, `closed` (expired by the clock, not yet decided on the chain), `paid`, `expired`, `failed` or `late` (docs/charges.md, "What the page says") */
+                            state: string;
+                            /** @description The service’s clock (ms since the epoch) when it answered: the page counts down from it, not from the device’s clock */
+                            now_ms: number;
+                            /** @description The payments seen on the deposit address, oldest first (at most 20; a screened sender’s are not listed) */
+                            payments: {
+                                tx_hash: string | null;
+                                /** @description 18 decimal places */
+                                amount: string;
+                                confirmed: boolean;
+                                /** @description Arrived after the expiry (or after the charge was settled): not counted */
+                                late: boolean;
+                            }[];
                         };
                     };
                 };
