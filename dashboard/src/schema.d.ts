@@ -1215,7 +1215,7 @@ export interface paths {
         };
         /**
          * A refund as its payer sees it (public)
-         * @description What the claim page polls. Public, no token: anyone holding the uuid may read it, so nothing of the merchant, the wallet or the charge is in it. Unknown: 404 `Refund not found`.
+         * @description What the claim page polls: the refund, the network’s name, the merchant’s `reason`, and once claimed the `address` and the transaction (`tx_hash`, and `tx_url` on the network’s block explorer when it has one). Public, no token: anyone holding the uuid may read it, so nothing else of the merchant, the wallet or the charge is in it. Unknown: 404 `Refund not found`.
          */
         get: operations["showRefundClaim"];
         put?: never;
@@ -1322,6 +1322,12 @@ export interface components {
             amount: string;
             /** @description The token’s symbol */
             token: string;
+            /** @description The name of the network the refund is paid on */
+            network: string;
+            reason: string | null;
+            address: string | null;
+            tx_hash: string | null;
+            tx_url: string | null;
             expires_at: string | null;
         };
         Charge: {
@@ -6546,6 +6552,11 @@ export interface operations {
                      *         "status": "pending",
                      *         "amount": "1.500000000000000000",
                      *         "token": "ETH",
+                     *         "network": "network",
+                     *         "reason": "reason",
+                     *         "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *         "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                     *         "tx_url": "tx url",
                      *         "expires_at": "2026-01-15 12:00:00"
                      *       }
                      *     }
@@ -6609,6 +6620,11 @@ export interface operations {
                      *         "status": "pending",
                      *         "amount": "1.500000000000000000",
                      *         "token": "ETH",
+                     *         "network": "network",
+                     *         "reason": "reason",
+                     *         "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *         "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                     *         "tx_url": "tx url",
                      *         "expires_at": "2026-01-15 12:00:00"
                      *       }
                      *     }
