@@ -1175,7 +1175,7 @@ export interface paths {
         };
         /**
          * A charge as its payer sees it (public)
-         * @description What the hosted checkout page polls: status, amounts, token, deposit address, the EIP-681 `payment_uri`, the expiry and the merchant’s `content`; and for the page, its `state` (whether it still takes payment: by the service’s clock, not the chain’s), the service’s clock `now_ms` and the `payments` seen (confirming, late). Public, no token: anyone holding the uuid may read it, so nothing of the user, the wallet or `info` is in it. An unknown or malformed uuid is 404 `Charge not found`.
+         * @description What the hosted checkout page polls: status, amounts, token, deposit address, the EIP-681 `payment_uri`, the expiry and the merchant’s `content`; and for the page, its `state` (whether it still takes payment: by the service’s clock, not the chain’s), the service’s clock `now_ms`, the `payments` seen (confirming, late) and the `refunds` sent back. Public, no token: anyone holding the uuid may read it, so nothing of the user, the wallet or `info` is in it. An unknown or malformed uuid is 404 `Charge not found`.
          */
         get: operations["showCheckout"];
         put?: never;
@@ -6420,6 +6420,13 @@ export interface operations {
                      *             "confirmed": true,
                      *             "late": true
                      *           }
+                     *         ],
+                     *         "refunds": [
+                     *           {
+                     *             "amount": "1.500000000000000000",
+                     *             "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                     *             "confirmed": true
+                     *           }
                      *         ]
                      *       }
                      *     }
@@ -6459,6 +6466,14 @@ export interface operations {
                                 confirmed: boolean;
                                 /** @description Arrived after the expiry (or after the charge was settled): not counted */
                                 late: boolean;
+                            }[];
+                            /** @description The refunds sent back to the payer, oldest first (at most 10; an unused claim is not listed) */
+                            refunds: {
+                                /** @description 18 decimal places */
+                                amount: string;
+                                /** @description Null while its transfer waits for approval */
+                                tx_hash: string | null;
+                                confirmed: boolean;
                             }[];
                         };
                     };

@@ -10,7 +10,8 @@
  *   says the request expired; with a part paid, what arrived and what is missing. The device's
  *   own clock, an hour off, changes nothing;
  * - a payment made after that is shown as late, with its transaction hash and what the payer
- *   should expect, never as "no payment arrived".
+ *   should expect, never as "no payment arrived"; the merchant's refund of it is shown on its
+ *   way, then arrived, with its transaction.
  *
  * Each state is screenshotted at 390 and 1280 px wide into test/artifacts/checkout-states/.
  */
@@ -23,7 +24,7 @@ import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpe
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { ROOT } from '../helpers/process.js';
 import { watchPage } from '../helpers/browser.js';
-import { chargeApi, clockToChain, latestTimestampS, pay, stampNextBlock } from '../charges/support.js';
+import { chargeApi, clockToChain, latestTimestampS, pay, PAYER, stampNextBlock } from '../charges/support.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SHOTS = join(ROOT, 'test/artifacts/checkout-states');
@@ -37,6 +38,7 @@ describe('the checkout page says what is true, in Chromium', () => {
   let t: TestApp;
   let user: TestUser;
   let api: ReturnType<typeof chargeApi>;
+  let wallet: { id: number; address: string };
   let browser: Browser;
   const clock = new ManualClock();
   const foreign: string[] = [];
@@ -49,8 +51,9 @@ describe('the checkout page says what is true, in Chromium', () => {
     const networkId = await chain.register(t, { name: 'Local devnet', confirmations: 2 });
     await t.store.db.updateTable('networks').set({ block_explorer: EXPLORER }).where('id', '=', networkId).execute();
     user = await t.createUser();
-    const wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } }))
-      .body.data;
+    wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body
+      .data;
+    await chain.setBalance(wallet.address, parseEther('1'));
     api = chargeApi(t, wallet.id, user.token);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
   }, 60_000);
@@ -201,6 +204,28 @@ describe('the checkout page says what is true, in Chromium', () => {
     const shown = await api.until(unpaid.id, (x) => x.status === 'expired', 'expired');
     expect(shown.payments.map((p: { tx_hash: string; late: boolean }) => [p.tx_hash, p.late])).toEqual([[hash, true]]);
     await shoot(a, 'late');
+
+    // The merchant refunds it: the page shows the refund on its way, then arrived, with its transaction.
+    const refund = await t.request('POST', `/api/wallet/${wallet.id}/charge/${unpaid.id}/refund`, {
+      token: user.token,
+      body: { address: PAYER.address, reason: 'Paid after the expiry' },
+    });
+    expect(refund.status, refund.text).toBe(200);
+    await a.phone.waitForFunction(() => document.getElementById('refund-note')?.textContent?.includes('being refunded'), null, {
+      timeout: 20_000,
+    });
+    await chain.mine(1);
+    const refundHash = (await api.until(unpaid.id, (x) => x.refunds[0]?.status === 'confirmed', 'refund confirmed')).refunds[0].tx_hash;
+    for (const page of [a.phone, a.desktop]) {
+      await page.waitForFunction(() => document.getElementById('refund-note')?.textContent?.includes('0.25 ETH refunded to you'), null, {
+        timeout: 20_000,
+      });
+      expect(await page.textContent('#refund-tx-0')).toBe(refundHash);
+      expect(await page.textContent('#late-tx-0')).toBe(hash);
+      expect(await page.textContent('#late-next')).toBe('The merchant has sent a refund (below). Please keep the transaction hashes.');
+      await takesNoPayment(page);
+    }
+    await shoot(a, 'late-refunded');
     for (const page of [a.phone, a.desktop, b.phone, b.desktop]) await page.context().close();
   }, 120_000);
 

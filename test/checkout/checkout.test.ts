@@ -19,6 +19,7 @@ const PUBLIC_KEYS = [
   'paid_amount',
   'payment_uri',
   'payments',
+  'refunds',
   'state',
   'status',
   'token',
@@ -106,6 +107,7 @@ describe('checkout: hosted_url, payment_uri, the public JSON and page', () => {
       state: 'awaiting',
       now_ms: expect.any(Number),
       payments: [],
+      refunds: [],
     });
     // Nothing of the user, the wallet or the merchant's info anywhere in the answer.
     for (const secret of ['secret-note', 'bob@example.com', alice.email, wallet.address]) expect(res.text).not.toContain(secret);

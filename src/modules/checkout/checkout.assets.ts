@@ -82,7 +82,9 @@ h1{font-size:1.35rem;line-height:1.3;margin:18px 0 4px;letter-spacing:-.01em;ove
 .txs .copy-field{margin:0 0 6px}
 .txs .explorer-link{justify-content:flex-start}
 .late-note{text-align:left;margin:18px 0 0}
-.late-note p{color:inherit;margin:0}
+.late-note p,.refund-note p{color:inherit;margin:0}
+.note-info{background:#eff6ff;color:#1e3a8a;border:1px solid #bfdbfe}
+.refund-note{text-align:left;margin:18px 0 0}
 .missing{display:inline-block;margin:10px 0 6px;font-weight:700;color:#991b1b;font-size:1.05rem}
 .links{display:flex;flex-direction:column;align-items:center;gap:6px;margin-top:12px}
 .link{display:inline-flex;flex-wrap:wrap;justify-content:center;align-items:center;gap:2px 6px;max-width:100%;font-size:.95rem;color:var(--accent);font-weight:650;text-decoration:none}
@@ -184,7 +186,8 @@ export const CHECKOUT_JS = `
 
   function changeKey(c) {
     var ps = c.payments.map(function (p) { return (p.tx_hash || '-') + ':' + (p.confirmed ? 1 : 0) + ':' + (p.late ? 1 : 0); });
-    return [c.state, c.paid_amount, ps.join(',')].join('|');
+    var rs = c.refunds.map(function (r) { return (r.tx_hash || '-') + ':' + (r.confirmed ? 1 : 0); });
+    return [c.state, c.paid_amount, ps.join(','), rs.join(',')].join('|');
   }
 
   // Also once settled, more slowly: a payment after the expiry is shown as late, not missed.

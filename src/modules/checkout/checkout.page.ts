@@ -17,6 +17,7 @@ import {
   seenAmount,
   type CheckoutState,
   type SeenPayment,
+  type SentRefund,
 } from './checkout.state.js';
 
 /** Longest title and description shown (the rest is cut): `content` itself may hold 16 KiB. */
@@ -157,6 +158,7 @@ function devnetButton(c: CheckoutRow, ps: SeenPayment[], nowMs: number): string 
 interface PageInput {
   c: CheckoutRow;
   ps: SeenPayment[];
+  refunds: SentRefund[];
   state: CheckoutState;
   nowMs: number;
   texts: ReturnType<typeof stateTexts>;
@@ -220,6 +222,20 @@ ${txList(c, late, 'late-tx')}
 </div>`;
 }
 
+/** What the merchant sent back: each refund, on its way or arrived, with its transaction. */
+function refundNote(c: CheckoutRow, refunds: SentRefund[]): string {
+  if (refunds.length === 0) return '';
+  const items = refunds.map((r, i) => {
+    const text = `${shortAmount(r.amount, c.decimals)} ${c.symbol} ${r.confirmed ? 'refunded to you' : 'being refunded to you'}`;
+    if (r.tx_hash === null) return `<li><p class="tx-amount">${escapeHtml(text)}</p></li>`;
+    return `<li><p class="tx-amount">${escapeHtml(text)}</p>${copyField('Transaction hash', `refund-tx-${i}`, r.tx_hash)}${explorerLinks(c, [r.tx_hash])}</li>`;
+  });
+  return `<div class="note note-info refund-note" id="refund-note">
+<p><strong>The merchant has sent a refund.</strong></p>
+<ul class="txs">${items.join('\n')}</ul>
+</div>`;
+}
+
 function closedText(c: CheckoutRow, texts: ReturnType<typeof stateTexts>): string {
   if (c.paid_amount > 0n)
     return `<p id="closed-text">${escapeHtml(texts.failed)}</p>
@@ -254,10 +270,14 @@ const failedBody: Body = ({ c, ps, texts }) => `<h2>Payment incomplete</h2>
 <p>Please contact the merchant to settle the difference.</p>
 ${lateNote(c, ps, texts)}`;
 
-const lateBody: Body = ({ c, ps, texts }) => `<h2>Your payment arrived late</h2>
+const LATE_NEXT =
+  'The merchant has it and will either refund it or honour your order. Please contact the merchant and keep the transaction hash below.';
+const LATE_REFUNDED = 'The merchant has sent a refund (below). Please keep the transaction hashes.';
+
+const lateBody: Body = ({ c, ps, refunds, texts }) => `<h2>Your payment arrived late</h2>
 <p id="late-text">${escapeHtml(texts.late)} reached the address after this payment request expired, so it did not pay it.</p>
 ${c.paid_amount > 0n ? `<p>${escapeHtml(texts.failed)}</p>` : ''}
-<p id="late-next">The merchant has it and will either refund it or honour your order. Please contact the merchant and keep the transaction hash below.</p>
+<p id="late-next">${refunds.length === 0 ? LATE_NEXT : LATE_REFUNDED}</p>
 ${txList(c, latePayments(ps), 'late-tx')}`;
 
 /** Each state that takes no payment: its panel's look, icon and text. */
@@ -282,7 +302,7 @@ const RESULTS: Record<Exclude<CheckoutState, 'awaiting' | 'partial'>, { kind: st
 function panelFor(input: PageInput): string {
   if (input.state === 'awaiting' || input.state === 'partial') return payPanel(input);
   const r = RESULTS[input.state];
-  return resultPanel(input.state, r.kind, r.icon, r.body(input));
+  return resultPanel(input.state, r.kind, r.icon, `${r.body(input)}\n${refundNote(input.c, input.refunds)}`);
 }
 
 /** The card: what the state shows; while payment is offered, the expired panel too, hidden, for the script to show when time is up. */
@@ -301,18 +321,18 @@ ${closed}
  */
 export function checkoutPage(
   c: CheckoutRow,
-  opts: { paymentUri: string; qrDataUrl: string; nowMs: number; payments: SeenPayment[]; state: CheckoutState },
+  opts: { paymentUri: string; qrDataUrl: string; nowMs: number; payments: SeenPayment[]; refunds: SentRefund[]; state: CheckoutState },
 ): string {
   const amount = shortAmount(c.amount, c.decimals);
   const title = contentText(c.content, 'title', TITLE_MAX_CHARS);
   const description = contentText(c.content, 'description', DESCRIPTION_MAX_CHARS);
   const heading = title ?? `Pay ${amount} ${c.symbol}`;
   const pageTitle = title === null ? `Pay ${amount} ${c.symbol}` : `${title} · ${amount} ${c.symbol}`;
-  const { state, nowMs, payments: ps } = opts;
+  const { state, nowMs, payments: ps, refunds } = opts;
   const data = {
     uuid: c.uuid,
     state,
-    key: changeKey(state, formatUnits18(c.paid_amount, c.decimals), ps),
+    key: changeKey(state, formatUnits18(c.paid_amount, c.decimals), ps, refunds),
     'expires-ms': String(c.expires_at),
     'now-ms': String(nowMs),
     'page-title': pageTitle,
@@ -320,7 +340,16 @@ export function checkoutPage(
   const attrs = Object.entries(data)
     .map(([k, v]) => ` data-${k}="${escapeHtml(v)}"`)
     .join('');
-  const input: PageInput = { c, ps, state, nowMs, texts: stateTexts(c, ps), paymentUri: opts.paymentUri, qrDataUrl: opts.qrDataUrl };
+  const input: PageInput = {
+    c,
+    ps,
+    refunds,
+    state,
+    nowMs,
+    texts: stateTexts(c, ps),
+    paymentUri: opts.paymentUri,
+    qrDataUrl: opts.qrDataUrl,
+  };
   const body = `<main class="checkout" id="checkout"${attrs}>
 ${summary(c, heading, description, state, nowMs)}
 ${card(input)}

@@ -94,3 +94,29 @@ export async function listCheckoutPayments(db: Executor, chargeId: number): Prom
     confirmed: Number(r.confirmed),
   }));
 }
+
+/** Refunds shown on the page (oldest first, bounded). */
+const REFUNDS_SHOWN_MAX = 10;
+
+export interface CheckoutRefundRow {
+  amount: bigint;
+  tx_hash: string | null;
+  tx_status: string;
+}
+
+/**
+ * The charge's refunds that were sent (a transfer exists), with that transfer. A claim not yet
+ * used is not listed: its link is a capability for the merchant to hand over, not for the page.
+ */
+export async function listCheckoutRefunds(db: Executor, chargeId: number): Promise<CheckoutRefundRow[]> {
+  const rows = await db
+    .selectFrom('refunds as r')
+    .innerJoin('transactions as tx', 'tx.refund_id', 'r.id')
+    .select(['r.amount', 'tx.tx_hash', 'tx.status as tx_status'])
+    .where('r.charge_id', '=', chargeId)
+    .where('tx.status', '<>', 'failed')
+    .orderBy('r.id', 'asc')
+    .limit(REFUNDS_SHOWN_MAX)
+    .execute();
+  return rows.map((r) => ({ amount: BigInt(r.amount), tx_hash: r.tx_hash, tx_status: r.tx_status }));
+}

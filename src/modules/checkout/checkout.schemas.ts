@@ -38,6 +38,17 @@ export const PublicChargeSchema = Type.Object(
       ),
       { description: 'The payments seen on the deposit address, oldest first (at most 20; a screened sender’s are not listed)' },
     ),
+    refunds: Type.Array(
+      Type.Object(
+        {
+          amount: Type.String({ description: '18 decimal places' }),
+          tx_hash: Type.Union([Type.String(), Type.Null()], { description: 'Null while its transfer waits for approval' }),
+          confirmed: Type.Boolean(),
+        },
+        { additionalProperties: false },
+      ),
+      { description: 'The refunds sent back to the payer, oldest first (at most 10; an unused claim is not listed)' },
+    ),
   },
   { additionalProperties: false },
 );

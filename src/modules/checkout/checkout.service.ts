@@ -8,8 +8,8 @@ import { Errors } from '../../errors.js';
 import { fundFromDevnet, NotDevnet } from '../networks/devnet-fund.js';
 import { findNetwork } from '../networks/networks.repository.js';
 import { devnetPayable } from './checkout.page.js';
-import { findCheckoutCharge, listCheckoutPayments, type CheckoutRow } from './checkout.repository.js';
-import { amountDue, seenPayments, type SeenPayment } from './checkout.state.js';
+import { findCheckoutCharge, listCheckoutPayments, listCheckoutRefunds, type CheckoutRow } from './checkout.repository.js';
+import { amountDue, seenPayments, sentRefunds, type SeenPayment, type SentRefund } from './checkout.state.js';
 
 export class CheckoutService {
   constructor(private readonly ctx: AppContext) {}
@@ -23,6 +23,11 @@ export class CheckoutService {
   /** The payments seen on the charge's address, confirmed or not, late or not (none screened). */
   async payments(c: CheckoutRow): Promise<SeenPayment[]> {
     return seenPayments(c, await listCheckoutPayments(this.ctx.store.db, c.id));
+  }
+
+  /** The refunds sent back to the payer (a claim not yet used is not one). */
+  async refunds(c: CheckoutRow): Promise<SentRefund[]> {
+    return sentRefunds(await listCheckoutRefunds(this.ctx.store.db, c.id));
   }
 
   /**

@@ -11,7 +11,7 @@
  * confirmations, and a payment that arrived after the expiry is shown as late, never as nothing.
  */
 import { isLate } from '../charges/charges.decide.js';
-import type { CheckoutPaymentRow, CheckoutRow } from './checkout.repository.js';
+import type { CheckoutPaymentRow, CheckoutRefundRow, CheckoutRow } from './checkout.repository.js';
 
 export type CheckoutState = 'awaiting' | 'partial' | 'confirming' | 'closed' | 'paid' | 'expired' | 'failed' | 'late';
 
@@ -37,7 +37,19 @@ export function seenPayments(c: CheckoutRow, rows: CheckoutPaymentRow[]): SeenPa
   }));
 }
 
-const sum = (ps: SeenPayment[]) => ps.reduce((a, p) => a + p.amount, 0n);
+/** A refund of the charge that was sent back to the payer (on its way, or confirmed). */
+export interface SentRefund {
+  amount: bigint;
+  /** Null while its transfer waits for approval. */
+  tx_hash: string | null;
+  confirmed: boolean;
+}
+
+export function sentRefunds(rows: CheckoutRefundRow[]): SentRefund[] {
+  return rows.map((r) => ({ amount: r.amount, tx_hash: r.tx_hash, confirmed: r.tx_status === 'confirmed' }));
+}
+
+const sum = (ps: { amount: bigint }[]) => ps.reduce((a, p) => a + p.amount, 0n);
 
 /** Paid in time but not confirmed yet (it counts once confirmed). */
 export const confirmingPayments = (ps: SeenPayment[]) => ps.filter((p) => !p.late && !p.confirmed);
@@ -72,6 +84,13 @@ export function checkoutState(c: CheckoutRow, ps: SeenPayment[], nowMs: number):
  * What the page was rendered from, as one string: the script compares it with each poll's answer
  * (the same fields in GET /api/pay/{uuid}) and renders the page again when it differs.
  */
-export function changeKey(state: string, paidAmount: string, payments: { tx_hash: string | null; confirmed: boolean; late: boolean }[]) {
-  return [state, paidAmount, payments.map((p) => `${p.tx_hash ?? '-'}:${p.confirmed ? 1 : 0}:${p.late ? 1 : 0}`).join(',')].join('|');
+export function changeKey(
+  state: string,
+  paidAmount: string,
+  payments: { tx_hash: string | null; confirmed: boolean; late: boolean }[],
+  refunds: { tx_hash: string | null; confirmed: boolean }[],
+) {
+  const ps = payments.map((p) => `${p.tx_hash ?? '-'}:${p.confirmed ? 1 : 0}:${p.late ? 1 : 0}`).join(',');
+  const rs = refunds.map((r) => `${r.tx_hash ?? '-'}:${r.confirmed ? 1 : 0}`).join(',');
+  return [state, paidAmount, ps, rs].join('|');
 }

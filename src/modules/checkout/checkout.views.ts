@@ -5,13 +5,15 @@ import { formatDateTime } from '../../lib/time.js';
 import { paymentUri } from './checkout.links.js';
 import { checkoutPage } from './checkout.page.js';
 import type { CheckoutRow } from './checkout.repository.js';
-import { amountDue, checkoutState, type SeenPayment } from './checkout.state.js';
+import { amountDue, checkoutState, type SeenPayment, type SentRefund } from './checkout.state.js';
 
 /**
  * The contract's fields (nothing of the user, the wallet or the merchant's `info`), and what the
- * page needs besides: its `state`, the service's clock (`now_ms`) and the payments seen.
+ * page needs besides: its `state`, the service's clock (`now_ms`), the payments seen and the
+ * refunds sent back.
  */
-export function publicChargeView(c: CheckoutRow, payments: SeenPayment[], nowMs: number) {
+export function publicChargeView(c: CheckoutRow, facts: { payments: SeenPayment[]; refunds: SentRefund[] }, nowMs: number) {
+  const { payments, refunds } = facts;
   return {
     uuid: c.uuid,
     status: c.status,
@@ -30,6 +32,7 @@ export function publicChargeView(c: CheckoutRow, payments: SeenPayment[], nowMs:
       confirmed: p.confirmed,
       late: p.late,
     })),
+    refunds: refunds.map((r) => ({ amount: formatUnits18(r.amount, c.decimals), tx_hash: r.tx_hash, confirmed: r.confirmed })),
   };
 }
 
@@ -49,7 +52,10 @@ export async function qrDataUrl(uri: string): Promise<string> {
 const QR_MODULE_PX = 8;
 
 /** The page; the QR code is drawn only while the page offers payment. */
-export async function checkoutPageView(c: CheckoutRow, opts: { nowMs: number; payments: SeenPayment[] }): Promise<string> {
+export async function checkoutPageView(
+  c: CheckoutRow,
+  opts: { nowMs: number; payments: SeenPayment[]; refunds: SentRefund[] },
+): Promise<string> {
   const state = checkoutState(c, opts.payments, opts.nowMs);
   const uri = paymentUri({ ...c, amount: amountDue(c, opts.payments) });
   const qr = state === 'awaiting' || state === 'partial' ? await qrDataUrl(uri) : '';
