@@ -1250,7 +1250,7 @@ export interface paths {
         };
         /**
          * A charge as its payer sees it (public)
-         * @description What the hosted checkout page polls: status, amounts, token, deposit address, the EIP-681 `payment_uri`, the expiry and the merchant’s `content`. Public, no token: anyone holding the uuid may read it, so nothing of the user, the wallet or `info` is in it. An unknown or malformed uuid is 404 `Charge not found`.
+         * @description What the hosted checkout page polls: status, amounts, token, deposit address, the EIP-681 `payment_uri`, the expiry and the merchant’s `content`; and for the page, its `state` (whether it still takes payment: by the service’s clock, not the chain’s), the service’s clock `now_ms`, the `payments` seen (confirming, late) and the `refunds` sent back. Public, no token: anyone holding the uuid may read it, so nothing of the user, the wallet or `info` is in it. An unknown or malformed uuid is 404 `Charge not found`.
          */
         get: operations["showCheckout"];
         put?: never;
@@ -1272,7 +1272,7 @@ export interface paths {
         put?: never;
         /**
          * Pay a local-devnet charge from the devnet (public; the local devnet only)
-         * @description The checkout page’s payer button on the local devnet (chain id 31337, an anvil node): anvil’s dev account sends what the charge still asks, in a real transfer the service then sees as a payment. 400 for any other charge (a token charge, one not pending, any other network).
+         * @description The checkout page’s payer button on the local devnet (chain id 31337, an anvil node): anvil’s dev account sends what the charge still asks, in a real transfer the service then sees as a payment. 400 for any other charge (a token charge, one the page no longer takes payment for: settled, expired by the clock, or paid in full and confirming; any other network).
          */
         post: operations["payCheckoutFromDevnet"];
         delete?: never;
@@ -1290,7 +1290,7 @@ export interface paths {
         };
         /**
          * A refund as its payer sees it (public)
-         * @description What the claim page polls. Public, no token: anyone holding the uuid may read it, so nothing of the merchant, the wallet or the charge is in it. Unknown: 404 `Refund not found`.
+         * @description What the claim page polls: the refund, the network’s name, the merchant’s `reason`, and once claimed the `address` and the transaction (`tx_hash`, and `tx_url` on the network’s block explorer when it has one). Public, no token: anyone holding the uuid may read it, so nothing else of the merchant, the wallet or the charge is in it. Unknown: 404 `Refund not found`.
          */
         get: operations["showRefundClaim"];
         put?: never;
@@ -1397,6 +1397,12 @@ export interface components {
             amount: string;
             /** @description The token’s symbol */
             token: string;
+            /** @description The name of the network the refund is paid on */
+            network: string;
+            reason: string | null;
+            address: string | null;
+            tx_hash: string | null;
+            tx_url: string | null;
             expires_at: string | null;
         };
         Charge: {
@@ -6504,7 +6510,24 @@ export interface operations {
                      *         "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
                      *         "payment_uri": "ethereum:0x8ba1f109551bD432803012645Ac136ddd64DBA72@1?value=250000000000000000",
                      *         "expires_at": "2026-01-15 12:00:00",
-                     *         "content": {}
+                     *         "content": {},
+                     *         "state": "state",
+                     *         "now_ms": 1,
+                     *         "payments": [
+                     *           {
+                     *             "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                     *             "amount": "1.500000000000000000",
+                     *             "confirmed": true,
+                     *             "late": true
+                     *           }
+                     *         ],
+                     *         "refunds": [
+                     *           {
+                     *             "amount": "1.500000000000000000",
+                     *             "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                     *             "confirmed": true
+                     *           }
+                     *         ]
                      *       }
                      *     }
                      */
@@ -6531,6 +6554,27 @@ export interface operations {
                             content: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description What the checkout page shows: `awaiting`, `partial` (both still take payment), `confirming`, `closed` (expired by the clock, not yet decided on the chain), `paid`, `expired`, `failed` or `late` (docs/charges.md, "What the page says") */
+                            state: string;
+                            /** @description The service’s clock (ms since the epoch) when it answered: the page counts down from it, not from the device’s clock */
+                            now_ms: number;
+                            /** @description The payments seen on the deposit address, oldest first (at most 20; a screened sender’s are not listed) */
+                            payments: {
+                                tx_hash: string | null;
+                                /** @description 18 decimal places */
+                                amount: string;
+                                confirmed: boolean;
+                                /** @description Arrived after the expiry (or after the charge was settled): not counted */
+                                late: boolean;
+                            }[];
+                            /** @description The refunds sent back to the payer, oldest first (at most 10; an unused claim is not listed) */
+                            refunds: {
+                                /** @description 18 decimal places */
+                                amount: string;
+                                /** @description Null while its transfer waits for approval */
+                                tx_hash: string | null;
+                                confirmed: boolean;
+                            }[];
                         };
                     };
                 };
@@ -6623,6 +6667,11 @@ export interface operations {
                      *         "status": "pending",
                      *         "amount": "1.500000000000000000",
                      *         "token": "ETH",
+                     *         "network": "network",
+                     *         "reason": "reason",
+                     *         "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *         "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                     *         "tx_url": "tx url",
                      *         "expires_at": "2026-01-15 12:00:00"
                      *       }
                      *     }
@@ -6686,6 +6735,11 @@ export interface operations {
                      *         "status": "pending",
                      *         "amount": "1.500000000000000000",
                      *         "token": "ETH",
+                     *         "network": "network",
+                     *         "reason": "reason",
+                     *         "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *         "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                     *         "tx_url": "tx url",
                      *         "expires_at": "2026-01-15 12:00:00"
                      *       }
                      *     }

@@ -184,7 +184,9 @@ describe('the checkout page in Chromium', () => {
     expect(await a.page.textContent('#failed-missing')).toBe('1.5 ETH missing');
     await a.page.screenshot({ path: join(ARTIFACTS, 'checkout-phone-underpaid.png'), fullPage: true });
 
-    await b.page.waitForFunction(() => document.getElementById('status-badge')?.textContent === 'Expired', null, { timeout: 20_000 });
+    // Expired by the clock first (payment no longer taken), then decided expired on the chain.
+    await b.page.waitForFunction(() => document.getElementById('checkout')?.dataset.state === 'expired', null, { timeout: 20_000 });
+    expect(await b.page.textContent('#status-badge')).toBe('Expired');
     expect(await b.page.isVisible('#panel-expired')).toBe(true);
     expect(await b.page.isVisible('#qr')).toBe(false);
     await b.page.screenshot({ path: join(ARTIFACTS, 'checkout-desktop-expired.png') });

@@ -1,6 +1,6 @@
 /**
  * The payer's side of a charge over HTTP: `hosted_url` and `payment_uri` on every Charge, the
- * public JSON (exactly the contract's fields, no token needed, 404 in the envelope), and the
+ * public JSON (the contract's fields and the page's state, clock and payments, no token needed, 404 in the envelope), and the
  * public page (HTML with a strict policy, escaped merchant text, the QR code, a plain 404 page).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,7 +10,21 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20 } from '../helpers/erc20.js';
 
 const PUBLIC_URL = 'https://pay.example.com';
-const PUBLIC_KEYS = ['address', 'amount', 'content', 'expires_at', 'paid_amount', 'payment_uri', 'status', 'token', 'uuid'];
+const PUBLIC_KEYS = [
+  'address',
+  'amount',
+  'content',
+  'expires_at',
+  'now_ms',
+  'paid_amount',
+  'payment_uri',
+  'payments',
+  'refunds',
+  'state',
+  'status',
+  'token',
+  'uuid',
+];
 
 describe('checkout: hosted_url, payment_uri, the public JSON and page', () => {
   let chain: TestChain;
@@ -67,7 +81,7 @@ describe('checkout: hosted_url, payment_uri, the public JSON and page', () => {
     expect(list.body.data.map((c: { payment_uri: string }) => c.payment_uri)).toEqual([token.payment_uri, eth.payment_uri]);
   });
 
-  it('GET /api/pay/{uuid}: public, exactly the contract’s fields, in the envelope', async () => {
+  it('GET /api/pay/{uuid}: public, the contract’s fields and the page’s state, clock and payments, in the envelope', async () => {
     const c = await create({
       amount: '1.5',
       token: 'ETH',
@@ -90,6 +104,10 @@ describe('checkout: hosted_url, payment_uri, the public JSON and page', () => {
       payment_uri: c.payment_uri,
       expires_at: c.expires_at,
       content: { title: 'Order 7', description: 'Two mugs' },
+      state: 'awaiting',
+      now_ms: expect.any(Number),
+      payments: [],
+      refunds: [],
     });
     // Nothing of the user, the wallet or the merchant's info anywhere in the answer.
     for (const secret of ['secret-note', 'bob@example.com', alice.email, wallet.address]) expect(res.text).not.toContain(secret);

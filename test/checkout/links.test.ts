@@ -1,12 +1,14 @@
 /**
  * Pure pieces of the checkout: the EIP-681 payment URI (native and ERC-20), the hosted URL and
- * PUBLIC_URL's default, and the page's text helpers (escaping, amounts, state texts).
+ * PUBLIC_URL's default, and the page's text helpers (escaping, amounts, state texts) and the
+ * state it shows for each charge, payments and time (checkout.state.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { hostedUrl, paymentUri } from '../../src/modules/checkout/checkout.links.js';
 import { countdownText, escapeHtml, shortAmount, stateTexts } from '../../src/modules/checkout/checkout.page.js';
 import type { CheckoutRow } from '../../src/modules/checkout/checkout.repository.js';
+import { amountDue, checkoutState, type SeenPayment } from '../../src/modules/checkout/checkout.state.js';
 
 const DEPOSIT = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const USDC = '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48';
@@ -73,6 +75,7 @@ describe('checkout page texts', () => {
     block_explorer: '',
     network_id: 1,
     is_native: 0,
+    settled_block: null,
     ...over,
   });
 
@@ -87,25 +90,58 @@ describe('checkout page texts', () => {
     expect(shortAmount(0n, 18)).toBe('0');
   });
 
+  const seen = (amount: bigint, o: Partial<SeenPayment> = {}): SeenPayment => ({
+    tx_hash: `0x${'ab'.repeat(32)}`,
+    amount,
+    confirmed: true,
+    late: false,
+    ...o,
+  });
+
   it('says what is missing when underpaid, and what is over when overpaid', () => {
-    expect(stateTexts(row({ paid_amount: 500_000n }))).toMatchObject({
-      view: 'partial',
-      badge: 'Partially paid',
-      partial: 'Received 0.5 USDC. Send the remaining 1.5 USDC.',
-    });
-    expect(stateTexts(row({ status: 'failed', paid_amount: 500_000n }))).toMatchObject({
-      view: 'failed',
-      badge: 'Underpaid',
+    expect(stateTexts(row({ paid_amount: 500_000n }), [seen(500_000n)]).partial).toBe('Received 0.5 USDC. Send the remaining 1.5 USDC.');
+    expect(stateTexts(row({ paid_amount: 500_000n }), [seen(500_000n), seen(250_000n, { confirmed: false })]).partial).toBe(
+      'Received 0.75 USDC (0.25 USDC of it still confirming). Send the remaining 1.25 USDC.',
+    );
+    expect(stateTexts(row({ status: 'failed', paid_amount: 500_000n }), [])).toMatchObject({
       failed: 'Received 0.5 of 2 USDC before the request expired.',
       missing: '1.5 USDC missing',
     });
-    expect(stateTexts(row({ status: 'paid', paid_amount: 2_500_000n }))).toMatchObject({
-      view: 'paid',
-      badge: 'Paid',
-      paid: '2.5 USDC received (0.5 USDC more than asked).',
-    });
-    expect(stateTexts(row({ status: 'expired' }))).toMatchObject({ view: 'expired', badge: 'Expired' });
-    expect(stateTexts(row({}))).toMatchObject({ view: 'pending', badge: 'Awaiting payment' });
+    expect(stateTexts(row({ status: 'paid', paid_amount: 2_500_000n }), []).paid).toBe('2.5 USDC received (0.5 USDC more than asked).');
+    expect(stateTexts(row({ status: 'expired' }), [seen(300_000n, { late: true })]).late).toBe('0.3 USDC');
+  });
+
+  it('takes payment only before expires_at by the clock, whatever the status says', () => {
+    const at = 1_000_000;
+    const pending = row({ expires_at: at });
+    expect(checkoutState(pending, [], at - 1)).toBe('awaiting');
+    // The chain has not decided (no block after the expiry), the clock has: no more payment taken.
+    expect(checkoutState(pending, [], at)).toBe('closed');
+    expect(checkoutState(row({ expires_at: at, paid_amount: 500_000n }), [seen(500_000n)], at - 1)).toBe('partial');
+    expect(checkoutState(row({ expires_at: at, paid_amount: 500_000n }), [seen(500_000n)], at + 1)).toBe('closed');
+  });
+
+  it('says confirming only while a payment seen in time waits for its confirmations', () => {
+    const at = 1_000_000;
+    const c = row({ expires_at: at });
+    // Paid in full, not confirmed yet: nothing more to pay.
+    expect(checkoutState(c, [seen(2_000_000n, { confirmed: false })], at - 1)).toBe('confirming');
+    expect(amountDue(c, [seen(2_000_000n, { confirmed: false })])).toBe(0n);
+    // Part of it, time left: the rest is asked for.
+    expect(checkoutState(c, [seen(500_000n, { confirmed: false })], at - 1)).toBe('partial');
+    expect(amountDue(c, [seen(500_000n, { confirmed: false })])).toBe(1_500_000n);
+    // Part of it, time up: confirming, payment no longer taken.
+    expect(checkoutState(c, [seen(500_000n, { confirmed: false })], at + 1)).toBe('confirming');
+    // A late payment is never "confirming", confirmed or not.
+    expect(checkoutState(c, [seen(2_000_000n, { confirmed: false, late: true })], at + 1)).toBe('late');
+  });
+
+  it('tells a late payment from nothing, after any outcome', () => {
+    const late = seen(250_000n, { late: true });
+    expect(checkoutState(row({ status: 'expired' }), [], 0)).toBe('expired');
+    expect(checkoutState(row({ status: 'expired' }), [late], 0)).toBe('late');
+    expect(checkoutState(row({ status: 'paid', paid_amount: 2_000_000n }), [seen(2_000_000n), late], 0)).toBe('paid');
+    expect(checkoutState(row({ status: 'failed', paid_amount: 500_000n }), [seen(500_000n), late], 0)).toBe('failed');
   });
 
   it('counts down in mm:ss, with hours from an hour up', () => {

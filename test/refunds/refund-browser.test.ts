@@ -1,8 +1,10 @@
 /**
  * The refund claim page in a real browser (Debian's Chromium, playwright-core, no download): a
  * real charge paid on anvil, a refund claim, the service's workers running. At phone (390 px)
- * and desktop (1280 px) width the payer types an address, sends it, and sees the refund sent,
- * then confirmed, without a reload; the chain holds the exact amount at that address. A bad
+ * and desktop (1280 px) width the page names the network and the merchant's reason; the payer
+ * types an address, sends it, and sees the refund sent, then confirmed, with that address and
+ * the transaction's hash and explorer link, without a reload; the chain holds the exact amount
+ * at that address. A bad
  * address is refused in the page. No request leaves the service's host. Screenshots go to
  * test/artifacts/ (docs/images/ holds copies).
  */
@@ -22,6 +24,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, 'test/artifacts');
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1280, height: 800 };
+const EXPLORER = 'https://explorer.example';
 
 describe('the refund claim page in Chromium', () => {
   let chain: TestChain;
@@ -38,6 +41,7 @@ describe('the refund claim page in Chromium', () => {
     chain = await startTestChain();
     t = await startTestApp({ clock, env: { CHARGES_POLL_MS: '100', WATCHER_POLL_MS: '100' }, workers: true });
     const networkId = await chain.register(t, { name: 'Local devnet' });
+    await t.store.db.updateTable('networks').set({ block_explorer: EXPLORER }).where('id', '=', networkId).execute();
     user = await t.createUser();
     wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body
       .data;
@@ -86,6 +90,9 @@ describe('the refund claim page in Chromium', () => {
       const page = await open(viewport, uuid);
       expect(await page.textContent('h1')).toBe(`Your refund of ${amount} ETH`);
       expect(await badge(page)).toBe('Ready to claim');
+      expect(await page.textContent('#network')).toBe('Local devnet');
+      expect(await page.textContent('#reason')).toBe('Order cancelled');
+      expect(await page.textContent('label[for=address]')).toBe('Your ETH address on Local devnet');
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(viewport.width);
 
       await page.fill('#address', '0x1234');
@@ -108,6 +115,20 @@ describe('the refund claim page in Chromium', () => {
         await page.waitForFunction(() => document.getElementById('badge')?.textContent === 'Sent', null, { timeout: 10_000 });
         expect(await page.isVisible('#panel-pending')).toBe(true);
         expect(await page.isVisible('#panel-claimable')).toBe(false);
+        // Where it went and its transaction, without a reload.
+        await page.waitForFunction(() => /^0x[0-9a-f]{64}$/.test(document.getElementById('tx-hash')?.textContent ?? ''), null, {
+          timeout: 10_000,
+        });
+        const hash = await page.textContent('#tx-hash');
+        expect((await page.textContent('#panel-pending #sent-address'))?.toLowerCase()).toBe(to.toLowerCase());
+        expect(await page.getAttribute('#panel-pending #tx-link', 'href')).toBe(`${EXPLORER}/tx/${hash}`);
+        expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(viewport.width);
+        expect((await t.request('GET', `/api/refund/${uuid}`)).body.data).toMatchObject({
+          network: 'Local devnet',
+          reason: 'Order cancelled',
+          tx_hash: hash,
+          tx_url: `${EXPLORER}/tx/${hash}`,
+        });
         await page.screenshot({ path: join(ARTIFACTS, `refund-${name}-sent.png`), fullPage: true });
         expect(await balanceOf(chain, to)).toBe(0n);
         await chain.mine(2);
@@ -118,6 +139,10 @@ describe('the refund claim page in Chromium', () => {
       expect(navigations).toBe(0);
       expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker)).toBe(7);
       expect(await page.isVisible('#panel-confirmed')).toBe(true);
+      expect(await page.textContent('#panel-confirmed > p')).toBe(`${amount} ETH has arrived at your address on Local devnet.`);
+      expect((await page.textContent('#panel-confirmed #sent-address'))?.toLowerCase()).toBe(to.toLowerCase());
+      expect(await page.getAttribute('#panel-confirmed #tx-link', 'href')).toMatch(new RegExp(`^${EXPLORER}/tx/0x[0-9a-f]{64}$`));
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(viewport.width);
       expect(await balanceOf(chain, to)).toBe(parseEther(amount));
       await page.screenshot({ path: join(ARTIFACTS, `refund-${name}-confirmed.png`), fullPage: true });
       // Claimed once: another address is refused, in the page's words.

@@ -204,7 +204,18 @@ describe('refund claims', () => {
     const pub = await t.request('GET', `/api/refund/${r.uuid}`);
     expect([pub.status, pub.body.data]).toEqual([
       200,
-      { uuid: r.uuid, status: 'claimable', amount: '0.150000000000000000', token: 'ETH', expires_at: r.expires_at },
+      {
+        uuid: r.uuid,
+        status: 'claimable',
+        amount: '0.150000000000000000',
+        token: 'ETH',
+        network: expect.any(String),
+        reason: r.reason,
+        address: null,
+        tx_hash: null,
+        tx_url: null,
+        expires_at: r.expires_at,
+      },
     ]);
     const page = await t.request('GET', `/refund/${r.uuid}`);
     expect(page.status).toBe(200);
@@ -225,7 +236,13 @@ describe('refund claims', () => {
     const done = await api.until(charge.id, (c) => c.refunds[0]?.status === 'confirmed', 'claimed refund confirmed');
     expect(done.refunds[0]).toMatchObject({ id: r.id, address: to, transaction_id: expect.any(Number), status: 'confirmed' });
     expect(await balanceOf(chain, to)).toBe(parseEther('0.15'));
-    expect((await t.request('GET', `/api/refund/${r.uuid}`)).body.data.status).toBe('confirmed');
+    // Once sent, the payer sees where it went and in which transaction (no explorer configured: no link).
+    expect((await t.request('GET', `/api/refund/${r.uuid}`)).body.data).toMatchObject({
+      status: 'confirmed',
+      address: done.refunds[0].address,
+      tx_hash: done.refunds[0].tx_hash,
+      tx_url: null,
+    });
   });
 
   it('two claims at once send once', async () => {

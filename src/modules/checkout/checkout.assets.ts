@@ -2,9 +2,10 @@
  * The checkout page's own stylesheet and script, inlined in the page and allowed by their
  * SHA-256 in its Content-Security-Policy (no `'unsafe-inline'`, nothing from another host, no
  * extra request). The script is plain ES2020 with no dependency: it counts down to
- * `expires_at`, copies the address and amount, and polls `GET /api/pay/{uuid}` every few
- * seconds until the charge is final, switching the page to paid, expired or underpaid without
- * a reload. Its texts mirror the server's first render (checkout.page.ts `stateTexts`).
+ * `expires_at` by the service's clock and takes the payment panel away when time is up, copies
+ * the address, amount and hashes, and polls `GET /api/pay/{uuid}`; when what the page shows
+ * changed it takes the new parts from a fresh render of the page, so every text is the
+ * server's (checkout.page.ts), never written twice.
  */
 import { createHash } from 'node:crypto';
 
@@ -37,7 +38,9 @@ h1{font-size:1.35rem;line-height:1.3;margin:18px 0 4px;letter-spacing:-.01em;ove
 .badge-paid{background:#dcfce7;color:#166534}
 .badge-expired{background:#e2e8f0;color:#334155}
 .badge-failed{background:#fee2e2;color:#991b1b}
-.badge-pending::before,.badge-partial::before{animation:pulse 1.6s ease-in-out infinite}
+.badge-confirming{background:#dbeafe;color:#1e40af}
+.badge-late{background:#ffedd5;color:#9a3412}
+.badge-pending::before,.badge-partial::before,.badge-confirming::before{animation:pulse 1.6s ease-in-out infinite}
 @keyframes pulse{50%{opacity:.25}}
 .countdown{font-variant-numeric:tabular-nums}
 .countdown.soon{color:#b91c1c}
@@ -72,6 +75,16 @@ h1{font-size:1.35rem;line-height:1.3;margin:18px 0 4px;letter-spacing:-.01em;ove
 .result-paid .result-icon{background:#dcfce7;color:#15803d}
 .result-expired .result-icon{background:#e2e8f0;color:#334155}
 .result-failed .result-icon{background:#fee2e2;color:#b91c1c}
+.result-confirming .result-icon{background:#dbeafe;color:#1e40af}
+.result-late .result-icon{background:#ffedd5;color:#c2410c}
+.txs{list-style:none;margin:16px 0 0;padding:0;display:grid;gap:12px;text-align:left}
+.txs .tx-amount{margin:0 0 4px;font-weight:650;color:var(--text)}
+.txs .copy-field{margin:0 0 6px}
+.txs .explorer-link{justify-content:flex-start}
+.late-note{text-align:left;margin:18px 0 0}
+.late-note p,.refund-note p{color:inherit;margin:0}
+.note-info{background:#eff6ff;color:#1e3a8a;border:1px solid #bfdbfe}
+.refund-note{text-align:left;margin:18px 0 0}
 .missing{display:inline-block;margin:10px 0 6px;font-weight:700;color:#991b1b;font-size:1.05rem}
 .links{display:flex;flex-direction:column;align-items:center;gap:6px;margin-top:12px}
 .link{display:inline-flex;flex-wrap:wrap;justify-content:center;align-items:center;gap:2px 6px;max-width:100%;font-size:.95rem;color:var(--accent);font-weight:650;text-decoration:none}
@@ -102,94 +115,94 @@ export const CHECKOUT_JS = `
   if (!root) return;
   var d = root.dataset;
   var POLL_MS = 3000;
-  var FINAL = ['paid', 'expired', 'failed'];
-  var started = Date.now();
-  var serverNow = Number(d.nowMs);
+  var SETTLED_POLL_MS = 10000;
+  var OPEN = ['awaiting', 'partial'];
+  var SETTLED = ['paid', 'expired', 'failed', 'late'];
   var expiresMs = Number(d.expiresMs);
-  var token = d.token;
-  var state = { status: d.status, amount: d.amount, paid: d.paid };
+  // The service's clock, never the device's: \`server\` was read no later than \`at\` on this page's
+  // monotonic clock (0 is the navigation's start, before the server rendered the page; a poll's
+  // answer is taken as of the poll's start), so the page may close a moment early, never late.
+  var sync = { server: Number(d.nowMs), at: 0 };
   var $ = function (id) { return document.getElementById(id); };
 
-  function units(s) {
-    var parts = String(s).split('.');
-    return BigInt(parts[0] + (parts[1] || '').padEnd(18, '0').slice(0, 18));
-  }
-  function show(u) {
-    var s = u.toString().padStart(19, '0');
-    var frac = s.slice(-18).replace(/0+$/, '');
-    return s.slice(0, -18) + (frac ? '.' + frac : '');
-  }
+  function serverNow() { return sync.server + (performance.now() - sync.at); }
   function clock(ms) {
     var s = Math.max(0, Math.ceil(ms / 1000));
     var h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
     var p = function (n) { return String(n).padStart(2, '0'); };
     return h > 0 ? h + ':' + p(m) + ':' + p(sec) : p(m) + ':' + p(sec);
   }
-  function isFinal() { return FINAL.indexOf(state.status) >= 0; }
+  function isOpen() { return OPEN.indexOf(d.state) >= 0; }
 
-  var BADGES = { pending: 'Awaiting payment', partial: 'Partially paid', paid: 'Paid', expired: 'Expired', failed: 'Underpaid' };
-
-  function render() {
-    var amount = units(state.amount), paid = units(state.paid);
-    var view = state.status === 'pending' && paid > 0n ? 'partial' : state.status;
-    if (!BADGES[view]) view = 'pending';
-    root.setAttribute('data-status', state.status);
+  /** Expired by the clock: the page stops taking payment, whatever the chain's blocks say yet. */
+  function close() {
+    var pay = $('panel-pay');
+    if (pay) pay.remove();
+    var closed = $('panel-closed');
+    if (closed) closed.hidden = false;
+    d.state = 'closed';
     var badge = $('status-badge');
-    badge.className = 'badge badge-' + view;
-    badge.textContent = BADGES[view];
-    $('panel-pay').hidden = state.status !== 'pending';
-    $('panel-paid').hidden = state.status !== 'paid';
-    $('panel-expired').hidden = state.status !== 'expired';
-    $('panel-failed').hidden = state.status !== 'failed';
-    $('countdown-row').hidden = isFinal();
-    $('amount-label').textContent = isFinal() ? 'Amount' : 'Amount due';
-    var missing = amount > paid ? amount - paid : 0n;
-    $('partial-note').hidden = view !== 'partial';
-    $('partial-note').textContent = 'Received ' + show(paid) + ' ' + token + '. Send the remaining ' + show(missing) + ' ' + token + '.';
-    $('paid-text').textContent = show(paid) + ' ' + token + ' received' + (paid > amount ? ' (' + show(paid - amount) + ' ' + token + ' more than asked).' : '.');
-    $('failed-text').textContent = 'Received ' + show(paid) + ' of ' + show(amount) + ' ' + token + ' before the request expired.';
-    $('failed-missing').textContent = show(missing) + ' ' + token + ' missing';
-    document.title = (state.status === 'paid' ? 'Paid' : BADGES[view]) + ' \\u00b7 ' + d.pageTitle;
+    badge.className = 'badge badge-expired';
+    badge.textContent = 'Expired';
+    $('countdown-row').hidden = true;
+    $('amount-label').textContent = 'Amount';
+    document.title = 'Expired \\u00b7 ' + d.pageTitle;
+    $('announce').textContent = 'This payment request has expired.';
   }
 
   function tick() {
-    if (isFinal()) return;
-    var left = expiresMs - (serverNow + (Date.now() - started));
+    if (!isOpen()) return;
+    var left = expiresMs - serverNow();
+    if (left <= 0) { close(); return; }
     var el = $('countdown');
-    el.textContent = left > 0 ? clock(left) : 'Confirming\\u2026';
-    el.classList.toggle('soon', left > 0 && left < 60000);
+    el.textContent = clock(left);
+    el.classList.toggle('soon', left < 60000);
   }
 
-  /**
-   * When the charge changes while the page is open, the panel it now shows is taken from a fresh
-   * render of this page: the QR code for what is still due, the explorer links once paid.
-   */
-  function refreshPanel() {
-    fetch(location.pathname, { cache: 'no-store' })
+  /** What the page shows changed: its parts are taken from a fresh render of this page. */
+  function refresh(at) {
+    return fetch(location.pathname, { cache: 'no-store' })
       .then(function (res) { return res.ok ? res.text() : null; })
       .then(function (html) {
         if (!html) return;
-        var id = state.status === 'pending' ? 'panel-pay' : 'panel-' + state.status;
-        var fresh = new DOMParser().parseFromString(html, 'text/html').getElementById(id);
-        var here = $(id);
-        if (fresh && here) here.innerHTML = fresh.innerHTML;
+        var fresh = new DOMParser().parseFromString(html, 'text/html');
+        var main = fresh.getElementById('checkout');
+        if (!main) return;
+        $('card').innerHTML = fresh.getElementById('card').innerHTML;
+        var badge = fresh.getElementById('status-badge');
+        $('status-badge').className = badge.className;
+        $('status-badge').textContent = badge.textContent;
+        $('countdown-row').hidden = fresh.getElementById('countdown-row').hidden;
+        $('amount-label').textContent = fresh.getElementById('amount-label').textContent;
+        document.title = fresh.title;
+        d.state = main.dataset.state;
+        d.key = main.dataset.key;
+        sync = { server: Number(main.dataset.nowMs), at: at };
+        $('announce').textContent = badge.textContent;
+        tick();
       })
-      .catch(function () { /* the panel rendered here stays */ });
+      .catch(function () { /* the page shown stays until the next poll */ });
   }
 
+  function changeKey(c) {
+    var ps = c.payments.map(function (p) { return (p.tx_hash || '-') + ':' + (p.confirmed ? 1 : 0) + ':' + (p.late ? 1 : 0); });
+    var rs = c.refunds.map(function (r) { return (r.tx_hash || '-') + ':' + (r.confirmed ? 1 : 0); });
+    return [c.state, c.paid_amount, ps.join(','), rs.join(',')].join('|');
+  }
+
+  // Also once settled, more slowly: a payment after the expiry is shown as late, not missed.
   function poll() {
+    var at = performance.now();
     fetch('/api/pay/' + encodeURIComponent(d.uuid), { headers: { accept: 'application/json' }, cache: 'no-store' })
       .then(function (res) { return res.ok ? res.json() : null; })
       .then(function (body) {
-        if (body && body.data) {
-          var changed = body.data.status !== state.status || body.data.paid_amount !== state.paid;
-          state = { status: body.data.status, amount: body.data.amount, paid: body.data.paid_amount };
-          render();
-          if (changed) refreshPanel();
-        }
+        if (!body || !body.data) return;
+        sync = { server: body.data.now_ms, at: at };
+        if (changeKey(body.data) !== d.key) return refresh(at);
+        tick();
       })
       .catch(function () { /* offline for a moment: the next poll tries again */ })
-      .then(function () { if (!isFinal()) setTimeout(poll, POLL_MS); });
+      .then(function () { setTimeout(poll, SETTLED.indexOf(d.state) >= 0 ? SETTLED_POLL_MS : POLL_MS); });
   }
 
   function copied(btn) {
@@ -208,31 +221,35 @@ export const CHECKOUT_JS = `
     area.select();
     try { document.execCommand('copy'); } finally { document.body.removeChild(area); }
   }
-  // One listener for every copy button, also those of a refreshed panel.
-  root.addEventListener('click', function (e) {
-    var btn = e.target instanceof Element ? e.target.closest('[data-copy]') : null;
-    if (!btn) return;
+  function copy(btn) {
     var text = btn.getAttribute('data-copy');
     var done = function () { copied(btn); };
     if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(done, function () { fallbackCopy(text); done(); });
     else { fallbackCopy(text); done(); }
-  });
+  }
 
-  // The local devnet's payer button (README "Start"): the dev account pays; the poll shows it paid.
-  var dev = $('devnet-pay');
-  if (dev) dev.addEventListener('click', function () {
+  // The local devnet's payer button (README "Start"): the dev account pays; the poll shows it.
+  function devnetPay(dev) {
     dev.disabled = true;
-    dev.textContent = 'Paying\u2026';
+    dev.textContent = 'Paying\\u2026';
     fetch('/api/pay/' + encodeURIComponent(d.uuid) + '/devnet', { method: 'POST', headers: { accept: 'application/json' } })
       .then(function (res) { return res.json(); })
       .then(function (body) { dev.textContent = body && body.status === 'success' ? 'Sent from the devnet' : (body && body.message) || 'Could not pay'; })
       .catch(function () { dev.disabled = false; dev.textContent = 'Pay from the devnet'; });
+  }
+
+  // One listener for every button, also those of a refreshed card.
+  root.addEventListener('click', function (e) {
+    var el = e.target instanceof Element ? e.target : null;
+    var btn = el && el.closest('[data-copy]');
+    if (btn) { copy(btn); return; }
+    var dev = el && el.closest('#devnet-pay');
+    if (dev && !dev.disabled) devnetPay(dev);
   });
 
-  render();
   tick();
   setInterval(tick, 1000);
-  if (!isFinal()) setTimeout(poll, POLL_MS);
+  setTimeout(poll, POLL_MS);
 })();
 `;
 

@@ -24,6 +24,8 @@ export interface CheckoutRow {
   /** Internal: the network (for the devnet's payer button) and whether the token is the native one. */
   network_id: number;
   is_native: number;
+  /** Internal: the block the charge was settled on (null while pending), for telling a late payment. */
+  settled_block: number | null;
 }
 
 export async function findCheckoutCharge(db: Executor, uuid: string): Promise<CheckoutRow | undefined> {
@@ -51,6 +53,7 @@ export async function findCheckoutCharge(db: Executor, uuid: string): Promise<Ch
       'n.block_explorer',
       'n.id as network_id',
       't.is_native',
+      'c.settled_block',
     ])
     .where('c.uuid', '=', uuid)
     .where('c.status', '<>', 'deposit') // a permanent deposit address's watch, not a charge
@@ -58,20 +61,62 @@ export async function findCheckoutCharge(db: Executor, uuid: string): Promise<Ch
   return r ? { ...r, amount: BigInt(r.amount), paid_amount: BigInt(r.paid_amount) } : undefined;
 }
 
-/** Payment transactions shown on a paid page (the confirmed, counted ones, oldest first, bounded). */
-const PAYMENT_LINKS_MAX = 5;
+/** Payments listed on the page (oldest first, bounded): a charge is paid in one or a few. */
+const PAYMENTS_SHOWN_MAX = 20;
 
-export async function listPaymentHashes(db: Executor, chargeId: number): Promise<string[]> {
+export interface CheckoutPaymentRow {
+  tx_hash: string | null;
+  amount: bigint;
+  block_number: number;
+  block_timestamp: number;
+  confirmed: number;
+}
+
+/**
+ * The payments recorded on a charge's address, confirmed or not, but a screened sender's: those
+ * never count and the page lists none (docs/charges.md, "Screened payments").
+ */
+export async function listCheckoutPayments(db: Executor, chargeId: number): Promise<CheckoutPaymentRow[]> {
   const rows = await db
     .selectFrom('charge_payments')
-    .select('tx_hash')
+    .select(['tx_hash', 'amount', 'block_number', 'block_timestamp', 'confirmed'])
     .where('charge_id', '=', chargeId)
-    .where('confirmed', '=', 1)
-    .where('tx_hash', 'is not', null) // a payment found by the balance has no transaction to link
-    .where('screened', '=', 0) // a screened sender's payment paid nothing (docs/charges.md, "Screening")
+    .where('screened', '=', 0)
     .orderBy('block_number', 'asc')
     .orderBy('log_index', 'asc')
-    .limit(PAYMENT_LINKS_MAX)
+    .limit(PAYMENTS_SHOWN_MAX)
     .execute();
-  return [...new Set(rows.flatMap((r) => (r.tx_hash === null ? [] : [r.tx_hash])))];
+  return rows.map((r) => ({
+    tx_hash: r.tx_hash,
+    amount: BigInt(r.amount),
+    block_number: Number(r.block_number),
+    block_timestamp: Number(r.block_timestamp),
+    confirmed: Number(r.confirmed),
+  }));
+}
+
+/** Refunds shown on the page (oldest first, bounded). */
+const REFUNDS_SHOWN_MAX = 10;
+
+export interface CheckoutRefundRow {
+  amount: bigint;
+  tx_hash: string | null;
+  tx_status: string;
+}
+
+/**
+ * The charge's refunds that were sent (a transfer exists), with that transfer. A claim not yet
+ * used is not listed: its link is a capability for the merchant to hand over, not for the page.
+ */
+export async function listCheckoutRefunds(db: Executor, chargeId: number): Promise<CheckoutRefundRow[]> {
+  const rows = await db
+    .selectFrom('refunds as r')
+    .innerJoin('transactions as tx', 'tx.refund_id', 'r.id')
+    .select(['r.amount', 'tx.tx_hash', 'tx.status as tx_status'])
+    .where('r.charge_id', '=', chargeId)
+    .where('tx.status', '<>', 'failed')
+    .orderBy('r.id', 'asc')
+    .limit(REFUNDS_SHOWN_MAX)
+    .execute();
+  return rows.map((r) => ({ amount: BigInt(r.amount), tx_hash: r.tx_hash, tx_status: r.tx_status }));
 }

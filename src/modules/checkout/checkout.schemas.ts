@@ -1,4 +1,7 @@
-/** The public charge on the wire (GET /api/pay/{uuid}): the contract's nine fields, nothing more. */
+/**
+ * The public charge on the wire (GET /api/pay/{uuid}): the contract's nine fields, and what the
+ * checkout page needs besides (its state, the service's clock, the payments seen), nothing more.
+ */
 import { Type } from '@sinclair/typebox';
 
 export const PayParams = Type.Object({ uuid: Type.String({ description: 'The charge’s uuid (from its `hosted_url`)' }) });
@@ -16,6 +19,36 @@ export const PublicChargeSchema = Type.Object(
     content: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], {
       description: 'What the merchant chose to show the payer',
     }),
+    state: Type.String({
+      description:
+        'What the checkout page shows: `awaiting`, `partial` (both still take payment), `confirming`, `closed` (expired by the clock, not yet decided on the chain), `paid`, `expired`, `failed` or `late` (docs/charges.md, "What the page says")',
+    }),
+    now_ms: Type.Integer({
+      description: 'The service’s clock (ms since the epoch) when it answered: the page counts down from it, not from the device’s clock',
+    }),
+    payments: Type.Array(
+      Type.Object(
+        {
+          tx_hash: Type.Union([Type.String(), Type.Null()]),
+          amount: Type.String({ description: '18 decimal places' }),
+          confirmed: Type.Boolean(),
+          late: Type.Boolean({ description: 'Arrived after the expiry (or after the charge was settled): not counted' }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: 'The payments seen on the deposit address, oldest first (at most 20; a screened sender’s are not listed)' },
+    ),
+    refunds: Type.Array(
+      Type.Object(
+        {
+          amount: Type.String({ description: '18 decimal places' }),
+          tx_hash: Type.Union([Type.String(), Type.Null()], { description: 'Null while its transfer waits for approval' }),
+          confirmed: Type.Boolean(),
+        },
+        { additionalProperties: false },
+      ),
+      { description: 'The refunds sent back to the payer, oldest first (at most 10; an unused claim is not listed)' },
+    ),
   },
   { additionalProperties: false },
 );

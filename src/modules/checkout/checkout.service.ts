@@ -7,8 +7,9 @@ import type { AppContext } from '../../context.js';
 import { Errors } from '../../errors.js';
 import { fundFromDevnet, NotDevnet } from '../networks/devnet-fund.js';
 import { findNetwork } from '../networks/networks.repository.js';
-import { amountDue, devnetPayable } from './checkout.page.js';
-import { findCheckoutCharge, listPaymentHashes, type CheckoutRow } from './checkout.repository.js';
+import { devnetPayable } from './checkout.page.js';
+import { findCheckoutCharge, listCheckoutPayments, listCheckoutRefunds, type CheckoutRow } from './checkout.repository.js';
+import { amountDue, seenPayments, sentRefunds, type SeenPayment, type SentRefund } from './checkout.state.js';
 
 export class CheckoutService {
   constructor(private readonly ctx: AppContext) {}
@@ -19,22 +20,29 @@ export class CheckoutService {
     return findCheckoutCharge(this.ctx.store.db, uuid.toLowerCase());
   }
 
-  /** The transactions that paid a charge, for the explorer links of a paid page. */
-  paymentHashes(c: CheckoutRow): Promise<string[]> {
-    return c.status === 'paid' && c.block_explorer !== '' ? listPaymentHashes(this.ctx.store.db, c.id) : Promise.resolve([]);
+  /** The payments seen on the charge's address, confirmed or not, late or not (none screened). */
+  async payments(c: CheckoutRow): Promise<SeenPayment[]> {
+    return seenPayments(c, await listCheckoutPayments(this.ctx.store.db, c.id));
+  }
+
+  /** The refunds sent back to the payer (a claim not yet used is not one). */
+  async refunds(c: CheckoutRow): Promise<SentRefund[]> {
+    return sentRefunds(await listCheckoutRefunds(this.ctx.store.db, c.id));
   }
 
   /**
    * Pays what a devnet charge still asks from the devnet's dev account, in a real transfer the
-   * service then sees like any payment; 400 on any other charge or network (devnet-fund.ts checks
-   * the node is anvil too).
+   * service then sees like any payment; 400 on any other charge or network, and once the page no
+   * longer offers payment (expired by the clock, or paid in full while confirming): the button
+   * never makes a late payment (devnet-fund.ts checks the node is anvil too).
    */
   async payFromDevnet(c: CheckoutRow): Promise<string> {
     const network = await findNetwork(this.ctx.store.db, c.network_id);
-    if (!network || !devnetPayable(c))
+    const payments = await this.payments(c);
+    if (!network || !devnetPayable(c, payments, this.nowMs()))
       throw Errors.badRequest('Only a pending native charge on the local devnet can be paid from the devnet');
     try {
-      return (await fundFromDevnet(network, c.address, amountDue(c))).tx_hash;
+      return (await fundFromDevnet(network, c.address, amountDue(c, payments))).tx_hash;
     } catch (e) {
       if (e instanceof NotDevnet) throw Errors.badRequest('Only a pending native charge on the local devnet can be paid from the devnet');
       throw e;

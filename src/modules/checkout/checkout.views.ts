@@ -3,11 +3,17 @@ import { renderSVG } from 'uqr';
 import { formatUnits18 } from '../../lib/money.js';
 import { formatDateTime } from '../../lib/time.js';
 import { paymentUri } from './checkout.links.js';
-import { amountDue, checkoutPage } from './checkout.page.js';
+import { checkoutPage } from './checkout.page.js';
 import type { CheckoutRow } from './checkout.repository.js';
+import { amountDue, checkoutState, type SeenPayment, type SentRefund } from './checkout.state.js';
 
-/** Exactly the contract's fields: nothing of the user, the wallet or the merchant's `info`. */
-export function publicChargeView(c: CheckoutRow) {
+/**
+ * The contract's fields (nothing of the user, the wallet or the merchant's `info`), and what the
+ * page needs besides: its `state`, the service's clock (`now_ms`), the payments seen and the
+ * refunds sent back.
+ */
+export function publicChargeView(c: CheckoutRow, facts: { payments: SeenPayment[]; refunds: SentRefund[] }, nowMs: number) {
+  const { payments, refunds } = facts;
   return {
     uuid: c.uuid,
     status: c.status,
@@ -18,6 +24,15 @@ export function publicChargeView(c: CheckoutRow) {
     payment_uri: paymentUri(c),
     expires_at: formatDateTime(c.expires_at),
     content: c.content === null ? null : (JSON.parse(c.content) as Record<string, unknown>),
+    state: checkoutState(c, payments, nowMs),
+    now_ms: nowMs,
+    payments: payments.map((p) => ({
+      tx_hash: p.tx_hash,
+      amount: formatUnits18(p.amount, c.decimals),
+      confirmed: p.confirmed,
+      late: p.late,
+    })),
+    refunds: refunds.map((r) => ({ amount: formatUnits18(r.amount, c.decimals), tx_hash: r.tx_hash, confirmed: r.confirmed })),
   };
 }
 
@@ -36,7 +51,13 @@ export async function qrDataUrl(uri: string): Promise<string> {
 /** Pixels per QR module in the SVG's own coordinates (the page scales the image). */
 const QR_MODULE_PX = 8;
 
-export async function checkoutPageView(c: CheckoutRow, opts: { nowMs: number; txHashes: string[] }): Promise<string> {
-  const uri = paymentUri({ ...c, amount: amountDue(c) });
-  return checkoutPage(c, { paymentUri: uri, qrDataUrl: await qrDataUrl(uri), ...opts });
+/** The page; the QR code is drawn only while the page offers payment. */
+export async function checkoutPageView(
+  c: CheckoutRow,
+  opts: { nowMs: number; payments: SeenPayment[]; refunds: SentRefund[] },
+): Promise<string> {
+  const state = checkoutState(c, opts.payments, opts.nowMs);
+  const uri = paymentUri({ ...c, amount: amountDue(c, opts.payments) });
+  const qr = state === 'awaiting' || state === 'partial' ? await qrDataUrl(uri) : '';
+  return checkoutPage(c, { paymentUri: uri, qrDataUrl: qr, state, ...opts });
 }

@@ -21,6 +21,9 @@ export interface RefundRow {
   transaction_id: number | null;
   tx_hash: string | null;
   tx_status: string | null;
+  /** Joined: the wallet's network, named on the claim page with its explorer. */
+  network_name: string;
+  block_explorer: string;
 }
 
 export type NewRefund = Pick<
@@ -33,6 +36,8 @@ function refunds(db: Executor) {
     .selectFrom('refunds as r')
     .innerJoin('wallet_tokens as t', 't.id', 'r.token_id')
     .leftJoin('transactions as tx', 'tx.refund_id', 'r.id')
+    .innerJoin('wallets as w', 'w.id', 'r.wallet_id')
+    .innerJoin('networks as n', 'n.id', 'w.network_id')
     .select([
       'r.id',
       'r.uuid',
@@ -49,6 +54,8 @@ function refunds(db: Executor) {
       'tx.id as transaction_id',
       'tx.tx_hash',
       'tx.status as tx_status',
+      'n.name as network_name',
+      'n.block_explorer',
     ]);
 }
 

@@ -99,7 +99,7 @@ export async function publicRefundRoutes(app: App, refunds: RefundService): Prom
         tags: ['refunds'],
         summary: 'A refund as its payer sees it (public)',
         description:
-          'What the claim page polls. Public, no token: anyone holding the uuid may read it, so nothing of the merchant, the wallet or the charge is in it. Unknown: 404 `Refund not found`.',
+          'What the claim page polls: the refund, the network’s name, the merchant’s `reason`, and once claimed the `address` and the transaction (`tx_hash`, and `tx_url` on the network’s block explorer when it has one). Public, no token: anyone holding the uuid may read it, so nothing else of the merchant, the wallet or the charge is in it. Unknown: 404 `Refund not found`.',
         params: RefundParams,
         security: [],
         response: responses(PublicRefundRef),

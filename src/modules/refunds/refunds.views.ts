@@ -59,13 +59,27 @@ export function refundView(r: RefundRow, nowMs: number, publicUrl: string, links
   };
 }
 
-/** GET /api/refund/{uuid}: what the payer holding the link may see. */
+/** The explorer page of a transaction, when the network has an explorer and the transfer a hash. */
+export function explorerTxUrl(blockExplorer: string, txHash: string | null): string | null {
+  if (blockExplorer === '' || txHash === null) return null;
+  return `${blockExplorer.replace(/\/+$/, '')}/tx/${txHash}`;
+}
+
+/**
+ * GET /api/refund/{uuid}: what the payer holding the link may see: the refund, the network it is
+ * paid on, the merchant's reason, and once sent where to and in which transaction.
+ */
 export function publicRefundView(r: RefundRow, nowMs: number) {
   return {
     uuid: r.uuid,
     status: refundStatus(r, nowMs),
     amount: formatUnits18(r.amount, r.decimals),
     token: r.symbol,
+    network: r.network_name,
+    reason: r.reason,
+    address: r.address,
+    tx_hash: r.tx_hash,
+    tx_url: explorerTxUrl(r.block_explorer, r.tx_hash),
     expires_at: formatDateTimeOrNull(r.claim_expires_at),
   };
 }
