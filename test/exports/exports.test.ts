@@ -198,6 +198,20 @@ describe('transactions.csv', () => {
   });
 });
 
+describe('HEAD', () => {
+  it('answers the headers of each export, checked as the GET is, without a body', async () => {
+    for (const kind of ['transactions', 'charges', 'payouts']) {
+      const head = await t.request('HEAD', `/api/wallet/${w.id}/export/${kind}.csv`, { token: user.token });
+      expect(head.status, kind).toBe(200);
+      expect(head.headers.get('content-type'), kind).toBe('text/csv; charset=utf-8');
+      expect(head.headers.get('content-disposition'), kind).toBe(`attachment; filename="wallet-${w.id}-${kind}.csv"`);
+      expect(head.text, kind).toBe('');
+      const refused = await t.request('HEAD', `/api/wallet/${w.id}/export/${kind}.csv?from=x`, { token: user.token });
+      expect(refused.status, kind).toBe(422);
+    }
+  });
+});
+
 describe('charges.csv', () => {
   it('lists the charges oldest first with content and info as JSON text and no price', async () => {
     const res = await exportOf('charges');

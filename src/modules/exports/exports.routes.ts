@@ -39,12 +39,16 @@ const DOCS: Record<Export, { summary: string; description: string; example: stri
   },
 };
 
-/** The file as a stream: each chunk is read from the generator when the client has taken the last. */
-function sendCsv(reply: FastifyReply, filename: string, records: AsyncGenerator<Buffer>): FastifyReply {
+/**
+ * The file as a stream: each chunk is read from the generator when the client has taken the
+ * last. A HEAD gets the same headers and no records: Fastify drains a HEAD's stream to discard
+ * it, which would read every page of the export for nothing.
+ */
+function sendCsv(reply: FastifyReply, filename: string, records: () => AsyncGenerator<Buffer>): FastifyReply {
   return reply
     .type('text/csv; charset=utf-8')
     .header('content-disposition', `attachment; filename="${filename}"`)
-    .send(Readable.from(records, { objectMode: false }));
+    .send(Readable.from(reply.request.method === 'HEAD' ? [] : records(), { objectMode: false }));
 }
 
 export async function exportRoutes(app: App, service: ExportService): Promise<void> {
@@ -73,7 +77,7 @@ export async function exportRoutes(app: App, service: ExportService): Promise<vo
       async (req, reply) => {
         const wallet = requireWallet(req);
         const range = parseCreatedRange(req.query);
-        return sendCsv(reply, `wallet-${wallet.id}-${kind}.csv`, records[kind](wallet.id, range));
+        return sendCsv(reply, `wallet-${wallet.id}-${kind}.csv`, () => records[kind](wallet.id, range));
       },
     );
   }
