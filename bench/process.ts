@@ -220,6 +220,17 @@ export async function startServiceProcess(opts: {
   };
 }
 
+/** A wallet on the service's devnet, made through its API; its id. */
+export async function createBenchWallet(service: ServiceProcess, name = 'Bench'): Promise<number> {
+  const res = await fetch(`${service.base}/api/wallet/create`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${service.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name, network_id: service.networkId }),
+  });
+  if (res.status !== 200) throw new Error(`wallet create: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { data: { id: number } }).data.id;
+}
+
 export interface BareProcess {
   url: string;
   pid: number;

@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { findFreePort, startDevnet } from '../src/chain/devnet.js';
 import { parseDatabases, percentile, positiveInt, runBench, writeReport, type Driver } from './common.js';
-import { profileSignal, settingsNote, startServiceProcess, type ServiceProcess } from './process.js';
+import { createBenchWallet, profileSignal, settingsNote, startServiceProcess } from './process.js';
 import { openServiceStore, seedServiceWallet } from './seed.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -81,21 +81,11 @@ async function timeAlternating(a: () => Promise<void>, b: () => Promise<void>): 
   ) as [number, number];
 }
 
-async function createWallet(service: ServiceProcess): Promise<number> {
-  const res = await fetch(`${service.base}/api/wallet/create`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${service.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'Bench', network_id: service.networkId }),
-  });
-  if (res.status !== 200) throw new Error(`wallet create: ${res.status} ${await res.text()}`);
-  return ((await res.json()) as { data: { id: number } }).data.id;
-}
-
 async function runOne(driver: Driver, rpcUrl: string): Promise<string> {
   const service = await startServiceProcess({ driver, rpcUrl });
   const pool = new Pool(service.base, { connections: 1, pipelining: 1 });
   try {
-    const walletId = await createWallet(service);
+    const walletId = await createBenchWallet(service);
     process.stderr.write(`${driver}: seeding ${ROWS} rows ... `);
     const seedS = await seedServiceWallet(service, walletId, ROWS);
     const get = (page: number, limit: number, token?: string, expectRows?: number) => async () => {

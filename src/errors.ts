@@ -102,6 +102,10 @@ export const Errors = {
   nothingToRefund: () => new AppError(400, 'NOTHING_TO_REFUND', 'Nothing to refund'),
   refundClaimed: () => new AppError(400, 'REFUND_CLAIMED', 'Refund already claimed'),
   refundExpired: () => new AppError(400, 'REFUND_EXPIRED', 'Refund claim expired'),
+  /** A datetime field (`since`, an export's `from` and `to`) that is not a real `YYYY-MM-DD HH:MM:SS`. */
+  invalidDateTime: (field: string) => fieldError(field, `The ${field} field must be a datetime in the format YYYY-MM-DD HH:MM:SS.`),
+  /** The end of a datetime range before its start. */
+  dateTimeBefore: (field: string, other: string) => fieldError(field, `The ${field} field must be a date after or equal to ${other}.`),
   idempotencyMismatch: () => validationError({ 'Idempotency-Key': ['Idempotency-Key already used with a different request.'] }),
   idempotencyInProgress: () => new AppError(409, 'IDEMPOTENCY_IN_PROGRESS', 'A request with this Idempotency-Key is still in progress'),
   /** A transient node fault (src/chain/errors.ts `isTransient`): the client retries after Retry-After. */

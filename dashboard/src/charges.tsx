@@ -7,6 +7,7 @@ import { api, failure } from './api.js';
 import { ok, PAGE, useApi } from './data.js';
 import { amount as short } from './format.js';
 import { Amount, Empty, Hash, Listing, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
+import { ExportCsv } from './export.js';
 
 export function Charges({ wallet }: { wallet: string }) {
   const { data: rows, error } = useApi(
@@ -20,6 +21,7 @@ export function Charges({ wallet }: { wallet: string }) {
   return (
     <section aria-labelledby="charges-title">
       <h2 id="charges-title">Charges</h2>
+      <ExportCsv wallet={wallet} kind="charges" />
       <Listing label="Charges" rows={rows} error={error} empty="No charges yet.">
         <table>
           <thead>

@@ -6,6 +6,7 @@ import { useState } from 'preact/hooks';
 import { api, failure } from './api.js';
 import { ok, useApi } from './data.js';
 import { Amount, Empty, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
+import { ExportCsv } from './export.js';
 
 export function Payouts({ wallet }: { wallet: string }) {
   const {
@@ -37,6 +38,7 @@ export function Payouts({ wallet }: { wallet: string }) {
   return (
     <section aria-labelledby="payouts-title">
       <h2 id="payouts-title">Payouts</h2>
+      <ExportCsv wallet={wallet} kind="payouts" />
       <Notice message={message} />
       {error ? (
         <Problem text={error} />

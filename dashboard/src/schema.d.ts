@@ -1017,6 +1017,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/wallet/{wallet}/export/transactions.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The transactions of the wallet as a CSV file, oldest first
+         * @description Every transaction the list shows, oldest first, as RFC 4180 CSV with a header row: `id, created_at, type, status, token, amount, fee, from, to, tx_hash, block_number, reference`. `fee` is the native fee the wallet paid (L1 data fee included; 0 for a receipt, empty until mined). `from` and `to` filter on `created_at` (422 on a bad one). Sent as it is read, in constant memory.
+         */
+        get: operations["exportTransactions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/wallet/{wallet}/export/charges.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The charges of the wallet as a CSV file, oldest first
+         * @description Every charge the list shows, oldest first, as RFC 4180 CSV with a header row: `id, uuid, created_at, status, token, amount, paid_amount, price_amount, price_currency, content, info` (`content` and `info` as JSON text; `price_amount` and `price_currency` empty: charges have no price yet). `from` and `to` filter on `created_at` (422 on a bad one).
+         */
+        get: operations["exportCharges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/wallet/{wallet}/export/payouts.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The payouts of the wallet as a CSV file, one record per item
+         * @description Every item of every payout, payouts oldest first and each one’s items in order, as RFC 4180 CSV with a header row: `payout_id, item_id, reference, address, token, amount, status, tx_hash, failure_reason, created_at` (the item’s status and failure reason as the payout shows them; `created_at` the payout’s). `from` and `to` filter on the payout’s `created_at` (422 on a bad one).
+         */
+        get: operations["exportPayouts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/key/create": {
         parameters: {
             query?: never;
@@ -5577,6 +5637,147 @@ export interface operations {
                         message: string;
                         data: components["schemas"]["Payout"];
                     };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    exportTransactions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description UTC datetime YYYY-MM-DD HH:MM:SS: rows created at or after it
+                 * @example 2026-01-01 00:00:00
+                 */
+                from?: string;
+                /**
+                 * @description UTC datetime YYYY-MM-DD HH:MM:SS: rows created at or before it (that whole second included)
+                 * @example 2026-01-31 23:59:59
+                 */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                wallet: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description RFC 4180 CSV (CRLF line ends), a header row then one record per row */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example id,created_at,type,status,token,amount,fee,from,to,tx_hash,block_number,reference
+                     *     1,2026-01-15 12:00:00,receipt,confirmed,ETH,1.500000000000000000,0.000000000000000000,0x8ba1f109551bD432803012645Ac136ddd64DBA72,0x71C7656EC7ab88b098defB751B7401B5f6d8976F,0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060,120,
+                     */
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    exportCharges: {
+        parameters: {
+            query?: {
+                /**
+                 * @description UTC datetime YYYY-MM-DD HH:MM:SS: rows created at or after it
+                 * @example 2026-01-01 00:00:00
+                 */
+                from?: string;
+                /**
+                 * @description UTC datetime YYYY-MM-DD HH:MM:SS: rows created at or before it (that whole second included)
+                 * @example 2026-01-31 23:59:59
+                 */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                wallet: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description RFC 4180 CSV (CRLF line ends), a header row then one record per row */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example id,uuid,created_at,status,token,amount,paid_amount,price_amount,price_currency,content,info
+                     *     1,6f1c2c1e-0f5e-4c43-9d38-2f5e3c1b9a10,2026-01-15 12:00:00,paid,ETH,0.250000000000000000,0.250000000000000000,,,"{""order"":""42""}",
+                     */
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    exportPayouts: {
+        parameters: {
+            query?: {
+                /**
+                 * @description UTC datetime YYYY-MM-DD HH:MM:SS: rows created at or after it
+                 * @example 2026-01-01 00:00:00
+                 */
+                from?: string;
+                /**
+                 * @description UTC datetime YYYY-MM-DD HH:MM:SS: rows created at or before it (that whole second included)
+                 * @example 2026-01-31 23:59:59
+                 */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                wallet: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description RFC 4180 CSV (CRLF line ends), a header row then one record per item */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example payout_id,item_id,reference,address,token,amount,status,tx_hash,failure_reason,created_at
+                     *     1,1,inv-1,0x8ba1f109551bD432803012645Ac136ddd64DBA72,ETH,1.500000000000000000,confirmed,0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060,,2026-01-15 12:00:00
+                     */
+                    "text/csv": string;
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -9,6 +9,7 @@ import { api, failure, type Data } from './api.js';
 import { ok, PAGE, useApi } from './data.js';
 import { amount as short } from './format.js';
 import { Amount, Empty, Hash, Listing, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
+import { ExportCsv } from './export.js';
 
 type Transaction = Data<'/api/wallet/{wallet}/transaction'>[number];
 
@@ -40,6 +41,7 @@ export function Transactions({ wallet, explorer }: { wallet: string; explorer: s
   return (
     <section aria-labelledby="tx-title">
       <h2 id="tx-title">Transactions</h2>
+      <ExportCsv wallet={wallet} kind="transactions" />
       <Notice message={message} />
       <Listing label="Transactions" rows={rows} error={error} empty="No transactions yet.">
         <table>

@@ -45,3 +45,15 @@ export function responses<T extends TSchema>(data: T, extraErrors: number[] = []
   for (const code of [...COMMON_ERRORS, ...extraErrors]) out[code] = ErrorEnvelope;
   return out;
 }
+
+/**
+ * Response schemas of a route that answers a CSV file: `text/csv` for 200 (its example the
+ * file's first lines), the error envelope for every error status, as `responses`.
+ */
+export function csvResponses(description: string, example: string) {
+  const out: Record<number, TSchema> = {
+    200: Type.Unsafe<string>({ description, content: { 'text/csv': { schema: Type.String(), example } } }),
+  };
+  for (const code of COMMON_ERRORS) out[code] = ErrorEnvelope;
+  return out;
+}

@@ -211,6 +211,11 @@ export function withExample(schema: TSchema, description: string, example: Json)
 export function describeResponses(response: Record<string, TSchema>): Record<string, TSchema> {
   const out: Record<string, TSchema> = {};
   for (const [code, schema] of Object.entries(response)) {
+    // A response with its own media types (a CSV file: csvResponses) carries its own example.
+    if ('content' in schema) {
+      out[code] = schema;
+      continue;
+    }
     const error = ERROR_EXAMPLES[Number(code)];
     out[code] = error
       ? withExample(schema, error.description, { status: 'error', message: error.message, data: error.data ?? null })

@@ -71,6 +71,10 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = Object.freeze({
   'GET /api/wallet/:wallet/payout/:payout': 'showPayout',
   'POST /api/wallet/:wallet/payout/:payout/approve': 'approvePayout',
   'POST /api/wallet/:wallet/payout/:payout/reject': 'rejectPayout',
+  // exports
+  'GET /api/wallet/:wallet/export/transactions.csv': 'exportTransactions',
+  'GET /api/wallet/:wallet/export/charges.csv': 'exportCharges',
+  'GET /api/wallet/:wallet/export/payouts.csv': 'exportPayouts',
   // events
   'GET /api/events': 'listEvents',
   'GET /api/events/:id': 'showEvent',

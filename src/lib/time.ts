@@ -39,6 +39,14 @@ export function formatDateTime(ms: number): string {
   return `${year}-${PAD2[month]}-${PAD2[day]} ${PAD2[hour]}:${PAD2[minute]}:${PAD2[second]}`;
 }
 
+const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
+
+/** The instant of a `YYYY-MM-DD HH:MM:SS` UTC datetime, or null when it is not a real one of that shape. */
+export function parseDateTime(text: string): number | null {
+  const ms = DATETIME.test(text) ? Date.parse(`${text.replace(' ', 'T')}Z`) : Number.NaN;
+  return Number.isNaN(ms) || formatDateTime(ms) !== text ? null : ms;
+}
+
 export function formatDateTimeOrNull(ms: number | null | undefined): string | null {
   return ms === null || ms === undefined ? null : formatDateTime(ms);
 }

@@ -8,6 +8,8 @@ import type { AuthService } from './auth/auth.service.js';
 import { chargeRoutes } from './charges/charges.routes.js';
 import { depositAddressRoutes } from './deposit-addresses/deposit-addresses.routes.js';
 import { DepositAddressService } from './deposit-addresses/deposit-addresses.service.js';
+import { exportRoutes } from './exports/exports.routes.js';
+import { ExportService } from './exports/exports.service.js';
 import { eventRoutes } from './events/events.routes.js';
 import { EventsService } from './events/events.service.js';
 import { keyRoutes } from './keys/keys.routes.js';
@@ -77,6 +79,7 @@ export async function registerModules(app: App, ctx: AppContext, auth: AuthServi
   await refundRoutes(app, refunds, charges, ctx.config.publicUrl);
   const payouts = new PayoutService(ctx, transactions);
   await payoutRoutes(app, payouts, transactions);
+  await exportRoutes(app, new ExportService(ctx));
   const keys = new KeyService(ctx);
   await keyRoutes(app, keys);
   const events = new EventsService(ctx);

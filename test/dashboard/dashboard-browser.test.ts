@@ -5,8 +5,8 @@
  * network's explorer) and a charge — each checked against the API too. The token is only in the
  * tab's session storage (no cookie, nothing in local storage); no request leaves the service's
  * host; no console error; axe-core finds no serious or critical violation on any view; a 401 (token
- * revoked) returns to the sign-in form. Screenshots at 390 px and 1280 px go to test/artifacts/
- * (copies in docs/images/).
+ * revoked) returns to the sign-in form; each list's `Export CSV` button saves the file the API
+ * sends. Screenshots at 390 px and 1280 px go to test/artifacts/ (copies in docs/images/).
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -199,6 +199,34 @@ describe('the dashboard in Chromium', () => {
     await opened.page.getByRole('heading', { name: 'Wallets' }).waitFor();
     return opened;
   }
+
+  it('downloads each list as CSV with its Export CSV button: the file the API sends', async () => {
+    const { context, page } = await signedIn(DESKTOP);
+    await page.getByRole('link', { name: wallet.name }).click();
+    await page.locator('tr[data-charge]').first().waitFor();
+    const saved: Record<string, string> = {};
+    for (const [kind, heading] of [
+      ['transactions', 'tx-title'],
+      ['charges', 'charges-title'],
+      ['payouts', 'payouts-title'],
+    ] as const) {
+      const button = page.locator(`section[aria-labelledby="${heading}"]`).getByRole('button', { name: 'Export CSV' });
+      const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
+      expect(download.suggestedFilename(), kind).toBe(`wallet-${wallet.id}-${kind}.csv`);
+      saved[kind] = readFileSync((await download.path())!, 'utf8');
+      const api = await t.request('GET', `/api/wallet/${wallet.id}/export/${kind}.csv`, { token: user.token });
+      expect(saved[kind], kind).toBe(api.text);
+    }
+    // The rows the page shows: the confirmed transfer's hash; the charge of 0.125 ETH.
+    expect(saved.transactions).toContain(`,${txHash},`);
+    expect(saved.charges).toContain(',0.125000000000000000,');
+    expect(saved.payouts!.split('\r\n')[0]).toBe(
+      'payout_id,item_id,reference,address,token,amount,status,tx_hash,failure_reason,created_at',
+    );
+    await accessible(page, 'wallet with export buttons');
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-export-desktop.png') });
+    await context.close();
+  }, 60_000);
 
   it('refunds a paid charge from its page: its payment, address kind and sweep shown, the refund sent (checked through the API)', async () => {
     const charge = (

@@ -588,6 +588,10 @@ describe('the auth and scope layer, for every route and every credential', () =>
       ] as const) {
         expect((await api('GET', path, o.user.token)).body.data.id, path).toBe(id);
       }
+      // The CSV exports the property reaches with the owner's credentials carry the owner's charge.
+      const charges = await t.request('GET', `${w}/export/charges.csv`, { token: o.user.token });
+      expect(charges.status, charges.text).toBe(200);
+      expect(charges.text.split('\r\n')[1]?.split(',')[1], `${w}/export/charges.csv`).toBe(o.chargeUuid);
     }
   });
 });

@@ -85,7 +85,8 @@ describe('OpenAPI document', () => {
         if (path !== '/api/auth/login') expect(codes, where).toContain('401');
         for (const code of codes) {
           const response = resolved(op.responses[code]);
-          const media = response.content?.['application/json'];
+          // A CSV export answers its file as text/csv (its errors as JSON).
+          const media = response.content?.['application/json'] ?? response.content?.['text/csv'];
           expect(media?.example, `${where} ${code} example`).toBeDefined();
           expect(response.description, `${where} ${code}`).not.toBe('Default Response');
           if (code !== '200') expect(response.description, `${where} ${code}`).not.toMatch(/^Success/);
@@ -100,6 +101,16 @@ describe('OpenAPI document', () => {
       message: 'Invalid credentials',
       data: null,
     });
+  });
+
+  it('documents each CSV export as a text/csv 200 and its errors as the JSON envelope', () => {
+    for (const kind of ['transactions', 'charges', 'payouts']) {
+      const op = doc.paths[`/api/wallet/{wallet}/export/${kind}.csv`].get;
+      expect(Object.keys(op.responses['200'].content), kind).toEqual(['text/csv']);
+      expect(op.responses['200'].content['text/csv'].example, kind).toMatch(/^[a-z_]+(,[a-z_]+)+\r\n/);
+      expect(op.responses['422'], kind).toEqual({ $ref: '#/components/responses/ValidationFailed' });
+      expect(op.parameters.map((p: { name: string }) => p.name).sort(), kind).toEqual(['from', 'to', 'wallet']);
+    }
   });
 
   it('generates types with openapi-typescript that compile with the openapi-fetch example, which then runs', async () => {

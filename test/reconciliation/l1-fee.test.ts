@@ -1,9 +1,10 @@
 /**
  * The fee paid counts the L1 data fee an OP-stack receipt reports (`l1Fee`), for the wallet's
  * transfers and for charge sweeps: stored as `fee_paid` = gas used × effective price + l1Fee,
- * and counted out by the reconciliation. Behind a proxy that adds `l1Fee` to anvil's receipts
- * (anvil does not charge it), the reconciliation then shows exactly the L1 fees as the
- * difference: the service counted them, the chain did not take them.
+ * counted out by the reconciliation, and shown as the transfer's `fee` in the CSV export. Behind
+ * a proxy that adds `l1Fee` to anvil's receipts (anvil does not charge it), the reconciliation
+ * then shows exactly the L1 fees as the difference: the service counted them, the chain did not
+ * take them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEther, type Address } from 'viem';
@@ -11,7 +12,8 @@ import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpe
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
 import { chargeApi, clockToChain, pay } from '../charges/support.js';
-import { RECIPIENT, waitForCursor, waitForStatus } from '../helpers/transfers.js';
+import { dec18, RECIPIENT, waitForCursor, waitForStatus } from '../helpers/transfers.js';
+import { csvObjects } from '../helpers/csv.js';
 import { L1FeeProxy } from './support.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -71,6 +73,10 @@ describe('L1 data fee in the fee paid', () => {
       .where('id', '=', sent.body.data.id)
       .executeTakeFirstOrThrow();
     expect(BigInt(row.fee_paid!)).toBe(BigInt(row.gas_used!) * BigInt(row.gas_price!) + L1_FEE);
+    // The CSV export's `fee` is that fee, the L1 data fee included (docs/exports.md).
+    const csv = await t.request('GET', `/api/wallet/${wallet.id}/export/transactions.csv`, { token: alice.token });
+    const { rows } = csvObjects(csv.text);
+    expect(rows.find((r) => Number(r.id) === sent.body.data.id)?.fee).toBe(dec18(BigInt(row.fee_paid!)));
 
     const api = chargeApi(t, wallet.id, alice.token);
     await clockToChain(clock, chain);

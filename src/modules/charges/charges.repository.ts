@@ -121,6 +121,29 @@ export async function listCharges(db: Executor, walletId: number, page: { offset
   return rows.map(toRow);
 }
 
+/**
+ * The list's charges (never a deposit address's row) with id above `afterId` and `created_at` in
+ * [fromMs, toMs), oldest first, at most `limit`: a page of the CSV export's keyset walk.
+ */
+export async function listChargesAfter(
+  db: Executor,
+  walletId: number,
+  afterId: number,
+  range: { fromMs: number; toMs: number },
+  limit: number,
+): Promise<ChargeRow[]> {
+  const rows = await charges(db)
+    .where('c.wallet_id', '=', walletId)
+    .where('c.status', '<>', DEPOSIT_STATUS)
+    .where('c.id', '>', afterId)
+    .where('c.created_at', '>=', range.fromMs)
+    .where('c.created_at', '<', range.toMs)
+    .orderBy('c.id', 'asc')
+    .limit(limit)
+    .execute();
+  return rows.map(toRow);
+}
+
 export async function countCharges(db: Executor, walletId: number): Promise<number> {
   const r = await db
     .selectFrom('charges')

@@ -139,6 +139,25 @@ export async function listPayouts(db: Executor, walletId: number, page: { offset
   return rows.map((r) => toPayout(r as RawPayout));
 }
 
+/** The wallet's payouts with id above `afterId` and `created_at` in [fromMs, toMs), oldest first, at most `limit` (the CSV export's pages). */
+export async function listPayoutsAfter(
+  db: Executor,
+  walletId: number,
+  afterId: number,
+  range: { fromMs: number; toMs: number },
+  limit: number,
+): Promise<PayoutRow[]> {
+  const rows = await payouts(db)
+    .where('p.wallet_id', '=', walletId)
+    .where('p.id', '>', afterId)
+    .where('p.created_at', '>=', range.fromMs)
+    .where('p.created_at', '<', range.toMs)
+    .orderBy('p.id', 'asc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => toPayout(r as RawPayout));
+}
+
 export async function countPayouts(db: Executor, walletId: number): Promise<number> {
   const r = await db
     .selectFrom('payouts')

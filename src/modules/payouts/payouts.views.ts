@@ -14,7 +14,8 @@ export function itemStatus(p: PayoutRow, i: ItemRow): ItemStatus {
   return p.state === 'approval' ? 'awaiting_approval' : 'queued';
 }
 
-function itemFailure(p: PayoutRow, i: ItemRow): string | null {
+/** Why an item failed (its transaction's reason, a refusal, the payout's decision), else null. */
+export function itemFailure(p: PayoutRow, i: ItemRow): string | null {
   if (i.tx_status !== null) return i.tx_status === 'failed' ? i.failure_reason : null;
   if (i.error !== null) return 'refused';
   return p.state === 'rejected' ? 'rejected_by_approver' : p.state === 'expired' ? 'approval_expired' : null;

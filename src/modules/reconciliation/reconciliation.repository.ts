@@ -5,6 +5,7 @@
  */
 import { sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
+import { storedFeePaid } from '../transactions/transactions.repository.js';
 
 /** Rows read per query of a paged scan. */
 export const SCAN_PAGE = 5_000;
@@ -40,7 +41,7 @@ export interface TxMovement {
   block_number: number;
   receipt_status: number | null;
   broadcast_kind: string;
-  /** fee_paid, else gas used × the stored effective price (rows mined before migration 011). */
+  /** What it cost the wallet (`storedFeePaid`). */
   fee: bigint;
   /** A contract call to a token contract of the wallet: that token, and what it took from the balance (migration 029); else null and 0. */
   call_token_id: number | null;
@@ -169,7 +170,7 @@ export async function listTxMovements(
     block_number: Number(r.block_number),
     receipt_status: r.receipt_status === null ? null : Number(r.receipt_status),
     broadcast_kind: r.broadcast_kind,
-    fee: r.fee_paid !== null ? BigInt(r.fee_paid) : BigInt(r.gas_used ?? '0') * BigInt(r.gas_price ?? '0'),
+    fee: BigInt(storedFeePaid(r)),
     call_token_id: r.call_token_id === null ? null : Number(r.call_token_id),
     call_spend: BigInt(r.call_spend ?? '0'),
     payout_batch: r.type === 'contract' && r.payout_id !== null,

@@ -264,3 +264,82 @@ export async function listPageJson(db: Executor, walletId: number, q: ListQuery)
   }
   return { json, page: q.page, limit: q.limit, total: r.total, pages: r.pages };
 }
+
+/** A row of the CSV export (exports.service.ts): amounts as stored, times epoch milliseconds. */
+export interface ExportRow {
+  id: number;
+  created_at: number;
+  type: string;
+  status: string;
+  symbol: string;
+  decimals: number;
+  amount: string;
+  fee_paid: string | null;
+  gas_used: string | null;
+  gas_price: string | null;
+  from_address: string;
+  to_address: string;
+  tx_hash: string | null;
+  block_number: number | null;
+  reference: string | null;
+}
+
+/** Rows an export reads per query: a page of the keyset walk, its memory bound. */
+export const EXPORT_PAGE_ROWS = 1000;
+
+/**
+ * The list's rows (those numbered: `seq` above 0, so never an orphaned receipt) with id above
+ * `afterId` and `created_at` in [fromMs, toMs), oldest first, a page at a time: one range scan
+ * of the (wallet_id, id) index. By id rather than by `seq`, which a reorg renumbers.
+ */
+const exportRange = prepare((db: Executor, walletId: number, afterId: number, fromMs: number, toMs: number) =>
+  db
+    .selectFrom('transactions as tx')
+    .innerJoin('wallet_tokens as wt', 'wt.id', 'tx.token_id')
+    .select([
+      'tx.id',
+      'tx.created_at',
+      'tx.type',
+      'tx.status',
+      'wt.symbol',
+      'wt.decimals',
+      'tx.amount',
+      'tx.fee_paid',
+      'tx.gas_used',
+      'tx.gas_price',
+      'tx.from_address',
+      'tx.to_address',
+      'tx.tx_hash',
+      'tx.block_number',
+      'tx.reference',
+    ])
+    .where('tx.wallet_id', '=', walletId)
+    .where('tx.id', '>', afterId)
+    .where('tx.seq', '>', 0)
+    .where('tx.created_at', '>=', fromMs)
+    .where('tx.created_at', '<', toMs)
+    .orderBy('tx.id', 'asc')
+    .limit(EXPORT_PAGE_ROWS),
+);
+
+/** The next page of the export after `afterId` (empty at the end). */
+export async function exportPage(db: Executor, walletId: number, afterId: number, fromMs: number, toMs: number): Promise<ExportRow[]> {
+  const rows = await exportRange.executeArrays(db, walletId, afterId, fromMs, toMs);
+  return rows.map((a) => ({
+    id: Number(a[0]),
+    created_at: Number(a[1]),
+    type: a[2] as string,
+    status: a[3] as string,
+    symbol: a[4] as string,
+    decimals: Number(a[5]),
+    amount: a[6] as string,
+    fee_paid: a[7] as string | null,
+    gas_used: a[8] as string | null,
+    gas_price: a[9] as string | null,
+    from_address: a[10] as string,
+    to_address: a[11] as string,
+    tx_hash: a[12] as string | null,
+    block_number: a[13] === null ? null : Number(a[13]),
+    reference: a[14] as string | null,
+  }));
+}

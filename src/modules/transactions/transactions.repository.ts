@@ -42,6 +42,17 @@ export type BroadcastKind = 'original' | 'speed-up' | 'cancel';
  */
 export const ORPHANED = 'orphaned';
 
+/**
+ * What a mined outgoing row cost the wallet in the native currency, as a decimal string of wei
+ * from its stored ones: `fee_paid` (gas used × effective gas price, plus the L1 data fee where
+ * the chain charges one: src/chain/receipt-fee.ts), else gas used × the stored price (rows
+ * mined before migration 011 have no `fee_paid`). A batched payout item has neither: its
+ * batch's row pays. A string, so a reader of many rows formats it without a bigint.
+ */
+export function storedFeePaid(r: { fee_paid: string | null; gas_used: string | null; gas_price: string | null }): string {
+  return r.fee_paid ?? (BigInt(r.gas_used ?? '0') * BigInt(r.gas_price ?? '0')).toString();
+}
+
 /** A column read as stored. */
 const as =
   <T>() =>

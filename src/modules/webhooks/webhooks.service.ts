@@ -30,12 +30,11 @@ import {
 import { checkDestination, type Resolver } from './webhooks.ssrf.js';
 import { deliveryBody } from './webhooks.signing.js';
 import { deletedWebhookView, deliveryDetailView, deliveryView, webhookView } from './webhooks.views.js';
-import { formatDateTime } from '../../lib/time.js';
+import { formatDateTime, parseDateTime } from '../../lib/time.js';
 
 /** The event of a test send (`POST …/webhook/{webhook}/test`); no webhook subscribes to it. */
 export const TEST_EVENT = 'webhook.test';
 const DAY_MS = 24 * 60 * 60 * 1000;
-const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 
 /**
  * Headers a caller may not set: those the service sets itself, and the hop-by-hop
@@ -274,10 +273,8 @@ export class WebhooksService {
 
   /** `since` in ms, or a 422: a real UTC datetime, at most EVENT_RETENTION_DAYS back. */
   #parseSince(since: string, nowMs: number): number {
-    const ms = DATETIME.test(since) ? Date.parse(`${since.replace(' ', 'T')}Z`) : Number.NaN;
-    if (Number.isNaN(ms) || formatDateTime(ms) !== since) {
-      throw validationError({ since: ['The since field must be a datetime in the format YYYY-MM-DD HH:MM:SS.'] });
-    }
+    const ms = parseDateTime(since);
+    if (ms === null) throw Errors.invalidDateTime('since');
     const days = this.#ctx.config.eventRetentionDays;
     if (ms < nowMs - days * DAY_MS) throw validationError({ since: [`The since field must not be more than ${days} days ago.`] });
     return ms;
