@@ -111,62 +111,7 @@ export interface paths {
          * Exchange rates in force
          * @description What one whole token is worth in each currency of price charges, as a price charge created now would lock it: a manual rate (`rate:set`) first, then the network’s Chainlink feed while its last report is at most RATE_MAX_AGE_S old, then 1 for a stablecoin its preset marks pegged. A token with no fresh rate is not listed.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description One currency (default: all of them) */
-                    currency?: "USD" | "EUR" | "GBP";
-                    /** @description One network (default: every network) */
-                    network_id?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Success: the envelope with `data` */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "status": "success",
-                         *       "message": "OK",
-                         *       "data": [
-                         *         {
-                         *           "network_id": 1,
-                         *           "token": "ETH",
-                         *           "currency": "USD",
-                         *           "value": "3012.450000000000000000",
-                         *           "source": "manual",
-                         *           "at": "2026-12-07 14:02:11"
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            /** @enum {string} */
-                            status: "success";
-                            message: string;
-                            data: components["schemas"]["Rate"][];
-                        };
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthenticated"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                429: components["responses"]["TooManyRequests"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["Unavailable"];
-            };
-        };
+        get: operations["listRates"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2324,6 +2269,62 @@ export interface operations {
                         status: "success";
                         message: string;
                         data: components["schemas"]["Network"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listRates: {
+        parameters: {
+            query?: {
+                /** @description One currency (default: all of them) */
+                currency?: "USD" | "EUR" | "GBP";
+                /** @description One network (default: every network) */
+                network_id?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success: the envelope with `data` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "message": "OK",
+                     *       "data": [
+                     *         {
+                     *           "network_id": 1,
+                     *           "token": "ETH",
+                     *           "currency": "USD",
+                     *           "value": "3012.450000000000000000",
+                     *           "source": "manual",
+                     *           "at": "2026-12-07 14:02:11"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        message: string;
+                        data: components["schemas"]["Rate"][];
                     };
                 };
             };

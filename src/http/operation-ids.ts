@@ -23,6 +23,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = Object.freeze({
   // system
   'GET /api/supervisor': 'showHealth',
   'GET /api/networks': 'listNetworks',
+  'GET /api/rates': 'listRates',
   // wallets
   'GET /api/wallets': 'listWallets',
   'POST /api/wallet/create': 'createWallet',
