@@ -39,6 +39,8 @@ export class CheckoutService {
   async payFromDevnet(c: CheckoutRow): Promise<string> {
     const network = await findNetwork(this.ctx.store.db, c.network_id);
     const payments = await this.payments(c);
+    if (network && c.status === 'pending' && this.nowMs() >= c.expires_at)
+      throw Errors.badRequest('The payment request has expired; nothing was sent');
     if (!network || !devnetPayable(c, payments, this.nowMs()))
       throw Errors.badRequest('Only a pending native charge on the local devnet can be paid from the devnet');
     try {
