@@ -78,11 +78,19 @@ describe('ERC-20 sweeps across processes', () => {
       CHARGES_POLL_MS: '50',
       LOG_LEVEL: 'info',
     });
+    // Registered, and its start's own sends from anvil's first dev account (the devnet's price
+    // feeds) done: the test deploys its token from that account too, and would race their nonces.
     const network = await waitFor(
-      () => t.store.db.selectFrom('networks').select('id').where('name', '=', 'Local devnet').executeTakeFirst(),
+      () =>
+        t.store.db
+          .selectFrom('networks')
+          .select('id')
+          .where('name', '=', 'Local devnet')
+          .where('price_feeds', 'is not', null)
+          .executeTakeFirst(),
       {
         timeoutMs: 30_000,
-        message: 'the other process registers the devnet',
+        message: 'the other process registers the devnet and deploys its price feeds',
       },
     );
     t.startWorkers();
