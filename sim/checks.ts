@@ -739,9 +739,13 @@ export class Checker {
   private async checkCharge(w: SimWallet, c: any): Promise<void> {
     const obj = `wallet ${w.id} charge ${c.id} (${c.token} ${c.amount}, plan ${this.work.charges.find((x) => x.id === c.id)?.plan ?? '?'})`;
     const mainAddr = lc(w.address);
-    const chainIn = this.inflows.filter((f) => f.to === lc(c.address) && f.token === c.token && f.from !== mainAddr);
-    const listed = (c.payments ?? []).map((p: any) => `${lc(p.tx_hash)}|${parse18(p.amount)}`).sort();
-    const expected = chainIn.map((f) => `${f.hash}|${f.amount18}`).sort();
+    // Each token that pays the charge and the amount of it that pays it whole: its one token, or a price charge's quotes.
+    const quotes = new Map<string, bigint>(
+      c.price ? c.quotes.map((q: any) => [q.token, parse18(q.amount)] as const) : [[c.token, parse18(c.amount)]],
+    );
+    const chainIn = this.inflows.filter((f) => f.to === lc(c.address) && quotes.has(f.token) && f.from !== mainAddr);
+    const listed = (c.payments ?? []).map((p: any) => `${lc(p.tx_hash)}|${p.token}|${parse18(p.amount)}`).sort();
+    const expected = chainIn.map((f) => `${f.hash}|${f.token}|${f.amount18}`).sort();
     if (JSON.stringify(listed) !== JSON.stringify(expected)) {
       // Say which are missing and how they came: an internal payment is seen only through call traces.
       const missing = chainIn
@@ -754,18 +758,28 @@ export class Checker {
       );
     }
     const expiresS = dateMs(c.expires_at) / 1000;
+    // The fraction paid by expiry, exactly: `onTime / whole`, each payment over its token's quote.
+    const whole = [...quotes.values()].reduce((a, q) => a * q, 1n);
     const onTime = chainIn
       .filter((f) => (this.blocks.get(f.block)?.timestamp ?? Infinity) <= expiresS)
-      .reduce((s, f) => s + f.amount18, 0n);
-    const want = onTime >= parse18(c.amount) ? 'paid' : onTime > 0n ? 'failed' : 'expired';
+      .reduce((s, f) => s + f.amount18 * (whole / quotes.get(f.token)!), 0n);
+    const fraction = (onTime * 10n ** 18n) / whole;
+    const want = onTime >= whole ? 'paid' : onTime > 0n ? 'failed' : 'expired';
     if (c.status !== want)
       this.violate(
         'charge status',
         obj,
-        `status ${c.status}, but payments by expires_at (${c.expires_at}) on chain sum to ${fmt18(onTime)}: ${want}`,
+        `status ${c.status}, but payments by expires_at (${c.expires_at}) on chain come to ${fmt18(fraction)} of it: ${want}`,
       );
-    if (c.status !== 'paid' && parse18(c.paid_amount) !== onTime)
-      this.violate('charge status', obj, `paid_amount ${c.paid_amount}, payments by expiry sum to ${fmt18(onTime)}`);
+    // Not paid: every payment by expiry counted; `paid_amount` that fraction of `amount`, in the token's places.
+    const unit = scale(c.token);
+    const paidAmount = ((onTime * (parse18(c.amount) / unit)) / whole) * unit;
+    if (c.status !== 'paid' && parse18(c.paid_amount) !== paidAmount)
+      this.violate('charge status', obj, `paid_amount ${c.paid_amount}, payments by expiry come to ${fmt18(paidAmount)}`);
+    if (c.status !== 'paid' && parse18(c.paid_fraction) !== fraction)
+      this.violate('charge status', obj, `paid_fraction ${c.paid_fraction}, payments by expiry come to ${fmt18(fraction)}`);
+    if (c.status === 'paid' && (parse18(c.paid_fraction) < 10n ** 18n || parse18(c.paid_fraction) > fraction))
+      this.violate('charge status', obj, `paid with paid_fraction ${c.paid_fraction}, payments by expiry come to ${fmt18(fraction)}`);
     for (const s of c.sweeps ?? [])
       if (s.status === 'pending') this.violate('states are the chain', `${obj} sweep ${s.tx_hash}`, 'still pending after quiescence');
     for (const s of c.sweeps ?? []) {

@@ -49,6 +49,12 @@ export interface SimResult {
   logPath: string;
 }
 
+/** The manual USD rates the run sets for its price charges: the native coin and the run's token. */
+const PRICE_RATES: ReadonlyArray<[string, string]> = [
+  ['ETH', '2000'],
+  [TOKEN_SYMBOL, '1'],
+];
+
 function serviceEnv(proxyUrls: string, dataDir: string, databaseUrl: string | null, lookUpDeposits: boolean): Record<string, string> {
   return {
     NODE_ENV: 'development',
@@ -146,6 +152,8 @@ export async function runSim(opts: SimOptions): Promise<SimResult> {
     await svc.start();
     const api = new Api(svc);
     await api.login();
+    // The rates the price charges are quoted at (docs/prices.md: manual rates, every network).
+    for (const [token, value] of PRICE_RATES) await svc.cli(['rate:set', '--token', token, '--currency', 'USD', '--value', value]);
     const { wallets, firstEvent, hooked, policed } = await setUp(api, chain, receiver, prng.fork('listed'));
     const work = new Workload(api, chain, prng.fork('workload'), wallets, opts.seed, policed);
     for (const w of wallets) await work.fund(w, 50n * 10n ** 18n, 1_000_000n * 10n ** 6n);

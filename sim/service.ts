@@ -64,6 +64,19 @@ export class ServiceProcess {
     throw new Error(`the service did not answer within ${timeoutMs} ms; see ${this.logPath}`);
   }
 
+  /** Runs the service's CLI (`node build/cli.mjs`) on the same data; rejects unless it exits 0. */
+  async cli(args: string[]): Promise<void> {
+    const child = spawn(process.execPath, ['build/cli.mjs', ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...this.env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let err = '';
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    if (code !== 0) throw new Error(`cli ${args.join(' ')} exited ${code}: ${err.slice(0, 500)}`);
+  }
+
   /** SIGKILL: no drain, no goodbye. */
   async kill(): Promise<void> {
     const c = this.child;

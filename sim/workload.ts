@@ -3,7 +3,7 @@
  * Idempotency-Key (the Api client sends it again with the same key when an answer is cut).
  * Outside accounts fund the wallets with real transfers and pay the charges on chain.
  */
-import { formatUnits, type Address } from 'viem';
+import { formatUnits, parseUnits, type Address } from 'viem';
 import type { SimChain } from './chain.js';
 import { TOKEN_DECIMALS, TOKEN_SYMBOL } from './chain.js';
 import type { Prng } from './prng.js';
@@ -14,7 +14,7 @@ export interface SimWallet {
   address: Address;
 }
 
-export type PayPlan = 'exact' | 'under' | 'over' | 'split' | 'late' | 'never' | 'contract';
+export type PayPlan = 'exact' | 'under' | 'over' | 'split' | 'late' | 'never' | 'contract' | 'two' | 'two-under';
 
 export interface SimCharge {
   id: number;
@@ -24,6 +24,8 @@ export interface SimCharge {
   amount: bigint;
   plan: PayPlan;
   expiresAtMs: number;
+  /** A price charge's quotes (docs/prices.md), base units of each token; it is paid part in each (`two`, `two-under`). */
+  quotes?: { token: bigint; eth: bigint };
 }
 
 /** An accepted create: the request's key and the transaction the service answered with. */
@@ -618,9 +620,18 @@ export class Workload {
   }
 
   private async charge(w: SimWallet): Promise<void> {
+    if (this.prng.chance(0.25)) return this.priceCharge(w);
     const token = this.prng.chance(0.5) ? 'ETH' : TOKEN_SYMBOL;
     const amount = token === 'ETH' ? this.prng.bigint(ETH / 100n, ETH / 2n) : this.prng.bigint(UNIT, 200n * UNIT);
-    const plan = this.prng.weighted<PayPlan>({ exact: 3, under: 2, over: 2, split: 2, late: 1, never: 1, contract: 2 });
+    const plan = this.prng.weighted<Exclude<PayPlan, 'two' | 'two-under'>>({
+      exact: 3,
+      under: 2,
+      over: 2,
+      split: 2,
+      late: 1,
+      never: 1,
+      contract: 2,
+    });
     const r = await this.api.call<{ id: number; address: Address; expires_at: string }>(
       'POST',
       `/api/wallet/${w.id}/charge/create`,
@@ -648,6 +659,50 @@ export class Workload {
       this.pay(c, p)
         .then(() => (refund ? this.refund(w, c, p.fork('refund')) : undefined))
         .catch((e) => void this.unexpected.push(`payment or refund of charge ${c.id}: ${(e as Error).message}`)),
+    );
+  }
+
+  /**
+   * A charge priced in USD (docs/prices.md), quoted in the token and in ETH at the rates the run
+   * set (`PRICE_RATES`), paid part in each: `two` pays a share of the price in the token and the
+   * rest in ETH (each part rounded up: paid), `two-under` the same less a tenth (failed).
+   */
+  private async priceCharge(w: SimWallet): Promise<void> {
+    const cents = this.prng.int(500, 20_000);
+    const plan = this.prng.weighted<'two' | 'two-under'>({ two: 4, 'two-under': 1 });
+    const r = await this.api.call<{ id: number; address: Address; expires_at: string; quotes: Array<{ token: string; amount: string }> }>(
+      'POST',
+      `/api/wallet/${w.id}/charge/create`,
+      {
+        price: { amount: `${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, '0')}`, currency: 'USD' },
+        tokens: [TOKEN_SYMBOL, 'ETH'],
+        expires: 60,
+      },
+      { key: this.key() },
+    );
+    if (r.status !== 200) {
+      this.unexpected.push(`price charge create: ${r.status} ${r.message}`);
+      return;
+    }
+    const quote = (symbol: string, decimals: number) =>
+      parseUnits(r.data.quotes.find((q) => q.token === symbol)!.amount, 18) / 10n ** BigInt(18 - decimals);
+    const quotes = { token: quote(TOKEN_SYMBOL, TOKEN_DECIMALS), eth: quote('ETH', 18) };
+    const c: SimCharge = {
+      id: r.data.id,
+      walletId: w.id,
+      address: r.data.address,
+      token: TOKEN_SYMBOL,
+      amount: quotes.token,
+      plan,
+      expiresAtMs: Date.parse(`${r.data.expires_at.replace(' ', 'T')}Z`),
+      quotes,
+    };
+    this.charges.push(c);
+    this.count(`charge-price-${plan}`);
+    this.tasks.push(
+      this.pay(c, this.prng.fork(`pay-${c.id}`)).catch(
+        (e) => void this.unexpected.push(`payment of price charge ${c.id}: ${(e as Error).message}`),
+      ),
     );
   }
 
@@ -795,6 +850,15 @@ export class Workload {
         return;
       case 'never':
         return;
+      case 'two':
+      case 'two-under': {
+        // A share of the price in the token, the rest (less a tenth for `two-under`) in ETH.
+        const share = BigInt(p.int(20, 80));
+        const rest = 100n - share - (c.plan === 'two-under' ? 10n : 0n);
+        await this.chain.payToken(o, c.address, (c.quotes!.token * share + 99n) / 100n);
+        await sleep(p.int(500, 2000));
+        return void (await this.chain.payNative(o, c.address, (c.quotes!.eth * rest + 99n) / 100n));
+      }
     }
   }
 

@@ -1423,8 +1423,38 @@ export interface components {
              * @enum {string}
              */
             deposit_kind: "keyless" | "keyed";
+            /** @description What pays the charge, in `token` (a price charge: its first quote’s amount) */
             amount: string;
+            /** @description The counted payments, in `token`: their sum; for a price charge paid in several tokens, `paid_fraction` of `amount` (each payment counted at its quote), rounded down */
             paid_amount: string;
+            /**
+             * @description The counted payments, each divided by its token’s quote amount, summed (18 places, rounded down): `1.000000000000000000` or more is paid in full
+             * @example 0.500000000000000000
+             */
+            paid_fraction: string;
+            /** @description The price a price charge was created with; null for a charge of an `amount` of a `token` */
+            price: {
+                /** @example 25.00 */
+                amount: string;
+                /** @enum {string} */
+                currency: "USD" | "EUR" | "GBP";
+            } | null;
+            /** @description A price charge’s quotes, locked at creation (the first is `token` and `amount`); empty for a charge of one token */
+            quotes: {
+                token: string;
+                token_id: number;
+                /** @description The amount of `token` that pays the price: the price over the rate, rounded up to the token’s decimals */
+                amount: string;
+                /**
+                 * @description The currency’s units for one whole token, as read at creation
+                 * @example 3012.550000000000000000
+                 */
+                rate: string;
+                /** @enum {string} */
+                rate_source: "manual" | "chainlink" | "pegged";
+                /** @description When the rate was set (manual), reported (the feed’s last answer) or read (pegged) */
+                rate_at: string;
+            }[];
             status: string;
             mode: string;
             expires: number;
@@ -1442,6 +1472,9 @@ export interface components {
             payments: {
                 tx_hash: string | null;
                 from: string | null;
+                /** @description The token paid in: the charge’s `token`, or for a price charge any quoted token */
+                token: string;
+                /** @description In `token` */
                 amount: string;
                 block_number: number;
                 block_timestamp: string;
@@ -4609,16 +4642,38 @@ export interface operations {
                  * @example {
                  *       "amount": "1.500000000000000000",
                  *       "token": "ETH",
+                 *       "price": {
+                 *         "amount": "25.00",
+                 *         "currency": "USD"
+                 *       },
+                 *       "tokens": [
+                 *         "ETH"
+                 *       ],
                  *       "expires": 60,
                  *       "content": {},
                  *       "info": {}
                  *     }
                  */
                 "application/json": {
-                    /** @description Decimal string or number, > 0, at most the token’s decimals */
-                    amount: unknown;
-                    /** @description Symbol of an active token of the wallet */
-                    token: unknown;
+                    /** @description Decimal string or number, > 0, at most the token’s decimals; required unless `price` is given */
+                    amount?: unknown;
+                    /** @description Symbol of an active token of the wallet; required unless `price` is given */
+                    token?: unknown;
+                    /** @description Instead of `amount` and `token` (both given: 422 on `price`): the price in a currency. Each token’s rate is read and locked at creation into `quotes`; a payment in any quoted token counts at its quote. No fresh rate for a requested token: 503 `No fresh rate for {token}/{currency}` with Retry-After. */
+                    price?: {
+                        /**
+                         * @description Decimal string (or number), > 0, at most 2 decimal places
+                         * @example 25.00
+                         */
+                        amount: unknown;
+                        /**
+                         * @description `USD`, `EUR` or `GBP`
+                         * @example USD
+                         */
+                        currency: unknown;
+                    };
+                    /** @description With `price`: the symbols of the active tokens the payer may pay in, in the order quoted (the first is the charge’s `token`). Default: every active token of the wallet that has a rate, the native coin first. */
+                    tokens?: unknown[];
                     /** @description Seconds, default 300 */
                     expires?: number;
                     /** @description What the payer sees; a JSON object up to 16 KiB */
@@ -4654,6 +4709,21 @@ export interface operations {
                      *         "deposit_kind": "keyless",
                      *         "amount": "1.500000000000000000",
                      *         "paid_amount": "1.500000000000000000",
+                     *         "paid_fraction": "0.500000000000000000",
+                     *         "price": {
+                     *           "amount": "25.00",
+                     *           "currency": "USD"
+                     *         },
+                     *         "quotes": [
+                     *           {
+                     *             "token": "ETH",
+                     *             "token_id": 1,
+                     *             "amount": "1.500000000000000000",
+                     *             "rate": "3012.550000000000000000",
+                     *             "rate_source": "manual",
+                     *             "rate_at": "2026-01-15 12:00:00"
+                     *           }
+                     *         ],
                      *         "status": "pending",
                      *         "mode": "mode",
                      *         "expires": 1,
@@ -4667,6 +4737,7 @@ export interface operations {
                      *           {
                      *             "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
                      *             "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *             "token": "ETH",
                      *             "amount": "1.500000000000000000",
                      *             "block_number": 1,
                      *             "block_timestamp": "block timestamp",
@@ -4758,6 +4829,21 @@ export interface operations {
                      *         "deposit_kind": "keyless",
                      *         "amount": "1.500000000000000000",
                      *         "paid_amount": "1.500000000000000000",
+                     *         "paid_fraction": "0.500000000000000000",
+                     *         "price": {
+                     *           "amount": "25.00",
+                     *           "currency": "USD"
+                     *         },
+                     *         "quotes": [
+                     *           {
+                     *             "token": "ETH",
+                     *             "token_id": 1,
+                     *             "amount": "1.500000000000000000",
+                     *             "rate": "3012.550000000000000000",
+                     *             "rate_source": "manual",
+                     *             "rate_at": "2026-01-15 12:00:00"
+                     *           }
+                     *         ],
                      *         "status": "pending",
                      *         "mode": "mode",
                      *         "expires": 1,
@@ -4771,6 +4857,7 @@ export interface operations {
                      *           {
                      *             "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
                      *             "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *             "token": "ETH",
                      *             "amount": "1.500000000000000000",
                      *             "block_number": 1,
                      *             "block_timestamp": "block timestamp",
@@ -4862,6 +4949,21 @@ export interface operations {
                      *         "deposit_kind": "keyless",
                      *         "amount": "1.500000000000000000",
                      *         "paid_amount": "1.500000000000000000",
+                     *         "paid_fraction": "0.500000000000000000",
+                     *         "price": {
+                     *           "amount": "25.00",
+                     *           "currency": "USD"
+                     *         },
+                     *         "quotes": [
+                     *           {
+                     *             "token": "ETH",
+                     *             "token_id": 1,
+                     *             "amount": "1.500000000000000000",
+                     *             "rate": "3012.550000000000000000",
+                     *             "rate_source": "manual",
+                     *             "rate_at": "2026-01-15 12:00:00"
+                     *           }
+                     *         ],
                      *         "status": "pending",
                      *         "mode": "mode",
                      *         "expires": 1,
@@ -4875,6 +4977,7 @@ export interface operations {
                      *           {
                      *             "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
                      *             "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *             "token": "ETH",
                      *             "amount": "1.500000000000000000",
                      *             "block_number": 1,
                      *             "block_timestamp": "block timestamp",
@@ -4969,6 +5072,21 @@ export interface operations {
                      *           "deposit_kind": "keyless",
                      *           "amount": "1.500000000000000000",
                      *           "paid_amount": "1.500000000000000000",
+                     *           "paid_fraction": "0.500000000000000000",
+                     *           "price": {
+                     *             "amount": "25.00",
+                     *             "currency": "USD"
+                     *           },
+                     *           "quotes": [
+                     *             {
+                     *               "token": "ETH",
+                     *               "token_id": 1,
+                     *               "amount": "1.500000000000000000",
+                     *               "rate": "3012.550000000000000000",
+                     *               "rate_source": "manual",
+                     *               "rate_at": "2026-01-15 12:00:00"
+                     *             }
+                     *           ],
                      *           "status": "pending",
                      *           "mode": "mode",
                      *           "expires": 1,
@@ -4982,6 +5100,7 @@ export interface operations {
                      *             {
                      *               "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
                      *               "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *               "token": "ETH",
                      *               "amount": "1.500000000000000000",
                      *               "block_number": 1,
                      *               "block_timestamp": "block timestamp",

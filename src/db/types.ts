@@ -248,6 +248,26 @@ export interface ChargesTable {
   settled_block: number | null;
   announced: string | null;
   sweep_due_at: number | null;
+  /** A price charge's price (migration 037): a decimal string and its currency; NULL: a charge made with `amount` and `token`. */
+  price_amount: string | null;
+  price_currency: string | null;
+  /** The quoted tokens as the follower matches payments, JSON `[{"token_id", "contract"}]`; NULL: a charge of one token (migration 037). */
+  quote_tokens: string | null;
+  /** The counted payments, each over its token's quote, 18-place fixed point; NULL until settlement writes it (migration 037). */
+  paid_fraction: Amount | null;
+}
+
+/** A price charge's quotes, in order: `position` 0 is the charge's own token and amount (migration 037). */
+export interface ChargeQuotesTable {
+  id: Generated<number>;
+  charge_id: number;
+  position: number;
+  token_id: number;
+  amount: Amount;
+  /** The currency's units for one whole token, as read. */
+  rate: string;
+  rate_source: string;
+  rate_at: number;
 }
 
 export interface ChargePaymentsTable {
@@ -270,6 +290,8 @@ export interface ChargePaymentsTable {
   screened: Generated<number>;
   screened_notified: Generated<number>;
   created_at: number;
+  /** The token paid in (a price charge's quoted token; else the charge's); migration 037. */
+  token_id: number | null;
 }
 
 /** The late payments `charge.delayed` was written for (kept when a reorg deletes the payment); migration 026. */
@@ -578,6 +600,7 @@ export interface Database {
   transaction_broadcasts: TransactionBroadcastsTable;
   charges: ChargesTable;
   charge_payments: ChargePaymentsTable;
+  charge_quotes: ChargeQuotesTable;
   charge_late_announcements: ChargeLateAnnouncementsTable;
   charge_screened_announcements: ChargeScreenedAnnouncementsTable;
   charge_blocks: ChargeBlocksTable;

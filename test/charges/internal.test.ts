@@ -65,6 +65,7 @@ describe('a charge paid through a contract (an internal transfer)', () => {
       {
         tx_hash: hash,
         from: getAddress(forwarder),
+        token: 'ETH',
         amount: '0.300000000000000000',
         block_number: expect.any(Number),
         block_timestamp: expect.stringMatching(DATETIME),

@@ -128,6 +128,7 @@ describe('a network with 3 confirmations', () => {
       {
         tx_hash: hash,
         from: PAYER.address,
+        token: 'ETH',
         amount: '1.000000000000000000',
         block_number: expect.any(Number),
         block_timestamp: expect.stringMatching(DATETIME),
@@ -263,6 +264,7 @@ describe('a network with 1 confirmation', () => {
     const payment = {
       tx_hash: hash,
       from: PAYER.address,
+      token: 'ETH',
       amount: '0.300000000000000000',
       block_number: expect.any(Number),
       block_timestamp: expect.stringMatching(DATETIME),

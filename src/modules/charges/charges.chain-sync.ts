@@ -7,7 +7,8 @@
  *
  * - Payments: native transfers (value > 0, receipt successful) whose `to` is a watched deposit
  *   address of a native-token charge, and ERC-20 `Transfer` logs to a deposit address from the
- *   charge's token contract. Read with the same chain readers the wallets' transfers use
+ *   charge's token contract; for a price charge, of any token it quoted (`quotedContracts`),
+ *   each payment recorded with the token it was made in. Read with the same chain readers the wallets' transfers use
  *   (src/chain/blocks.ts: `blockReceipts`, `transferLogs`). Another token of the wallet sent to
  *   a settled charge's address is not a payment, but makes the address due a sweep.
  * - Internal payments: native coin a contract sent to a watched address inside a transaction
@@ -165,6 +166,27 @@ export async function readChargePayments(
 
 const nothing = (): Found => ({ payments: [], other: [], deposits: [] });
 
+const quotedOf = new WeakMap<WatchedDeposit, ReadonlyMap<string, number>>();
+
+/**
+ * The contracts (lowercase, NATIVE_CONTRACT for the native coin) whose transfers pay a watched
+ * charge, with the token each pays in: its own token, or each token a price charge quoted.
+ */
+function quotedContracts(w: WatchedDeposit): ReadonlyMap<string, number> {
+  let m = quotedOf.get(w);
+  if (!m) {
+    const quoted = w.quote_tokens === null ? null : (JSON.parse(w.quote_tokens) as Array<{ token_id: number; contract: string }>);
+    m = new Map(quoted ? quoted.map((q) => [q.contract.toLowerCase(), q.token_id]) : [[w.contract.toLowerCase(), w.token_id]]);
+    quotedOf.set(w, m);
+  }
+  return m;
+}
+
+/** The token a transfer of `contract` pays the charge in; null: another token (swept, not counted). */
+function paysIn(w: WatchedDeposit, contract: string): number | null {
+  return quotedContracts(w).get(contract.toLowerCase()) ?? null;
+}
+
 /** A transfer to a permanent deposit address: a receipt of its wallet (any of its active tokens), never a charge payment. */
 function depositHit(w: WatchedDeposit, contract: string, h: Omit<DepositHit, 'deposit' | 'contract'>): Found {
   return { payments: [], other: [], deposits: [{ deposit: w, contract: contract.toLowerCase(), ...h }] };
@@ -258,10 +280,11 @@ async function nativeTransfers(s: SyncScope, block: FullBlock, watched: Watched)
     if (tx.from.toLowerCase() === w.main_address.toLowerCase()) continue; // a gas top-up for a sweep
     if (w.deposit_address_id !== null)
       merge(found, depositHit(w, NATIVE_CONTRACT, { txHash: tx.hash, logIndex: -1, from: null, amount: tx.value }));
-    else if (w.contract.toLowerCase() !== NATIVE_CONTRACT) found.other.push(w.charge_id);
+    else if (paysIn(w, NATIVE_CONTRACT) === null) found.other.push(w.charge_id);
     else
       found.payments.push({
         charge_id: w.charge_id,
+        token_id: paysIn(w, NATIVE_CONTRACT)!,
         tx_hash: tx.hash,
         log_index: -1,
         from_address: getAddress(tx.from),
@@ -292,10 +315,11 @@ async function internalNative(watched: Watched, moves: readonly InternalTransfer
         found,
         depositHit(w, NATIVE_CONTRACT, { txHash: m.txHash, logIndex: INTERNAL_LOG_BASE - m.index, from: null, amount: m.value }),
       );
-    else if (w.contract.toLowerCase() !== NATIVE_CONTRACT) found.other.push(w.charge_id);
+    else if (paysIn(w, NATIVE_CONTRACT) === null) found.other.push(w.charge_id);
     else
       found.payments.push({
         charge_id: w.charge_id,
+        token_id: paysIn(w, NATIVE_CONTRACT)!,
         tx_hash: m.txHash,
         log_index: -1 - m.index,
         from_address: getAddress(m.from),
@@ -318,10 +342,9 @@ async function tokenTransfers(s: SyncScope, block: FullBlock, watched: Watched):
   // else (looked up below) those of the wallets the block's transfers reached.
   let activeRows = watched.all ? await pay.listActiveContracts(db, [...new Set(watched.all.map((w) => w.wallet_id))]) : null;
   const contracts = watched.all
-    ? [
-        ...watched.all.filter((w) => w.contract.toLowerCase() !== NATIVE_CONTRACT).map((w) => w.contract),
-        ...activeRows!.map((t) => t.contract),
-      ]
+    ? [...watched.all.flatMap((w) => [...quotedContracts(w).keys()]), ...activeRows!.map((t) => t.contract)].filter(
+        (c) => c.toLowerCase() !== NATIVE_CONTRACT,
+      )
     : await pay.listNetworkTokenContracts(db, s.networkId);
   const distinct = [...new Set(contracts.map((c) => c.toLowerCase()))] as Hex[];
   if (distinct.length === 0) return nothing();
@@ -331,7 +354,7 @@ async function tokenTransfers(s: SyncScope, block: FullBlock, watched: Watched):
   const hit = [...byAddress.values()];
   activeRows ??= await pay.listActiveContracts(db, [...new Set(hit.map((w) => w.wallet_id))]);
   const active = new Set(
-    [...hit.map((w) => ({ wallet_id: w.wallet_id, contract: w.contract })), ...activeRows].map(
+    [...hit.flatMap((w) => [...quotedContracts(w).keys()].map((contract) => ({ wallet_id: w.wallet_id, contract }))), ...activeRows].map(
       (t) => `${t.wallet_id}:${t.contract.toLowerCase()}`,
     ),
   );
@@ -342,10 +365,11 @@ async function tokenTransfers(s: SyncScope, block: FullBlock, watched: Watched):
     if (!w || l.removed || l.value === 0n || !active.has(`${w.wallet_id}:${contract}`)) continue;
     if (w.deposit_address_id !== null)
       merge(found, depositHit(w, contract, { txHash: l.txHash, logIndex: l.logIndex, from: l.from, amount: l.value }));
-    else if (contract !== w.contract.toLowerCase()) found.other.push(w.charge_id);
+    else if (paysIn(w, contract) === null) found.other.push(w.charge_id);
     else
       found.payments.push({
         charge_id: w.charge_id,
+        token_id: paysIn(w, contract)!,
         tx_hash: l.txHash,
         log_index: l.logIndex,
         from_address: getAddress(l.from),
@@ -386,7 +410,8 @@ export async function rollBackChargePayments(
     const terms = await pay.findTerms(trx, id);
     if (terms?.status !== 'pending') continue;
     const payments = await pay.listPayments(trx, [id], { confirmedOnly: true });
-    await pay.setPaidAmount(trx, id, decide(terms, payments, ancestor, null).paid, nowMs);
+    const d = decide(terms, payments, ancestor, null);
+    await pay.setPaidAmount(trx, id, { amount: d.paid, fraction: d.fraction }, nowMs);
   }
   for (const id of reopened) {
     await announceReopened(trx, id, nowMs);

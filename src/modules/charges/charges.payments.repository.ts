@@ -18,6 +18,10 @@ export interface WatchedDeposit {
   main_address: string;
   address: string;
   contract: string;
+  /** The charge's token (a price charge's first quote's). */
+  token_id: number;
+  /** A price charge's quoted tokens, JSON `[{"token_id", "contract"}]` (`charges.quote_tokens`); null: only `token_id` pays. */
+  quote_tokens: string | null;
   /** A permanent deposit address (its charge row is only its watch): every transfer of an active token is a receipt of the wallet; else null. */
   deposit_address_id: number | null;
   reference: string | null;
@@ -26,6 +30,8 @@ export interface WatchedDeposit {
 
 export interface NewPayment {
   charge_id: number;
+  /** The token paid in. */
+  token_id: number;
   tx_hash: string;
   log_index: number;
   from_address: string;
@@ -39,6 +45,8 @@ export interface NewPayment {
 export interface PaymentRow {
   id: number;
   charge_id: number;
+  /** The token paid in. */
+  token_id: number;
   /** Null (with `from_address`): found on the address by its balance after its watch ended (`recordFoundPayment`). */
   tx_hash: string | null;
   log_index: number;
@@ -51,6 +59,9 @@ export interface PaymentRow {
   internal: number;
   /** 1: its sender was listed by screening when recorded (migration 030): not counted toward paid. */
   screened: number;
+  /** The token's, joined. */
+  symbol: string;
+  decimals: number;
 }
 
 /** Watched in a block stamped `blockMs`: pending charges, and settled ones until `watch_until`. */
@@ -61,7 +72,8 @@ function watchedQuery(db: Executor, networkId: number, blockMs: number) {
     .innerJoin('sub_wallets as s', 's.id', 'c.sub_wallet_id')
     .innerJoin('wallet_tokens as t', 't.id', 'c.token_id')
     .leftJoin('deposit_addresses as d', 'd.charge_id', 'c.id')
-    .select(['c.id as charge_id', 'c.wallet_id', 'w.address as main_address', 's.address', 't.contract', 'w.user_id'])
+    .select(['c.id as charge_id', 'c.wallet_id', 'w.address as main_address', 's.address', 't.contract', 'c.token_id', 'c.quote_tokens'])
+    .select('w.user_id')
     .select(['d.id as deposit_address_id', 'd.reference'])
     .where('w.network_id', '=', networkId)
     .where((eb) => eb.or([eb('c.status', '=', 'pending'), eb('c.watch_until', '>=', blockMs)]));
@@ -256,23 +268,33 @@ export async function blockTimeAtOrBelow(db: Executor, networkId: number, height
 }
 
 const PAYMENT_COLUMNS = [
-  'id',
-  'charge_id',
-  'tx_hash',
-  'log_index',
-  'from_address',
-  'amount',
-  'block_number',
-  'block_timestamp',
-  'confirmed',
-  'notified',
-  'internal',
-  'screened',
+  'p.id',
+  'p.charge_id',
+  'p.token_id',
+  'p.tx_hash',
+  'p.log_index',
+  'p.from_address',
+  'p.amount',
+  'p.block_number',
+  'p.block_timestamp',
+  'p.confirmed',
+  'p.notified',
+  'p.internal',
+  'p.screened',
+  't.symbol',
+  't.decimals',
 ] as const;
 
-type RawPayment = Omit<PaymentRow, 'amount'> & { amount: string };
+/** Payments with the symbol and decimals of the token each was made in. */
+function payments(db: Executor) {
+  return db.selectFrom('charge_payments as p').innerJoin('wallet_tokens as t', 't.id', 'p.token_id').select(PAYMENT_COLUMNS);
+}
+
+type RawPayment = Omit<PaymentRow, 'amount' | 'token_id'> & { amount: string; token_id: number | null };
 const toPayment = (r: RawPayment): PaymentRow => ({
   ...r,
+  token_id: Number(r.token_id),
+  decimals: Number(r.decimals),
   amount: BigInt(r.amount),
   block_number: Number(r.block_number),
   block_timestamp: Number(r.block_timestamp),
@@ -283,9 +305,9 @@ const toPayment = (r: RawPayment): PaymentRow => ({
 /** A charge's payments, in chain order. */
 export async function listPayments(db: Executor, chargeIds: number[], opts: { confirmedOnly: boolean }): Promise<PaymentRow[]> {
   if (chargeIds.length === 0) return [];
-  let q = db.selectFrom('charge_payments').select(PAYMENT_COLUMNS).where('charge_id', 'in', chargeIds);
-  if (opts.confirmedOnly) q = q.where('confirmed', '=', 1);
-  const rows = await q.orderBy('block_number', 'asc').orderBy('log_index', 'asc').orderBy('id', 'asc').execute();
+  let q = payments(db).where('p.charge_id', 'in', chargeIds);
+  if (opts.confirmedOnly) q = q.where('p.confirmed', '=', 1);
+  const rows = await q.orderBy('p.block_number', 'asc').orderBy('p.log_index', 'asc').orderBy('p.id', 'asc').execute();
   return rows.map(toPayment);
 }
 
@@ -317,10 +339,8 @@ export async function markConfirmed(trx: Executor, ids: number[]): Promise<void>
  * `expires_at` or mined above the block the settlement was decided on.
  */
 export async function listUnannouncedLate(db: Executor, networkId: number, limit: number): Promise<PaymentRow[]> {
-  const rows = await db
-    .selectFrom('charge_payments as p')
+  const rows = await payments(db)
     .innerJoin('charges as c', 'c.id', 'p.charge_id')
-    .select(PAYMENT_COLUMNS.map((c) => `p.${c}` as const))
     .where('p.network_id', '=', networkId)
     .where('p.confirmed', '=', 1)
     .where('p.notified', '=', 0)
@@ -371,14 +391,12 @@ async function ordinalOf(trx: Executor, p: Pick<PaymentRow, 'charge_id' | 'log_i
 
 /** Screened payments of the network, confirmed and not yet announced (bounded, oldest first). */
 export async function listUnannouncedScreened(db: Executor, networkId: number, limit: number): Promise<PaymentRow[]> {
-  const rows = await db
-    .selectFrom('charge_payments')
-    .select(PAYMENT_COLUMNS)
-    .where('network_id', '=', networkId)
-    .where('screened', '=', sql.lit(1)) // a literal: the partial index's predicate (migration 030)
-    .where('screened_notified', '=', 0)
-    .where('confirmed', '=', 1)
-    .orderBy('id', 'asc')
+  const rows = await payments(db)
+    .where('p.network_id', '=', networkId)
+    .where('p.screened', '=', sql.lit(1)) // a literal: the partial index's predicate (migration 030)
+    .where('p.screened_notified', '=', 0)
+    .where('p.confirmed', '=', 1)
+    .orderBy('p.id', 'asc')
     .limit(limit)
     .execute();
   return rows.map(toPayment);
@@ -434,7 +452,15 @@ export async function countPaymentRows(db: Executor, chargeIds: number[]): Promi
  */
 export async function recordFoundPayment(
   trx: Executor,
-  p: { chargeId: number; networkId: number; amount: bigint; block: number; blockHash: string | null; blockTimestampMs: number },
+  p: {
+    chargeId: number;
+    networkId: number;
+    tokenId: number;
+    amount: bigint;
+    block: number;
+    blockHash: string | null;
+    blockTimestampMs: number;
+  },
   nowMs: number,
 ): Promise<void> {
   await trx
@@ -442,6 +468,7 @@ export async function recordFoundPayment(
     .values({
       charge_id: p.chargeId,
       network_id: p.networkId,
+      token_id: p.tokenId,
       tx_hash: null,
       log_index: 0,
       from_address: null,
@@ -481,14 +508,20 @@ export async function listExpirable(db: Executor, networkId: number, confirmedTi
   return rows.map((r) => r.id);
 }
 
-/** Records the confirmed amount of a still pending charge. */
-export async function setPaidAmount(db: Executor, id: number, paid: bigint, nowMs: number): Promise<void> {
+/** Records the confirmed amount (and fraction) of a still pending charge. */
+export async function setPaidAmount(db: Executor, id: number, paid: { amount: bigint; fraction: bigint }, nowMs: number): Promise<void> {
   await db
     .updateTable('charges')
-    .set({ paid_amount: paid.toString(), updated_at: nowMs })
+    .set({ paid_amount: paid.amount.toString(), paid_fraction: paid.fraction.toString(), updated_at: nowMs })
     .where('id', '=', id)
     .where('status', '=', 'pending')
-    .where(sql<boolean>`paid_amount <> ${paid.toString()}`)
+    .where((eb) =>
+      eb.or([
+        sql<boolean>`paid_amount <> ${paid.amount.toString()}`,
+        eb('paid_fraction', 'is', null),
+        sql<boolean>`paid_fraction <> ${paid.fraction.toString()}`,
+      ]),
+    )
     .execute();
 }
 
@@ -499,7 +532,7 @@ export async function setPaidAmount(db: Executor, id: number, paid: bigint, nowM
 export async function settleCharge(
   trx: Executor,
   id: number,
-  s: { status: 'paid' | 'expired' | 'failed'; paid: bigint; paidAt: number | null; block: number; nowMs: number },
+  s: { status: 'paid' | 'expired' | 'failed'; paid: bigint; fraction: bigint; paidAt: number | null; block: number; nowMs: number },
 ): Promise<{ announced: string | null } | undefined> {
   const before = await trx
     .selectFrom('charges')
@@ -513,6 +546,7 @@ export async function settleCharge(
     .set({
       status: s.status,
       paid_amount: s.paid.toString(),
+      paid_fraction: s.fraction.toString(),
       paid_at: s.paidAt,
       settled_block: s.block,
       announced: s.status,
@@ -530,24 +564,37 @@ export interface ChargeTerms {
   id: number;
   status: string;
   amount: bigint;
+  token_id: number;
   expires_at: number;
   settled_block: number | null;
+  /** A price charge's quotes by token; null: only `amount` of `token_id` pays. */
+  quotes: ReadonlyMap<number, bigint> | null;
 }
 
 export async function findTerms(db: Executor, id: number): Promise<ChargeTerms | undefined> {
   const r = await db
     .selectFrom('charges')
-    .select(['id', 'status', 'amount', 'expires_at', 'settled_block'])
+    .select(['id', 'status', 'amount', 'token_id', 'expires_at', 'settled_block', 'price_currency'])
     .where('id', '=', id)
     .executeTakeFirst();
-  return r
-    ? {
-        ...r,
-        amount: BigInt(r.amount),
-        expires_at: Number(r.expires_at),
-        settled_block: r.settled_block === null ? null : Number(r.settled_block),
-      }
-    : undefined;
+  if (!r) return undefined;
+  const quotes =
+    r.price_currency === null
+      ? null
+      : new Map(
+          (await db.selectFrom('charge_quotes').select(['token_id', 'amount']).where('charge_id', '=', id).execute()).map(
+            (q) => [Number(q.token_id), BigInt(q.amount)] as const,
+          ),
+        );
+  return {
+    id: r.id,
+    status: r.status,
+    amount: BigInt(r.amount),
+    token_id: Number(r.token_id),
+    expires_at: Number(r.expires_at),
+    settled_block: r.settled_block === null ? null : Number(r.settled_block),
+    quotes,
+  };
 }
 
 /** The charge's address is due a sweep now (a late payment arrived). */

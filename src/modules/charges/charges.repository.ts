@@ -23,6 +23,11 @@ export interface ChargeRow {
   swept_tx_hash: string | null;
   /** The block a settlement was decided on (null while pending): payments above it are late. */
   settled_block: number | null;
+  /** A price charge's price (a decimal string of 2 places) and currency; null: a charge made with `amount` and `token`. */
+  price_amount: string | null;
+  price_currency: string | null;
+  /** The counted payments over their quotes, 18-place fixed point (null until the settlement first wrote it). */
+  paid_fraction: bigint | null;
   created_at: number;
   updated_at: number;
   /** Attached by the service: the confirmed payments and the sweeps (charges.service.ts `withActivity`). */
@@ -30,6 +35,8 @@ export interface ChargeRow {
   sweeps?: SweepRow[];
   /** Attached with them: the refunds, and the time they were read (a claim's status depends on it). */
   refunds?: RefundRow[];
+  /** Attached with them: a price charge's quotes, in order (empty for a charge of one token). */
+  quotes?: QuoteRow[];
   viewed_at?: number;
   /** Joined: the deposit address, its kind (`keyed`: a derived key; `keyless`: an address of `sweeper` by `salt`), and the token. */
   address: string;
@@ -74,6 +81,9 @@ function charges(db: Executor) {
       'c.info',
       'c.swept_tx_hash',
       'c.settled_block',
+      'c.price_amount',
+      'c.price_currency',
+      'c.paid_fraction',
       'c.created_at',
       'c.updated_at',
       's.address',
@@ -87,7 +97,12 @@ function charges(db: Executor) {
     ]);
 }
 
-type RawCharge = Omit<ChargeRow, 'amount' | 'paid_amount' | 'deposit_kind'> & { amount: string; paid_amount: string; deposit_kind: string };
+type RawCharge = Omit<ChargeRow, 'amount' | 'paid_amount' | 'paid_fraction' | 'deposit_kind'> & {
+  amount: string;
+  paid_amount: string;
+  paid_fraction: string | null;
+  deposit_kind: string;
+};
 
 function toRow(r: RawCharge): ChargeRow {
   return {
@@ -95,7 +110,59 @@ function toRow(r: RawCharge): ChargeRow {
     deposit_kind: r.deposit_kind === 'keyless' ? 'keyless' : 'keyed',
     amount: BigInt(r.amount),
     paid_amount: BigInt(r.paid_amount),
+    paid_fraction: r.paid_fraction === null ? null : BigInt(r.paid_fraction),
   };
+}
+
+/** A price charge's quote: `amount` of the token pays the price, at `rate` (the currency's units for one whole token). */
+export interface QuoteRow {
+  charge_id: number;
+  position: number;
+  token_id: number;
+  symbol: string;
+  decimals: number;
+  contract: string;
+  is_native: number;
+  amount: bigint;
+  rate: string;
+  rate_source: string;
+  rate_at: number;
+}
+
+/** The quotes of some charges, each charge's in order. */
+export async function listQuotes(db: Executor, chargeIds: number[]): Promise<QuoteRow[]> {
+  if (chargeIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('charge_quotes as q')
+    .innerJoin('wallet_tokens as t', 't.id', 'q.token_id')
+    .select(['q.charge_id', 'q.position', 'q.token_id', 't.symbol', 't.decimals', 't.contract', 't.is_native'])
+    .select(['q.amount', 'q.rate', 'q.rate_source', 'q.rate_at'])
+    .where('q.charge_id', 'in', chargeIds)
+    .orderBy('q.charge_id', 'asc')
+    .orderBy('q.position', 'asc')
+    .execute();
+  return rows.map((r) => ({
+    ...r,
+    charge_id: Number(r.charge_id),
+    position: Number(r.position),
+    token_id: Number(r.token_id),
+    decimals: Number(r.decimals),
+    is_native: Number(r.is_native),
+    amount: BigInt(r.amount),
+    rate_at: Number(r.rate_at),
+  }));
+}
+
+/** A price charge's quotes, in order (inside its create transaction). */
+export async function insertQuotes(
+  db: Executor,
+  chargeId: number,
+  quotes: ReadonlyArray<{ token_id: number; amount: bigint; rate: string; rate_source: string; rate_at: number }>,
+): Promise<void> {
+  await db
+    .insertInto('charge_quotes')
+    .values(quotes.map((q, position) => ({ ...q, charge_id: chargeId, position, amount: q.amount.toString() })))
+    .execute();
 }
 
 export async function findCharge(db: Executor, walletId: number, ref: { id: number } | { uuid: string }): Promise<ChargeRow | undefined> {
@@ -212,6 +279,10 @@ export async function insertCharge(
     content: string | null;
     info: string | null;
     watch_until: number;
+    /** A price charge's price and quoted tokens (`charges.quote_tokens`). */
+    price_amount?: string;
+    price_currency?: string;
+    quote_tokens?: string;
     /** `pending` (a charge), or `deposit` (a permanent deposit address's watch: `DEPOSIT_STATUS`). */
     status?: string;
   },

@@ -29,7 +29,11 @@ import type { ChargeRow } from './charges.repository.js';
 import { listPayments } from './charges.payments.repository.js';
 import { listSweeps, setDue } from './charges.sweeps.repository.js';
 import { listRefunds } from '../refunds/refunds.repository.js';
-import type { ChargeInput } from './charges.schemas.js';
+import type { ChargeInput, PriceInput } from './charges.schemas.js';
+import { quotePrice, quoteTokensText, type Quote } from './charges.quotes.js';
+import { RateService } from '../rates/rates.service.js';
+import { RATE_DECIMALS } from '../rates/currencies.js';
+import { formatUnits18 } from '../../lib/money.js';
 import { ChargeSettlement, type ConfirmedHeights } from './charges.settlement.js';
 import { ChargeSweeper } from './charges.sweeps.js';
 import { chargeCreatedPayload } from './charges.views.js';
@@ -70,8 +74,16 @@ export async function insertDepositSubWallet(
   );
 }
 
+/** A charge about to be inserted: its terms in one token (a price charge's first quote) and, priced, the price and every quote. */
+type NewCharge = Omit<ChargeInput, 'price'> & {
+  amount: bigint;
+  token: WalletTokenRow;
+  priced: { amount: string; currency: string; quotes: Quote[] } | null;
+};
+
 export class ChargeService {
   private readonly settlement: ChargeSettlement;
+  private readonly rates: RateService;
   private readonly sweeper: ChargeSweeper;
 
   constructor(
@@ -80,6 +92,7 @@ export class ChargeService {
     transactions: TransactionService,
   ) {
     this.settlement = new ChargeSettlement(ctx);
+    this.rates = new RateService(ctx);
     this.sweeper = new ChargeSweeper(ctx, transactions);
   }
 
@@ -90,11 +103,12 @@ export class ChargeService {
 
   async create(wallet: WalletView, input: ChargeInput, opts: { inTransaction?: InTransaction<ChargeRow> } = {}): Promise<ChargeRow> {
     const db = this.ctx.store.db;
-    // Decrypt outside the transaction; derivation inside is local CPU work only.
+    // The rates are read (node calls) and the mnemonic decrypted outside the transaction; derivation inside is local CPU work only.
+    const terms = 'price' in input ? await this.quoted(wallet, input.price) : { amount: input.amount, token: input.token, priced: null };
     const mnemonic = await this.wallets.mnemonic(wallet.id);
     const now = this.ctx.clock.nowMs();
     const id = await db.transaction().execute(async (trx) => {
-      const charge = await this.insertWithDepositAddress(trx, wallet, input, mnemonic, now);
+      const charge = await this.insertWithDepositAddress(trx, wallet, { ...input, ...terms }, mnemonic, now);
       await recordEvent(trx, {
         userId: wallet.user_id,
         walletId: wallet.id,
@@ -106,7 +120,8 @@ export class ChargeService {
       return charge.id;
     });
     this.ctx.log.info({ wallet_id: wallet.id, charge_id: id }, 'charge created');
-    return { ...(await repo.findChargeById(db, id))!, payments: [], sweeps: [] };
+    const quotes = 'price' in input ? await repo.listQuotes(db, [id]) : [];
+    return { ...(await repo.findChargeById(db, id))!, payments: [], sweeps: [], quotes };
   }
 
   /**
@@ -120,12 +135,14 @@ export class ChargeService {
   private async insertWithDepositAddress(
     trx: Executor,
     wallet: WalletView,
-    input: ChargeInput,
+    input: NewCharge,
     mnemonic: string,
     nowMs: number,
   ): Promise<ChargeRow> {
     await lockWallet(trx, wallet.id);
-    const subId = await insertDepositSubWallet(this.ctx, trx, wallet, mnemonic, input.token.is_native !== 1, nowMs);
+    const tokens = input.priced ? input.priced.quotes.map((q) => q.token) : [input.token];
+    const keyless = tokens.some((t) => t.is_native !== 1);
+    const subId = await insertDepositSubWallet(this.ctx, trx, wallet, mnemonic, keyless, nowMs);
     const chargeId = await repo.insertCharge(
       trx,
       {
@@ -140,10 +157,38 @@ export class ChargeService {
         watch_until: nowMs + input.expires * 1000 + this.ctx.config.chargeWatchAfterS * 1000,
         content: input.content,
         info: input.info,
+        ...(input.priced
+          ? {
+              price_amount: input.priced.amount,
+              price_currency: input.priced.currency,
+              quote_tokens: quoteTokensText(input.priced.quotes),
+            }
+          : {}),
       },
       nowMs,
     );
+    if (input.priced) {
+      await repo.insertQuotes(
+        trx,
+        chargeId,
+        input.priced.quotes.map((q) => ({
+          token_id: q.token.id,
+          amount: q.amount,
+          rate: formatUnits18(q.rate.value, RATE_DECIMALS),
+          rate_source: q.rate.source,
+          rate_at: q.rate.atMs,
+        })),
+      );
+    }
     return (await repo.findChargeById(trx, chargeId))!;
+  }
+
+  /** A price charge's quotes, read now (503 when a rate is missing), and the terms they give the charge row. */
+  private async quoted(wallet: WalletView, price: PriceInput): Promise<Pick<NewCharge, 'amount' | 'token' | 'priced'>> {
+    const network = await findNetwork(this.ctx.store.db, wallet.network_id);
+    if (!network) throw Errors.badRequest('The wallet’s network is not configured');
+    const quotes = await quotePrice(this.rates, network, price, await this.activeTokens(wallet));
+    return { amount: quotes[0]!.amount, token: quotes[0]!.token, priced: { amount: price.amount, currency: price.currency, quotes } };
   }
 
   /** `ref` is the integer id or the uuid; undefined when neither matches a charge of this wallet. */
@@ -202,10 +247,12 @@ export class ChargeService {
   private async withActivity(rows: ChargeRow[]): Promise<ChargeRow[]> {
     const db = this.ctx.store.db;
     const ids = rows.map((c) => c.id);
-    const [payments, sweeps, refunds] = await Promise.all([
+    const priced = rows.filter((c) => c.price_currency !== null).map((c) => c.id);
+    const [payments, sweeps, refunds, quotes] = await Promise.all([
       listPayments(db, ids, { confirmedOnly: true }),
       listSweeps(db, ids),
       listRefunds(db, ids),
+      repo.listQuotes(db, priced),
     ]);
     const viewedAt = this.ctx.clock.nowMs();
     return rows.map((c) => ({
@@ -213,6 +260,7 @@ export class ChargeService {
       payments: payments.filter((p) => p.charge_id === c.id),
       sweeps: sweeps.filter((w) => w.charge_id === c.id),
       refunds: refunds.filter((r) => r.charge_id === c.id),
+      quotes: quotes.filter((q) => q.charge_id === c.id),
       viewed_at: viewedAt,
     }));
   }

@@ -190,8 +190,15 @@ export class ChargeSettlement {
     if (!terms || terms.status !== 'pending') return;
     const d = decide(terms, await pay.listPayments(trx, [chargeId], { confirmedOnly: false }), at.height, at.timeMs);
     const now = this.ctx.clock.nowMs();
-    if (d.status === 'pending') return pay.setPaidAmount(trx, chargeId, d.paid, now);
-    const won = await pay.settleCharge(trx, chargeId, { status: d.status, paid: d.paid, paidAt: d.paidAtMs, block: at.height, nowMs: now });
+    if (d.status === 'pending') return pay.setPaidAmount(trx, chargeId, { amount: d.paid, fraction: d.fraction }, now);
+    const won = await pay.settleCharge(trx, chargeId, {
+      status: d.status,
+      paid: d.paid,
+      fraction: d.fraction,
+      paidAt: d.paidAtMs,
+      block: at.height,
+      nowMs: now,
+    });
     if (!won) return;
     const charge = (await repo.findChargeById(trx, chargeId))!;
     this.log.info(

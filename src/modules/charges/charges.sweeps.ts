@@ -256,12 +256,16 @@ export class ChargeSweeper {
     return BigInt(Math.max(money ?? 0, head));
   }
 
-  /** The wallet's active tokens, and the charge's own even if it was deactivated since. */
+  /** The wallet's active tokens, and the charge's own (a price charge's: each it quoted) even if deactivated since. */
   private async tokensToSweep(t: Target): Promise<WalletTokenRow[]> {
     const db = this.ctx.store.db;
     const tokens = await listTokens(db, t.wallet.id, { activeOnly: true });
-    const own = tokens.some((x) => x.id === t.charge.token_id) ? undefined : await findToken(db, t.wallet.id, t.charge.token_id);
-    return own ? [...tokens, own] : tokens;
+    const owed = t.charge.price_currency === null ? [t.charge.token_id] : (await repo.listQuotes(db, [t.charge.id])).map((q) => q.token_id);
+    for (const id of owed.filter((o) => !tokens.some((x) => x.id === o))) {
+      const own = await findToken(db, t.wallet.id, id);
+      if (own) tokens.push(own);
+    }
+    return tokens;
   }
 
   private async target(chargeId: number): Promise<Target | undefined> {

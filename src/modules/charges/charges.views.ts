@@ -2,10 +2,10 @@
 import { formatUnits18 } from '../../lib/money.js';
 import { formatDateTime, formatDateTimeOrNull } from '../../lib/time.js';
 import { hostedUrl, paymentUri } from '../checkout/checkout.links.js';
-import type { ChargeRow } from './charges.repository.js';
+import type { ChargeRow, QuoteRow } from './charges.repository.js';
 import type { PaymentRow } from './charges.payments.repository.js';
 import type { SweepRow } from './charges.sweeps.repository.js';
-import { isLate } from './charges.decide.js';
+import { FRACTION_DECIMALS, isLate } from './charges.decide.js';
 import { refundView } from '../refunds/refunds.views.js';
 
 function parseObject(text: string | null): Record<string, unknown> | null {
@@ -28,6 +28,9 @@ export function chargeView(c: ChargeRow, publicUrl: string, refundLinks: boolean
     deposit_kind: c.deposit_kind,
     amount: formatUnits18(c.amount, c.decimals),
     paid_amount: formatUnits18(c.paid_amount, c.decimals),
+    paid_fraction: formatUnits18(paidFraction(c), FRACTION_DECIMALS),
+    price: c.price_amount === null ? null : { amount: c.price_amount, currency: c.price_currency! },
+    quotes: (c.quotes ?? []).map(quoteView),
     status: c.status,
     mode: c.mode,
     expires: c.expires,
@@ -42,6 +45,27 @@ export function chargeView(c: ChargeRow, publicUrl: string, refundLinks: boolean
     refunds: (c.refunds ?? []).map((r) => refundView(r, c.viewed_at ?? c.updated_at, publicUrl, refundLinks)),
     hosted_url: hostedUrl(publicUrl, c.uuid),
     payment_uri: paymentUri(c),
+  };
+}
+
+/**
+ * The fraction paid: as the settlement last wrote it; a charge it has not written yet (nothing
+ * counted, or a charge made before fractions were kept) by its `paid_amount` over `amount`.
+ */
+function paidFraction(c: ChargeRow): bigint {
+  if (c.paid_fraction !== null) return c.paid_fraction;
+  return c.amount === 0n ? 0n : (c.paid_amount * 10n ** BigInt(FRACTION_DECIMALS)) / c.amount;
+}
+
+/** A price charge's quote: the amount of a token that pays the price, at the rate read at creation. */
+export function quoteView(q: QuoteRow) {
+  return {
+    token: q.symbol,
+    token_id: q.token_id,
+    amount: formatUnits18(q.amount, q.decimals),
+    rate: q.rate,
+    rate_source: q.rate_source,
+    rate_at: formatDateTime(q.rate_at),
   };
 }
 
@@ -86,7 +110,8 @@ export function paymentView(c: ChargeRow, p: PaymentRow) {
   return {
     tx_hash: p.tx_hash,
     from: p.from_address,
-    amount: formatUnits18(p.amount, c.decimals),
+    token: p.symbol,
+    amount: formatUnits18(p.amount, p.decimals),
     block_number: p.block_number,
     block_timestamp: formatDateTime(p.block_timestamp),
     late: isLate(p, c),

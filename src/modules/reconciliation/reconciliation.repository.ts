@@ -52,6 +52,8 @@ export interface TxMovement {
 
 export interface PaymentMovement {
   charge_id: number;
+  /** The token paid in. */
+  token_id: number;
   amount: bigint;
   block_number: number;
 }
@@ -187,12 +189,17 @@ export async function listPaymentMovements(
   if (chargeIds.length === 0) return [];
   const rows = await db
     .selectFrom('charge_payments')
-    .select(['charge_id', 'amount', 'block_number'])
+    .select(['charge_id', 'token_id', 'amount', 'block_number'])
     .where('charge_id', 'in', chargeIds)
     .where('block_number', '>', fromBlock)
     .where('block_number', '<=', toBlock)
     .execute();
-  return rows.map((r) => ({ charge_id: Number(r.charge_id), amount: BigInt(r.amount), block_number: Number(r.block_number) }));
+  return rows.map((r) => ({
+    charge_id: Number(r.charge_id),
+    token_id: Number(r.token_id),
+    amount: BigInt(r.amount),
+    block_number: Number(r.block_number),
+  }));
 }
 
 /** These charges' sweeps (not the gas top-ups) that may have been mined: in flight, or final with a block in (fromBlock, toBlock]. */

@@ -281,7 +281,12 @@ export class ReconciliationService {
       const recorded = await db.transaction().execute(async (trx) => {
         await pay.lockCharge(trx, d.charge_id);
         if (((await pay.countPaymentRows(trx, [d.charge_id])).get(d.charge_id) ?? 0) !== slot.paymentRows) return false;
-        if (amount > 0n) await pay.recordFoundPayment(trx, { chargeId: d.charge_id, networkId: scope.network.id, amount, ...block }, now);
+        if (amount > 0n)
+          await pay.recordFoundPayment(
+            trx,
+            { chargeId: d.charge_id, networkId: scope.network.id, tokenId: d.token_id, amount, ...block },
+            now,
+          );
         else await pay.makeSweepDue(trx, d.charge_id, now);
         return true;
       });
@@ -395,11 +400,10 @@ export class ReconciliationService {
     const addressOf = new Map(deposits.map((s) => [s.deposit!.charge_id, s.line.address]));
     const from = Math.min(...[...scope.lines.values()].map((t) => t.checkpointBlock));
     const db = this.ctx.store.db;
-    const charges = new Map(deposits.map((s) => [s.deposit!.charge_id, s.deposit!]));
     const rows = await pay.countPaymentRows(db, ids);
     for (const s of deposits) s.paymentRows = rows.get(s.deposit!.charge_id) ?? 0;
     for (const p of await repo.listPaymentMovements(db, ids, from, scope.height)) {
-      this.add(scope, addressOf.get(p.charge_id)!, charges.get(p.charge_id)!.token_id, p.block_number, p.amount);
+      this.add(scope, addressOf.get(p.charge_id)!, p.token_id, p.block_number, p.amount);
     }
     const sweeps = await repo.listSweepMovements(db, ids, from, scope.height);
     const mined = await inBatches(sweeps, READ_CONCURRENCY, (s) => this.sweepOutcome(scope, s, addressOf.get(s.charge_id)!));

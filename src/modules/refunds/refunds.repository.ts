@@ -116,13 +116,13 @@ export async function setClaimAddress(trx: Executor, id: number, address: string
  * count toward `paid`, and refunding them would move a blocked sender's money out, perhaps to an
  * address not on the list; the operator handles them outside the API (docs/money-out.md, "Refunds").
  */
-export async function confirmedPaymentAmounts(db: Executor, chargeId: number): Promise<bigint[]> {
+export async function confirmedPaymentAmounts(db: Executor, chargeId: number): Promise<Array<{ token_id: number; amount: bigint }>> {
   const rows = await db
     .selectFrom('charge_payments')
-    .select('amount')
+    .select(['token_id', 'amount'])
     .where('charge_id', '=', chargeId)
     .where('confirmed', '=', 1)
     .where('screened', '=', 0)
     .execute();
-  return rows.map((r) => BigInt(r.amount));
+  return rows.map((r) => ({ token_id: Number(r.token_id), amount: BigInt(r.amount) }));
 }

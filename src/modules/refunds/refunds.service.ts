@@ -28,6 +28,8 @@ import * as repo from './refunds.repository.js';
 import type { RefundRow } from './refunds.repository.js';
 import { committedAmount, refundStatus } from './refunds.views.js';
 import { refuseBlocked } from '../screening/screening.js';
+import { findTerms } from '../charges/charges.payments.repository.js';
+import { worthInToken } from '../charges/charges.decide.js';
 
 export interface RefundInput {
   /** Base units of the charge's token; absent: all that is left to refund. */
@@ -144,7 +146,9 @@ export class RefundService {
   private async decide(db: Executor, charge: ChargeRow, asked: bigint | undefined): Promise<bigint> {
     const payments = await repo.confirmedPaymentAmounts(db, charge.id);
     if (payments.length === 0) throw Errors.nothingToRefund();
-    const received = payments.reduce((a, b) => a + b, 0n);
+    // In the charge's token: a price charge's payments in other tokens count at their quotes.
+    const terms = (await findTerms(db, charge.id))!;
+    const received = worthInToken(terms, payments);
     const left = received - committedAmount(await repo.listRefunds(db, [charge.id]), this.nowMs());
     const amount = asked ?? left;
     if (amount <= 0n || amount > left) throw Errors.refundExceeds();
