@@ -1373,8 +1373,12 @@ export interface components {
             deposit_address_id: number | null;
             created_at: string;
             updated_at: string;
-            /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise */
+            /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` its sender); false otherwise */
             internal: boolean;
+            /** @description The sending address (EIP-55 checksummed): the wallet's own for what it sends; for a receipt its sender (of an ERC-20 receipt the token transfer's sender; of an internal receipt the sender of the transaction that carried it) */
+            from: string;
+            /** @description The recipient (EIP-55 checksummed): of an ERC-20 transfer its recipient, not the token contract; of a contract call the contract; of a receipt the wallet's own address (or its deposit address that received it) */
+            to: string;
         };
         Refund: {
             id: number;
@@ -3914,7 +3918,9 @@ export interface operations {
                      *           "deposit_address_id": 1,
                      *           "created_at": "2026-01-15 12:00:00",
                      *           "updated_at": "2026-01-15 12:00:00",
-                     *           "internal": true
+                     *           "internal": true,
+                     *           "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *           "to": "0x71C7656EC7ab88b098defB751B7401B5f6d8976F"
                      *         }
                      *       ]
                      *     }
@@ -4024,7 +4030,9 @@ export interface operations {
                      *         "reference": "reference",
                      *         "batch_index": 1,
                      *         "created_at": "2026-01-15 12:00:00",
-                     *         "updated_at": "2026-01-15 12:00:00"
+                     *         "updated_at": "2026-01-15 12:00:00",
+                     *         "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *         "to": "0x71C7656EC7ab88b098defB751B7401B5f6d8976F"
                      *       }
                      *     }
                      */
@@ -4070,6 +4078,10 @@ export interface operations {
                             batch_index: number | null;
                             created_at: string;
                             updated_at: string;
+                            /** @description The sending address (EIP-55 checksummed): the wallet's own for what it sends; for a receipt its sender (of an ERC-20 receipt the token transfer's sender; of an internal receipt the sender of the transaction that carried it) */
+                            from: string;
+                            /** @description The recipient (EIP-55 checksummed): of an ERC-20 transfer its recipient, not the token contract; of a contract call the contract; of a receipt the wallet's own address (or its deposit address that received it) */
+                            to: string;
                         };
                     };
                 };
@@ -4250,6 +4262,8 @@ export interface operations {
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
                      *         "internal": true,
+                     *         "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *         "to": "0x71C7656EC7ab88b098defB751B7401B5f6d8976F",
                      *         "wallet_token": {
                      *           "id": 1,
                      *           "name": "Main wallet",
@@ -4357,7 +4371,9 @@ export interface operations {
                      *         "deposit_address_id": 1,
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
-                     *         "internal": true
+                     *         "internal": true,
+                     *         "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *         "to": "0x71C7656EC7ab88b098defB751B7401B5f6d8976F"
                      *       }
                      *     }
                      */
@@ -4451,7 +4467,9 @@ export interface operations {
                      *         "deposit_address_id": 1,
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
-                     *         "internal": true
+                     *         "internal": true,
+                     *         "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *         "to": "0x71C7656EC7ab88b098defB751B7401B5f6d8976F"
                      *       }
                      *     }
                      */
@@ -4527,7 +4545,9 @@ export interface operations {
                      *         "deposit_address_id": 1,
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
-                     *         "internal": true
+                     *         "internal": true,
+                     *         "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *         "to": "0x71C7656EC7ab88b098defB751B7401B5f6d8976F"
                      *       }
                      *     }
                      */
@@ -4603,7 +4623,9 @@ export interface operations {
                      *         "deposit_address_id": 1,
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
-                     *         "internal": true
+                     *         "internal": true,
+                     *         "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+                     *         "to": "0x71C7656EC7ab88b098defB751B7401B5f6d8976F"
                      *       }
                      *     }
                      */

@@ -98,6 +98,9 @@ describe('the transaction list page', () => {
     reference: null,
     log_index: -1,
     batch_index: null,
+    // As a node answers (lower case) and all upper case: the item shows them checksummed.
+    from_address: '0x000000000000000000000000000000000000beef',
+    to_address: '0xA0EE7A142D267C1F36714E4A8F75612F20A79720',
     ...over,
   });
 
@@ -138,6 +141,7 @@ describe('the transaction list page', () => {
     for (const r of rows) {
       const item = transactionListItem(r);
       expect(JSON.stringify(item)).toBe(schemaSerializer(item));
+      expect([item.from, item.to]).toEqual(['0x000000000000000000000000000000000000bEEF', '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720']);
     }
   });
 });

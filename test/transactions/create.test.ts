@@ -37,6 +37,7 @@ const LIST_KEYS = [
   'data',
   'deposit_address_id',
   'failure_reason',
+  'from',
   'gas',
   'gas_price',
   'gas_used',
@@ -52,6 +53,7 @@ const LIST_KEYS = [
   'stuck',
   'stuck_reason',
   'symbol',
+  'to',
   'tx_hash',
   'type',
   'updated_at',
@@ -111,6 +113,8 @@ describe('native transfer', () => {
       cumulative_gas_used: null,
       receipt_status: null,
       symbol: 'ETH',
+      from: w.address,
+      to: RECIPIENT,
     });
     expect(d.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
     expect(Number.isInteger(d.block_timestamp)).toBe(true);

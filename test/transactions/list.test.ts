@@ -175,7 +175,8 @@ describe(`transaction list (${driverName})`, () => {
         `"failure_reason":"cancelled","replaced_hashes":["${hash(77)}","${hash(78)}"],"stuck":false,"stuck_reason":null,"data":null,` +
         `"block_timestamp":"2024-03-01 06:00:00","block_hash":"${hash(1006)}","nonce":6,"gas":"21000.000000000000000000",` +
         `"gas_price":"0.000000001000000007","gas_used":"21000.000000000000000000","cumulative_gas_used":"42006.000000000000000000",` +
-        `"receipt_status":false,"symbol":"ETH","refund_id":null,"payout_id":null,"reference":null,"batch_index":null,"deposit_address_id":null,"created_at":"2023-01-26 00:06:06","updated_at":"2024-03-01 00:00:00","internal":false}`,
+        `"receipt_status":false,"symbol":"ETH","refund_id":null,"payout_id":null,"reference":null,"batch_index":null,"deposit_address_id":null,"created_at":"2023-01-26 00:06:06","updated_at":"2024-03-01 00:00:00","internal":false,` +
+        `"from":"0x000000000000000000000000000000000000bEEF","to":"0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"}`,
     );
     const amounts = (await list('?limit=1000')).body.data.map((x: any) => [x.symbol, x.amount]);
     expect(amounts).toContainEqual(['ETH', '115792089237316195423570985008687907853269984665640564039457.584007913129639935']);
@@ -292,8 +293,10 @@ describe(`transaction list, a long page's items as the database writes them (${d
       ).id,
       symbol: 'ETH',
     };
+    // Addresses as a node answers them (lower case), all upper case, and checksummed (the rest).
+    const sender = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
     const rows: Array<[{ id: number; symbol: string }, Partial<NewTx>]> = [
-      [odd, { amount: 0n }],
+      [odd, { amount: 0n, from_address: sender.toLowerCase() }],
       [odd, { amount: 999_999n, status: 'failed', receipt_status: 0 }],
       [
         odd,
@@ -310,7 +313,20 @@ describe(`transaction list, a long page's items as the database writes them (${d
       ],
       [eth, { amount: 1n, type: 'contract', data: '0x' }],
       [eth, { amount: MAX_UINT256, gas: 0n, gas_price: 0n, block_timestamp: 0 }],
-      [eth, { amount: 123n, type: 'receipt', gas: null, gas_price: null, nonce: null, log_index: 2, block_timestamp: 253_402_300_799_999 }],
+      [
+        eth,
+        {
+          amount: 123n,
+          type: 'receipt',
+          gas: null,
+          gas_price: null,
+          nonce: null,
+          log_index: 2,
+          block_timestamp: 253_402_300_799_999,
+          from_address: sender.toLowerCase(),
+          to_address: '0xA0EE7A142D267C1F36714E4A8F75612F20A79720',
+        },
+      ],
     ];
     const made: number[] = [];
     for (const [i, [tok, over]] of rows.entries())
@@ -339,10 +355,28 @@ describe(`transaction list, a long page's items as the database writes them (${d
     // The database writes these items itself (SQLite and PostgreSQL alike).
     const written = await listPageJson(db, other, q);
     expect(written === null ? null : written.json.length).toBe(rows.length);
+    // Newest first: the receipt stored in lower and upper case, then the row of the checksummed ones.
+    expect(written!.json[0]!.endsWith(`"from":"${sender}","to":"0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"}`)).toBe(true);
+    expect(written!.json[5]!.endsWith(`"from":"${sender}","to":"0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"}`)).toBe(true);
+    expect(
+      written!.json[1]!.endsWith('"from":"0x000000000000000000000000000000000000bEEF","to":"0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"}'),
+    ).toBe(true);
     expect(inner(await get('?limit=1000'))).toBe(await shortPages(rows.length));
     expect(inner(await get(`?limit=1000&token=${encodeURIComponent('q"U\\O\u00c9')}`))).toBe(
       inner(await get(`?limit=10&token=${encodeURIComponent('q"U\\O\u00c9')}`)),
     );
+    // A stored address the expression leaves to JavaScript (not 0x and 40 hex digits): shown as
+    // stored, the page read the usual way, the same bytes still.
+    await db.updateTable('transactions').set({ to_address: '0xnot "an" address' }).where('id', '=', made[3]!).execute();
+    expect(await listPageJson(db, other, q)).toBeNull();
+    expect(await get('?limit=1000')).toContain('"to":"0xnot \\"an\\" address"}');
+    expect(inner(await get('?limit=1000'))).toBe(await shortPages(rows.length));
+    await db
+      .updateTable('transactions')
+      .set({ to_address: '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720' })
+      .where('id', '=', made[3]!)
+      .execute();
+    expect(await listPageJson(db, other, q)).not.toBeNull();
     // A stored amount the expression leaves to JavaScript (not a canonical non-negative integer):
     // the page is read the usual way, the same bytes still.
     await insertTransaction(db, { ...row(rows.length, eth, { amount: -5n }), wallet_id: other }, T0 + 99_000);

@@ -3,7 +3,7 @@
  * columns (docs/exports.md). Amounts are 18-place strings as in the JSON, datetimes the
  * contract's `YYYY-MM-DD HH:MM:SS` UTC; text a user wrote goes through `userText` (lib/csv.ts).
  */
-import { checksumAddress } from 'viem';
+import { checksummedAddress } from '../../chain/address.js';
 import { type CsvField, userText } from '../../lib/csv.js';
 import { formatStoredUnits18, formatUnits18 } from '../../lib/money.js';
 import { formatDateTime } from '../../lib/time.js';
@@ -64,20 +64,6 @@ const NO_FEE = formatUnits18(0n, 18);
 function feeField(r: ExportRow): CsvField {
   if (r.type === 'receipt') return NO_FEE;
   return r.block_number === null ? null : formatStoredUnits18(storedFeePaid(r), 18);
-}
-
-/** Checksummed addresses by their stored text; cleared when full (rows repeat few addresses: the wallet's own on each). */
-const checksummed = new Map<string, string>();
-const CHECKSUMMED_MAX = 4096;
-
-function checksummedAddress(stored: string): string {
-  let a = checksummed.get(stored);
-  if (a === undefined) {
-    if (checksummed.size >= CHECKSUMMED_MAX) checksummed.clear();
-    a = checksumAddress(stored as `0x${string}`);
-    checksummed.set(stored, a);
-  }
-  return a;
 }
 
 /** A transactions row: `from` and `to` checksummed (a receipt's `to` is the wallet's own address). */

@@ -15,6 +15,7 @@
  * exactly) makes the page read the usual way, as before.
  */
 import { sql } from 'kysely';
+import { checksummedAddress } from '../../chain/address.js';
 import type { AnyKysely } from '../../db/types.js';
 import { OUTPUT_DECIMALS } from '../../lib/money.js';
 import { LAST_FOUR_DIGIT_YEAR_MS } from '../../lib/time.js';
@@ -28,13 +29,14 @@ import { INTERNAL_LOG_BASE } from './transactions.repository.js';
 // garbage of all of them): about half of a long page's CPU on SQLite, more on PostgreSQL, whose
 // driver parses every column of every row. Instead the item's JSON is one expression of the
 // query, evaluated by the database: the same bytes `JSON.stringify(transactionListItem(row))`
-// gives (a test holds the two equal over rows that exercise every field and escape, on both
-// databases). SQLite's `json_quote` and PostgreSQL's `to_json(text)` escape as JSON.stringify does
+// gives once the reader has checksummed its two addresses (`withChecksummedAddresses`; a test
+// holds the two equal over rows that exercise every field and escape, on both databases).
+// SQLite's `json_quote` and PostgreSQL's `to_json(text)` escape as JSON.stringify does
 // (every character but a lone surrogate, which neither database's UTF-8 can hold); amounts are
 // the stored base-unit integers cut at their decimals; dates are the whole second in UTC. A row
 // whose values fall outside what the expression formats exactly (decimals over 18, an amount not
-// a canonical non-negative integer, a time outside years 1970–9999) gives NULL, and the page is
-// read the usual way.
+// a canonical non-negative integer, a time outside years 1970–9999, an address not 0x and 40 hex
+// digits) gives NULL, and the page is read the usual way.
 // ---------------------------------------------------------------------------------------------
 
 const ZEROS = '0'.repeat(OUTPUT_DECIMALS);
@@ -53,6 +55,41 @@ type Field =
   | { key: string; date: string }
   | { key: string; json: string }
   | { key: string; list: string };
+
+/**
+ * `from` and `to` close every item, as stored: neither database has the keccak hash of the EIP-55
+ * checksum, so the page's reader puts it in (`withChecksummedAddresses`). The expression writes an
+ * item only for a row whose two addresses are 0x and 40 hex digits (`exactRows`), so they are
+ * always the item's last characters in one layout, `,"from":"0x…","to":"0x…"}`.
+ */
+const ADDRESS_FIELDS = [
+  { key: 'from', text: 'tx.from_address' },
+  { key: 'to', text: 'tx.to_address' },
+];
+const ADDRESS_CHARS = 42;
+const FROM_KEY = ',"from":"';
+const TO_KEY = '","to":"';
+const END = '"}';
+/** Counted back from the item's end: where `,"from":"` starts, where `from`'s address starts, where `to`'s does. */
+const TAIL_CHARS = FROM_KEY.length + ADDRESS_CHARS + TO_KEY.length + ADDRESS_CHARS + END.length;
+const FROM_AT = TAIL_CHARS - FROM_KEY.length;
+const TO_AT = ADDRESS_CHARS + END.length;
+
+/**
+ * An item the expression wrote, with `from` and `to` checksummed (`checksummedAddress`, cached:
+ * a page repeats few addresses); the same text when they were stored checksummed. Null for a
+ * text without that ending (not this version's item): the page is then read the usual way.
+ */
+export function withChecksummedAddresses(item: string): string | null {
+  const n = item.length;
+  if (!item.startsWith(FROM_KEY, n - TAIL_CHARS) || !item.startsWith(TO_KEY, n - TO_AT - TO_KEY.length) || !item.endsWith(END)) return null;
+  const from = item.slice(n - FROM_AT, n - FROM_AT + ADDRESS_CHARS);
+  const to = item.slice(n - TO_AT, n - END.length);
+  const checkedFrom = checksummedAddress(from);
+  const checkedTo = checksummedAddress(to);
+  if (checkedFrom === from && checkedTo === to) return item;
+  return item.slice(0, n - FROM_AT) + checkedFrom + TO_KEY + checkedTo + END;
+}
 
 const ITEM_FIELDS: Field[] = [
   { key: 'id', int: 'tx.id' },
@@ -86,10 +123,11 @@ const ITEM_FIELDS: Field[] = [
   { key: 'created_at', date: 'tx.created_at' },
   { key: 'updated_at', date: 'tx.updated_at' },
   { key: 'internal', json: `CASE WHEN tx.type = 'receipt' AND tx.log_index <= ${INTERNAL_LOG_BASE} THEN 'true' ELSE 'false' END` },
+  ...ADDRESS_FIELDS,
 ];
 
-/** The rows the expression formats exactly; `canonical` tests a stored base-unit integer. */
-function exactRows(canonical: (c: string) => string): string {
+/** The rows the expression formats exactly; `canonical` tests a stored base-unit integer, `address` a stored address. */
+function exactRows(canonical: (c: string) => string, address: (c: string) => string): string {
   const inDateRange = (c: string) => `(${c} BETWEEN 0 AND ${LAST_FOUR_DIGIT_YEAR_MS})`;
   return [
     `wt.decimals BETWEEN 0 AND ${OUTPUT_DECIMALS}`,
@@ -98,6 +136,7 @@ function exactRows(canonical: (c: string) => string): string {
     inDateRange('tx.created_at'),
     inDateRange('tx.updated_at'),
     `(tx.block_timestamp IS NULL OR ${inDateRange('tx.block_timestamp')})`,
+    ...ADDRESS_FIELDS.map((f) => address(f.text)),
   ].join(' AND ');
 }
 
@@ -121,6 +160,7 @@ function units18(c: string, d: string): string {
  */
 function sqliteItem(): string {
   const canonical = (c: string) => `(${c} = '0' OR (${c} GLOB '[1-9]*' AND NOT ${c} GLOB '*[^0-9]*'))`;
+  const address = (c: string) => `(length(${c}) = ${ADDRESS_CHARS} AND ${c} GLOB '0x*' AND NOT substr(${c}, 3) GLOB '*[^0-9a-fA-F]*')`;
   const value = (f: Field): string => {
     if ('int' in f) return f.int;
     if ('text' in f) return f.text;
@@ -129,13 +169,14 @@ function sqliteItem(): string {
     if ('list' in f) return `json(${list(f.list, (c) => `json_quote(${c})`)})`;
     return `json(${f.json})`;
   };
-  return `CASE WHEN ${exactRows(canonical)} THEN json_object(${ITEM_FIELDS.map((f) => `'${f.key}', ${value(f)}`).join(', ')}) ELSE NULL END`;
+  return `CASE WHEN ${exactRows(canonical, address)} THEN json_object(${ITEM_FIELDS.map((f) => `'${f.key}', ${value(f)}`).join(', ')}) ELSE NULL END`;
 }
 
 /** PostgreSQL: the pieces concatenated, text through `to_json` (escaped as JSON.stringify escapes). */
 function postgresItem(): string {
   // numeric(78, 0): an integer always, written without exponent or sign when non-negative.
   const canonical = (c: string) => `(${c} >= 0)`;
+  const address = (c: string) => `(${c} ~ '^0x[0-9a-fA-F]{${ADDRESS_CHARS - 2}}$')`;
   const orNull = (c: string, json: string) => `CASE WHEN ${c} IS NULL THEN 'null' ELSE ${json} END`;
   const value = (f: Field): string => {
     if ('int' in f) return `coalesce((${f.int})::text, 'null')`;
@@ -147,7 +188,7 @@ function postgresItem(): string {
     return f.json;
   };
   const item = ITEM_FIELDS.map((f, i) => `'${i === 0 ? '{' : ','}"${f.key}":' || ${value(f)}`).join(' || ');
-  return `CASE WHEN ${exactRows(canonical)} THEN ${item} || '}' ELSE NULL END`;
+  return `CASE WHEN ${exactRows(canonical, address)} THEN ${item} || '}' ELSE NULL END`;
 }
 
 /** The item's JSON as an expression over `tx` (transactions) and `wt` (its wallet_tokens row). */

@@ -16,7 +16,7 @@ import { sql } from 'kysely';
 import type { Executor } from '../../db/index.js';
 import { dialectOf } from '../../db/dialect.js';
 import { prepare } from '../../db/prepared.js';
-import { ITEM_JSON_EXPRESSION, STORED_ITEM_JSON } from './transactions.item-json.repository.js';
+import { ITEM_JSON_EXPRESSION, STORED_ITEM_JSON, withChecksummedAddresses } from './transactions.item-json.repository.js';
 
 export interface ListQuery {
   page: number;
@@ -58,6 +58,9 @@ export interface ListRow {
   batch_index: number | null;
   /** Migration 035: the deposit address a receipt reached (absent: null). */
   deposit_address_id?: number | null;
+  /** As stored: checksummed by the view. */
+  from_address: string;
+  to_address: string;
 }
 
 export interface ListPage {
@@ -104,6 +107,8 @@ const LIST_COLUMNS = [
   'tx.stuck_reason',
   'tx.batch_index',
   'tx.deposit_address_id',
+  'tx.from_address',
+  'tx.to_address',
 ] as const;
 
 function listRows(db: Executor, walletId: number) {
@@ -184,6 +189,8 @@ function toListRow(a: unknown[]): ListRow {
     stuck_reason: a[26] as string | null,
     batch_index: a[27] === null ? null : Number(a[27]),
     deposit_address_id: a[28] === null ? null : Number(a[28]),
+    from_address: a[29] as string,
+    to_address: a[30] as string,
   };
 }
 
@@ -245,8 +252,9 @@ const rangeSymbolJson = prepare((db: Executor, walletId: number, symbolKey: stri
 );
 
 /**
- * `listPage` with each item as its JSON, written by the database; null when a row of the page is
- * one the expression does not format exactly (then `listPage` serves it).
+ * `listPage` with each item as its JSON, written by the database, its addresses checksummed here;
+ * null when a row of the page is one the expression does not format exactly (then `listPage`
+ * serves it).
  */
 export async function listPageJson(db: Executor, walletId: number, q: ListQuery): Promise<JsonListPage | null> {
   const r = await pageRange(db, walletId, q);
@@ -259,8 +267,9 @@ export async function listPageJson(db: Executor, walletId: number, q: ListQuery)
   const json = new Array<string>(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const j = rows[i]![0] as string | null;
-    if (j === null) return null;
-    json[i] = j;
+    const item = j === null ? null : withChecksummedAddresses(j);
+    if (item === null) return null;
+    json[i] = item;
   }
   return { json, page: q.page, limit: q.limit, total: r.total, pages: r.pages };
 }

@@ -57,6 +57,18 @@ const FINALITY = {
   ),
 };
 
+/** Who sent and who receives, in every Transaction object (list, show, create and the replacement and approval routes). */
+const ADDRESSES = {
+  from: Type.String({
+    description:
+      "The sending address (EIP-55 checksummed): the wallet's own for what it sends; for a receipt its sender (of an ERC-20 receipt the token transfer's sender; of an internal receipt the sender of the transaction that carried it)",
+  }),
+  to: Type.String({
+    description:
+      "The recipient (EIP-55 checksummed): of an ERC-20 transfer its recipient, not the token contract; of a contract call the contract; of a receipt the wallet's own address (or its deposit address that received it)",
+  }),
+};
+
 export const TransactionSchema = Type.Object({
   ...HEAD,
   ...FINALITY,
@@ -90,8 +102,9 @@ export const TransactionSchema = Type.Object({
   updated_at: Type.String(),
   internal: Type.Boolean({
     description:
-      'A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` the contract); false otherwise',
+      'A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` its sender); false otherwise',
   }),
+  ...ADDRESSES,
 });
 
 export const TransactionRef = component('Transaction', TransactionSchema);
@@ -123,6 +136,7 @@ export const CreatedTransactionSchema = Type.Object({
   ),
   created_at: Type.String(),
   updated_at: Type.String(),
+  ...ADDRESSES,
 });
 
 export const TransactionParams = Type.Object({ wallet: Type.String(), transaction: Type.String() });

@@ -1,4 +1,5 @@
 /** Transactions as the API shows them, and the data of the transaction.* events. */
+import { checksummedAddress } from '../../chain/address.js';
 import type { WalletTokenRow } from '../../db/types.js';
 import { formatStoredUnits18, formatUnits18, toNumber18 } from '../../lib/money.js';
 import { formatDateTime, formatDateTimeOrNull, unixSeconds } from '../../lib/time.js';
@@ -58,6 +59,8 @@ export function transactionView(t: TxRecord) {
     created_at: formatDateTime(t.created_at),
     updated_at: formatDateTime(t.updated_at),
     internal: isInternalReceipt(t),
+    from: checksummedAddress(t.from_address),
+    to: checksummedAddress(t.to_address),
   };
 }
 
@@ -100,6 +103,8 @@ export function transactionListItem(r: ListRow) {
     created_at: formatDateTime(r.created_at),
     updated_at: formatDateTime(r.updated_at),
     internal: isInternalReceipt(r),
+    from: checksummedAddress(r.from_address),
+    to: checksummedAddress(r.to_address),
   };
 }
 
@@ -133,6 +138,8 @@ export function createdView(t: TxRecord) {
     batch_index: t.batch_index,
     created_at: formatDateTime(t.created_at),
     updated_at: formatDateTime(t.updated_at),
+    from: checksummedAddress(t.from_address),
+    to: checksummedAddress(t.to_address),
   };
 }
 
