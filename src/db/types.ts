@@ -470,6 +470,8 @@ export interface ReconciliationCheckpointsTable {
   checked_balance: Amount | null;
   created_at: number;
   updated_at: number;
+  /** 1: a reorg moved it back to the common ancestor; `balance` is to be read there again (migration 038). */
+  stale: Generated<number>;
 }
 
 /** An accepted difference, signed (migration 011). */

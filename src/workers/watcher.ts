@@ -104,6 +104,7 @@ import type { BalanceService } from '../modules/wallets/balances.service.js';
 import { findWalletView } from '../modules/wallets/wallets.repository.js';
 import type { Worker } from './worker.js';
 import { startLoop } from './loop.js';
+import { rollBackCheckpoints } from '../modules/reconciliation/reconciliation.repository.js';
 import { NetworkTraces, type BlockTraces } from './watcher.traces.js';
 import { addPendingTraces, deletePendingTracesAbove } from '../modules/networks/traces.repository.js';
 
@@ -549,6 +550,7 @@ class NetworkWatcher {
       await rollBackChargePayments(trx, this.networkId, target.block_number, now, this.log);
       await deletePendingTracesAbove(trx, this.networkId, target.block_number);
       await deleteBlocksAbove(trx, this.networkId, target.block_number);
+      await rollBackCheckpoints(trx, this.networkId, target.block_number, now);
       return touched;
     });
     for (const w of wallets) s.affected.add(w);

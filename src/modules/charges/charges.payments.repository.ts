@@ -270,7 +270,7 @@ export async function blockTimeAtOrBelow(db: Executor, networkId: number, height
 const PAYMENT_COLUMNS = [
   'p.id',
   'p.charge_id',
-  'p.token_id',
+  't.id as token_id',
   'p.tx_hash',
   'p.log_index',
   'p.from_address',
@@ -285,12 +285,22 @@ const PAYMENT_COLUMNS = [
   't.decimals',
 ] as const;
 
-/** Payments with the symbol and decimals of the token each was made in. */
+/**
+ * Payments with the token each was made in, its symbol and decimals. A row without `token_id`
+ * (written by a version before price charges, during an upgrade) is in its charge's token.
+ */
 function payments(db: Executor) {
-  return db.selectFrom('charge_payments as p').innerJoin('wallet_tokens as t', 't.id', 'p.token_id').select(PAYMENT_COLUMNS);
+  return db
+    .selectFrom('charge_payments as p')
+    .innerJoin('charges as pc', 'pc.id', 'p.charge_id')
+    .innerJoin('wallet_tokens as t', (j) => j.on(sql<boolean>`t.id = coalesce(p.token_id, pc.token_id)`))
+    .select(PAYMENT_COLUMNS);
 }
 
-type RawPayment = Omit<PaymentRow, 'amount' | 'token_id'> & { amount: string; token_id: number | null };
+/** A payment row's token: its own, or (written before price charges) its charge's. */
+export const paymentTokenId = sql<number>`coalesce(charge_payments.token_id, (select c.token_id from charges c where c.id = charge_payments.charge_id))`;
+
+type RawPayment = Omit<PaymentRow, 'amount' | 'token_id'> & { amount: string; token_id: number };
 const toPayment = (r: RawPayment): PaymentRow => ({
   ...r,
   token_id: Number(r.token_id),

@@ -4,6 +4,7 @@
  * as bigint; nothing is summed in SQL.
  */
 import { sql } from 'kysely';
+import { paymentTokenId } from '../charges/charges.payments.repository.js';
 import type { Executor } from '../../db/index.js';
 import { storedFeePaid } from '../transactions/transactions.repository.js';
 
@@ -16,6 +17,8 @@ export interface Checkpoint {
   charge_id: number | null;
   block_number: number;
   balance: bigint;
+  /** A reorg moved it back to the common ancestor: `balance` is to be read there again. */
+  stale: boolean;
 }
 
 export interface DepositRow {
@@ -87,11 +90,12 @@ export interface AdjustmentRow {
 export async function listCheckpoints(db: Executor, walletId: number): Promise<Checkpoint[]> {
   const rows = await db
     .selectFrom('reconciliation_checkpoints')
-    .select(['address', 'token_id', 'charge_id', 'block_number', 'balance'])
+    .select(['address', 'token_id', 'charge_id', 'block_number', 'balance', 'stale'])
     .where('wallet_id', '=', walletId)
     .execute();
   return rows.map((r) => ({
     ...r,
+    stale: Number(r.stale) === 1,
     token_id: Number(r.token_id),
     charge_id: r.charge_id === null ? null : Number(r.charge_id),
     block_number: Number(r.block_number),
@@ -189,7 +193,7 @@ export async function listPaymentMovements(
   if (chargeIds.length === 0) return [];
   const rows = await db
     .selectFrom('charge_payments')
-    .select(['charge_id', 'token_id', 'amount', 'block_number'])
+    .select(['charge_id', paymentTokenId.as('token_id'), 'amount', 'block_number'])
     .where('charge_id', 'in', chargeIds)
     .where('block_number', '>', fromBlock)
     .where('block_number', '<=', toBlock)
@@ -259,7 +263,21 @@ export interface CheckpointWrite {
   upTo: number;
 }
 
-/** Writes one checkpoint's state; a move never goes back to a lower block than the stored one. */
+/**
+ * Inside the chain follower's rollback: the network's checkpoints above the common ancestor go back
+ * to it, `stale` (their balance is the old chain's; the next answer reads it there again).
+ */
+export async function rollBackCheckpoints(trx: Executor, networkId: number, ancestor: number, nowMs: number): Promise<number> {
+  const r = await trx
+    .updateTable('reconciliation_checkpoints')
+    .set({ block_number: ancestor, stale: 1, updated_at: nowMs })
+    .where('block_number', '>', ancestor)
+    .where('wallet_id', 'in', (eb) => eb.selectFrom('wallets').select('id').where('network_id', '=', networkId))
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}
+
+/** Writes one checkpoint's state; a move never goes back to a lower block than the stored one (only a reorg's rollback does). */
 export async function writeCheckpoint(db: Executor, walletId: number, w: CheckpointWrite, nowMs: number): Promise<void> {
   const check = {
     unreconciled: w.unreconciled ? 1 : 0,
@@ -288,7 +306,8 @@ export async function writeCheckpoint(db: Executor, walletId: number, w: Checkpo
           ...(w.move
             ? {
                 block_number: sql<number>`CASE WHEN reconciliation_checkpoints.block_number < ${w.move.block_number} THEN ${w.move.block_number} ELSE reconciliation_checkpoints.block_number END`,
-                balance: sql<string>`CASE WHEN reconciliation_checkpoints.block_number < ${w.move.block_number} THEN ${w.move.balance.toString()} ELSE reconciliation_checkpoints.balance END`,
+                balance: sql<string>`CASE WHEN reconciliation_checkpoints.block_number < ${w.move.block_number} OR (reconciliation_checkpoints.stale = 1 AND reconciliation_checkpoints.block_number = ${w.move.block_number}) THEN ${w.move.balance.toString()} ELSE reconciliation_checkpoints.balance END`,
+                stale: sql<number>`CASE WHEN reconciliation_checkpoints.block_number <= ${w.move.block_number} THEN 0 ELSE reconciliation_checkpoints.stale END`,
               }
             : {}),
         })

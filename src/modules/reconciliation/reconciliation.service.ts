@@ -46,6 +46,8 @@ export interface TokenLine {
   token: WalletTokenRow;
   checkpointBlock: number;
   checkpointBalance: bigint;
+  /** A reorg moved the checkpoint back to the common ancestor: its balance is read there (`readChain`). */
+  checkpointStale: boolean;
   recorded: bigint;
   chain: bigint;
   difference: bigint;
@@ -169,7 +171,13 @@ export class ReconciliationService {
         throw e;
       }
       for (const t of scope.lines.values()) {
-        Object.assign(t, { checkpointBlock: scope.height, checkpointBalance: t.chain, recorded: 0n, difference: 0n });
+        Object.assign(t, {
+          checkpointBlock: scope.height,
+          checkpointBalance: t.chain,
+          checkpointStale: false,
+          recorded: 0n,
+          difference: 0n,
+        });
       }
       return this.answer(scope);
     }
@@ -327,6 +335,7 @@ export class ReconciliationService {
         token,
         checkpointBlock: c?.block_number ?? 0,
         checkpointBalance: c?.balance ?? 0n,
+        checkpointStale: c?.stale ?? false,
         recorded: 0n,
         chain: 0n,
         difference: 0n,
@@ -440,12 +449,17 @@ export class ReconciliationService {
     return { sweep: s, block: Number(r.blockNumber), success: outcome?.moved === true, amount: outcome?.amount ?? 0n, fee: 0n };
   }
 
-  /** Every line's chain balance at the height. */
+  /**
+   * Every line's chain balance at the height; and, where a reorg moved the checkpoint back to the
+   * common ancestor, the balance at the checkpoint (its stored one was the old chain's).
+   */
   private async readChain(scope: Scope): Promise<void> {
     const at = BigInt(scope.height);
     const jobs = scope.slots.flatMap(({ line }) => line.tokens.map((t) => ({ address: line.address as Address, t })));
     await inBatches(jobs, READ_CONCURRENCY, async ({ address, t }) => {
       t.chain = await this.chainRead(() => readBalance(scope.client, t.token.contract, address, at));
+      if (t.checkpointStale)
+        t.checkpointBalance = await this.chainRead(() => readBalance(scope.client, t.token.contract, address, BigInt(t.checkpointBlock)));
     });
   }
 

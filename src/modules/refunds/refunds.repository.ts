@@ -2,6 +2,7 @@
  * refunds (migration 020), read with the transfer that pays each one (`transactions.refund_id`):
  * a refund's status is its transfer's, never stored twice.
  */
+import { paymentTokenId } from '../charges/charges.payments.repository.js';
 import type { Executor } from '../../db/index.js';
 
 export interface RefundRow {
@@ -119,7 +120,7 @@ export async function setClaimAddress(trx: Executor, id: number, address: string
 export async function confirmedPaymentAmounts(db: Executor, chargeId: number): Promise<Array<{ token_id: number; amount: bigint }>> {
   const rows = await db
     .selectFrom('charge_payments')
-    .select(['token_id', 'amount'])
+    .select([paymentTokenId.as('token_id'), 'amount'])
     .where('charge_id', '=', chargeId)
     .where('confirmed', '=', 1)
     .where('screened', '=', 0)
