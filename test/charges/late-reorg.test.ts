@@ -4,8 +4,8 @@
  * payment's row, its `notified` flag with it; the payment recorded again from the new chain is late
  * again, and was announced a second time. The announcement is kept apart from the row
  * (`charge_late_announcements`, by transaction and place), so the second time writes no event. On
- * anvil: the same signed transfer mined on the old chain and, after `evm_revert`, on the new one in
- * another block.
+ * anvil: the same signed transfer mined (and swept) on the old chain and, after `evm_revert`, on
+ * the new one in another block.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWalletClient, http, parseEther, type Address, type Hex } from 'viem';
@@ -48,8 +48,9 @@ describe('a late payment removed by a reorg and mined again', () => {
     await api.until(c.id, (x) => x.status === 'paid' && x.sweeps[0]?.status === 'confirmed', 'paid and swept');
     await waitForCursor(t, networkId, await chain.blockNumber());
 
-    // The old chain: the late payment, announced.
+    // The old chain: the late payment, announced, and the sweep it makes due.
     const snapshot = await chain.rpc<Hex>('evm_snapshot');
+    const snapshotHead = await chain.blockNumber();
     const payer = createWalletClient({ account: PAYER, chain: foundry, transport: http(chain.rpcUrl) });
     const raw = await payer.signTransaction(await payer.prepareTransactionRequest({ to: c.address as Address, value: parseEther('0.05') }));
     const hash = await chain.rpc<Hex>('eth_sendRawTransaction', [raw]);
@@ -59,15 +60,32 @@ describe('a late payment removed by a reorg and mined again', () => {
       .select(['block_hash'])
       .where('tx_hash', '=', hash)
       .executeTakeFirstOrThrow();
+    // anvil's evm_revert does not wait for a block being mined: a block that mines the service's
+    // sweep while the revert runs can stay as the head, on top of a block the revert removed, and
+    // the follower, its cursor on that removed block, never finds the common ancestor. So the
+    // revert comes once the service has nothing left to send: the sweep confirmed, the address empty.
+    await api.until(
+      c.id,
+      (x) =>
+        x.sweeps.filter((s: { status: string }) => s.status === 'confirmed').length === 2 &&
+        x.sweeps.every((s: { status: string }) => s.status !== 'pending'),
+      'the late payment swept on the old chain',
+      30_000,
+    );
+    const oldHead = await chain.blockNumber();
+    await waitForCursor(t, networkId, oldHead);
 
     // The new chain: the same transfer, in another block (an empty one stamped differently first).
     expect(await chain.rpc('evm_revert', [snapshot])).toBe(true);
+    expect(await chain.blockNumber()).toBe(snapshotHead);
     await stampNextBlock(chain, (await latestTimestampS(chain)) + 7);
     await chain.mine(1);
     await chain.rpc('eth_sendRawTransaction', [raw]).catch((e: Error) => {
       if (!/already known|known transaction/i.test(e.message)) throw e;
     });
     await chain.mine(4);
+    // The follower waits while the node's head is below its cursor (a lagging node, not a reorg).
+    expect(await chain.blockNumber()).toBeGreaterThan(oldHead);
     await waitFor(() => t.logs.some((l) => l.includes('reorg: rolled back to the common ancestor')), {
       message: 'the follower rolled back',
       timeoutMs: 30_000,
