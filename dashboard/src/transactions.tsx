@@ -8,7 +8,7 @@ import { useState } from 'preact/hooks';
 import { api, failure, type Data } from './api.js';
 import { ok, PAGE, useApi } from './data.js';
 import { amount as short } from './format.js';
-import { Amount, Empty, Hash, Listing, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
+import { AddressLink, Amount, Empty, Hash, Listing, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
 import { ExportCsv } from './export.js';
 
 type Transaction = Data<'/api/wallet/{wallet}/transaction'>[number];
@@ -50,6 +50,8 @@ export function Transactions({ wallet, explorer }: { wallet: string; explorer: s
               <th scope="col">Status</th>
               <th scope="col">Type</th>
               <th scope="col">Amount</th>
+              <th scope="col">From</th>
+              <th scope="col">To</th>
               <th scope="col">Hash</th>
               <th scope="col">Created</th>
             </tr>
@@ -73,6 +75,12 @@ export function Transactions({ wallet, explorer }: { wallet: string; explorer: s
                 <td data-label="Type">{t.type}</td>
                 <td class="num" data-label="Amount">
                   <Amount value={t.amount} symbol={t.symbol} />
+                </td>
+                <td data-label="From">
+                  <AddressLink address={t.from} explorer={explorer} role="from" />
+                </td>
+                <td data-label="To">
+                  <AddressLink address={t.to} explorer={explorer} role="to" />
                 </td>
                 <td data-label="Hash">
                   {t.tx_hash ? <Hash hash={t.tx_hash} explorer={explorer} /> : <span class="muted">not signed</span>}

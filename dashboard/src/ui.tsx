@@ -86,6 +86,27 @@ export function Hash({ hash, explorer }: { hash: string; explorer: string }) {
   );
 }
 
+/** An address, shortened, linked to the network's explorer when it has one; the whole address in its title. */
+export function AddressLink({ address, explorer, role }: { address: string; explorer: string; role: 'from' | 'to' }) {
+  const url = explorerUrl(explorer, 'address', address);
+  const text = <span class="mono">{shortHash(address)}</span>;
+  return url ? (
+    <a
+      href={url}
+      target="_blank"
+      rel="noopener noreferrer"
+      title={address}
+      aria-label={`${shortHash(address)}: ${role} ${address} on the explorer`}
+    >
+      {text}
+    </a>
+  ) : (
+    <span title={address} data-address={address}>
+      {text}
+    </span>
+  );
+}
+
 export function StatusBadge({ status }: { status: string }) {
   return <span class={`badge badge-${status}`}>{status.replace(/_/g, ' ')}</span>;
 }

@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { parseEther } from 'viem';
+import { getAddress, parseEther } from 'viem';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { ROOT } from '../helpers/process.js';
@@ -153,6 +153,11 @@ describe('the dashboard in Chromium', () => {
       const row = page.locator('tr', { has: link });
       expect(await row.locator('.badge').textContent()).toBe('confirmed');
       expect(await row.locator('.amount').textContent()).toBe('0.25 ETH');
+      // From the wallet, to the recipient: each whole and checksummed behind its explorer link.
+      expect(await row.getByRole('link', { name: `from ${getAddress(wallet.address)} on the explorer` }).getAttribute('href')).toBe(
+        `${EXPLORER}/address/${getAddress(wallet.address)}`,
+      );
+      expect(await row.getByRole('link', { name: `to ${getAddress(RECIPIENT)} on the explorer` }).count()).toBe(1);
       const charges = await t.request('GET', `/api/wallet/${wallet.id}/charge`, { token: user.token });
       const chargeRow = page.locator(`tr[data-charge="${charges.body.data[0].id}"]`);
       await chargeRow.waitFor();
