@@ -1,9 +1,10 @@
 /**
  * Sending a signed transaction and reading what the node's answer means. The only outcomes
- * that change state are `rejected` (the node will never take this transaction: it becomes
- * failed and its reservation is released) and `sent`/`known`. Anything ambiguous (the node
- * could not be reached, timed out, or answered with an error we do not recognise) leaves the
- * transaction pending; the watcher asks the node again later and re-sends it if it is unknown.
+ * that change state are `rejected` (every endpoint asked refused it: on a first send it becomes
+ * failed and its reservation is released, unless the refusal says a pool holds another
+ * transaction at its nonce) and `sent`/`known`. Anything ambiguous (the node could not be
+ * reached, timed out, or answered with an error we do not recognise) leaves the transaction
+ * pending; the watcher asks the node again later and re-sends it if it is unknown.
  */
 import { inProcessSignal } from '../lib/signal.js';
 import {
@@ -29,8 +30,14 @@ export type BroadcastOutcome =
   | { kind: 'sent' }
   /** The node already had it (in its pool or mined). */
   | { kind: 'known' }
-  /** Definitive: never minable as signed. `nonceUsed`: its nonce was taken by another transaction. */
-  | { kind: 'rejected'; reason: string; nonceUsed: boolean }
+  /**
+   * Refused by every endpoint asked, and unknown to them. `nonceUsed`: its nonce was taken by
+   * another transaction (the chain shows it used). `nonceHeld`: a pool holds another transaction
+   * of the sender at its nonce ("replacement transaction underpriced"): not final, since that one
+   * may be evicted and this one then taken, and the nonce is not free while that one may mine.
+   * Otherwise definitive: never minable as signed.
+   */
+  | { kind: 'rejected'; reason: string; nonceUsed: boolean; nonceHeld: boolean }
   | { kind: 'unreachable'; reason: string }
   | { kind: 'unknown'; reason: string };
 
@@ -76,11 +83,13 @@ async function send(client: PublicClient, raw: Hex, hash: Hex): Promise<Broadcas
     const known = await nodeKnows(client, hash);
     if (known === true) return { kind: 'known' };
     if (known === null) return { kind: 'unknown', reason };
-    if (refusal === 'refused') return { kind: 'rejected', reason, nonceUsed: false };
+    if (refusal !== 'nonce-too-low') return { kind: 'rejected', reason, nonceUsed: false, nonceHeld: refusal === 'nonce-held' };
     // The nonce is used only as the chain shows it: a node (or a balancer's backend) that says
     // "nonce too low" about a nonce the chain at its head has not used is wrong or not yet there,
     // and skipping that nonce would hold every later transfer of the sender behind it.
-    return (await nonceUsedOnChain(client, raw)) ? { kind: 'rejected', reason, nonceUsed: true } : { kind: 'unknown', reason };
+    return (await nonceUsedOnChain(client, raw))
+      ? { kind: 'rejected', reason, nonceUsed: true, nonceHeld: false }
+      : { kind: 'unknown', reason };
   }
 }
 

@@ -69,6 +69,12 @@ export function nodeWords(err: unknown): string {
 export const ALREADY_KNOWN = /already known|known transaction|already imported|alreadyknown|already exists/i;
 /** A definite refusal that says the sender's nonce is below the node's count. */
 export const NONCE_TOO_LOW = /nonce too low|nonce is too low|nonce has already been used|oldnonce|already used/i;
+/**
+ * A refusal that says the node's pool holds another transaction of the sender at this nonce, one
+ * this one does not pay enough to replace: that one may yet be mined (the nonce is not free), or
+ * be evicted (this one is then taken). Never final for this transaction nor for its nonce.
+ */
+export const NONCE_HELD = /replacement transaction underpriced|replacement[ _]underpriced/i;
 /** Every other definite refusal of a transaction or of its estimate: the same request elsewhere gets the same answer. */
 export const REFUSED =
   /insufficient funds|intrinsic gas|gas too low|gas required exceeds|exceeds block gas limit|gas limit reached|invalid sender|invalid signature|underpriced|max fee per gas less than block base fee|fee cap|gasprice too low|gas price too low|invalid chain|chain id|tx type not supported|oversized data|nonce too high|nonce max/i;
@@ -80,10 +86,14 @@ const ANSWER_CODES = new Set([3, -32600, -32601, -32602, -32003, -32004, -32006]
 const RANGE_REFUSED =
   /block range|range (is )?too (large|wide|big)|max(imum)? (block )?range|range limit|more than \d+ (results|blocks|logs)|too many (results|blocks|logs)|query returned more than|response size|exceed(s|ed)? (the )?max(imum)? (block )?range/i;
 
-/** The words of a definite refusal of a transaction ("nonce too low", "insufficient funds", "underpriced"…), else null. */
-export function refusalKind(words: string): 'nonce-too-low' | 'refused' | null {
+/**
+ * The words of a definite refusal of a transaction ("nonce too low", "replacement transaction
+ * underpriced", "insufficient funds", "underpriced"…), else null.
+ */
+export function refusalKind(words: string): 'nonce-too-low' | 'nonce-held' | 'refused' | null {
   if (ALREADY_KNOWN.test(words)) return null;
   if (NONCE_TOO_LOW.test(words)) return 'nonce-too-low';
+  if (NONCE_HELD.test(words)) return 'nonce-held';
   return REFUSED.test(words) ? 'refused' : null;
 }
 

@@ -8,7 +8,9 @@
  * by one of the wallet's pending transactions. Healing: when a transaction that was never
  * mined fails (the node definitively rejected it), its nonce is free again and next_nonce goes
  * back down to it (if lower); the skip rule keeps the next allocation off the nonces that later
- * pending transactions still hold, so the next transaction fills the gap.
+ * pending transactions still hold, so the next transaction fills the gap. Should next_nonce be
+ * past a nonce the chain has not used and no transaction of ours holds (a node counted a pool
+ * transaction there that it never mined), the gap filler signs at exactly that nonce.
  */
 import type { Address, Hex, PublicClient } from 'viem';
 import { fullBlockAt } from './blocks.js';

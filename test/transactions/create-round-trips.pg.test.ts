@@ -34,7 +34,7 @@ describe('a transfer creation holding its wallet lock (postgres)', () => {
   it('holds it for one round trip: the insert, the event and the commit sent together once it is granted', async () => {
     // The create (through the slow proxy) queues for the wallet's lock while it is held here.
     const { t, user, w } = s;
-    const { heldForMs: heldFor, result: res } = await timeLockHold(s.direct, w.id, '%wallet_nonces%for update%', () =>
+    const { heldForMs: heldFor, result: res } = await timeLockHold(s.direct, w.id, '%from "wallets" as "w"%for update%', () =>
       slow.request('POST', `/api/wallet/${w.id}/transaction/create`, {
         token: user.token,
         body: { amount: '1', token: 'ETH', address: RECIPIENT },

@@ -654,7 +654,9 @@ const FEE_REFUSAL = /underpriced|less than block base fee|fee too low|gas ?price
 /**
  * A transfer without a receipt: left alone if the node knows it, else sent again. A refusal
  * ends it only when this was its first send ever (nothing was sent anywhere before: `rejected`,
- * the reservation and the nonce released). After a first send, a refusal may come from a node
+ * the reservation and the nonce released) and does not say that a pool holds another transaction
+ * at its nonce ("replacement transaction underpriced": that one may be evicted, or mine and drop
+ * this one; either way the nonce is not free). After a first send, a refusal may come from a node
  * that never saw it while another still holds it (a load-balanced RPC): it stays pending, and
  * ends when its nonce is used at confirmed depth. A refusal for its fees (the first send timed
  * out, or the process died before it, and the fees rose meanwhile) would otherwise last forever
@@ -680,7 +682,7 @@ async function resendIfUnknown(s: SyncScope, row: QueuedTransfer): Promise<boole
     s.log.info({ transaction_id: row.id, tx_hash: hash, nonce: row.nonce }, 'transaction re-broadcast (the node did not know it)');
     return true;
   }
-  if (outcome.kind === 'rejected' && first) {
+  if (outcome.kind === 'rejected' && first && !outcome.nonceHeld) {
     const failed = await s.fenced((trx) =>
       failUnmined(trx, row.id, { reason: outcome.reason, failure: 'rejected', nonceUsed: outcome.nonceUsed, nowMs: s.ctx.clock.nowMs() }),
     );

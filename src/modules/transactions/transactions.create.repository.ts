@@ -1,5 +1,5 @@
 /**
- * The create path's reads and writes under the wallet's lock: the next nonce, the lock itself, row
+ * The create path's reads and writes under the wallet's lock: the lock itself, the next nonce, row
  * ids drawn ahead, what the wallet's outgoing rows reserve and the nonces they hold.
  */
 import { sql } from 'kysely';
@@ -9,26 +9,22 @@ import { prepare } from '../../db/prepared.js';
 import { unsentItemReservations } from '../payouts/payouts.repository.js';
 import { OUTGOING_TYPES } from './transactions.repository.js';
 
-const walletLockWithNonce = prepare((db: Executor, walletId: number) =>
-  dialectOf(db).forUpdate(
-    db
-      .selectFrom('wallets as w')
-      .select((eb) => eb.selectFrom('wallet_nonces as n').select('n.next_nonce').whereRef('n.wallet_id', '=', 'w.id').as('next_nonce'))
-      .where('w.id', '=', walletId),
-  ),
+const walletLock = prepare((db: Executor, walletId: number) =>
+  dialectOf(db).forUpdate(db.selectFrom('wallets as w').select('w.id').where('w.id', '=', walletId)),
 );
 
 /**
  * Transfer creation: takes the wallet's row lock (the same lock as `lockWallet`: PostgreSQL
- * `FOR UPDATE` on the `wallets` row; SQLite's write lock is already held by BEGIN IMMEDIATE) and
- * reads its next nonce in the same statement. Undefined when the wallet does not exist. On
- * PostgreSQL a statement that waited for the lock reads `next_nonce` as it was when it started
- * (READ COMMITTED re-reads only the locked row): possibly before the commit it waited for. The
- * allocation is therefore checked against the rows (`OutgoingState.usedNonces`), read after.
+ * `FOR UPDATE` on the `wallets` row; SQLite's write lock is already held by BEGIN IMMEDIATE).
+ * False when the wallet does not exist. The next nonce is read by a statement of its own issued
+ * behind this one (`findNextNonce`, no round trip more), not in it: on PostgreSQL a statement
+ * that waited for the lock reads other tables as they were when it started (READ COMMITTED
+ * re-reads only the locked row), i.e. before the commit it waited for. A nonce given back by
+ * that commit (a transfer refused on its first send: `failUnmined`) would be lost to the stale
+ * value: the create would sign above it, and every later transfer wait behind the gap.
  */
-export async function lockWalletForCreate(trx: Executor, walletId: number): Promise<{ nextNonce: number | null } | undefined> {
-  const row = await walletLockWithNonce.executeTakeFirst(trx, walletId);
-  return row === undefined ? undefined : { nextNonce: row.next_nonce ?? null };
+export async function lockWalletForCreate(trx: Executor, walletId: number): Promise<boolean> {
+  return (await walletLock.executeTakeFirst(trx, walletId)) !== undefined;
 }
 
 /**
@@ -68,9 +64,8 @@ export interface OutgoingState {
   /**
    * Nonces a row of the wallet holds or used: every pending row's, and every other row's from
    * `minedNonce` up that did not fail unmined (those gave theirs back). The allocation skips
-   * them whatever `next_nonce` said: on PostgreSQL the lock statement reads `next_nonce` in the
-   * snapshot of its start, so a create that waited for the lock sees the value from before the
-   * holder's commit; the rows, read by a later statement, are current.
+   * them whatever `next_nonce` says, and a gap filler's required nonce is checked against them
+   * alone (with the chain's counts): the rows are what says a nonce of ours is taken.
    */
   usedNonces: number[];
 }

@@ -140,10 +140,11 @@ export class Recorder {
    * One transaction for a batch of creates of one wallet, under its lock: reserve, take the
    * nonces, sign and record. Sent with the lock statement (src/db/pipelined.ts, run as soon as it
    * is granted): the ids (PostgreSQL: `drawTransactionId`), the policy's reads (for a batch of
-   * several, whether it sets anything for their tokens; for one, its decision) and the outgoing
-   * rows; a create's `link` is written first, and the reads follow it. Then, in memory, each
-   * create in its order is checked and given its nonce against the rows and the creates before it
-   * (`allot`); then the rows, their `transaction.created` events and the commit (`writeBatch`).
+   * several, whether it sets anything for their tokens; for one, its decision), the outgoing
+   * rows and the next nonce; a create's `link` is written first, and the reads follow it. Then,
+   * in memory, each create in its order is checked and given its nonce against the rows and the
+   * creates before it (`allot`); then the rows, their `transaction.created` events and the
+   * commit (`writeBatch`).
    * In a batch of several a create refused (balance, the pending cap) is answered with its error
    * and takes nothing; one of a policed token is left `'alone'`. A create alone that is refused
    * rolls back (its link's writes too); one the policy holds is recorded awaiting approval
@@ -166,17 +167,17 @@ export class Recorder {
         Promise.all([
           one ? this.policyDecision(trx, wallet, one.p, one.opts, now) : Promise.all(tokenIds.map((id) => isUnpoliced(trx, wallet.id, id))),
           createRepo.outgoingRowsFrom(trx, wallet.id, minedFrom),
+          repo.findNextNonce(trx, wallet.id),
         ]);
       const early = opts.link === undefined ? reads() : undefined;
       early?.catch(() => undefined);
-      const locked = await locking;
-      if (!locked) throw Errors.internal(new Error(`wallet ${wallet.id} missing`));
+      if (!(await locking)) throw Errors.internal(new Error(`wallet ${wallet.id} missing`));
       const link = (await opts.link?.(trx)) ?? {};
-      const [policy, rows] = await (early ?? reads());
+      const [policy, rows, nextNonce] = await (early ?? reads());
       if (one && policy === true) return [await this.holdOne(trx, wallet, one, rows, link, now)];
       const unpoliced = new Set(Array.isArray(policy) ? tokenIds.filter((_, i) => policy[i]) : tokenIds);
       const ids = await drawing;
-      const { results, signed } = await this.allot(wallet, items, { nextNonce: locked.nextNonce, rows, unpoliced, ids, link });
+      const { results, signed } = await this.allot(wallet, items, { nextNonce, rows, unpoliced, ids, link });
       if (one && results[0] !== undefined && results[0] !== 'alone' && !results[0].ok) throw results[0].error;
       if (signed.length === 0) return results;
       if (opts.approving !== undefined) return [await this.signHeld(trx, end, wallet, one!, signed[0]!, now)];
@@ -252,10 +253,11 @@ export class Recorder {
       const floor = Math.max(p.snap.pendingNonce, p.snap.minedNonce);
       const nonce = takeNonce(next, floor, new Set([...state.usedNonces, ...nonces]), opts.requireNonce);
       const raw = await signAt(p, nonce);
-      signed.push({ k, nonce, raw, row: sentRow(wallet, p, nonce, raw, at.link, at.ids?.[signed.length]) });
+      // A required nonce below `next` (a gap filled) leaves `next` where it was.
+      next = Math.max(next ?? 0, nonce + 1);
+      signed.push({ k, nonce, next, raw, row: sentRow(wallet, p, nonce, raw, at.link, at.ids?.[signed.length]) });
       taken.push({ token_id: p.input.token.id, amount: p.input.amount, fee_reserved: p.fee });
       nonces.push(nonce);
-      next = nonce + 1;
     }
     return { results, signed };
   }
@@ -289,13 +291,18 @@ export class Recorder {
   }
 }
 
-/** The nonce for a new transfer (caller holds the wallet lock); 409 when `required` is not the one allocated. */
-function takeNonce(next: number | null, pendingNonce: number, held: ReadonlySet<number>, required: number | undefined): number {
-  const nonce = allocateNonce(next, pendingNonce, held);
-  if (required !== undefined && nonce !== required) {
-    throw Errors.nonceMoved(required, nonce);
-  }
-  return nonce;
+/**
+ * The nonce for a new transfer (caller holds the wallet lock): the allocation (chain/nonce.ts).
+ * A `required` nonce (the gap filler's) must be the lowest that the chain's counts (`floor`) and
+ * the rows of ours (`held`) leave free, even below `next`: the gap it fills is one that `next`
+ * went past (a heal overtaken, a node that counted a pool transaction it never mined), and only
+ * the chain and the rows say whether a nonce is free. Else 409, nothing signed.
+ */
+function takeNonce(next: number | null, floor: number, held: ReadonlySet<number>, required: number | undefined): number {
+  if (required === undefined) return allocateNonce(next, floor, held);
+  const free = allocateNonce(null, floor, held);
+  if (required !== free) throw Errors.nonceMoved(required, free);
+  return required;
 }
 
 /** The most creates of one wallet recorded in one transaction (the default pending cap: more would be refused). */
@@ -319,10 +326,11 @@ export interface Recorded {
 
 type Outcome = { ok: true; value: Recorded } | { ok: false; error: unknown };
 
-/** A create of a batch signed under the lock: its place in the batch, nonce, bytes and row. */
+/** A create of a batch signed under the lock: its place in the batch, nonce, the wallet's next nonce after it, bytes, row. */
 interface Signed {
   k: number;
   nonce: number;
+  next: number;
   raw: Hex;
   row: repo.NewTx;
 }
@@ -390,7 +398,7 @@ async function writeBatch(
 ): Promise<TxRecord[]> {
   const event = (t: Executor, fields: TxEventFields) => createdEvent(t, wallet, fields, now);
   const both = (t: Executor, s: Signed) => [
-    repo.insertSentTransfer(t, s.row, s.nonce + 1, now),
+    repo.insertSentTransfer(t, s.row, s.next, now),
     event(t, newRowEventFields(s.row, s.row.id!, items[s.k]!.p.input.token)),
   ];
   const responses = signed.filter((s) => items[s.k]!.opts.inTransaction !== undefined);
@@ -400,7 +408,7 @@ async function writeBatch(
   if (drawn) recs.push(...rowsOf(await Promise.all(signed.flatMap((s) => both(trx, s)))));
   else {
     for (const [i, s] of signed.entries()) {
-      const rec = await repo.insertSentTransfer(trx, s.row, s.nonce + 1, now);
+      const rec = await repo.insertSentTransfer(trx, s.row, s.next, now);
       if (i === signed.length - 1 && responses.length === 0) await end((t) => event(t, rec));
       else await event(trx, rec);
       recs.push(rec);

@@ -470,10 +470,18 @@ export async function orphanTransaction(db: Executor, id: number, nowMs: number)
     .execute();
 }
 
-/** The wallet's next nonce to hand out (null: none handed out yet); read under the wallet lock. */
+/** Every create reads it: compiled once (src/db/prepared.ts). */
+const nextNonceRead = prepare((db: Executor, walletId: number) =>
+  db.selectFrom('wallet_nonces').select('next_nonce').where('wallet_id', '=', walletId),
+);
+
+/**
+ * The wallet's next nonce to hand out (null: none handed out yet); read under the wallet lock, by
+ * a statement issued after the lock statement (on PostgreSQL one that waited for the lock reads
+ * other rows as they were before the commit it waited for: `lockWalletForCreate`).
+ */
 export async function findNextNonce(db: Executor, walletId: number): Promise<number | null> {
-  const row = await db.selectFrom('wallet_nonces').select('next_nonce').where('wallet_id', '=', walletId).executeTakeFirst();
-  return row?.next_nonce ?? null;
+  return (await nextNonceRead.executeTakeFirst(db, walletId))?.next_nonce ?? null;
 }
 
 /**

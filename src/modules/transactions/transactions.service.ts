@@ -188,6 +188,16 @@ export class TransactionService {
       case 'rejected': {
         // Only a refusal of the very first send (never accepted anywhere) is final: this one
         // was counted at insert, so it is the first unless the watcher has sent it meanwhile.
+        // A pool that holds another transaction at its nonce makes no refusal final: that one
+        // may never mine (this one is sent again) or mine (this one is then dropped), and
+        // giving the nonce back would let later transfers pass it and wait behind it for ever.
+        if (outcome.nonceHeld) {
+          log.warn(
+            { transaction_id: rec.id, tx_hash: rec.tx_hash, nonce: rec.nonce, reason: outcome.reason },
+            'broadcast refused: a pool holds another transaction at its nonce; it stays pending (sent again, or dropped once its nonce is used)',
+          );
+          break;
+        }
         const first = (await repo.findRecord(db, rec.id))?.broadcast_attempts === 1;
         if (!first) {
           log.warn(
@@ -218,7 +228,8 @@ export class TransactionService {
    * queue until something uses the freed nonce. If the node's next nonce P is held by no pending
    * transfer of ours while one of ours above P is pending, this sends 1 wei to the wallet's own
    * address with exactly nonce P, through the normal create flow (reserved, recorded, reported
-   * as a `transfer`). Returns the filler, or null when there is no gap.
+   * as a `transfer`), even when the wallet's next nonce is past P (`takeNonce` in
+   * transactions.record.ts). Returns the filler, or null when there is no gap.
    */
   async fillNonceGap(wallet: WalletView): Promise<TxRecord | null> {
     const { db } = this.ctx.store;
