@@ -11,6 +11,7 @@ const ONCE = [
   'src/**/*.test.ts',
   'test/checkout/checkout-browser.test.ts',
   'test/checkout/checkout-states-browser.test.ts',
+  'test/checkout/checkout-price-browser.test.ts',
   'test/refunds/refund-browser.test.ts',
   'test/dashboard/dashboard-browser.test.ts',
   'test/dashboard/api-types.test.ts',

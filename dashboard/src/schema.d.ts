@@ -1255,7 +1255,7 @@ export interface paths {
         };
         /**
          * A charge as its payer sees it (public)
-         * @description What the hosted checkout page polls: status, amounts, token, deposit address, the EIP-681 `payment_uri`, the expiry and the merchant’s `content`; and for the page, its `state` (whether it still takes payment: by the service’s clock, not the chain’s), the service’s clock `now_ms`, the `payments` seen (confirming, late) and the `refunds` sent back. Public, no token: anyone holding the uuid may read it, so nothing of the user, the wallet or `info` is in it. An unknown or malformed uuid is 404 `Charge not found`.
+         * @description What the hosted checkout page polls: status, amounts, token, deposit address, the EIP-681 `payment_uri`, the expiry and the merchant’s `content`; for a price charge its `price`, `paid_fraction` and `quotes`, each with its own `payment_uri`; and for the page, its `state` (whether it still takes payment: by the service’s clock, not the chain’s), the service’s clock `now_ms`, the `payments` seen (confirming, late) and the `refunds` sent back. Public, no token: anyone holding the uuid may read it, so nothing of the user, the wallet or `info` is in it. An unknown or malformed uuid is 404 `Charge not found`.
          */
         get: operations["showCheckout"];
         put?: never;
@@ -1277,7 +1277,7 @@ export interface paths {
         put?: never;
         /**
          * Pay a local-devnet charge from the devnet (public; the local devnet only)
-         * @description The checkout page’s payer button on the local devnet (chain id 31337, an anvil node): anvil’s dev account sends what the charge still asks, in a real transfer the service then sees as a payment. 400 for any other charge (a token charge, one the page no longer takes payment for: settled, expired by the clock, or paid in full and confirming; any other network).
+         * @description The checkout page’s payer button on the local devnet (chain id 31337, an anvil node): anvil’s dev account sends what the charge still asks in the native coin (a price charge: the rest of its price at its native quote), in a real transfer the service then sees as a payment. 400 for any other charge (a token charge or a price charge quoted only in tokens, one the page no longer takes payment for: settled, expired by the clock, or paid in full and confirming; any other network).
          */
         post: operations["payCheckoutFromDevnet"];
         delete?: never;
@@ -6852,6 +6852,18 @@ export interface operations {
                      *         "token": "ETH",
                      *         "address": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
                      *         "payment_uri": "ethereum:0x8ba1f109551bD432803012645Ac136ddd64DBA72@1?value=250000000000000000",
+                     *         "price": {
+                     *           "amount": "25.00",
+                     *           "currency": "USD"
+                     *         },
+                     *         "paid_fraction": "0.400000000000000000",
+                     *         "quotes": [
+                     *           {
+                     *             "token": "ETH",
+                     *             "amount": "1.500000000000000000",
+                     *             "payment_uri": "ethereum:0x8ba1f109551bD432803012645Ac136ddd64DBA72@1?value=250000000000000000"
+                     *           }
+                     *         ],
                      *         "expires_at": "2026-01-15 12:00:00",
                      *         "content": {},
                      *         "state": "state",
@@ -6859,6 +6871,7 @@ export interface operations {
                      *         "payments": [
                      *           {
                      *             "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                     *             "token": "ETH",
                      *             "amount": "1.500000000000000000",
                      *             "confirmed": true,
                      *             "late": true
@@ -6892,6 +6905,30 @@ export interface operations {
                             address: string;
                             /** @description EIP-681 payment request for wallet apps and QR codes */
                             payment_uri: string;
+                            /** @description A price charge’s price (docs/prices.md); null for a charge of an `amount` of a `token` */
+                            price: {
+                                /**
+                                 * @description A decimal string of 2 places
+                                 * @example 25.00
+                                 */
+                                amount: string;
+                                /** @enum {string} */
+                                currency: "USD" | "EUR" | "GBP";
+                            } | null;
+                            /**
+                             * @description The counted payments, each divided by its token’s quote amount, summed (18 places, rounded down): `1.000000000000000000` or more is paid in full
+                             * @example 0.400000000000000000
+                             */
+                            paid_fraction: string;
+                            /** @description A price charge’s quotes, in order (the first is `token` and `amount`): the payer may pay in any of them, each payment counting at its quote; empty for a charge of one token */
+                            quotes: {
+                                /** @description The token’s symbol */
+                                token: string;
+                                /** @description The amount of `token` that pays the whole price, 18 decimal places */
+                                amount: string;
+                                /** @description EIP-681 payment request for that amount of `token` */
+                                payment_uri: string;
+                            }[];
                             expires_at: string;
                             /** @description What the merchant chose to show the payer */
                             content: {
@@ -6904,7 +6941,9 @@ export interface operations {
                             /** @description The payments seen on the deposit address, oldest first (at most 20; a screened sender’s are not listed) */
                             payments: {
                                 tx_hash: string | null;
-                                /** @description 18 decimal places */
+                                /** @description The token paid in (for a price charge, any quoted token) */
+                                token: string;
+                                /** @description In `token`, 18 decimal places */
                                 amount: string;
                                 confirmed: boolean;
                                 /** @description Arrived after the expiry (or after the charge was settled): not counted */
@@ -6912,7 +6951,7 @@ export interface operations {
                             }[];
                             /** @description The refunds sent back to the payer, oldest first (at most 10; an unused claim is not listed) */
                             refunds: {
-                                /** @description 18 decimal places */
+                                /** @description In the charge’s `token`, 18 decimal places */
                                 amount: string;
                                 /** @description Null while its transfer waits for approval */
                                 tx_hash: string | null;

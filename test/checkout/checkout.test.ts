@@ -8,6 +8,7 @@ import { parseEther } from 'viem';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { deployErc20 } from '../helpers/erc20.js';
+import { RateService } from '../../src/modules/rates/rates.service.js';
 
 const PUBLIC_URL = 'https://pay.example.com';
 const PUBLIC_KEYS = [
@@ -17,8 +18,11 @@ const PUBLIC_KEYS = [
   'expires_at',
   'now_ms',
   'paid_amount',
+  'paid_fraction',
   'payment_uri',
   'payments',
+  'price',
+  'quotes',
   'refunds',
   'state',
   'status',
@@ -32,11 +36,12 @@ describe('checkout: hosted_url, payment_uri, the public JSON and page', () => {
   let alice: TestUser;
   let wallet: { id: number; address: string };
   let usdc: string;
+  let networkId: number;
 
   beforeAll(async () => {
     chain = await startTestChain();
     t = await startTestApp({ env: { PUBLIC_URL: `${PUBLIC_URL}/` } });
-    const networkId = await chain.register(t);
+    networkId = await chain.register(t);
     alice = await t.createUser();
     wallet = (await t.request('POST', '/api/wallet/create', { token: alice.token, body: { name: 'Shop', network_id: networkId } })).body
       .data;
@@ -102,6 +107,9 @@ describe('checkout: hosted_url, payment_uri, the public JSON and page', () => {
       token: 'ETH',
       address: c.address,
       payment_uri: c.payment_uri,
+      price: null,
+      paid_fraction: '0.000000000000000000',
+      quotes: [],
       expires_at: c.expires_at,
       content: { title: 'Order 7', description: 'Two mugs' },
       state: 'awaiting',
@@ -153,6 +161,60 @@ describe('checkout: hosted_url, payment_uri, the public JSON and page', () => {
     expect(html).toContain(`href="${c.payment_uri}"`);
     // Every script and stylesheet is inline (allowed by hash): nothing to load from anywhere.
     expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+stylesheet|https?:\/\/(?!www\.w3\.org)/);
+  });
+
+  it('a price charge: the price, each quote with its own payment_uri, and a token picker on the page', async () => {
+    const rates = new RateService(t.ctx);
+    await rates.setManual({ symbol: 'USDC', currency: 'USD', value: '1', networkId });
+    await rates.setManual({ symbol: 'ETH', currency: 'USD', value: '2500', networkId });
+    const c = await create({ price: { amount: '25', currency: 'USD' }, tokens: ['USDC', 'ETH'], expires: 600 });
+    const contract = (
+      await t.store.db
+        .selectFrom('wallet_tokens')
+        .select('contract')
+        .where('wallet_id', '=', wallet.id)
+        .where('symbol', '=', 'USDC')
+        .executeTakeFirstOrThrow()
+    ).contract;
+    const usdcUri = `ethereum:${contract}@31337/transfer?address=${c.address}&uint256=25000000`;
+    const ethUri = `ethereum:${c.address}@31337?value=${parseEther('0.01')}`;
+
+    const res = await t.request('GET', `/api/pay/${c.uuid}`);
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body.data).sort()).toEqual(PUBLIC_KEYS);
+    expect(res.body.data).toMatchObject({
+      token: 'USDC',
+      amount: '25.000000000000000000',
+      payment_uri: usdcUri,
+      price: { amount: '25.00', currency: 'USD' },
+      paid_fraction: '0.000000000000000000',
+      state: 'awaiting',
+      quotes: [
+        { token: 'USDC', amount: '25.000000000000000000', payment_uri: usdcUri },
+        { token: 'ETH', amount: '0.010000000000000000', payment_uri: ethUri },
+      ],
+    });
+    expect(res.body.data.payment_uri).toBe(c.payment_uri);
+
+    const html = await (await fetch(`${t.url}/pay/${c.uuid}`)).text();
+    expect(html).toContain('<h1 id="heading">Pay 25.00 USD</h1>');
+    expect(html).toContain('<span class="label" id="amount-label" data-closed="Price">Price</span>');
+    expect(html).toContain('<span id="amount-value">25.00</span><span class="token">USD</span>');
+    expect(html).toContain('<fieldset class="picker" id="picker"><legend class="label">Pay with</legend>');
+    expect(html).toContain(
+      '<label class="choice"><input type="radio" name="quote" value="0" checked><span class="choice-token">USDC</span> <span class="choice-amount">25</span></label>',
+    );
+    expect(html).toContain(
+      '<label class="choice"><input type="radio" name="quote" value="1"><span class="choice-token">ETH</span> <span class="choice-amount">0.01</span></label>',
+    );
+    // Each token's amount, QR code and wallet link; the first shown, the others for the script to show when picked.
+    expect(html).toContain('<p class="hint" data-quote="0">Send exactly <strong>25 USDC</strong>');
+    expect(html).toContain('<p class="hint" data-quote="1" hidden>Send exactly <strong>0.01 ETH</strong>');
+    expect(html).toMatch(/<div class="qr" data-quote="0"><img id="qr-0" src="data:image\/svg\+xml;base64,/);
+    expect(html).toMatch(/<div class="qr" data-quote="1" hidden><img id="qr-1" src="data:image\/svg\+xml;base64,/);
+    expect(html).toContain(`id="open-wallet-0" href="${usdcUri.replace('&', '&#38;')}"`);
+    expect(html).toContain(`id="open-wallet-1" href="${ethUri}"`);
+    expect(html.match(/id="address"/g)).toHaveLength(1);
   });
 
   it('GET /pay/{uuid}: a plain 404 page for an unknown or malformed uuid', async () => {

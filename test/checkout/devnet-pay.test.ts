@@ -2,26 +2,29 @@
  * The checkout page's payer button on the local devnet (README "Start"): a pending native charge
  * on the devnet shows `Pay from the devnet`; `POST /api/pay/{uuid}/devnet` pays what it asks from
  * anvil's dev account in a real transfer, and the charge turns paid with that one payment. A
- * token charge, a paid charge, or a charge on any other network gets no button and a 400, with
- * nothing sent.
+ * price charge with a native quote is paid the rest of its price in the native coin. A token
+ * charge (or a price charge quoted only in tokens), a paid charge, or a charge on any other
+ * network gets no button and a 400, with nothing sent.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { upsertNetwork } from '../../src/modules/networks/networks.repository.js';
 import { balanceOf, chargeApi, clockToChain } from '../charges/support.js';
-import { deployErc20 } from '../helpers/erc20.js';
+import { deployErc20, mintErc20 } from '../helpers/erc20.js';
+import { RateService } from '../../src/modules/rates/rates.service.js';
 
 const clock = new ManualClock();
 let chain: TestChain;
 let t: TestApp;
 let user: TestUser;
 let wallet: { id: number; address: string };
+let networkId: number;
 
 beforeAll(async () => {
   chain = await startTestChain();
   t = await startTestApp({ clock, env: { CHARGES_POLL_MS: '50', WATCHER_POLL_MS: '50' }, workers: true });
-  const networkId = await chain.register(t);
+  networkId = await chain.register(t);
   user = await t.createUser();
   wallet = (await t.request('POST', '/api/wallet/create', { token: user.token, body: { name: 'Shop', network_id: networkId } })).body.data;
 });
@@ -80,5 +83,34 @@ describe('the devnet payer button', () => {
     expect([res.status, res.body]).toEqual([400, refused]);
     expect(await balanceOf(chain, oc.address)).toBe(0n);
     expect((await t.request('POST', '/api/pay/00000000-0000-4000-8000-000000000000/devnet')).body.message).toBe('Charge not found');
+  });
+  it('pays the rest of a price charge in its native quote; a price charge quoted only in tokens gets no button', async () => {
+    const token = await deployErc20(chain.rpcUrl, { name: 'Price USD', symbol: 'PUSD', decimals: 6 });
+    expect((await t.request('POST', `/api/wallet/${wallet.id}/token/add`, { token: user.token, body: { contract: token } })).status).toBe(
+      200,
+    );
+    const rates = new RateService(t.ctx);
+    await clockToChain(clock, chain);
+    await rates.setManual({ symbol: 'PUSD', currency: 'USD', value: '1', networkId });
+    await rates.setManual({ symbol: 'ETH', currency: 'USD', value: '2000', networkId });
+    const api = chargeApi(t, wallet.id, user.token);
+    const c = await api.create({ price: { amount: '20', currency: 'USD' }, tokens: ['PUSD', 'ETH'], expires: 900 });
+    // 5 PUSD of 20 is a quarter of the price: the button sends the other three quarters of 0.01 ETH.
+    await mintErc20(chain.rpcUrl, token, c.address, 5_000_000n);
+    await api.until(c.id, (x) => x.paid_fraction === '0.250000000000000000', 'the PUSD part counted');
+    expect((await t.request('GET', `/pay/${c.uuid}`)).text).toContain(BUTTON);
+    const res = await t.request('POST', `/api/pay/${c.uuid}/devnet`);
+    expect([res.status, res.body.message], res.text).toEqual([200, 'Paid from the devnet']);
+    const paid = await api.until(c.id, (x) => x.status === 'paid', 'charge paid');
+    expect(paid.paid_fraction).toBe('1.000000000000000000');
+    expect(paid.payments.map((p: any) => [p.token, p.amount])).toEqual([
+      ['PUSD', '5.000000000000000000'],
+      ['ETH', '0.007500000000000000'],
+    ]);
+
+    const tokensOnly = await api.create({ price: { amount: '20', currency: 'USD' }, tokens: ['PUSD'], expires: 900 });
+    expect((await t.request('GET', `/pay/${tokensOnly.uuid}`)).text).not.toContain(BUTTON);
+    expect((await t.request('POST', `/api/pay/${tokensOnly.uuid}/devnet`)).body).toEqual(refused);
+    expect(await balanceOf(chain, tokensOnly.address)).toBe(0n);
   });
 });

@@ -6,9 +6,10 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { hostedUrl, paymentUri } from '../../src/modules/checkout/checkout.links.js';
-import { countdownText, escapeHtml, shortAmount, stateTexts } from '../../src/modules/checkout/checkout.page.js';
+import { countdownText, escapeHtml } from '../../src/modules/checkout/checkout.page.js';
 import type { CheckoutRow } from '../../src/modules/checkout/checkout.repository.js';
-import { amountDue, checkoutState, type SeenPayment } from '../../src/modules/checkout/checkout.state.js';
+import { amountDue, checkoutState, dueIn, seenShare, type SeenPayment } from '../../src/modules/checkout/checkout.state.js';
+import { shortAmount, stateTexts } from '../../src/modules/checkout/checkout.texts.js';
 
 const DEPOSIT = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 const USDC = '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48';
@@ -76,6 +77,11 @@ describe('checkout page texts', () => {
     network_id: 1,
     is_native: 0,
     settled_block: null,
+    token_id: 7,
+    price_amount: null,
+    price_currency: null,
+    paid_fraction: null,
+    quotes: [],
     ...over,
   });
 
@@ -92,6 +98,9 @@ describe('checkout page texts', () => {
 
   const seen = (amount: bigint, o: Partial<SeenPayment> = {}): SeenPayment => ({
     tx_hash: `0x${'ab'.repeat(32)}`,
+    token_id: 7,
+    symbol: 'USDC',
+    decimals: 6,
     amount,
     confirmed: true,
     late: false,
@@ -149,5 +158,124 @@ describe('checkout page texts', () => {
     expect(countdownText(59_000)).toBe('00:59');
     expect(countdownText(3_600_000 + 61_000)).toBe('1:01:01');
     expect(countdownText(-5)).toBe('00:00');
+  });
+});
+
+describe('a price charge on the page: shares of the price, each payment at its quote', () => {
+  const ETH_ID = 1;
+  const ONE = 10n ** 18n;
+  const quotes = [
+    { token_id: 7, symbol: 'USDC', decimals: 6, contract: USDC, is_native: 0, amount: 30_000_000n },
+    {
+      token_id: ETH_ID,
+      symbol: 'ETH',
+      decimals: 18,
+      contract: '0x0000000000000000000000000000000000000000',
+      is_native: 1,
+      amount: ONE / 100n,
+    },
+  ];
+  const priced = (over: Partial<CheckoutRow>): CheckoutRow => ({
+    id: 1,
+    uuid: 'u',
+    status: 'pending',
+    mode: 'test',
+    amount: 30_000_000n,
+    paid_amount: 0n,
+    expires_at: 1_000_000,
+    content: null,
+    address: DEPOSIT,
+    symbol: 'USDC',
+    decimals: 6,
+    contract: USDC,
+    chain_id: 1,
+    network_name: 'Ethereum',
+    block_explorer: '',
+    network_id: 1,
+    is_native: 0,
+    settled_block: null,
+    token_id: 7,
+    price_amount: '30.00',
+    price_currency: 'USD',
+    paid_fraction: null,
+    quotes,
+    ...over,
+  });
+  const usdc = (amount: bigint, o: Partial<SeenPayment> = {}): SeenPayment => ({
+    tx_hash: `0x${'ab'.repeat(32)}`,
+    token_id: 7,
+    symbol: 'USDC',
+    decimals: 6,
+    amount,
+    confirmed: true,
+    late: false,
+    ...o,
+  });
+  const eth = (wei: bigint, o: Partial<SeenPayment> = {}) => usdc(wei, { token_id: ETH_ID, symbol: 'ETH', decimals: 18, ...o });
+  const dues = (c: CheckoutRow, ps: SeenPayment[]) => quotes.map((q) => dueIn(q, seenShare(c, ps)));
+  const now = 999_000;
+
+  it('asks each quote whole, then what is left of the price in each token', () => {
+    expect(checkoutState(priced({}), [], now)).toBe('awaiting');
+    expect(dues(priced({}), [])).toEqual([30_000_000n, ONE / 100n]);
+    // 12 USDC counted: 0.4 of the price.
+    const part = priced({ paid_fraction: (ONE * 4n) / 10n, paid_amount: 12_000_000n });
+    const counted = [usdc(12_000_000n)];
+    expect(checkoutState(part, counted, now)).toBe('partial');
+    expect(dues(part, counted)).toEqual([18_000_000n, (ONE * 6n) / 1000n]);
+    expect(amountDue(part, counted)).toBe(18_000_000n);
+    expect(stateTexts(part, counted).partial).toBe('40% paid. Send the remaining 18.00 USD in the token you pick.');
+    // And 0.003 ETH still confirming: 0.7 seen.
+    const more = [...counted, eth((ONE * 3n) / 1000n, { confirmed: false })];
+    expect(dues(part, more)).toEqual([9_000_000n, (ONE * 3n) / 1000n]);
+    expect(stateTexts(part, more).partial).toBe(
+      '70% paid (0.003 ETH of it still confirming). Send the remaining 9.00 USD in the token you pick.',
+    );
+    // The rest in ETH, confirming: nothing more to pay.
+    const all = [...counted, eth((ONE * 6n) / 1000n, { confirmed: false })];
+    expect(checkoutState(part, all, now)).toBe('confirming');
+    expect(dues(part, all)).toEqual([0n, 0n]);
+    expect(stateTexts(part, all).confirming).toBe('0.006 ETH reached the address and is waiting for the network’s confirmations.');
+    const both = [usdc(12_000_000n, { confirmed: false }), eth((ONE * 6n) / 1000n, { confirmed: false })];
+    expect(stateTexts(priced({}), both).confirming).toBe(
+      '12 USDC and 0.006 ETH reached the address and are waiting for the network’s confirmations.',
+    );
+  });
+
+  it('says what arrived in each token, and what is missing of the price', () => {
+    const paid = [usdc(12_000_000n), eth((ONE * 6n) / 1000n)];
+    expect(stateTexts(priced({ status: 'paid', paid_fraction: ONE, paid_amount: 30_000_000n }), paid).paid).toBe(
+      '12 USDC and 0.006 ETH received for 30.00 USD.',
+    );
+    const over = [usdc(12_000_000n), eth((ONE * 8n) / 1000n)];
+    expect(stateTexts(priced({ status: 'paid', paid_fraction: (ONE * 12n) / 10n, paid_amount: 36_000_000n }), over).paid).toBe(
+      '12 USDC and 0.008 ETH received for 30.00 USD (20% more than asked).',
+    );
+    const failed = priced({ status: 'failed', paid_fraction: (ONE * 4n) / 10n, paid_amount: 12_000_000n });
+    expect(stateTexts(failed, [usdc(12_000_000n), eth(ONE / 1000n, { late: true })])).toMatchObject({
+      failed: 'Received 40% of 30.00 USD (12 USDC) before the request expired.',
+      missing: '18.00 USD missing',
+      late: '0.001 ETH',
+    });
+    expect(checkoutState(failed, [], now)).toBe('failed');
+  });
+
+  it('rounds a share down in percent and up in what is still asked', () => {
+    // A third of 10.00 GBP, quoted 3.333333333333333334 ETH (at 3 GBP an ETH).
+    const third = priced({
+      price_amount: '10.00',
+      price_currency: 'GBP',
+      paid_fraction: ONE / 3n,
+      quotes: [{ ...quotes[1]!, amount: 3_333_333_333_333_333_334n }],
+      amount: 3_333_333_333_333_333_334n,
+      token_id: ETH_ID,
+      symbol: 'ETH',
+      decimals: 18,
+    });
+    expect(stateTexts(third, []).partial).toBe('33% paid. Send the remaining 6.67 GBP in the token you pick.');
+    expect(amountDue(third, [])).toBe(2_222_222_222_222_222_224n);
+    expect(stateTexts(priced({ paid_fraction: ONE / 1000n }), []).partial).toBe(
+      'Less than 1% paid. Send the remaining 29.97 USD in the token you pick.',
+    );
   });
 });

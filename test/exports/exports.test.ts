@@ -6,7 +6,8 @@
  *   and blocks; `fee` the fee the chain charged (0 for a receipt); `from` and `to` checksummed;
  *   a reference with a comma, quotes and a newline read back whole, one that a spreadsheet
  *   would take for a formula prefixed with `'`;
- * - charges.csv: `content` and `info` as JSON text, empty `price_*`;
+ * - charges.csv: `content` and `info` as JSON text; a price charge's price in `price_*`, empty
+ *   for a charge of an amount of one token;
  * - payouts.csv: one record per item with the payout's item status and hash;
  * - `from`/`to` on `created_at` (a manual clock spaces the rows an hour apart; `to` takes in its
  *   whole second), and the 422 on each bad field;
@@ -34,6 +35,7 @@ import {
   type FundedWallet,
 } from '../helpers/transfers.js';
 import { waitFor } from '../helpers/wait.js';
+import { RateService } from '../../src/modules/rates/rates.service.js';
 
 const HOUR = 3_600_000;
 const clock = new ManualClock();
@@ -84,6 +86,7 @@ const at = (ms: number) => encodeURIComponent(formatDateTime(ms));
 
 let charge1: any;
 let charge2: any;
+let priced: any;
 let payout: any;
 let transferId: number;
 
@@ -135,6 +138,14 @@ beforeAll(async () => {
   clock.advance(HOUR);
   charge2 = (await t.request('POST', `/api/wallet/${w.id}/charge/create`, { token: user.token, body: { amount: '1', token: 'ETH' } })).body
     .data;
+  // And a price charge: 50.00 EUR at 2000 EUR an ETH.
+  await new RateService(t.ctx).setManual({ symbol: 'ETH', currency: 'EUR', value: '2000', networkId });
+  const pricedRes = await t.request('POST', `/api/wallet/${w.id}/charge/create`, {
+    token: user.token,
+    body: { price: { amount: '50', currency: 'EUR' }, tokens: ['ETH'] },
+  });
+  expect(pricedRes.status, pricedRes.text).toBe(200);
+  priced = pricedRes.body.data;
 }, 90_000);
 
 afterAll(async () => {
@@ -213,7 +224,7 @@ describe('HEAD', () => {
 });
 
 describe('charges.csv', () => {
-  it('lists the charges oldest first with content and info as JSON text and no price', async () => {
+  it('lists the charges oldest first with content and info as JSON text, and a price charge’s price', async () => {
     const res = await exportOf('charges');
     expect(res.status, res.text).toBe(200);
     expect(res.headers.get('content-disposition')).toBe(`attachment; filename="wallet-${w.id}-charges.csv"`);
@@ -233,8 +244,29 @@ describe('charges.csv', () => {
         content: JSON.stringify(CONTENT),
         info: JSON.stringify(INFO),
       },
-      expect.objectContaining({ id: String(charge2.id), amount: '1.000000000000000000', content: '', info: '' }),
+      expect.objectContaining({
+        id: String(charge2.id),
+        amount: '1.000000000000000000',
+        price_amount: '',
+        price_currency: '',
+        content: '',
+        info: '',
+      }),
+      {
+        id: String(priced.id),
+        uuid: priced.uuid,
+        created_at: priced.created_at,
+        status: 'pending',
+        token: 'ETH',
+        amount: '0.025000000000000000',
+        paid_amount: '0.000000000000000000',
+        price_amount: '50.00',
+        price_currency: 'EUR',
+        content: '',
+        info: '',
+      },
     ]);
+    expect(priced.price).toEqual({ amount: '50.00', currency: 'EUR' });
   });
 });
 
@@ -279,7 +311,7 @@ describe('from and to', () => {
     expect(await ids('transactions', `?from=${at(t0 + HOUR)}`)).toEqual(items);
     expect(await ids('transactions', `?from=${at(t0 + 2 * HOUR)}&to=${at(t0 + 2 * HOUR)}`)).toEqual(items);
     expect(await ids('charges', `?to=${encodeURIComponent(charge1.created_at)}`)).toEqual([charge1.id]);
-    expect(await ids('charges', `?from=${at(t0 + 2 * HOUR)}`)).toEqual([charge2.id]);
+    expect(await ids('charges', `?from=${at(t0 + 2 * HOUR)}`)).toEqual([charge2.id, priced.id]);
     expect(await ids('payouts', `?to=${at(t0 + HOUR)}`, 'payout_id')).toEqual([]);
     expect(await ids('payouts', `?from=${at(t0 + 2 * HOUR)}&to=${at(t0 + 2 * HOUR)}`, 'payout_id')).toEqual([payout.id, payout.id]);
   });

@@ -52,7 +52,7 @@ export function chargeView(c: ChargeRow, publicUrl: string, refundLinks: boolean
  * The fraction paid: as the settlement last wrote it; a charge it has not written yet (nothing
  * counted, or a charge made before fractions were kept) by its `paid_amount` over `amount`.
  */
-function paidFraction(c: ChargeRow): bigint {
+export function paidFraction(c: Pick<ChargeRow, 'paid_fraction' | 'paid_amount' | 'amount'>): bigint {
   if (c.paid_fraction !== null) return c.paid_fraction;
   return c.amount === 0n ? 0n : (c.paid_amount * 10n ** BigInt(FRACTION_DECIMALS)) / c.amount;
 }

@@ -3,9 +3,11 @@
  * SHA-256 in its Content-Security-Policy (no `'unsafe-inline'`, nothing from another host, no
  * extra request). The script is plain ES2020 with no dependency: it counts down to
  * `expires_at` by the service's clock and takes the payment panel away when time is up, copies
- * the address, amount and hashes, and polls `GET /api/pay/{uuid}`; when what the page shows
- * changed it takes the new parts from a fresh render of the page, so every text is the
- * server's (checkout.page.ts), never written twice.
+ * the address, amount and hashes, shows the token a price charge's payer picks (its amount, QR
+ * code and wallet link, all rendered by the server; the choice is kept across updates), and
+ * polls `GET /api/pay/{uuid}`; when what the page shows changed it takes the new parts from a
+ * fresh render of the page, so every text is the server's (checkout.page.ts), never written
+ * twice.
  */
 import { createHash } from 'node:crypto';
 
@@ -58,6 +60,16 @@ h1{font-size:1.35rem;line-height:1.3;margin:18px 0 4px;letter-spacing:-.01em;ove
 .copy:hover{background:#eef2ff}
 .copy.copied{color:#166534;background:#f0fdf4}
 .copy:focus-visible,.btn:focus-visible,.link:focus-visible{outline:3px solid #a5b4fc;outline-offset:2px}
+.picker{border:0;margin:14px 0 16px;padding:0;min-width:0}
+.picker legend{padding:0}
+.choices{display:grid;grid-template-columns:repeat(auto-fit,minmax(132px,1fr));gap:8px}
+.choice{display:grid;grid-template-columns:auto minmax(0,1fr);column-gap:10px;align-items:center;border:1px solid #cbd5e1;border-radius:11px;padding:10px 12px;background:#fff;cursor:pointer}
+.choice input{grid-row:1/3;width:18px;height:18px;margin:0;accent-color:var(--accent);cursor:pointer}
+.choice-token{font-weight:700;line-height:1.3}
+.choice-amount{color:var(--muted);font-size:.88rem;line-height:1.35;font-variant-numeric:tabular-nums;overflow-wrap:anywhere}
+.choice:hover{border-color:var(--accent)}
+.choice:has(input:checked){border-color:var(--accent);background:#eef2ff;box-shadow:inset 0 0 0 1px var(--accent)}
+.choice:has(input:focus-visible){outline:3px solid #a5b4fc;outline-offset:2px}
 .btn{display:flex;justify-content:center;align-items:center;gap:8px;width:100%;padding:13px 16px;border-radius:11px;font-weight:650;text-decoration:none;font-size:1rem;margin-top:4px}
 .btn-primary{background:var(--accent);color:#fff}
 .btn-primary:hover{background:var(--accent-hover)}
@@ -145,7 +157,7 @@ export const CHECKOUT_JS = `
     badge.className = 'badge badge-expired';
     badge.textContent = 'Expired';
     $('countdown-row').hidden = true;
-    $('amount-label').textContent = 'Amount';
+    $('amount-label').textContent = $('amount-label').getAttribute('data-closed');
     document.title = 'Expired \\u00b7 ' + d.pageTitle;
     $('announce').textContent = 'This payment request has expired.';
   }
@@ -169,6 +181,7 @@ export const CHECKOUT_JS = `
         var main = fresh.getElementById('checkout');
         if (!main) return;
         $('card').innerHTML = fresh.getElementById('card').innerHTML;
+        if (picked !== null) pick(picked);
         var badge = fresh.getElementById('status-badge');
         $('status-badge').className = badge.className;
         $('status-badge').textContent = badge.textContent;
@@ -204,6 +217,20 @@ export const CHECKOUT_JS = `
       .catch(function () { /* offline for a moment: the next poll tries again */ })
       .then(function () { setTimeout(poll, SETTLED.indexOf(d.state) >= 0 ? SETTLED_POLL_MS : POLL_MS); });
   }
+
+  // A price charge's token picker: the chosen quote's parts (data-quote) are shown, the others hidden.
+  var picked = null;
+  function pick(value) {
+    var radio = root.querySelector('input[name="quote"][value="' + value + '"]');
+    if (!radio) return;
+    radio.checked = true;
+    picked = value;
+    root.querySelectorAll('[data-quote]').forEach(function (el) { el.hidden = el.getAttribute('data-quote') !== value; });
+  }
+  root.addEventListener('change', function (e) {
+    var el = e.target;
+    if (el instanceof HTMLInputElement && el.name === 'quote' && el.checked) pick(el.value);
+  });
 
   function copied(btn) {
     var label = btn.querySelector('.copy-label');

@@ -6,19 +6,23 @@
 import { formatUnits18 } from '../../lib/money.js';
 import { CHECKOUT_CSS, CHECKOUT_JS } from './checkout.assets.js';
 import { DEVNET_CHAIN_ID } from '../networks/networks.service.js';
-import type { CheckoutRow } from './checkout.repository.js';
+import type { CheckoutQuote, CheckoutRow } from './checkout.repository.js';
 import {
-  amountDue,
   changeKey,
   checkoutState,
   confirmingPayments,
+  isPriceCharge,
+  isWhole,
   latePayments,
+  nativeQuote,
   OPEN_STATES,
-  seenAmount,
+  seenShare,
+  countedShare,
   type CheckoutState,
   type SeenPayment,
   type SentRefund,
 } from './checkout.state.js';
+import { shortAmount, stateTexts, type StateTexts } from './checkout.texts.js';
 
 /** Longest title and description shown (the rest is cut): `content` itself may hold 16 KiB. */
 const TITLE_MAX_CHARS = 200;
@@ -26,11 +30,6 @@ const DESCRIPTION_MAX_CHARS = 1000;
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
-}
-
-/** An 18-place amount without its trailing zeros: `0.250000000000000000` → `0.25`. */
-export function shortAmount(units: bigint, decimals: number): string {
-  return formatUnits18(units, decimals).replace(/\.?0+$/, '');
 }
 
 function contentText(content: string | null, key: 'title' | 'description', max: number): string | null {
@@ -65,22 +64,6 @@ const BADGES: Record<CheckoutState, [string, string]> = {
 export function badgeOf(state: CheckoutState): { text: string; className: string } {
   const [text, colour] = BADGES[state];
   return { text, className: `badge badge-${colour}` };
-}
-
-/** What the page says about the amounts, in the charge's token. */
-export function stateTexts(c: CheckoutRow, ps: SeenPayment[]) {
-  const t = (units: bigint) => `${shortAmount(units, c.decimals)} ${c.symbol}`;
-  const confirming = confirmingPayments(ps).reduce((a, p) => a + p.amount, 0n);
-  const missing = c.amount > c.paid_amount ? c.amount - c.paid_amount : 0n;
-  const over = c.paid_amount > c.amount ? ` (${t(c.paid_amount - c.amount)} more than asked).` : '.';
-  return {
-    partial: `Received ${t(seenAmount(c, ps))}${confirming > 0n ? ` (${t(confirming)} of it still confirming)` : ''}. Send the remaining ${t(amountDue(c, ps))}.`,
-    confirming: `${t(confirming)} reached the address and is waiting for the network’s confirmations.`,
-    paid: `${t(c.paid_amount)} received${over}`,
-    failed: `Received ${shortAmount(c.paid_amount, c.decimals)} of ${t(c.amount)} before the request expired.`,
-    missing: `${t(missing)} missing`,
-    late: `${t(latePayments(ps).reduce((a, p) => a + p.amount, 0n))}`,
-  };
 }
 
 export const ICONS = {
@@ -125,17 +108,25 @@ function copyField(label: string, id: string, value: string, unit = ''): string 
 <div class="copy-field"><code id="${id}" aria-labelledby="${id}-label">${v}</code>${suffix}<button class="copy" type="button" data-copy="${v}" aria-label="Copy ${label.toLowerCase()}">${ICONS.copy}<span class="copy-label">Copy</span></button></div>`;
 }
 
+/** What the summary shows as the amount: a price charge's price, else the amount of its token. */
+function headline(c: CheckoutRow): { value: string; unit: string } {
+  if (isPriceCharge(c)) return { value: c.price_amount!, unit: c.price_currency! };
+  return { value: shortAmount(c.amount, c.decimals), unit: c.symbol };
+}
+
 function summary(c: CheckoutRow, heading: string, description: string | null, state: CheckoutState, nowMs: number): string {
-  const amount = shortAmount(c.amount, c.decimals);
+  const { value, unit } = headline(c);
   const open = OPEN_STATES.includes(state);
+  // A price stays the price; an amount of one token is "due" only while the page takes payment.
+  const [label, closedLabel] = isPriceCharge(c) ? ['Price', 'Price'] : [open ? 'Amount due' : 'Amount', 'Amount'];
   const badge = badgeOf(state);
   const mode = c.mode === 'test' ? '<span class="mode" title="Test network: no real money moves">Test mode</span>' : '';
   return `<section class="summary" aria-labelledby="heading">
 <div class="merchant"><span class="mark">${ICONS.mark}</span><span>Payment request</span>${mode}</div>
 <h1 id="heading">${escapeHtml(heading)}</h1>
 ${description === null ? '' : `<p class="description">${escapeHtml(description)}</p>`}
-<div class="due"><span class="label" id="amount-label">${open ? 'Amount due' : 'Amount'}</span>
-<p class="amount" id="amount"><span id="amount-value">${escapeHtml(amount)}</span><span class="token">${escapeHtml(c.symbol)}</span></p></div>
+<div class="due"><span class="label" id="amount-label" data-closed="${closedLabel}">${label}</span>
+<p class="amount" id="amount"><span id="amount-value">${escapeHtml(value)}</span><span class="token">${escapeHtml(unit)}</span></p></div>
 <dl class="facts">
 <div><dt>Status</dt><dd><span class="${badge.className}" id="status-badge" role="status">${badge.text}</span></dd></div>
 <div id="countdown-row"${open ? '' : ' hidden'}><dt>Expires in</dt><dd class="countdown" id="countdown">${countdownText(c.expires_at - nowMs)}</dd></div>
@@ -144,15 +135,28 @@ ${description === null ? '' : `<p class="description">${escapeHtml(description)}
 </section>`;
 }
 
-/** A native charge on the local devnet (chain id 31337) gets a payer button while it takes payment (README "Start"). */
+/**
+ * A charge payable in the network's own coin on the local devnet (chain id 31337) gets a payer
+ * button while it takes payment (README "Start"); for a price charge, that is its native quote.
+ */
 export function devnetPayable(c: CheckoutRow, ps: SeenPayment[], nowMs: number): boolean {
-  return c.chain_id === DEVNET_CHAIN_ID && c.is_native === 1 && OPEN_STATES.includes(checkoutState(c, ps, nowMs));
+  return c.chain_id === DEVNET_CHAIN_ID && nativeQuote(c) !== undefined && OPEN_STATES.includes(checkoutState(c, ps, nowMs));
 }
 
 function devnetButton(c: CheckoutRow, ps: SeenPayment[], nowMs: number): string {
   if (!devnetPayable(c, ps, nowMs)) return '';
+  const coin = isPriceCharge(c) ? ` in ${escapeHtml(nativeQuote(c)!.symbol)}` : '';
   return `<button type="button" class="btn btn-secondary" id="devnet-pay">Pay from the devnet</button>
-<p class="footer">Local devnet only: anvil's dev account pays it, as a payer would.</p>`;
+<p class="footer">Local devnet only: anvil's dev account pays it${coin}, as a payer would.</p>`;
+}
+
+/** A way to pay what is due: one of the charge's tokens, the amount of it still due, its payment URI and that URI's QR code. */
+export interface Offer {
+  quote: CheckoutQuote;
+  due: bigint;
+  uri: string;
+  /** A data: image; empty while the page takes no payment. */
+  qr: string;
 }
 
 interface PageInput {
@@ -161,22 +165,63 @@ interface PageInput {
   refunds: SentRefund[];
   state: CheckoutState;
   nowMs: number;
-  texts: ReturnType<typeof stateTexts>;
-  paymentUri: string;
-  qrDataUrl: string;
+  texts: StateTexts;
+  /** The charge's token, or each of a price charge's quotes, in order. */
+  offers: Offer[];
 }
 
-function payPanel({ c, ps, state, nowMs, texts, paymentUri, qrDataUrl }: PageInput): string {
-  const amount = shortAmount(amountDue(c, ps), c.decimals);
-  const token = escapeHtml(c.symbol);
+/** What to send of one offer: the amount, the QR code, the amount to copy and the wallet link (`n` tells a price charge's offers apart). */
+function offerParts(c: CheckoutRow, o: Offer, n: number | null) {
+  const amount = shortAmount(o.due, o.quote.decimals);
+  const token = escapeHtml(o.quote.symbol);
+  const id = (name: string) => (n === null ? name : `${name}-${n}`);
+  const attrs = n === null ? '' : ` data-quote="${n}"${n === 0 ? '' : ' hidden'}`;
+  return {
+    hint: `<p class="hint"${attrs}>Send exactly <strong>${escapeHtml(amount)} ${token}</strong> on ${escapeHtml(c.network_name)} to this address.</p>`,
+    qr: `<div class="qr"${attrs}><img id="${id('qr')}" src="${o.qr}" width="196" height="196" alt="QR code: pay ${escapeHtml(amount)} ${token} to ${escapeHtml(c.address)}"></div>`,
+    copy: copyField('Amount', id('amount-copy'), amount, o.quote.symbol),
+    link: `<a class="btn btn-primary" id="${id('open-wallet')}" href="${escapeHtml(o.uri)}">${ICONS.wallet}Open in wallet app</a>`,
+    attrs,
+  };
+}
+
+function payPanel(input: PageInput): string {
+  if (isPriceCharge(input.c)) return pricePayPanel(input);
+  const { c, ps, state, nowMs, texts } = input;
+  const o = offerParts(c, input.offers[0]!, null);
   return `<div id="panel-pay">
 <h2>Scan to pay</h2>
-<p class="hint">Send exactly <strong>${escapeHtml(amount)} ${token}</strong> on ${escapeHtml(c.network_name)} to this address.</p>
+${o.hint}
 ${state === 'partial' ? `<p class="note note-warn" id="partial-note">${escapeHtml(texts.partial)}</p>` : ''}
-<div class="qr"><img id="qr" src="${qrDataUrl}" width="196" height="196" alt="QR code: pay ${escapeHtml(amount)} ${token} to ${escapeHtml(c.address)}"></div>
+${o.qr}
 ${copyField('Deposit address', 'address', c.address)}
-${copyField('Amount', 'amount-copy', amount, c.symbol)}
-<a class="btn btn-primary" id="open-wallet" href="${escapeHtml(paymentUri)}">${ICONS.wallet}Open in wallet app</a>
+${o.copy}
+${o.link}
+${devnetButton(c, ps, nowMs)}
+</div>`;
+}
+
+/**
+ * A price charge's payment panel: a radio button per quoted token (its amount still due beside
+ * it), then the chosen token's amount, QR code and wallet link. Every token's parts are rendered;
+ * the page's script shows the chosen one's (`data-quote`), the first until the payer picks.
+ */
+function pricePayPanel({ c, ps, state, nowMs, texts, offers }: PageInput): string {
+  const parts = offers.map((o, n) => offerParts(c, o, n));
+  const choices = offers.map(
+    (o, n) =>
+      `<label class="choice"><input type="radio" name="quote" value="${n}"${n === 0 ? ' checked' : ''}><span class="choice-token">${escapeHtml(o.quote.symbol)}</span> <span class="choice-amount">${escapeHtml(shortAmount(o.due, o.quote.decimals))}</span></label>`,
+  );
+  return `<div id="panel-pay">
+<h2>Scan to pay</h2>
+${state === 'partial' ? `<p class="note note-warn" id="partial-note">${escapeHtml(texts.partial)}</p>` : ''}
+<fieldset class="picker" id="picker"><legend class="label">Pay with</legend>
+<div class="choices">
+${choices.join('\n')}
+</div></fieldset>
+${parts.map((p) => `${p.hint}\n${p.qr}`).join('\n')}
+${copyField('Deposit address', 'address', c.address)}
+${parts.map((p) => `<div class="offer"${p.attrs}>\n${p.copy}\n${p.link}\n</div>`).join('\n')}
 ${devnetButton(c, ps, nowMs)}
 </div>`;
 }
@@ -197,7 +242,7 @@ function explorerLinks(c: CheckoutRow, txHashes: string[]): string {
  */
 function txList(c: CheckoutRow, ps: SeenPayment[], id: string): string {
   const items = ps.map((p, i) => {
-    const amount = `${shortAmount(p.amount, c.decimals)} ${c.symbol}${p.confirmed ? '' : ', confirming'}`;
+    const amount = `${shortAmount(p.amount, p.decimals)} ${p.symbol}${p.confirmed ? '' : ', confirming'}`;
     if (p.tx_hash === null)
       return `<li><p class="tx-amount">${escapeHtml(amount)}: found on the address, no transaction hash known</p></li>`;
     return `<li><p class="tx-amount">${escapeHtml(amount)}</p>${copyField('Transaction hash', `${id}-${i}`, p.tx_hash)}${explorerLinks(c, [p.tx_hash])}</li>`;
@@ -213,7 +258,7 @@ ${body}
 }
 
 /** A payment after the charge was settled (paid or underpaid): not counted, and what to do about it. */
-function lateNote(c: CheckoutRow, ps: SeenPayment[], texts: ReturnType<typeof stateTexts>): string {
+function lateNote(c: CheckoutRow, ps: SeenPayment[], texts: StateTexts): string {
   const late = latePayments(ps);
   if (late.length === 0) return '';
   return `<div class="note note-warn late-note" id="late-note">
@@ -236,8 +281,8 @@ function refundNote(c: CheckoutRow, refunds: SentRefund[]): string {
 </div>`;
 }
 
-function closedText(c: CheckoutRow, texts: ReturnType<typeof stateTexts>): string {
-  if (c.paid_amount > 0n)
+function closedText(c: CheckoutRow, texts: StateTexts): string {
+  if (countedShare(c).num > 0n)
     return `<p id="closed-text">${escapeHtml(texts.failed)}</p>
 <strong class="missing">${escapeHtml(texts.missing)}</strong>
 <p>Please do not send more to this address; contact the merchant to settle the difference.</p>`;
@@ -250,17 +295,18 @@ type Body = (input: PageInput) => string;
 const confirmingBody: Body = ({ c, ps, texts }) => `<h2>Payment seen, confirming</h2>
 <p id="confirming-text">${escapeHtml(texts.confirming)}</p>
 <p>This page updates once it is confirmed. Please do not pay again.</p>
-${amountDue(c, ps) > 0n ? '<p>The request has expired: please do not send more to this address.</p>' : ''}
+${isWhole(seenShare(c, ps)) ? '' : '<p>The request has expired: please do not send more to this address.</p>'}
 ${txList(c, confirmingPayments(ps), 'confirming-tx')}`;
 
 const paidBody: Body = ({ c, ps, texts }) => {
-  const counted = ps.flatMap((p) => (p.confirmed && !p.late && p.tx_hash !== null ? [p.tx_hash] : []));
+  const hashes = ps.flatMap((p) => (p.confirmed && !p.late && p.tx_hash !== null ? [p.tx_hash] : []));
+  const counted = countedShare(c);
   const thanks =
-    c.paid_amount > c.amount ? 'Thank you. Contact the merchant about what you sent in excess.' : 'Thank you. You can close this page.';
+    counted.num > counted.den ? 'Thank you. Contact the merchant about what you sent in excess.' : 'Thank you. You can close this page.';
   return `<h2>Payment received</h2>
 <p id="paid-text">${escapeHtml(texts.paid)}</p>
 <p>${thanks}</p>
-<div class="links">${explorerLinks(c, counted)}</div>
+<div class="links">${explorerLinks(c, hashes)}</div>
 ${lateNote(c, ps, texts)}`;
 };
 
@@ -276,7 +322,7 @@ const LATE_REFUNDED = 'The merchant has sent a refund (below). Please keep the t
 
 const lateBody: Body = ({ c, ps, refunds, texts }) => `<h2>Your payment arrived late</h2>
 <p id="late-text">${escapeHtml(texts.late)} reached the address after this payment request expired, so it did not pay it.</p>
-${c.paid_amount > 0n ? `<p>${escapeHtml(texts.failed)}</p>` : ''}
+${countedShare(c).num > 0n ? `<p>${escapeHtml(texts.failed)}</p>` : ''}
 <p id="late-next">${refunds.length === 0 ? LATE_NEXT : LATE_REFUNDED}</p>
 ${txList(c, latePayments(ps), 'late-tx')}`;
 
@@ -316,18 +362,19 @@ ${closed}
 }
 
 /**
- * The whole page for the charge in `state` (checkout.state.ts). `qrDataUrl` is the QR code of
- * `paymentUri` as a data: image (drawn only while the page takes payment).
+ * The whole page for the charge in `state` (checkout.state.ts). Each offer's `qr` is the QR code
+ * of its `uri` as a data: image (drawn only while the page takes payment).
  */
 export function checkoutPage(
   c: CheckoutRow,
-  opts: { paymentUri: string; qrDataUrl: string; nowMs: number; payments: SeenPayment[]; refunds: SentRefund[]; state: CheckoutState },
+  opts: { offers: Offer[]; nowMs: number; payments: SeenPayment[]; refunds: SentRefund[]; state: CheckoutState },
 ): string {
-  const amount = shortAmount(c.amount, c.decimals);
+  const { value, unit } = headline(c);
+  const amount = `${value} ${unit}`;
   const title = contentText(c.content, 'title', TITLE_MAX_CHARS);
   const description = contentText(c.content, 'description', DESCRIPTION_MAX_CHARS);
-  const heading = title ?? `Pay ${amount} ${c.symbol}`;
-  const pageTitle = title === null ? `Pay ${amount} ${c.symbol}` : `${title} · ${amount} ${c.symbol}`;
+  const heading = title ?? `Pay ${amount}`;
+  const pageTitle = title === null ? `Pay ${amount}` : `${title} · ${amount}`;
   const { state, nowMs, payments: ps, refunds } = opts;
   const data = {
     uuid: c.uuid,
@@ -340,16 +387,7 @@ export function checkoutPage(
   const attrs = Object.entries(data)
     .map(([k, v]) => ` data-${k}="${escapeHtml(v)}"`)
     .join('');
-  const input: PageInput = {
-    c,
-    ps,
-    refunds,
-    state,
-    nowMs,
-    texts: stateTexts(c, ps),
-    paymentUri: opts.paymentUri,
-    qrDataUrl: opts.qrDataUrl,
-  };
+  const input: PageInput = { c, ps, refunds, state, nowMs, texts: stateTexts(c, ps), offers: opts.offers };
   const body = `<main class="checkout" id="checkout"${attrs}>
 ${summary(c, heading, description, state, nowMs)}
 ${card(input)}

@@ -1,8 +1,21 @@
 /**
  * The one read the public checkout makes: a charge by uuid with what a payer needs (deposit
- * address, token, chain, explorer). Nothing of the user, the wallet or `info` is selected.
+ * address, token, chain, explorer, and a price charge's price and quotes). Nothing of the user,
+ * the wallet or `info` is selected.
  */
 import type { Executor } from '../../db/index.js';
+import { listQuotes } from '../charges/charges.repository.js';
+
+/** A token the charge may be paid in, and the amount of it that pays the charge whole. */
+export interface CheckoutQuote {
+  token_id: number;
+  symbol: string;
+  decimals: number;
+  contract: string;
+  is_native: number;
+  /** Base units of the token. */
+  amount: bigint;
+}
 
 export interface CheckoutRow {
   /** Internal: to look up the payments; never shown. */
@@ -26,6 +39,15 @@ export interface CheckoutRow {
   is_native: number;
   /** Internal: the block the charge was settled on (null while pending), for telling a late payment. */
   settled_block: number | null;
+  /** Internal: the charge's token (a price charge's first quote's). */
+  token_id: number;
+  /** A price charge's price (a decimal string of 2 places) and currency; null: a charge of `amount` of its token. */
+  price_amount: string | null;
+  price_currency: string | null;
+  /** The counted payments over their quotes, 18-place fixed point; null until the settlement first wrote it. */
+  paid_fraction: bigint | null;
+  /** A price charge's quotes, in order (the first is the charge's token and amount); empty for a charge of one token. */
+  quotes: CheckoutQuote[];
 }
 
 export async function findCheckoutCharge(db: Executor, uuid: string): Promise<CheckoutRow | undefined> {
@@ -54,11 +76,31 @@ export async function findCheckoutCharge(db: Executor, uuid: string): Promise<Ch
       'n.id as network_id',
       't.is_native',
       'c.settled_block',
+      'c.token_id',
+      'c.price_amount',
+      'c.price_currency',
+      'c.paid_fraction',
     ])
     .where('c.uuid', '=', uuid)
     .where('c.status', '<>', 'deposit') // a permanent deposit address's watch, not a charge
     .executeTakeFirst();
-  return r ? { ...r, amount: BigInt(r.amount), paid_amount: BigInt(r.paid_amount) } : undefined;
+  if (!r) return undefined;
+  const quotes = r.price_currency === null ? [] : await listQuotes(db, [r.id]);
+  return {
+    ...r,
+    token_id: Number(r.token_id),
+    amount: BigInt(r.amount),
+    paid_amount: BigInt(r.paid_amount),
+    paid_fraction: r.paid_fraction === null ? null : BigInt(r.paid_fraction),
+    quotes: quotes.map((q) => ({
+      token_id: q.token_id,
+      symbol: q.symbol,
+      decimals: q.decimals,
+      contract: q.contract,
+      is_native: q.is_native,
+      amount: q.amount,
+    })),
+  };
 }
 
 /** Payments listed on the page (oldest first, bounded): a charge is paid in one or a few. */
@@ -66,6 +108,10 @@ const PAYMENTS_SHOWN_MAX = 20;
 
 export interface CheckoutPaymentRow {
   tx_hash: string | null;
+  /** The token paid in, with its symbol and decimals. */
+  token_id: number;
+  symbol: string;
+  decimals: number;
   amount: bigint;
   block_number: number;
   block_timestamp: number;
@@ -78,16 +124,20 @@ export interface CheckoutPaymentRow {
  */
 export async function listCheckoutPayments(db: Executor, chargeId: number): Promise<CheckoutPaymentRow[]> {
   const rows = await db
-    .selectFrom('charge_payments')
-    .select(['tx_hash', 'amount', 'block_number', 'block_timestamp', 'confirmed'])
-    .where('charge_id', '=', chargeId)
-    .where('screened', '=', 0)
-    .orderBy('block_number', 'asc')
-    .orderBy('log_index', 'asc')
+    .selectFrom('charge_payments as p')
+    .innerJoin('wallet_tokens as t', 't.id', 'p.token_id')
+    .select(['p.tx_hash', 'p.token_id', 't.symbol', 't.decimals', 'p.amount', 'p.block_number', 'p.block_timestamp', 'p.confirmed'])
+    .where('p.charge_id', '=', chargeId)
+    .where('p.screened', '=', 0)
+    .orderBy('p.block_number', 'asc')
+    .orderBy('p.log_index', 'asc')
     .limit(PAYMENTS_SHOWN_MAX)
     .execute();
   return rows.map((r) => ({
     tx_hash: r.tx_hash,
+    token_id: Number(r.token_id),
+    symbol: r.symbol,
+    decimals: Number(r.decimals),
     amount: BigInt(r.amount),
     block_number: Number(r.block_number),
     block_timestamp: Number(r.block_timestamp),

@@ -33,7 +33,7 @@ export async function checkoutRoutes(app: App, checkout: CheckoutService): Promi
         tags: ['checkout'],
         summary: 'A charge as its payer sees it (public)',
         description:
-          'What the hosted checkout page polls: status, amounts, token, deposit address, the EIP-681 `payment_uri`, the expiry and the merchant’s `content`; and for the page, its `state` (whether it still takes payment: by the service’s clock, not the chain’s), the service’s clock `now_ms`, the `payments` seen (confirming, late) and the `refunds` sent back. Public, no token: anyone holding the uuid may read it, so nothing of the user, the wallet or `info` is in it. An unknown or malformed uuid is 404 `Charge not found`.',
+          'What the hosted checkout page polls: status, amounts, token, deposit address, the EIP-681 `payment_uri`, the expiry and the merchant’s `content`; for a price charge its `price`, `paid_fraction` and `quotes`, each with its own `payment_uri`; and for the page, its `state` (whether it still takes payment: by the service’s clock, not the chain’s), the service’s clock `now_ms`, the `payments` seen (confirming, late) and the `refunds` sent back. Public, no token: anyone holding the uuid may read it, so nothing of the user, the wallet or `info` is in it. An unknown or malformed uuid is 404 `Charge not found`.',
         params: PayParams,
         security: [],
         response: responses(PublicChargeSchema),
@@ -54,7 +54,7 @@ export async function checkoutRoutes(app: App, checkout: CheckoutService): Promi
         tags: ['checkout'],
         summary: 'Pay a local-devnet charge from the devnet (public; the local devnet only)',
         description:
-          'The checkout page’s payer button on the local devnet (chain id 31337, an anvil node): anvil’s dev account sends what the charge still asks, in a real transfer the service then sees as a payment. 400 for any other charge (a token charge, one the page no longer takes payment for: settled, expired by the clock, or paid in full and confirming; any other network).',
+          'The checkout page’s payer button on the local devnet (chain id 31337, an anvil node): anvil’s dev account sends what the charge still asks in the native coin (a price charge: the rest of its price at its native quote), in a real transfer the service then sees as a payment. 400 for any other charge (a token charge or a price charge quoted only in tokens, one the page no longer takes payment for: settled, expired by the clock, or paid in full and confirming; any other network).',
         params: PayParams,
         security: [],
         response: responses(Type.Object({ tx_hash: Type.String() })),

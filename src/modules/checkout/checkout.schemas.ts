@@ -1,6 +1,7 @@
 /**
- * The public charge on the wire (GET /api/pay/{uuid}): the contract's nine fields, and what the
- * checkout page needs besides (its state, the service's clock, the payments seen), nothing more.
+ * The public charge on the wire (GET /api/pay/{uuid}): the contract's nine fields, a price
+ * charge's price, quotes and paid fraction, and what the checkout page needs besides (its state,
+ * the service's clock, the payments seen), nothing more.
  */
 import { Type } from '@sinclair/typebox';
 
@@ -15,6 +16,38 @@ export const PublicChargeSchema = Type.Object(
     token: Type.String({ description: 'The token’s symbol' }),
     address: Type.String({ description: 'The deposit address to pay to' }),
     payment_uri: Type.String({ description: 'EIP-681 payment request for wallet apps and QR codes' }),
+    price: Type.Union(
+      [
+        Type.Object(
+          {
+            amount: Type.String({ description: 'A decimal string of 2 places', examples: ['25.00'] }),
+            currency: Type.String({ enum: ['USD', 'EUR', 'GBP'] }),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Null(),
+      ],
+      { description: 'A price charge’s price (docs/prices.md); null for a charge of an `amount` of a `token`' },
+    ),
+    paid_fraction: Type.String({
+      description:
+        'The counted payments, each divided by its token’s quote amount, summed (18 places, rounded down): `1.000000000000000000` or more is paid in full',
+      examples: ['0.400000000000000000'],
+    }),
+    quotes: Type.Array(
+      Type.Object(
+        {
+          token: Type.String({ description: 'The token’s symbol' }),
+          amount: Type.String({ description: 'The amount of `token` that pays the whole price, 18 decimal places' }),
+          payment_uri: Type.String({ description: 'EIP-681 payment request for that amount of `token`' }),
+        },
+        { additionalProperties: false },
+      ),
+      {
+        description:
+          'A price charge’s quotes, in order (the first is `token` and `amount`): the payer may pay in any of them, each payment counting at its quote; empty for a charge of one token',
+      },
+    ),
     expires_at: Type.String(),
     content: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], {
       description: 'What the merchant chose to show the payer',
@@ -30,7 +63,8 @@ export const PublicChargeSchema = Type.Object(
       Type.Object(
         {
           tx_hash: Type.Union([Type.String(), Type.Null()]),
-          amount: Type.String({ description: '18 decimal places' }),
+          token: Type.String({ description: 'The token paid in (for a price charge, any quoted token)' }),
+          amount: Type.String({ description: 'In `token`, 18 decimal places' }),
           confirmed: Type.Boolean(),
           late: Type.Boolean({ description: 'Arrived after the expiry (or after the charge was settled): not counted' }),
         },
@@ -41,7 +75,7 @@ export const PublicChargeSchema = Type.Object(
     refunds: Type.Array(
       Type.Object(
         {
-          amount: Type.String({ description: '18 decimal places' }),
+          amount: Type.String({ description: 'In the charge’s `token`, 18 decimal places' }),
           tx_hash: Type.Union([Type.String(), Type.Null()], { description: 'Null while its transfer waits for approval' }),
           confirmed: Type.Boolean(),
         },

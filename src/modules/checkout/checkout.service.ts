@@ -9,7 +9,7 @@ import { fundFromDevnet, NotDevnet } from '../networks/devnet-fund.js';
 import { findNetwork } from '../networks/networks.repository.js';
 import { devnetPayable } from './checkout.page.js';
 import { findCheckoutCharge, listCheckoutPayments, listCheckoutRefunds, type CheckoutRow } from './checkout.repository.js';
-import { amountDue, seenPayments, sentRefunds, type SeenPayment, type SentRefund } from './checkout.state.js';
+import { dueIn, nativeQuote, seenPayments, seenShare, sentRefunds, type SeenPayment, type SentRefund } from './checkout.state.js';
 
 export class CheckoutService {
   constructor(private readonly ctx: AppContext) {}
@@ -32,9 +32,10 @@ export class CheckoutService {
 
   /**
    * Pays what a devnet charge still asks from the devnet's dev account, in a real transfer the
-   * service then sees like any payment; 400 on any other charge or network, and once the page no
-   * longer offers payment (expired by the clock, or paid in full while confirming): the button
-   * never makes a late payment (devnet-fund.ts checks the node is anvil too).
+   * service then sees like any payment, in the network's coin (a price charge: what is due at its
+   * native quote); 400 on any other charge or network, and once the page no longer offers payment
+   * (expired by the clock, or paid in full while confirming): the button never makes a late
+   * payment (devnet-fund.ts checks the node is anvil too).
    */
   async payFromDevnet(c: CheckoutRow): Promise<string> {
     const network = await findNetwork(this.ctx.store.db, c.network_id);
@@ -44,7 +45,7 @@ export class CheckoutService {
     if (!network || !devnetPayable(c, payments, this.nowMs()))
       throw Errors.badRequest('Only a pending native charge on the local devnet can be paid from the devnet');
     try {
-      return (await fundFromDevnet(network, c.address, amountDue(c, payments))).tx_hash;
+      return (await fundFromDevnet(network, c.address, dueIn(nativeQuote(c)!, seenShare(c, payments)))).tx_hash;
     } catch (e) {
       if (e instanceof NotDevnet) throw Errors.badRequest('Only a pending native charge on the local devnet can be paid from the devnet');
       throw e;

@@ -84,7 +84,10 @@ export function transactionFields(r: ExportRow): CsvField[] {
   ];
 }
 
-/** A charge: `content` and `info` as their JSON text; a charge has no price yet, so `price_*` are empty. */
+/**
+ * A charge: `content` and `info` as their JSON text; a price charge's price as it was asked (a
+ * decimal string of 2 places and its currency), empty for a charge of an amount of one token.
+ */
 export function chargeFields(c: ChargeRow): CsvField[] {
   return [
     String(c.id),
@@ -94,8 +97,8 @@ export function chargeFields(c: ChargeRow): CsvField[] {
     c.symbol,
     formatUnits18(c.amount, c.decimals),
     formatUnits18(c.paid_amount, c.decimals),
-    null,
-    null,
+    c.price_amount,
+    c.price_currency,
     userText(c.content),
     userText(c.info),
   ];
