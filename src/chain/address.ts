@@ -1,7 +1,6 @@
-/** EVM address checks shared by every input that names an address, and the checksummed form outputs show. */
-import { checksumAddress, getAddress, type Address } from 'viem';
-
-const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+/** EVM address checks shared by every input that names an address (the checksummed form outputs show: lib/address.ts). */
+import { getAddress, type Address } from 'viem';
+import { ADDRESS } from '../lib/address.js';
 
 /** 0x and 40 hex digits; all lower or all upper case, or mixed case with a valid EIP-55 checksum. */
 export function isValidAddress(value: string): value is Address {
@@ -9,27 +8,4 @@ export function isValidAddress(value: string): value is Address {
   const hex = value.slice(2);
   if (hex === hex.toLowerCase() || hex === hex.toUpperCase()) return true;
   return getAddress(value) === value;
-}
-
-/**
- * Checksummed forms by stored text, for the outputs that show many rows (a 1000-row list page, a
- * CSV export): those rows repeat few addresses (the wallet's own on each), and a checksum is a
- * keccak hash. Cleared when full, so its memory is bounded whatever the addresses.
- */
-const checksummedByStored = new Map<string, string>();
-const CHECKSUMMED_MAX = 4096;
-
-/**
- * The EIP-55 form of a stored address, whatever its case (a node answers in lower case; an
- * address the service parsed is stored checksummed). A stored text that is not an address is
- * returned as it is: a view shows what is stored rather than fail.
- */
-export function checksummedAddress(stored: string): string {
-  let a = checksummedByStored.get(stored);
-  if (a === undefined) {
-    a = ADDRESS.test(stored) ? checksumAddress(stored as Address) : stored;
-    if (checksummedByStored.size >= CHECKSUMMED_MAX) checksummedByStored.clear();
-    checksummedByStored.set(stored, a);
-  }
-  return a;
 }

@@ -3,7 +3,7 @@
  * columns (docs/exports.md). Amounts are 18-place strings as in the JSON, datetimes the
  * contract's `YYYY-MM-DD HH:MM:SS` UTC; text a user wrote goes through `userText` (lib/csv.ts).
  */
-import { checksummedAddress } from '../../chain/address.js';
+import { checksummedAddress } from '../../lib/address.js';
 import { type CsvField, userText } from '../../lib/csv.js';
 import { formatStoredUnits18, formatUnits18 } from '../../lib/money.js';
 import { formatDateTime } from '../../lib/time.js';

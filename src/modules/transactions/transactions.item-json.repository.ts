@@ -15,7 +15,7 @@
  * exactly) makes the page read the usual way, as before.
  */
 import { sql } from 'kysely';
-import { checksummedAddress } from '../../chain/address.js';
+import { checksummedAddress } from '../../lib/address.js';
 import type { AnyKysely } from '../../db/types.js';
 import { OUTPUT_DECIMALS } from '../../lib/money.js';
 import { LAST_FOUR_DIGIT_YEAR_MS } from '../../lib/time.js';

@@ -1,5 +1,5 @@
 /** Transactions as the API shows them, and the data of the transaction.* events. */
-import { checksummedAddress } from '../../chain/address.js';
+import { checksummedAddress } from '../../lib/address.js';
 import type { WalletTokenRow } from '../../db/types.js';
 import { formatStoredUnits18, formatUnits18, toNumber18 } from '../../lib/money.js';
 import { formatDateTime, formatDateTimeOrNull, unixSeconds } from '../../lib/time.js';
