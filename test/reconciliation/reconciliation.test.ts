@@ -284,6 +284,7 @@ describe('reconciliation', () => {
         .selectFrom('reconciliation_checkpoints')
         .select('unreconciled')
         .where('token_id', '=', added.body.data.id)
+        .where('address', '=', r.addresses[0].address) // the main address's line (each deposit address has its own)
         .executeTakeFirstOrThrow();
     expect(Number((await flag()).unreconciled)).toBe(1);
 
