@@ -192,7 +192,9 @@ describe('a price charge’s checkout page, in Chromium', () => {
     for (const page of both(pages)) {
       await stateIs(page, 'partial');
       expect(await page.textContent('#status-badge')).toBe('Partially paid');
-      expect(await page.textContent('#partial-note')).toBe('40% paid. Send the remaining 15.00 USD in the token you pick.');
+      await expect
+        .poll(() => page.textContent('#partial-note'), { timeout: 20_000 })
+        .toBe('40% paid. Send the remaining 15.00 USD in the token you pick.');
       expect(await page.textContent('.choice:nth-child(1)')).toBe('TUSD 15');
       expect(await page.textContent('.choice:nth-child(2)')).toBe('ETH 0.006');
       await shows(page, 1, {
