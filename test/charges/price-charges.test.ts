@@ -7,10 +7,10 @@
  * their fields.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseEther, type Address } from 'viem';
+import { parseEther, type Address, type Hex } from 'viem';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
-import { deployErc20, mintErc20 } from '../helpers/erc20.js';
+import { deployErc20, erc20BalanceOf, mintErc20 } from '../helpers/erc20.js';
 import { waitFor } from '../helpers/wait.js';
 import { waitForCursor } from '../helpers/transfers.js';
 import { RateService } from '../../src/modules/rates/rates.service.js';
@@ -99,6 +99,58 @@ describe('price charges', () => {
     );
     expect(books.ok).toBe(true);
   }, 90_000);
+
+  it('a reorg removing the ETH part reopens the charge at the TUSD part; paid again, it settles and sweeps each token once', async () => {
+    const tusd = (wallet as { tusd?: Address }).tusd!;
+    const mainTusd = await erc20BalanceOf(chain.rpcUrl, tusd, wallet.address);
+    const c = await api.create({ price: { amount: '30', currency: 'USD' }, tokens: ['TUSD', 'ETH'], expires: 600 });
+    await mintErc20(chain.rpcUrl, tusd, c.address, 12_000_000n);
+    await api.until(c.id, (x) => x.paid_fraction === '0.400000000000000000', 'the TUSD part counted', 20_000);
+
+    // The ETH part is mined, counted and the charge paid; then a reorg deeper than the
+    // confirmations removes its block (and whatever was mined after it, sweeps included).
+    const snapshot = await chain.rpc<Hex>('evm_snapshot');
+    const base = await chain.blockNumber();
+    await pay(chain.rpcUrl, c.address, parseEther('0.006'));
+    await api.until(c.id, (x) => x.status === 'paid', 'paid on the old chain', 20_000);
+    const top = await chain.blockNumber();
+    expect(await chain.rpc('evm_revert', [snapshot])).toBe(true);
+    await chain.mine(top - base + 2);
+    const reopened = await api.until(c.id, (x) => x.status === 'pending', 'reopened on the new chain', 30_000);
+    expect(reopened).toMatchObject({ paid_fraction: '0.400000000000000000', paid_amount: '12.000000000000000000' });
+    expect(reopened.payments.map((p: { token: string; amount: string }) => [p.token, p.amount])).toEqual([
+      ['TUSD', '12.000000000000000000'],
+    ]);
+    expect((await events(t, 'charge.reopened')).filter((e) => e.charge_id === c.id)).toHaveLength(1);
+
+    // Paid again in ETH on the new chain: settled once more, each token swept once, books ok.
+    await pay(chain.rpcUrl, c.address, parseEther('0.006'));
+    const paid = await api.until(c.id, (x) => x.status === 'paid', 'paid on the new chain', 30_000);
+    expect(paid).toMatchObject({ paid_fraction: '1.000000000000000000', paid_amount: '30.000000000000000000' });
+    expect(paid.payments.map((p: { token: string; amount: string }) => [p.token, p.amount])).toEqual([
+      ['TUSD', '12.000000000000000000'],
+      ['ETH', '0.006000000000000000'],
+    ]);
+    expect((await events(t, 'charge.paid')).filter((e) => e.charge_id === c.id)).toHaveLength(2);
+    await waitFor(
+      async () =>
+        (await erc20BalanceOf(chain.rpcUrl, tusd, c.address)) === 0n &&
+        (await chain.rpc<Hex>('eth_getBalance', [c.address, 'latest'])) === '0x0',
+      {
+        message: 'both tokens swept off the deposit address',
+        timeoutMs: 45_000,
+      },
+    );
+    expect(await erc20BalanceOf(chain.rpcUrl, tusd, wallet.address)).toBe(mainTusd + 12_000_000n);
+    const books = await waitFor(
+      async () => {
+        const r = await t.request('GET', `/api/wallet/${wallet.id}/reconciliation`, { token: alice.token });
+        return r.status === 200 && r.body.data.ok === true ? r.body.data : null;
+      },
+      { message: 'the reconciliation ok', timeoutMs: 30_000 },
+    );
+    expect(books.ok).toBe(true);
+  }, 150_000);
 
   it('rounds each quote up to the token’s decimals, so that it always covers the price', async () => {
     const c = await api.create({ price: { amount: '10.00', currency: 'GBP' }, tokens: ['ETH', 'TUSD'] });
