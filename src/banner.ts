@@ -36,6 +36,7 @@ export function developmentWarnings(config: Config): string[] {
 export function bannerLines(b: BannerInput): string[] {
   const lines = [
     `wallet service listening on ${b.url}`,
+    `  dashboard:     ${b.url}/dashboard`,
     `  API reference: ${b.url}${DOCS_PATH}`,
     `  data folder:   ${b.config.dataDir}`,
     `  database:      ${b.driver}`,

@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   await registerStartupData(ctx, devnet);
 
   const { app, services } = await buildApp(ctx);
-  await app.listen({ host: config.host, port: config.port });
+  await listenOrExplain(app, config);
   const workers: Workers | null = config.workers ? startWorkers(ctx, services) : null;
   await printBanner(config, store, log, app.listeningOrigin);
   installShutdown(ctx, async () => {
@@ -87,6 +87,21 @@ async function registerStartupData(ctx: AppContext, devnet: Devnet | null): Prom
   }
 }
 
+/** Listens on HOST:PORT; a port taken or refused stops the start with one line naming PORT. */
+async function listenOrExplain(app: Awaited<ReturnType<typeof buildApp>>['app'], config: Config): Promise<void> {
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EADDRINUSE' && code !== 'EACCES') throw e;
+    const reason = code === 'EADDRINUSE' ? 'is already in use (another `npm start`?)' : 'cannot be bound (permission denied)';
+    throw new StartRefused(`port ${config.port} on ${config.host} ${reason}: set PORT to a free port`);
+  }
+}
+
+/** A reason to stop the start that one line explains. */
+class StartRefused extends Error {}
+
 /** SIGTERM/SIGINT: run `drain` once, exit 0 when it finishes, 1 on failure or time-out. */
 function installShutdown(ctx: AppContext, drain: () => Promise<void>): void {
   const { config, log } = ctx;
@@ -123,7 +138,9 @@ async function printBanner(config: Config, store: Store, log: Logger, url: strin
 main().catch((e) => {
   // A known reason to stop is one line; anything else keeps its stack for the operator.
   process.stderr.write(
-    e instanceof DevnetUnavailable || e instanceof ConfigError ? `fatal: ${e.message}\n` : `fatal: ${(e as Error).stack ?? String(e)}\n`,
+    e instanceof DevnetUnavailable || e instanceof ConfigError || e instanceof StartRefused
+      ? `fatal: ${e.message}\n`
+      : `fatal: ${(e as Error).stack ?? String(e)}\n`,
   );
   process.exit(1);
 });

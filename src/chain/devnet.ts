@@ -315,8 +315,8 @@ function assertPortFree(host: string, port: number): Promise<void> {
     const server = createServer();
     server.unref();
     server.once('error', (err: NodeJS.ErrnoException) => {
-      const reason = err.code === 'EADDRINUSE' ? 'is already in use' : `cannot be bound (${err.message})`;
-      reject(new Error(`anvil: port ${port} on ${host} ${reason}`));
+      const reason = err.code === 'EADDRINUSE' ? 'is already in use (another `npm start`?)' : `cannot be bound (${err.message})`;
+      reject(new DevnetUnavailable(`anvil: port ${port} on ${host} ${reason}: set DEVNET_PORT to a free port, ${WITHOUT_DEVNET}`));
     });
     server.listen(port, host, () => server.close(() => resolve()));
   });

@@ -160,6 +160,8 @@ export async function installDocs(app: App, version: string): Promise<void> {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
 
+  // `/docs` is where the reference is looked for first; it lives under /api with the API.
+  app.get('/docs', { schema: { hide: true } }, async (_req, reply) => reply.redirect(DOCS_PATH));
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async (_req, reply) => {
     return reply.type('application/json; charset=utf-8').send(JSON.stringify(app.swagger()));
   });

@@ -27,9 +27,20 @@ describe('HTTP envelope and errors', () => {
     const res = await t.request('GET', '/api/does-not-exist');
     expect(res.status).toBe(404);
     expectEnvelope(res, 'Route not found');
-    const outside = await t.request('GET', '/');
+    const outside = await t.request('GET', '/nothing-here');
     expect(outside.status).toBe(404);
     expectEnvelope(outside, 'Route not found');
+  });
+
+  it('sends the root to the dashboard and /docs to the API reference', async () => {
+    for (const [from, to] of [
+      ['/', '/dashboard'],
+      ['/docs', '/api/docs'],
+    ]) {
+      const res = await fetch(`${t.url}${from}`, { redirect: 'manual' });
+      expect(res.status, from).toBe(302);
+      expect(res.headers.get('location'), from).toBe(to);
+    }
   });
 
   it('answers a known path with the wrong method with 405 and an Allow header', async () => {

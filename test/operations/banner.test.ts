@@ -1,5 +1,5 @@
 /**
- * `npm start` once ready prints the URL, the docs URL, the data folder, the database driver,
+ * `npm start` once ready prints the URL, the dashboard's and the docs' URLs, the data folder, the database driver,
  * each network with its RPC origin only, and a warning for each development default in force.
  * The RPC URL's path and query (an API key) appear nowhere in the output, not even in the
  * errors the watcher logs when the node cannot be reached.
@@ -49,6 +49,7 @@ describe('start banner', () => {
     );
     const lines = out.split('\n');
     expect(lines).toContain(`wallet service listening on http://127.0.0.1:${port}`);
+    expect(lines).toContain(`  dashboard:     http://127.0.0.1:${port}/dashboard`);
     expect(lines).toContain(`  API reference: http://127.0.0.1:${port}/api/docs`);
     expect(lines).toContain(`  data folder:   ${database.dataDir}`);
     expect(lines).toContain(`  database:      ${driverName}`);

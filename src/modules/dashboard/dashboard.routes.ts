@@ -62,6 +62,8 @@ function asset(name: string): Buffer | null {
 
 export async function dashboardRoutes(app: App): Promise<void> {
   const built = new Map<string, Buffer | null>();
+  // The service's root is where a person who typed its address meant to go: the dashboard.
+  app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.redirect('/dashboard'));
   app.get('/dashboard', { schema: { hide: true } }, async (_req, reply) => {
     reply.headers({ ...HEADERS, 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
     return reply.send(PAGE);
