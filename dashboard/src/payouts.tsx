@@ -1,14 +1,17 @@
 /**
- * A wallet's payouts (`Approve`, `Reject` for one awaiting approval): the answer to an action (or
- * its error, in words) is shown, and the list is read again.
+ * A wallet's payouts: each opens its own page (payout.tsx) with every item; one awaiting approval
+ * lists its recipients here, and `Approve` and `Reject` ask in the confirm dialog first. The answer
+ * to an action (or its error, in words) is shown, and the list is read again.
  */
 import { useState } from 'preact/hooks';
-import { api, failure } from './api.js';
+import { api } from './api.js';
 import { ok, useApi } from './data.js';
-import { Amount, Empty, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
+import { Empty, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
 import { ExportCsv } from './export.js';
+import { DecisionButtons, payoutSummary, Recipients, usePayoutDecision } from './payout.js';
 
-export function Payouts({ wallet }: { wallet: string }) {
+/** `explorer`: the network's explorer, linking the recipients (none: shown unlinked). */
+export function Payouts({ wallet, explorer = '' }: { wallet: string; explorer?: string }) {
   const {
     data: payouts,
     error,
@@ -21,20 +24,11 @@ export function Payouts({ wallet }: { wallet: string }) {
       ).data,
     [wallet],
   );
-  const [message, setMessage] = useState<string | null>(null);
-  const decide = async (id: number, kind: 'approve' | 'reject') => {
-    const path = { wallet, payout: String(id) };
-    const r =
-      kind === 'approve'
-        ? await api.POST('/api/wallet/{wallet}/payout/{payout}/approve', { params: { path } })
-        : await api.POST('/api/wallet/{wallet}/payout/{payout}/reject', { params: { path } });
-    setMessage(
-      r.data
-        ? `Payout ${id} ${kind === 'approve' ? 'approved' : 'rejected'}.`
-        : failure(r.error, `The payout could not be ${kind === 'approve' ? 'approved' : 'rejected'}.`),
-    );
+  const [message, setMessage] = useState<{ error: boolean; text: string } | null>(null);
+  const { decide, dialog } = usePayoutDecision(wallet, explorer, (m) => {
+    setMessage(m);
     reload();
-  };
+  });
   return (
     <section aria-labelledby="payouts-title">
       <h2 id="payouts-title">Payouts</h2>
@@ -50,22 +44,19 @@ export function Payouts({ wallet }: { wallet: string }) {
         <ul class="plain">
           {payouts.map((p) => (
             <li key={p.id} data-payout={p.id}>
-              <StatusBadge status={p.status} /> Payout {p.id}: <Amount value={p.total} symbol={p.token} /> to {p.items.length}{' '}
-              {p.items.length === 1 ? 'recipient' : 'recipients'} · <Time utc={p.created_at} />
+              <StatusBadge status={p.status} /> <a href={`#/wallet/${wallet}/payout/${p.id}`}>Payout {p.id}</a>: {payoutSummary(p)} ·{' '}
+              <Time utc={p.created_at} />
               {p.status === 'awaiting_approval' && (
-                <span class="actions">
-                  <button type="button" onClick={() => void decide(p.id, 'approve')} aria-label={`Approve payout ${p.id}`}>
-                    Approve
-                  </button>
-                  <button type="button" onClick={() => void decide(p.id, 'reject')} aria-label={`Reject payout ${p.id}`}>
-                    Reject
-                  </button>
-                </span>
+                <>
+                  <Recipients p={p} explorer={explorer} />
+                  <DecisionButtons p={p} decide={decide} />
+                </>
               )}
             </li>
           ))}
         </ul>
       )}
+      {dialog}
     </section>
   );
 }

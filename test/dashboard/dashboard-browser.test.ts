@@ -283,6 +283,7 @@ describe('the dashboard in Chromium', () => {
     const { context, page } = await signedIn(DESKTOP);
     await page.getByRole('link', { name: wallet.name }).click();
     await page.getByRole('button', { name: `Approve payout ${payout.id}` }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Approve 0.15 ETH to 1 recipient' }).click();
     await page
       .getByRole('status')
       .filter({ hasText: `Payout ${payout.id} approved.` })
@@ -312,6 +313,10 @@ describe('the dashboard in Chromium', () => {
     const { context, page } = await signedIn(DESKTOP);
     await page.getByRole('link', { name: wallet.name }).click();
     await page.getByRole('button', { name: `Approve transaction ${held.id}` }).click();
+    await page
+      .getByRole('dialog')
+      .getByRole('button', { name: `Approve transfer of 0.12 ETH to ${RECIPIENT.slice(0, 10)}…${RECIPIENT.slice(-8)}` })
+      .click();
     await page
       .getByRole('status')
       .filter({ hasText: `Transaction ${held.id} approved.` })
