@@ -522,6 +522,10 @@ describe('the dashboard in Chromium', () => {
       await page.screenshot({ path: join(ARTIFACTS, `dashboard-keys-${name}.png`), fullPage: true });
       await page.getByRole('button', { name: `Revoke till ${name}` }).click();
       await page
+        .getByRole('dialog')
+        .getByRole('button', { name: `Revoke key till ${name}` })
+        .click();
+      await page
         .getByRole('status')
         .filter({ hasText: `Key ${listed.id} revoked.` })
         .waitFor();
