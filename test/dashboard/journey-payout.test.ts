@@ -1,7 +1,8 @@
 /**
  * An approver's journey in the dashboard (Chromium, at 390 px and at 1280 px): a wallet whose
  * policy holds what is over 0.5 ETH for approval; a payout of 1.1 ETH to 2 recipients and a
- * transfer of 0.7 ETH wait. The wallet page names every recipient and amount; Approve and Reject
+ * transfer of 0.7 ETH wait (the payout made with `New payout`, a wrong address first told next to
+ * it). The wallet page names every recipient and amount; Approve and Reject
  * ask in a confirm dialog whose button says what happens ("Approve 1.1 ETH to 2 recipients");
  * Cancel and Escape change nothing (the API still shows both awaiting); the approved payout's page
  * lists each item confirmed with its hash; the rejected transfer fails `rejected_by_approver`.
@@ -53,25 +54,49 @@ describe('approving and rejecting in the dashboard', () => {
     await chain?.stop();
   });
 
-  async function held() {
-    const payout = await t.request('POST', `/api/wallet/${wallet.id}/payout/create`, {
-      token: user.token,
-      body: {
-        token: 'ETH',
-        items: [
-          { address: RECIPIENT, amount: '0.6' },
-          { address: SECOND, amount: '0.5' },
-        ],
-      },
-    });
-    expect(payout.status, payout.text).toBe(200);
+  /** A transfer of 0.7 ETH to THIRD, held by the policy. */
+  async function heldTransfer(): Promise<number> {
     const transfer = await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, {
       token: user.token,
       body: { amount: '0.7', token: 'ETH', address: THIRD },
     });
     expect(transfer.status, transfer.text).toBe(200);
-    expect([payout.body.data.status, transfer.body.data.status]).toEqual(['awaiting_approval', 'awaiting_approval']);
-    return { payout: payout.body.data.id as number, transfer: transfer.body.data.id as number };
+    expect(transfer.body.data.status).toBe('awaiting_approval');
+    return transfer.body.data.id;
+  }
+
+  const payouts = async () => (await get(`/api/wallet/${wallet.id}/payout?limit=100`)) as { id: number; status: string }[];
+
+  /** `New payout` to RECIPIENT (0.6) and SECOND (0.5): a wrong address first, told next to it; the payout's id. */
+  async function newPayout(page: Page, size: string): Promise<number> {
+    const before = (await payouts()).length;
+    await page.getByText('New payout', { exact: true }).click();
+    await page.getByLabel('Address of recipient 1').fill(RECIPIENT);
+    await page.getByLabel('Amount for recipient 1').fill('0.6');
+    await page.getByLabel('Address of recipient 2').fill('0x14dC79964da2C08b23698B3D3cc7Ca32193d995');
+    await page.getByLabel('Amount for recipient 2').fill('0.5');
+    await page.getByRole('button', { name: 'Create payout' }).click();
+    const wrong = page.getByLabel('Address of recipient 2');
+    await expect.poll(() => wrong.getAttribute('aria-invalid')).toBe('true');
+    expect(await page.locator('#payout-1-address-error').textContent()).toBe('The address must be a valid address.');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('payout-1-address');
+    expect((await payouts()).length).toBe(before);
+    await state(page, `dash-approve-new-payout-${size}`);
+    await wrong.fill(SECOND);
+    await page.getByRole('button', { name: 'Create payout' }).click();
+    const created = page.getByRole('status').filter({ hasText: /^Payout \d+ created: 1\.1 ETH to 2 recipients, awaiting approval\.$/ });
+    await created.waitFor();
+    const id = Number(/^Payout (\d+)/.exec((await created.textContent())!)![1]);
+    const p = await get(`/api/wallet/${wallet.id}/payout/${id}`);
+    expect([p.status, p.total, p.items.map((i: any) => [i.address, i.amount])]).toEqual([
+      'awaiting_approval',
+      '1.100000000000000000',
+      [
+        [RECIPIENT, '0.600000000000000000'],
+        [SECOND, '0.500000000000000000'],
+      ],
+    ]);
+    return id;
   }
 
   /** The open dialog: its name, its confirm button's words, and whether focus is inside it. */
@@ -84,9 +109,10 @@ describe('approving and rejecting in the dashboard', () => {
 
   for (const [size, viewport] of VIEWPORTS) {
     it(`${size}: shows who is paid, asks before approving or rejecting, and Cancel changes nothing`, async () => {
-      const ids = await held();
+      const ids = { transfer: await heldTransfer(), payout: 0 };
       const { context, page } = await signedIn(browser, t, user, viewport, troubles);
       await page.getByRole('link', { name: wallet.name }).click();
+      ids.payout = await newPayout(page, size);
 
       // The payout awaiting approval: both recipients, each with the amount.
       const listed = page.locator(`li[data-payout="${ids.payout}"]`);
@@ -175,7 +201,8 @@ describe('approving and rejecting in the dashboard', () => {
     }, 90_000);
   }
 
-  it('made no request to another host, and none failed', () => {
-    expect(troubles).toEqual({ foreign: [], failed: [] });
+  it('made no request to another host, and none failed but the wrong address of each journey', () => {
+    const refused = 'console: Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)';
+    expect(troubles).toEqual({ foreign: [], failed: [refused, refused] });
   });
 });
