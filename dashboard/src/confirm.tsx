@@ -6,10 +6,11 @@
  * starts on Cancel (the safe answer), Escape cancels, and focus returns to what opened it.
  *
  * A view uses it as `const confirm = useConfirm();` … `if (await confirm.ask({...})) act();` and
- * renders `{confirm.dialog}` once.
+ * renders `{confirm.dialog}` once; `useDecision` does so for what is held for approval.
  */
 import type { ComponentChildren, VNode } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { failure } from './api.js';
 
 export interface Question {
   /** The dialog's heading, a question ("Approve this payout?"). */
@@ -73,4 +74,31 @@ export function useConfirm(): { ask: (q: Question) => Promise<boolean>; dialog: 
     setOpen(null);
   };
   return { ask, dialog: open ? <ConfirmDialog open={open} onClose={close} /> : null };
+}
+
+export type Decision = 'approve' | 'reject';
+
+/**
+ * Approve or reject what is held for approval (a transaction, a payout): asked in the dialog
+ * (`action`: the button's words, `details`: what it sends where), then `send`; the answer in words
+ * to `onDecided`. Render `dialog`.
+ */
+export function useDecision(
+  noun: 'Transaction' | 'Payout',
+  send: (id: number, kind: Decision) => Promise<{ data?: unknown; error?: unknown }>,
+  onDecided: (m: { error: boolean; text: string }) => void,
+) {
+  const confirm = useConfirm();
+  const decide = async (id: number, kind: Decision, action: string, details: ComponentChildren) => {
+    const verb = kind === 'approve' ? 'Approve' : 'Reject';
+    if (!(await confirm.ask({ title: `${verb} ${noun.toLowerCase()} ${id}?`, action, details, danger: kind === 'reject' }))) return;
+    const r = await send(id, kind);
+    const done = kind === 'approve' ? 'approved' : 'rejected';
+    onDecided(
+      r.data
+        ? { error: false, text: `${noun} ${id} ${done}.` }
+        : { error: true, text: failure(r.error, `The ${noun.toLowerCase()} could not be ${done}.`) },
+    );
+  };
+  return { decide, dialog: confirm.dialog };
 }

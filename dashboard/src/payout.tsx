@@ -6,10 +6,10 @@
  * are shared with the wallet's payouts listing (payouts.tsx).
  */
 import { useEffect, useState } from 'preact/hooks';
-import { api, failure, type Data } from './api.js';
+import { api, type Data } from './api.js';
 import { ok, useApi } from './data.js';
 import { amount as short } from './format.js';
-import { useConfirm } from './confirm.js';
+import { useDecision, type Decision } from './confirm.js';
 import { Amount, Hash, Listing, Loading, Notice, Problem, StatusBadge, Time, WholeAddress } from './ui.js';
 
 export type Payout = Data<'/api/wallet/{wallet}/payout/{payout}'>;
@@ -40,40 +40,35 @@ type Message = { error: boolean; text: string };
 
 /** Approve or reject a payout awaiting approval, asked first in the confirm dialog (its recipients listed); render `dialog`. */
 export function usePayoutDecision(wallet: string, explorer: string, onDecided: (m: Message) => void) {
-  const confirm = useConfirm();
-  const decide = async (p: Payout, kind: 'approve' | 'reject') => {
-    const yes = await confirm.ask({
-      title: kind === 'approve' ? `Approve payout ${p.id}?` : `Reject payout ${p.id}?`,
-      action: kind === 'approve' ? `Approve ${payoutSummary(p)}` : `Reject payout of ${payoutSummary(p)}`,
-      danger: kind === 'reject',
-      details: (
-        <>
-          <Recipients p={p} explorer={explorer} />
-          <p>
-            {kind === 'approve'
-              ? 'Each recipient is sent their amount at once; a sent transfer cannot be called back.'
-              : 'Nothing is sent to any recipient, and the total is free again.'}
-          </p>
-        </>
-      ),
-    });
-    if (!yes) return;
-    const path = { wallet, payout: String(p.id) };
-    const r =
-      kind === 'approve'
-        ? await api.POST('/api/wallet/{wallet}/payout/{payout}/approve', { params: { path } })
-        : await api.POST('/api/wallet/{wallet}/payout/{payout}/reject', { params: { path } });
-    onDecided(
-      r.data
-        ? { error: false, text: `Payout ${p.id} ${kind === 'approve' ? 'approved' : 'rejected'}.` }
-        : { error: true, text: failure(r.error, `The payout could not be ${kind === 'approve' ? 'approved' : 'rejected'}.`) },
+  const { decide, dialog } = useDecision(
+    'Payout',
+    (id, kind) => {
+      const path = { wallet, payout: String(id) };
+      return kind === 'approve'
+        ? api.POST('/api/wallet/{wallet}/payout/{payout}/approve', { params: { path } })
+        : api.POST('/api/wallet/{wallet}/payout/{payout}/reject', { params: { path } });
+    },
+    onDecided,
+  );
+  const ask = (p: Payout, kind: Decision) =>
+    decide(
+      p.id,
+      kind,
+      kind === 'approve' ? `Approve ${payoutSummary(p)}` : `Reject payout of ${payoutSummary(p)}`,
+      <>
+        <Recipients p={p} explorer={explorer} />
+        <p>
+          {kind === 'approve'
+            ? 'Each recipient is sent their amount at once; a sent transfer cannot be called back.'
+            : 'Nothing is sent to any recipient, and the total is free again.'}
+        </p>
+      </>,
     );
-  };
-  return { decide, dialog: confirm.dialog };
+  return { decide: ask, dialog };
 }
 
 /** `Approve` and `Reject` of a payout awaiting approval. */
-export function DecisionButtons({ p, decide }: { p: Payout; decide: (p: Payout, kind: 'approve' | 'reject') => Promise<void> }) {
+export function DecisionButtons({ p, decide }: { p: Payout; decide: (p: Payout, kind: Decision) => Promise<void> }) {
   return (
     <span class="actions">
       <button type="button" onClick={() => void decide(p, 'approve')} aria-label={`Approve payout ${p.id}`}>

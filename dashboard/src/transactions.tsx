@@ -6,10 +6,10 @@
  * numbers.
  */
 import { useState } from 'preact/hooks';
-import { api, failure, type Data } from './api.js';
+import { api, type Data } from './api.js';
 import { ok, PAGE, useApi } from './data.js';
 import { amount as short, shortHash } from './format.js';
-import { useConfirm } from './confirm.js';
+import { useDecision, type Decision } from './confirm.js';
 import { AddressLink, Amount, Empty, Hash, Listing, Loading, Notice, Problem, StatusBadge, Time, WholeAddress } from './ui.js';
 import { ExportCsv } from './export.js';
 
@@ -157,37 +157,30 @@ function Held({
         .approval_above,
     [wallet],
   );
-  const confirm = useConfirm();
-  const decide = async (t: Transaction, kind: 'approve' | 'reject') => {
-    const rule = heldBecause(t, approvalAbove);
-    const what = `${t.type === 'contract' ? 'contract call' : 'transfer'} of ${short(t.amount)} ${t.symbol} to ${shortHash(t.to)}`;
-    const yes = await confirm.ask({
-      title: kind === 'approve' ? `Approve transaction ${t.id}?` : `Reject transaction ${t.id}?`,
-      action: `${kind === 'approve' ? 'Approve' : 'Reject'} ${what}`,
-      danger: kind === 'reject',
-      details: (
-        <>
-          <HeldFacts t={t} explorer={explorer} rule={rule} />
-          <p>
-            {kind === 'approve'
-              ? 'It is signed and sent at once; a sent transaction cannot be called back.'
-              : 'It is not sent, and its amount is free again.'}
-          </p>
-        </>
-      ),
-    });
-    if (!yes) return;
-    const path = { wallet, transaction: String(t.id) };
-    const r =
-      kind === 'approve'
-        ? await api.POST('/api/wallet/{wallet}/transaction/{transaction}/approve', { params: { path } })
-        : await api.POST('/api/wallet/{wallet}/transaction/{transaction}/reject', { params: { path } });
-    onDecided(
-      r.data
-        ? { error: false, text: `Transaction ${t.id} ${kind === 'approve' ? 'approved' : 'rejected'}.` }
-        : { error: true, text: failure(r.error, `The transaction could not be ${kind === 'approve' ? 'approved' : 'rejected'}.`) },
+  const { decide, dialog } = useDecision(
+    'Transaction',
+    (id, kind) => {
+      const path = { wallet, transaction: String(id) };
+      return kind === 'approve'
+        ? api.POST('/api/wallet/{wallet}/transaction/{transaction}/approve', { params: { path } })
+        : api.POST('/api/wallet/{wallet}/transaction/{transaction}/reject', { params: { path } });
+    },
+    onDecided,
+  );
+  const ask = (t: Transaction, kind: Decision) =>
+    decide(
+      t.id,
+      kind,
+      `${kind === 'approve' ? 'Approve' : 'Reject'} ${t.type === 'contract' ? 'contract call' : 'transfer'} of ${short(t.amount)} ${t.symbol} to ${shortHash(t.to)}`,
+      <>
+        <HeldFacts t={t} explorer={explorer} rule={heldBecause(t, approvalAbove)} />
+        <p>
+          {kind === 'approve'
+            ? 'It is signed and sent at once; a sent transaction cannot be called back.'
+            : 'It is not sent, and its amount is free again.'}
+        </p>
+      </>,
     );
-  };
   return (
     <div class="held" role="region" aria-labelledby="held-title">
       <h3 id="held-title">Awaiting approval</h3>
@@ -199,17 +192,17 @@ function Held({
             </p>
             <HeldFacts t={t} explorer={explorer} rule={heldBecause(t, approvalAbove)} />
             <span class="actions">
-              <button type="button" onClick={() => void decide(t, 'approve')} aria-label={`Approve transaction ${t.id}`}>
+              <button type="button" onClick={() => void ask(t, 'approve')} aria-label={`Approve transaction ${t.id}`}>
                 Approve
               </button>
-              <button type="button" onClick={() => void decide(t, 'reject')} aria-label={`Reject transaction ${t.id}`}>
+              <button type="button" onClick={() => void ask(t, 'reject')} aria-label={`Reject transaction ${t.id}`}>
                 Reject
               </button>
             </span>
           </li>
         ))}
       </ul>
-      {confirm.dialog}
+      {dialog}
     </div>
   );
 }
