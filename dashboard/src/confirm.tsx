@@ -30,12 +30,18 @@ interface Open extends Question {
 function ConfirmDialog({ open, onClose }: { open: Open; onClose: (yes: boolean) => void }) {
   const ref = useRef<HTMLDialogElement>(null);
   const cancel = useRef<HTMLButtonElement>(null);
+  const opener = useRef<HTMLElement | null>(null);
   useEffect(() => {
-    const opener = document.activeElement as HTMLElement | null;
+    opener.current = document.activeElement as HTMLElement | null;
     ref.current?.showModal();
     cancel.current?.focus();
-    return () => opener?.focus();
   }, []);
+  // Closed before focus goes back: while the modal dialog is open the page behind it is inert.
+  const finish = (yes: boolean) => {
+    ref.current?.close();
+    opener.current?.focus();
+    onClose(yes);
+  };
   return (
     <dialog
       ref={ref}
@@ -43,18 +49,18 @@ function ConfirmDialog({ open, onClose }: { open: Open; onClose: (yes: boolean) 
       aria-labelledby="confirm-title"
       aria-describedby="confirm-details"
       onCancel={(e) => {
-        // Escape: the dialog is closed by its own state, as by Cancel.
+        // Escape: closed by this code, as by Cancel.
         e.preventDefault();
-        onClose(false);
+        finish(false);
       }}
     >
       <h2 id="confirm-title">{open.title}</h2>
       <div id="confirm-details">{open.details}</div>
       <div class="confirm-buttons">
-        <button type="button" ref={cancel} onClick={() => onClose(false)}>
+        <button type="button" ref={cancel} onClick={() => finish(false)}>
           Cancel
         </button>
-        <button type="button" class={open.danger ? 'danger' : 'go'} onClick={() => onClose(true)}>
+        <button type="button" class={open.danger ? 'danger' : 'go'} onClick={() => finish(true)}>
           {open.action}
         </button>
       </div>

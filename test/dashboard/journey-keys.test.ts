@@ -3,9 +3,9 @@
  * is explained next to its checkbox; no scope is refused in place; a key is created with
  * `transactions:write` and an expiry of 30 days, shown once and copied with `Copy` (the clipboard
  * holds exactly the key, and the key works against the API within its scopes); `Revoke` asks in
- * a confirm dialog ("Revoke key …"), Cancel changes nothing, and once revoked the key gets 401.
- * Every step is checked through the API; axe-core on each state; screenshots
- * test/artifacts/dash-approve-keys-*.png.
+ * a confirm dialog ("Revoke key …"), Cancel changes nothing (focus back on `Revoke`), and once
+ * revoked the key gets 401. Every step is checked through the API; axe-core on each state;
+ * screenshots test/artifacts/dash-approve-keys-*.png.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
@@ -82,6 +82,8 @@ describe('API keys in the dashboard', () => {
       await state(page, `dash-approve-keys-revoke-${size}`, false);
       await dialog.getByRole('button', { name: 'Cancel' }).click();
       await dialog.waitFor({ state: 'detached' });
+      // Focus is back on what opened the dialog.
+      expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe(`Revoke ${name}`);
       expect((await t.request('GET', '/api/wallets', { token: key })).status).toBe(200);
       await page.getByRole('button', { name: `Revoke ${name}` }).click();
       await dialog.getByRole('button', { name: `Revoke key ${name}` }).click();

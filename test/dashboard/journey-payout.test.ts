@@ -2,12 +2,12 @@
  * An approver's journey in the dashboard (Chromium, at 390 px and at 1280 px): a wallet whose
  * policy holds what is over 0.5 ETH for approval; a payout of 1.1 ETH to 2 recipients and a
  * transfer of 0.7 ETH wait (the payout made with `New payout`, a wrong address first told next to
- * it). The wallet page names every recipient and amount; Approve and Reject
- * ask in a confirm dialog whose button says what happens ("Approve 1.1 ETH to 2 recipients");
- * Cancel and Escape change nothing (the API still shows both awaiting); the approved payout's page
- * lists each item confirmed with its hash; the rejected transfer fails `rejected_by_approver`.
- * Every step is checked through the API; axe-core on each state; screenshots
- * test/artifacts/dash-approve-*.png.
+ * it). The wallet page names every recipient and amount; Approve and Reject ask in a confirm
+ * dialog whose button says what happens ("Approve 1.1 ETH to 2 recipients"); Cancel and Escape
+ * change nothing (the API still shows both awaiting; focus back on the button); the approved
+ * payout's page lists each item confirmed with its hash; the rejected transfer fails
+ * `rejected_by_approver`. Every step is checked through the API; axe-core on each state;
+ * screenshots test/artifacts/dash-approve-*.png.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -143,6 +143,7 @@ describe('approving and rejecting in the dashboard', () => {
           await dialog.getByRole('button', { name: 'Cancel' }).click();
         } else await page.keyboard.press('Escape');
         await dialog.waitFor({ state: 'detached' });
+        expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), close).toBe(`Approve payout ${ids.payout}`);
         expect((await get(`/api/wallet/${wallet.id}/payout/${ids.payout}`)).status, close).toBe('awaiting_approval');
       }
 
