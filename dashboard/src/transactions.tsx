@@ -104,7 +104,7 @@ export function Transactions({ wallet, explorer }: { wallet: string; explorer: s
  * it, so this is read from the wallet's policy now: over `approval_above` for its token, or a
  * contract call the policy cannot read. A threshold changed since the hold is said as such.
  */
-export function heldBecause(t: Transaction, approvalAbove: Record<string, string> | null): string {
+function heldBecause(t: Transaction, approvalAbove: Record<string, string> | null): string {
   const threshold = approvalAbove?.[t.symbol];
   if (threshold !== undefined && units(t.amount) > units(threshold))
     return `Over the approval threshold of ${short(threshold)} ${t.symbol} (spending policy, "Approval above").`;
