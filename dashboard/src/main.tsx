@@ -10,6 +10,7 @@ import { api, session } from './api.js';
 import { SignIn } from './signin.js';
 import { Wallet, Wallets } from './wallets.js';
 import { ChargeOf } from './charges.js';
+import { PayoutOf } from './payout.js';
 import { Keys } from './keys.js';
 import { Events } from './events.js';
 
@@ -18,13 +19,16 @@ type Route =
   | { view: 'keys' }
   | { view: 'events' }
   | { view: 'wallet'; id: string }
-  | { view: 'charge'; id: string; charge: string };
+  | { view: 'charge'; id: string; charge: string }
+  | { view: 'payout'; id: string; payout: string };
 
 function parseRoute(hash: string): Route {
   if (hash === '#/keys') return { view: 'keys' };
   if (hash === '#/events') return { view: 'events' };
   const c = /^#\/wallet\/([1-9][0-9]*)\/charge\/([1-9][0-9]*)$/.exec(hash);
   if (c) return { view: 'charge', id: c[1], charge: c[2] };
+  const p = /^#\/wallet\/([1-9][0-9]*)\/payout\/([1-9][0-9]*)$/.exec(hash);
+  if (p) return { view: 'payout', id: p[1], payout: p[2] };
   const m = /^#\/wallet\/([1-9][0-9]*)$/.exec(hash);
   return m ? { view: 'wallet', id: m[1] } : { view: 'wallets' };
 }
@@ -44,6 +48,7 @@ function View({ route }: { route: Route }) {
   if (route.view === 'events') return <Events />;
   if (route.view === 'wallet') return <Wallet id={route.id} />;
   if (route.view === 'charge') return <ChargeOf wallet={route.id} charge={route.charge} />;
+  if (route.view === 'payout') return <PayoutOf wallet={route.id} payout={route.payout} />;
   return <Wallets />;
 }
 

@@ -1,14 +1,16 @@
 /**
- * A wallet's transactions: the listing, a page at a time (`Approve`, `Reject` for one awaiting
- * approval), and a chart of the amounts received and sent per day over the last 30 days per
+ * A wallet's transactions: the listing, a page at a time, those of the page awaiting approval
+ * above it (each with its recipient, amount and the rule that held it; `Approve` and `Reject`
+ * ask in the confirm dialog first), and a chart of the amounts received and sent per day over the last 30 days per
  * token. Sums are exact (BigInt over the API's decimal strings); only bar heights are scaled to
  * numbers.
  */
 import { useState } from 'preact/hooks';
-import { api, failure, type Data } from './api.js';
+import { api, type Data } from './api.js';
 import { ok, PAGE, useApi } from './data.js';
-import { amount as short } from './format.js';
-import { AddressLink, Amount, Empty, Hash, Listing, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
+import { amount as short, shortHash } from './format.js';
+import { useDecision, type Decision } from './confirm.js';
+import { AddressLink, Amount, Empty, Hash, Listing, Loading, Notice, Problem, StatusBadge, Time, WholeAddress } from './ui.js';
 import { ExportCsv } from './export.js';
 
 type Transaction = Data<'/api/wallet/{wallet}/transaction'>[number];
@@ -18,31 +20,30 @@ export function Transactions({ wallet, explorer }: { wallet: string; explorer: s
   const [pages, setPages] = useState(1);
   // A decision reads the page afresh (its Loading shown), as turning a page does.
   const [version, setVersion] = useState(0);
-  const [message, setMessage] = useState<string | null>(null);
-  const decide = async (id: number, kind: 'approve' | 'reject') => {
-    const path = { wallet, transaction: String(id) };
-    const r =
-      kind === 'approve'
-        ? await api.POST('/api/wallet/{wallet}/transaction/{transaction}/approve', { params: { path } })
-        : await api.POST('/api/wallet/{wallet}/transaction/{transaction}/reject', { params: { path } });
-    setMessage(
-      r.data
-        ? `Transaction ${id} ${kind === 'approve' ? 'approved' : 'rejected'}.`
-        : failure(r.error, `The transaction could not be ${kind === 'approve' ? 'approved' : 'rejected'}.`),
-    );
-    setVersion(version + 1);
-  };
+  const [message, setMessage] = useState<{ error: boolean; text: string } | null>(null);
   const { data: rows, error } = useApi(async () => {
     const r = await api.GET('/api/wallet/{wallet}/transaction', { params: { path: { wallet }, query: { page, limit: PAGE } } });
     const listed = ok(r, 'The transactions could not be listed.').data;
     setPages(Number(r.response.headers.get('x-pagination-pages') ?? '1') || 1);
     return listed;
   }, [wallet, page, version]);
+  const held = rows?.filter((t) => t.status === 'awaiting_approval') ?? [];
   return (
     <section aria-labelledby="tx-title">
       <h2 id="tx-title">Transactions</h2>
       <ExportCsv wallet={wallet} kind="transactions" />
       <Notice message={message} />
+      {held.length > 0 && (
+        <Held
+          wallet={wallet}
+          explorer={explorer}
+          rows={held}
+          onDecided={(m) => {
+            setMessage(m);
+            setVersion(version + 1);
+          }}
+        />
+      )}
       <Listing label="Transactions" rows={rows} error={error} empty="No transactions yet.">
         <table>
           <thead>
@@ -61,16 +62,6 @@ export function Transactions({ wallet, explorer }: { wallet: string; explorer: s
               <tr key={t.id} data-transaction={t.id}>
                 <td data-label="Status">
                   <StatusBadge status={t.status} />
-                  {t.status === 'awaiting_approval' && (
-                    <span class="actions">
-                      <button type="button" onClick={() => void decide(t.id, 'approve')} aria-label={`Approve transaction ${t.id}`}>
-                        Approve
-                      </button>
-                      <button type="button" onClick={() => void decide(t.id, 'reject')} aria-label={`Reject transaction ${t.id}`}>
-                        Reject
-                      </button>
-                    </span>
-                  )}
                 </td>
                 <td data-label="Type">{t.type}</td>
                 <td class="num" data-label="Amount">
@@ -105,6 +96,114 @@ export function Transactions({ wallet, explorer }: { wallet: string; explorer: s
         </button>
       </nav>
     </section>
+  );
+}
+
+/**
+ * Why the policy holds a transaction, in words. The transaction does not carry the rule that held
+ * it, so this is read from the wallet's policy now: over `approval_above` for its token, or a
+ * contract call the policy cannot read. A threshold changed since the hold is said as such.
+ */
+function heldBecause(t: Transaction, approvalAbove: Record<string, string> | null): string {
+  const threshold = approvalAbove?.[t.symbol];
+  if (threshold !== undefined && units(t.amount) > units(threshold))
+    return `Over the approval threshold of ${short(threshold)} ${t.symbol} (spending policy, "Approval above").`;
+  if (t.type === 'contract')
+    return 'A contract call: on a wallet with a spending policy, a call to a contract not on the allowlist waits for approval.';
+  return approvalAbove === null
+    ? 'Held by the spending policy.'
+    : `Held by the spending policy's approval threshold when it was created (now ${threshold === undefined ? 'none' : `${short(threshold)} ${t.symbol}`}).`;
+}
+
+/** A held transaction's facts, in the list and in the confirm dialog: recipient (whole, linked), amount, token, the rule. */
+function HeldFacts({ t, explorer, rule }: { t: Transaction; explorer: string; rule: string }) {
+  return (
+    <dl class="facts">
+      <div>
+        <dt>To</dt>
+        <dd>
+          <WholeAddress address={t.to} explorer={explorer} />
+        </dd>
+      </div>
+      <div>
+        <dt>Amount</dt>
+        <dd>
+          <Amount value={t.amount} symbol={t.symbol} />
+        </dd>
+      </div>
+      <div>
+        <dt>Held because</dt>
+        <dd data-held-because>{rule}</dd>
+      </div>
+    </dl>
+  );
+}
+
+/** The transactions awaiting approval: each with its recipient, amount and rule; `Approve` and `Reject` ask first. */
+function Held({
+  wallet,
+  explorer,
+  rows,
+  onDecided,
+}: {
+  wallet: string;
+  explorer: string;
+  rows: Transaction[];
+  onDecided: (m: { error: boolean; text: string }) => void;
+}) {
+  const { data: approvalAbove } = useApi(
+    async () =>
+      ok(await api.GET('/api/wallet/{wallet}/policy', { params: { path: { wallet } } }), 'The policy could not be read.').data
+        .approval_above,
+    [wallet],
+  );
+  const { decide, dialog } = useDecision(
+    'Transaction',
+    (id, kind) => {
+      const path = { wallet, transaction: String(id) };
+      return kind === 'approve'
+        ? api.POST('/api/wallet/{wallet}/transaction/{transaction}/approve', { params: { path } })
+        : api.POST('/api/wallet/{wallet}/transaction/{transaction}/reject', { params: { path } });
+    },
+    onDecided,
+  );
+  const ask = (t: Transaction, kind: Decision) =>
+    decide(
+      t.id,
+      kind,
+      `${kind === 'approve' ? 'Approve' : 'Reject'} ${t.type === 'contract' ? 'contract call' : 'transfer'} of ${short(t.amount)} ${t.symbol} to ${shortHash(t.to)}`,
+      <>
+        <HeldFacts t={t} explorer={explorer} rule={heldBecause(t, approvalAbove)} />
+        <p>
+          {kind === 'approve'
+            ? 'It is signed and sent at once; a sent transaction cannot be called back.'
+            : 'It is not sent, and its amount is free again.'}
+        </p>
+      </>,
+    );
+  return (
+    <div class="held" role="region" aria-labelledby="held-title">
+      <h3 id="held-title">Awaiting approval</h3>
+      <ul class="plain">
+        {rows.map((t) => (
+          <li key={t.id} data-held={t.id}>
+            <p class="held-head">
+              Transaction {t.id} · <Time utc={t.created_at} />
+            </p>
+            <HeldFacts t={t} explorer={explorer} rule={heldBecause(t, approvalAbove)} />
+            <span class="actions">
+              <button type="button" onClick={() => void ask(t, 'approve')} aria-label={`Approve transaction ${t.id}`}>
+                Approve
+              </button>
+              <button type="button" onClick={() => void ask(t, 'reject')} aria-label={`Reject transaction ${t.id}`}>
+                Reject
+              </button>
+            </span>
+          </li>
+        ))}
+      </ul>
+      {dialog}
+    </div>
   );
 }
 

@@ -121,3 +121,19 @@ export function Notice({ message }: { message: { error: boolean; text: string } 
     </p>
   );
 }
+
+/** An address in full (a recipient to check before approving), linked to the network's explorer when it has one. */
+export function WholeAddress({ address, explorer }: { address: string; explorer: string }) {
+  const url = explorerUrl(explorer, 'address', address);
+  return (
+    <span class="mono whole" data-recipient={address}>
+      {url ? (
+        <a href={url} target="_blank" rel="noopener noreferrer">
+          {address}
+        </a>
+      ) : (
+        address
+      )}
+    </span>
+  );
+}

@@ -9,25 +9,20 @@
  * sends. Screenshots at 390 px and 1280 px go to test/artifacts/ (copies in docs/images/).
  */
 import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { getAddress, parseEther } from 'viem';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
-import { ROOT } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { RECIPIENT, waitForStatus } from '../helpers/transfers.js';
 import { watchPage } from '../helpers/browser.js';
+import { accessible, ARTIFACTS, DESKTOP, PHONE } from '../helpers/dashboard.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARTIFACTS = join(ROOT, 'test/artifacts');
-const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1280, height: 800 };
 const EXPLORER = 'https://explorer.example';
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 describe('the dashboard in Chromium', () => {
   let chain: TestChain;
@@ -102,20 +97,6 @@ describe('the dashboard in Chromium', () => {
       await page.screenshot({ path: join(ARTIFACTS, `dashboard-${name}-${size}.png`), fullPage });
     }
     await page.setViewportSize(was);
-  }
-
-  /** axe-core in the page: no serious or critical violation. */
-  async function accessible(page: Page, view: string): Promise<void> {
-    await page.addScriptTag({ content: AXE });
-    const violations = await page.evaluate(async () => {
-      const r = await (
-        window as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }
-      ).axe.run();
-      return r.violations
-        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-        .map((v) => `${v.id} (${v.impact}, ${v.nodes.length} nodes)`);
-    });
-    expect(violations, view).toEqual([]);
   }
 
   for (const [name, viewport] of [
@@ -283,6 +264,7 @@ describe('the dashboard in Chromium', () => {
     const { context, page } = await signedIn(DESKTOP);
     await page.getByRole('link', { name: wallet.name }).click();
     await page.getByRole('button', { name: `Approve payout ${payout.id}` }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Approve 0.15 ETH to 1 recipient' }).click();
     await page
       .getByRole('status')
       .filter({ hasText: `Payout ${payout.id} approved.` })
@@ -312,6 +294,10 @@ describe('the dashboard in Chromium', () => {
     const { context, page } = await signedIn(DESKTOP);
     await page.getByRole('link', { name: wallet.name }).click();
     await page.getByRole('button', { name: `Approve transaction ${held.id}` }).click();
+    await page
+      .getByRole('dialog')
+      .getByRole('button', { name: `Approve transfer of 0.12 ETH to ${RECIPIENT.slice(0, 10)}…${RECIPIENT.slice(-8)}` })
+      .click();
     await page
       .getByRole('status')
       .filter({ hasText: `Transaction ${held.id} approved.` })
@@ -516,6 +502,10 @@ describe('the dashboard in Chromium', () => {
       await accessible(page, 'keys');
       await page.screenshot({ path: join(ARTIFACTS, `dashboard-keys-${name}.png`), fullPage: true });
       await page.getByRole('button', { name: `Revoke till ${name}` }).click();
+      await page
+        .getByRole('dialog')
+        .getByRole('button', { name: `Revoke key till ${name}` })
+        .click();
       await page
         .getByRole('status')
         .filter({ hasText: `Key ${listed.id} revoked.` })
