@@ -79,9 +79,6 @@ import {
   loadWatched,
   readBlockTransfers,
   lookupOurs,
-  markStuckTransfers,
-  recheckReorgedReceipts,
-  recheckUnmined,
   attachMinedTransfers,
   recordBlockReceipts,
   settleConfirmed,
@@ -91,6 +88,7 @@ import {
   type SyncScope,
   type Watched,
 } from '../modules/transactions/transactions.chain-sync.js';
+import { markStuckTransfers, recheckReorgedReceipts, recheckUnmined } from '../modules/transactions/transactions.recheck.js';
 import { lockWalletsAndEvents, rollBackAbove } from '../modules/transactions/transactions.state.js';
 import {
   anyDepositWatched,

@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait.js';
-import { recheckUnmined } from '../../src/modules/transactions/transactions.chain-sync.js';
+import { recheckUnmined } from '../../src/modules/transactions/transactions.recheck.js';
 import { findRecord } from '../../src/modules/transactions/transactions.repository.js';
 import { recordReplacement } from '../../src/modules/transactions/transactions.versions.repository.js';
 import { lockWallet } from '../../src/modules/wallets/wallets.repository.js';

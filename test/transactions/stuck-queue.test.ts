@@ -11,7 +11,7 @@ import type { TestChain } from '../helpers/chain.js';
 import { lockWallet } from '../../src/modules/wallets/wallets.repository.js';
 import * as repo from '../../src/modules/transactions/transactions.repository.js';
 import * as versionsRepo from '../../src/modules/transactions/transactions.versions.repository.js';
-import { recheckBackoffMs } from '../../src/modules/transactions/transactions.chain-sync.js';
+import { recheckBackoffMs } from '../../src/modules/transactions/transactions.recheck.js';
 import { ETH, fundedWallet, RECIPIENT, RpcProxy, waitForStatus, type FundedWallet, startProxiedSuite } from '../helpers/transfers.js';
 
 let t: TestApp;
