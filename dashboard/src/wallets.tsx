@@ -1,12 +1,14 @@
 /**
- * The wallets: each with its network, address and balances, and one wallet's page with all its
- * sections (chart, transactions, charges, payouts, webhooks, policy, reconciliation) and, on the
- * local devnet, `Fund from devnet`.
+ * The wallets: each with its network, address and balances (`New wallet`: a name and a network),
+ * and one wallet's page with all its sections (send, tokens, chart, transactions, charges,
+ * payouts, webhooks, policy, reconciliation) and, on the local devnet, `Fund from devnet`.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, failure } from './api.js';
 import { ok, useApi } from './data.js';
-import { Amount, Empty, Loading, Notice, Problem } from './ui.js';
+import { amount as short } from './format.js';
+import { addressProblem, amountProblem, Field, problems, Submit, useForm, valueOf } from './forms.js';
+import { Amount, Empty, Hash, Loading, Notice, Problem, StatusBadge } from './ui.js';
 import { Chart, Transactions } from './transactions.js';
 import { Charges } from './charges.js';
 import { Payouts } from './payouts.js';
@@ -21,8 +23,18 @@ interface WalletSummary {
   network: string;
   explorer: string;
   chainId: number | null;
-  balances: { symbol: string; balance: string }[] | null;
+  balances: WalletToken[] | null;
   error: string | null;
+}
+
+/** An active token of the wallet with its balance. */
+interface WalletToken {
+  symbol: string;
+  name: string;
+  balance: string;
+  decimals: number;
+  contract: string;
+  is_native: boolean;
 }
 
 async function loadWallet(id: number, name: string, address: string): Promise<WalletSummary> {
@@ -38,7 +50,16 @@ async function loadWallet(id: number, name: string, address: string): Promise<Wa
     network: network?.name ?? '',
     explorer: network?.block_explorer ?? '',
     chainId: network?.chain_id ?? null,
-    balances: balance.data ? balance.data.data.tokens.map((t) => ({ symbol: t.symbol, balance: t.balance })) : null,
+    balances: balance.data
+      ? balance.data.data.tokens.map((t) => ({
+          symbol: t.symbol,
+          name: t.name,
+          balance: t.balance,
+          decimals: t.decimals,
+          contract: t.contract,
+          is_native: t.is_native,
+        }))
+      : null,
     error: balance.data ? null : failure(balance.error, 'The balance could not be read.'),
   };
 }
@@ -73,53 +94,103 @@ export function Wallets() {
   }, []);
   if (error) return <Problem text={error} />;
   if (!wallets) return <Loading what="wallets" />;
-  if (wallets.length === 0) return <Empty text="No wallets yet. Create one with POST /api/wallet/create." />;
   return (
     <section aria-labelledby="wallets-title">
       <h1 id="wallets-title">Wallets</h1>
-      <ul class="cards">
-        {wallets.map((w) => (
-          <li class="card wallet" key={w.id}>
-            <h2>
-              <a href={`#/wallet/${w.id}`}>{w.name}</a>
-            </h2>
-            <WalletFacts w={w} />
-          </li>
-        ))}
-      </ul>
+      <NewWallet first={wallets.length === 0} />
+      {wallets.length === 0 ? (
+        <Empty text="No wallets yet." />
+      ) : (
+        <ul class="cards">
+          {wallets.map((w) => (
+            <li class="card wallet" key={w.id}>
+              <h2>
+                <a href={`#/wallet/${w.id}`}>{w.name}</a>
+              </h2>
+              <WalletFacts w={w} />
+            </li>
+          ))}
+        </ul>
+      )}
     </section>
+  );
+}
+
+/** `New wallet`: a name and a network (of those the service has); the new wallet's page opens. */
+function NewWallet({ first }: { first: boolean }) {
+  const [open, setOpen] = useState(first);
+  const [name, setName] = useState('');
+  const [network, setNetwork] = useState('');
+  const form = useForm('new-wallet', { name: 'Wallet name', network_id: 'Network' });
+  const { data: networks, error } = useApi(
+    async () => (open ? ok(await api.GET('/api/networks'), 'The networks could not be listed.').data : []),
+    [open],
+  );
+  const chosen = network || String(networks?.[0]?.id ?? '');
+  const create = async (e: Event) => {
+    e.preventDefault();
+    const created = await form.submit(
+      () => api.POST('/api/wallet/create', { body: { name: name.trim(), network_id: Number(chosen) } }),
+      () => problems({ name: name.trim() === '' ? 'Wallet name is required.' : null, network_id: chosen ? null : 'Choose a network.' }),
+    );
+    if (created) window.location.hash = `#/wallet/${created.data.id}`;
+  };
+  if (!open)
+    return (
+      <p class="actions">
+        <button type="button" aria-expanded="false" onClick={() => setOpen(true)}>
+          New wallet
+        </button>
+      </p>
+    );
+  return (
+    <form class="inline-form card" ref={form.ref} onSubmit={(e) => void create(e)} aria-labelledby="new-wallet-title" noValidate>
+      <h2 id="new-wallet-title">New wallet</h2>
+      <Field form={form} name="name">
+        {(p) => <input {...p} autocomplete="off" maxLength={255} value={name} onInput={(e) => setName(valueOf(e))} />}
+      </Field>
+      <Field form={form} name="network_id" hint="The chain its address lives on; it cannot be changed later.">
+        {(p) =>
+          error ? (
+            <Problem text={error} />
+          ) : (
+            <select {...p} value={chosen} onChange={(e) => setNetwork(valueOf(e))}>
+              {(networks ?? []).map((n) => (
+                <option key={n.id} value={n.id}>
+                  {n.name} (chain {n.chain_id}, {n.currency_symbol})
+                </option>
+              ))}
+            </select>
+          )
+        }
+      </Field>
+      <Submit form={form} text="Create wallet" busyText="Creating the wallet…" />
+    </form>
   );
 }
 
 /** The local devnet's "Fund from devnet" (anvil's dev account sends ETH in a real transfer). */
 function FundFromDevnet({ wallet, onFunded }: { wallet: string; onFunded: () => void }) {
   const [value, setValue] = useState('1');
-  const [message, setMessage] = useState<{ error: boolean; text: string } | null>(null);
+  const [message, setMessage] = useState<string | null>(null);
+  const form = useForm('fund', { amount: 'ETH from the local devnet' });
   const fund = async (e: Event) => {
     e.preventDefault();
-    const r = await api
-      .POST('/api/wallet/{wallet}/devnet/fund', { params: { path: { wallet } }, body: { amount: value.trim() } })
-      .catch(() => ({ data: undefined, error: undefined }));
-    setMessage(
-      r.data
-        ? { error: false, text: `Funded with ${r.data.data.amount.replace(/0+$/, '').replace(/\.$/, '')} ETH from the devnet.` }
-        : { error: true, text: failure(r.error, 'The wallet could not be funded.') },
+    setMessage(null);
+    const r = await form.submit(
+      () => api.POST('/api/wallet/{wallet}/devnet/fund', { params: { path: { wallet } }, body: { amount: value.trim() } }),
+      () => problems({ amount: amountProblem(value, 'The amount') }),
     );
-    if (r.data) onFunded();
+    if (!r) return;
+    setMessage(`Funded with ${short(r.data.amount)} ETH from the devnet.`);
+    onFunded();
   };
   return (
-    <form class="inline-form" onSubmit={(e) => void fund(e)} aria-label="Fund from the local devnet">
-      <label for="fund-amount">ETH from the local devnet</label>
-      <input
-        id="fund-amount"
-        inputMode="decimal"
-        autocomplete="off"
-        value={value}
-        onInput={(e) => setValue((e.target as HTMLInputElement).value)}
-      />
-      <button type="submit" class="primary">
-        Fund from devnet
-      </button>
+    <form class="inline-form" ref={form.ref} onSubmit={(e) => void fund(e)} aria-label="Fund from the local devnet" noValidate>
+      <Field form={form} name="amount">
+        {(p) => <input {...p} inputMode="decimal" autocomplete="off" value={value} onInput={(e) => setValue(valueOf(e))} />}
+      </Field>
+      <Submit form={form} text="Fund from devnet" busyText="Funding…" />
       <Notice message={message} />
     </form>
   );
@@ -146,6 +217,8 @@ export function Wallet({ id }: { id: string }) {
         <WalletFacts w={w} />
         {w.chainId === 31337 && <FundFromDevnet wallet={id} onFunded={reload} />}
       </section>
+      <Send wallet={id} tokens={w.balances ?? []} explorer={w.explorer} onSettled={reload} />
+      <Tokens wallet={id} tokens={w.balances} onAdded={reload} />
       <Chart wallet={id} />
       <Transactions wallet={id} explorer={w.explorer} />
       <Charges wallet={id} />
@@ -154,5 +227,164 @@ export function Wallet({ id }: { id: string }) {
       <Policy wallet={id} />
       <Reconciliation wallet={id} />
     </div>
+  );
+}
+
+type Sent = NonNullable<Awaited<ReturnType<typeof showTransfer>>>;
+
+async function showTransfer(wallet: string, id: number) {
+  const r = await api.GET('/api/wallet/{wallet}/transaction/show/{transaction}', {
+    params: { path: { wallet, transaction: String(id) } },
+  });
+  return r.data?.data ?? null;
+}
+
+/** `Send`: a token of the wallet, an amount and a recipient; the transfer is followed until it settles. */
+function Send({ wallet, tokens, explorer, onSettled }: { wallet: string; tokens: WalletToken[]; explorer: string; onSettled: () => void }) {
+  const [token, setToken] = useState('');
+  const [amount, setAmount] = useState('');
+  const [address, setAddress] = useState('');
+  const [sent, setSent] = useState<{ id: number } | null>(null);
+  const form = useForm('send', { token: 'Token', amount: 'Amount', address: 'Recipient address' });
+  const chosen = tokens.find((t) => t.symbol === token) ?? tokens[0];
+  const send = async (e: Event) => {
+    e.preventDefault();
+    const created = await form.submit(
+      () =>
+        api.POST('/api/wallet/{wallet}/transaction/create', {
+          params: { path: { wallet } },
+          body: { token: chosen?.symbol, amount: amount.trim(), address: address.trim() },
+        }),
+      () =>
+        problems({
+          token: chosen ? null : 'The wallet has no token to send.',
+          amount: amountProblem(amount, 'Amount'),
+          address: addressProblem(address, 'Recipient address'),
+        }),
+    );
+    if (!created) return;
+    setSent({ id: created.data.id });
+    setAmount('');
+    setAddress('');
+  };
+  return (
+    <section aria-labelledby="send-title">
+      <h2 id="send-title">Send</h2>
+      <form class="inline-form" ref={form.ref} onSubmit={(e) => void send(e)} aria-labelledby="send-title" noValidate>
+        <Field form={form} name="token">
+          {(p) => (
+            <select {...p} value={chosen?.symbol ?? ''} onChange={(e) => setToken(valueOf(e))}>
+              {tokens.map((t) => (
+                <option key={t.symbol} value={t.symbol}>
+                  {t.symbol} (balance {short(t.balance)})
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field form={form} name="amount" hint={chosen ? `In ${chosen.symbol}, at most ${chosen.decimals} decimal places.` : undefined}>
+          {(p) => <input {...p} inputMode="decimal" autocomplete="off" value={amount} onInput={(e) => setAmount(valueOf(e))} />}
+        </Field>
+        <Field form={form} name="address" hint="0x followed by 40 hexadecimal characters.">
+          {(p) => (
+            <input {...p} class="mono" autocomplete="off" spellcheck={false} value={address} onInput={(e) => setAddress(valueOf(e))} />
+          )}
+        </Field>
+        <Submit form={form} text="Send" busyText="Sending…" />
+      </form>
+      {sent && <Transfer key={sent.id} wallet={wallet} id={sent.id} explorer={explorer} onSettled={onSettled} />}
+    </section>
+  );
+}
+
+/** The transfer just sent: read again until it is no longer pending. */
+function Transfer({ wallet, id, explorer, onSettled }: { wallet: string; id: number; explorer: string; onSettled: () => void }) {
+  const [tx, setTx] = useState<Sent | null>(null);
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let live = true;
+    const read = async () => {
+      const t = await showTransfer(wallet, id).catch(() => null);
+      if (!live) return;
+      if (t) setTx(t);
+      if (t && t.status !== 'pending') onSettled();
+      else timer = setTimeout(() => void read(), 1000);
+    };
+    void read();
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [wallet, id]);
+  if (!tx) return <Loading what="the transfer" />;
+  return (
+    <div class="sent" role="status" data-transfer={tx.id}>
+      <p>
+        Transfer {tx.id}: <Amount value={tx.amount} symbol={tx.symbol} /> <StatusBadge status={tx.status} />
+        {tx.tx_hash ? (
+          <>
+            {' '}
+            · <Hash hash={tx.tx_hash} explorer={explorer} />
+          </>
+        ) : null}
+      </p>
+      <dl class="balances">
+        <div>
+          <dt>From</dt>
+          <dd class="mono" data-from={tx.from}>
+            {tx.from}
+          </dd>
+        </div>
+        <div>
+          <dt>To</dt>
+          <dd class="mono" data-to={tx.to}>
+            {tx.to}
+          </dd>
+        </div>
+      </dl>
+    </div>
+  );
+}
+
+/** The wallet's tokens, and `Add token`: an ERC-20 contract address (its symbol and decimals are read from the chain). */
+function Tokens({ wallet, tokens, onAdded }: { wallet: string; tokens: WalletToken[] | null; onAdded: () => void }) {
+  const [contract, setContract] = useState('');
+  const [message, setMessage] = useState<string | null>(null);
+  const form = useForm('add-token', { contract: 'Token contract address' });
+  const add = async (e: Event) => {
+    e.preventDefault();
+    setMessage(null);
+    const added = await form.submit(
+      () => api.POST('/api/wallet/{wallet}/token/add', { params: { path: { wallet } }, body: { contract: contract.trim() } }),
+      () => problems({ contract: addressProblem(contract, 'Token contract address') }),
+    );
+    if (!added) return;
+    setMessage(`${added.data.symbol} (${added.data.name}, ${added.data.decimals} decimals) added.`);
+    setContract('');
+    onAdded();
+  };
+  return (
+    <section aria-labelledby="tokens-title">
+      <h2 id="tokens-title">Tokens</h2>
+      {tokens && (
+        <ul class="plain">
+          {tokens.map((t) => (
+            <li key={t.symbol} data-token={t.symbol}>
+              <strong>{t.symbol}</strong> {t.name} · {t.decimals} decimals ·{' '}
+              {t.is_native ? 'native coin' : <span class="mono">{t.contract}</span>}
+            </li>
+          ))}
+        </ul>
+      )}
+      <form class="inline-form" ref={form.ref} onSubmit={(e) => void add(e)} aria-label="Add token" noValidate>
+        <Field form={form} name="contract" hint="The ERC-20 contract on this wallet's network: its symbol and decimals are read from it.">
+          {(p) => (
+            <input {...p} class="mono" autocomplete="off" spellcheck={false} value={contract} onInput={(e) => setContract(valueOf(e))} />
+          )}
+        </Field>
+        <Submit form={form} text="Add token" busyText="Adding the token…" />
+        <Notice message={message} />
+      </form>
+    </section>
   );
 }
