@@ -1,11 +1,14 @@
 /**
- * A wallet's charges: the listing, and a charge's own view with its payments and refunds
- * (`Refund`: an amount, to an address or as a claim link for the payer; the charge is read again).
+ * A wallet's charges: the listing with `New charge` (an amount of a token, or a price in a
+ * currency; an expiry), and a charge's own view with its checkout link, expiry, payments and
+ * refunds (`Refund`: an amount, to an address or as a claim link for the payer; the charge is
+ * read again).
  */
 import { useState } from 'preact/hooks';
-import { api, failure } from './api.js';
+import { api } from './api.js';
 import { ok, PAGE, useApi } from './data.js';
 import { amount as short } from './format.js';
+import { addressProblem, amountProblem, Field, problems, Submit, useForm, valueOf } from './forms.js';
 import { Amount, Empty, Hash, Listing, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
 import { ExportCsv } from './export.js';
 
@@ -21,6 +24,7 @@ export function Charges({ wallet }: { wallet: string }) {
   return (
     <section aria-labelledby="charges-title">
       <h2 id="charges-title">Charges</h2>
+      <NewCharge wallet={wallet} />
       <ExportCsv wallet={wallet} kind="charges" />
       <Listing label="Charges" rows={rows} error={error} empty="No charges yet.">
         <table>
@@ -116,6 +120,7 @@ function ChargeDetail({ wallet, charge, explorer }: { wallet: string; charge: st
             {c.deposit_kind === 'keyless' ? 'keyless address' : 'keyed address'}
           </span>
         </p>
+        <Checkout url={c.hosted_url} expiresAt={c.expires_at} status={c.status} price={c.price} />
       </section>
       <section aria-labelledby="payments-title">
         <h2 id="payments-title">Payments</h2>
@@ -187,48 +192,225 @@ function ChargeDetail({ wallet, charge, explorer }: { wallet: string; charge: st
 function RefundForm({ wallet, charge, token, onDone }: { wallet: string; charge: string; token: string; onDone: () => void }) {
   const [amount, setAmount] = useState('');
   const [address, setAddress] = useState('');
-  const [message, setMessage] = useState<{ error: boolean; text: string } | null>(null);
+  const [message, setMessage] = useState<string | null>(null);
+  const form = useForm('refund', {
+    amount: `Refund amount (${token}, empty: all that is left)`,
+    address: 'Refund address (empty: a claim link for the payer)',
+  });
   const submit = async (e: Event) => {
     e.preventDefault();
+    setMessage(null);
     const body = { ...(amount.trim() ? { amount: amount.trim() } : {}), ...(address.trim() ? { address: address.trim() } : {}) };
-    const r = await api
-      .POST('/api/wallet/{wallet}/charge/{charge}/refund', { params: { path: { wallet, charge } }, body })
-      .catch(() => ({ data: undefined, error: undefined }));
-    if (!r.data) return setMessage({ error: true, text: failure(r.error, 'The refund could not be made.') });
-    const refund = r.data.data;
-    setMessage({
-      error: false,
-      text: refund.claim_url
+    const r = await form.submit(
+      () => api.POST('/api/wallet/{wallet}/charge/{charge}/refund', { params: { path: { wallet, charge } }, body }),
+      () =>
+        problems({
+          amount: amount.trim() ? amountProblem(amount, 'The refund amount') : null,
+          address: address.trim() ? addressProblem(address, 'The refund address') : null,
+        }),
+    );
+    if (!r) return;
+    const refund = r.data;
+    setMessage(
+      refund.claim_url
         ? `Refund of ${short(refund.amount)} ${token} created: send the payer ${refund.claim_url}`
         : `Refund of ${short(refund.amount)} ${token} sent (${refund.status}).`,
-    });
+    );
     setAmount('');
     setAddress('');
     onDone();
   };
   return (
-    <form class="inline-form" onSubmit={(e) => void submit(e)} aria-label="Refund this charge">
-      <label for="refund-amount">Refund amount ({token}, empty: all that is left)</label>
-      <input
-        id="refund-amount"
-        inputMode="decimal"
-        autocomplete="off"
-        value={amount}
-        onInput={(e) => setAmount((e.target as HTMLInputElement).value)}
-      />
-      <label for="refund-address">Refund address (empty: a claim link for the payer)</label>
-      <input
-        id="refund-address"
-        class="mono"
-        autocomplete="off"
-        spellcheck={false}
-        value={address}
-        onInput={(e) => setAddress((e.target as HTMLInputElement).value)}
-      />
-      <button type="submit" class="primary">
-        Refund
-      </button>
+    <form class="inline-form" ref={form.ref} onSubmit={(e) => void submit(e)} aria-label="Refund this charge" noValidate>
+      <Field form={form} name="amount">
+        {(p) => <input {...p} inputMode="decimal" autocomplete="off" value={amount} onInput={(e) => setAmount(valueOf(e))} />}
+      </Field>
+      <Field form={form} name="address">
+        {(p) => <input {...p} class="mono" autocomplete="off" spellcheck={false} value={address} onInput={(e) => setAddress(valueOf(e))} />}
+      </Field>
+      <Submit form={form} text="Refund" busyText="Refunding…" />
       <Notice message={message} />
+    </form>
+  );
+}
+
+/** The charge's checkout page for the payer (a link, and `Copy link`) and when the charge expires. */
+function Checkout({
+  url,
+  expiresAt,
+  status,
+  price,
+}: {
+  url: string;
+  expiresAt: string;
+  status: string;
+  price: { amount: string; currency: string } | null;
+}) {
+  const [copied, setCopied] = useState<string | null>(null);
+  const copy = async () => {
+    const done = await navigator.clipboard?.writeText(url).then(
+      () => true,
+      () => false,
+    );
+    setCopied(done ? 'Link copied.' : 'Select the link and copy it.');
+  };
+  return (
+    <dl class="balances checkout" aria-label="Checkout">
+      {price && (
+        <div>
+          <dt>Price</dt>
+          <dd>
+            {price.amount} {price.currency}
+          </dd>
+        </div>
+      )}
+      <div>
+        <dt>Checkout link</dt>
+        <dd>
+          <a href={url} target="_blank" rel="noopener noreferrer" class="mono" data-checkout>
+            {url}
+          </a>{' '}
+          <button type="button" class="copy" onClick={() => void copy()}>
+            Copy link
+          </button>
+          {copied && (
+            <span class="notice" role="status">
+              {' '}
+              {copied}
+            </span>
+          )}
+        </dd>
+      </div>
+      <div>
+        <dt>{status === 'pending' ? 'Expires' : 'Expiry'}</dt>
+        <dd data-expires={expiresAt}>
+          <Time utc={expiresAt} />
+          {status === 'pending' ? ` (${timeLeft(expiresAt)})` : null}
+        </dd>
+      </div>
+    </dl>
+  );
+}
+
+/** "in 14 minutes", "in 3 hours", "now": from the viewer's clock, as the page is drawn. */
+function timeLeft(utc: string): string {
+  const minutes = Math.round((Date.parse(`${utc.replace(' ', 'T')}Z`) - Date.now()) / 60_000);
+  if (!(minutes > 0)) return 'now';
+  if (minutes < 120) return `in ${minutes} ${minutes === 1 ? 'minute' : 'minutes'}`;
+  return `in ${Math.round(minutes / 60)} hours`;
+}
+
+const EXPIRIES: [number, string][] = [
+  [300, '5 minutes'],
+  [900, '15 minutes'],
+  [3600, '1 hour'],
+  [21600, '6 hours'],
+  [86400, '24 hours'],
+];
+const CURRENCIES = ['USD', 'EUR', 'GBP'];
+
+/** `New charge`: an amount of one of the wallet's tokens, or a price in a currency (any quoted token pays it); its page opens. */
+function NewCharge({ wallet }: { wallet: string }) {
+  const [open, setOpen] = useState(false);
+  const [v, setV] = useState({ kind: 'amount', amount: '', token: '', price: '', currency: 'USD', expires: '900' });
+  const set = (k: keyof typeof v) => (e: Event) => setV({ ...v, [k]: (e.currentTarget as HTMLInputElement).value });
+  const form = useForm(
+    'new-charge',
+    { amount: 'Amount', token: 'Token', price: 'Price', currency: 'Currency', expires: 'Expires after' },
+    { 'price.amount': 'price', 'price.currency': 'currency', tokens: 'price' },
+  );
+  const { data: tokens } = useApi(
+    async () =>
+      open ? ok(await api.GET('/api/wallet/{wallet}/tokens', { params: { path: { wallet } } }), 'The tokens could not be read.').data : [],
+    [wallet, open],
+  );
+  const active = (tokens ?? []).filter((t) => t.is_active);
+  const token = v.token || active[0]?.symbol || '';
+  const create = async (e: Event) => {
+    e.preventDefault();
+    const priced = v.kind === 'price';
+    const terms = priced ? { price: { amount: v.price.trim(), currency: v.currency } } : { amount: v.amount.trim(), token };
+    const created = await form.submit(
+      () =>
+        api.POST('/api/wallet/{wallet}/charge/create', { params: { path: { wallet } }, body: { ...terms, expires: Number(v.expires) } }),
+      () =>
+        problems(
+          priced
+            ? { price: amountProblem(v.price, 'Price') }
+            : { amount: amountProblem(v.amount, 'Amount'), token: token ? null : 'Add a token first.' },
+        ),
+    );
+    if (created) window.location.hash = `#/wallet/${wallet}/charge/${created.data.id}`;
+  };
+  if (!open)
+    return (
+      <div class="actions">
+        <button type="button" aria-expanded="false" onClick={() => setOpen(true)}>
+          New charge
+        </button>
+      </div>
+    );
+  return (
+    <form class="inline-form" ref={form.ref} onSubmit={(e) => void create(e)} aria-labelledby="new-charge-title" noValidate>
+      <h3 id="new-charge-title">New charge</h3>
+      <fieldset>
+        <legend>The payer pays</legend>
+        {(
+          [
+            ['amount', 'An amount of a token'],
+            ['price', 'A price in a currency'],
+          ] as const
+        ).map(([kind, text]) => (
+          <label key={kind} class="check">
+            <input type="radio" name="kind" value={kind} checked={v.kind === kind} onChange={set('kind')} /> {text}
+          </label>
+        ))}
+      </fieldset>
+      {v.kind === 'amount' ? (
+        <>
+          <Field form={form} name="amount">
+            {(p) => <input {...p} inputMode="decimal" autocomplete="off" value={v.amount} onInput={set('amount')} />}
+          </Field>
+          <Field form={form} name="token">
+            {(p) => (
+              <select {...p} value={token} onChange={set('token')}>
+                {active.map((t) => (
+                  <option key={t.symbol} value={t.symbol}>
+                    {t.symbol}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+        </>
+      ) : (
+        <>
+          <Field form={form} name="price" hint="At most 2 decimal places; the payer may pay in any token of the wallet that has a rate.">
+            {(p) => <input {...p} inputMode="decimal" autocomplete="off" value={v.price} onInput={set('price')} />}
+          </Field>
+          <Field form={form} name="currency">
+            {(p) => (
+              <select {...p} value={v.currency} onChange={set('currency')}>
+                {CURRENCIES.map((c) => (
+                  <option key={c}>{c}</option>
+                ))}
+              </select>
+            )}
+          </Field>
+        </>
+      )}
+      <Field form={form} name="expires">
+        {(p) => (
+          <select {...p} value={v.expires} onChange={set('expires')}>
+            {EXPIRIES.map(([s, text]) => (
+              <option key={s} value={String(s)}>
+                {text}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <Submit form={form} text="Create charge" busyText="Creating the charge…" />
     </form>
   );
 }

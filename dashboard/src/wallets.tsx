@@ -137,11 +137,11 @@ function NewWallet({ first }: { first: boolean }) {
   };
   if (!open)
     return (
-      <p class="actions">
+      <div class="actions">
         <button type="button" aria-expanded="false" onClick={() => setOpen(true)}>
           New wallet
         </button>
-      </p>
+      </div>
     );
   return (
     <form class="inline-form card" ref={form.ref} onSubmit={(e) => void create(e)} aria-labelledby="new-wallet-title" noValidate>

@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { findFreePort } from '../../src/chain/devnet.js';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { ROOT } from '../helpers/process.js';
@@ -42,7 +43,13 @@ export interface Journey {
 export async function startJourney(): Promise<Journey> {
   mkdirSync(ARTIFACTS, { recursive: true });
   const chain = await startTestChain();
-  const t = await startTestApp({ workers: true, env: { WATCHER_POLL_MS: '50', CHARGES_POLL_MS: '50' } });
+  // The service's own origin as PUBLIC_URL, so that a charge's checkout link opens on it.
+  const port = await findFreePort();
+  const t = await startTestApp({
+    workers: true,
+    port,
+    env: { WATCHER_POLL_MS: '50', CHARGES_POLL_MS: '50', PUBLIC_URL: `http://127.0.0.1:${port}` },
+  });
   const networkId = await chain.register(t, { name: 'Local devnet' });
   const user = await t.createUser();
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
@@ -59,6 +66,8 @@ export async function startJourney(): Promise<Journey> {
     });
     const page = await context.newPage();
     watchPage(context, page, t.url, troubles);
+    // A page it opens (a charge's checkout link) is watched too.
+    context.on('page', (opened) => watchPage(context, opened, t.url, troubles));
     await page.goto(`${t.url}/dashboard`, { waitUntil: 'networkidle' });
     await page.getByLabel('Email').fill(user.email);
     await page.getByLabel('Password').fill(user.password);

@@ -68,6 +68,8 @@ export interface StartOptions {
   clock?: Clock;
   /** The node clients' settings (a read's time-out) beside the defaults. */
   chains?: Partial<ChainClientOptions>;
+  /** The loopback port to listen on (known before the start, as PUBLIC_URL needs it); a free one by default. */
+  port?: number;
 }
 
 /** A clock the test moves by hand. */
@@ -114,7 +116,7 @@ export async function startTestApp(opts: StartOptions = {}): Promise<TestApp> {
   const store = await openStore(config, log);
   const ctx = createContext(config, store, log, opts.clock, opts.chains);
   const { app, services } = await buildApp(ctx);
-  await app.listen({ host: '127.0.0.1', port: 0 });
+  await app.listen({ host: '127.0.0.1', port: opts.port ?? 0 });
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('no address');
   const url = `http://127.0.0.1:${address.port}`;
