@@ -8,7 +8,7 @@ import { useState } from 'preact/hooks';
 import { api } from './api.js';
 import { ok, PAGE, useApi } from './data.js';
 import { amount as short } from './format.js';
-import { addressProblem, amountProblem, Field, problems, Submit, useForm, valueOf } from './forms.js';
+import { addressProblem, amountProblem, Field, Opener, problems, Submit, useForm, valueOf } from './forms.js';
 import { Amount, Empty, Hash, Listing, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
 import { ExportCsv } from './export.js';
 
@@ -342,14 +342,7 @@ function NewCharge({ wallet }: { wallet: string }) {
     );
     if (created) window.location.hash = `#/wallet/${wallet}/charge/${created.data.id}`;
   };
-  if (!open)
-    return (
-      <div class="actions">
-        <button type="button" aria-expanded="false" onClick={() => setOpen(true)}>
-          New charge
-        </button>
-      </div>
-    );
+  if (!open) return <Opener text="New charge" onOpen={() => setOpen(true)} />;
   return (
     <form class="inline-form" ref={form.ref} onSubmit={(e) => void create(e)} aria-labelledby="new-charge-title" noValidate>
       <h3 id="new-charge-title">New charge</h3>

@@ -195,6 +195,18 @@ export function Submit({ form, text, busyText }: { form: Form; text: string; bus
   );
 }
 
+/** The button that opens a form (`New wallet`, `New charge`…), and what is said beside it. */
+export function Opener({ text, onOpen, children }: { text: string; onOpen: () => void; children?: ComponentChildren }) {
+  return (
+    <div class="actions">
+      <button type="button" aria-expanded="false" onClick={onOpen}>
+        {text}
+      </button>
+      {children}
+    </div>
+  );
+}
+
 /** An input's value as the handler of `onInput` wants it. */
 export const valueOf = (e: JSX.TargetedEvent<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement>): string => e.currentTarget.value;
 

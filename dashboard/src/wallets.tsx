@@ -7,7 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, failure } from './api.js';
 import { ok, useApi } from './data.js';
 import { amount as short } from './format.js';
-import { addressProblem, amountProblem, Field, problems, Submit, useForm, valueOf } from './forms.js';
+import { addressProblem, amountProblem, Field, Opener, problems, Submit, useForm, valueOf } from './forms.js';
 import { Amount, Empty, Hash, Loading, Notice, Problem, StatusBadge } from './ui.js';
 import { Chart, Transactions } from './transactions.js';
 import { Charges } from './charges.js';
@@ -135,14 +135,7 @@ function NewWallet({ first }: { first: boolean }) {
     );
     if (created) window.location.hash = `#/wallet/${created.data.id}`;
   };
-  if (!open)
-    return (
-      <div class="actions">
-        <button type="button" aria-expanded="false" onClick={() => setOpen(true)}>
-          New wallet
-        </button>
-      </div>
-    );
+  if (!open) return <Opener text="New wallet" onOpen={() => setOpen(true)} />;
   return (
     <form class="inline-form card" ref={form.ref} onSubmit={(e) => void create(e)} aria-labelledby="new-wallet-title" noValidate>
       <h2 id="new-wallet-title">New wallet</h2>
@@ -370,7 +363,8 @@ function Tokens({ wallet, tokens, onAdded }: { wallet: string; tokens: WalletTok
         <ul class="plain">
           {tokens.map((t) => (
             <li key={t.symbol} data-token={t.symbol}>
-              <strong>{t.symbol}</strong> {t.name} · {t.decimals} decimals ·{' '}
+              <strong>{t.symbol}</strong>
+              {t.name !== t.symbol ? ` ${t.name}` : ''} · {t.decimals} decimals ·{' '}
               {t.is_native ? 'native coin' : <span class="mono">{t.contract}</span>}
             </li>
           ))}

@@ -6,7 +6,7 @@
 import { useState } from 'preact/hooks';
 import { api, failure } from './api.js';
 import { ok, useApi } from './data.js';
-import { Field, problems, Submit, useForm, valueOf, type Form } from './forms.js';
+import { Field, Opener, problems, Submit, useForm, valueOf, type Form } from './forms.js';
 import { Empty, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
 import { EVENTS_BY_TYPE, WEBHOOK_TYPES, type WebhookType } from '../../src/modules/events/events.catalogue.js';
 
@@ -223,12 +223,9 @@ function NewWebhook({ wallet, onCreated }: { wallet: string; onCreated: () => vo
   };
   if (!open)
     return (
-      <div class="actions">
-        <button type="button" aria-expanded="false" onClick={() => setOpen(true)}>
-          New webhook
-        </button>
+      <Opener text="New webhook" onOpen={() => setOpen(true)}>
         <Notice message={message} />
-      </div>
+      </Opener>
     );
   return (
     <form class="inline-form" ref={form.ref} onSubmit={(e) => void create(e)} aria-labelledby="new-webhook-title" noValidate>

@@ -123,3 +123,10 @@ export async function fieldError(page: Page, id: string): Promise<string> {
   await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe(id);
   return (await error.textContent())!;
 }
+
+/** No request to another host, and none failed but `refused` answers of 422 the journey caused on purpose. */
+export function expectNoTroubles(j: Journey, refused: number): void {
+  expect(j.troubles.foreign).toEqual([]);
+  const failed = 'console: Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)';
+  expect(j.troubles.failed).toEqual(Array.from({ length: refused }, () => failed));
+}
