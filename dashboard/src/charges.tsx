@@ -193,10 +193,18 @@ function RefundForm({ wallet, charge, token, onDone }: { wallet: string; charge:
   const [amount, setAmount] = useState('');
   const [address, setAddress] = useState('');
   const [message, setMessage] = useState<string | null>(null);
-  const form = useForm('refund', {
-    amount: `Refund amount (${token}, empty: all that is left)`,
-    address: 'Refund address (empty: a claim link for the payer)',
-  });
+  const form = useForm(
+    'refund',
+    {
+      amount: `Refund amount (${token}, empty: all that is left)`,
+      address: 'Refund address (empty: a claim link for the payer)',
+    },
+    {},
+    {
+      'Refund exceeds the amount received': ['amount', 'The refund amount is more than the charge received, less its earlier refunds.'],
+      'Nothing to refund': ['amount', 'Nothing is left to refund: the charge received nothing, or all of it was refunded.'],
+    },
+  );
   const submit = async (e: Event) => {
     e.preventDefault();
     setMessage(null);

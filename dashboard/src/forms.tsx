@@ -89,8 +89,14 @@ export function mapErrors(
   return { fields, general };
 }
 
-/** A form's errors and submit state; `prefix` makes its control ids unique on the page. */
-export function useForm(prefix: string, labels: Labels, aliases: Record<string, string> = {}): Form {
+/** Refusals of the API without field paths that still belong to a field: its message → [the field, the words shown]. */
+export type Placed = Record<string, [string, string]>;
+
+/**
+ * A form's errors and submit state; `prefix` makes its control ids unique on the page, `aliases`
+ * maps an API path to the form's field (`price.amount` → `price`), `placed` puts a refusal on a field.
+ */
+export function useForm(prefix: string, labels: Labels, aliases: Record<string, string> = {}, placed: Placed = {}): Form {
   const ref = useRef<HTMLFormElement | null>(null);
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [general, setGeneral] = useState<string | null>(null);
@@ -119,7 +125,9 @@ export function useForm(prefix: string, labels: Labels, aliases: Record<string, 
         return r.data;
       }
       const mapped = mapErrors(r.error, labels, aliases);
-      show(mapped.fields, mapped.general);
+      const on = placed[(r.error as { message?: string } | undefined)?.message ?? ''];
+      if (on && Object.keys(mapped.fields).length === 0) show({ [on[0]]: on[1] }, null);
+      else show(mapped.fields, mapped.general);
       return undefined;
     } finally {
       setBusy(false);

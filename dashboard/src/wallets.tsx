@@ -7,7 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, failure } from './api.js';
 import { ok, useApi } from './data.js';
 import { amount as short } from './format.js';
-import { addressProblem, amountProblem, Field, Opener, problems, Submit, useForm, valueOf } from './forms.js';
+import { addressProblem, amountProblem, Field, Opener, problems, Submit, useForm, valueOf, type Placed } from './forms.js';
 import { Amount, Empty, Hash, Loading, Notice, Problem, StatusBadge } from './ui.js';
 import { Chart, Transactions } from './transactions.js';
 import { Charges } from './charges.js';
@@ -232,13 +232,22 @@ async function showTransfer(wallet: string, id: number) {
   return r.data?.data ?? null;
 }
 
+/** The refusals of a transfer that belong to its amount or its recipient, in a merchant's words. */
+const SEND_REFUSALS: Placed = {
+  'Insufficient balance for transaction': ['amount', 'Amount is more than the wallet holds, with the network fee.'],
+  'Policy: over the per-transaction limit': ['amount', "Amount is over the wallet's per-transaction limit."],
+  'Policy: over the daily limit': ['amount', 'Amount would take the wallet over its daily limit.'],
+  'Policy: address not on the allowlist': ['address', "Recipient address is not on the wallet's allowlist."],
+  'Address is blocked by screening': ['address', 'Recipient address is blocked by screening.'],
+};
+
 /** `Send`: a token of the wallet, an amount and a recipient; the transfer is followed until it settles. */
 function Send({ wallet, tokens, explorer, onSettled }: { wallet: string; tokens: WalletToken[]; explorer: string; onSettled: () => void }) {
   const [token, setToken] = useState('');
   const [amount, setAmount] = useState('');
   const [address, setAddress] = useState('');
   const [sent, setSent] = useState<{ id: number } | null>(null);
-  const form = useForm('send', { token: 'Token', amount: 'Amount', address: 'Recipient address' });
+  const form = useForm('send', { token: 'Token', amount: 'Amount', address: 'Recipient address' }, {}, SEND_REFUSALS);
   const chosen = tokens.find((t) => t.symbol === token) ?? tokens[0];
   const send = async (e: Event) => {
     e.preventDefault();
