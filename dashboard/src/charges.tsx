@@ -8,7 +8,7 @@ import { useState } from 'preact/hooks';
 import { api } from './api.js';
 import { ok, PAGE, useApi } from './data.js';
 import { amount as short } from './format.js';
-import { addressProblem, amountProblem, Field, Opener, problems, Submit, useForm, valueOf } from './forms.js';
+import { addressProblem, amountProblem, Field, Opener, problems, useOpen, Submit, useForm, valueOf } from './forms.js';
 import { Amount, Empty, Hash, Listing, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
 import { ExportCsv } from './export.js';
 
@@ -319,7 +319,6 @@ const CURRENCIES = ['USD', 'EUR', 'GBP'];
 
 /** `New charge`: an amount of one of the wallet's tokens, or a price in a currency (any quoted token pays it); its page opens. */
 function NewCharge({ wallet }: { wallet: string }) {
-  const [open, setOpen] = useState(false);
   const [v, setV] = useState({ kind: 'amount', amount: '', token: '', price: '', currency: 'USD', expires: '900' });
   const set = (k: keyof typeof v) => (e: Event) => setV({ ...v, [k]: (e.currentTarget as HTMLInputElement).value });
   const form = useForm(
@@ -327,6 +326,7 @@ function NewCharge({ wallet }: { wallet: string }) {
     { amount: 'Amount', token: 'Token', price: 'Price', currency: 'Currency', expires: 'Expires after' },
     { 'price.amount': 'price', 'price.currency': 'currency', tokens: 'price' },
   );
+  const [open, show] = useOpen(form);
   const { data: tokens } = useApi(
     async () =>
       open ? ok(await api.GET('/api/wallet/{wallet}/tokens', { params: { path: { wallet } } }), 'The tokens could not be read.').data : [],
@@ -350,7 +350,7 @@ function NewCharge({ wallet }: { wallet: string }) {
     );
     if (created) window.location.hash = `#/wallet/${wallet}/charge/${created.data.id}`;
   };
-  if (!open) return <Opener text="New charge" onOpen={() => setOpen(true)} />;
+  if (!open) return <Opener text="New charge" onOpen={show} />;
   return (
     <form class="inline-form" ref={form.ref} onSubmit={(e) => void create(e)} aria-labelledby="new-charge-title" noValidate>
       <h3 id="new-charge-title">New charge</h3>

@@ -203,6 +203,23 @@ export function Submit({ form, text, busyText }: { form: Form; text: string; bus
   );
 }
 
+/**
+ * Whether a form opened by its button (`Opener`) is shown; once opened by the button its first
+ * field is focused, so a keyboard or screen reader lands in the form it asked for.
+ */
+export function useOpen(form: Form, initially = false): [boolean, () => void, () => void] {
+  const [open, setOpen] = useState(initially);
+  const [asked, setAsked] = useState(0);
+  useEffect(() => {
+    if (asked > 0) form.ref.current?.querySelector<HTMLElement>('input:not([type=radio]):not([type=checkbox]), select, textarea')?.focus();
+  }, [asked]);
+  const show = () => {
+    setOpen(true);
+    setAsked((n) => n + 1);
+  };
+  return [open, show, () => setOpen(false)];
+}
+
 /** The button that opens a form (`New wallet`, `New charge`…), and what is said beside it. */
 export function Opener({ text, onOpen, children }: { text: string; onOpen: () => void; children?: ComponentChildren }) {
   return (

@@ -7,7 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, failure } from './api.js';
 import { ok, useApi } from './data.js';
 import { amount as short } from './format.js';
-import { addressProblem, amountProblem, Field, Opener, problems, Submit, useForm, valueOf, type Placed } from './forms.js';
+import { addressProblem, amountProblem, Field, Opener, problems, useOpen, Submit, useForm, valueOf, type Placed } from './forms.js';
 import { Amount, Empty, Hash, Loading, Notice, Problem, StatusBadge } from './ui.js';
 import { Chart, Transactions } from './transactions.js';
 import { Charges } from './charges.js';
@@ -118,10 +118,10 @@ export function Wallets() {
 
 /** `New wallet`: a name and a network (of those the service has); the new wallet's page opens. */
 function NewWallet({ first }: { first: boolean }) {
-  const [open, setOpen] = useState(first);
   const [name, setName] = useState('');
   const [network, setNetwork] = useState('');
   const form = useForm('new-wallet', { name: 'Wallet name', network_id: 'Network' });
+  const [open, show] = useOpen(form, first);
   const { data: networks, error } = useApi(
     async () => (open ? ok(await api.GET('/api/networks'), 'The networks could not be listed.').data : []),
     [open],
@@ -135,7 +135,7 @@ function NewWallet({ first }: { first: boolean }) {
     );
     if (created) window.location.hash = `#/wallet/${created.data.id}`;
   };
-  if (!open) return <Opener text="New wallet" onOpen={() => setOpen(true)} />;
+  if (!open) return <Opener text="New wallet" onOpen={show} />;
   return (
     <form class="inline-form card" ref={form.ref} onSubmit={(e) => void create(e)} aria-labelledby="new-wallet-title" noValidate>
       <h2 id="new-wallet-title">New wallet</h2>

@@ -6,7 +6,7 @@
 import { useState } from 'preact/hooks';
 import { api, failure } from './api.js';
 import { ok, useApi } from './data.js';
-import { Field, Opener, problems, Submit, useForm, valueOf, type Form } from './forms.js';
+import { Field, Opener, problems, useOpen, Submit, useForm, valueOf, type Form } from './forms.js';
 import { Empty, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
 import { EVENTS_BY_TYPE, WEBHOOK_TYPES, type WebhookType } from '../../src/modules/events/events.catalogue.js';
 
@@ -203,12 +203,12 @@ const noEvents = (events: string[]) => problems({ events: events.length === 0 ? 
 
 /** `New webhook`: its URL, type and events (all of the type by default). */
 function NewWebhook({ wallet, onCreated }: { wallet: string; onCreated: () => void }) {
-  const [open, setOpen] = useState(false);
   const [url, setUrl] = useState('');
   const [type, setType] = useState<WebhookType>('charge');
   const [events, setEvents] = useState<string[]>(['*']);
   const [message, setMessage] = useState<string | null>(null);
   const form = useForm('new-webhook', LABELS);
+  const [open, show, hide] = useOpen(form);
   const create = async (e: Event) => {
     e.preventDefault();
     const created = await form.submit(
@@ -217,13 +217,13 @@ function NewWebhook({ wallet, onCreated }: { wallet: string; onCreated: () => vo
     );
     if (!created) return;
     setMessage(`Webhook ${created.data.id} created.`);
-    setOpen(false);
+    hide();
     setUrl('');
     onCreated();
   };
   if (!open)
     return (
-      <Opener text="New webhook" onOpen={() => setOpen(true)}>
+      <Opener text="New webhook" onOpen={show}>
         <Notice message={message} />
       </Opener>
     );

@@ -31,6 +31,7 @@ describe('journey: a charge from the dashboard, paid', () => {
       await page.getByRole('link', { name: wallet.name }).click();
       await page.getByRole('button', { name: 'New charge' }).click();
       const form = page.getByRole('form', { name: 'New charge' });
+      await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('new-charge-amount');
       const before = (await j.api('GET', `/api/wallet/${wallet.id}/charge`)).body.data.length;
 
       // A price with 3 decimal places: the API's 422 on price.amount, told next to Price.

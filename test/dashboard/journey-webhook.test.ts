@@ -32,6 +32,7 @@ describe('journey: a webhook from the dashboard', () => {
       await page.getByRole('link', { name: wallet.name }).click();
       await page.getByRole('button', { name: 'New webhook' }).click();
       const form = page.getByRole('form', { name: 'New webhook' });
+      await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('new-webhook-url');
       await form.getByRole('button', { name: 'Create webhook' }).click();
       expect(await fieldError(page, 'new-webhook-url')).toBe('URL is required.');
       await form.getByLabel('URL').fill('not a url');
