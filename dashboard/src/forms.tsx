@@ -38,6 +38,8 @@ export interface Form {
   submit: <T>(call: () => Promise<{ data?: T; error?: unknown }>, check?: () => Record<string, string>) => Promise<T | undefined>;
   /** Clears every error (after a success, or when the form is closed). */
   clear: () => void;
+  /** Clears one field's error: its value was changed, the error may no longer hold. */
+  changed: (name: string) => void;
 }
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -150,6 +152,11 @@ export function useForm(prefix: string, labels: Labels, aliases: Record<string, 
       setErrors({});
       setGeneral(null);
     },
+    changed: (name) => {
+      if (errors[name] === undefined) return;
+      const { [name]: _gone, ...rest } = errors;
+      setErrors(rest);
+    },
   };
 }
 
@@ -170,7 +177,7 @@ export function Field({
   const described = [hint ? `${own.id}-hint` : '', error ? `${own.id}-error` : ''].filter(Boolean).join(' ');
   const props = { ...own, 'aria-describedby': described || undefined };
   return (
-    <div class={`field${error ? ' invalid' : ''}`}>
+    <div class={`field${error ? ' invalid' : ''}`} onInput={() => form.changed(name)} onChange={() => form.changed(name)}>
       <label for={props.id}>{form.label(name)}</label>
       {hint && (
         <p class="hint" id={`${own.id}-hint`}>

@@ -174,7 +174,13 @@ function EventsField({
     onChange(on ? [...events.filter((e) => e !== '*'), name] : events.filter((e) => e !== name));
   const { id, ...control } = form.control('events');
   return (
-    <fieldset {...control} id={id} tabIndex={-1} aria-describedby={form.errors.events ? `${id}-error` : undefined}>
+    <fieldset
+      {...control}
+      id={id}
+      tabIndex={-1}
+      onChange={() => form.changed('events')}
+      aria-describedby={form.errors.events ? `${id}-error` : undefined}
+    >
       <legend>{LABELS.events}</legend>
       <label class="check">
         <input type="checkbox" checked={all} onChange={(e) => onChange(e.currentTarget.checked ? ['*'] : [])} /> All {type} events

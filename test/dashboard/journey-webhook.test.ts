@@ -43,6 +43,9 @@ describe('journey: a webhook from the dashboard', () => {
 
       const path = `/hook-${size}`;
       await form.getByLabel('URL').fill(`${receiver.url}${path}`);
+      // Changed, the field no longer shows the error its old value had.
+      expect(await page.locator('#new-webhook-url-error').count()).toBe(0);
+      expect(await form.getByLabel('URL').getAttribute('aria-invalid')).toBe('false');
       await form.getByLabel('Type').selectOption('transaction');
       await form.getByLabel('All transaction events').uncheck();
       await form.getByLabel('transaction.confirmed').check();
