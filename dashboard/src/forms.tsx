@@ -230,7 +230,7 @@ export function useOpen(form: Form, initially = false): [boolean, () => void, ()
 /** The button that opens a form (`New wallet`, `New charge`…), and what is said beside it. */
 export function Opener({ text, onOpen, children }: { text: string; onOpen: () => void; children?: ComponentChildren }) {
   return (
-    <div class="actions">
+    <div class="opener">
       <button type="button" aria-expanded="false" onClick={onOpen}>
         {text}
       </button>

@@ -26,8 +26,7 @@ describe('journey: a charge from the dashboard, paid', () => {
 
   for (const [size, viewport] of VIEWPORTS) {
     it(`${size}: creates a charge, opens and copies its checkout link, and sees it paid (checked through the API)`, async () => {
-      const { context, page } = await j.signedIn(viewport);
-      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: j.t.url });
+      const { context, page } = await j.signedIn(viewport, ['clipboard-read', 'clipboard-write']);
       await page.getByRole('link', { name: wallet.name }).click();
       await page.getByRole('button', { name: 'New charge' }).click();
       const form = page.getByRole('form', { name: 'New charge' });
