@@ -62,7 +62,9 @@ describe('journey: a webhook from the dashboard', () => {
       await shown.waitFor();
       await accessible(page, 'webhook created');
 
-      // Send test: the receiver gets it; its delivery, delivered in 1 attempt, offers no Retry.
+      // Send test: the receiver gets it (answering after 1.5 s, so the page first reads it under
+      // way); its delivery, delivered in 1 attempt, offers no Retry.
+      receiver.on(path, () => ({ status: 200, body: 'ok', delayMs: 1500 }));
       await shown.getByRole('button', { name: `Send test to webhook ${hook.id}` }).click();
       await page
         .getByRole('status')
@@ -71,14 +73,9 @@ describe('journey: a webhook from the dashboard', () => {
       await expect.poll(() => receiver.to(path).map((r) => JSON.parse(r.body).event)).toEqual(['webhook.test']);
       const delivered = await expectDelivered(hook.id);
       expect(delivered.attempts).toBe(1);
+      // The page reads the deliveries again while the test is under way: delivered, without a reload.
       const delivery = page.locator(`li[data-delivery="${delivered.id}"]`);
-      await expect
-        .poll(async () => {
-          await page.reload();
-          await page.locator(`[data-webhook="${hook.id}"]`).waitFor();
-          return (await delivery.count()) > 0 ? delivery.locator('.badge').textContent() : null;
-        })
-        .toBe('delivered');
+      await delivery.locator('.badge', { hasText: 'delivered' }).waitFor({ timeout: 10_000 });
       expect(await delivery.locator('[data-attempt-count]').textContent()).toBe('1 attempt');
       expect(await delivery.textContent()).toContain('webhook.test');
       expect(await delivery.getByRole('button', { name: `Retry delivery ${delivered.id}` }).count()).toBe(0);
@@ -112,10 +109,13 @@ describe('journey: a webhook from the dashboard', () => {
   async function expectDelivered(hook: number): Promise<{ id: number; attempts: number }> {
     let found: { id: number; attempts: number; status: string } | undefined;
     await expect
-      .poll(async () => {
-        found = (await j.api('GET', `/api/wallet/${wallet.id}/webhook/${hook}/deliveries`)).body.data[0];
-        return found?.status;
-      })
+      .poll(
+        async () => {
+          found = (await j.api('GET', `/api/wallet/${wallet.id}/webhook/${hook}/deliveries`)).body.data[0];
+          return found?.status;
+        },
+        { timeout: 10_000 },
+      )
       .toBe('delivered');
     return found!;
   }
