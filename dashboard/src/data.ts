@@ -33,10 +33,15 @@ export function ok<T>(r: { data?: T; error?: unknown; response?: Response }, fal
   return r.data;
 }
 
-/** What a view follows: event names starting with one of `refreshOn` ('' is every event), of `wallet` when given. */
-export interface Follow {
+/**
+ * What a view follows: event names starting with one of `refreshOn` ('' is every event), of
+ * `wallet` when given; and, while `again(answer)` holds, the answer itself (read again every
+ * POLL_MS: something that changes without an event, such as a webhook delivery being sent).
+ */
+export interface Follow<T> {
   refreshOn?: string[];
   wallet?: string | number;
+  again?: (answer: T) => boolean;
 }
 
 export interface Loaded<T> {
@@ -51,7 +56,7 @@ export interface Loaded<T> {
 }
 
 /** Reads `load` when `deps` change, after `reload()` and on the events it follows; an answer to an older read is dropped. */
-export function useApi<T>(load: () => Promise<T>, deps: unknown[], follow: Follow = {}): Loaded<T> {
+export function useApi<T>(load: () => Promise<T>, deps: unknown[], follow: Follow<T> = {}): Loaded<T> {
   const [data, setData] = useState<T | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [loading, setLoading] = useState(true);
@@ -70,6 +75,7 @@ export function useApi<T>(load: () => Promise<T>, deps: unknown[], follow: Follo
         if (!current) return;
         setData(value);
         setError(null);
+        if (follow.again?.(value)) retry = setTimeout(reload, POLL_MS);
       })
       .catch((e: unknown) => {
         if (!current) return;

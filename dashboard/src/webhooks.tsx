@@ -29,7 +29,8 @@ export function Webhooks({ wallet }: { wallet: string }) {
       );
     },
     [wallet],
-    { refreshOn: [''], wallet },
+    // A delivery still being sent changes without an event: read again until it is settled.
+    { refreshOn: [''], wallet, again: (hooks) => hooks.some((h) => h.deliveries.some((d) => d.status === 'pending')) },
   );
   const [message, setMessage] = useState<string | null>(null);
   const act = async (label: string, call: () => Promise<{ data?: unknown; error?: unknown }>) => {

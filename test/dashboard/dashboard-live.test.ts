@@ -2,7 +2,8 @@
  * The dashboard follows what happens without a reload (Chromium, playwright-core): with a
  * wallet's page open, ETH sent to the wallet on the chain shows as its new balance, and a
  * transfer created, then approved, through the API shows as awaiting approval, then confirmed,
- * each within 5 seconds of the service knowing it (dashboard/src/data.ts follows GET /api/events).
+ * each within 5 seconds of the service knowing it (dashboard/src/data.ts follows GET /api/events);
+ * the webhook delivery of the ETH received shows as delivered within 5 s of being delivered.
  * Each change is checked through the API too; the page is never reloaded. Screenshot in
  * test/artifacts/dash-live-live-desktop.png.
  */
@@ -16,6 +17,7 @@ import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { ROOT } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 import { watchPage } from '../helpers/browser.js';
+import { startReceiver, type Receiver } from '../helpers/receiver.js';
 import { RECIPIENT, sendFromOutsider, waitForStatus } from '../helpers/transfers.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -29,6 +31,8 @@ describe('the dashboard, live', () => {
   let user: TestUser;
   let browser: Browser;
   let wallet: { id: number; name: string; address: string };
+  let receiver: Receiver;
+  let webhook: number;
   const foreign: string[] = [];
   const failed: string[] = [];
 
@@ -46,11 +50,20 @@ describe('the dashboard, live', () => {
       body: { approval_above: { ETH: '0.5' } },
     });
     expect(policy.status, policy.text).toBe(200);
+    // Answered after a while: the delivery is still being sent when the last event has come.
+    receiver = await startReceiver(() => ({ status: 200, body: 'ok', delayMs: 3000 }));
+    const hook = await t.request('POST', `/api/wallet/${wallet.id}/webhook/create`, {
+      token: user.token,
+      body: { url: `${receiver.url}/hooks`, type: 'transaction', events: ['transaction.confirmed'] },
+    });
+    expect(hook.status, hook.text).toBe(200);
+    webhook = hook.body.data.id;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
   }, 90_000);
 
   afterAll(async () => {
     await browser?.close();
+    await receiver?.close();
     await t?.close();
     await chain?.stop();
   });
@@ -84,6 +97,20 @@ describe('the dashboard, live', () => {
     const balance = await t.request('GET', `/api/wallet/${wallet.id}/balance`, { token: user.token });
     expect(balance.body.data.balance).toBe('5.000000000000000000');
     await page.locator('tr', { has: page.locator(`[title="${hash}"]`) }).waitFor({ timeout: LIVE_MS });
+    // Its webhook delivery: delivered (checked through the API), then shown so.
+    const delivery = await waitFor(
+      async () =>
+        (
+          (await t.request('GET', `/api/wallet/${wallet.id}/webhook/${webhook}/deliveries`, { token: user.token })).body.data as {
+            id: number;
+            status: string;
+          }[]
+        ).find((d) => d.status === 'delivered'),
+      { timeoutMs: 20_000 },
+    );
+    await expect
+      .poll(() => page.locator(`li[data-delivery="${delivery.id}"] .badge`).textContent(), { timeout: LIVE_MS })
+      .toBe('delivered');
 
     // A transfer above the approval threshold, then approved, both through the API.
     const held = await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, {
