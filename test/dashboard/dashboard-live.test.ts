@@ -7,21 +7,17 @@
  * Each change is checked through the API too; the page is never reloaded. Screenshot in
  * test/artifacts/dash-live-live-desktop.png.
  */
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { parseEther, type Address } from 'viem';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
-import { ROOT } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
-import { seriousViolations, signIn, watchPage } from '../helpers/browser.js';
+import { accessible, ARTIFACTS, DESKTOP, launchChromium, signedIn } from '../helpers/dashboard.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 import { RECIPIENT, sendFromOutsider, waitForStatus } from '../helpers/transfers.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARTIFACTS = join(ROOT, 'test/artifacts');
 /** What "live" promises: shown within this long of the service knowing it. */
 const LIVE_MS = 5000;
 
@@ -37,7 +33,6 @@ describe('the dashboard, live', () => {
   const failed: string[] = [];
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
     chain = await startTestChain();
     t = await startTestApp({ workers: true, env: { WATCHER_POLL_MS: '50', CHARGES_POLL_MS: '50' } });
     const networkId = await chain.register(t, { name: 'Local devnet' });
@@ -58,7 +53,7 @@ describe('the dashboard, live', () => {
     });
     expect(hook.status, hook.text).toBe(200);
     webhook = hook.body.data.id;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    browser = await launchChromium();
   }, 90_000);
 
   afterAll(async () => {
@@ -69,11 +64,7 @@ describe('the dashboard, live', () => {
   });
 
   it('shows ETH received as the new balance, and a transfer awaiting approval then confirmed, each within 5 s, without a reload', async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, bypassCSP: true });
-    const page = await context.newPage();
-    watchPage(context, page, t.url, { foreign, failed });
-    await page.goto(`${t.url}/dashboard`);
-    await signIn(page, user);
+    const { context, page } = await signedIn(browser, t, user, DESKTOP, { foreign, failed });
     await page.getByRole('link', { name: wallet.name }).click();
     await page.getByRole('heading', { name: 'Transactions' }).waitFor();
     const eth = page.getByLabel(`Balances of ${wallet.name}`).locator('div', { hasText: 'ETH' }).locator('dd');
@@ -129,7 +120,7 @@ describe('the dashboard, live', () => {
 
     expect(navigations).toBe(0);
     expect(await page.evaluate(() => (window as unknown as { kept?: boolean }).kept)).toBe(true);
-    expect(await seriousViolations(page), 'the wallet, after the changes').toEqual([]);
+    await accessible(page, 'the wallet, after the changes');
     await page.screenshot({ path: join(ARTIFACTS, 'dash-live-live-desktop.png'), fullPage: true });
     expect(foreign).toEqual([]);
     expect(failed).toEqual([]);

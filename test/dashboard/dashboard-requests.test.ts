@@ -8,21 +8,16 @@
  * that failed (the rest of the dashboard stays), and `Sign out` still ends the token (401 after).
  * axe-core at 390 and 1280 px on the wallets; screenshots in test/artifacts/dash-live-*.png.
  */
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { parseEther } from 'viem';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.js';
 import { startTestChain, type TestChain } from '../helpers/chain.js';
 import { createWalletRow } from '../helpers/factories.js';
-import { ROOT } from '../helpers/process.js';
-import { seriousViolations, signIn, watchPage } from '../helpers/browser.js';
+import { watchPage } from '../helpers/browser.js';
+import { accessible, ARTIFACTS, DESKTOP, launchChromium, PHONE } from '../helpers/dashboard.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARTIFACTS = join(ROOT, 'test/artifacts');
-const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1280, height: 800 };
 const WALLETS = 30;
 
 /** The poller's reads of GET /api/events (where to start, then what came after): counted apart from a page's reads. */
@@ -50,7 +45,6 @@ describe('the dashboard within the rate limits', () => {
   let exhausted = false;
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
     chain = await startTestChain();
     t = await startTestApp({
       workers: true,
@@ -79,7 +73,7 @@ describe('the dashboard within the rate limits', () => {
     });
     expect(charge.status, charge.text).toBe(200);
     chargeId = charge.body.data.id;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {
@@ -112,8 +106,11 @@ describe('the dashboard within the rate limits', () => {
     return { context, page };
   }
 
-  async function accessible(page: Page, view: string): Promise<void> {
-    expect(await seriousViolations(page), view).toEqual([]);
+  /** Signs in through the form. */
+  async function signIn(page: Page): Promise<void> {
+    await page.getByLabel('Email').fill(user.email);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
   }
 
   /** Nothing of the view is still loading, and no API request is out. */
@@ -141,7 +138,7 @@ describe('the dashboard within the rate limits', () => {
     const { context, page } = await open(DESKTOP);
     const counts: Record<string, number> = {};
     let mark = requests.length;
-    await signIn(page, user);
+    await signIn(page);
     // The merchant's server, busy at the same time with the same user's API key.
     const server = await Promise.all(
       Array.from({ length: 20 }, () => fetch(`${t.url}/api/wallets`, { headers: { authorization: `Bearer ${key}` } })),
@@ -205,7 +202,7 @@ describe('the dashboard within the rate limits', () => {
       ['desktop', DESKTOP],
     ] as const) {
       const { context, page } = await open(viewport);
-      await signIn(page, user);
+      await signIn(page);
       await expect.poll(() => page.locator('dl.balances').count(), { timeout: 20_000 }).toBe(WALLETS);
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(viewport.width);
       await accessible(page, `wallets at ${viewport.width} px`);
@@ -226,7 +223,7 @@ describe('the dashboard within the rate limits', () => {
   it('says "Too many requests" where a read failed, and signs out with the minute used up (the token then refused)', async () => {
     await startOfAMinute(30_000);
     const { context, page } = await open(DESKTOP);
-    await signIn(page, user);
+    await signIn(page);
     await expect.poll(() => page.locator('dl.balances').count(), { timeout: 20_000 }).toBe(WALLETS);
     const token = (await page.evaluate(() => sessionStorage.getItem('wallet-service.token')))!;
     // Use up the login token's minute.
