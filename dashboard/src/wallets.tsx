@@ -4,7 +4,7 @@
  * local devnet, `Fund from devnet`.
  */
 import { useState } from 'preact/hooks';
-import { api, failure } from './api.js';
+import { api, failure, type Data } from './api.js';
 import { ok, useApi } from './data.js';
 import { Amount, Empty, Loading, Notice, Problem } from './ui.js';
 import { Chart, Transactions } from './transactions.js';
@@ -25,22 +25,35 @@ interface WalletSummary {
   error: string | null;
 }
 
-async function loadWallet(id: number, name: string, address: string): Promise<WalletSummary> {
-  const [shown, balance] = await Promise.all([
-    api.GET('/api/wallet/{wallet}', { params: { path: { wallet: String(id) } } }),
-    api.GET('/api/wallet/{wallet}/balance', { params: { path: { wallet: String(id) } } }),
-  ]);
-  const network = shown.data?.data.network;
+type Shown = Data<'/api/wallet/{wallet}'>;
+
+/** The balances of a wallet already read (its network from that read: nothing read twice). */
+async function loadWallet(shown: Shown): Promise<WalletSummary> {
+  const balance = await api.GET('/api/wallet/{wallet}/balance', { params: { path: { wallet: String(shown.id) } } });
+  const network = shown.network;
   return {
-    id,
-    name,
-    address,
-    network: network?.name ?? '',
-    explorer: network?.block_explorer ?? '',
-    chainId: network?.chain_id ?? null,
+    id: shown.id,
+    name: shown.name,
+    address: shown.address,
+    network: network.name,
+    explorer: network.block_explorer ?? '',
+    chainId: network.chain_id ?? null,
     balances: balance.data ? balance.data.data.tokens.map((t) => ({ symbol: t.symbol, balance: t.balance })) : null,
     error: balance.data ? null : failure(balance.error, 'The balance could not be read.'),
   };
+}
+
+/** What changes a wallet's card: its balances, tokens, transactions and name. */
+const WALLET_EVENTS = ['balance.', 'token.', 'transaction.', 'wallet.'];
+
+/** A wallet and its balances, read again when one of its events comes. */
+function useWallet(id: string) {
+  return useApi(
+    async () =>
+      loadWallet(ok(await api.GET('/api/wallet/{wallet}', { params: { path: { wallet: id } } }), 'The wallet could not be read.').data),
+    [id],
+    { refreshOn: WALLET_EVENTS, wallet: id },
+  );
 }
 
 /** A wallet's network, address and balances (or why they could not be read): on the list and on its page. */
@@ -67,27 +80,39 @@ function WalletFacts({ w }: { w: WalletSummary }) {
 }
 
 export function Wallets() {
-  const { data: wallets, error } = useApi(async () => {
-    const listed = ok(await api.GET('/api/wallets'), 'The wallets could not be listed.').data;
-    return Promise.all(listed.map((w) => loadWallet(w.id, w.name, w.address)));
-  }, []);
-  if (error) return <Problem text={error} />;
-  if (!wallets) return <Loading what="wallets" />;
-  if (wallets.length === 0) return <Empty text="No wallets yet. Create one with POST /api/wallet/create." />;
+  const { data: wallets, error } = useApi(async () => ok(await api.GET('/api/wallets'), 'The wallets could not be listed.').data, [], {
+    refreshOn: ['wallet.created'],
+  });
   return (
     <section aria-labelledby="wallets-title">
       <h1 id="wallets-title">Wallets</h1>
-      <ul class="cards">
-        {wallets.map((w) => (
-          <li class="card wallet" key={w.id}>
-            <h2>
-              <a href={`#/wallet/${w.id}`}>{w.name}</a>
-            </h2>
-            <WalletFacts w={w} />
-          </li>
-        ))}
-      </ul>
+      {error && <Problem text={error} />}
+      {!wallets ? (
+        !error && <Loading what="wallets" />
+      ) : wallets.length === 0 ? (
+        <Empty text="No wallets yet. Create one with POST /api/wallet/create." />
+      ) : (
+        <ul class="cards">
+          {wallets.map((w) => (
+            <WalletCard key={w.id} id={w.id} name={w.name} />
+          ))}
+        </ul>
+      )}
     </section>
+  );
+}
+
+/** One wallet of the list, read on its own: what fails is said in its card. */
+function WalletCard({ id, name }: { id: number; name: string }) {
+  const { data: w, error } = useWallet(String(id));
+  return (
+    <li class="card wallet" data-wallet={id}>
+      <h2>
+        <a href={`#/wallet/${id}`}>{w?.name ?? name}</a>
+      </h2>
+      {error && <Problem text={error} />}
+      {w ? <WalletFacts w={w} /> : !error && <Loading what={`${name}`} />}
+    </li>
   );
 }
 
@@ -126,33 +151,29 @@ function FundFromDevnet({ wallet, onFunded }: { wallet: string; onFunded: () => 
 }
 
 export function Wallet({ id }: { id: string }) {
-  const {
-    data: w,
-    error,
-    reload,
-  } = useApi(async () => {
-    const shown = ok(await api.GET('/api/wallet/{wallet}', { params: { path: { wallet: id } } }), 'The wallet could not be read.').data;
-    return loadWallet(shown.id, shown.name, shown.address);
-  }, [id]);
-  if (error) return <Problem text={error} />;
-  if (!w) return <Loading what="the wallet" />;
+  const { data: w, error, reload } = useWallet(id);
   return (
     <div class="stack">
       <section aria-labelledby="wallet-title" class="card">
         <p>
           <a href="#/">← Wallets</a>
         </p>
-        <h1 id="wallet-title">{w.name}</h1>
-        <WalletFacts w={w} />
-        {w.chainId === 31337 && <FundFromDevnet wallet={id} onFunded={reload} />}
+        <h1 id="wallet-title">{w?.name ?? `Wallet ${id}`}</h1>
+        {error && <Problem text={error} />}
+        {w ? <WalletFacts w={w} /> : !error && <Loading what="the wallet" />}
+        {w?.chainId === 31337 && <FundFromDevnet wallet={id} onFunded={reload} />}
       </section>
-      <Chart wallet={id} />
-      <Transactions wallet={id} explorer={w.explorer} />
-      <Charges wallet={id} />
-      <Payouts wallet={id} />
-      <Webhooks wallet={id} />
-      <Policy wallet={id} />
-      <Reconciliation wallet={id} />
+      {w && (
+        <>
+          <Chart wallet={id} />
+          <Transactions wallet={id} explorer={w.explorer} />
+          <Charges wallet={id} />
+          <Payouts wallet={id} />
+          <Webhooks wallet={id} />
+          <Policy wallet={id} />
+          <Reconciliation wallet={id} />
+        </>
+      )}
     </div>
   );
 }

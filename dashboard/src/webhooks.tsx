@@ -13,20 +13,25 @@ export function Webhooks({ wallet }: { wallet: string }) {
     data: listed,
     error,
     reload,
-  } = useApi(async () => {
-    const hooks = ok(
-      await api.GET('/api/wallet/{wallet}/webhook', { params: { path: { wallet } } }),
-      'The webhooks could not be listed.',
-    ).data;
-    return Promise.all(
-      hooks.map(async (h) => {
-        const d = await api.GET('/api/wallet/{wallet}/webhook/{webhook}/deliveries', {
-          params: { path: { wallet, webhook: String(h.id) }, query: { limit: 10 } },
-        });
-        return { hook: h, deliveries: d.data?.data ?? [] };
-      }),
-    );
-  }, [wallet]);
+  } = useApi(
+    async () => {
+      const hooks = ok(
+        await api.GET('/api/wallet/{wallet}/webhook', { params: { path: { wallet } } }),
+        'The webhooks could not be listed.',
+      ).data;
+      return Promise.all(
+        hooks.map(async (h) => {
+          const d = await api.GET('/api/wallet/{wallet}/webhook/{webhook}/deliveries', {
+            params: { path: { wallet, webhook: String(h.id) }, query: { limit: 10 } },
+          });
+          return { hook: h, deliveries: d.data?.data ?? [] };
+        }),
+      );
+    },
+    [wallet],
+    // A delivery still being sent changes without an event: read again until it is settled.
+    { refreshOn: [''], wallet, again: (hooks) => hooks.some((h) => h.deliveries.some((d) => d.status === 'pending')) },
+  );
   const [message, setMessage] = useState<string | null>(null);
   const act = async (label: string, call: () => Promise<{ data?: unknown; error?: unknown }>) => {
     const r = await call().catch(() => ({ data: undefined, error: undefined }));

@@ -1,7 +1,8 @@
 /**
  * The hooks of the authenticated scope, in the contract's order of checks:
  * onRequest: bearer token or API key (401), the per-user rate limit (429, with X-RateLimit-*
- * headers), then an API key's scope (403, before anything of the route runs);
+ * headers; a login token's requests and an API key's are counted apart, docs/operating.md "Rate
+ * limits"), then an API key's scope (403, before anything of the route runs);
  * preValidation: the wallet guard for every route with a `{wallet}` segment (404), which runs
  * before the route's own path-object loaders (404) and before body validation (422).
  */
@@ -18,8 +19,13 @@ import type { App } from './types.js';
 
 /** The Bearer scheme with some credentials; what they are is checked by the auth service. */
 const BEARER = /^Bearer[ ]+(.*\S)\s*$/i;
-/** The per-user request counter's key: this prefix and the user id. */
-const USER_KEY_PREFIX = 'u:';
+/**
+ * The per-user request counters' keys: a prefix and the user id. A login token's requests (a
+ * person: the dashboard) count under one, an API key's (a server: the integration) under the
+ * other, so a busy dashboard never uses up the integration's budget, nor the other way round.
+ */
+const SESSION_KEY_PREFIX = 'u:';
+const API_KEY_KEY_PREFIX = 'k:';
 
 /** A path id: a positive integer of sane length, or null (which the caller answers with 404). */
 export function parseId(raw: unknown): number | null {
@@ -56,7 +62,7 @@ async function identify(
   }
   if (d.perUser?.inPostgres) {
     const window = d.perUser.sqlWindow(now);
-    const { user, tokenId, count } = await d.auth.authenticateCounting(token, USER_KEY_PREFIX, window);
+    const { user, tokenId, count } = await d.auth.authenticateCounting(token, SESSION_KEY_PREFIX, window);
     req.user = user;
     req.tokenId = tokenId;
     return { count, resetAtMs: window.resetAtMs };
@@ -68,10 +74,12 @@ async function identify(
 }
 
 export function installAuth(app: App, ctx: AppContext, auth: AuthService, perUser: WindowCounters, countAnonymous: CountAnonymous): void {
-  const limit = ctx.config.rateLimitPerMinute;
+  const sessionLimit = ctx.config.sessionRateLimitPerMinute;
+  const apiKeyLimit = ctx.config.rateLimitPerMinute;
   const wallets = new WalletService(ctx);
   const keys = new KeyService(ctx);
-  const deps = { auth, keys, perUser: limit !== 0 ? perUser : null };
+  // A login token's request is counted in its lookup (PostgreSQL) only when sessions are limited.
+  const deps = { auth, keys, perUser: sessionLimit !== 0 ? perUser : null };
 
   /** The caller's identity; a missing or refused credential counts against the caller's address first. */
   async function identifyOrCount(req: FastifyRequest, now: number): Promise<WindowState | null> {
@@ -90,12 +98,13 @@ export function installAuth(app: App, ctx: AppContext, auth: AuthService, perUse
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     const now = ctx.clock.nowMs();
     const counted = await identifyOrCount(req, now);
-    // RATE_LIMIT_PER_MINUTE=0: no per-user limit, no headers.
+    const [limit, prefix] = req.apiKey ? [apiKeyLimit, API_KEY_KEY_PREFIX] : [sessionLimit, SESSION_KEY_PREFIX];
+    // A limit of 0: no limit for that kind of credential, no headers.
     if (limit !== 0) {
-      const w = counted ?? (await perUser.hit(`${USER_KEY_PREFIX}${requireUser(req).id}`, now));
+      const w = counted ?? (await perUser.hit(`${prefix}${requireUser(req).id}`, now));
       reply.header('x-ratelimit-limit', String(limit));
       reply.header('x-ratelimit-remaining', String(Math.max(0, limit - w.count)));
-      if (w.count > limit) throw Errors.tooManyRequests(retryAfterS(w, now));
+      if (w.count > limit && req.routeOptions.config.neverLimited !== true) throw Errors.tooManyRequests(retryAfterS(w, now));
     }
     if (req.apiKey && !allows(req.apiKey.scopes, req.routeOptions.config.scope!)) throw Errors.insufficientScope();
   });

@@ -209,7 +209,7 @@ describe('per-user rate limit', () => {
   let t: TestApp;
   const clock = new ManualClock();
   beforeAll(async () => {
-    t = await startTestApp({ clock, env: { RATE_LIMIT_PER_MINUTE: '3' } });
+    t = await startTestApp({ clock, env: { RATE_LIMIT_PER_MINUTE: '3', SESSION_RATE_LIMIT_PER_MINUTE: '3' } });
   });
   afterAll(async () => t?.close());
 
@@ -240,5 +240,30 @@ describe('per-user rate limit', () => {
     const again = await t.request('GET', '/api/auth/me', { token: a.token });
     expect(again.status).toBe(200);
     expect(again.headers.get('x-ratelimit-remaining')).toBe('2');
+  });
+
+  it("counts a login token's requests apart from an API key's, and never refuses a logout", async () => {
+    clock.advance(60_001);
+    const a = await t.createUser();
+    const key = (await t.request('POST', '/api/auth/key/create', { token: a.token, body: { name: 'server', scopes: ['read'] } })).body.data
+      .key as string;
+    // The login token's budget (the key's creation and two more) is used up: the key still has all of its own.
+    for (let i = 0; i < 2; i++) expect((await t.request('GET', '/api/auth/me', { token: a.token })).status).toBe(200);
+    expect((await t.request('GET', '/api/auth/me', { token: a.token })).status).toBe(429);
+    const remaining: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await t.request('GET', '/api/wallets', { token: key });
+      expect(r.status).toBe(200);
+      remaining.push(r.headers.get('x-ratelimit-remaining')!);
+    }
+    expect(remaining).toEqual(['2', '1', '0']);
+    expect((await t.request('GET', '/api/wallets', { token: key })).status).toBe(429);
+    // Over the limit, the logout still ends the token.
+    const out = await t.request('POST', '/api/auth/logout', { token: a.token });
+    expect(out.status).toBe(200);
+    expect(out.headers.get('x-ratelimit-remaining')).toBe('0');
+    const after = await t.request('GET', '/api/auth/me', { token: a.token });
+    expect(after.status).toBe(401);
+    expect(after.body.message).toBe('Invalid token');
   });
 });

@@ -39,10 +39,13 @@ export async function authRoutes(app: App, auth: AuthService): Promise<void> {
   app.post(
     '/auth/logout',
     {
+      // Signing out always works: a token whose user used up this minute's requests can still be ended.
+      config: { neverLimited: true },
       schema: {
         tags: ['auth'],
         summary: 'Revoke the token used',
-        description: 'Revokes the bearer token of this request; later requests with it answer 401 Invalid token.',
+        description:
+          'Revokes the bearer token of this request; later requests with it answer 401 Invalid token. Counted in the rate limit but never refused by it: a token can always be ended.',
         response: responses(Type.Null()),
       },
     },
