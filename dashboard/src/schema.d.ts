@@ -11,7 +11,7 @@ export interface paths {
         put?: never;
         /**
          * Log in and get a bearer token
-         * @description Exchanges email and password for an opaque bearer token valid for TOKEN_TTL seconds. Failed attempts are limited per email and per IP (429 with Retry-After); this route is public and not counted in the per-user rate limit.
+         * @description Exchanges email and password for an opaque bearer token valid for TOKEN_TTL seconds. Failed attempts are limited per email and per IP (429 with Retry-After); this route is public and not counted in the per-user rate limit. With `session: "dashboard"` the token is a dashboard session, counted in its own budget (DASHBOARD_RATE_LIMIT_PER_MINUTE).
          */
         post: operations["login"];
         delete?: never;
@@ -1953,13 +1953,19 @@ export interface operations {
                 /**
                  * @example {
                  *       "email": "alice@example.com",
-                 *       "password": "correct horse battery staple"
+                 *       "password": "correct horse battery staple",
+                 *       "session": "dashboard"
                  *     }
                  */
                 "application/json": {
                     /** Format: email */
                     email: string;
                     password: string;
+                    /**
+                     * @description `dashboard`: the token is the dashboard's session (it begins with `ds.`), counted in the user's dashboard budget (DASHBOARD_RATE_LIMIT_PER_MINUTE) instead of the per-user rate limit its API calls share.
+                     * @enum {string}
+                     */
+                    session?: "dashboard";
                 };
             };
         };

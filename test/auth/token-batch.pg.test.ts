@@ -16,7 +16,7 @@ let t: TestApp;
 let limits: Limits;
 
 beforeAll(async () => {
-  t = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: String(LIMIT), SESSION_RATE_LIMIT_PER_MINUTE: String(LIMIT) } });
+  t = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: String(LIMIT) } });
   limits = await createLimits(t.config, t.store, t.ctx.log);
   expect(limits.backend).toBe('postgres');
 }, 30_000);

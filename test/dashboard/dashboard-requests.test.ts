@@ -1,10 +1,11 @@
 /**
  * The dashboard's requests in a real browser (Chromium, playwright-core), with the service's own
- * rate limits (60 a minute for API keys, 600 for login tokens; docs/operating.md "Rate limits"):
+ * rate limits (60 a minute for the user's API keys and login tokens, 600 for the dashboard's
+ * sessions; docs/operating.md "Rate limits"):
  * a user with 30 wallets signs in through the form and visits every page (the wallets, a wallet,
  * a charge, the API keys, the events). No answer is 429, and each page's API requests, counted
  * here, stay within concrete bounds. The same user's API key, used by a server meanwhile, is
- * answered 200 throughout. With the login token's minute used up, a page says so in the section
+ * answered 200 throughout. With the dashboard session's minute used up, a page says so in the section
  * that failed (the rest of the dashboard stays), and `Sign out` still ends the token (401 after).
  * axe-core at 390 and 1280 px on the wallets; screenshots in test/artifacts/dash-live-*.png.
  */
@@ -48,7 +49,7 @@ describe('the dashboard within the rate limits', () => {
     chain = await startTestChain();
     t = await startTestApp({
       workers: true,
-      env: { RATE_LIMIT_PER_MINUTE: '60', SESSION_RATE_LIMIT_PER_MINUTE: '600', WATCHER_POLL_MS: '200' },
+      env: { RATE_LIMIT_PER_MINUTE: '60', DASHBOARD_RATE_LIMIT_PER_MINUTE: '600', WATCHER_POLL_MS: '200' },
     });
     const networkId = await chain.register(t, { name: 'Local devnet' });
     user = await t.createUser();
@@ -189,7 +190,7 @@ describe('the dashboard within the rate limits', () => {
     expect(counts.charge).toBeLessThanOrEqual(2);
     expect(counts.keys).toBe(1);
     expect(counts.events).toBe(1);
-    // Everything the dashboard did is far inside the login token's minute (600).
+    // Everything the dashboard did is far inside the dashboard session's minute (600).
     expect(requests.length).toBeLessThan(150);
     expect(foreign).toEqual([]);
     expect(failed).toEqual([]);
@@ -226,7 +227,8 @@ describe('the dashboard within the rate limits', () => {
     await signIn(page);
     await expect.poll(() => page.locator('dl.balances').count(), { timeout: 20_000 }).toBe(WALLETS);
     const token = (await page.evaluate(() => sessionStorage.getItem('wallet-service.token')))!;
-    // Use up the login token's minute.
+    expect(token.startsWith('ds.'), 'a dashboard session').toBe(true);
+    // Use up the dashboard session's minute.
     exhausted = true;
     for (;;) {
       const batch = await Promise.all(
@@ -234,7 +236,7 @@ describe('the dashboard within the rate limits', () => {
       );
       if (batch.some((r) => r.status === 429)) break;
     }
-    // The API key is counted apart: still answered.
+    // The API key (and the user's login tokens) count apart: still answered.
     expect((await fetch(`${t.url}/api/wallets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
 
     await page.getByRole('link', { name: 'API keys' }).click();

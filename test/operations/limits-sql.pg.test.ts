@@ -14,7 +14,7 @@ let limits: Limits;
 let user: TestUser;
 
 beforeAll(async () => {
-  t = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: '6', SESSION_RATE_LIMIT_PER_MINUTE: '6' } });
+  t = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: '6' } });
   limits = await createLimits(t.config, t.store, t.ctx.log);
   expect(limits.backend).toBe('postgres');
   // Whole-minute windows: start early in one, so the requests below cannot straddle two.

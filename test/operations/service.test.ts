@@ -99,7 +99,7 @@ describe('TOKEN_TTL and RATE_LIMIT_PER_MINUTE=0', () => {
   const clock = new ManualClock();
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp({ clock, env: { TOKEN_TTL: '1', RATE_LIMIT_PER_MINUTE: '0', SESSION_RATE_LIMIT_PER_MINUTE: '0' } });
+    t = await startTestApp({ clock, env: { TOKEN_TTL: '1', RATE_LIMIT_PER_MINUTE: '0' } });
   });
   afterAll(async () => t?.close());
 
@@ -127,7 +127,7 @@ describe('TOKEN_TTL and RATE_LIMIT_PER_MINUTE=0', () => {
     const throttled = await startTestApp({
       database: t.database,
       keepDatabase: true,
-      env: { RATE_LIMIT_PER_MINUTE: '0', SESSION_RATE_LIMIT_PER_MINUTE: '0', LOGIN_ATTEMPTS_PER_MINUTE: '2' },
+      env: { RATE_LIMIT_PER_MINUTE: '0', LOGIN_ATTEMPTS_PER_MINUTE: '2' },
     });
     try {
       for (let i = 0; i < 2; i++)

@@ -29,7 +29,7 @@ function sharedLimitTests(name: string, extra: () => Record<string, string>, che
     beforeAll(async () => {
       database = await createTestDatabase();
       seed = await startTestApp({ database, keepDatabase: true });
-      const env = { RATE_LIMIT_PER_MINUTE: '60', SESSION_RATE_LIMIT_PER_MINUTE: '60', LOGIN_ATTEMPTS_PER_MINUTE: '3', ...extra() };
+      const env = { RATE_LIMIT_PER_MINUTE: '60', LOGIN_ATTEMPTS_PER_MINUTE: '3', ...extra() };
       [a, b] = await Promise.all([startService(database, env), startService(database, env)]);
     }, 150_000);
     afterAll(async () => {
