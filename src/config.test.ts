@@ -18,6 +18,7 @@ describe('loadConfig', () => {
     });
     expect(c.tokenTtlS).toBe(86400);
     expect(c.rateLimitPerMinute).toBe(60);
+    expect(c.dashboardRateLimitPerMinute).toBe(600);
     expect(c.loginAttemptsPerMinute).toBe(5);
     expect(c.balanceMaxAgeS).toBe(5);
     expect(c.webhook.retryDelaysS).toEqual([60, 300, 900]);

@@ -40,8 +40,14 @@ export interface Config {
   /** SCREENING_FILE: blocked addresses, one a line (src/modules/screening/screening.ts), as an absolute path; null: none. */
   readonly screeningFile: string | null;
   readonly tokenTtlS: number;
-  /** Requests a minute per user; 0 turns the per-user limit (and its headers) off. */
+  /** Requests a minute per user made with API keys (servers); 0 turns that limit (and its headers) off. */
   readonly rateLimitPerMinute: number;
+  /**
+   * Requests a minute per user made with dashboard sessions (login with `session: "dashboard"`),
+   * counted apart from the per-user limit that login tokens and API keys share, so the dashboard
+   * never uses up the integration's budget nor the other way round; 0 turns it (and its headers) off.
+   */
+  readonly dashboardRateLimitPerMinute: number;
   /** Redis for the shared rate-limit counters (else PostgreSQL when used, else memory). */
   readonly redisUrl: string | null;
   /** scrypt cost (N) for new password hashes; older hashes are rehashed at the next login. */
@@ -293,6 +299,7 @@ export function loadConfig(env: Env = process.env): Config {
     screeningFile: screeningFile(env),
     tokenTtlS: int(env, 'TOKEN_TTL', 86400, 1, 31_536_000),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 0, 1_000_000),
+    dashboardRateLimitPerMinute: int(env, 'DASHBOARD_RATE_LIMIT_PER_MINUTE', 600, 0, 1_000_000),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     passwordScryptN: scryptCost(env),
     txStuckAfterS: int(env, 'TX_STUCK_AFTER_S', 600, 1, 31_536_000),

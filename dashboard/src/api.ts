@@ -15,6 +15,33 @@ export const session = {
   clear: () => sessionStorage.removeItem(TOKEN_KEY),
 };
 
+/** Tries to revoke a token for this long after a sign-out whose first attempt failed. */
+const LOGOUT_TRIES = 5;
+
+/**
+ * Signs out: this tab forgets the token at once (the sign-in form is shown whatever the service
+ * answers), then the token is revoked, tried again while the service cannot be reached or
+ * answers a 5xx (the service never refuses a logout for too many requests).
+ */
+export async function signOut(): Promise<void> {
+  const token = session.token();
+  session.clear();
+  window.dispatchEvent(new Event('signed-out'));
+  if (token === null) return;
+  for (let i = 0; i < LOGOUT_TRIES; i++) {
+    const status = await fetch(`${window.location.origin}/api/auth/logout`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}` },
+    }).then(
+      (r) => r.status,
+      () => 0,
+    );
+    // Revoked (200) or already of no use (401): done. Anything else: again, a little later each time.
+    if (status === 200 || status === 401) return;
+    await new Promise((r) => setTimeout(r, 1000 * 2 ** i));
+  }
+}
+
 const bearer: Middleware = {
   onRequest({ request }) {
     const token = session.token();
@@ -27,9 +54,24 @@ const bearer: Middleware = {
       session.clear();
       window.dispatchEvent(new Event('signed-out'));
     }
+    // Too many requests: the message says how long to wait (from Retry-After), wherever it is shown.
+    const wait = retryAfterS(response);
+    if (wait !== null) {
+      const message = `Too many requests: wait ${wait} s, then try again.`;
+      const headers = new Headers(response.headers);
+      headers.delete('content-length');
+      return new Response(JSON.stringify({ status: 'error', message, data: null }), { status: 429, headers });
+    }
     return response;
   },
 };
+
+/** The seconds a 429 answer asks to wait before the next request (at least 1), or null for any other answer. */
+export function retryAfterS(response: Response): number | null {
+  if (response.status !== 429) return null;
+  const s = Number(response.headers.get('retry-after'));
+  return Number.isFinite(s) && s >= 1 ? Math.ceil(s) : 1;
+}
 
 /** The `data` of a 200 answer to `method` on `path`, as the OpenAPI document describes it. */
 export type Data<P extends keyof paths, M extends 'get' | 'post' = 'get'> = paths[P][M] extends {

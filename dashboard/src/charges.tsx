@@ -20,6 +20,7 @@ export function Charges({ wallet }: { wallet: string }) {
         'The charges could not be listed.',
       ).data,
     [wallet],
+    { refreshOn: ['charge.'], wallet },
   );
   return (
     <section aria-labelledby="charges-title">
@@ -92,6 +93,7 @@ function ChargeDetail({ wallet, charge, explorer }: { wallet: string; charge: st
         'The charge could not be read.',
       ).data,
     [wallet, charge],
+    { refreshOn: ['charge.', 'transaction.'], wallet },
   );
   if (error) return <Problem text={error} />;
   if (!c) return <Loading what="the charge" />;

@@ -1,31 +1,25 @@
-/** The events feed: the account's newest 50 events, newest first, each with its data. */
-import { api, type Data } from './api.js';
+/** The events feed: the account's newest 50 events, newest first, each with its data; new ones appear as they happen. */
+import { api } from './api.js';
 import { ok, useApi } from './data.js';
 import { Empty, Loading, Problem, Time } from './ui.js';
 
-type EventRow = Data<'/api/events'>[number];
+/** Every event name starts with one of these: the feed follows them all. */
+const EVERY_EVENT = [''];
 
 export function Events() {
-  const { data: rows, error } = useApi(async () => {
-    // Oldest first from a cursor: read to the end, show the newest 50.
-    let after = 0;
-    const all: EventRow[] = [];
-    for (let i = 0; i < 20; i++) {
-      const r = await api.GET('/api/events', { params: { query: { after, limit: 1000 } } });
-      const page = ok(r, 'The events could not be read.').data;
-      all.push(...page);
-      if (page.length < 1000) break;
-      after = Number(r.response.headers.get('x-next-cursor') ?? after);
-    }
-    return all.slice(-50).reverse();
-  }, []);
+  const { data: rows, error } = useApi(
+    async () => ok(await api.GET('/api/events', { params: { query: { order: 'desc', limit: 50 } } }), 'The events could not be read.').data,
+    [],
+    { refreshOn: EVERY_EVENT },
+  );
   return (
     <section aria-labelledby="events-title" class="card">
       <h1 id="events-title">Events</h1>
-      {error ? (
-        <Problem text={error} />
-      ) : !rows ? (
-        <Loading what="events" />
+      {error && <Problem text={error} />}
+      {!rows ? (
+        error ? null : (
+          <Loading what="events" />
+        )
       ) : rows.length === 0 ? (
         <Empty text="No events yet." />
       ) : (

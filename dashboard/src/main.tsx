@@ -6,7 +6,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import './styles.css';
-import { api, session } from './api.js';
+import { session, signOut } from './api.js';
 import { SignIn } from './signin.js';
 import { Wallet, Wallets } from './wallets.js';
 import { ChargeOf } from './charges.js';
@@ -61,11 +61,6 @@ function App() {
     return () => window.removeEventListener('signed-out', out);
   }, []);
   if (!signedIn) return <SignIn onSignedIn={() => setSignedIn(true)} />;
-  const signOut = async () => {
-    await api.POST('/api/auth/logout').catch(() => undefined);
-    session.clear();
-    setSignedIn(false);
-  };
   return (
     <>
       <header class="top">

@@ -118,16 +118,20 @@ function Items({ p, explorer }: { p: Payout; explorer: string }) {
 }
 
 export function PayoutOf({ wallet, payout }: { wallet: string; payout: string }) {
-  const { data, error, reload } = useApi(async () => {
-    const [w, p] = await Promise.all([
-      api.GET('/api/wallet/{wallet}', { params: { path: { wallet } } }),
-      api.GET('/api/wallet/{wallet}/payout/{payout}', { params: { path: { wallet, payout } } }),
-    ]);
-    return {
-      explorer: ok(w, 'The wallet could not be read.').data.network.block_explorer ?? '',
-      p: ok(p, 'The payout could not be read.').data,
-    };
-  }, [wallet, payout]);
+  const { data, error, reload } = useApi(
+    async () => {
+      const [w, p] = await Promise.all([
+        api.GET('/api/wallet/{wallet}', { params: { path: { wallet } } }),
+        api.GET('/api/wallet/{wallet}/payout/{payout}', { params: { path: { wallet, payout } } }),
+      ]);
+      return {
+        explorer: ok(w, 'The wallet could not be read.').data.network.block_explorer ?? '',
+        p: ok(p, 'The payout could not be read.').data,
+      };
+    },
+    [wallet, payout],
+    { refreshOn: ['transaction.'], wallet },
+  );
   const [message, setMessage] = useState<Message | null>(null);
   const { decide, dialog } = usePayoutDecision(wallet, data?.explorer ?? '', (m) => {
     setMessage(m);

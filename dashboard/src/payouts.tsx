@@ -25,6 +25,7 @@ export function Payouts({ wallet, explorer = '' }: { wallet: string; explorer?: 
         'The payouts could not be listed.',
       ).data,
     [wallet],
+    { refreshOn: ['transaction.'], wallet },
   );
   const [message, setMessage] = useState<{ error: boolean; text: string } | null>(null);
   const { decide, dialog } = usePayoutDecision(wallet, explorer, (m) => {

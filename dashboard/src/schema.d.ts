@@ -11,7 +11,7 @@ export interface paths {
         put?: never;
         /**
          * Log in and get a bearer token
-         * @description Exchanges email and password for an opaque bearer token valid for TOKEN_TTL seconds. Failed attempts are limited per email and per IP (429 with Retry-After); this route is public and not counted in the per-user rate limit.
+         * @description Exchanges email and password for an opaque bearer token valid for TOKEN_TTL seconds. Failed attempts are limited per email and per IP (429 with Retry-After); this route is public and not counted in the per-user rate limit. With `session: "dashboard"` the token is a dashboard session, counted in its own budget (DASHBOARD_RATE_LIMIT_PER_MINUTE).
          */
         post: operations["login"];
         delete?: never;
@@ -31,7 +31,7 @@ export interface paths {
         put?: never;
         /**
          * Revoke the token used
-         * @description Revokes the bearer token of this request; later requests with it answer 401 Invalid token.
+         * @description Revokes the bearer token of this request; later requests with it answer 401 Invalid token. Counted in the rate limit but never refused by it: a token can always be ended.
          */
         post: operations["logout"];
         delete?: never;
@@ -1090,8 +1090,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The user’s events after a cursor, oldest first (X-Next-Cursor: the last id returned)
-         * @description Every event of the user with an id above `after`, oldest first, filtered by `type` or `event`; `data` is exactly what a webhook receives. Page with `after` = the `X-Next-Cursor` header: no event is ever skipped, also while others are being written (see docs/integrating.md).
+         * The user’s events after a cursor, oldest first (X-Next-Cursor: the highest id returned)
+         * @description Every event of the user with an id above `after`, oldest first (or, with `order=desc`, the newest `limit` of them, newest first), filtered by `type` or `event`; `data` is exactly what a webhook receives. Page with `after` = the `X-Next-Cursor` header: no event is ever skipped, also while others are being written (see docs/integrating.md). `order=desc&limit=1` tells where to start following from now on.
          */
         get: operations["listEvents"];
         put?: never;
@@ -1953,13 +1953,19 @@ export interface operations {
                 /**
                  * @example {
                  *       "email": "alice@example.com",
-                 *       "password": "correct horse battery staple"
+                 *       "password": "correct horse battery staple",
+                 *       "session": "dashboard"
                  *     }
                  */
                 "application/json": {
                     /** Format: email */
                     email: string;
                     password: string;
+                    /**
+                     * @description `dashboard`: the token is the dashboard's session (it begins with `ds.`), counted in the user's dashboard budget (DASHBOARD_RATE_LIMIT_PER_MINUTE) instead of the per-user rate limit its API calls share.
+                     * @enum {string}
+                     */
+                    session?: "dashboard";
                 };
             };
         };
@@ -6138,6 +6144,8 @@ export interface operations {
                 type?: "charge" | "transaction" | "balance" | "token" | "wallet";
                 /** @description A dotted event name, e.g. charge.paid */
                 event?: "charge.created" | "charge.paid" | "charge.expired" | "charge.failed" | "charge.delayed" | "charge.reopened" | "charge.refunded" | "charge.screened" | "transaction.created" | "transaction.confirmed" | "transaction.failed" | "transaction.reorged" | "transaction.approval_required" | "transaction.stuck" | "balance.updated" | "token.added" | "token.removed" | "wallet.created" | "wallet.updated";
+                /** @description `asc` (default): oldest first, for paging with the cursor; `desc`: the newest `limit` events, newest first */
+                order?: "asc" | "desc";
             };
             header?: never;
             path?: never;

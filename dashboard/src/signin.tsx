@@ -12,7 +12,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
     setBusy(true);
     setError(null);
     const { data, error: err } = await api
-      .POST('/api/auth/login', { body: { email, password } })
+      .POST('/api/auth/login', { body: { email, password, session: 'dashboard' } })
       .catch(() => ({ data: undefined, error: { message: 'The service could not be reached.' } }));
     setBusy(false);
     if (!data) return setError(failure(err, 'Signing in failed.'));

@@ -21,12 +21,16 @@ export function Transactions({ wallet, explorer }: { wallet: string; explorer: s
   // A decision reads the page afresh (its Loading shown), as turning a page does.
   const [version, setVersion] = useState(0);
   const [message, setMessage] = useState<{ error: boolean; text: string } | null>(null);
-  const { data: rows, error } = useApi(async () => {
-    const r = await api.GET('/api/wallet/{wallet}/transaction', { params: { path: { wallet }, query: { page, limit: PAGE } } });
-    const listed = ok(r, 'The transactions could not be listed.').data;
-    setPages(Number(r.response.headers.get('x-pagination-pages') ?? '1') || 1);
-    return listed;
-  }, [wallet, page, version]);
+  const { data: rows, error } = useApi(
+    async () => {
+      const r = await api.GET('/api/wallet/{wallet}/transaction', { params: { path: { wallet }, query: { page, limit: PAGE } } });
+      const listed = ok(r, 'The transactions could not be listed.').data;
+      setPages(Number(r.response.headers.get('x-pagination-pages') ?? '1') || 1);
+      return listed;
+    },
+    [wallet, page, version],
+    { refreshOn: ['transaction.'], wallet },
+  );
   const held = rows?.filter((t) => t.status === 'awaiting_approval') ?? [];
   return (
     <section aria-labelledby="tx-title">
@@ -278,17 +282,25 @@ function Bars({ symbol, days }: { symbol: string; days: Day[] }) {
   );
 }
 
+/** The chart's rows read at once: pages are read, newest first, only until one reaches past the 30 days. */
+const CHART_PAGE = 100;
+
 export function Chart({ wallet }: { wallet: string }) {
   const { data: series, error } = useApi(
-    async () =>
-      perDay(
-        ok(
-          await api.GET('/api/wallet/{wallet}/transaction', { params: { path: { wallet }, query: { limit: 1000 } } }),
-          'The transactions could not be read.',
-        ).data,
-        Date.now(),
-      ),
+    async () => {
+      const since = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
+      const rows: Transaction[] = [];
+      for (let page = 1; ; page++) {
+        const query = { page, limit: CHART_PAGE };
+        const r = await api.GET('/api/wallet/{wallet}/transaction', { params: { path: { wallet }, query } });
+        const listed = ok(r, 'The transactions could not be read.').data;
+        rows.push(...listed);
+        if (listed.length < CHART_PAGE || String(listed.at(-1)!.created_at).slice(0, 10) < since) break;
+      }
+      return perDay(rows, Date.now());
+    },
     [wallet],
+    { refreshOn: ['transaction.'], wallet },
   );
   return (
     <section aria-labelledby="chart-title">

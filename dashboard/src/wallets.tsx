@@ -3,8 +3,8 @@
  * and one wallet's page with all its sections (send, tokens, chart, transactions, charges,
  * payouts, webhooks, policy, reconciliation) and, on the local devnet, `Fund from devnet`.
  */
-import { useEffect, useState } from 'preact/hooks';
-import { api, failure } from './api.js';
+import { useState } from 'preact/hooks';
+import { api, failure, type Data } from './api.js';
 import { ok, useApi } from './data.js';
 import { amount as short } from './format.js';
 import { addressProblem, amountProblem, Field, Opener, problems, useOpen, Submit, useForm, valueOf, type Placed } from './forms.js';
@@ -37,19 +37,19 @@ interface WalletToken {
   is_native: boolean;
 }
 
-async function loadWallet(id: number, name: string, address: string): Promise<WalletSummary> {
-  const [shown, balance] = await Promise.all([
-    api.GET('/api/wallet/{wallet}', { params: { path: { wallet: String(id) } } }),
-    api.GET('/api/wallet/{wallet}/balance', { params: { path: { wallet: String(id) } } }),
-  ]);
-  const network = shown.data?.data.network;
+type Shown = Data<'/api/wallet/{wallet}'>;
+
+/** The balances of a wallet already read (its network from that read: nothing read twice). */
+async function loadWallet(shown: Shown): Promise<WalletSummary> {
+  const balance = await api.GET('/api/wallet/{wallet}/balance', { params: { path: { wallet: String(shown.id) } } });
+  const network = shown.network;
   return {
-    id,
-    name,
-    address,
-    network: network?.name ?? '',
-    explorer: network?.block_explorer ?? '',
-    chainId: network?.chain_id ?? null,
+    id: shown.id,
+    name: shown.name,
+    address: shown.address,
+    network: network.name,
+    explorer: network.block_explorer ?? '',
+    chainId: network.chain_id ?? null,
     balances: balance.data
       ? balance.data.data.tokens.map((t) => ({
           symbol: t.symbol,
@@ -62,6 +62,19 @@ async function loadWallet(id: number, name: string, address: string): Promise<Wa
       : null,
     error: balance.data ? null : failure(balance.error, 'The balance could not be read.'),
   };
+}
+
+/** What changes a wallet's card: its balances, tokens, transactions and name. */
+const WALLET_EVENTS = ['balance.', 'token.', 'transaction.', 'wallet.'];
+
+/** A wallet and its balances, read again when one of its events comes. */
+function useWallet(id: string) {
+  return useApi(
+    async () =>
+      loadWallet(ok(await api.GET('/api/wallet/{wallet}', { params: { path: { wallet: id } } }), 'The wallet could not be read.').data),
+    [id],
+    { refreshOn: WALLET_EVENTS, wallet: id },
+  );
 }
 
 /** A wallet's network, address and balances (or why they could not be read): on the list and on its page. */
@@ -88,31 +101,40 @@ function WalletFacts({ w }: { w: WalletSummary }) {
 }
 
 export function Wallets() {
-  const { data: wallets, error } = useApi(async () => {
-    const listed = ok(await api.GET('/api/wallets'), 'The wallets could not be listed.').data;
-    return Promise.all(listed.map((w) => loadWallet(w.id, w.name, w.address)));
-  }, []);
-  if (error) return <Problem text={error} />;
-  if (!wallets) return <Loading what="wallets" />;
+  const { data: wallets, error } = useApi(async () => ok(await api.GET('/api/wallets'), 'The wallets could not be listed.').data, [], {
+    refreshOn: ['wallet.created'],
+  });
   return (
     <section aria-labelledby="wallets-title">
       <h1 id="wallets-title">Wallets</h1>
-      <NewWallet first={wallets.length === 0} />
-      {wallets.length === 0 ? (
+      {error && <Problem text={error} />}
+      {wallets && <NewWallet first={wallets.length === 0} />}
+      {!wallets ? (
+        !error && <Loading what="wallets" />
+      ) : wallets.length === 0 ? (
         <Empty text="No wallets yet." />
       ) : (
         <ul class="cards">
           {wallets.map((w) => (
-            <li class="card wallet" key={w.id}>
-              <h2>
-                <a href={`#/wallet/${w.id}`}>{w.name}</a>
-              </h2>
-              <WalletFacts w={w} />
-            </li>
+            <WalletCard key={w.id} id={w.id} name={w.name} />
           ))}
         </ul>
       )}
     </section>
+  );
+}
+
+/** One wallet of the list, read on its own: what fails is said in its card. */
+function WalletCard({ id, name }: { id: number; name: string }) {
+  const { data: w, error } = useWallet(String(id));
+  return (
+    <li class="card wallet" data-wallet={id}>
+      <h2>
+        <a href={`#/wallet/${id}`}>{w?.name ?? name}</a>
+      </h2>
+      {error && <Problem text={error} />}
+      {w ? <WalletFacts w={w} /> : !error && <Loading what={`${name}`} />}
+    </li>
   );
 }
 
@@ -190,46 +212,33 @@ function FundFromDevnet({ wallet, onFunded }: { wallet: string; onFunded: () => 
 }
 
 export function Wallet({ id }: { id: string }) {
-  const {
-    data: w,
-    error,
-    reload,
-  } = useApi(async () => {
-    const shown = ok(await api.GET('/api/wallet/{wallet}', { params: { path: { wallet: id } } }), 'The wallet could not be read.').data;
-    return loadWallet(shown.id, shown.name, shown.address);
-  }, [id]);
-  if (error) return <Problem text={error} />;
-  if (!w) return <Loading what="the wallet" />;
+  const { data: w, error, reload } = useWallet(id);
   return (
     <div class="stack">
       <section aria-labelledby="wallet-title" class="card">
         <p>
           <a href="#/">← Wallets</a>
         </p>
-        <h1 id="wallet-title">{w.name}</h1>
-        <WalletFacts w={w} />
-        {w.chainId === 31337 && <FundFromDevnet wallet={id} onFunded={reload} />}
+        <h1 id="wallet-title">{w?.name ?? `Wallet ${id}`}</h1>
+        {error && <Problem text={error} />}
+        {w ? <WalletFacts w={w} /> : !error && <Loading what="the wallet" />}
+        {w?.chainId === 31337 && <FundFromDevnet wallet={id} onFunded={reload} />}
       </section>
-      <Send wallet={id} tokens={w.balances ?? []} explorer={w.explorer} onSettled={reload} />
-      <Tokens wallet={id} tokens={w.balances} onAdded={reload} />
-      <Chart wallet={id} />
-      <Transactions wallet={id} explorer={w.explorer} />
-      <Charges wallet={id} />
-      <Payouts wallet={id} />
-      <Webhooks wallet={id} />
-      <Policy wallet={id} />
-      <Reconciliation wallet={id} />
+      {w && (
+        <>
+          <Send wallet={id} tokens={w.balances ?? []} explorer={w.explorer} />
+          <Tokens wallet={id} tokens={w.balances} onAdded={reload} />
+          <Chart wallet={id} />
+          <Transactions wallet={id} explorer={w.explorer} />
+          <Charges wallet={id} />
+          <Payouts wallet={id} />
+          <Webhooks wallet={id} />
+          <Policy wallet={id} />
+          <Reconciliation wallet={id} />
+        </>
+      )}
     </div>
   );
-}
-
-type Sent = NonNullable<Awaited<ReturnType<typeof showTransfer>>>;
-
-async function showTransfer(wallet: string, id: number) {
-  const r = await api.GET('/api/wallet/{wallet}/transaction/show/{transaction}', {
-    params: { path: { wallet, transaction: String(id) } },
-  });
-  return r.data?.data ?? null;
 }
 
 /** The refusals of a transfer that belong to its amount or its recipient, in a merchant's words. */
@@ -242,7 +251,7 @@ const SEND_REFUSALS: Placed = {
 };
 
 /** `Send`: a token of the wallet, an amount and a recipient; the transfer is followed until it settles. */
-function Send({ wallet, tokens, explorer, onSettled }: { wallet: string; tokens: WalletToken[]; explorer: string; onSettled: () => void }) {
+function Send({ wallet, tokens, explorer }: { wallet: string; tokens: WalletToken[]; explorer: string }) {
   const [token, setToken] = useState('');
   const [amount, setAmount] = useState('');
   const [address, setAddress] = useState('');
@@ -294,30 +303,23 @@ function Send({ wallet, tokens, explorer, onSettled }: { wallet: string; tokens:
         </Field>
         <Submit form={form} text="Send" busyText="Sending…" />
       </form>
-      {sent && <Transfer key={sent.id} wallet={wallet} id={sent.id} explorer={explorer} onSettled={onSettled} />}
+      {sent && <Transfer key={sent.id} wallet={wallet} id={sent.id} explorer={explorer} />}
     </section>
   );
 }
 
-/** The transfer just sent: read again until it is no longer pending. */
-function Transfer({ wallet, id, explorer, onSettled }: { wallet: string; id: number; explorer: string; onSettled: () => void }) {
-  const [tx, setTx] = useState<Sent | null>(null);
-  useEffect(() => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let live = true;
-    const read = async () => {
-      const t = await showTransfer(wallet, id).catch(() => null);
-      if (!live) return;
-      if (t) setTx(t);
-      if (t && t.status !== 'pending') onSettled();
-      else timer = setTimeout(() => void read(), 1000);
-    };
-    void read();
-    return () => {
-      live = false;
-      clearTimeout(timer);
-    };
-  }, [wallet, id]);
+/** The transfer just sent: read again on its wallet's transaction events, and while it is pending. */
+function Transfer({ wallet, id, explorer }: { wallet: string; id: number; explorer: string }) {
+  const { data: tx, error } = useApi(
+    async () =>
+      ok(
+        await api.GET('/api/wallet/{wallet}/transaction/show/{transaction}', { params: { path: { wallet, transaction: String(id) } } }),
+        'The transfer could not be read.',
+      ).data,
+    [wallet, id],
+    { refreshOn: ['transaction.'], wallet, again: (t) => t.status === 'pending' },
+  );
+  if (error && !tx) return <Problem text={error} />;
   if (!tx) return <Loading what="the transfer" />;
   return (
     <div class="sent" role="status" data-transfer={tx.id}>

@@ -3,7 +3,7 @@
  * events, enabled), `Send test` and its latest deliveries (their HTTP attempts read when asked
  * for; `Retry` on those not delivered); the list is read again after each action.
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, failure } from './api.js';
 import { ok, useApi } from './data.js';
 import { Field, Opener, problems, useOpen, Submit, useForm, valueOf, type Form } from './forms.js';
@@ -27,40 +27,25 @@ async function listHooks(wallet: string) {
   );
 }
 
-/** How long after `Send test` or `Retry` the deliveries are read again while one is under way. */
-const FOLLOW_READS = 15;
-const FOLLOW_EVERY_MS = 1000;
-
-/**
- * After an action, the deliveries are read again every second while one is still pending or
- * retrying (at most FOLLOW_READS times), so the test sent or the retry shows how it went.
- */
-function useFollow(listed: { deliveries: { status: string }[] }[] | null, reload: () => void): () => void {
-  const [left, setLeft] = useState(0);
-  useEffect(() => {
-    const underWay = listed?.some((h) => h.deliveries.some((d) => d.status === 'pending' || d.status === 'retrying'));
-    if (left <= 0 || !underWay) return;
-    const timer = setTimeout(() => {
-      setLeft((n) => n - 1);
-      reload();
-    }, FOLLOW_EVERY_MS);
-    return () => clearTimeout(timer);
-  }, [listed, left]);
-  return () => setLeft(FOLLOW_READS);
-}
-
 /** "1 attempt", "3 attempts". */
 export const attemptsText = (n: number) => `${n} ${n === 1 ? 'attempt' : 'attempts'}`;
 
 /** A wallet's webhooks, each with its latest deliveries, `Edit`, `Send test` and `Retry`. */
 export function Webhooks({ wallet }: { wallet: string }) {
-  const { data: listed, error, reload } = useApi(() => listHooks(wallet), [wallet]);
+  const {
+    data: listed,
+    error,
+    reload,
+  } = useApi(
+    () => listHooks(wallet),
+    [wallet],
+    // A delivery still being sent changes without an event: read again until it is settled.
+    { refreshOn: [''], wallet, again: (hooks) => hooks.some((h) => h.deliveries.some((d) => d.status === 'pending')) },
+  );
   const [message, setMessage] = useState<string | null>(null);
-  const follow = useFollow(listed, reload);
   const act = async (label: string, call: () => Promise<{ data?: unknown; error?: unknown }>) => {
     const r = await call().catch(() => ({ data: undefined, error: undefined }));
     setMessage(r.data ? `${label}: done.` : failure(r.error, `${label}: it could not be done.`));
-    if (r.data) follow();
     reload();
   };
   return (

@@ -1,7 +1,8 @@
 /**
  * The hooks of the authenticated scope, in the contract's order of checks:
  * onRequest: bearer token or API key (401), the per-user rate limit (429, with X-RateLimit-*
- * headers), then an API key's scope (403, before anything of the route runs);
+ * headers; a login token's requests and an API key's are counted apart, docs/operating.md "Rate
+ * limits"), then an API key's scope (403, before anything of the route runs);
  * preValidation: the wallet guard for every route with a `{wallet}` segment (404), which runs
  * before the route's own path-object loaders (404) and before body validation (422).
  */
@@ -9,7 +10,7 @@ import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { AppError, Errors } from '../errors.js';
 import type { CountAnonymous } from './anonymous-limit.js';
 import type { AppContext } from '../context.js';
-import type { AuthService } from '../modules/auth/auth.service.js';
+import { isDashboardToken, type AuthService } from '../modules/auth/auth.service.js';
 import { WalletService } from '../modules/wallets/wallets.service.js';
 import { isApiKey, KeyService } from '../modules/keys/keys.service.js';
 import { allows, isRouteScope, scopeByRules } from '../modules/keys/keys.scopes.js';
@@ -18,8 +19,19 @@ import type { App } from './types.js';
 
 /** The Bearer scheme with some credentials; what they are is checked by the auth service. */
 const BEARER = /^Bearer[ ]+(.*\S)\s*$/i;
-/** The per-user request counter's key: this prefix and the user id. */
+/**
+ * The per-user request counters' keys: a prefix and the user id. Login tokens and API keys (the
+ * integration) share the user's budget, RATE_LIMIT_PER_MINUTE; a dashboard session (a token from
+ * a login with `session: "dashboard"`) counts in a budget of its own, so a busy dashboard never
+ * uses up the integration's budget, nor the other way round.
+ */
 const USER_KEY_PREFIX = 'u:';
+const DASHBOARD_KEY_PREFIX = 'd:';
+
+/** The bearer token of the request's Authorization header, or '' when it has none. */
+function bearerToken(req: FastifyRequest): string {
+  return BEARER.exec(req.headers.authorization ?? '')?.[1] ?? '';
+}
 
 /** A path id: a positive integer of sane length, or null (which the caller answers with 404). */
 export function parseId(raw: unknown): number | null {
@@ -46,7 +58,7 @@ async function identify(
   req: FastifyRequest,
   token: string,
   now: number,
-  d: { auth: AuthService; keys: KeyService; perUser: WindowCounters | null },
+  d: { auth: AuthService; keys: KeyService; perUser: WindowCounters | null; budgetOf: (token: string) => Budget },
 ): Promise<WindowState | null> {
   if (isApiKey(token)) {
     const key = await d.keys.authenticate(token);
@@ -54,9 +66,10 @@ async function identify(
     req.apiKey = { id: key.keyId, scopes: key.scopes };
     return null;
   }
-  if (d.perUser?.inPostgres) {
+  const budget = d.budgetOf(token);
+  if (d.perUser?.inPostgres && budget.limit !== 0) {
     const window = d.perUser.sqlWindow(now);
-    const { user, tokenId, count } = await d.auth.authenticateCounting(token, USER_KEY_PREFIX, window);
+    const { user, tokenId, count } = await d.auth.authenticateCounting(token, budget.prefix, window);
     req.user = user;
     req.tokenId = tokenId;
     return { count, resetAtMs: window.resetAtMs };
@@ -67,20 +80,26 @@ async function identify(
   return null;
 }
 
+/** The budget a credential's requests count in: its limit a minute (0: none) and its counter's prefix. */
+interface Budget {
+  limit: number;
+  prefix: string;
+}
+
 export function installAuth(app: App, ctx: AppContext, auth: AuthService, perUser: WindowCounters, countAnonymous: CountAnonymous): void {
-  const limit = ctx.config.rateLimitPerMinute;
+  const user: Budget = { limit: ctx.config.rateLimitPerMinute, prefix: USER_KEY_PREFIX };
+  const dashboard: Budget = { limit: ctx.config.dashboardRateLimitPerMinute, prefix: DASHBOARD_KEY_PREFIX };
+  const budgetOf = (token: string): Budget => (isDashboardToken(token) ? dashboard : user);
   const wallets = new WalletService(ctx);
   const keys = new KeyService(ctx);
-  const deps = { auth, keys, perUser: limit !== 0 ? perUser : null };
+  const deps = { auth, keys, perUser, budgetOf };
 
   /** The caller's identity; a missing or refused credential counts against the caller's address first. */
   async function identifyOrCount(req: FastifyRequest, now: number): Promise<WindowState | null> {
     try {
-      const header = req.headers.authorization;
-      if (header === undefined || header === '') throw Errors.unauthenticated();
-      const m = BEARER.exec(header);
-      if (!m?.[1]) throw Errors.unauthenticated();
-      return await identify(req, m[1], now, deps);
+      const token = bearerToken(req);
+      if (token === '') throw Errors.unauthenticated();
+      return await identify(req, token, now, deps);
     } catch (err) {
       if (err instanceof AppError && err.statusCode === 401) await countAnonymous(req);
       throw err;
@@ -90,12 +109,13 @@ export function installAuth(app: App, ctx: AppContext, auth: AuthService, perUse
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     const now = ctx.clock.nowMs();
     const counted = await identifyOrCount(req, now);
-    // RATE_LIMIT_PER_MINUTE=0: no per-user limit, no headers.
+    const { limit, prefix } = req.apiKey ? user : budgetOf(bearerToken(req));
+    // A limit of 0: no limit for that budget, no headers.
     if (limit !== 0) {
-      const w = counted ?? (await perUser.hit(`${USER_KEY_PREFIX}${requireUser(req).id}`, now));
+      const w = counted ?? (await perUser.hit(`${prefix}${requireUser(req).id}`, now));
       reply.header('x-ratelimit-limit', String(limit));
       reply.header('x-ratelimit-remaining', String(Math.max(0, limit - w.count)));
-      if (w.count > limit) throw Errors.tooManyRequests(retryAfterS(w, now));
+      if (w.count > limit && req.routeOptions.config.neverLimited !== true) throw Errors.tooManyRequests(retryAfterS(w, now));
     }
     if (req.apiKey && !allows(req.apiKey.scopes, req.routeOptions.config.scope!)) throw Errors.insufficientScope();
   });

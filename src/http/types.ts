@@ -24,6 +24,8 @@ declare module 'fastify' {
     idempotency?: boolean;
     /** The answer carries a secret or a credential: `Cache-Control: no-store`. */
     noStore?: boolean;
+    /** Counted in the per-user rate limit but never refused by it (logout: a token can always be ended). */
+    neverLimited?: boolean;
   }
 }
 

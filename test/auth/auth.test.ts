@@ -209,7 +209,7 @@ describe('per-user rate limit', () => {
   let t: TestApp;
   const clock = new ManualClock();
   beforeAll(async () => {
-    t = await startTestApp({ clock, env: { RATE_LIMIT_PER_MINUTE: '3' } });
+    t = await startTestApp({ clock, env: { RATE_LIMIT_PER_MINUTE: '3', DASHBOARD_RATE_LIMIT_PER_MINUTE: '5' } });
   });
   afterAll(async () => t?.close());
 
@@ -240,5 +240,41 @@ describe('per-user rate limit', () => {
     const again = await t.request('GET', '/api/auth/me', { token: a.token });
     expect(again.status).toBe(200);
     expect(again.headers.get('x-ratelimit-remaining')).toBe('2');
+  });
+
+  it("shares the user's budget between login tokens and API keys; a dashboard session has its own; a logout is never refused", async () => {
+    clock.advance(60_001);
+    const a = await t.createUser();
+    const key = (await t.request('POST', '/api/auth/key/create', { token: a.token, body: { name: 'server', scopes: ['read'] } })).body.data
+      .key as string;
+    // The key's creation, one read with the key, one with the token: the user's 3 are used up, by either credential.
+    expect((await t.request('GET', '/api/wallets', { token: key })).headers.get('x-ratelimit-remaining')).toBe('1');
+    expect((await t.request('GET', '/api/auth/me', { token: a.token })).headers.get('x-ratelimit-remaining')).toBe('0');
+    expect((await t.request('GET', '/api/wallets', { token: key })).status).toBe(429);
+    expect((await t.request('GET', '/api/auth/me', { token: a.token })).status).toBe(429);
+
+    // The dashboard signs in for a session of its own: 5 a minute, counted apart.
+    const login = await t.request('POST', '/api/auth/login', { body: { email: a.email, password: a.password, session: 'dashboard' } });
+    const session = login.body.data.token as string;
+    expect(session).toMatch(/^ds\.[A-Za-z0-9_-]{43}$/);
+    const remaining: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await t.request('GET', '/api/auth/me', { token: session });
+      expect(r.status).toBe(200);
+      expect(r.headers.get('x-ratelimit-limit')).toBe('5');
+      remaining.push(r.headers.get('x-ratelimit-remaining')!);
+    }
+    expect(remaining).toEqual(['4', '3', '2', '1', '0']);
+    expect((await t.request('GET', '/api/auth/me', { token: session })).status).toBe(429);
+    const bad = await t.request('POST', '/api/auth/login', { body: { email: a.email, password: a.password, session: 'phone' } });
+    expect(bad.status).toBe(422);
+
+    // Over either limit, a logout still ends its token.
+    for (const token of [a.token, session]) {
+      const out = await t.request('POST', '/api/auth/logout', { token });
+      expect([out.status, out.headers.get('x-ratelimit-remaining')]).toEqual([200, '0']);
+      const after = await t.request('GET', '/api/auth/me', { token });
+      expect([after.status, after.body.message]).toEqual([401, 'Invalid token']);
+    }
   });
 });

@@ -77,9 +77,9 @@ describe('journey: a charge from the dashboard, paid', () => {
       await expect
         .poll(async () => (await j.api('GET', `/api/wallet/${wallet.id}/charge/show/${charge.id}`)).body.data.status, { timeout: 20_000 })
         .toBe('paid');
-      await page.reload();
+      // The charge's page follows its events: paid, without a reload.
       const badge = page.locator('section[aria-labelledby="charge-title"] .badge').first();
-      await expect.poll(() => badge.textContent()).toBe('paid');
+      await expect.poll(() => badge.textContent(), { timeout: 10_000 }).toBe('paid');
       const paid = (await j.api('GET', `/api/wallet/${wallet.id}/charge/show/${charge.id}`)).body.data;
       expect(paid.paid_amount).toBe('0.050000000000000000');
       await page.locator(`li[data-payment="${paid.payments[0].tx_hash}"]`).waitFor();

@@ -106,6 +106,21 @@ describe('events API', () => {
     expect(none.body.data).toEqual([]);
   });
 
+  it('lists the newest events first with order=desc, X-Next-Cursor the highest id returned', async () => {
+    const newest = await t.request('GET', '/api/events?order=desc&limit=2', { token: alice.token });
+    expect(newest.status).toBe(200);
+    expect(newest.body.data).toEqual([all[4], all[3]]);
+    expect(Number(newest.headers.get('x-next-cursor'))).toBe(all[4]!.id);
+    // From that cursor, only what comes after it: nothing yet.
+    const next = await t.request('GET', `/api/events?after=${all[4]!.id}`, { token: alice.token });
+    expect(next.body.data).toEqual([]);
+    const charges = await t.request('GET', `/api/events?order=desc&type=charge&after=${all[1]!.id}`, { token: alice.token });
+    expect(charges.body.data).toEqual([all[3], all[2]]);
+    expect(Number(charges.headers.get('x-next-cursor'))).toBe(all[3]!.id);
+    const bad = await t.request('GET', '/api/events?order=newest', { token: alice.token });
+    expect([bad.status, bad.body.data]).toEqual([422, { order: ['The selected order is invalid.'] }]);
+  });
+
   it('hides another user’s events from the list and from show (404 Event not found)', async () => {
     const bobs = (await t.request('GET', '/api/events', { token: bob.token })).body.data as ApiEvent[];
     expect(bobs.map((e) => e.event)).toEqual(['wallet.created']);

@@ -94,6 +94,7 @@ export async function startTestApp(opts: StartOptions = {}): Promise<TestApp> {
     LOG_LEVEL: 'info',
     DEVNET: 'off',
     RATE_LIMIT_PER_MINUTE: '100000',
+    DASHBOARD_RATE_LIMIT_PER_MINUTE: '100000',
     LOGIN_ATTEMPTS_PER_MINUTE: '1000',
     // 2^14 instead of the production 2^17: every test logs users in (test/operations/service.test.ts checks the rehash to the production cost).
     PASSWORD_SCRYPT_N: '1024',

@@ -3,6 +3,12 @@ import { Type } from '@sinclair/typebox';
 export const LoginBody = Type.Object({
   email: Type.String({ format: 'email', maxLength: 255 }),
   password: Type.String({ minLength: 1, maxLength: 1024 }),
+  session: Type.Optional(
+    Type.Literal('dashboard', {
+      description:
+        "`dashboard`: the token is the dashboard's session (it begins with `ds.`), counted in the user's dashboard budget (DASHBOARD_RATE_LIMIT_PER_MINUTE) instead of the per-user rate limit its API calls share.",
+    }),
+  ),
 });
 
 export const LoginData = Type.Object({

@@ -15,7 +15,14 @@ export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-const TOKEN_PATTERN = /^[A-Za-z0-9_-]{20,200}$/;
+const TOKEN_PATTERN = /^(?:ds\.)?[A-Za-z0-9_-]{20,200}$/;
+/** What begins a dashboard session's token; never a login token's (base64url has no dot). */
+export const DASHBOARD_TOKEN_PREFIX = 'ds.';
+
+/** A dashboard session's token (login with `session: "dashboard"`): counted in its own budget. */
+export function isDashboardToken(token: string): boolean {
+  return token.startsWith(DASHBOARD_TOKEN_PREFIX);
+}
 /** PostgreSQL token lookups out at once (each holds a pool connection), and the most in one. */
 export const LOOKUPS_IN_FLIGHT = 2;
 export const LOOKUPS_MAX_BATCH = 200;
@@ -65,7 +72,7 @@ export class AuthService {
     return true;
   }
 
-  async login(emailRaw: string, password: string, ip: string) {
+  async login(emailRaw: string, password: string, ip: string, session?: 'dashboard') {
     const email = normaliseEmail(emailRaw);
     const now = this.ctx.clock.nowMs();
     const failures = this.failures;
@@ -84,7 +91,7 @@ export class AuthService {
       await repo.updatePasswordHash(this.ctx.store.db, user.id, user.password_hash, rehashed, now);
       this.ctx.log.info({ user_id: user.id, scrypt_n: cost }, 'password rehashed at the current cost');
     }
-    const token = randomTokenString(32);
+    const token = `${session === 'dashboard' ? DASHBOARD_TOKEN_PREFIX : ''}${randomTokenString(32)}`;
     const expiresAt = now + this.ctx.config.tokenTtlS * 1000;
     await repo.insertAccessToken(this.ctx.store.db, {
       user_id: user.id,

@@ -219,9 +219,11 @@ export interface EventFilter {
   limit: number;
   type?: string;
   name?: string;
+  /** The newest `limit` events after the cursor, newest first (else the oldest, oldest first). */
+  newestFirst?: boolean;
 }
 
-/** The user's events after the cursor, oldest first (index events (user_id[, type], id)). */
+/** The user's events after the cursor, oldest first or newest first (index events (user_id[, type], id)). */
 export function listUserEvents(db: Executor, userId: number, f: EventFilter): Promise<EventRow[]> {
   let q = db
     .selectFrom('events')
@@ -230,7 +232,10 @@ export function listUserEvents(db: Executor, userId: number, f: EventFilter): Pr
     .where('id', '>', f.after);
   if (f.type !== undefined) q = q.where('type', '=', f.type);
   if (f.name !== undefined) q = q.where('name', '=', f.name);
-  return q.orderBy('id', 'asc').limit(f.limit).execute();
+  return q
+    .orderBy('id', f.newestFirst === true ? 'desc' : 'asc')
+    .limit(f.limit)
+    .execute();
 }
 
 export function findUserEvent(db: Executor, userId: number, id: number): Promise<EventRow | undefined> {

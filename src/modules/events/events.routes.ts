@@ -13,9 +13,9 @@ export async function eventRoutes(app: App, events: EventsService): Promise<void
       config: { scope: 'read' },
       schema: {
         tags: ['events'],
-        summary: 'The user’s events after a cursor, oldest first (X-Next-Cursor: the last id returned)',
+        summary: 'The user’s events after a cursor, oldest first (X-Next-Cursor: the highest id returned)',
         description:
-          'Every event of the user with an id above `after`, oldest first, filtered by `type` or `event`; `data` is exactly what a webhook receives. Page with `after` = the `X-Next-Cursor` header: no event is ever skipped, also while others are being written (see docs/integrating.md).',
+          'Every event of the user with an id above `after`, oldest first (or, with `order=desc`, the newest `limit` of them, newest first), filtered by `type` or `event`; `data` is exactly what a webhook receives. Page with `after` = the `X-Next-Cursor` header: no event is ever skipped, also while others are being written (see docs/integrating.md). `order=desc&limit=1` tells where to start following from now on.',
         querystring: EventsQuery,
         response: responses(Type.Array(EventRef), [403]),
       },

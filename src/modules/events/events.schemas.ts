@@ -14,6 +14,12 @@ export const EventsQuery = Type.Object({
   ),
   type: Type.Optional(Type.String({ enum: [...WEBHOOK_TYPES] })),
   event: Type.Optional(Type.String({ enum: [...EVENT_NAMES], description: 'A dotted event name, e.g. charge.paid' })),
+  order: Type.Optional(
+    Type.String({
+      enum: ['asc', 'desc'],
+      description: '`asc` (default): oldest first, for paging with the cursor; `desc`: the newest `limit` events, newest first',
+    }),
+  ),
 });
 
 export const EventSchema = Type.Object({

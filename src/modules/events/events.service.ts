@@ -14,12 +14,17 @@ export interface EventsQueryInput {
   limit?: number;
   type?: WebhookType;
   event?: EventName;
+  order?: 'asc' | 'desc';
 }
 
 export class EventsService {
   constructor(private readonly ctx: AppContext) {}
 
-  /** One page and the cursor to continue from (the last id returned, else the one given). */
+  /**
+   * One page and the cursor to continue from: the highest id returned (the last one oldest
+   * first, the first one newest first), else the one given. Newest first, the cursor is where a
+   * reader that only wants what comes next starts from.
+   */
   async list(userId: number, q: EventsQueryInput): Promise<{ items: repo.EventRow[]; cursor: number }> {
     const after = q.after ?? 0;
     const items = await repo.listUserEvents(this.ctx.store.db, userId, {
@@ -27,8 +32,9 @@ export class EventsService {
       limit: q.limit ?? DEFAULT_EVENTS_LIMIT,
       type: q.type,
       name: q.event,
+      newestFirst: q.order === 'desc',
     });
-    return { items, cursor: items.at(-1)?.id ?? after };
+    return { items, cursor: Math.max(after, items[0]?.id ?? 0, items.at(-1)?.id ?? 0) };
   }
 
   /** One of the user's events; unknown, malformed or another user's: 404 `Event not found`. */
