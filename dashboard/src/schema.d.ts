@@ -1375,6 +1375,15 @@ export interface components {
             updated_at: string;
             /** @description A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` its sender); false otherwise */
             internal: boolean;
+            held_by: {
+                /**
+                 * @description `approval_above`: the amount (a payout's total; a contract call's value, or the amount its token call moves) was over the token's approval threshold. `contract_call`: a call whose effect cannot be read from its calldata, to a contract not on the allowlist, on a wallet with a spending policy
+                 * @enum {string}
+                 */
+                rule: "approval_above" | "contract_call";
+                limit: string | null;
+                token: string | null;
+            } | null;
             /** @description The sending address (EIP-55 checksummed): the wallet's own for what it sends; for a receipt its sender (of an ERC-20 receipt the token transfer's sender; of an internal receipt the sender of the transaction that carried it) */
             from: string;
             /** @description The recipient (EIP-55 checksummed): of an ERC-20 transfer its recipient, not the token contract; of a contract call the contract; of a receipt the wallet's own address (or its deposit address that received it) */
@@ -1649,6 +1658,15 @@ export interface components {
             }[];
             created_at: string;
             completed_at: string | null;
+            held_by: {
+                /**
+                 * @description `approval_above`: the amount (a payout's total; a contract call's value, or the amount its token call moves) was over the token's approval threshold. `contract_call`: a call whose effect cannot be read from its calldata, to a contract not on the allowlist, on a wallet with a spending policy
+                 * @enum {string}
+                 */
+                rule: "approval_above" | "contract_call";
+                limit: string | null;
+                token: string | null;
+            } | null;
         };
         Policy: {
             /** @description Token symbol → the most one transfer may send */
@@ -3925,6 +3943,11 @@ export interface operations {
                      *           "created_at": "2026-01-15 12:00:00",
                      *           "updated_at": "2026-01-15 12:00:00",
                      *           "internal": true,
+                     *           "held_by": {
+                     *             "rule": "approval_above",
+                     *             "limit": "0.500000000000000000",
+                     *             "token": "ETH"
+                     *           },
                      *           "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
                      *           "to": "0x71C7656EC7ab88b098defB751B7401B5f6d8976F"
                      *         }
@@ -4037,6 +4060,11 @@ export interface operations {
                      *         "batch_index": 1,
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
+                     *         "held_by": {
+                     *           "rule": "approval_above",
+                     *           "limit": "0.500000000000000000",
+                     *           "token": "ETH"
+                     *         },
                      *         "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
                      *         "to": "0x71C7656EC7ab88b098defB751B7401B5f6d8976F"
                      *       }
@@ -4084,6 +4112,15 @@ export interface operations {
                             batch_index: number | null;
                             created_at: string;
                             updated_at: string;
+                            held_by: {
+                                /**
+                                 * @description `approval_above`: the amount (a payout's total; a contract call's value, or the amount its token call moves) was over the token's approval threshold. `contract_call`: a call whose effect cannot be read from its calldata, to a contract not on the allowlist, on a wallet with a spending policy
+                                 * @enum {string}
+                                 */
+                                rule: "approval_above" | "contract_call";
+                                limit: string | null;
+                                token: string | null;
+                            } | null;
                             /** @description The sending address (EIP-55 checksummed): the wallet's own for what it sends; for a receipt its sender (of an ERC-20 receipt the token transfer's sender; of an internal receipt the sender of the transaction that carried it) */
                             from: string;
                             /** @description The recipient (EIP-55 checksummed): of an ERC-20 transfer its recipient, not the token contract; of a contract call the contract; of a receipt the wallet's own address (or its deposit address that received it) */
@@ -4268,6 +4305,11 @@ export interface operations {
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
                      *         "internal": true,
+                     *         "held_by": {
+                     *           "rule": "approval_above",
+                     *           "limit": "0.500000000000000000",
+                     *           "token": "ETH"
+                     *         },
                      *         "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
                      *         "to": "0x71C7656EC7ab88b098defB751B7401B5f6d8976F",
                      *         "wallet_token": {
@@ -4378,6 +4420,11 @@ export interface operations {
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
                      *         "internal": true,
+                     *         "held_by": {
+                     *           "rule": "approval_above",
+                     *           "limit": "0.500000000000000000",
+                     *           "token": "ETH"
+                     *         },
                      *         "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
                      *         "to": "0x71C7656EC7ab88b098defB751B7401B5f6d8976F"
                      *       }
@@ -4474,6 +4521,11 @@ export interface operations {
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
                      *         "internal": true,
+                     *         "held_by": {
+                     *           "rule": "approval_above",
+                     *           "limit": "0.500000000000000000",
+                     *           "token": "ETH"
+                     *         },
                      *         "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
                      *         "to": "0x71C7656EC7ab88b098defB751B7401B5f6d8976F"
                      *       }
@@ -4552,6 +4604,11 @@ export interface operations {
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
                      *         "internal": true,
+                     *         "held_by": {
+                     *           "rule": "approval_above",
+                     *           "limit": "0.500000000000000000",
+                     *           "token": "ETH"
+                     *         },
                      *         "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
                      *         "to": "0x71C7656EC7ab88b098defB751B7401B5f6d8976F"
                      *       }
@@ -4630,6 +4687,11 @@ export interface operations {
                      *         "created_at": "2026-01-15 12:00:00",
                      *         "updated_at": "2026-01-15 12:00:00",
                      *         "internal": true,
+                     *         "held_by": {
+                     *           "rule": "approval_above",
+                     *           "limit": "0.500000000000000000",
+                     *           "token": "ETH"
+                     *         },
                      *         "from": "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
                      *         "to": "0x71C7656EC7ab88b098defB751B7401B5f6d8976F"
                      *       }
@@ -5511,7 +5573,12 @@ export interface operations {
                      *           }
                      *         ],
                      *         "created_at": "2026-01-15 12:00:00",
-                     *         "completed_at": "2026-01-15 12:00:00"
+                     *         "completed_at": "2026-01-15 12:00:00",
+                     *         "held_by": {
+                     *           "rule": "approval_above",
+                     *           "limit": "0.500000000000000000",
+                     *           "token": "ETH"
+                     *         }
                      *       }
                      *     }
                      */
@@ -5579,7 +5646,12 @@ export interface operations {
                      *             }
                      *           ],
                      *           "created_at": "2026-01-15 12:00:00",
-                     *           "completed_at": "2026-01-15 12:00:00"
+                     *           "completed_at": "2026-01-15 12:00:00",
+                     *           "held_by": {
+                     *             "rule": "approval_above",
+                     *             "limit": "0.500000000000000000",
+                     *             "token": "ETH"
+                     *           }
                      *         }
                      *       ]
                      *     }
@@ -5645,7 +5717,12 @@ export interface operations {
                      *           }
                      *         ],
                      *         "created_at": "2026-01-15 12:00:00",
-                     *         "completed_at": "2026-01-15 12:00:00"
+                     *         "completed_at": "2026-01-15 12:00:00",
+                     *         "held_by": {
+                     *           "rule": "approval_above",
+                     *           "limit": "0.500000000000000000",
+                     *           "token": "ETH"
+                     *         }
                      *       }
                      *     }
                      */
@@ -5710,7 +5787,12 @@ export interface operations {
                      *           }
                      *         ],
                      *         "created_at": "2026-01-15 12:00:00",
-                     *         "completed_at": "2026-01-15 12:00:00"
+                     *         "completed_at": "2026-01-15 12:00:00",
+                     *         "held_by": {
+                     *           "rule": "approval_above",
+                     *           "limit": "0.500000000000000000",
+                     *           "token": "ETH"
+                     *         }
                      *       }
                      *     }
                      */
@@ -5775,7 +5857,12 @@ export interface operations {
                      *           }
                      *         ],
                      *         "created_at": "2026-01-15 12:00:00",
-                     *         "completed_at": "2026-01-15 12:00:00"
+                     *         "completed_at": "2026-01-15 12:00:00",
+                     *         "held_by": {
+                     *           "rule": "approval_above",
+                     *           "limit": "0.500000000000000000",
+                     *           "token": "ETH"
+                     *         }
                      *       }
                      *     }
                      */

@@ -1,6 +1,6 @@
 /**
  * A wallet's transactions: the listing, a page at a time, those of the page awaiting approval
- * above it (each with its recipient, amount and the rule that held it; `Approve` and `Reject`
+ * above it (each with its recipient, amount and the rule that held it, as its row recorded it; `Approve` and `Reject`
  * ask in the confirm dialog first), and a chart of the amounts received and sent per day over the last 30 days per
  * token. Sums are exact (BigInt over the API's decimal strings); only bar heights are scaled to
  * numbers.
@@ -104,11 +104,24 @@ export function Transactions({ wallet, explorer }: { wallet: string; explorer: s
 }
 
 /**
- * Why the policy holds a transaction, in words. The transaction does not carry the rule that held
- * it, so this is read from the wallet's policy now: over `approval_above` for its token, or a
- * contract call the policy cannot read. A threshold changed since the hold is said as such.
+ * Why the policy holds a transaction, in words, from the rule its row recorded (`held_by`): over
+ * the approval threshold of the token it was set for (a contract call's may be the token its
+ * calldata moves), as it was at the hold; or a contract call the policy cannot read.
  */
 function heldBecause(t: Transaction, approvalAbove: Record<string, string> | null): string {
+  const by = t.held_by;
+  if (by === null) return guessedHeldBecause(t, approvalAbove);
+  if (by.rule === 'contract_call')
+    return 'A contract call the spending policy cannot read, to a contract not on the allowlist: it waits for approval.';
+  return `Over the approval threshold of ${short(by.limit ?? '0')} ${by.token ?? t.symbol} (spending policy, "Approval above").`;
+}
+
+/**
+ * A row held before the service recorded the rule (`held_by` null): read from the wallet's policy
+ * now, over `approval_above` for its token, or a contract call the policy cannot read. A
+ * threshold changed since the hold is said as such.
+ */
+function guessedHeldBecause(t: Transaction, approvalAbove: Record<string, string> | null): string {
   const threshold = approvalAbove?.[t.symbol];
   if (threshold !== undefined && units(t.amount) > units(threshold))
     return `Over the approval threshold of ${short(threshold)} ${t.symbol} (spending policy, "Approval above").`;
@@ -155,11 +168,15 @@ function Held({
   rows: Transaction[];
   onDecided: (m: { error: boolean; text: string }) => void;
 }) {
+  // The policy is read only for rows held before their rule was recorded (`guessedHeldBecause`).
+  const unrecorded = rows.some((t) => t.held_by === null);
   const { data: approvalAbove } = useApi(
     async () =>
-      ok(await api.GET('/api/wallet/{wallet}/policy', { params: { path: { wallet } } }), 'The policy could not be read.').data
-        .approval_above,
-    [wallet],
+      unrecorded
+        ? ok(await api.GET('/api/wallet/{wallet}/policy', { params: { path: { wallet } } }), 'The policy could not be read.').data
+            .approval_above
+        : null,
+    [wallet, unrecorded],
   );
   const { decide, dialog } = useDecision(
     'Transaction',

@@ -36,6 +36,7 @@ import * as m035 from './migrations/035_deposit_addresses.js';
 import * as m036 from './migrations/036_rates.js';
 import * as m037 from './migrations/037_price_charges.js';
 import * as m038 from './migrations/038_checkpoint_rollback.js';
+import * as m039 from './migrations/039_held_by.js';
 
 /** Migrates to the latest schema, or up to `target` (a migration's name; tests of a migration start before it). */
 export async function migrateToLatest(store: Store, target?: string): Promise<MigrationResultSet> {
@@ -76,6 +77,7 @@ export async function migrateToLatest(store: Store, target?: string): Promise<Mi
     '036_rates': { up: (db) => m036.up(db, d) },
     '037_price_charges': { up: (db) => m037.up(db, d) },
     '038_checkpoint_rollback': { up: (db) => m038.up(db, d) },
+    '039_held_by': { up: (db) => m039.up(db, d) },
   };
   const migrator = new Migrator({
     db: store.db,

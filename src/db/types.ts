@@ -209,6 +209,12 @@ export interface TransactionsTable {
   batch_index: number | null;
   /** The deposit address a receipt reached (its reference in `reference`), else null (migration 035). */
   deposit_address_id: number | null;
+  /** Why it was held for approval: `approval_above` or `contract_call`; null if never held (migration 039). */
+  held_rule: string | null;
+  /** `approval_above`: the threshold (base units), the symbol and decimals of its token, as at the hold (migration 039). */
+  held_limit: Amount | null;
+  held_symbol: string | null;
+  held_decimals: number | null;
 }
 
 /** Every signed version (same nonce) of a replaced transaction (migration 006). */
@@ -541,6 +547,8 @@ export interface PayoutsTable {
   item_fee_reserved: Generated<Amount>;
   created_at: number;
   updated_at: number;
+  /** The token's `approval_above` its total was over when held; null if never held (migration 039). */
+  held_limit: Amount | null;
 }
 
 export interface PayoutItemsTable {

@@ -1,7 +1,7 @@
 /**
  * An approver's journey in the dashboard (Chromium, at 390 px and at 1280 px): a wallet whose
  * policy holds what is over 0.5 ETH for approval; a payout of 1.1 ETH to 2 recipients and a
- * transfer of 0.7 ETH wait (the payout made with `New payout`, a wrong address first told next to
+ * transfer of 0.7 ETH wait (the transfer's rule shown as it held it, the threshold raised since) (the payout made with `New payout`, a wrong address first told next to
  * it). The wallet page names every recipient and amount; Approve and Reject ask in a confirm
  * dialog whose button says what happens ("Approve 1.1 ETH to 2 recipients"); Cancel and Escape
  * change nothing (the API still shows both awaiting; focus back on the button); the approved
@@ -54,14 +54,28 @@ describe('approving and rejecting in the dashboard', () => {
     await chain?.stop();
   });
 
-  /** A transfer of 0.7 ETH to THIRD, held by the policy. */
+  const setThreshold = async (eth: string) => {
+    const policy = await t.request('POST', `/api/wallet/${wallet.id}/policy`, {
+      token: user.token,
+      body: { approval_above: { ETH: eth } },
+    });
+    expect(policy.status, policy.text).toBe(200);
+  };
+
+  /**
+   * A transfer of 0.7 ETH to THIRD, held by the policy's 0.5 ETH; the threshold then raised to
+   * 0.6 ETH (still under it, and under the payout's 1.1): the page names the 0.5 that held it.
+   */
   async function heldTransfer(): Promise<number> {
+    await setThreshold('0.5');
     const transfer = await t.request('POST', `/api/wallet/${wallet.id}/transaction/create`, {
       token: user.token,
       body: { amount: '0.7', token: 'ETH', address: THIRD },
     });
     expect(transfer.status, transfer.text).toBe(200);
     expect(transfer.body.data.status).toBe('awaiting_approval');
+    expect(transfer.body.data.held_by).toEqual({ rule: 'approval_above', limit: '0.500000000000000000', token: 'ETH' });
+    await setThreshold('0.6');
     return transfer.body.data.id;
   }
 
@@ -123,7 +137,8 @@ describe('approving and rejecting in the dashboard', () => {
           .locator('li')
           .allTextContents(),
       ).toEqual([`${RECIPIENT} 0.6 ETH`, `${SECOND} 0.5 ETH`]);
-      // The transfer awaiting approval: its recipient in full (linked to the explorer), amount and the rule.
+      // The transfer awaiting approval: its recipient in full (linked to the explorer), amount and the
+      // rule that held it (the threshold at the hold, not the policy's now).
       const transfer = page.locator(`li[data-held="${ids.transfer}"]`);
       expect(await transfer.locator(`[data-recipient="${THIRD}"] a`).getAttribute('href')).toBe(`${EXPLORER}/address/${THIRD}`);
       expect(await transfer.locator('.amount').textContent()).toBe('0.7 ETH');

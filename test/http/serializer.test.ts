@@ -98,6 +98,10 @@ describe('the transaction list page', () => {
     reference: null,
     log_index: -1,
     batch_index: null,
+    held_rule: null,
+    held_limit: null,
+    held_symbol: null,
+    held_decimals: null,
     // As a node answers (lower case) and all upper case: the item shows them checksummed.
     from_address: '0x000000000000000000000000000000000000beef',
     to_address: '0xA0EE7A142D267C1F36714E4A8F75612F20A79720',
@@ -135,7 +139,12 @@ describe('the transaction list page', () => {
         block_number: null,
         block_timestamp: null,
         block_hash: null,
+        held_rule: 'approval_above',
+        held_limit: '2500000',
+        held_symbol: 'T "6" \\ é',
+        held_decimals: 6,
       }),
+      row({ type: 'contract', status: 'awaiting_approval', tx_hash: null, nonce: null, held_rule: 'contract_call' }),
       row({ type: 'receipt', refund_id: 4, payout_id: 9, reference: 'inv "42" \\ é ✓ \u0001', symbol: 'Ünicode "sym"' }),
     ];
     for (const r of rows) {

@@ -121,6 +121,41 @@ beforeAll(async () => {
       },
     ],
     [tusd, { amount: 7n }],
+    // Held for approval (migration 039): awaiting, over ETH's threshold; a contract call held by
+    // its token call's TUSD threshold; a contract call held as unreadable, rejected since.
+    [
+      eth,
+      {
+        amount: 2n * 10n ** 18n,
+        status: 'awaiting_approval',
+        tx_hash: null,
+        nonce: null,
+        block_number: null,
+        block_hash: null,
+        block_timestamp: null,
+        gas_used: null,
+        cumulative_gas_used: null,
+        receipt_status: null,
+        confirmed_at: null,
+        held_rule: 'approval_above',
+        held_limit: 10n ** 18n,
+        held_symbol: 'ETH',
+        held_decimals: 18,
+      },
+    ],
+    [
+      eth,
+      {
+        amount: 0n,
+        type: 'contract',
+        data: '0xa9059cbb',
+        held_rule: 'approval_above',
+        held_limit: 2_500_000n,
+        held_symbol: 'TUSD',
+        held_decimals: 6,
+      },
+    ],
+    [eth, { amount: 1n, type: 'contract', data: '0x12345678', status: 'failed', tx_hash: null, nonce: null, held_rule: 'contract_call' }],
   ];
   for (const [i, [tok, over]] of specs.entries()) {
     const id = await insertTransaction(db, row(i, tok, over), T0 - 86_400_000 * 400 + i * 61_001);
@@ -164,10 +199,15 @@ describe(`transaction list (${driverName})`, () => {
       // Same keys in the same order, same values: the same bytes.
       expect(JSON.stringify(item)).toBe(JSON.stringify(rest));
     }
+    const heldBy = (id: number) => res.body.data.find((x: any) => x.id === id).held_by;
+    expect(heldBy(ids[ids.length - 3]!)).toEqual({ rule: 'approval_above', limit: '1.000000000000000000', token: 'ETH' });
+    expect(heldBy(ids[ids.length - 2]!)).toEqual({ rule: 'approval_above', limit: '2.500000000000000000', token: 'TUSD' });
+    expect(heldBy(ids[ids.length - 1]!)).toEqual({ rule: 'contract_call', limit: null, token: null });
+    expect(heldBy(ids[0]!)).toBeNull();
   });
 
   it('writes a list item byte for byte as before', async () => {
-    const res = await list('?limit=1&page=4');
+    const res = await list('?limit=1&page=7');
     expect(res.body.data[0].id).toBe(ids[6]);
     const item = res.text.slice(res.text.indexOf('"data":[') + 8, res.text.lastIndexOf(']'));
     expect(item).toBe(
@@ -175,7 +215,7 @@ describe(`transaction list (${driverName})`, () => {
         `"failure_reason":"cancelled","replaced_hashes":["${hash(77)}","${hash(78)}"],"stuck":false,"stuck_reason":null,"data":null,` +
         `"block_timestamp":"2024-03-01 06:00:00","block_hash":"${hash(1006)}","nonce":6,"gas":"21000.000000000000000000",` +
         `"gas_price":"0.000000001000000007","gas_used":"21000.000000000000000000","cumulative_gas_used":"42006.000000000000000000",` +
-        `"receipt_status":false,"symbol":"ETH","refund_id":null,"payout_id":null,"reference":null,"batch_index":null,"deposit_address_id":null,"created_at":"2023-01-26 00:06:06","updated_at":"2024-03-01 00:00:00","internal":false,` +
+        `"receipt_status":false,"symbol":"ETH","refund_id":null,"payout_id":null,"reference":null,"batch_index":null,"deposit_address_id":null,"created_at":"2023-01-26 00:06:06","updated_at":"2024-03-01 00:00:00","internal":false,"held_by":null,` +
         `"from":"0x000000000000000000000000000000000000bEEF","to":"0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"}`,
     );
     const amounts = (await list('?limit=1000')).body.data.map((x: any) => [x.symbol, x.amount]);
@@ -312,6 +352,21 @@ describe(`transaction list, a long page's items as the database writes them (${d
         },
       ],
       [eth, { amount: 1n, type: 'contract', data: '0x' }],
+      // Held for approval: a threshold of a token whose symbol needs escaping, at 6 decimals; a contract call.
+      [
+        odd,
+        {
+          amount: 10n ** 31n,
+          status: 'awaiting_approval',
+          tx_hash: null,
+          nonce: null,
+          held_rule: 'approval_above',
+          held_limit: 10n ** 30n + 7n,
+          held_symbol: odd.symbol,
+          held_decimals: 6,
+        },
+      ],
+      [eth, { amount: 0n, type: 'contract', data: '0x', status: 'failed', held_rule: 'contract_call' }],
       [eth, { amount: MAX_UINT256, gas: 0n, gas_price: 0n, block_timestamp: 0 }],
       [
         eth,
@@ -357,11 +412,15 @@ describe(`transaction list, a long page's items as the database writes them (${d
     expect(written === null ? null : written.json.length).toBe(rows.length);
     // Newest first: the receipt stored in lower and upper case, then the row of the checksummed ones.
     expect(written!.json[0]!.endsWith(`"from":"${sender}","to":"0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"}`)).toBe(true);
-    expect(written!.json[5]!.endsWith(`"from":"${sender}","to":"0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"}`)).toBe(true);
+    expect(written!.json[rows.length - 1]!.endsWith(`"from":"${sender}","to":"0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"}`)).toBe(true);
     expect(
       written!.json[1]!.endsWith('"from":"0x000000000000000000000000000000000000bEEF","to":"0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"}'),
     ).toBe(true);
     expect(inner(await get('?limit=1000'))).toBe(await shortPages(rows.length));
+    expect(written!.json.join()).toContain(
+      `"held_by":{"rule":"approval_above","limit":"1000000000000000000000000.000007000000000000","token":"Q\\"u\\\\oé"}`,
+    );
+    expect(written!.json.join()).toContain('"held_by":{"rule":"contract_call","limit":null,"token":null}');
     expect(inner(await get(`?limit=1000&token=${encodeURIComponent('q"U\\O\u00c9')}`))).toBe(
       inner(await get(`?limit=10&token=${encodeURIComponent('q"U\\O\u00c9')}`)),
     );

@@ -17,6 +17,8 @@ export interface PayoutRow {
   state: PayoutState;
   created_at: number;
   updated_at: number;
+  /** The token's `approval_above` its total was over when it was held; null if never held (or held before migration 039). */
+  held_limit: bigint | null;
   /** Joined: the token. */
   symbol: string;
   decimals: number;
@@ -58,18 +60,20 @@ function payouts(db: Executor) {
       'p.state',
       'p.created_at',
       'p.updated_at',
+      'p.held_limit',
       't.symbol',
       't.decimals',
     ]);
 }
 
-type RawPayout = Omit<PayoutRow, 'total' | 'state'> & { total: string; state: string };
+type RawPayout = Omit<PayoutRow, 'total' | 'state' | 'held_limit'> & { total: string; state: string; held_limit: string | null };
 const toPayout = (r: RawPayout): PayoutRow => ({
   ...r,
   id: Number(r.id),
   wallet_id: Number(r.wallet_id),
   token_id: Number(r.token_id),
   total: BigInt(r.total),
+  held_limit: r.held_limit === null ? null : BigInt(r.held_limit),
   state: r.state as PayoutState,
   created_at: Number(r.created_at),
   updated_at: Number(r.updated_at),
@@ -78,13 +82,28 @@ const toPayout = (r: RawPayout): PayoutRow => ({
 /** `item_fee_reserved`: the maximum fee of one item, reserved for each item until it is sent (`unsentItemReservations`). */
 export async function insertPayout(
   trx: Executor,
-  p: { wallet_id: number; token_id: number; total: bigint; item_fee_reserved: bigint; fee_level: string | null; state: PayoutState },
+  p: {
+    wallet_id: number;
+    token_id: number;
+    total: bigint;
+    item_fee_reserved: bigint;
+    fee_level: string | null;
+    state: PayoutState;
+    held_limit: bigint | null;
+  },
   items: NewItem[],
   nowMs: number,
 ): Promise<number> {
   const row = await trx
     .insertInto('payouts')
-    .values({ ...p, total: p.total.toString(), item_fee_reserved: p.item_fee_reserved.toString(), created_at: nowMs, updated_at: nowMs })
+    .values({
+      ...p,
+      total: p.total.toString(),
+      item_fee_reserved: p.item_fee_reserved.toString(),
+      held_limit: p.held_limit === null ? null : p.held_limit.toString(),
+      created_at: nowMs,
+      updated_at: nowMs,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   const id = Number(row.id);

@@ -5,7 +5,7 @@ import type { Address } from 'viem';
 import type { WalletTokenRow } from '../../db/types.js';
 import { validationError, type FieldErrors } from '../../errors.js';
 import { checkAmountAndToken, checkDecimalField } from '../tokens/amount-field.js';
-import { checkAddressField, parseFeeChoice, type FeeChoice } from '../transactions/transactions.schemas.js';
+import { checkAddressField, HeldBySchema, parseFeeChoice, type FeeChoice } from '../transactions/transactions.schemas.js';
 
 export const MAX_PAYOUT_ITEMS = 500;
 const REFERENCE_MAX = 255;
@@ -39,6 +39,7 @@ export const PayoutSchema = Type.Object({
   items: Type.Array(ItemSchema),
   created_at: Type.String(),
   completed_at: Nullable(Type.String()),
+  held_by: HeldBySchema,
 });
 
 export const PayoutRef = component('Payout', PayoutSchema);

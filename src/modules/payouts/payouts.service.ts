@@ -129,7 +129,9 @@ export class PayoutService {
           total,
           item_fee_reserved: quote.fee,
           fee_level,
-          state: decision === 'hold' ? 'approval' : 'sending',
+          state: decision === 'send' ? 'sending' : 'approval',
+          // The rule that held it, written with the payout (a payout's only hold is its total over `approval_above`).
+          held_limit: decision !== 'send' && decision.rule === 'approval_above' ? decision.limit : null,
         },
         input.items,
         now,

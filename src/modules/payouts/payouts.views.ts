@@ -57,5 +57,8 @@ export function payoutView(p: PayoutRow, items: ItemRow[]) {
     })),
     created_at: formatDateTime(p.created_at),
     completed_at: formatDateTimeOrNull(completedAt(p, items, status)),
+    // A payout's one hold: its total over the token's approval_above (migration 039).
+    held_by:
+      p.held_limit === null ? null : { rule: 'approval_above' as const, limit: formatUnits18(p.held_limit, p.decimals), token: p.symbol },
   };
 }

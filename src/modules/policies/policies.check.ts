@@ -7,8 +7,8 @@
  * Order: per-transaction limit, daily limit, allowlist, then approval. Only the limits of the
  * transfer's token apply. A contract call is policed by what it does (`enforceCallPolicy`):
  * its native value as a native transfer, and a token call as a transfer of that token. A transfer that
- * passes every limit but is over `approval_above` is held for a person's approval (`'hold'`:
- * recorded `awaiting_approval`, nothing signed; transactions.service.ts).
+ * passes every limit but is over `approval_above` is held for a person's approval (a `HoldReason`:
+ * recorded `awaiting_approval` with that reason, nothing signed; transactions.record.ts).
  */
 import type { Executor } from '../../db/index.js';
 import { Errors } from '../../errors.js';
@@ -25,8 +25,16 @@ export interface PolicedTransfer {
   to: string;
 }
 
-/** What the policy lets the create do: sign and send now, or hold the transfer for approval. */
-export type PolicyDecision = 'send' | 'hold';
+/**
+ * Why the policy holds a transfer for a person's approval: its amount over `limit`, the
+ * `approval_above` of the token `tokenId` (a contract call's may be the token its calldata
+ * moves); or a contract call whose effect cannot be read from its calldata, to a contract not on
+ * the allowlist of a wallet with a policy (`enforceCallPolicy`).
+ */
+export type HoldReason = { rule: 'approval_above'; limit: bigint; tokenId: number } | { rule: 'contract_call' };
+
+/** What the policy lets the create do: sign and send now, or hold the transfer for approval, and why. */
+export type PolicyDecision = 'send' | HoldReason;
 
 /** Throws the policy's 400 when the transfer is refused, else decides; the caller holds the wallet's lock. */
 export function enforcePolicy(trx: Executor, t: PolicedTransfer, nowMs: number): Promise<PolicyDecision> {
@@ -67,7 +75,8 @@ export async function enforceBatchPolicy(
   if (allowlistOnly) {
     for (const i of b.items) if (!(await isAllowlisted(trx, b.walletId, i.to))) throw Errors.notAllowlisted();
   }
-  return limits.approval_above !== undefined && total > limits.approval_above ? 'hold' : 'send';
+  const threshold = limits.approval_above;
+  return threshold !== undefined && total > threshold ? { rule: 'approval_above', limit: threshold, tokenId: b.tokenId } : 'send';
 }
 
 /** A contract call as the policy sees it: its native value, the contract, and the token call its calldata makes, if any (token-calls.ts). */
@@ -97,9 +106,10 @@ export async function enforceCallPolicy(trx: Executor, c: PolicedCall, nowMs: nu
       { walletId: c.walletId, tokenId: c.tokenCall.tokenId, amount: c.tokenCall.amount, to: c.tokenCall.to },
       nowMs,
     );
-    return native === 'hold' || token === 'hold' ? 'hold' : 'send';
+    // Both over their thresholds: the native value's is named (the first checked).
+    return native !== 'send' ? native : token;
   }
-  if (native === 'hold') return 'hold';
+  if (native !== 'send') return native;
   if (!(await hasAnyPolicy(trx, c.walletId))) return 'send';
-  return (await isAllowlisted(trx, c.walletId, c.contract)) ? 'send' : 'hold';
+  return (await isAllowlisted(trx, c.walletId, c.contract)) ? 'send' : { rule: 'contract_call' };
 }

@@ -46,7 +46,8 @@ const ZEROS = '0'.repeat(OUTPUT_DECIMALS);
  * `int` an integer column or null; `text` a text column or null; `units` a stored base-unit
  * integer (or null) cut at `decimals`; `date` a millisecond time (or null) as its UTC second;
  * `json` SQL whose value is the field's JSON text already (never null); `list` comma-separated
- * text as an array of strings (as split(',') then JSON; escaping never writes a comma).
+ * text as an array of strings (as split(',') then JSON; escaping never writes a comma); `object`
+ * an object of the fields `object` when the SQL condition `when` holds, else null.
  */
 type Field =
   | { key: string; int: string }
@@ -54,7 +55,8 @@ type Field =
   | { key: string; units: string; decimals: string }
   | { key: string; date: string }
   | { key: string; json: string }
-  | { key: string; list: string };
+  | { key: string; list: string }
+  | { key: string; object: Field[]; when: string };
 
 /**
  * `from` and `to` close every item, as stored: neither database has the keccak hash of the EIP-55
@@ -123,6 +125,15 @@ const ITEM_FIELDS: Field[] = [
   { key: 'created_at', date: 'tx.created_at' },
   { key: 'updated_at', date: 'tx.updated_at' },
   { key: 'internal', json: `CASE WHEN tx.type = 'receipt' AND tx.log_index <= ${INTERNAL_LOG_BASE} THEN 'true' ELSE 'false' END` },
+  {
+    key: 'held_by',
+    when: 'tx.held_rule IS NOT NULL',
+    object: [
+      { key: 'rule', text: 'tx.held_rule' },
+      { key: 'limit', units: 'tx.held_limit', decimals: 'tx.held_decimals' },
+      { key: 'token', text: 'tx.held_symbol' },
+    ],
+  },
   ...ADDRESS_FIELDS,
 ];
 
@@ -136,6 +147,7 @@ function exactRows(canonical: (c: string) => string, address: (c: string) => str
     inDateRange('tx.created_at'),
     inDateRange('tx.updated_at'),
     `(tx.block_timestamp IS NULL OR ${inDateRange('tx.block_timestamp')})`,
+    `(tx.held_limit IS NULL OR (${canonical('tx.held_limit')} AND tx.held_decimals BETWEEN 0 AND ${OUTPUT_DECIMALS}))`,
     ...ADDRESS_FIELDS.map((f) => address(f.text)),
   ].join(' AND ');
 }
@@ -167,9 +179,11 @@ function sqliteItem(): string {
     if ('units' in f) return `CASE WHEN ${f.units} IS NULL THEN NULL ELSE ${units18(f.units, f.decimals)} END`;
     if ('date' in f) return `datetime(${f.date} / 1000, 'unixepoch')`;
     if ('list' in f) return `json(${list(f.list, (c) => `json_quote(${c})`)})`;
+    if ('object' in f) return `json(CASE WHEN ${f.when} THEN ${object(f.object)} ELSE 'null' END)`;
     return `json(${f.json})`;
   };
-  return `CASE WHEN ${exactRows(canonical, address)} THEN json_object(${ITEM_FIELDS.map((f) => `'${f.key}', ${value(f)}`).join(', ')}) ELSE NULL END`;
+  const object = (fields: Field[]) => `json_object(${fields.map((f) => `'${f.key}', ${value(f)}`).join(', ')})`;
+  return `CASE WHEN ${exactRows(canonical, address)} THEN ${object(ITEM_FIELDS)} ELSE NULL END`;
 }
 
 /** PostgreSQL: the pieces concatenated, text through `to_json` (escaped as JSON.stringify escapes). */
@@ -185,10 +199,11 @@ function postgresItem(): string {
     if ('date' in f)
       return orNull(f.date, `'"' || to_char(to_timestamp(${f.date} / 1000) at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') || '"'`);
     if ('list' in f) return list(f.list, (c) => `to_json(${c})::text`);
+    if ('object' in f) return `CASE WHEN ${f.when} THEN ${object(f.object)} ELSE 'null' END`;
     return f.json;
   };
-  const item = ITEM_FIELDS.map((f, i) => `'${i === 0 ? '{' : ','}"${f.key}":' || ${value(f)}`).join(' || ');
-  return `CASE WHEN ${exactRows(canonical, address)} THEN ${item} || '}' ELSE NULL END`;
+  const object = (fields: Field[]) => `${fields.map((f, i) => `'${i === 0 ? '{' : ','}"${f.key}":' || ${value(f)}`).join(' || ')} || '}'`;
+  return `CASE WHEN ${exactRows(canonical, address)} THEN ${object(ITEM_FIELDS)} ELSE NULL END`;
 }
 
 /** The item's JSON as an expression over `tx` (transactions) and `wt` (its wallet_tokens row). */

@@ -58,6 +58,11 @@ export interface ListRow {
   batch_index: number | null;
   /** Migration 035: the deposit address a receipt reached (absent: null). */
   deposit_address_id?: number | null;
+  /** Migration 039: why it was held for approval (`TxRecord`'s `held_*`), base units as stored. */
+  held_rule: string | null;
+  held_limit: string | null;
+  held_symbol: string | null;
+  held_decimals: number | null;
   /** As stored: checksummed by the view. */
   from_address: string;
   to_address: string;
@@ -109,6 +114,10 @@ const LIST_COLUMNS = [
   'tx.deposit_address_id',
   'tx.from_address',
   'tx.to_address',
+  'tx.held_rule',
+  'tx.held_limit',
+  'tx.held_symbol',
+  'tx.held_decimals',
 ] as const;
 
 function listRows(db: Executor, walletId: number) {
@@ -191,6 +200,10 @@ function toListRow(a: unknown[]): ListRow {
     deposit_address_id: a[28] === null ? null : Number(a[28]),
     from_address: a[29] as string,
     to_address: a[30] as string,
+    held_rule: a[31] as string | null,
+    held_limit: a[32] as string | null,
+    held_symbol: a[33] as string | null,
+    held_decimals: a[34] === null ? null : Number(a[34]),
   };
 }
 

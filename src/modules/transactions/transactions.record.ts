@@ -12,7 +12,8 @@ import { Errors } from '../../errors.js';
 import { feeFields } from '../../chain/fees.js';
 import { allocateNonce } from '../../chain/nonce.js';
 import { recordEvent } from '../events/outbox.js';
-import { enforceCallPolicy, enforcePolicy, isUnpoliced } from '../policies/policies.check.js';
+import { enforceCallPolicy, enforcePolicy, isUnpoliced, type HoldReason } from '../policies/policies.check.js';
+import { findToken } from '../tokens/tokens.repository.js';
 import { Batcher } from '../../lib/batcher.js';
 import { pipelinedTransaction, type EndWith } from '../../db/pipelined.js';
 import type { WalletView } from '../wallets/wallets.repository.js';
@@ -174,7 +175,8 @@ export class Recorder {
       if (!(await locking)) throw Errors.internal(new Error(`wallet ${wallet.id} missing`));
       const link = (await opts.link?.(trx)) ?? {};
       const [policy, rows, nextNonce] = await (early ?? reads());
-      if (one && policy === true) return [await this.holdOne(trx, wallet, one, rows, link, now)];
+      if (one && policy !== null && !Array.isArray(policy))
+        return [await this.holdOne(trx, wallet, one, rows, { ...link, ...policy }, now)];
       const unpoliced = new Set(Array.isArray(policy) ? tokenIds.filter((_, i) => policy[i]) : tokenIds);
       const ids = await drawing;
       const { results, signed } = await this.allot(wallet, items, { nextNonce, rows, unpoliced, ids, link });
@@ -187,18 +189,21 @@ export class Recorder {
     });
   }
 
-  /** A create alone that the policy holds: recorded awaiting approval when the balance covers it (reserved, nothing signed). */
+  /**
+   * A create alone that the policy holds: recorded awaiting approval when the balance covers it
+   * (reserved, nothing signed), the rule that held it written by the same insert (`held`).
+   */
   private async holdOne(
     trx: Executor,
     wallet: WalletView,
     { p, opts }: Queued,
     rows: createRepo.OutgoingRows,
-    link: TxLink,
+    held: TxLink & HeldFields,
     now: number,
   ): Promise<Outcome> {
     const state = createRepo.outgoingStateOf(rows, p.snap.minedNonce, opts.approving ?? opts.spends);
     if (!p.enough(state.reservations, p.fee)) throw Errors.insufficientBalance();
-    const rec = await this.approvals.hold(trx, wallet, p.input, { ...heldFields(wallet, p), ...link }, now, opts.inTransaction);
+    const rec = await this.approvals.hold(trx, wallet, p.input, { ...heldFields(wallet, p), ...held }, now, opts.inTransaction);
     return { ok: true, value: { rec } };
   }
 
@@ -263,9 +268,10 @@ export class Recorder {
   }
 
   /**
-   * Under the wallet's lock: true when the policy holds the transfer for approval; throws its
-   * 400 when it refuses it. An approval checks that the row still awaits one (the policy was
-   * applied at its create); the service's own movements are not policed.
+   * Under the wallet's lock: the rule that holds the transfer for approval, as its row keeps it,
+   * or null when it is sent; throws its 400 when the policy refuses it. An approval checks that
+   * the row still awaits one (the policy was applied at its create); the service's own movements
+   * are not policed.
    */
   private async policyDecision(
     trx: Executor,
@@ -273,12 +279,12 @@ export class Recorder {
     p: Prepared,
     opts: CreateOptions & { approving?: number },
     nowMs: number,
-  ): Promise<boolean> {
+  ): Promise<HeldFields | null> {
     if (opts.approving !== undefined) {
       await this.approvals.requireAwaiting(trx, opts.approving);
-      return false;
+      return null;
     }
-    if (opts.exemptFromPolicy) return false;
+    if (opts.exemptFromPolicy) return null;
     const decision =
       p.input.data === undefined
         ? await enforcePolicy(trx, { walletId: wallet.id, tokenId: p.input.token.id, amount: p.input.amount, to: p.input.to }, nowMs)
@@ -287,8 +293,24 @@ export class Recorder {
             { walletId: wallet.id, nativeTokenId: p.input.token.id, value: p.input.amount, contract: p.input.to, tokenCall: p.tokenCall },
             nowMs,
           );
-    return decision === 'hold' && !opts.approvalDecided;
+    if (decision === 'send' || opts.approvalDecided) return null;
+    return heldBy(trx, wallet, p, decision);
   }
+}
+
+/** The rule that held a transfer, as its row keeps it (migration 039). */
+type HeldFields = Required<Pick<repo.NewTx, 'held_rule' | 'held_limit' | 'held_symbol' | 'held_decimals'>>;
+
+/**
+ * The row's record of why it is held: for `approval_above` the threshold with its token's symbol
+ * and decimals (the transfer's own token, or the token a contract call's calldata moves, read
+ * under the lock), as the approver is to see them whatever the policy or token says later.
+ */
+async function heldBy(trx: Executor, wallet: WalletView, p: Prepared, reason: HoldReason): Promise<HeldFields> {
+  if (reason.rule === 'contract_call') return { held_rule: reason.rule, held_limit: null, held_symbol: null, held_decimals: null };
+  const token = reason.tokenId === p.input.token.id ? p.input.token : await findToken(trx, wallet.id, reason.tokenId);
+  if (!token) throw Errors.internal(new Error(`token ${reason.tokenId} of wallet ${wallet.id} missing`));
+  return { held_rule: reason.rule, held_limit: reason.limit, held_symbol: token.symbol, held_decimals: token.decimals };
 }
 
 /**

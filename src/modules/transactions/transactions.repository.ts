@@ -31,6 +31,8 @@ export type FailureReason =
   | 'approval_expired'
   /** A batched payout item its token refused (the batch itself mined). */
   | 'refused';
+/** The spending policy's rule that held a transfer for approval (migration 039; policies.check.ts `HoldReason`). */
+export type HeldRule = 'approval_above' | 'contract_call';
 /** Why a transfer held for approval failed without being signed. */
 export type ApprovalFailure = Extract<FailureReason, 'rejected_by_approver' | 'approval_expired'>;
 /** What a signed version of an outgoing transaction is: the first one, or a replacement at its nonce. */
@@ -128,6 +130,15 @@ const FIELDS = {
   batch_index: ['tx.batch_index', numOrNull],
   /** The deposit address a receipt reached (its reference in `reference`), else null (migration 035). */
   deposit_address_id: ['tx.deposit_address_id', numOrNull],
+  /**
+   * Why it was held for approval, kept after the decision (migration 039): the rule, and for
+   * `approval_above` the threshold in base units with its token's symbol and decimals as at the
+   * hold; all null for a row never held (or held before the migration).
+   */
+  held_rule: ['tx.held_rule', as<HeldRule | null>()],
+  held_limit: ['tx.held_limit', weiOrNull],
+  held_symbol: ['tx.held_symbol', as<string | null>()],
+  held_decimals: ['tx.held_decimals', numOrNull],
 } as const satisfies Record<string, readonly [string, (v: unknown) => unknown]>;
 
 type Fields = typeof FIELDS;
@@ -233,6 +244,10 @@ export type NewTx = Pick<
       | 'reference'
       | 'batch_tx_id'
       | 'batch_index'
+      | 'held_rule'
+      | 'held_limit'
+      | 'held_symbol'
+      | 'held_decimals'
     >
   > & {
     /** PostgreSQL: an id drawn beforehand (`drawTransactionId`); absent, the insert draws it. */
@@ -292,6 +307,14 @@ function insertRow(t: NewTx, nowMs: number) {
     ...(t.refund_id === undefined ? {} : { refund_id: t.refund_id }),
     ...(t.payout_id === undefined ? {} : { payout_id: t.payout_id, reference: t.reference ?? null }),
     ...(t.batch_tx_id == null ? {} : { batch_tx_id: t.batch_tx_id, batch_index: t.batch_index ?? null }),
+    ...(t.held_rule == null
+      ? {}
+      : {
+          held_rule: t.held_rule,
+          held_limit: str(t.held_limit ?? null),
+          held_symbol: t.held_symbol ?? null,
+          held_decimals: t.held_decimals ?? null,
+        }),
     ...(t.call_token_id == null
       ? {}
       : { call_token_id: t.call_token_id, call_amount: str(t.call_amount ?? 0n), call_spend: str(t.call_spend ?? 0n) }),

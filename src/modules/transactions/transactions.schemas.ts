@@ -69,6 +69,31 @@ const ADDRESSES = {
   }),
 };
 
+/**
+ * Why a transfer or payout was held for a person's approval (migration 039): set when it is held,
+ * kept once it is approved, rejected or expired; null for one never held, and for one held before
+ * the service recorded it.
+ */
+export const HeldBySchema = Nullable(
+  Type.Object(
+    {
+      rule: Type.String({
+        enum: ['approval_above', 'contract_call'],
+        description:
+          "`approval_above`: the amount (a payout's total; a contract call's value, or the amount its token call moves) was over the token's approval threshold. `contract_call`: a call whose effect cannot be read from its calldata, to a contract not on the allowlist, on a wallet with a spending policy",
+      }),
+      limit: Nullable(
+        Type.String({
+          description: '`approval_above`: the threshold as it was at the hold, 18 places; null otherwise',
+          examples: ['0.500000000000000000'],
+        }),
+      ),
+      token: Nullable(Type.String({ description: '`approval_above`: the symbol of the token the threshold is set for; null otherwise' })),
+    },
+    { additionalProperties: false },
+  ),
+);
+
 export const TransactionSchema = Type.Object({
   ...HEAD,
   ...FINALITY,
@@ -104,6 +129,7 @@ export const TransactionSchema = Type.Object({
     description:
       'A receipt of native coin a contract sent to the wallet inside a transaction (read from the call traces; `tx_hash` the transaction that carried it, `from` its sender); false otherwise',
   }),
+  held_by: HeldBySchema,
   ...ADDRESSES,
 });
 
@@ -136,6 +162,7 @@ export const CreatedTransactionSchema = Type.Object({
   ),
   created_at: Type.String(),
   updated_at: Type.String(),
+  held_by: HeldBySchema,
   ...ADDRESSES,
 });
 

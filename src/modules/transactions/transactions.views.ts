@@ -8,6 +8,15 @@ import { isInternalReceipt, type TxRecord } from './transactions.repository.js';
 import type { ListRow } from './transactions.list.repository.js';
 import type { FeeLevel, Fees } from '../../chain/fees.js';
 
+/**
+ * `held_by` of a Transaction object: the rule that held it for approval, kept after the decision
+ * (migration 039); for `approval_above` its threshold (formatted at its token's decimals) and token.
+ */
+export function heldByView(t: Pick<TxRecord, 'held_rule' | 'held_limit' | 'held_symbol' | 'held_decimals'>) {
+  if (t.held_rule === null) return null;
+  return { rule: t.held_rule, limit: dec(t.held_limit, t.held_decimals ?? 0), token: t.held_symbol };
+}
+
 const dec = (v: bigint | null, decimals: number): string | null => (v === null ? null : formatUnits18(v, decimals));
 const num = (v: bigint | null, decimals: number): number | null => (v === null ? null : toNumber18(v, decimals));
 const receiptStatus = (v: number | null): boolean | null => (v === null ? null : v === 1);
@@ -59,6 +68,7 @@ export function transactionView(t: TxRecord) {
     created_at: formatDateTime(t.created_at),
     updated_at: formatDateTime(t.updated_at),
     internal: isInternalReceipt(t),
+    held_by: heldByView(t),
     from: checksummedAddress(t.from_address),
     to: checksummedAddress(t.to_address),
   };
@@ -103,6 +113,7 @@ export function transactionListItem(r: ListRow) {
     created_at: formatDateTime(r.created_at),
     updated_at: formatDateTime(r.updated_at),
     internal: isInternalReceipt(r),
+    held_by: r.held_rule === null ? null : { rule: r.held_rule, limit: stored(r.held_limit, r.held_decimals ?? 0), token: r.held_symbol },
     from: checksummedAddress(r.from_address),
     to: checksummedAddress(r.to_address),
   };
@@ -138,6 +149,7 @@ export function createdView(t: TxRecord) {
     batch_index: t.batch_index,
     created_at: formatDateTime(t.created_at),
     updated_at: formatDateTime(t.updated_at),
+    held_by: heldByView(t),
     from: checksummedAddress(t.from_address),
     to: checksummedAddress(t.to_address),
   };
