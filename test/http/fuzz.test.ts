@@ -22,12 +22,12 @@ const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.en
 /**
  * Routes whose success response is not the envelope (the OpenAPI document, the
  * docs page and its assets, /metrics, the checkout and the refund claim pages, the dashboard's page and assets, the CSV
- * exports are served bare).
+ * exports are served bare; `/` and `/docs` redirect to the dashboard and the docs page).
  * Their errors are still the envelope, except the two pages' 404, a plain HTML page (HTML_NOT_FOUND).
  */
 const BARE_SUCCESS = {
   has: (route: string) =>
-    /^(GET|HEAD) (\/api\/openapi\.json|\/api\/docs(\/.*)?|\/metrics|\/pay\/:uuid|\/refund\/:uuid|\/dashboard|\/dashboard\/assets\/:file|\/api\/wallet\/:wallet\/export\/(transactions|charges|payouts)\.csv)$/.test(
+    /^(GET|HEAD) (\/|\/docs|\/api\/openapi\.json|\/api\/docs(\/.*)?|\/metrics|\/pay\/:uuid|\/refund\/:uuid|\/dashboard|\/dashboard\/assets\/:file|\/api\/wallet\/:wallet\/export\/(transactions|charges|payouts)\.csv)$/.test(
       route,
     ),
 };

@@ -34,6 +34,8 @@ const PUBLIC = [
   'POST /api/pay/:uuid/devnet',
   // The dashboard's page and its built assets (its data comes through the authenticated API).
   ...['/dashboard', '/dashboard/assets/:file'].flatMap((u) => [`GET ${u}`, `HEAD ${u}`]),
+  // The root and /docs: redirects to the dashboard and to the API reference.
+  ...['/', '/docs'].flatMap((u) => [`GET ${u}`, `HEAD ${u}`]),
 ].sort();
 /** Wallet routes for a login token only (an API key gets 403 `Insufficient scope`). */
 const LOGIN_ONLY = new Set([
