@@ -11,6 +11,7 @@ import { amount as short } from './format.js';
 import { addressProblem, amountProblem, Field, Opener, problems, useOpen, Submit, useForm, valueOf } from './forms.js';
 import { Amount, Empty, Hash, Listing, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
 import { ExportCsv } from './export.js';
+import { useConfirm, type Question } from './confirm.js';
 
 export function Charges({ wallet }: { wallet: string }) {
   const { data: rows, error } = useApi(
@@ -195,6 +196,7 @@ function RefundForm({ wallet, charge, token, onDone }: { wallet: string; charge:
   const [amount, setAmount] = useState('');
   const [address, setAddress] = useState('');
   const [message, setMessage] = useState<string | null>(null);
+  const confirm = useConfirm();
   const form = useForm(
     'refund',
     {
@@ -211,13 +213,16 @@ function RefundForm({ wallet, charge, token, onDone }: { wallet: string; charge:
     e.preventDefault();
     setMessage(null);
     const body = { ...(amount.trim() ? { amount: amount.trim() } : {}), ...(address.trim() ? { address: address.trim() } : {}) };
+    const check = () =>
+      problems({
+        amount: amount.trim() ? amountProblem(amount, 'The refund amount') : null,
+        address: address.trim() ? addressProblem(address, 'The refund address') : null,
+      });
+    // Asked only of a refund the form would send: a wrong field is shown at once, with no dialog.
+    if (Object.keys(check()).length === 0 && !(await confirm.ask(refundQuestion(body, token)))) return;
     const r = await form.submit(
       () => api.POST('/api/wallet/{wallet}/charge/{charge}/refund', { params: { path: { wallet, charge } }, body }),
-      () =>
-        problems({
-          amount: amount.trim() ? amountProblem(amount, 'The refund amount') : null,
-          address: address.trim() ? addressProblem(address, 'The refund address') : null,
-        }),
+      check,
     );
     if (!r) return;
     const refund = r.data;
@@ -240,8 +245,22 @@ function RefundForm({ wallet, charge, token, onDone }: { wallet: string; charge:
       </Field>
       <Submit form={form} text="Refund" busyText="Refunding…" />
       <Notice message={message} />
+      {confirm.dialog}
     </form>
   );
+}
+
+/** The refund's confirmation: the verb, the amount and where it goes, and that a sent refund stays sent. */
+function refundQuestion(body: { amount?: string; address?: string }, token: string): Question {
+  const what = body.amount ? `${body.amount} ${token}` : `all that is left (${token})`;
+  return {
+    title: 'Refund this charge?',
+    action: body.address ? `Refund ${what} to ${body.address.slice(0, 10)}…${body.address.slice(-8)}` : `Refund ${what} as a claim link`,
+    details: body.address
+      ? `Sent on the chain to ${body.address}: a refund sent cannot be called back.`
+      : 'The payer gets a link to claim it to an address of their choice.',
+    danger: true,
+  };
 }
 
 /** The charge's checkout page for the payer (a link, and `Copy link`) and when the charge expires. */

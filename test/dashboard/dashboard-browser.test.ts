@@ -241,7 +241,16 @@ describe('the dashboard in Chromium', () => {
     await accessible(page, 'charge');
     await page.getByLabel(/Refund amount/).fill('0.05');
     await page.getByLabel(/Refund address/).fill(RECIPIENT);
+    // The refund asks first, naming the amount and the address; Cancel sends nothing.
     await page.getByRole('button', { name: 'Refund', exact: true }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+    const none = (await t.request('GET', `/api/wallet/${wallet.id}/charge/show/${charge.id}`, { token: user.token })).body.data;
+    expect(none.refunds).toEqual([]);
+    await page.getByRole('button', { name: 'Refund', exact: true }).click();
+    await page
+      .getByRole('dialog')
+      .getByRole('button', { name: `Refund 0.05 ETH to ${RECIPIENT.slice(0, 10)}…${RECIPIENT.slice(-8)}`, exact: true })
+      .click();
     await page.getByRole('status').filter({ hasText: 'Refund of 0.05 ETH sent' }).waitFor();
     await page.locator('li[data-refund]').first().waitFor();
     await shots(page, 'charge');
