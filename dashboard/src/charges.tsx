@@ -7,7 +7,7 @@
 import { useState } from 'preact/hooks';
 import { api } from './api.js';
 import { ok, PAGE, useApi } from './data.js';
-import { amount as short } from './format.js';
+import { amount as short, percent } from './format.js';
 import { addressProblem, amountProblem, Field, Opener, problems, useOpen, Submit, useForm, valueOf } from './forms.js';
 import { Amount, Empty, Hash, Listing, Loading, Notice, Problem, StatusBadge, Time } from './ui.js';
 import { ExportCsv } from './export.js';
@@ -94,7 +94,8 @@ function ChargeDetail({ wallet, charge, explorer }: { wallet: string; charge: st
         'The charge could not be read.',
       ).data,
     [wallet, charge],
-    { refreshOn: ['charge.', 'transaction.'], wallet },
+    // A payment short of the price writes no event: a pending price charge is read again for its share paid.
+    { refreshOn: ['charge.', 'transaction.'], wallet, again: (c) => c.price !== null && c.status === 'pending' },
   );
   if (error) return <Problem text={error} />;
   if (!c) return <Loading what="the charge" />;
@@ -125,6 +126,7 @@ function ChargeDetail({ wallet, charge, explorer }: { wallet: string; charge: st
         </p>
         <Checkout url={c.hosted_url} expiresAt={c.expires_at} status={c.status} price={c.price} />
       </section>
+      {c.price && <Quotes price={c.price} quotes={c.quotes} paidFraction={c.paid_fraction} />}
       <section aria-labelledby="payments-title">
         <h2 id="payments-title">Payments</h2>
         {c.payments.length === 0 ? (
@@ -133,7 +135,7 @@ function ChargeDetail({ wallet, charge, explorer }: { wallet: string; charge: st
           <ul class="plain">
             {c.payments.map((p, i) => (
               <li key={p.tx_hash ?? `found-${i}`} data-payment={p.tx_hash ?? ''}>
-                <Amount value={p.amount} symbol={c.token} />{' '}
+                <Amount value={p.amount} symbol={p.token} />{' '}
                 {p.tx_hash === null ? (
                   'found on the address after its watch'
                 ) : (
@@ -189,6 +191,30 @@ function ChargeDetail({ wallet, charge, explorer }: { wallet: string; charge: st
         <RefundForm wallet={wallet} charge={charge} token={c.token} onDone={reload} />
       </section>
     </div>
+  );
+}
+
+const SOURCES = { manual: 'set by hand', chainlink: 'Chainlink feed', pegged: 'pegged' } as const;
+
+type Quote = { token: string; amount: string; rate: string; rate_source: keyof typeof SOURCES; rate_at: string };
+
+/** A price charge's quotes, locked at creation: per token what pays the price, at which rate from where; and the share paid so far. */
+function Quotes({ price, quotes, paidFraction }: { price: { amount: string; currency: string }; quotes: Quote[]; paidFraction: string }) {
+  return (
+    <section aria-labelledby="quotes-title">
+      <h2 id="quotes-title">Quotes</h2>
+      <p data-paid-fraction={paidFraction}>
+        <strong>{percent(paidFraction)}% paid</strong> of {price.amount} {price.currency}: each payment counts at its token's quote.
+      </p>
+      <ul class="plain">
+        {quotes.map((q) => (
+          <li key={q.token} data-quote={q.token}>
+            <Amount value={q.amount} symbol={q.token} /> due · 1 {q.token} = {short(q.rate)} {price.currency} ·{' '}
+            <span title={`Rate from ${q.rate_at} UTC`}>{SOURCES[q.rate_source]}</span>, <Time utc={q.rate_at} />
+          </li>
+        ))}
+      </ul>
+    </section>
   );
 }
 

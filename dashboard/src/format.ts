@@ -21,3 +21,14 @@ export function explorerUrl(explorer: string | null | undefined, kind: 'tx' | 'a
   if (!explorer) return null;
   return `${explorer.replace(/\/+$/, '')}/${kind}/${value}`;
 }
+
+/**
+ * A fraction of the API (`0.400000000000000000`) as a share in percent, rounded down to at most two
+ * places (`40`, `33.33`): exact string arithmetic, so a share never reads as paid before it is.
+ */
+export function percent(fraction: string): string {
+  const [whole = '0', part = ''] = fraction.split('.');
+  const digits = `${whole}${part.padEnd(4, '0').slice(0, 4)}`.replace(/^0+(?=\d{3})/, '');
+  const shifted = `${digits.slice(0, -2)}.${digits.slice(-2)}`;
+  return amount(shifted);
+}

@@ -11,6 +11,7 @@ import { addressProblem, amountProblem, Field, Opener, problems, useOpen, Submit
 import { Amount, Empty, Hash, Loading, Notice, Problem, StatusBadge } from './ui.js';
 import { Chart, Transactions } from './transactions.js';
 import { Charges } from './charges.js';
+import { DepositAddresses } from './deposit-addresses.js';
 import { Payouts } from './payouts.js';
 import { Webhooks } from './webhooks.js';
 import { Policy } from './policy.js';
@@ -231,6 +232,7 @@ export function Wallet({ id }: { id: string }) {
           <Chart wallet={id} />
           <Transactions wallet={id} explorer={w.explorer} />
           <Charges wallet={id} />
+          <DepositAddresses wallet={id} explorer={w.explorer} />
           <Payouts wallet={id} />
           <Webhooks wallet={id} />
           <Policy wallet={id} />
