@@ -212,7 +212,8 @@ describe('approving and rejecting in the dashboard', () => {
         .waitFor();
       const rejected = await get(`/api/wallet/${wallet.id}/transaction/show/${ids.transfer}`);
       expect([rejected.status, rejected.failure_reason]).toEqual(['failed', 'rejected_by_approver']);
-      expect(await page.locator(`li[data-held="${ids.transfer}"]`).count()).toBe(0);
+      // The list is read again after the decision: the row leaves the held ones once it is back.
+      await expect.poll(() => page.locator(`li[data-held="${ids.transfer}"]`).count()).toBe(0);
       await context.close();
     }, 90_000);
   }

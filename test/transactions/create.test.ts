@@ -41,6 +41,7 @@ const LIST_KEYS = [
   'gas',
   'gas_price',
   'gas_used',
+  'held_by',
   'id',
   'internal',
   'nonce',
